@@ -1,0 +1,32 @@
+//! `stackbench`: the one binary. Thin: parses the command line with clap, hands
+//! resolved settings to the engine, results and planner crates, and maps errors
+//! to exit statuses (0 success, 1 a failed comparison, 2 usage or input error,
+//! 3 an incomplete run).
+
+mod exit;
+mod plan_cmd;
+
+use clap::{Parser, Subcommand};
+
+/// Model, measure and plan network workloads on Linux.
+#[derive(Debug, Parser)]
+#[command(name = "stackbench", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Capacity planning from measured costs: CPU, ratings, storage, offload,
+    /// queueing models and scalability fits.
+    Plan(plan_cmd::PlanArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(args) => plan_cmd::run(args),
+    };
+    std::process::exit(exit::code_for(result));
+}

@@ -1,0 +1,1 @@
+//! The engine layer: control protocol, responder, driver and event-driven workers.

@@ -1,0 +1,17 @@
+//! The model layer: workload notation, units and validation. No sockets, no
+//! clocks: everything here is a pure function of its input, so the engine,
+//! results and planner agree on what `RR10(4kB/4kB)` means.
+
+pub mod error;
+pub mod notation;
+pub mod settings;
+pub mod size;
+
+pub use error::NotationError;
+pub use notation::{ClassSpec, Kind, StreamDirection, Workload};
+pub use settings::{CrrClose, SocketOptions};
+
+/// Largest client count one class may ask for (1024K): the user-population work
+/// targets 256K connections in one process, so 4× that is a generous ceiling
+/// that still keeps counts in a `u32`.
+pub const MAX_CLIENTS: u32 = 1024 * 1024;

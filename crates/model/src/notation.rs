@@ -1,0 +1,266 @@
+//! The seeds' workload notation: `NAME x(y/z)` — x clients, each sending y bytes
+//! and receiving z bytes per transaction — and mixes joined with `+`.
+//!
+//! Parsing is two-stage in the ripgrep sense: the text is checked piece by piece
+//! here and resolved into an immutable [`Workload`] holding exact byte counts; the
+//! engine never sees the text. `Display` prints the canonical form, which parses
+//! back to the same value (a property test checks it).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::NotationError;
+use crate::size::{format_count, format_size, parse_count, parse_size};
+
+/// The transaction shape of a workload class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Kind {
+    /// Request/response on one persistent connection per client.
+    Rr,
+    /// Connect, send the request, receive the response, close: one connection
+    /// per transaction.
+    Crr,
+    /// Streaming: one transaction is one whole transfer on a persistent
+    /// connection; the direction follows from which side is larger.
+    Str,
+}
+
+impl Kind {
+    /// The notation's name of the kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Rr => "RR",
+            Kind::Crr => "CRR",
+            Kind::Str => "STR",
+        }
+    }
+}
+
+/// Direction of a stream, from the client's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum StreamDirection {
+    /// Small request, large response (`STR3(1B/20MB)`).
+    Get,
+    /// Large request, small reply (`STR3(20MB/1B)`).
+    Put,
+}
+
+/// One workload class: `RR10(4kB/4kB)` resolved to exact numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ClassSpec {
+    pub kind: Kind,
+    /// Number of concurrent clients (connections for RR/STR, connection slots
+    /// for CRR).
+    pub clients: u32,
+    /// Bytes the client sends per transaction.
+    pub request_bytes: u64,
+    /// Bytes the server returns per transaction.
+    pub response_bytes: u64,
+}
+
+impl ClassSpec {
+    /// For streams, which way the bulk flows; `None` for RR and CRR. A stream
+    /// whose two sizes are equal counts as a GET.
+    pub fn stream_direction(&self) -> Option<StreamDirection> {
+        match self.kind {
+            Kind::Str if self.request_bytes > self.response_bytes => Some(StreamDirection::Put),
+            Kind::Str => Some(StreamDirection::Get),
+            _ => None,
+        }
+    }
+
+    fn parse(part: &str, whole: &str) -> Result<ClassSpec, NotationError> {
+        let malformed = || NotationError::Malformed {
+            part: part.to_string(),
+            whole: whole.to_string(),
+        };
+        let name_end = part
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(part.len());
+        let kind = match &part[..name_end] {
+            "RR" => Kind::Rr,
+            "CRR" => Kind::Crr,
+            "STR" => Kind::Str,
+            _ => {
+                return Err(NotationError::UnknownKind {
+                    part: part.to_string(),
+                    whole: whole.to_string(),
+                })
+            }
+        };
+        let rest = &part[name_end..];
+        let open = rest.find('(').ok_or_else(malformed)?;
+        let inner = rest[open + 1..].strip_suffix(')').ok_or_else(malformed)?;
+        let clients = parse_count(&rest[..open], whole)?;
+        let (req, resp) = inner.split_once('/').ok_or_else(malformed)?;
+        Ok(ClassSpec {
+            kind,
+            clients,
+            request_bytes: parse_size(req, whole)?,
+            response_bytes: parse_size(resp, whole)?,
+        })
+    }
+}
+
+impl fmt::Display for ClassSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}{}({}/{})",
+            self.kind.name(),
+            format_count(self.clients),
+            format_size(self.request_bytes),
+            format_size(self.response_bytes)
+        )
+    }
+}
+
+/// A workload: one class, or a mix of classes that run concurrently with
+/// statistics kept per class.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Workload {
+    pub classes: Vec<ClassSpec>,
+}
+
+impl Workload {
+    /// Total connections (or CRR connection slots) the workload holds at once.
+    pub fn total_clients(&self) -> u64 {
+        self.classes.iter().map(|c| u64::from(c.clients)).sum()
+    }
+}
+
+impl FromStr for Workload {
+    type Err = NotationError;
+
+    fn from_str(text: &str) -> Result<Workload, NotationError> {
+        let whole = text.trim();
+        if whole.is_empty() {
+            return Err(NotationError::Empty);
+        }
+        let classes = whole
+            .split('+')
+            .map(|part| ClassSpec::parse(part.trim(), whole))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Workload { classes })
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, class) in self.classes.iter().enumerate() {
+            if i > 0 {
+                f.write_str("+")?;
+            }
+            write!(f, "{class}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse(s: &str) -> Workload {
+        s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn seeds_examples_resolve_to_bytes() {
+        let w = parse("RR10(4kB/4kB)");
+        assert_eq!(
+            w.classes,
+            vec![ClassSpec {
+                kind: Kind::Rr,
+                clients: 10,
+                request_bytes: 4096,
+                response_bytes: 4096
+            }]
+        );
+        let c = parse("CRR40(64B/8kB)").classes[0];
+        assert_eq!((c.kind, c.clients, c.request_bytes, c.response_bytes), (Kind::Crr, 40, 64, 8192));
+        let get = parse("STR3(1B/20MB)").classes[0];
+        assert_eq!(get.stream_direction(), Some(StreamDirection::Get));
+        assert_eq!(get.response_bytes, 20 * 1024 * 1024);
+        let put = parse("STR3(20MB/1B)").classes[0];
+        assert_eq!(put.stream_direction(), Some(StreamDirection::Put));
+        assert_eq!(parse("RR1(1B/1B)").classes[0].request_bytes, 1);
+        assert_eq!(parse("RR256K(100B/800B)").classes[0].clients, 262_144);
+    }
+
+    #[test]
+    fn mixes_keep_class_order() {
+        let w = parse("RR1(100B/800B)+STR10(1B/20MB)");
+        assert_eq!(w.classes.len(), 2);
+        assert_eq!(w.classes[0].kind, Kind::Rr);
+        assert_eq!(w.classes[1].clients, 10);
+        assert_eq!(w.total_clients(), 11);
+        assert_eq!(w.to_string(), "RR1(100B/800B)+STR10(1B/20MB)");
+    }
+
+    #[test]
+    fn display_is_canonical() {
+        assert_eq!(parse("RR10(4KiB/4KB)").to_string(), "RR10(4kB/4kB)");
+        assert_eq!(parse("RR1024(1B/1024B)").to_string(), "RR1K(1B/1kB)");
+        assert_eq!(parse(" STR3(1B/20MiB) ").to_string(), "STR3(1B/20MB)");
+    }
+
+    #[test]
+    fn errors_name_the_bad_part() {
+        let cases = [
+            ("", "empty workload"),
+            ("XX10(1B/1B)", "unknown workload kind in 'XX10(1B/1B)'"),
+            ("rr10(1B/1B)", "unknown workload kind"),
+            ("RR(1B/1B)", "bad client count ''"),
+            ("RR0(1B/1B)", "bad client count '0'"),
+            ("RR10(4kb/4kB)", "unknown size unit 'kb' in 'RR10(4kb/4kB)'"),
+            ("RR10(4kB)", "malformed class 'RR10(4kB)'"),
+            ("RR10(4kB/4kB", "malformed class"),
+            ("RR10(0B/4kB)", "is zero"),
+            ("RR1(1B/1B)+", "unknown workload kind in ''"),
+            ("RR10(x/1B)", "bad size 'x'"),
+        ];
+        for (input, want) in cases {
+            let err = input.parse::<Workload>().unwrap_err().to_string();
+            assert!(err.contains(want), "{input:?}: {err}");
+            assert!(!err.contains('\n'), "one line: {err}");
+        }
+    }
+
+    fn arb_class() -> impl Strategy<Value = ClassSpec> {
+        let kind = prop_oneof![Just(Kind::Rr), Just(Kind::Crr), Just(Kind::Str)];
+        let size = prop_oneof![1u64..100_000, (1u64..4096).prop_map(|k| k * 1024), (1u64..64).prop_map(|m| m << 20)];
+        (kind, 1u32..=crate::MAX_CLIENTS, size.clone(), size).prop_map(|(kind, clients, req, resp)| ClassSpec {
+            kind,
+            clients,
+            request_bytes: req,
+            response_bytes: resp,
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn display_round_trips(classes in prop::collection::vec(arb_class(), 1..4)) {
+            let w = Workload { classes };
+            let back: Workload = w.to_string().parse().unwrap();
+            prop_assert_eq!(back, w);
+        }
+
+        #[test]
+        fn parser_never_panics(s in "\\PC{0,40}") {
+            let _ = s.parse::<Workload>();
+        }
+
+        #[test]
+        fn near_valid_strings_never_panic(s in "(RR|CRR|STR|X)[0-9K]{0,4}\\([0-9]{0,3}(B|kB|MB|kb)?/[0-9]{0,3}(B|kB|GB|x)?\\)?\\+?") {
+            if let Ok(w) = s.parse::<Workload>() {
+                prop_assert_eq!(w.to_string().parse::<Workload>().unwrap(), w);
+            }
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Effective run settings: the socket options the seeds' best-practice sections
+//! name, and how a CRR connection is closed. They are resolved once, printed with
+//! every result and stored with it, so every figure can be traced to its setup.
+
+use serde::{Deserialize, Serialize};
+
+/// Who closes a CRR connection first, which decides where TIME_WAIT lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrrClose {
+    /// The responder closes right after the response (as an HTTP/1.0 server
+    /// does): TIME_WAIT lands on the server, which does not consume the
+    /// client's ephemeral ports, so CRR can run for as long as asked.
+    #[default]
+    Server,
+    /// The client closes first after reading the response: TIME_WAIT lands on
+    /// the client and holds one ephemeral port for 60 s (Linux reuses them on
+    /// loopback only with `net.ipv4.tcp_tw_reuse` = 1 or 2).
+    Client,
+    /// The client closes abortively (SO_LINGER 0, RST): no TIME_WAIT anywhere.
+    /// This is what neper's `tcp_crr` does unless given `--time-wait`.
+    Abort,
+}
+
+impl CrrClose {
+    pub fn name(self) -> &'static str {
+        match self {
+            CrrClose::Server => "server",
+            CrrClose::Client => "client",
+            CrrClose::Abort => "abort",
+        }
+    }
+}
+
+/// Socket options applied on both sides of every data connection. The driver
+/// sends them to the responder over the control connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SocketOptions {
+    /// TCP_NODELAY: Nagle's algorithm off.
+    pub nodelay: bool,
+    /// Receive whole messages: recv(MSG_WAITALL) plus SO_RCVLOWAT set to the
+    /// message size (capped), so a non-blocking receiver is woken once per
+    /// message rather than once per segment.
+    pub waitall: bool,
+    /// TCP_QUICKACK re-armed after every receive: delayed ACK off.
+    pub quickack: bool,
+    /// SO_SNDBUF in bytes, `None` = kernel default (autotuning).
+    pub sndbuf_bytes: Option<u32>,
+    /// SO_RCVBUF in bytes, `None` = kernel default (autotuning).
+    pub rcvbuf_bytes: Option<u32>,
+    /// How CRR connections are closed.
+    pub crr_close: CrrClose,
+}

@@ -1,0 +1,1 @@
+//! The capacity planner (pure code, no sockets).
