@@ -9,6 +9,7 @@ pub mod latency;
 pub mod memory;
 pub mod procfs;
 pub mod record;
+pub mod stats;
 
 pub use cpu::{CpuSample, ProcessSource, Work};
 pub use latency::LatencyHistogram;

@@ -301,8 +301,9 @@ pub struct ConfidenceInterval {
     pub low: f64,
     pub high: f64,
     /// Full width (`high - low`) as a percentage of the mean (netperf's
-    /// criterion compares this with the requested width).
-    pub width_pct_of_mean: f64,
+    /// criterion compares this with the requested width); `None` when the
+    /// mean is 0.
+    pub width_pct_of_mean: Option<f64>,
 }
 
 /// Mean, spread and confidence of one measure over repetitions.
