@@ -10,8 +10,14 @@ pub mod memory;
 pub mod procfs;
 pub mod record;
 pub mod stats;
+pub mod warnings;
 
-pub use cpu::{CpuSample, ProcessSource, Work};
+pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
 pub use latency::LatencyHistogram;
-pub use memory::MemorySample;
-pub use record::{ClassResult, ErrorCounts, LatencyUs, RunRecord, RunSettings, SCHEMA_VERSION};
+pub use memory::{side_memory, MemorySample};
+pub use record::{
+    ClassResult, CpuFigures, ErrorCounts, LatencyUs, MemoryFigures, Repetitions, RunRecord,
+    RunSettings, SideCpu, SideMemory, WarningRecord, SCHEMA_VERSION,
+};
+pub use stats::{Iterations, Verdict};
+pub use warnings::Warning;

@@ -340,3 +340,116 @@ pub struct Repetitions {
     pub client_cpu_us_per_tran: Option<MeasureSummary>,
     pub server_cpu_us_per_tran: Option<MeasureSummary>,
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A plausible class with none of the optional figures.
+    pub(crate) fn sample_class() -> ClassResult {
+        ClassResult {
+            workload: "RR1(1B/1B)".into(),
+            notation: "RR1(1B/1B)".into(),
+            kind: Kind::Rr,
+            stream_direction: None,
+            clients: 1,
+            request_bytes: 1,
+            response_bytes: 1,
+            transactions: 100_000,
+            duration_s: 10.0,
+            rate_tps: 10_000.0,
+            latency_us: LatencyUs::default(),
+            tx_bytes: 100_000,
+            rx_bytes: 100_000,
+            tx_bytes_per_s: 10_000.0,
+            rx_bytes_per_s: 10_000.0,
+            errors: 0,
+            error_counts: ErrorCounts::default(),
+            per_second_tps: vec![10_000.0; 10],
+            cpu: None,
+            memory: None,
+            repetitions: None,
+        }
+    }
+
+    #[test]
+    fn records_without_the_new_fields_still_parse() {
+        let mut json = serde_json::to_value(sample_class()).unwrap();
+        let obj = json.as_object_mut().unwrap();
+        for key in ["cpu", "memory", "repetitions"] {
+            obj.remove(key);
+        }
+        let back: ClassResult = serde_json::from_value(json).unwrap();
+        assert_eq!(back, sample_class());
+    }
+
+    #[test]
+    fn run_records_without_warnings_still_parse() {
+        let run = RunRecord {
+            schema_version: SCHEMA_VERSION,
+            stackbench_version: "0.1.0".into(),
+            complete: true,
+            incomplete_reason: None,
+            started_unix_s: 1.0,
+            settings: RunSettings {
+                duration_s: 10.0,
+                warmup_s: 2.0,
+                transactions: None,
+                client_threads: 1,
+                server_threads: Some(1),
+                client_cpus: vec![0],
+                server_cpus: vec![1],
+                target: "127.0.0.1:12865".into(),
+                responder: "spawned".into(),
+                spin: false,
+                socket: SocketOptions::default(),
+            },
+            classes: vec![sample_class()],
+            warnings: vec![],
+        };
+        let mut json = serde_json::to_value(&run).unwrap();
+        json.as_object_mut().unwrap().remove("warnings");
+        let back: RunRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, run);
+    }
+
+    #[test]
+    fn cpu_and_memory_use_the_issue_keys() {
+        let mut class = sample_class();
+        class.cpu = Some(CpuFigures {
+            client: Some(SideCpu::default()),
+            ..CpuFigures::default()
+        });
+        class.memory = Some(MemoryFigures {
+            server: Some(SideMemory::default()),
+            ..MemoryFigures::default()
+        });
+        let json = serde_json::to_value(&class).unwrap();
+        let client = &json["cpu"]["client"];
+        for key in [
+            "cpus",
+            "method",
+            "cpu_seconds",
+            "util_pct",
+            "cpu_us_per_tran",
+            "process_cpu_us_per_tran",
+        ] {
+            assert!(client.get(key).is_some(), "cpu.client.{key} missing");
+        }
+        for key in ["user", "system", "irq", "softirq", "steal"] {
+            assert!(client["breakdown"].get(key).is_some(), "breakdown.{key}");
+        }
+        assert_eq!(client["method"], "proc_stat_cpuset");
+        let server = &json["memory"]["server"];
+        for key in [
+            "rss_bytes",
+            "rss_bytes_per_conn",
+            "kernel_sock_bytes",
+            "kernel_sock_bytes_per_conn",
+        ] {
+            assert!(server.get(key).is_some(), "memory.server.{key} missing");
+        }
+        let back: ClassResult = serde_json::from_value(json).unwrap();
+        assert_eq!(back, class);
+    }
+}
