@@ -6,9 +6,13 @@ use std::time::Duration;
 /// Parses a duration with a unit: `us`, `ms`, `s`, `m`, `h`; decimals allowed.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let bad = || format!("bad duration '{text}': use a number and a unit (us, ms, s, m, h), e.g. 10s, 500ms or 2m");
+    let bad = || {
+        format!("bad duration '{text}': use a number and a unit (us, ms, s, m, h), e.g. 10s, 500ms or 2m")
+    };
     let value: f64 = number.parse().map_err(|_| bad())?;
     let seconds = match unit {
         "us" | "µs" => value / 1e6,

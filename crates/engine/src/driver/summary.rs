@@ -46,5 +46,8 @@ pub fn class_result(
             .take(whole_seconds)
             .map(|&n| n as f64)
             .collect(),
+        cpu: None,
+        memory: None,
+        repetitions: None,
     }
 }
