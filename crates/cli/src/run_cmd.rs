@@ -20,6 +20,7 @@ use stackbench_model::{CrrClose, SocketOptions, Workload};
 
 use crate::exit::{usage, INCOMPLETE, OK};
 use crate::progress::ProgressLine;
+use crate::quality;
 use crate::spawn::SpawnedResponder;
 
 /// The README's main job: a small study, a few seconds per workload.
@@ -282,6 +283,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         classes: Vec::new(),
         warnings: Vec::new(),
     };
+    let same_host = control.target().ip().is_loopback();
+    for w in quality::run_warnings(
+        &record.settings.client_cpus,
+        &record.settings.server_cpus,
+        same_host,
+    ) {
+        record.warnings.push(quality::report(&w, None));
+    }
     for workload in workloads {
         let cfg = RunConfig {
             workload,
@@ -289,6 +298,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             warmup,
             transactions: args.transactions,
             threads,
+            client_cpus: place.client.clone(),
             socket,
             spin: args.spin,
         };
@@ -297,6 +307,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         progress.finish();
         match outcome {
             Ok(outcome) => {
+                for class in &outcome.classes {
+                    for w in quality::class_warnings(class, threads as u32) {
+                        record
+                            .warnings
+                            .push(quality::report(&w, Some(&class.notation)));
+                    }
+                }
                 record.classes.extend(outcome.classes);
                 if !outcome.complete {
                     record.complete = false;

@@ -68,11 +68,6 @@ impl SpawnedResponder {
             .to_string();
         Ok(SpawnedResponder { child, addr })
     }
-
-    /// Process id, for per-process CPU and memory accounting.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
 }
 
 impl Drop for SpawnedResponder {

@@ -16,7 +16,10 @@ fn stackbench() -> Command {
 
 fn json_of(output: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout))
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
     })
 }
 
@@ -34,8 +37,14 @@ impl Serve {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.split_whitespace().nth(4).expect("address in the listening line").to_string();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split_whitespace()
+            .nth(4)
+            .expect("address in the listening line")
+            .to_string();
         Serve { child, addr }
     }
 }
@@ -53,8 +62,12 @@ fn bad_notation_is_one_line_exit_2() {
         .args(["run", "RR10(4kb/4kB)"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("unknown size unit 'kb' in 'RR10(4kb/4kB)'"))
-        .stderr(predicate::function(|s: &str| s.trim_end().lines().count() == 1));
+        .stderr(predicate::str::contains(
+            "unknown size unit 'kb' in 'RR10(4kb/4kB)'",
+        ))
+        .stderr(predicate::function(|s: &str| {
+            s.trim_end().lines().count() == 1
+        }));
 }
 
 #[test]
@@ -65,7 +78,10 @@ fn bad_flags_name_the_flag_and_exit_2() {
         (&["--client-cpus", "a"], "--client-cpus: bad CPU list 'a'"),
         (&["--transactions", "0"], "--transactions 0"),
         (&["--threads", "0"], "--threads 0"),
-        (&["--target", "127.0.0.1:1"], "cannot reach the responder at 127.0.0.1:1"),
+        (
+            &["--target", "127.0.0.1:1"],
+            "cannot reach the responder at 127.0.0.1:1",
+        ),
     ];
     for (flags, want) in cases {
         stackbench()
@@ -80,12 +96,30 @@ fn bad_flags_name_the_flag_and_exit_2() {
 #[test]
 fn json_document_has_the_documented_fields() {
     let out = stackbench()
-        .args(["run", "RR2(1B/1B)", "CRR2(64B/8kB)", "--transactions", "300", "--json"])
+        .args([
+            "run",
+            "RR2(1B/1B)",
+            "CRR2(64B/8kB)",
+            "--transactions",
+            "300",
+            "--json",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc = json_of(&out);
-    for key in ["schema_version", "stackbench_version", "complete", "incomplete_reason", "settings", "classes"] {
+    for key in [
+        "schema_version",
+        "stackbench_version",
+        "complete",
+        "incomplete_reason",
+        "settings",
+        "classes",
+    ] {
         assert!(doc.get(key).is_some(), "missing {key}");
     }
     assert_eq!(doc["complete"], true);
@@ -94,13 +128,26 @@ fn json_document_has_the_documented_fields() {
     assert_eq!(classes.len(), 2);
     for c in classes {
         for key in [
-            "notation", "kind", "clients", "request_bytes", "response_bytes", "transactions", "duration_s", "rate_tps",
-            "latency_us", "tx_bytes_per_s", "rx_bytes_per_s", "errors",
+            "notation",
+            "kind",
+            "clients",
+            "request_bytes",
+            "response_bytes",
+            "transactions",
+            "duration_s",
+            "rate_tps",
+            "latency_us",
+            "tx_bytes_per_s",
+            "rx_bytes_per_s",
+            "errors",
         ] {
             assert!(c.get(key).is_some(), "missing classes[].{key}");
         }
         for key in ["mean", "p50", "p90", "p99", "p999", "max"] {
-            assert!(c["latency_us"][key].as_f64().unwrap() > 0.0, "latency_us.{key}");
+            assert!(
+                c["latency_us"][key].as_f64().unwrap() > 0.0,
+                "latency_us.{key}"
+            );
         }
         assert_eq!(c["transactions"], 300);
     }
@@ -110,24 +157,47 @@ fn json_document_has_the_documented_fields() {
 
 #[test]
 fn csv_has_a_header_and_a_row_per_class() {
-    let out = stackbench().args(["run", "RR1(1B/1B)+RR1(2B/2B)", "--transactions", "50", "--csv"]).output().unwrap();
+    let out = stackbench()
+        .args([
+            "run",
+            "RR1(1B/1B)+RR1(2B/2B)",
+            "--transactions",
+            "50",
+            "--csv",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<_> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(lines[0].starts_with("workload,notation,kind,clients"));
-    assert!(lines[2].contains("\"RR1(2B/2B)\",RR,1,2,2,50,"), "{}", lines[2]);
+    assert!(
+        lines[2].contains("\"RR1(2B/2B)\",RR,1,2,2,50,"),
+        "{}",
+        lines[2]
+    );
 }
 
 #[test]
 fn every_kind_runs_against_a_separate_serve_process() {
     let serve = Serve::start();
     let out = stackbench()
-        .args(["run", "RR3(4kB/4kB)", "CRR3(64B/8kB)", "STR2(1B/2MB)", "STR2(2MB/1B)"])
+        .args([
+            "run",
+            "RR3(4kB/4kB)",
+            "CRR3(64B/8kB)",
+            "STR2(1B/2MB)",
+            "STR2(2MB/1B)",
+        ])
         .args(["--transactions", "40", "--json", "--target", &serve.addr])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc = json_of(&out);
     assert_eq!(doc["settings"]["responder"], "remote");
     for c in doc["classes"].as_array().unwrap() {
@@ -141,7 +211,17 @@ fn killed_responder_ends_the_run_with_status_3_within_10s() {
     let mut serve = Serve::start();
     let started = Instant::now();
     let driver = stackbench()
-        .args(["run", "RR2(1B/1B)", "--duration", "60s", "--warmup", "0s", "--json", "--target", &serve.addr])
+        .args([
+            "run",
+            "RR2(1B/1B)",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
+            "--json",
+            "--target",
+            &serve.addr,
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -149,16 +229,39 @@ fn killed_responder_ends_the_run_with_status_3_within_10s() {
     std::thread::sleep(Duration::from_millis(1000));
     serve.child.kill().unwrap();
     let out = driver.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(11), "took {:?}", started.elapsed());
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        started.elapsed() < Duration::from_secs(11),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc = json_of(&out);
     assert_eq!(doc["complete"], false);
-    assert!(doc["incomplete_reason"].as_str().unwrap().contains("responder"));
-    assert!(doc["classes"][0]["transactions"].as_u64().unwrap() > 0, "partial results are kept");
+    assert!(doc["incomplete_reason"]
+        .as_str()
+        .unwrap()
+        .contains("responder"));
+    assert!(
+        doc["classes"][0]["transactions"].as_u64().unwrap() > 0,
+        "partial results are kept"
+    );
 }
 
 #[test]
 fn help_shows_examples() {
-    stackbench().args(["run", "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
-    stackbench().args(["serve", "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
+    stackbench()
+        .args(["run", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Examples:"));
+    stackbench()
+        .args(["serve", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Examples:"));
 }

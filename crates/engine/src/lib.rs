@@ -10,6 +10,7 @@ pub mod driver;
 pub mod error;
 pub mod protocol;
 pub mod responder;
+pub mod sampling;
 pub mod sockopt;
 pub mod timer;
 

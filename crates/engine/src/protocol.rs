@@ -6,13 +6,16 @@
 //!
 //! Exchange: `hello` → `hello`; then any number of `start` → `ready` (the reply
 //! names a data port that serves exactly that test) and `stop` → `stopped`
-//! (with the responder's counters for the test). When the control connection
+//! (with the responder's counters for the test), and `sample` → `sample` (the
+//! responder's own CPU and memory counters at that instant). When the control connection
 //! closes, the responder tears down every test it started, so a killed driver
 //! leaves nothing behind.
 
 use std::io::{self, BufRead, Read, Write};
 
 use serde::{Deserialize, Serialize};
+use stackbench_metrics::cpu::CpuSample;
+use stackbench_metrics::memory::MemorySample;
 use stackbench_model::{Kind, SocketOptions};
 
 /// Version of the messages below. A peer with another version is refused with
@@ -59,9 +62,20 @@ impl ServerTestStats {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Request {
-    Hello { version: u32, software: String },
-    Start { spec: TestSpec },
-    Stop { test_id: u64 },
+    Hello {
+        version: u32,
+        software: String,
+    },
+    Start {
+        spec: TestSpec,
+    },
+    Stop {
+        test_id: u64,
+    },
+    /// Sample the responder's own CPU counters (and memory) now; the driver
+    /// asks at the start and end of each measurement window, as netperf's
+    /// netserver measures its side for `-C`.
+    Sample,
 }
 
 /// Responder → driver.
@@ -83,6 +97,11 @@ pub enum Reply {
     Stopped {
         test_id: u64,
         stats: ServerTestStats,
+    },
+    Sample {
+        cpu: CpuSample,
+        /// `None` when /proc could not be read.
+        memory: Option<MemorySample>,
     },
     Error {
         message: String,

@@ -25,6 +25,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         warmup: Duration::ZERO,
         transactions: Some(transactions),
         threads: 2,
+        client_cpus: vec![],
         socket: SocketOptions::default(),
         spin: false,
     }
@@ -155,4 +156,18 @@ fn responder_loss_ends_the_run_incomplete() {
     assert!(!out.complete);
     assert!(out.incomplete_reason.unwrap().contains("responder"));
     assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn responder_returns_its_cpu_and_memory_samples() {
+    let h = responder("127.0.0.1:0");
+    let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
+    match control.sample() {
+        Ok(stackbench_engine::protocol::Reply::Sample { cpu, memory }) => {
+            assert!(!cpu.cpus.is_empty());
+            assert!(cpu.process.is_some());
+            assert!(memory.unwrap().rss_bytes > 0);
+        }
+        other => panic!("{other:?}"),
+    }
 }

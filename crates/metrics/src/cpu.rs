@@ -61,9 +61,36 @@ pub struct CpuSample {
     /// Clock ticks per second of the `/proc/stat` counters.
     pub ticks_per_s: u64,
     /// Counters of every online CPU (the set is chosen when computing).
+    /// Serialised as a list of `[cpu, counters]` pairs: JSON object keys are
+    /// strings, which serde cannot turn back into numbers inside the control
+    /// protocol's tagged messages.
+    #[serde(with = "cpu_map_as_pairs")]
     pub cpus: BTreeMap<usize, CpuTimes>,
     /// The side's processes, when sampled.
     pub process: Option<ProcessTimes>,
+}
+
+mod cpu_map_as_pairs {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::procfs::CpuTimes;
+
+    pub fn serialize<S: Serializer>(
+        map: &BTreeMap<usize, CpuTimes>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<usize, CpuTimes>, D::Error> {
+        Ok(Vec::<(usize, CpuTimes)>::deserialize(d)?
+            .into_iter()
+            .collect())
+    }
 }
 
 /// Why a CPU figure cannot be computed.

@@ -85,6 +85,14 @@ impl ControlClient {
         }
     }
 
+    /// Asks the responder for its CPU and memory counters now.
+    pub fn sample(&mut self) -> Result<Reply, EngineError> {
+        if !self.is_alive() {
+            return Err(EngineError::ResponderGone);
+        }
+        self.call(&Request::Sample)
+    }
+
     /// False once the responder has closed the control connection (it died,
     /// was killed, or was stopped). Never blocks.
     pub fn is_alive(&self) -> bool {

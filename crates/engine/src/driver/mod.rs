@@ -9,25 +9,25 @@
 
 mod control;
 mod summary;
+mod watch;
 mod worker;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
 use stackbench_model::{SocketOptions, Workload};
 
 pub use control::ControlClient;
+use watch::Watch;
 use worker::{ClassAccum, ClassPlan, Timing, Worker};
 
 use crate::error::EngineError;
 use crate::protocol::{ServerTestStats, TestSpec};
-
-/// How often the coordinator checks for Ctrl-C and responder loss and
-/// refreshes the progress line.
-const WATCH_INTERVAL: Duration = Duration::from_millis(100);
+use crate::sampling::{self, Placement};
 
 /// One workload's run settings (already resolved).
 #[derive(Debug, Clone)]
@@ -40,6 +40,8 @@ pub struct RunConfig {
     pub transactions: Option<u64>,
     /// Worker threads (at most one per client is used).
     pub threads: usize,
+    /// CPUs the driver is pinned to (empty: not pinned), for the CPU-set view.
+    pub client_cpus: Vec<usize>,
     pub socket: SocketOptions,
     pub spin: bool,
 }
@@ -103,8 +105,7 @@ pub fn run_workload(
         .iter()
         .map(|_| plans.iter().map(|_| AtomicU64::new(0)).collect())
         .collect();
-    let mut reason = None;
-    let mut stopped_at_ns = None;
+    let mut watch = Watch::new(timing, cfg, &plans, &published);
     let per_worker: Vec<Result<Vec<ClassAccum>, String>> = thread::scope(|scope| {
         let handles: Vec<_> = assignments
             .iter()
@@ -123,31 +124,7 @@ pub fn run_workload(
             })
             .collect();
         while !handles.iter().all(|h| h.is_finished()) {
-            thread::sleep(WATCH_INTERVAL);
-            let elapsed = timing.epoch.elapsed();
-            on_progress(&Progress {
-                elapsed,
-                in_warmup: elapsed < cfg.warmup,
-                transactions: (0..plans.len())
-                    .map(|c| published.iter().map(|w| w[c].load(Ordering::Relaxed)).sum())
-                    .collect(),
-            });
-            if reason.is_none() {
-                reason = if stop.load(Ordering::Relaxed) {
-                    Some("interrupted (Ctrl-C)".to_string())
-                } else if !control.is_alive() {
-                    Some(
-                        "the responder closed the control connection (it died or was stopped)"
-                            .to_string(),
-                    )
-                } else {
-                    None
-                };
-                if reason.is_some() {
-                    stopped_at_ns = Some(timing.epoch.elapsed().as_nanos() as u64);
-                    abort.store(true, Ordering::Relaxed);
-                }
-            }
+            watch.tick(control, stop, &abort, on_progress);
         }
         handles
             .into_iter()
@@ -157,6 +134,15 @@ pub fn run_workload(
             })
             .collect()
     });
+    watch.finish(control);
+    let Watch {
+        mut reason,
+        stopped_at_ns,
+        start_samples,
+        end_samples,
+        end_memory,
+        ..
+    } = watch;
     let mut merged: Vec<ClassAccum> = plans.iter().map(|_| ClassAccum::default()).collect();
     for result in per_worker {
         match result {
@@ -174,12 +160,33 @@ pub fn run_workload(
         }
     }
     let workload = cfg.workload.to_string();
+    let work = Work {
+        transactions: merged.iter().map(|a| a.transactions).sum(),
+        payload_bytes: merged.iter().map(|a| a.tx_bytes + a.rx_bytes).sum(),
+    };
+    let place = Placement {
+        client_cpus: cfg.client_cpus.clone(),
+        server_cpus: control.server_cpus.clone(),
+        same_host: control.target().ip().is_loopback(),
+    };
+    let cpu = (start_samples.client.is_some() && end_samples.client.is_some())
+        .then(|| sampling::cpu_figures(&start_samples, &end_samples, &place, work));
+    let memory = sampling::memory_figures(
+        end_memory.0.as_ref(),
+        end_memory.1.as_ref(),
+        cfg.workload.total_clients(),
+    );
     let classes = cfg
         .workload
         .classes
         .iter()
         .zip(&merged)
-        .map(|(spec, acc)| summary::class_result(&workload, spec, acc, window_ns))
+        .map(|(spec, acc)| {
+            let mut class = summary::class_result(&workload, spec, acc, window_ns);
+            class.cpu = cpu.clone();
+            class.memory = Some(memory);
+            class
+        })
         .collect();
     Ok(RunOutcome {
         classes,

@@ -285,6 +285,15 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                         message: format!("cannot open a data listener: {e}"),
                     },
                 },
+                Request::Sample => match crate::sampling::local_cpu() {
+                    Ok(cpu) => Reply::Sample {
+                        cpu,
+                        memory: crate::sampling::local_memory(),
+                    },
+                    Err(e) => Reply::Error {
+                        message: format!("cannot sample CPU counters: {e}"),
+                    },
+                },
                 Request::Stop { test_id } => {
                     owned.remove(&test_id);
                     Reply::Stopped {
