@@ -226,7 +226,8 @@ fn killed_responder_ends_the_run_with_status_3_within_10s() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    // Past the 1 s idle baseline and into the window.
+    std::thread::sleep(Duration::from_millis(2500));
     serve.child.kill().unwrap();
     let out = driver.wait_with_output().unwrap();
     assert!(
@@ -264,4 +265,72 @@ fn help_shows_examples() {
         .assert()
         .success()
         .stdout(predicate::str::contains("Examples:"));
+}
+
+#[test]
+fn json_carries_cpu_and_memory_per_side_and_warnings() {
+    let out = stackbench()
+        .args([
+            "run",
+            "RR4(4kB/4kB)",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    let c = &doc["classes"][0];
+    for side in ["client", "server"] {
+        let cpu = &c["cpu"][side];
+        for key in [
+            "cpus",
+            "method",
+            "cpu_seconds",
+            "util_pct",
+            "cpu_us_per_tran",
+            "breakdown",
+            "process_cpu_us_per_tran",
+        ] {
+            assert!(cpu.get(key).is_some(), "cpu.{side}.{key} missing: {cpu}");
+        }
+        for key in ["user", "system", "irq", "softirq", "steal"] {
+            assert!(
+                cpu["breakdown"].get(key).is_some(),
+                "cpu.{side}.breakdown.{key}"
+            );
+        }
+        assert!(
+            cpu["cpu_seconds"].as_f64().unwrap() > 0.0,
+            "a busy run costs CPU on the {side}"
+        );
+        assert!(
+            cpu["process_cpu_us_per_tran"].as_f64().unwrap() > 0.0,
+            "{side}"
+        );
+        let mem = &c["memory"][side];
+        for key in [
+            "rss_bytes",
+            "rss_bytes_per_conn",
+            "kernel_sock_bytes",
+            "kernel_sock_bytes_per_conn",
+        ] {
+            assert!(mem.get(key).is_some(), "memory.{side}.{key} missing: {mem}");
+        }
+        assert!(mem["rss_bytes"].as_u64().unwrap() > 0);
+    }
+    // A 1 s window is too short by the tool's own standard: it says so.
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w["code"] == "run_too_short"),
+        "{warnings:?}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning [run_too_short]"));
 }
