@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use crate::error::PlanError;
-use crate::report::{num, pct, sig, Report, Table};
+use crate::report::{num, pct, Report, Table};
 
 /// Inputs of `plan offload`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -183,106 +183,21 @@ pub fn plan(input: &OffloadInput) -> Result<OffloadPlan, PlanError> {
     })
 }
 
+/// Two decimals as RMF prints APPL% (more with a larger `digits`).
+fn decimals(digits: usize) -> usize {
+    digits.saturating_sub(1).max(2)
+}
+
 impl OffloadPlan {
     /// The human tables: the derivation, then the projection per engine count.
     pub fn report(&self, digits: usize) -> Report {
-        let i = &self.inputs;
-        let d = digits.max(4);
-        let n = num(f64::from(i.general_engines));
-        let nf = num(i.speed_factor);
-        let mut t = Table::steps();
-        t.row([
-            "workload busy per general engine".to_string(),
-            format!("CP {} ÷ {n} engines", num(i.appl_cp_pct)),
-            pct(self.workload_cp_pct_per_engine, d),
-        ]);
-        t.row([
-            "eligible share of the workload".to_string(),
-            format!(
-                "(IIPCP {} + IIP {} × NF {nf}) ÷ (CP {} + IIP {} × NF {nf})",
-                num(i.iipcp_pct),
-                num(i.iip_pct),
-                num(i.appl_cp_pct),
-                num(i.iip_pct)
-            ),
-            pct(self.eligible_of_workload_pct, d),
-        ]);
-        if let (Some(busy), Some(m), Some(ne), Some(share)) = (
-            i.cp_busy_pct,
-            self.measured_cp_equiv_pct,
-            self.not_eligible_pct,
-            self.eligible_of_measured_pct,
-        ) {
-            t.row([
-                "measured CPU, normalised to one engine".to_string(),
-                format!(
-                    "{} busy × {n} engines + IIP {} × NF {nf}",
-                    pct(busy, 9),
-                    num(i.iip_pct)
-                ),
-                pct(m, d),
-            ]);
-            t.row([
-                "measured CPU not eligible".to_string(),
-                format!("{} − {}", sig(m, d), sig(self.eligible_cp_equiv_pct, d)),
-                pct(ne, d),
-            ]);
-            t.row([
-                "eligible share of measured CPU".to_string(),
-                format!("{} ÷ {}", sig(self.eligible_cp_equiv_pct, d), sig(m, d)),
-                pct(share, d),
-            ]);
-        }
-        t.row([
-            "offload demand".to_string(),
-            format!(
-                "IIPCP {} ÷ NF {nf} + IIP {}",
-                num(i.iipcp_pct),
-                num(i.iip_pct)
-            ),
-            format!("{} of one offload engine", pct(self.offload_demand_pct, d)),
-        ]);
-        t.row([
-            "offload engines needed".to_string(),
-            format!(
-                "⌈{} ÷ {}⌉",
-                pct(self.offload_demand_pct, d),
-                pct(i.target_util_pct, 6)
-            ),
-            self.offload_engines_needed.to_string(),
-        ]);
-        if i.iip_pct > 0.0 {
-            t.row([
-                "measured spill-over per general engine".to_string(),
-                format!("IIPCP {} ÷ {n} engines", num(i.iipcp_pct)),
-                pct(i.iipcp_pct / f64::from(i.general_engines), d),
-            ]);
-        }
-        let mut p = Table::new(&[
-            "offload engines",
-            "offload busy/engine",
-            "spill to general",
-            "workload busy/general engine",
-            "general engine busy",
-        ])
-        .with_caption(format!(
-            "projection: spill = max(0, demand − k × 100%) × NF; general = (CP − IIPCP + spill) ÷ {n}"
-        ));
-        for pr in &self.projections {
-            p.row([
-                pr.offload_engines.to_string(),
-                pct(pr.offload_busy_pct_per_engine, d),
-                pct(pr.spill_cp_pct, d),
-                pct(pr.workload_cp_pct_per_engine, d),
-                pr.cp_busy_pct_per_engine
-                    .map_or("-".to_string(), |b| pct(b, d)),
-            ]);
-        }
+        let dec = decimals(digits);
+        let p = |x: f64| format!("{x:.dec$}%");
         let mut notes = Vec::new();
         if self.offload_demand_pct > 100.0 {
             notes.push(format!(
                 "the eligible work would saturate a single offload engine, with at least {} spilling over to general engines",
-                pct(self.offload_demand_pct - 100.0, d)
+                p(self.offload_demand_pct - 100.0)
             ));
         }
         let mut warnings = Vec::new();
@@ -290,17 +205,107 @@ impl OffloadPlan {
             if m + 1e-9 < self.workload_cp_equiv_pct {
                 warnings.push(format!(
                     "--cp-busy × engines ({}) is less than the workload's CP ({}): check that --cp-busy is per engine",
-                    pct(m, d),
-                    pct(self.workload_cp_equiv_pct, d)
+                    p(m),
+                    p(self.workload_cp_equiv_pct)
                 ));
             }
         }
         Report {
             title: "Offload projection from RMF workload activity (seed 004)".into(),
-            tables: vec![t, p],
+            tables: vec![self.steps_table(dec), self.projection_table(dec)],
             notes,
             warnings,
         }
+    }
+
+    fn steps_table(&self, dec: usize) -> Table {
+        let i = &self.inputs;
+        let p = |x: f64| format!("{x:.dec$}%");
+        let f = |x: f64| format!("{x:.dec$}");
+        let n = num(f64::from(i.general_engines));
+        let nf = num(i.speed_factor);
+        let (cp, iipcp, iip) = (num(i.appl_cp_pct), num(i.iipcp_pct), num(i.iip_pct));
+        let mut t = Table::steps();
+        t.row([
+            "workload busy per general engine".to_string(),
+            format!("CP {cp} ÷ {n} engines"),
+            p(self.workload_cp_pct_per_engine),
+        ]);
+        t.row([
+            "eligible share of the workload".to_string(),
+            format!("(IIPCP {iipcp} + IIP {iip} × NF {nf}) ÷ (CP {cp} + IIP {iip} × NF {nf})"),
+            p(self.eligible_of_workload_pct),
+        ]);
+        if let (Some(busy), Some(m), Some(ne), Some(share)) = (
+            i.cp_busy_pct,
+            self.measured_cp_equiv_pct,
+            self.not_eligible_pct,
+            self.eligible_of_measured_pct,
+        ) {
+            let eligible = f(self.eligible_cp_equiv_pct);
+            t.row([
+                "measured CPU, normalised to one engine".to_string(),
+                format!("{} busy × {n} engines + IIP {iip} × NF {nf}", pct(busy, 9)),
+                p(m),
+            ]);
+            t.row([
+                "measured CPU not eligible".to_string(),
+                format!("{} − {eligible}", f(m)),
+                p(ne),
+            ]);
+            t.row([
+                "eligible share of measured CPU".to_string(),
+                format!("{eligible} ÷ {}", f(m)),
+                p(share),
+            ]);
+        }
+        t.row([
+            "offload demand".to_string(),
+            format!("IIPCP {iipcp} ÷ NF {nf} + IIP {iip}"),
+            format!("{} of one offload engine", p(self.offload_demand_pct)),
+        ]);
+        t.row([
+            "offload engines needed".to_string(),
+            format!(
+                "⌈{} ÷ {}⌉",
+                p(self.offload_demand_pct),
+                pct(i.target_util_pct, 6)
+            ),
+            self.offload_engines_needed.to_string(),
+        ]);
+        if i.iip_pct > 0.0 {
+            t.row([
+                "measured spill-over per general engine".to_string(),
+                format!("IIPCP {iipcp} ÷ {n} engines"),
+                p(i.iipcp_pct / f64::from(i.general_engines)),
+            ]);
+        }
+        t
+    }
+
+    fn projection_table(&self, dec: usize) -> Table {
+        let p = |x: f64| format!("{x:.dec$}%");
+        let mut t = Table::new(&[
+            "offload engines",
+            "offload busy/engine",
+            "spill to general",
+            "workload busy/general engine",
+            "general engine busy",
+        ])
+        .with_caption(format!(
+            "projection: spill = max(0, demand − k × 100%) × NF; general = (CP − IIPCP + spill) ÷ {}",
+            self.inputs.general_engines
+        ));
+        for pr in &self.projections {
+            t.row([
+                pr.offload_engines.to_string(),
+                p(pr.offload_busy_pct_per_engine),
+                p(pr.spill_cp_pct),
+                p(pr.workload_cp_pct_per_engine),
+                pr.cp_busy_pct_per_engine.map_or("-".to_string(), p),
+            ]);
+        }
+        t
     }
 }
 

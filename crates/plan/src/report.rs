@@ -9,7 +9,8 @@ use serde::Serialize;
 /// a change; renaming or changing the meaning of one bumps it.
 pub const PLAN_SCHEMA_VERSION: u32 = 1;
 
-/// The JSON document of one plan: version, which plan, then its own fields.
+/// The JSON document of one plan: version, which plan, its own fields, then
+/// the report's notes and warnings.
 #[derive(Debug, Serialize)]
 pub struct Envelope<'a, T: Serialize> {
     pub schema_version: u32,
@@ -17,14 +18,18 @@ pub struct Envelope<'a, T: Serialize> {
     pub plan: &'a str,
     #[serde(flatten)]
     pub body: &'a T,
+    pub notes: &'a [String],
+    pub warnings: &'a [String],
 }
 
 impl<'a, T: Serialize> Envelope<'a, T> {
-    pub fn new(plan: &'a str, body: &'a T) -> Self {
+    pub fn new(plan: &'a str, body: &'a T, report: &'a Report) -> Self {
         Envelope {
             schema_version: PLAN_SCHEMA_VERSION,
             plan,
             body,
+            notes: &report.notes,
+            warnings: &report.warnings,
         }
     }
 }

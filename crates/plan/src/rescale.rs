@@ -181,8 +181,13 @@ impl RescalePlan {
                 self.target_per_engine_rating,
             ),
         ] {
+            let named = if name.as_str() == label {
+                String::new()
+            } else {
+                format!(" ({name})")
+            };
             t.row([
-                format!("{label} rating per engine ({name})"),
+                format!("{label} rating per engine{named}"),
                 format!("{} {u} ÷ {} engines", num(m.rating), num(m.engines)),
                 format!("{} {u}", sig(per, digits)),
             ]);

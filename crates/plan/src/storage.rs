@@ -150,8 +150,8 @@ impl StoragePlan {
                 comp.kind.name().to_string(),
                 format!(
                     "{} + {} × {} users",
-                    bytes(comp.fixed_bytes, 9),
-                    bytes(comp.bytes_per_conn, 9),
+                    exact_bytes(comp.fixed_bytes),
+                    exact_bytes(comp.bytes_per_conn),
                     num(self.users as f64)
                 ),
                 bytes(c.total_bytes, digits),
@@ -187,6 +187,15 @@ impl StoragePlan {
             ],
             warnings: Vec::new(),
         }
+    }
+}
+
+/// An input size as typed: whole bytes below 1 MB (`2004B`), else in MB/GB.
+fn exact_bytes(b: f64) -> String {
+    if b < 1_048_576.0 {
+        format!("{}B", num(b))
+    } else {
+        bytes(b, 9)
     }
 }
 

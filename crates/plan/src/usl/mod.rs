@@ -9,7 +9,10 @@
 //! reference libraries' (σ−1)/(σX−λ) holds only when κ = 0.
 
 mod fit;
+mod input;
 mod report;
+
+pub use input::{parse_csv, parse_point};
 
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -103,7 +106,8 @@ pub enum Verdict {
 /// Inputs of `plan usl`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UslInput {
-    /// Measured (N, X) points.
+    /// Measured (N, X) points (in the JSON as `residuals`).
+    #[serde(skip)]
     pub points: Vec<(f64, f64)>,
     /// Confidence level of the intervals, e.g. 0.95.
     pub confidence: f64,
@@ -152,6 +156,8 @@ pub struct UslPlan {
     pub verdict_text: String,
     pub residuals: Vec<Residual>,
     pub predictions: Vec<Prediction>,
+    /// Printed by the report (and the JSON envelope's `warnings`).
+    #[serde(skip)]
     pub warnings: Vec<String>,
     pub iterations: usize,
 }
@@ -169,7 +175,7 @@ fn validate(input: &UslInput) -> Result<usize, PlanError> {
     ns.dedup();
     if input.points.len() < 4 || ns.len() < 3 {
         return Err(PlanError::Invalid(format!(
-            "the USL fit needs at least 4 points at 3 or more distinct N (got {} points, {} distinct N); measure more concurrency levels",
+            "the USL fit needs at least 4 points (--point, --csv, --from) at 3 or more distinct N, got {} points at {} distinct N; measure more concurrency levels",
             input.points.len(),
             ns.len()
         )));
