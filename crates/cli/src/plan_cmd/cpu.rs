@@ -1,0 +1,133 @@
+//! `stackbench plan cpu`: flags → [`stackbench_plan::cpu`].
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use stackbench_plan::cpu::{self, CpuInput, Load, Rating};
+use stackbench_plan::units;
+use stackbench_plan::PlanError;
+
+use super::common::{load_run, opt, required, usage_err, Ctx, OrUsage, Output};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  # seed 003 appendix: 8000 users, 2 tr/min/user, 0.000199666 CPU-s/tr, 4 CPs
+  stackbench plan cpu --users 8000 --per-user 2/min --cpu-per-tran 199.666us --processors 4
+  # from a total rate, with the LPAR's rating
+  stackbench plan cpu --rate 8275/s --cpu-per-tran 0.176ms --processors 4 --rating 1592
+  # the same from a plan file, or from a stored run's server CPU figures
+  stackbench plan cpu -f examples/plan-seed003.toml
+  stackbench plan cpu --from result.json --side server --processors 8";
+
+/// Flags of `plan cpu` (also the keys of a plan file's [cpu] section).
+#[derive(Debug, Default, Args, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CpuArgs {
+    /// Users in the population, e.g. 8000 or 256K (K = 1024).
+    #[arg(long)]
+    users: Option<String>,
+    /// Transactions per user per interval, e.g. 2/min (with --users).
+    #[arg(long, value_name = "RATE")]
+    per_user: Option<String>,
+    /// Total transaction rate instead of users × per-user, e.g. 8275/s.
+    #[arg(long, value_name = "RATE")]
+    rate: Option<String>,
+    /// CPU time per transaction, with a unit: 0.176ms, 199.666us.
+    #[arg(long, value_name = "DURATION")]
+    cpu_per_tran: Option<String>,
+    /// Processors of the machine or LPAR.
+    #[arg(long, value_name = "N")]
+    processors: Option<String>,
+    /// Utilisation the processors may reach when sizing [default: 100%].
+    #[arg(long, value_name = "PCT")]
+    target_util: Option<String>,
+    /// Capacity rating of the whole machine/LPAR (MIPS or any unit): prints the rating required.
+    #[arg(long)]
+    rating: Option<String>,
+    /// Name of the rating's unit [default: MIPS].
+    #[arg(long, value_name = "UNIT")]
+    rating_unit: Option<String>,
+    /// A stored run (`stackbench run --json`): its CPU per transaction and rate.
+    #[arg(long, value_name = "RESULT.json")]
+    from: Option<String>,
+    /// Side of the stored run whose CPU counts: server or client [default: server].
+    #[arg(long)]
+    side: Option<String>,
+    /// Class of the stored run: index (0 = first) or notation.
+    #[arg(long)]
+    class: Option<String>,
+}
+
+fn load(a: &CpuArgs, run_rate_tps: Option<f64>) -> anyhow::Result<Load> {
+    let users = opt(&a.users, "users", units::parse_count)?;
+    let per_user = opt(&a.per_user, "per-user", units::parse_rate)?;
+    let rate = opt(&a.rate, "rate", units::parse_rate)?;
+    match (users, per_user, rate) {
+        (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => Err(usage_err(PlanError::Invalid(
+            "--rate and --users/--per-user both give the transaction rate: use one of them".into(),
+        ))),
+        (Some(u), Some(p), None) => Ok(Load::users(u as f64, p)),
+        (Some(_), None, None) => Err(usage_err(PlanError::missing(
+            "per-user",
+            "give each user's rate with --users, e.g. --per-user 2/min",
+        ))),
+        (None, Some(_), None) => Err(usage_err(PlanError::missing(
+            "users",
+            "give the population with --per-user, e.g. --users 8000",
+        ))),
+        (None, None, Some(r)) => Ok(Load::Rate {
+            rate_tps: r.per_s(),
+        }),
+        (None, None, None) => run_rate_tps
+            .map(|rate_tps| Load::Rate { rate_tps })
+            .ok_or_else(|| {
+                usage_err(PlanError::missing(
+                    "users",
+                    "give --users with --per-user (e.g. 8000 and 2/min), or --rate 8275/s",
+                ))
+            }),
+    }
+}
+
+/// Resolves the flags and applies the formula.
+pub fn compute(args: CpuArgs, ctx: &Ctx) -> anyhow::Result<Output> {
+    let a = ctx.merge(args, "cpu")?;
+    let run = a
+        .from
+        .as_deref()
+        .map(|p| load_run(p, a.side.as_deref(), a.class.as_deref()))
+        .transpose()?;
+    let cpu_s_per_tran = match opt(
+        &a.cpu_per_tran,
+        "cpu-per-tran",
+        units::parse_positive_duration_s,
+    )? {
+        Some(d) => d,
+        None => match &run {
+            Some(r) => r.cpu().or_usage()?.cpu_us_per_tran * 1e-6,
+            None => {
+                return Err(usage_err(PlanError::missing(
+                    "cpu-per-tran",
+                    "give the CPU time per transaction, e.g. 0.176ms (or --from result.json)",
+                )));
+            }
+        },
+    };
+    let input = CpuInput {
+        load: load(&a, run.as_ref().map(|r| r.rate_tps))?,
+        cpu_s_per_tran,
+        processors: required(
+            &a.processors,
+            "processors",
+            "give the processors of the machine or LPAR, e.g. 4",
+            units::parse_positive,
+        )?,
+        target_util_pct: opt(&a.target_util, "target-util", units::parse_util_pct)?
+            .unwrap_or(100.0),
+        rating: opt(&a.rating, "rating", units::parse_positive)?.map(|value| Rating {
+            value,
+            unit: a.rating_unit.clone().unwrap_or_else(|| "MIPS".into()),
+        }),
+    };
+    let plan = cpu::plan(&input).or_usage()?;
+    Output::new("cpu", &plan, plan.report(ctx.digits))
+}

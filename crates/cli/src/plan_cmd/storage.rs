@@ -1,0 +1,150 @@
+//! `stackbench plan storage`: flags → [`stackbench_plan::storage`].
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use stackbench_plan::storage::{self, Component, Kind, Side, StorageInput};
+use stackbench_plan::units;
+use stackbench_plan::PlanError;
+
+use super::common::{load_run, opt, parse_side, usage_err, Ctx, OrUsage, Output};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  # seed 003, one TN3270 server, 256K users: ECSA 501 MB and private 1.07 GB
+  # are 2004 B and 4382.72 B per user; project them to 128K users
+  stackbench plan storage --users 128K --server-kernel-per-conn 2004B \\
+      --server-user-per-conn 4382.72B
+  # from a stored run's memory figures, projected to 256K users
+  stackbench plan storage --from result.json --side server --users 256K";
+
+/// Flags of `plan storage` (also the keys of a plan file's [storage] section).
+#[derive(Debug, Default, Args, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct StorageArgs {
+    /// Users (connections) to plan for, e.g. 256K [default with --from: the run's clients].
+    #[arg(long)]
+    users: Option<String>,
+    /// Server process memory independent of connections, e.g. 64MB.
+    #[arg(long, value_name = "SIZE")]
+    server_user_fixed: Option<String>,
+    /// Server process memory per connection, e.g. 4.1kB.
+    #[arg(long, value_name = "SIZE")]
+    server_user_per_conn: Option<String>,
+    /// Server kernel socket memory independent of connections.
+    #[arg(long, value_name = "SIZE")]
+    server_kernel_fixed: Option<String>,
+    /// Server kernel socket memory per connection.
+    #[arg(long, value_name = "SIZE")]
+    server_kernel_per_conn: Option<String>,
+    /// Client process memory independent of connections.
+    #[arg(long, value_name = "SIZE")]
+    client_user_fixed: Option<String>,
+    /// Client process memory per connection.
+    #[arg(long, value_name = "SIZE")]
+    client_user_per_conn: Option<String>,
+    /// Client kernel socket memory independent of connections.
+    #[arg(long, value_name = "SIZE")]
+    client_kernel_fixed: Option<String>,
+    /// Client kernel socket memory per connection.
+    #[arg(long, value_name = "SIZE")]
+    client_kernel_per_conn: Option<String>,
+    /// A stored run: its memory figures for --side fill that side's components.
+    #[arg(long, value_name = "RESULT.json")]
+    from: Option<String>,
+    /// Side of the stored run: server or client [default: server].
+    #[arg(long)]
+    side: Option<String>,
+    /// Class of the stored run: index (0 = first) or notation.
+    #[arg(long)]
+    class: Option<String>,
+}
+
+/// A component from its two flags, when either is given.
+fn component(
+    side: Side,
+    kind: Kind,
+    fixed: (&str, &Option<String>),
+    per_conn: (&str, &Option<String>),
+) -> anyhow::Result<Option<Component>> {
+    let fixed_bytes = opt(fixed.1, fixed.0, units::parse_bytes)?;
+    let bytes_per_conn = opt(per_conn.1, per_conn.0, units::parse_bytes)?;
+    Ok(
+        (fixed_bytes.is_some() || bytes_per_conn.is_some()).then(|| Component {
+            side,
+            kind,
+            fixed_bytes: fixed_bytes.unwrap_or(0.0),
+            bytes_per_conn: bytes_per_conn.unwrap_or(0.0),
+        }),
+    )
+}
+
+/// Resolves the flags and the run, then applies the model.
+pub fn compute(args: StorageArgs, ctx: &Ctx) -> anyhow::Result<Output> {
+    let a = ctx.merge(args, "storage")?;
+    let flags = [
+        (
+            Side::Server,
+            Kind::UserSpace,
+            ("server-user-fixed", &a.server_user_fixed),
+            ("server-user-per-conn", &a.server_user_per_conn),
+        ),
+        (
+            Side::Server,
+            Kind::KernelSocket,
+            ("server-kernel-fixed", &a.server_kernel_fixed),
+            ("server-kernel-per-conn", &a.server_kernel_per_conn),
+        ),
+        (
+            Side::Client,
+            Kind::UserSpace,
+            ("client-user-fixed", &a.client_user_fixed),
+            ("client-user-per-conn", &a.client_user_per_conn),
+        ),
+        (
+            Side::Client,
+            Kind::KernelSocket,
+            ("client-kernel-fixed", &a.client_kernel_fixed),
+            ("client-kernel-per-conn", &a.client_kernel_per_conn),
+        ),
+    ];
+    let mut components = Vec::new();
+    for (side, kind, fixed, per_conn) in flags {
+        if let Some(c) = component(side, kind, fixed, per_conn)? {
+            components.push(c);
+        }
+    }
+    let mut users = opt(&a.users, "users", units::parse_count)?;
+    if let Some(path) = &a.from {
+        let run = load_run(path, a.side.as_deref(), a.class.as_deref())?;
+        let side = parse_side(a.side.as_deref())?;
+        let mem = run.memory().or_usage()?;
+        // The record's totals were measured at the run's clients: the part
+        // that per-connection figures do not explain is the fixed part.
+        for (kind, total, per_conn) in [
+            (Kind::UserSpace, mem.rss_bytes, mem.rss_bytes_per_conn),
+            (
+                Kind::KernelSocket,
+                mem.kernel_sock_bytes,
+                mem.kernel_sock_bytes_per_conn,
+            ),
+        ] {
+            if !components.iter().any(|c| c.side == side && c.kind == kind) {
+                components.push(Component {
+                    side,
+                    kind,
+                    fixed_bytes: (total - per_conn * run.clients).max(0.0),
+                    bytes_per_conn: per_conn,
+                });
+            }
+        }
+        users = users.or(Some(run.clients.max(1.0) as u64));
+    }
+    let users = users.ok_or_else(|| {
+        usage_err(PlanError::missing(
+            "users",
+            "give the population to plan for, e.g. --users 256K",
+        ))
+    })?;
+    let plan = storage::plan(&StorageInput { users, components }).or_usage()?;
+    Output::new("storage", &plan, plan.report(ctx.digits))
+}

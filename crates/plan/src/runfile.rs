@@ -1,0 +1,214 @@
+//! Figures read from a stored run (`stackbench run --json`, the `RunRecord` of
+//! `stackbench-metrics`): a class's rate and clients, and, in records that carry
+//! them, CPU (`classes[i].cpu.<side>`) and memory (`classes[i].memory.<side>`)
+//! figures. The record is read as plain JSON at those paths so that records
+//! written before CPU and memory accounting still load and give a clear error
+//! only when the missing figures are asked for.
+
+use serde_json::Value;
+
+use crate::error::PlanError;
+use crate::storage::Side;
+
+/// CPU figures of one side of one class.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuFigures {
+    /// CPU time per transaction, microseconds.
+    pub cpu_us_per_tran: f64,
+    /// CPU utilisation of the side's machine, percent (when recorded).
+    pub util_pct: Option<f64>,
+}
+
+/// Memory figures of one side of one class.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryFigures {
+    pub rss_bytes: f64,
+    pub rss_bytes_per_conn: f64,
+    pub kernel_sock_bytes: f64,
+    pub kernel_sock_bytes_per_conn: f64,
+}
+
+/// One class of a stored run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunClass {
+    path: String,
+    version: String,
+    side: Side,
+    pub notation: String,
+    pub clients: f64,
+    pub rate_tps: f64,
+    cpu: Option<Value>,
+    memory: Option<Value>,
+}
+
+/// Parses a record and selects a class by index (`0` is the first) or by its
+/// notation; `class` may be omitted when the run has one class.
+pub fn read(
+    path: &str,
+    text: &str,
+    side: Side,
+    class: Option<&str>,
+) -> Result<RunClass, PlanError> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| {
+        PlanError::file(
+            path,
+            format!("not a stackbench result ({e}); give the JSON of `stackbench run --json`"),
+        )
+    })?;
+    let classes = doc
+        .get("classes")
+        .and_then(Value::as_array)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| {
+            PlanError::file(
+                path,
+                "has no classes; give the JSON of `stackbench run --json`",
+            )
+        })?;
+    let notation = |c: &Value| {
+        c.get("notation")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string()
+    };
+    let listing = || {
+        classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{i} = {}", notation(c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let chosen = match class {
+        None if classes.len() == 1 => &classes[0],
+        None => {
+            return Err(PlanError::missing(
+                "class",
+                format!("{path} has {} classes: {}", classes.len(), listing()),
+            ))
+        }
+        Some(sel) => match sel.parse::<usize>() {
+            Ok(i) => classes.get(i),
+            Err(_) => classes.iter().find(|c| notation(c) == sel),
+        }
+        .ok_or_else(|| {
+            PlanError::bad(
+                "class",
+                sel,
+                format!("no such class in {path}"),
+                format!("use one of: {}", listing()),
+            )
+        })?,
+    };
+    let number = |key: &str| chosen.get(key).and_then(Value::as_f64);
+    let side_obj = |key: &str| {
+        chosen
+            .get(key)
+            .and_then(|v| v.get(side.name()))
+            .filter(|v| v.is_object())
+            .cloned()
+    };
+    Ok(RunClass {
+        path: path.to_string(),
+        version: doc
+            .get("stackbench_version")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_string(),
+        side,
+        notation: notation(chosen),
+        clients: number("clients")
+            .ok_or_else(|| PlanError::file(path, "the class has no 'clients'"))?,
+        rate_tps: number("rate_tps")
+            .ok_or_else(|| PlanError::file(path, "the class has no 'rate_tps'"))?,
+        cpu: side_obj("cpu"),
+        memory: side_obj("memory"),
+    })
+}
+
+fn field(obj: &Value, key: &str) -> Option<f64> {
+    obj.get(key).and_then(Value::as_f64)
+}
+
+impl RunClass {
+    fn missing(&self, what: &str, fix: &str) -> PlanError {
+        PlanError::file(
+            &self.path,
+            format!(
+                "has no {what} figures for the {} side: it was recorded (by stackbench {}) before {what} accounting; rerun the measurement with a stackbench that records {what}, or {fix}",
+                self.side.name(),
+                self.version
+            ),
+        )
+    }
+
+    /// The CPU figures, or the error that explains their absence.
+    pub fn cpu(&self) -> Result<CpuFigures, PlanError> {
+        let figures = self.cpu.as_ref().and_then(|c| {
+            Some(CpuFigures {
+                cpu_us_per_tran: field(c, "cpu_us_per_tran")?,
+                util_pct: field(c, "util_pct"),
+            })
+        });
+        figures.ok_or_else(|| self.missing("CPU", "give --cpu-per-tran"))
+    }
+
+    /// The memory figures, or the error that explains their absence.
+    pub fn memory(&self) -> Result<MemoryFigures, PlanError> {
+        let figures = self.memory.as_ref().and_then(|m| {
+            Some(MemoryFigures {
+                rss_bytes: field(m, "rss_bytes")?,
+                rss_bytes_per_conn: field(m, "rss_bytes_per_conn")?,
+                kernel_sock_bytes: field(m, "kernel_sock_bytes")?,
+                kernel_sock_bytes_per_conn: field(m, "kernel_sock_bytes_per_conn")?,
+            })
+        });
+        figures
+            .ok_or_else(|| self.missing("memory", "give the --server-*/--client-* storage flags"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OLD: &str = r#"{"schema_version":1,"stackbench_version":"0.1.0","classes":[
+        {"notation":"RR10(4kB/4kB)","clients":10,"rate_tps":50000.0}]}"#;
+    const NEW: &str = r#"{"schema_version":1,"stackbench_version":"0.2.0","classes":[
+        {"notation":"RR10(4kB/4kB)","clients":10,"rate_tps":50000.0},
+        {"notation":"CRR1(64B/8kB)","clients":1,"rate_tps":8000.0,
+         "cpu":{"server":{"cpu_us_per_tran":12.5,"util_pct":10.0}},
+         "memory":{"server":{"rss_bytes":4096000,"rss_bytes_per_conn":4096,"kernel_sock_bytes":2048000,"kernel_sock_bytes_per_conn":2048}}}]}"#;
+
+    #[test]
+    fn old_records_explain_missing_cpu() {
+        let c = read("old.json", OLD, Side::Server, None).unwrap();
+        assert_eq!(c.rate_tps, 50000.0);
+        let e = c.cpu().unwrap_err().to_string();
+        assert!(e.starts_with("old.json: has no CPU figures for the server side: it was recorded (by stackbench 0.1.0) before CPU accounting"), "{e}");
+        assert!(c.memory().is_err());
+    }
+
+    #[test]
+    fn classes_by_index_or_notation() {
+        let e = read("new.json", NEW, Side::Server, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "--class is required: new.json has 2 classes: 0 = RR10(4kB/4kB), 1 = CRR1(64B/8kB)"
+            ),
+            "{e}"
+        );
+        let c = read("new.json", NEW, Side::Server, Some("CRR1(64B/8kB)")).unwrap();
+        assert_eq!(c.cpu().unwrap().cpu_us_per_tran, 12.5);
+        assert_eq!(c.memory().unwrap().kernel_sock_bytes_per_conn, 2048.0);
+        let c = read("new.json", NEW, Side::Client, Some("1")).unwrap();
+        assert!(c.cpu().unwrap_err().to_string().contains("client side"));
+        assert!(read("new.json", NEW, Side::Server, Some("7")).is_err());
+        assert!(read("x.json", "{", Side::Server, None)
+            .unwrap_err()
+            .to_string()
+            .starts_with("x.json: not a stackbench result"));
+    }
+}

@@ -1,0 +1,328 @@
+//! Universal Scalability Law: X(N) = λN ÷ (1 + σ(N−1) + κN(N−1)), fitted to
+//! measured (N, X) points (seed 002's curves that peak and tail off).
+//!
+//! Reports the coefficients with standard errors and t intervals
+//! (s² = RSS/(n−3), t_{(1+level)/2, n−3}, not R `confint`'s one-sided n−1),
+//! R², the peak N* = √((1−σ)/κ) unrounded (the Go and Rust libraries floor it)
+//! with a delta-method interval, X at the peak, the roof λ/σ, and a verdict.
+//! N(X) is the smaller root of κX·N² + (σX − κX − λ)·N + X(1−σ) = 0; the
+//! reference libraries' (σ−1)/(σX−λ) holds only when κ = 0.
+
+mod fit;
+mod input;
+mod report;
+
+pub use input::{parse_csv, parse_point};
+
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use crate::error::PlanError;
+
+/// κ below this is taken as zero: no coherency term, no peak.
+const KAPPA_ZERO: f64 = 1e-12;
+
+/// The three coefficients.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Coefficients {
+    /// Contention (serialisation), σ.
+    pub sigma: f64,
+    /// Coherency (crosstalk), κ.
+    pub kappa: f64,
+    /// Throughput at N = 1, λ.
+    pub lambda: f64,
+}
+
+impl Coefficients {
+    /// X(N).
+    pub fn throughput(&self, n: f64) -> f64 {
+        self.lambda * n / (1.0 + self.sigma * (n - 1.0) + self.kappa * n * (n - 1.0))
+    }
+
+    /// R(N) = N ÷ X(N) = (1 + σ(N−1) + κN(N−1)) ÷ λ.
+    pub fn latency(&self, n: f64) -> f64 {
+        (1.0 + self.sigma * (n - 1.0) + self.kappa * n * (n - 1.0)) / self.lambda
+    }
+
+    /// N* = √((1−σ)/κ), unrounded; `None` when κ ≈ 0 or σ ≥ 1.
+    pub fn peak(&self) -> Option<f64> {
+        (self.kappa > KAPPA_ZERO && self.sigma < 1.0)
+            .then(|| ((1.0 - self.sigma) / self.kappa).sqrt())
+    }
+
+    /// The concurrency at which throughput is `x`: the smaller (rising-branch)
+    /// root of κX·N² + (σX − κX − λ)·N + X(1−σ) = 0; `None` when `x` is above
+    /// what the model ever reaches.
+    pub fn concurrency_at_throughput(&self, x: f64) -> Option<f64> {
+        let (s, k, l) = (self.sigma, self.kappa, self.lambda);
+        let b = s * x - k * x - l;
+        let c = x * (1.0 - s);
+        if k <= KAPPA_ZERO {
+            let denom = l - s * x;
+            return (denom > 0.0).then(|| c / denom);
+        }
+        let disc = b * b - 4.0 * k * x * c;
+        // 2c ÷ (−b + √disc) is the smaller root without cancellation.
+        (disc >= 0.0 && -b > 0.0).then(|| 2.0 * c / (-b + disc.sqrt()))
+    }
+}
+
+/// An estimate with its standard error and interval (`None` when the
+/// parameter sits on a bound or there are no degrees of freedom).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub value: f64,
+    pub std_error: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+}
+
+impl Estimate {
+    fn new(value: f64, std_error: Option<f64>, t: Option<f64>) -> Self {
+        let half = std_error.zip(t).map(|(se, t)| se * t);
+        Estimate {
+            value,
+            std_error,
+            ci_low: half.map(|h| value - h),
+            ci_high: half.map(|h| value + h),
+        }
+    }
+}
+
+/// What limits scaling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// σ ≈ 0 and κ ≈ 0: linear in the measured range.
+    Linear,
+    /// κ ≈ 0: throughput levels off towards λ/σ, no peak.
+    Contention,
+    /// Both, with the peak beyond the measured range.
+    ContentionThenCoherency,
+    /// The peak lies inside the measured range; throughput falls beyond it.
+    Retrograde,
+}
+
+/// Inputs of `plan usl`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UslInput {
+    /// Measured (N, X) points (in the JSON as `residuals`).
+    #[serde(skip)]
+    pub points: Vec<(f64, f64)>,
+    /// Confidence level of the intervals, e.g. 0.95.
+    pub confidence: f64,
+    /// Populations to predict X and R at.
+    pub at_users: Vec<f64>,
+    /// Throughputs to find N (and R = N/X) for.
+    pub at_throughput: Vec<f64>,
+}
+
+/// One measured point against the fit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Residual {
+    pub n: f64,
+    pub x_measured: f64,
+    pub x_fitted: f64,
+    pub residual: f64,
+}
+
+/// A prediction at a population or a throughput.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Prediction {
+    pub n: Option<f64>,
+    pub throughput: f64,
+    /// N ÷ X, in the time unit of 1/X.
+    pub latency: Option<f64>,
+}
+
+/// Result of `plan usl`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UslPlan {
+    pub inputs: UslInput,
+    pub sigma: Estimate,
+    pub kappa: Estimate,
+    pub lambda: Estimate,
+    pub r_squared: f64,
+    pub rss: f64,
+    pub degrees_of_freedom: usize,
+    /// N* with its delta-method interval; `None` when κ ≈ 0.
+    pub peak_n: Option<Estimate>,
+    pub peak_throughput: Option<f64>,
+    /// λ/σ: the throughput ceiling without coherency.
+    pub roof_throughput: Option<f64>,
+    /// 1/σ.
+    pub optimal_n: Option<f64>,
+    pub verdict: Verdict,
+    pub verdict_text: String,
+    pub residuals: Vec<Residual>,
+    pub predictions: Vec<Prediction>,
+    /// Printed by the report (and the JSON envelope's `warnings`).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+    pub iterations: usize,
+}
+
+fn validate(input: &UslInput) -> Result<usize, PlanError> {
+    for &(n, x) in &input.points {
+        if !(n > 0.0 && n.is_finite() && x > 0.0 && x.is_finite()) {
+            return Err(PlanError::Invalid(format!(
+                "point N = {n}, X = {x}: N and X must be positive numbers; fix the CSV or --point"
+            )));
+        }
+    }
+    let mut ns: Vec<f64> = input.points.iter().map(|p| p.0).collect();
+    ns.sort_by(f64::total_cmp);
+    ns.dedup();
+    if input.points.len() < 4 || ns.len() < 3 {
+        return Err(PlanError::Invalid(format!(
+            "the USL fit needs at least 4 points (--point, --csv, --from) at 3 or more distinct N, got {} points at {} distinct N; measure more concurrency levels",
+            input.points.len(),
+            ns.len()
+        )));
+    }
+    if !(input.confidence > 0.0 && input.confidence < 1.0) {
+        return Err(PlanError::bad(
+            "confidence",
+            &format!("{}", input.confidence * 100.0),
+            "must be between 0% and 100%",
+            "e.g. 95%",
+        ));
+    }
+    Ok(ns.len())
+}
+
+/// Fits the model and derives everything the report shows.
+pub fn plan(input: &UslInput) -> Result<UslPlan, PlanError> {
+    let distinct = validate(input)?;
+    let sol = fit::fit(&input.points);
+    let c = sol.coefficients;
+    let dof = input.points.len() - 3;
+    let t = StudentsT::new(0.0, 1.0, dof as f64)
+        .ok()
+        .map(|d| d.inverse_cdf(0.5 + input.confidence / 2.0));
+    let cov = sol.covariance;
+    let se = |i: usize| {
+        cov.filter(|_| !sol.at_bound[i])
+            .map(|m| m[i][i].max(0.0).sqrt())
+    };
+    let peak_n = c.peak().map(|peak| {
+        // Delta method: g = (∂N*/∂σ, ∂N*/∂κ, 0) = (−1/(2κN*), −N*/(2κ), 0).
+        let g = [-1.0 / (2.0 * c.kappa * peak), -peak / (2.0 * c.kappa), 0.0];
+        let var = cov.map(|m| {
+            (0..3)
+                .map(|i| (0..3).map(|j| g[i] * m[i][j] * g[j]).sum::<f64>())
+                .sum::<f64>()
+        });
+        Estimate::new(peak, var.map(|v| v.max(0.0).sqrt()), t)
+    });
+    let mean_x = input.points.iter().map(|p| p.1).sum::<f64>() / input.points.len() as f64;
+    let tss: f64 = input.points.iter().map(|p| (p.1 - mean_x).powi(2)).sum();
+    let residuals = input
+        .points
+        .iter()
+        .map(|&(n, x)| Residual {
+            n,
+            x_measured: x,
+            x_fitted: c.throughput(n),
+            residual: x - c.throughput(n),
+        })
+        .collect();
+    let mut plan = UslPlan {
+        inputs: input.clone(),
+        sigma: Estimate::new(c.sigma, se(0), t),
+        kappa: Estimate::new(c.kappa, se(1), t),
+        lambda: Estimate::new(c.lambda, se(2), t),
+        r_squared: if tss > 0.0 { 1.0 - sol.rss / tss } else { 1.0 },
+        rss: sol.rss,
+        degrees_of_freedom: dof,
+        peak_n,
+        peak_throughput: peak_n.map(|p| c.throughput(p.value)),
+        roof_throughput: (c.sigma > 0.0).then(|| c.lambda / c.sigma),
+        optimal_n: (c.sigma > 0.0).then(|| 1.0 / c.sigma),
+        verdict: Verdict::Linear,
+        verdict_text: String::new(),
+        residuals,
+        predictions: predictions(&c, input),
+        warnings: Vec::new(),
+        iterations: sol.iterations,
+    };
+    let max_n = input.points.iter().map(|p| p.0).fold(0.0, f64::max);
+    (plan.verdict, plan.verdict_text) = verdict(&c, max_n);
+    plan.warnings = warnings(&plan, distinct, max_n, sol.converged);
+    Ok(plan)
+}
+
+fn predictions(c: &Coefficients, input: &UslInput) -> Vec<Prediction> {
+    let by_n = input.at_users.iter().map(|&n| {
+        let x = c.throughput(n);
+        Prediction {
+            n: Some(n),
+            throughput: x,
+            latency: Some(n / x),
+        }
+    });
+    let by_x = input.at_throughput.iter().map(|&x| {
+        let n = c.concurrency_at_throughput(x);
+        Prediction {
+            n,
+            throughput: x,
+            latency: n.map(|n| n / x),
+        }
+    });
+    by_n.chain(by_x).collect()
+}
+
+fn verdict(c: &Coefficients, max_n: f64) -> (Verdict, String) {
+    let sig = |x: f64| crate::report::sig(x, 4);
+    match c.peak() {
+        None if c.sigma < 1e-9 => (Verdict::Linear, "linear: no measurable contention or coherency in the measured range".into()),
+        None => (
+            Verdict::Contention,
+            format!("contention-limited (κ ≈ 0): throughput levels off towards λ/σ = {} with no peak", sig(c.lambda / c.sigma)),
+        ),
+        Some(peak) if peak <= max_n => (
+            Verdict::Retrograde,
+            format!("coherency-limited (retrograde): throughput peaks at N* = {} inside the measured range and falls beyond it", sig(peak)),
+        ),
+        Some(peak) => {
+            let dominant = if c.sigma > c.kappa * max_n { "contention dominates" } else { "coherency dominates" };
+            (
+                Verdict::ContentionThenCoherency,
+                format!("{dominant} at the largest measured N = {}; coherency predicts a peak at N* = {} beyond the data", sig(max_n), sig(peak)),
+            )
+        }
+    }
+}
+
+fn warnings(plan: &UslPlan, distinct: usize, max_n: f64, converged: bool) -> Vec<String> {
+    let sig = |x: f64| crate::report::sig(x, 4);
+    let mut w = Vec::new();
+    if distinct < 6 {
+        w.push(format!("only {distinct} distinct N: fits from fewer than 6 concurrency levels are weak; measure more levels"));
+    }
+    if let Some(p) = plan.peak_n {
+        if p.value > 2.0 * max_n {
+            w.push(format!(
+                "the peak N* = {} lies far beyond the largest measured N = {}: an extrapolation; measure closer to it",
+                sig(p.value),
+                sig(max_n)
+            ));
+        }
+        if plan.kappa.ci_low.is_some_and(|low| low <= 0.0) {
+            w.push("κ's interval includes 0: the data do not establish that a peak exists".into());
+        }
+    }
+    if plan.r_squared < 0.9 {
+        w.push(format!(
+            "R² = {}: the USL describes these points poorly; check for noise or a change of regime",
+            sig(plan.r_squared)
+        ));
+    }
+    if !converged {
+        w.push("the fit stopped at its iteration limit; treat the coefficients with care".into());
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests;
