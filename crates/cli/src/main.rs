@@ -7,6 +7,7 @@ mod exit;
 mod plan_cmd;
 mod progress;
 mod quality;
+mod repeat;
 mod run_cmd;
 mod serve_cmd;
 mod spawn;

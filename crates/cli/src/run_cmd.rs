@@ -12,16 +12,15 @@ use clap::{Args, ValueEnum};
 use stackbench_engine::affinity::{
     current_cpus, format_cpu_list, parse_cpu_list, pin_current_thread,
 };
-use stackbench_engine::{run_workload, ControlClient, RunConfig};
+use stackbench_engine::{ControlClient, RunConfig};
 use stackbench_metrics::{RunRecord, RunSettings, SCHEMA_VERSION};
 use stackbench_model::duration::parse_duration;
 use stackbench_model::size::parse_size;
 use stackbench_model::{CrrClose, SocketOptions, Workload};
 
 use crate::exit::{usage, INCOMPLETE, OK};
-use crate::progress::ProgressLine;
-use crate::quality;
 use crate::spawn::SpawnedResponder;
+use crate::{quality, repeat};
 
 /// The README's main job: a small study, a few seconds per workload.
 pub const DEFAULT_STUDY: &[&str] = &[
@@ -112,6 +111,15 @@ pub struct RunArgs {
     /// Busy-poll (epoll with zero timeout) instead of sleeping: lower latency, a full CPU per worker.
     #[arg(long)]
     spin: bool,
+    /// Run each workload N times; report mean, standard deviation and a 95% Student-t interval.
+    #[arg(long)]
+    repeat: Option<u32>,
+    /// Repeat until the LEVEL% interval of rate and CPU µs/tr is at most WIDTH% of the mean, e.g. 99,5.
+    #[arg(long, value_name = "LEVEL,WIDTH")]
+    confidence: Option<String>,
+    /// Bounds on repetitions with --confidence [default: 3,30].
+    #[arg(long, value_name = "MIN,MAX")]
+    iterations: Option<String>,
 }
 
 /// Where each side runs.
@@ -214,6 +222,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         },
     );
     let socket = socket_options(&args)?;
+    let iterations = repeat::iterations(
+        args.repeat,
+        args.confidence.as_deref(),
+        args.iterations.as_deref(),
+    )?;
     let place = placement(&args)?;
     let threads = match args.threads {
         Some(0) => return usage("--threads 0: give at least 1 driver thread"),
@@ -302,30 +315,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             socket,
             spin: args.spin,
         };
-        let mut progress = ProgressLine::new(&cfg);
-        let outcome = run_workload(&mut control, &cfg, &STOP, &mut |p| progress.update(p));
-        progress.finish();
-        match outcome {
-            Ok(outcome) => {
-                for class in &outcome.classes {
-                    for w in quality::class_warnings(class, threads as u32) {
-                        record
-                            .warnings
-                            .push(quality::report(&w, Some(&class.notation)));
-                    }
-                }
-                record.classes.extend(outcome.classes);
-                if !outcome.complete {
-                    record.complete = false;
-                    record.incomplete_reason = outcome.incomplete_reason;
-                    break;
-                }
+        let outcome = repeat::run_repeated(&mut control, &cfg, &iterations, &STOP);
+        for class in &outcome.classes {
+            for w in quality::class_warnings(class, threads as u32) {
+                record
+                    .warnings
+                    .push(quality::report(&w, Some(&class.notation)));
             }
-            Err(e) => {
-                record.complete = false;
-                record.incomplete_reason = Some(e.to_string());
-                break;
-            }
+        }
+        record.classes.extend(outcome.classes);
+        if !outcome.complete {
+            record.complete = false;
+            record.incomplete_reason = outcome.incomplete_reason;
+            break;
         }
     }
     drop(spawned);

@@ -334,3 +334,94 @@ fn json_carries_cpu_and_memory_per_side_and_warnings() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning [run_too_short]"));
 }
+
+#[test]
+fn repeat_keeps_every_repetition_and_a_confidence_interval() {
+    let out = stackbench()
+        .args([
+            "run",
+            "RR2(1B/1B)",
+            "--transactions",
+            "400",
+            "--repeat",
+            "3",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rep = &json_of(&out)["classes"][0]["repetitions"];
+    assert_eq!(rep["runs"].as_array().unwrap().len(), 3, "{rep}");
+    let rate = &rep["rate_tps"];
+    assert_eq!(rate["n"], 3);
+    assert!(rate["stdev"].as_f64().is_some());
+    let ci = &rate["confidence"];
+    assert!(ci["low"].as_f64().unwrap() <= rate["mean"].as_f64().unwrap());
+    assert!(ci["high"].as_f64().unwrap() >= rate["mean"].as_f64().unwrap());
+    assert!(
+        rep["client_cpu_us_per_tran"]["mean"].as_f64().is_some(),
+        "{rep}"
+    );
+}
+
+#[test]
+fn unreachable_confidence_stops_at_max_and_warns() {
+    // A 0.001% width at 99% cannot be met in 2 runs: the tool must say so.
+    let out = stackbench()
+        .args([
+            "run",
+            "RR1(1B/1B)",
+            "--transactions",
+            "200",
+            "--confidence",
+            "99,0.001",
+            "--iterations",
+            "2,2",
+        ])
+        .args(["--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    let rep = &doc["classes"][0]["repetitions"];
+    assert_eq!(rep["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(rep["reached"], false);
+    assert!(doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["code"] == "confidence_not_reached"));
+}
+
+#[test]
+fn bad_repetition_flags_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--repeat", "0"], "--repeat 0"),
+        (&["--confidence", "99"], "--confidence '99'"),
+        (
+            &["--confidence", "99,5", "--iterations", "5,2"],
+            "--iterations",
+        ),
+        (&["--iterations", "3,30"], "--iterations needs --confidence"),
+        (
+            &["--repeat", "2", "--confidence", "99,5"],
+            "exclude each other",
+        ),
+    ];
+    for (flags, want) in cases {
+        stackbench()
+            .args(["run", "RR1(1B/1B)"])
+            .args(*flags)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(*want));
+    }
+}

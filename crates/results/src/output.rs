@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+use stackbench_metrics::record::{MeasureSummary, Repetitions};
 use stackbench_metrics::{ClassResult, RunRecord};
 use stackbench_model::size::MIB;
 
@@ -82,6 +83,11 @@ pub fn human(record: &RunRecord) -> String {
     }
     let mut out = table.to_string();
     out.push('\n');
+    for c in &record.classes {
+        if let Some(rep) = &c.repetitions {
+            out.push_str(&repetitions_line(&c.notation, rep));
+        }
+    }
     out.push_str(&settings_block(record));
     if !record.complete {
         let reason = record.incomplete_reason.as_deref().unwrap_or("unknown");
@@ -91,6 +97,54 @@ pub fn human(record: &RunRecord) -> String {
         );
     }
     out
+}
+
+/// `mean ± stdev unit (L% CI lo … hi, width W%)` for one measure.
+fn measure_text(m: &MeasureSummary, unit: &str) -> String {
+    let mut text = format!("{:.2}", m.mean);
+    if let Some(sd) = m.stdev {
+        let _ = write!(text, " ± {sd:.2}");
+    }
+    text.push_str(unit);
+    if let Some(ci) = &m.confidence {
+        let width = ci
+            .width_pct_of_mean
+            .map_or(String::new(), |w| format!(", width {w:.1}%"));
+        let _ = write!(
+            text,
+            " ({}% CI {:.2} … {:.2}{width})",
+            ci.level_pct, ci.low, ci.high
+        );
+    }
+    text
+}
+
+/// One line per repeated class: n, and each measure's mean, stdev and interval.
+fn repetitions_line(notation: &str, rep: &Repetitions) -> String {
+    let mut line = format!(
+        "repetitions {notation}: n={}, rate {}",
+        rep.runs.len(),
+        measure_text(&rep.rate_tps, " tr/s")
+    );
+    for (side, m) in [
+        ("client", &rep.client_cpu_us_per_tran),
+        ("server", &rep.server_cpu_us_per_tran),
+    ] {
+        if let Some(m) = m {
+            let _ = write!(line, "; {side} CPU {}", measure_text(m, " µs/tr"));
+        }
+    }
+    match (rep.target_width_pct, rep.reached) {
+        (Some(w), Some(true)) => {
+            let _ = write!(line, "; target width {w}% reached");
+        }
+        (Some(w), _) => {
+            let _ = write!(line, "; target width {w}% NOT reached");
+        }
+        _ => {}
+    }
+    line.push('\n');
+    line
 }
 
 fn settings_block(record: &RunRecord) -> String {

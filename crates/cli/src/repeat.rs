@@ -1,0 +1,144 @@
+//! Repetitions of a workload (netperf's `-i max,min -I level,width`):
+//! `--repeat N` runs it N times; `--confidence L,W --iterations MIN,MAX` runs
+//! it until the Student-t interval at L% of the rate and of the CPU µs/tr of
+//! each side is at most W% of its mean (full width), or MAX runs were made.
+//! The class figures reported are those of the last repetition, with every
+//! repetition's values and their summary in `classes[].repetitions`.
+
+use std::sync::atomic::AtomicBool;
+
+use stackbench_engine::{run_workload, ControlClient, RunConfig};
+use stackbench_metrics::record::RepetitionValues;
+use stackbench_metrics::stats::{summarize_repetitions, Iterations, Verdict};
+use stackbench_metrics::ClassResult;
+
+use crate::exit::usage;
+use crate::progress::ProgressLine;
+
+/// Resolves `--repeat`, `--confidence` and `--iterations` into a controller.
+pub fn iterations(
+    repeat: Option<u32>,
+    confidence: Option<&str>,
+    iterations: Option<&str>,
+) -> anyhow::Result<Iterations> {
+    match (repeat, confidence) {
+        (Some(_), Some(_)) => usage("--repeat and --confidence exclude each other: use one"),
+        (Some(n), None) => Iterations::repeat(n).or_else(|e| usage(format!("--repeat {n}: {e}"))),
+        (None, Some(c)) => {
+            let (level, width) = pair("confidence", c)?;
+            let (min, max) = iterations.map_or(Ok((3.0, 30.0)), |i| pair("iterations", i))?;
+            Iterations::confidence(level, width, min as u32, max as u32)
+                .or_else(|e| usage(format!("--confidence {c} --iterations {min},{max}: {e}")))
+        }
+        (None, None) if iterations.is_some() => {
+            usage("--iterations needs --confidence LEVEL,WIDTH, e.g. --confidence 99,5")
+        }
+        (None, None) => Iterations::repeat(1).or_else(|e| usage(e.to_string())),
+    }
+}
+
+/// Parses `A,B` for `--flag`.
+fn pair(flag: &str, text: &str) -> anyhow::Result<(f64, f64)> {
+    let parsed = text
+        .split_once(',')
+        .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+    let example = if flag == "confidence" { "99,5" } else { "3,30" };
+    parsed.map_or_else(
+        || {
+            usage(format!(
+                "--{flag} '{text}': give two numbers separated by a comma, e.g. --{flag} {example}"
+            ))
+        },
+        Ok,
+    )
+}
+
+/// What the repetitions of one workload produced.
+pub struct Repeated {
+    pub classes: Vec<ClassResult>,
+    pub complete: bool,
+    pub incomplete_reason: Option<String>,
+}
+
+/// Runs `cfg` as many times as `it` asks; stops early on an incomplete run,
+/// keeping the repetitions completed so far.
+pub fn run_repeated(
+    control: &mut ControlClient,
+    cfg: &RunConfig,
+    it: &Iterations,
+    stop: &AtomicBool,
+) -> Repeated {
+    let mut runs: Vec<Vec<RepetitionValues>> = vec![Vec::new(); cfg.workload.classes.len()];
+    let mut last: Vec<ClassResult> = Vec::new();
+    let (mut complete, mut reason) = (true, None);
+    for n in 1..=it.max {
+        let mut progress = ProgressLine::new(cfg);
+        let outcome = run_workload(control, cfg, stop, &mut |p| progress.update(p));
+        progress.finish();
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                (complete, reason) = (false, Some(e.to_string()));
+                break;
+            }
+        };
+        if !outcome.complete {
+            (complete, reason) = (false, outcome.incomplete_reason);
+            if last.is_empty() {
+                last = outcome.classes;
+            }
+            break;
+        }
+        for (values, class) in runs.iter_mut().zip(&outcome.classes) {
+            values.push(values_of(class));
+        }
+        last = outcome.classes;
+        let measures = measures(&runs);
+        let refs: Vec<&[f64]> = measures.iter().map(Vec::as_slice).collect();
+        if !matches!(it.verdict(n, &refs), Verdict::RunAnother) {
+            break;
+        }
+    }
+    if it.max > 1 {
+        for (class, values) in last.iter_mut().zip(&runs) {
+            if !values.is_empty() {
+                class.repetitions = Some(summarize_repetitions(values, it));
+            }
+        }
+    }
+    Repeated {
+        classes: last,
+        complete,
+        incomplete_reason: reason,
+    }
+}
+
+fn values_of(class: &ClassResult) -> RepetitionValues {
+    let cpu = class.cpu.as_ref();
+    RepetitionValues {
+        rate_tps: class.rate_tps,
+        client_cpu_us_per_tran: cpu
+            .and_then(|c| c.client.as_ref())
+            .and_then(|s| s.cpu_us_per_tran),
+        server_cpu_us_per_tran: cpu
+            .and_then(|c| c.server.as_ref())
+            .and_then(|s| s.cpu_us_per_tran),
+    }
+}
+
+/// Every measure of every class, as the controller wants them: rate and the
+/// two CPU figures per class (a measure missing in any run is left out).
+fn measures(runs: &[Vec<RepetitionValues>]) -> Vec<Vec<f64>> {
+    let mut out = Vec::new();
+    for values in runs {
+        out.push(values.iter().map(|v| v.rate_tps).collect());
+        for pick in [
+            |v: &RepetitionValues| v.client_cpu_us_per_tran,
+            |v: &RepetitionValues| v.server_cpu_us_per_tran,
+        ] {
+            let col: Option<Vec<f64>> = values.iter().map(pick).collect();
+            out.push(col.unwrap_or_default());
+        }
+    }
+    out
+}
