@@ -4,8 +4,13 @@
 
 pub mod compare;
 pub mod compare_output;
+pub mod doc;
 pub mod env;
+pub mod export;
 pub mod figure;
+pub mod fixtures;
 pub mod metric;
+pub mod observe;
+pub mod report;
 pub mod store;
 pub mod study;
