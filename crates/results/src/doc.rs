@@ -7,12 +7,24 @@
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
     /// Level (1–3) and text; `id` anchors it in HTML.
-    Heading { level: u8, text: String, id: Option<String> },
+    Heading {
+        level: u8,
+        text: String,
+        id: Option<String>,
+    },
     Paragraph(String),
     List(Vec<String>),
-    Table { header: Vec<String>, rows: Vec<Vec<String>> },
+    Table {
+        header: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
     /// A numbered figure: the SVG inline in HTML, a file beside the Markdown.
-    Figure { number: usize, caption: String, svg: String, file: String },
+    Figure {
+        number: usize,
+        caption: String,
+        svg: String,
+        file: String,
+    },
 }
 
 /// HTML-escapes text.
@@ -51,7 +63,9 @@ pub fn render_html(title: &str, blocks: &[Block]) -> String {
     for block in blocks {
         match block {
             Block::Heading { level, text, id } => {
-                let id = id.as_ref().map_or(String::new(), |i| format!(" id=\"{}\"", escape(i)));
+                let id = id
+                    .as_ref()
+                    .map_or(String::new(), |i| format!(" id=\"{}\"", escape(i)));
                 out.push_str(&format!("<h{level}{id}>{}</h{level}>\n", escape(text)));
             }
             Block::Paragraph(text) => out.push_str(&format!("<p>{}</p>\n", escape(text))),
@@ -71,14 +85,23 @@ pub fn render_html(title: &str, blocks: &[Block]) -> String {
                 for row in rows {
                     out.push_str("<tr>");
                     for cell in row {
-                        let class = if looks_numeric(cell) { " class=\"num\"" } else { "" };
+                        let class = if looks_numeric(cell) {
+                            " class=\"num\""
+                        } else {
+                            ""
+                        };
                         out.push_str(&format!("<td{class}>{}</td>", escape(cell)));
                     }
                     out.push_str("</tr>\n");
                 }
                 out.push_str("</tbody>\n</table>\n");
             }
-            Block::Figure { number, caption, svg, .. } => {
+            Block::Figure {
+                number,
+                caption,
+                svg,
+                ..
+            } => {
                 out.push_str(&format!(
                     "<figure id=\"figure-{number}\">\n{}\n<figcaption>Figure {number}: {}</figcaption>\n</figure>\n",
                     svg.trim(),
@@ -119,7 +142,12 @@ pub fn render_markdown(blocks: &[Block]) -> String {
                 }
                 out.push('\n');
             }
-            Block::Figure { number, caption, file, .. } => {
+            Block::Figure {
+                number,
+                caption,
+                file,
+                ..
+            } => {
                 out.push_str(&format!(
                     "![Figure {number}]({file})\n\n*Figure {number}: {caption}*\n\n"
                 ));
@@ -136,11 +164,23 @@ mod tests {
     #[test]
     fn both_renderers_carry_the_same_blocks() {
         let blocks = vec![
-            Block::Heading { level: 1, text: "A & B".into(), id: Some("top".into()) },
+            Block::Heading {
+                level: 1,
+                text: "A & B".into(),
+                id: Some("top".into()),
+            },
             Block::Paragraph("x < y".into()),
             Block::List(vec!["one".into()]),
-            Block::Table { header: vec!["k".into(), "v".into()], rows: vec![vec!["a|b".into(), "+1.0%".into()]] },
-            Block::Figure { number: 1, caption: "Rate".into(), svg: "<svg></svg>".into(), file: "figures/figure-1.svg".into() },
+            Block::Table {
+                header: vec!["k".into(), "v".into()],
+                rows: vec![vec!["a|b".into(), "+1.0%".into()]],
+            },
+            Block::Figure {
+                number: 1,
+                caption: "Rate".into(),
+                svg: "<svg></svg>".into(),
+                file: "figures/figure-1.svg".into(),
+            },
         ];
         let html = render_html("T", &blocks);
         assert!(html.contains("<h1 id=\"top\">A &amp; B</h1>"));

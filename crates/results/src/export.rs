@@ -48,7 +48,15 @@ pub fn render_list(runs: &[RunSummary]) -> String {
     }
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
-    t.set_header(["ID", "Started", "Study", "Variant", "Workloads", "Complete", "Labels"]);
+    t.set_header([
+        "ID",
+        "Started",
+        "Study",
+        "Variant",
+        "Workloads",
+        "Complete",
+        "Labels",
+    ]);
     for r in runs {
         t.add_row([
             r.id.to_string(),
@@ -79,8 +87,13 @@ pub fn render_show(run: &StoredRun) -> String {
         run.id,
         format_utc(r["started_unix_s"].as_f64().unwrap_or(0.0)),
         r["stackbench_version"].as_str().unwrap_or("?"),
-        if r["complete"].as_bool() == Some(true) { "complete".to_string() } else {
-            format!("INCOMPLETE: {}", r["incomplete_reason"].as_str().unwrap_or("no reason given"))
+        if r["complete"].as_bool() == Some(true) {
+            "complete".to_string()
+        } else {
+            format!(
+                "INCOMPLETE: {}",
+                r["incomplete_reason"].as_str().unwrap_or("no reason given")
+            )
         }
     );
     let labels: Vec<String> = run.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -109,8 +122,21 @@ pub fn export_json(runs: &[StoredRun]) -> String {
 }
 
 const FLAT_HEADER: [&str; 15] = [
-    "id", "started_utc", "study", "variant", "labels", "complete", "workload", "class", "transactions",
-    "rate_tps", "latency_p50_us", "latency_p99_us", "cpu_client_us_per_tran", "cpu_server_us_per_tran", "errors",
+    "id",
+    "started_utc",
+    "study",
+    "variant",
+    "labels",
+    "complete",
+    "workload",
+    "class",
+    "transactions",
+    "rate_tps",
+    "latency_p50_us",
+    "latency_p99_us",
+    "cpu_client_us_per_tran",
+    "cpu_server_us_per_tran",
+    "errors",
 ];
 
 /// One row per run and class, every value as text (unit in the column name).
@@ -129,7 +155,9 @@ fn flat_rows(runs: &[StoredRun]) -> Vec<Vec<String>> {
                 r["complete"].as_bool().unwrap_or(false).to_string(),
                 c["workload"].as_str().unwrap_or("").to_string(),
                 c["notation"].as_str().unwrap_or("").to_string(),
-                c["transactions"].as_u64().map_or(String::new(), |v| v.to_string()),
+                c["transactions"]
+                    .as_u64()
+                    .map_or(String::new(), |v| v.to_string()),
                 raw(Metric::RateTps),
                 raw(Metric::LatencyP50Us),
                 raw(Metric::LatencyP99Us),
@@ -163,7 +191,11 @@ pub fn export_csv(runs: &[StoredRun]) -> String {
 
 /// Runs as a Markdown table, one row per run and class.
 pub fn export_markdown(runs: &[StoredRun]) -> String {
-    let mut out = format!("| {} |\n|{}\n", FLAT_HEADER.join(" | "), "---|".repeat(FLAT_HEADER.len()));
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        FLAT_HEADER.join(" | "),
+        "---|".repeat(FLAT_HEADER.len())
+    );
     for row in flat_rows(runs) {
         let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));

@@ -11,8 +11,16 @@ use stackbench_model::{SocketOptions, Workload};
 use crate::env::{Environment, InterfaceInfo};
 
 /// A complete record of `workload` (every class at the same figures).
-pub fn record(workload: &str, rate_tps: f64, p50_us: f64, p99_us: f64, started_unix_s: f64) -> RunRecord {
-    let w: Workload = workload.parse().expect("fixture workloads are valid notation");
+pub fn record(
+    workload: &str,
+    rate_tps: f64,
+    p50_us: f64,
+    p99_us: f64,
+    started_unix_s: f64,
+) -> RunRecord {
+    let w: Workload = workload
+        .parse()
+        .expect("fixture workloads are valid notation");
     let duration_s = 10.0;
     let classes = w
         .classes
@@ -88,7 +96,9 @@ pub fn with_cpu(record: &RunRecord, client_us_per_tran: f64, server_us_per_tran:
 
 /// Deterministic noise in [-1, 1] for run `i` of series `seed`.
 pub fn jitter(seed: u64, i: usize) -> f64 {
-    let mut x = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i as u64 * 1_442_695_040_888_963_407 + 1);
+    let mut x = seed
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(i as u64 * 1_442_695_040_888_963_407 + 1);
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;
@@ -117,10 +127,13 @@ pub fn environment(kernel: &str) -> Environment {
         interface: Some(InterfaceInfo {
             name: "lo".into(),
             mtu_bytes: Some(65536),
-            offloads: [("tcp-segmentation-offload", "on"), ("generic-receive-offload", "on")]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            offloads: [
+                ("tcp-segmentation-offload", "on"),
+                ("generic-receive-offload", "on"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
             gso_max_size_bytes: Some(65536),
             gro_max_size_bytes: Some(65536),
             offload_source: "ethtool".into(),

@@ -11,7 +11,12 @@ use crate::metric::Metric;
 fn interval(r: &Row) -> String {
     match (r.change_pct, r.ci_low_pct, r.ci_high_pct) {
         (Some(c), Some(lo), Some(hi)) => {
-            format!("{}, 90% CI {} … {}", format_pct(c), format_pct(lo), format_pct(hi))
+            format!(
+                "{}, 90% CI {} … {}",
+                format_pct(c),
+                format_pct(lo),
+                format_pct(hi)
+            )
         }
         _ => r.note.clone().unwrap_or_else(|| "no estimate".into()),
     }
@@ -20,7 +25,9 @@ fn interval(r: &Row) -> String {
 fn rate_phrase(r: &Row, a: &str) -> String {
     let i = interval(r);
     match r.verdict {
-        _ if r.change_pct.is_none() => format!("cannot be compared with {a} in transaction rate ({i})"),
+        _ if r.change_pct.is_none() => {
+            format!("cannot be compared with {a} in transaction rate ({i})")
+        }
         Verdict::Equivalent => format!("is equivalent to {a} in transaction rate ({i})"),
         Verdict::Better => format!("has a higher transaction rate than {a} ({i})"),
         Verdict::Worse => format!("has a lower transaction rate than {a} ({i})"),
@@ -129,7 +136,10 @@ pub fn conclusion(c: &Comparison) -> String {
         } else {
             format!("; inconclusive in {}", join_and(&unsure))
         };
-        format!("{b} performs better than {a} in {}{rest}.", join_and(&better))
+        format!(
+            "{b} performs better than {a} in {}{rest}.",
+            join_and(&better)
+        )
     } else {
         format!(
             "The runs cannot tell {b} from {a} within the margin in {}: more repetitions would narrow the intervals.",

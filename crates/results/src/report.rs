@@ -56,7 +56,11 @@ impl<'a> Variants<'a> {
     fn of(runs: &'a [StoredRun]) -> Variants<'a> {
         let mut groups: Vec<(String, Vec<&StoredRun>)> = Vec::new();
         for run in runs {
-            let name = run.labels.get("variant").cloned().unwrap_or_else(|| "default".into());
+            let name = run
+                .labels
+                .get("variant")
+                .cloned()
+                .unwrap_or_else(|| "default".into());
             match groups.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, g)) => g.push(run),
                 None => groups.push((name, vec![run])),
@@ -80,7 +84,12 @@ impl<'a> Variants<'a> {
         if vals.iter().all(|(_, v)| *v == first) {
             Some(first)
         } else {
-            Some(vals.iter().map(|(n, v)| format!("{n}: {v}")).collect::<Vec<_>>().join("; "))
+            Some(
+                vals.iter()
+                    .map(|(n, v)| format!("{n}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
         }
     }
 }
@@ -102,26 +111,49 @@ fn environment_items(input: &StudyInput, v: &Variants, keys: &[String]) -> Vec<S
     };
     add(
         "CPUs per side",
-        v.per_variant(|r| Some(format!("client {}, server {}", cpu_side(&r.env.client_cpus), cpu_side(&r.env.server_cpus)))),
+        v.per_variant(|r| {
+            Some(format!(
+                "client {}, server {}",
+                cpu_side(&r.env.client_cpus),
+                cpu_side(&r.env.server_cpus)
+            ))
+        }),
     );
     add(
         "Host CPU",
-        v.per_variant(|r| Some(format!("{} × {}", r.env.cpu_model.clone()?, r.env.cpu_count))),
+        v.per_variant(|r| {
+            Some(format!(
+                "{} × {}",
+                r.env.cpu_model.clone()?,
+                r.env.cpu_count
+            ))
+        }),
     );
     add("Kernel", v.per_variant(|r| r.env.kernel_release.clone()));
-    add("Frequency governor", v.per_variant(|r| r.env.governor.clone()));
+    add(
+        "Frequency governor",
+        v.per_variant(|r| r.env.governor.clone()),
+    );
     add(
         "Interface",
         v.per_variant(|r| {
             let i = r.env.interface.as_ref()?;
             let mtu = i.mtu_bytes.map_or("unknown".into(), |m| m.to_string());
-            let offloads: Vec<String> = i.offloads.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            let off = if offloads.is_empty() { String::new() } else { format!("; offloads: {}", offloads.join(", ")) };
+            let offloads: Vec<String> =
+                i.offloads.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let off = if offloads.is_empty() {
+                String::new()
+            } else {
+                format!("; offloads: {}", offloads.join(", "))
+            };
             Some(format!("{}, MTU {mtu}{off}", i.name))
         }),
     );
     let sysctl = |name: &'static str| move |r: &StoredRun| r.env.sysctls.get(name).cloned();
-    add("TCP congestion control", v.per_variant(sysctl("net.ipv4.tcp_congestion_control")));
+    add(
+        "TCP congestion control",
+        v.per_variant(sysctl("net.ipv4.tcp_congestion_control")),
+    );
     add("tcp_rmem", v.per_variant(sysctl("net.ipv4.tcp_rmem")));
     add("tcp_wmem", v.per_variant(sysctl("net.ipv4.tcp_wmem")));
     add("Workloads", Some(keys.join(", ")));
@@ -137,11 +169,17 @@ fn environment_items(input: &StudyInput, v: &Variants, keys: &[String]) -> Vec<S
         }),
     );
     if let Some(reps) = input.study.as_ref().map(|s| s.repetitions) {
-        add("Repetitions", Some(format!("{reps} per workload and variant, interleaved")));
+        add(
+            "Repetitions",
+            Some(format!("{reps} per workload and variant, interleaved")),
+        );
     }
     for (i, (name, _)) in v.groups.iter().enumerate() {
         let role = if i == 0 { " (baseline)" } else { "" };
-        add(&format!("Variant {name}{role}"), Some(variant_settings(input, v, i)));
+        add(
+            &format!("Variant {name}{role}"),
+            Some(variant_settings(input, v, i)),
+        );
     }
     items
 }
@@ -150,15 +188,34 @@ fn environment_items(input: &StudyInput, v: &Variants, keys: &[String]) -> Vec<S
 /// socket options its first run recorded.
 fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
     let name = &v.groups[i].0;
-    if let Some(var) = input.study.as_ref().and_then(|s| s.variants.iter().find(|x| &x.name == name)) {
+    if let Some(var) = input
+        .study
+        .as_ref()
+        .and_then(|s| s.variants.iter().find(|x| &x.name == name))
+    {
         let mut parts = var.settings.describe();
         parts.extend(var.labels.iter().map(|(k, v)| format!("{k} = {v}")));
-        let desc = if var.description.is_empty() { String::new() } else { format!("{} — ", var.description) };
-        return format!("{desc}{}", if parts.is_empty() { "study defaults".into() } else { parts.join(", ") });
+        let desc = if var.description.is_empty() {
+            String::new()
+        } else {
+            format!("{} — ", var.description)
+        };
+        return format!(
+            "{desc}{}",
+            if parts.is_empty() {
+                "study defaults".into()
+            } else {
+                parts.join(", ")
+            }
+        );
     }
     let socket = &v.groups[i].1[0].record["settings"]["socket"];
     match socket.as_object() {
-        Some(map) => map.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", "),
+        Some(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
         None => "settings not recorded".to_string(),
     }
 }
@@ -177,7 +234,9 @@ fn comparison_table(c: &Comparison) -> Block {
         .rows
         .iter()
         .map(|r| {
-            let mean = |m: Option<f64>, n: usize| m.map_or("-".into(), |m| format!("{} (n={n})", format_value(m)));
+            let mean = |m: Option<f64>, n: usize| {
+                m.map_or("-".into(), |m| format!("{} (n={n})", format_value(m)))
+            };
             let ci = match (r.ci_low_pct, r.ci_high_pct) {
                 (Some(lo), Some(hi)) => format!("{} … {}", format_pct(lo), format_pct(hi)),
                 _ => "-".into(),
@@ -206,7 +265,11 @@ struct Builder<'o> {
 
 impl Builder<'_> {
     fn h(&mut self, level: u8, text: impl Into<String>, id: Option<String>) {
-        self.blocks.push(Block::Heading { level, text: text.into(), id });
+        self.blocks.push(Block::Heading {
+            level,
+            text: text.into(),
+            id,
+        });
     }
 
     fn p(&mut self, text: impl Into<String>) {
@@ -217,22 +280,42 @@ impl Builder<'_> {
         let number = self.figures.len() + 1;
         let file = format!("figures/figure-{number}.svg");
         self.figures.push((file.clone(), svg.clone()));
-        self.blocks.push(Block::Figure { number, caption, svg, file });
+        self.blocks.push(Block::Figure {
+            number,
+            caption,
+            svg,
+            file,
+        });
     }
 
     fn study(&mut self, input: &StudyInput) -> Result<(), FigureError> {
         let v = Variants::of(&input.runs);
         let all = Samples::collect(input.runs.iter().map(|r| &r.record));
-        self.h(2, format!("Study: {}", input.name), Some(format!("study-{}", slug(&input.name))));
+        self.h(
+            2,
+            format!("Study: {}", input.name),
+            Some(format!("study-{}", slug(&input.name))),
+        );
         self.h(3, "Purpose", None);
-        self.p(if input.description.is_empty() { "No description was given in the study file." } else { &input.description });
+        self.p(if input.description.is_empty() {
+            "No description was given in the study file."
+        } else {
+            &input.description
+        });
         self.h(3, "Environment configuration", None);
         self.p("Below is the environment configuration in which the data was collected:");
-        self.blocks.push(Block::List(environment_items(input, &v, &all.keys)));
+        self.blocks
+            .push(Block::List(environment_items(input, &v, &all.keys)));
         self.h(3, "Observations", None);
         let mut comps = Vec::new();
         for i in 1..v.groups.len() {
-            let c = compare(&v.groups[0].0, &v.records(0), &v.groups[i].0, &v.records(i), self.opts.margins);
+            let c = compare(
+                &v.groups[0].0,
+                &v.records(0),
+                &v.groups[i].0,
+                &v.records(i),
+                self.opts.margins,
+            );
             self.p(conclusion(&c));
             let mut items = workload_sentences(&c);
             items.extend(summary_sentences(&c));
@@ -245,10 +328,20 @@ impl Builder<'_> {
         }
         self.h(3, "Results", None);
         let per_variant: Vec<(String, Samples)> = (0..v.groups.len())
-            .map(|i| (v.groups[i].0.clone(), Samples::collect(v.groups[i].1.iter().map(|r| &r.record))))
+            .map(|i| {
+                (
+                    v.groups[i].0.clone(),
+                    Samples::collect(v.groups[i].1.iter().map(|r| &r.record)),
+                )
+            })
             .collect();
-        let variants: Vec<VariantSamples> =
-            per_variant.iter().map(|(n, s)| VariantSamples { name: n, samples: s }).collect();
+        let variants: Vec<VariantSamples> = per_variant
+            .iter()
+            .map(|(n, s)| VariantSamples {
+                name: n,
+                samples: s,
+            })
+            .collect();
         for key in &all.keys {
             let svg = workload_figure(key, &variants)?;
             let cpu = [Metric::CpuClientUsPerTran, Metric::CpuServerUsPerTran]
@@ -269,7 +362,10 @@ impl Builder<'_> {
             );
         }
         for c in comps {
-            self.p(format!("{} compared with {} (baseline):", c.b_name, c.a_name));
+            self.p(format!(
+                "{} compared with {} (baseline):",
+                c.b_name, c.a_name
+            ));
             self.blocks.push(comparison_table(&c));
             self.comparisons.push((input.name.clone(), c));
         }
@@ -282,12 +378,27 @@ impl Builder<'_> {
             self.p("No study had two variants to compare.");
             return;
         }
-        let header = ["Study", "Comparison", "Workload", "Throughput relative", "CPU/tr client relative", "CPU/tr server relative"]
-            .map(String::from)
-            .to_vec();
+        let header = [
+            "Study",
+            "Comparison",
+            "Workload",
+            "Throughput relative",
+            "CPU/tr client relative",
+            "CPU/tr server relative",
+        ]
+        .map(String::from)
+        .to_vec();
         let mut rows = Vec::new();
         let cell = |c: &Comparison, key: &str, m: Metric| {
-            c.row(key, m).and_then(|r| Some(format!("{} ({})", format_pct(r.change_pct?), r.verdict.name()))).unwrap_or_else(|| "-".into())
+            c.row(key, m)
+                .and_then(|r| {
+                    Some(format!(
+                        "{} ({})",
+                        format_pct(r.change_pct?),
+                        r.verdict.name()
+                    ))
+                })
+                .unwrap_or_else(|| "-".into())
         };
         for (study, c) in &self.comparisons {
             let what = format!("{} vs {}", c.b_name, c.a_name);
@@ -319,7 +430,11 @@ impl Builder<'_> {
             ]);
         }
         self.blocks.push(Block::Table { header, rows });
-        let lines: Vec<String> = self.comparisons.iter().flat_map(|(_, c)| summary_sentences(c)).collect();
+        let lines: Vec<String> = self
+            .comparisons
+            .iter()
+            .flat_map(|(_, c)| summary_sentences(c))
+            .collect();
         self.blocks.push(Block::List(lines));
     }
 
@@ -357,23 +472,46 @@ const APPENDIX_CPU: &[&str] = &[
 
 fn slug(name: &str) -> String {
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect()
 }
 
 /// Builds the report over `studies`.
 pub fn build_report(studies: &[StudyInput], opts: &ReportOptions) -> Result<Report, FigureError> {
-    let mut b = Builder { blocks: Vec::new(), figures: Vec::new(), comparisons: Vec::new(), opts };
+    let mut b = Builder {
+        blocks: Vec::new(),
+        figures: Vec::new(),
+        comparisons: Vec::new(),
+        opts,
+    };
     b.h(1, opts.title.clone(), Some("top".into()));
-    b.p(format!("Generated {} by stackbench {}.", opts.generated, env!("CARGO_PKG_VERSION")));
+    b.p(format!(
+        "Generated {} by stackbench {}.",
+        opts.generated,
+        env!("CARGO_PKG_VERSION")
+    ));
     let names: Vec<String> = studies.iter().map(|s| s.name.clone()).collect();
     b.blocks.push(Block::List(
-        names.iter().map(|n| format!("Study: {n}")).chain(["Summary across studies".into(), "Appendix".into()]).collect(),
+        names
+            .iter()
+            .map(|n| format!("Study: {n}"))
+            .chain(["Summary across studies".into(), "Appendix".into()])
+            .collect(),
     ));
     for s in studies {
         b.study(s)?;
     }
     b.summary();
     b.appendix();
-    Ok(Report { html: render_html(&opts.title, &b.blocks), markdown: render_markdown(&b.blocks), figures: b.figures })
+    Ok(Report {
+        html: render_html(&opts.title, &b.blocks),
+        markdown: render_markdown(&b.blocks),
+        figures: b.figures,
+    })
 }

@@ -329,6 +329,30 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// The stored text of a study file, if it was saved.
+    pub fn study_file(&self, name: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT file_text FROM studies WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Names of the studies that have stored runs, in order of their first run.
+    pub fn study_names(&self) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT study FROM runs WHERE study IS NOT NULL GROUP BY study ORDER BY MIN(id)",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     /// Ids of runs carrying every label in `filter`, oldest first.
     pub fn select_ids(&self, filter: &Labels) -> Result<Vec<RunId>, StoreError> {
         let mut sql = String::from("SELECT id FROM runs WHERE 1=1");

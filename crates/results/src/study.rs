@@ -208,7 +208,7 @@ struct CpuList(Vec<usize>);
 #[derive(Debug, Clone, Copy)]
 struct Repetitions(u32);
 #[derive(Debug, Clone)]
-struct Workloads(Vec<Workload>);
+struct Workloads(Vec<toml::Spanned<String>>);
 
 /// A string or an integer, as TOML gives it.
 #[derive(Deserialize)]
@@ -336,18 +336,15 @@ impl<'de> Deserialize<'de> for Repetitions {
 
 impl<'de> Deserialize<'de> for Workloads {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let texts = Vec::<String>::deserialize(d)?;
-        if texts.is_empty() {
-            return Err(custom(format!(
-                "empty workloads: give at least one, e.g. [\"{}\"]",
-                "RR10(4kB/4kB)"
-            )));
+        // Kept as spanned text and parsed in `parse_study`, because the TOML
+        // reader reports element errors at the array, not at the element.
+        let items = Vec::<toml::Spanned<String>>::deserialize(d)?;
+        if items.is_empty() {
+            return Err(custom(
+                "empty workloads: give at least one, e.g. [\"RR10(4kB/4kB)\"]",
+            ));
         }
-        texts
-            .iter()
-            .map(|t| t.parse::<Workload>().map_err(custom))
-            .collect::<Result<_, _>>()
-            .map(Workloads)
+        Ok(Workloads(items))
     }
 }
 
@@ -438,6 +435,14 @@ pub fn parse_study(text: &str, file: &str) -> Result<Study, StudyError> {
         let offset = e.span().map_or(0, |s| s.start);
         at(offset, e.message().trim().replace('\n', " "))
     })?;
+    let mut workloads = Vec::new();
+    for w in &raw.workloads.0 {
+        let parsed = w
+            .get_ref()
+            .parse::<Workload>()
+            .map_err(|e| at(w.span().start, e.to_string()))?;
+        workloads.push(parsed);
+    }
     let mut variants: Vec<Variant> = Vec::new();
     for v in raw.variant.iter().flatten() {
         let name = v.name.get_ref().trim().to_string();
@@ -470,7 +475,7 @@ pub fn parse_study(text: &str, file: &str) -> Result<Study, StudyError> {
     Ok(Study {
         name: raw.name.clone(),
         description: raw.description.clone().unwrap_or_default(),
-        workloads: raw.workloads.0.clone(),
+        workloads,
         repetitions: raw.repetitions.map_or(DEFAULT_REPETITIONS, |r| r.0),
         settings: raw.settings(),
         variants,
