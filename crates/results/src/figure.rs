@@ -81,7 +81,13 @@ fn panel(
         .iter()
         .flat_map(|s| s.stats.iter().flatten().map(|(m, sd)| m + sd))
         .fold(0.0f64, f64::max);
-    let y_max = if y_max > 0.0 { y_max * 1.2 } else { 1.0 };
+    // Headroom above the tallest error bar; more when a legend sits there.
+    let headroom = if series.iter().any(|s| s.legend.is_some()) {
+        1.45
+    } else {
+        1.15
+    };
+    let y_max = if y_max > 0.0 { y_max * headroom } else { 1.0 };
     // With the range −0.5 … n−0.5 and at most n labels, plotters' tick search
     // lands on the integers, one under each bar group.
     let x_range = -0.5f64..n as f64 - 0.5;
@@ -104,6 +110,8 @@ fn panel(
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(BLACK.mix(0.12))
         .x_labels(n)
         .x_label_formatter(&label_of)
         .y_label_formatter(&|y| short(*y))

@@ -98,7 +98,8 @@ pub fn with_cpu(record: &RunRecord, client_us_per_tran: f64, server_us_per_tran:
 pub fn jitter(seed: u64, i: usize) -> f64 {
     let mut x = seed
         .wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(i as u64 * 1_442_695_040_888_963_407 + 1);
+        .wrapping_add((i as u64).wrapping_mul(1_442_695_040_888_963_407))
+        .wrapping_add(1);
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;

@@ -103,49 +103,63 @@ pub fn workload_sentences(c: &Comparison) -> Vec<String> {
         .collect()
 }
 
-/// The study's conclusion from rate and CPU verdicts across workloads.
+/// The study's conclusion from rate and CPU verdicts across workloads, grouped
+/// by metric: "Based on the results, B performs as equivalent to A" when every
+/// verdict is EQUIVALENT, else which metrics are better, worse, equivalent or
+/// inconclusive, and in how many workloads.
 pub fn conclusion(c: &Comparison) -> String {
-    let decisive = |r: &&Row| {
-        matches!(
-            r.metric,
-            Metric::RateTps | Metric::CpuClientUsPerTran | Metric::CpuServerUsPerTran
-        )
-    };
-    let rows: Vec<&Row> = c.rows.iter().filter(decisive).collect();
-    let with = |v: Verdict| -> Vec<String> {
-        rows.iter()
-            .filter(|r| r.verdict == v)
-            .map(|r| format!("{} ({})", r.workload, r.metric.words()))
-            .collect()
-    };
-    let (worse, better, unsure) = (
-        with(Verdict::Worse),
-        with(Verdict::Better),
-        with(Verdict::Inconclusive),
-    );
     let (a, b) = (&c.a_name, &c.b_name);
+    let metrics = [
+        Metric::RateTps,
+        Metric::CpuClientUsPerTran,
+        Metric::CpuServerUsPerTran,
+    ];
+    let rows: Vec<&Row> = c
+        .rows
+        .iter()
+        .filter(|r| metrics.contains(&r.metric))
+        .collect();
     if rows.is_empty() {
-        format!("No workload was measured under both {a} and {b}.")
-    } else if worse.is_empty() && better.is_empty() && unsure.is_empty() {
-        format!("Based on the results, {b} performs as equivalent to {a}.")
-    } else if !worse.is_empty() {
-        format!("{b} performs worse than {a} in {}.", join_and(&worse))
-    } else if !better.is_empty() {
-        let rest = if unsure.is_empty() {
-            " and as equivalent elsewhere".to_string()
-        } else {
-            format!("; inconclusive in {}", join_and(&unsure))
-        };
-        format!(
-            "{b} performs better than {a} in {}{rest}.",
-            join_and(&better)
-        )
-    } else {
-        format!(
-            "The runs cannot tell {b} from {a} within the margin in {}: more repetitions would narrow the intervals.",
-            join_and(&unsure)
-        )
+        return format!("No workload was measured under both {a} and {b}.");
     }
+    if rows.iter().all(|r| r.verdict == Verdict::Equivalent) {
+        return format!("Based on the results, {b} performs as equivalent to {a}.");
+    }
+    let mut clauses = Vec::new();
+    for (verdict, word) in [
+        (Verdict::Worse, "worse"),
+        (Verdict::Better, "better"),
+        (Verdict::Equivalent, "equivalent"),
+        (Verdict::Inconclusive, "inconclusive"),
+    ] {
+        let mut parts = Vec::new();
+        for m in metrics {
+            let all: Vec<&&Row> = rows.iter().filter(|r| r.metric == m).collect();
+            let hit: Vec<&str> = all
+                .iter()
+                .filter(|r| r.verdict == verdict)
+                .map(|r| r.workload.as_str())
+                .collect();
+            if hit.is_empty() {
+                continue;
+            }
+            let which = if hit.len() == all.len() {
+                format!("all {} workloads", all.len())
+            } else {
+                hit.join(", ")
+            };
+            parts.push(format!("{} ({which})", m.words()));
+        }
+        if !parts.is_empty() {
+            clauses.push(format!("{word} in {}", join_and(&parts)));
+        }
+    }
+    let tail = if rows.iter().any(|r| r.verdict == Verdict::Inconclusive) {
+        "; more repetitions would narrow the inconclusive intervals"
+    } else {
+        ""
+    };
+    format!("Compared with {a}, {b} is {}{tail}.", clauses.join("; "))
 }
 
 #[cfg(test)]

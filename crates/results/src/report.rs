@@ -209,14 +209,25 @@ fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
             }
         );
     }
-    let socket = &v.groups[i].1[0].record["settings"]["socket"];
-    match socket.as_object() {
-        Some(map) => map
-            .iter()
-            .map(|(k, v)| format!("{k} = {v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        None => "settings not recorded".to_string(),
+    let socket = |g: usize| v.groups[g].1[0].record["settings"]["socket"].clone();
+    let reference = if i == 0 {
+        serde_json::to_value(stackbench_model::SocketOptions::default()).unwrap_or_default()
+    } else {
+        socket(0)
+    };
+    let own = socket(i);
+    let Some(map) = own.as_object() else {
+        return "settings not recorded".to_string();
+    };
+    let differing: Vec<String> = map
+        .iter()
+        .filter(|(k, val)| reference.get(k.as_str()) != Some(*val))
+        .map(|(k, val)| format!("{k} = {val}"))
+        .collect();
+    match (differing.is_empty(), i == 0) {
+        (true, true) => "default socket options".to_string(),
+        (true, false) => "same socket options as the baseline".to_string(),
+        (false, _) => differing.join(", "),
     }
 }
 
