@@ -86,7 +86,7 @@ pub struct Estimate {
 /// Welch's t on log values at two-sided `confidence` (0.90 for the verdict).
 /// `None` when a side has fewer than 2 values or a value is not positive.
 pub fn welch_log_ratio(a: &[f64], b: &[f64], confidence: f64) -> Option<Estimate> {
-    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|v| !(*v > 0.0)) {
+    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|v| !v.is_finite() || *v <= 0.0) {
         return None;
     }
     let stats = |xs: &[f64]| {

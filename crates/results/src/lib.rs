@@ -14,3 +14,4 @@ pub mod observe;
 pub mod report;
 pub mod store;
 pub mod study;
+pub mod values;
