@@ -245,7 +245,13 @@ fn html_report_renders_in_chromium() {
     };
     let dir = tempfile::tempdir().unwrap();
     let html_path = dir.path().join("report.html");
-    std::fs::write(&html_path, sample_report().html).unwrap();
+    let html = sample_report().html;
+    std::fs::write(&html_path, &html).unwrap();
+    // Kept beside the screenshot for a person to open.
+    let _ = std::fs::write(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-sample.html"),
+        &html,
+    );
     let url = format!("file://{}", html_path.display());
 
     let dom = chromium(
