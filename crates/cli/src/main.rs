@@ -3,14 +3,19 @@
 //! to exit statuses (0 success, 1 a failed comparison, 2 usage or input error,
 //! 3 an incomplete run).
 
+mod compare_cmd;
 mod exit;
 mod plan_cmd;
 mod progress;
 mod quality;
 mod repeat;
+mod report_cmd;
+mod results_cmd;
 mod run_cmd;
 mod serve_cmd;
+mod session;
 mod spawn;
+mod study_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -31,6 +36,15 @@ enum Command {
     /// Capacity planning from measured costs: CPU, ratings, storage, offload,
     /// queueing models and scalability fits.
     Plan(plan_cmd::PlanArgs),
+    /// List, show and export stored runs.
+    Results(results_cmd::ResultsArgs),
+    /// Compare two sets of runs (stored, selected by labels, or JSON files)
+    /// with a verdict per workload and metric; exit status 1 on any WORSE.
+    Compare(compare_cmd::CompareArgs),
+    /// Write the performance summary report (HTML and Markdown) of stored studies.
+    Report(report_cmd::ReportArgs),
+    /// Run a study file: every workload × variant × repetition, interleaved, stored.
+    Study(study_cmd::StudyArgs),
 }
 
 fn main() {
@@ -39,6 +53,10 @@ fn main() {
         Command::Run(args) => run_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Plan(args) => plan_cmd::run(args),
+        Command::Results(args) => results_cmd::run(args),
+        Command::Compare(args) => compare_cmd::run(args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::Study(args) => study_cmd::run(args, &mut session::study_step),
     };
     std::process::exit(exit::code_for(result));
 }

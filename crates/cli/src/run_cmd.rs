@@ -4,23 +4,19 @@
 //! runs each workload in turn and prints the record.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
-use stackbench_engine::affinity::{
-    current_cpus, format_cpu_list, parse_cpu_list, pin_current_thread,
-};
-use stackbench_engine::{ControlClient, RunConfig};
-use stackbench_metrics::{RunRecord, RunSettings, SCHEMA_VERSION};
+use stackbench_engine::affinity::parse_cpu_list;
+use stackbench_metrics::RunRecord;
 use stackbench_model::duration::parse_duration;
 use stackbench_model::size::parse_size;
 use stackbench_model::{CrrClose, SocketOptions, Workload};
+use stackbench_results::store::{parse_labels, Store};
 
 use crate::exit::{usage, INCOMPLETE, OK};
-use crate::spawn::SpawnedResponder;
-use crate::{quality, repeat};
+use crate::repeat;
+use crate::session::{self, RunPlan};
 
 /// The README's main job: a small study, a few seconds per workload.
 pub const DEFAULT_STUDY: &[&str] = &[
@@ -29,9 +25,6 @@ pub const DEFAULT_STUDY: &[&str] = &[
     "CRR10(64B/8kB)",
     "STR3(1B/20MB)",
 ];
-
-/// Set by Ctrl-C; the run ends early and prints what it measured.
-static STOP: AtomicBool = AtomicBool::new(false);
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum CrrCloseArg {
@@ -120,12 +113,15 @@ pub struct RunArgs {
     /// Bounds on repetitions with --confidence [default: 3,30].
     #[arg(long, value_name = "MIN,MAX")]
     iterations: Option<String>,
-}
-
-/// Where each side runs.
-struct Placement {
-    client: Vec<usize>,
-    server: Vec<usize>,
+    /// Label stored with the run (repeatable), e.g. --label kernel=6.18 --label variant=A.
+    #[arg(long, value_name = "KEY=VALUE")]
+    label: Vec<String>,
+    /// Result database [default: $STACKBENCH_DB, else $XDG_DATA_HOME/stackbench/results.db].
+    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    db: Option<std::path::PathBuf>,
+    /// Do not store the run.
+    #[arg(long)]
+    no_store: bool,
 }
 
 fn parse_flag_duration(flag: &str, value: &Option<String>) -> anyhow::Result<Option<Duration>> {
@@ -155,35 +151,6 @@ fn parse_workloads(args: &RunArgs) -> anyhow::Result<Vec<Workload>> {
         .collect()
 }
 
-fn placement(args: &RunArgs) -> anyhow::Result<Placement> {
-    let cpus = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<Vec<usize>>> {
-        v.as_deref()
-            .map(|l| parse_cpu_list(l).or_else(|e| usage(format!("--{flag}: {e}"))))
-            .transpose()
-    };
-    let (client, server) = (
-        cpus("client-cpus", &args.client_cpus)?,
-        cpus("server-cpus", &args.server_cpus)?,
-    );
-    let available = current_cpus().context("reading the CPU affinity")?;
-    if args.target.is_some() {
-        return Ok(Placement {
-            client: client.unwrap_or_default(),
-            server: Vec::new(),
-        });
-    }
-    // Two or more CPUs: disjoint halves (netperf -T 0,1 on a 2-CPU machine).
-    // One CPU: both sides share it, which the CPU accounting warns about.
-    let (lo, hi) = match available.len() {
-        0 | 1 => (available.clone(), available.clone()),
-        n => (available[..n / 2].to_vec(), available[n / 2..].to_vec()),
-    };
-    Ok(Placement {
-        client: client.unwrap_or(lo),
-        server: server.unwrap_or(hi),
-    })
-}
-
 fn socket_options(args: &RunArgs) -> anyhow::Result<SocketOptions> {
     Ok(SocketOptions {
         nodelay: args.nodelay,
@@ -200,147 +167,68 @@ fn socket_options(args: &RunArgs) -> anyhow::Result<SocketOptions> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
-    let workloads = parse_workloads(&args)?;
+    let plan = resolve(&args)?;
+    let labels = parse_labels(&args.label).or_else(|e| usage(format!("--label: {e}")))?;
+    let mut store = match (&args.db, args.no_store) {
+        (_, true) => None,
+        (db, false) => Some(Store::open(db.as_deref()).or_else(|e| usage(format!("--db: {e}")))?),
+    };
+    let record = session::execute(&plan)?;
+    if let Some(store) = store.as_mut() {
+        session::store_record(store, &record, &labels);
+    }
+    print_record(&record, args.json, args.csv);
+    Ok(if record.complete { OK } else { INCOMPLETE })
+}
+
+/// Raw flags → the immutable plan of the run (ripgrep's LowArgs → HiArgs).
+fn resolve(args: &RunArgs) -> anyhow::Result<RunPlan> {
+    let workloads = parse_workloads(args)?;
     let default_study = args.workloads.is_empty();
     let mut duration = parse_flag_duration("duration", &args.duration)?;
     if duration.is_none() && args.transactions.is_none() {
         duration = Some(Duration::from_secs(if default_study { 3 } else { 10 }));
     }
     if duration == Some(Duration::ZERO) {
-        return usage(
-            "--duration 0s: give a window of at least 1ms, or bound the run with --transactions N",
-        );
+        return usage("--duration 0s: give a window of at least 1ms, or bound the run with --transactions N");
     }
     if args.transactions == Some(0) {
         return usage("--transactions 0: give at least 1");
     }
-    let warmup = parse_flag_duration("warmup", &args.warmup)?.unwrap_or(
-        match (args.transactions, default_study) {
-            (Some(_), _) => Duration::ZERO,
-            (None, true) => Duration::from_secs(1),
-            (None, false) => Duration::from_secs(2),
-        },
-    );
-    let socket = socket_options(&args)?;
-    let iterations = repeat::iterations(
-        args.repeat,
-        args.confidence.as_deref(),
-        args.iterations.as_deref(),
+    let warmup = parse_flag_duration("warmup", &args.warmup)?.unwrap_or(match (args.transactions, default_study) {
+        (Some(_), _) => Duration::ZERO,
+        (None, true) => Duration::from_secs(1),
+        (None, false) => Duration::from_secs(2),
+    });
+    let cpus = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<Vec<usize>>> {
+        v.as_deref().map(|l| parse_cpu_list(l).or_else(|e| usage(format!("--{flag}: {e}")))).transpose()
+    };
+    let place = session::placement(
+        cpus("client-cpus", &args.client_cpus)?,
+        cpus("server-cpus", &args.server_cpus)?,
+        args.target.is_some(),
     )?;
-    let place = placement(&args)?;
     let threads = match args.threads {
         Some(0) => return usage("--threads 0: give at least 1 driver thread"),
         Some(n) => n,
         None => place.client.len().max(1),
     };
-    let server_threads = args.server_threads.unwrap_or(place.server.len().max(1));
-    if !place.client.is_empty() {
-        pin_current_thread(&place.client).or_else(|e| usage(format!("--client-cpus: {e}")))?;
-    }
-    install_ctrl_c();
-    let spawned = match &args.target {
-        Some(_) => None,
-        None => {
-            let listen = if args.ipv6 { "[::1]:0" } else { "127.0.0.1:0" };
-            Some(SpawnedResponder::start(
-                listen,
-                &place.server,
-                server_threads,
-            )?)
-        }
-    };
-    let target = args
-        .target
-        .clone()
-        .unwrap_or_else(|| spawned.as_ref().expect("spawned").addr.clone());
-    let mut control = ControlClient::connect(&target).or_else(|e| usage(e.to_string()))?;
-    let settings = RunSettings {
-        duration_s: duration.map_or(0.0, |d| d.as_secs_f64()),
-        warmup_s: warmup.as_secs_f64(),
+    Ok(RunPlan {
+        workloads,
+        duration,
+        warmup,
         transactions: args.transactions,
-        client_threads: threads as u32,
-        server_threads: Some(control.server_threads),
-        client_cpus: place.client.clone(),
-        server_cpus: if control.server_cpus.is_empty() {
-            place.server.clone()
-        } else {
-            control.server_cpus.clone()
-        },
-        target: target.clone(),
-        responder: if spawned.is_some() {
-            "spawned"
-        } else {
-            "remote"
-        }
-        .to_string(),
+        threads,
+        server_threads: args.server_threads.unwrap_or(place.server.len().max(1)),
+        client_cpus: place.client,
+        server_cpus: place.server,
+        target: args.target.clone(),
+        ipv6: args.ipv6,
+        socket: socket_options(args)?,
         spin: args.spin,
-        socket,
-    };
-    if !args.json && !args.csv {
-        eprintln!(
-            "stackbench: driver on CPUs {} ({threads} threads), responder {} on CPUs {}",
-            cpu_text(&settings.client_cpus),
-            target,
-            cpu_text(&settings.server_cpus)
-        );
-    }
-    let mut record = RunRecord {
-        schema_version: SCHEMA_VERSION,
-        stackbench_version: env!("CARGO_PKG_VERSION").to_string(),
-        complete: true,
-        incomplete_reason: None,
-        started_unix_s: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64()),
-        settings,
-        classes: Vec::new(),
-        warnings: Vec::new(),
-    };
-    let same_host = control.target().ip().is_loopback();
-    for w in quality::run_warnings(
-        &record.settings.client_cpus,
-        &record.settings.server_cpus,
-        same_host,
-    ) {
-        record.warnings.push(quality::report(&w, None));
-    }
-    for workload in workloads {
-        let cfg = RunConfig {
-            workload,
-            duration,
-            warmup,
-            transactions: args.transactions,
-            threads,
-            client_cpus: place.client.clone(),
-            socket,
-            spin: args.spin,
-        };
-        let outcome = repeat::run_repeated(&mut control, &cfg, &iterations, &STOP);
-        for class in &outcome.classes {
-            for w in quality::class_warnings(class, threads as u32) {
-                record
-                    .warnings
-                    .push(quality::report(&w, Some(&class.notation)));
-            }
-        }
-        record.classes.extend(outcome.classes);
-        if !outcome.complete {
-            record.complete = false;
-            record.incomplete_reason = outcome.incomplete_reason;
-            break;
-        }
-    }
-    drop(spawned);
-    print_record(&record, args.json, args.csv);
-    Ok(if record.complete { OK } else { INCOMPLETE })
-}
-
-fn cpu_text(cpus: &[usize]) -> String {
-    if cpus.is_empty() {
-        "(not pinned)".to_string()
-    } else {
-        format_cpu_list(cpus)
-    }
+        iterations: repeat::iterations(args.repeat, args.confidence.as_deref(), args.iterations.as_deref())?,
+        announce: !args.json && !args.csv,
+    })
 }
 
 fn print_record(record: &RunRecord, json: bool, csv: bool) {
@@ -353,11 +241,6 @@ fn print_record(record: &RunRecord, json: bool, csv: bool) {
         output::human(record)
     };
     print!("{text}");
-}
-
-fn install_ctrl_c() {
-    // A second installation (tests calling run twice) fails harmlessly.
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
 }
 
 /// Whether live progress should be drawn (stderr is a terminal).

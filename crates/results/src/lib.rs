@@ -1,4 +1,18 @@
-//! The results layer: output formats (human table, JSON, CSV), and later the
-//! store, comparisons and reports.
+//! The results layer: output formats (table, JSON, CSV), the result store, environment capture, study files,
+//! statistical comparison of stored runs, and the performance summary report.
+//! Everything here reads run records as data; nothing opens a socket.
 
+pub mod compare;
+pub mod compare_output;
+pub mod doc;
+pub mod env;
+pub mod export;
+pub mod figure;
+pub mod fixtures;
+pub mod metric;
+pub mod observe;
 pub mod output;
+pub mod report;
+pub mod store;
+pub mod study;
+pub mod values;

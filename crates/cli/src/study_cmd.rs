@@ -1,0 +1,122 @@
+//! `stackbench study FILE`: runs every workload × variant × repetition of a
+//! study file, interleaved (A B A B …), and stores each run with its study,
+//! variant and repetition labels. Measuring one step is the engine's job: the
+//! caller passes it in as `runner`, so this module never opens a socket.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use stackbench_metrics::RunRecord;
+use stackbench_results::env::Environment;
+use stackbench_results::store::{parse_labels, Store};
+use stackbench_results::study::{load_study, run_study, StudyError, StudyStep};
+
+#[derive(Debug, Args)]
+pub struct StudyArgs {
+    /// The study file (TOML); see docs/results.md for its keys.
+    file: PathBuf,
+    /// Run only this variant (repeatable), e.g. one side of a release-to-release study.
+    #[arg(long, value_name = "NAME")]
+    variant: Vec<String>,
+    /// Extra label stored with every run (repeatable), e.g. --label host=lab1.
+    #[arg(long, value_name = "KEY=VALUE")]
+    label: Vec<String>,
+    /// Result database (default: $STACKBENCH_DB, else the XDG data directory).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    db: Option<PathBuf>,
+    /// Do not store the runs.
+    #[arg(long)]
+    no_store: bool,
+    /// Print the interleaved plan and exit without running anything.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// The line printed for one planned step.
+fn describe(step: &StudyStep) -> String {
+    let settings = step.settings.describe();
+    format!(
+        "[{}/{}] repetition {} {} variant {}{}",
+        step.index + 1,
+        step.total,
+        step.repetition,
+        step.workload,
+        step.variant,
+        if settings.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", settings.join(", "))
+        }
+    )
+}
+
+/// Runs the study, measuring each step with `runner`.
+pub fn run(
+    args: StudyArgs,
+    runner: &mut dyn FnMut(&StudyStep) -> anyhow::Result<RunRecord>,
+) -> anyhow::Result<i32> {
+    let file = args.file.display().to_string();
+    let usage = |e: StudyError| crate::exit::usage::<()>(e.to_string()).unwrap_err();
+    let study = load_study(&args.file).map_err(usage)?;
+    let plan = study.plan(&args.variant, &file).map_err(usage)?;
+    let extra =
+        parse_labels(&args.label).or_else(|e| crate::exit::usage(format!("--label: {e}")))?;
+    if args.dry_run {
+        for step in &plan {
+            println!("{}", describe(step));
+        }
+        return Ok(crate::exit::OK);
+    }
+    let mut store = if args.no_store {
+        None
+    } else {
+        Some(Store::open(args.db.as_deref())?)
+    };
+    if let Some(store) = &store {
+        let text = std::fs::read_to_string(&args.file)?;
+        store.save_study(&study.name, &study.description, &text)?;
+    }
+    let mut stored = 0usize;
+    let outcome = run_study(
+        &plan,
+        &mut |step| {
+            eprintln!("{}", describe(step));
+            runner(step).map_err(Into::into)
+        },
+        &mut |step, record| {
+            if let Some(store) = store.as_mut() {
+                let mut labels = extra.clone();
+                labels.extend(step.labels.clone());
+                let s = &record.settings;
+                let env = Environment::capture(&s.target, &s.client_cpus, &s.server_cpus);
+                let id = store.save(record, &labels, &env)?;
+                stored += 1;
+                eprintln!("  stored as run {id}");
+            }
+            Ok(())
+        },
+    );
+    if let Some(store) = &store {
+        eprintln!(
+            "{stored} runs of study '{}' stored in {}",
+            study.name,
+            store.path().display()
+        );
+    }
+    match outcome {
+        Ok(_) => {
+            if study.variants.len() > 1 {
+                eprintln!(
+                    "compare with: stackbench compare variant={} variant={} --where study={}",
+                    study.variants[0].name, study.variants[1].name, study.name
+                );
+            }
+            Ok(crate::exit::OK)
+        }
+        Err(e @ StudyError::Incomplete { .. }) => {
+            eprintln!("stackbench: {e}");
+            Ok(crate::exit::INCOMPLETE)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

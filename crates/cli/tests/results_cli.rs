@@ -1,0 +1,307 @@
+//! `stackbench results`, `compare`, `report` and `study` through the binary,
+//! on a temporary database seeded with fabricated runs.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use stackbench_results::fixtures::{environment, jitter, record, with_cpu};
+use stackbench_results::store::{Labels, Store};
+
+fn bin() -> Command {
+    let mut c = Command::cargo_bin("stackbench").unwrap();
+    c.env_remove("STACKBENCH_DB");
+    c
+}
+
+/// Seeds a database: study "quick", variants A and B (B 10% slower on RR),
+/// 5 runs each of two workloads.
+fn seed(db: &Path, b_scale: f64) {
+    let mut store = Store::open(Some(db)).unwrap();
+    store
+        .save_study(
+            "quick",
+            "Does B keep A's rate?",
+            "name = \"quick\"\nworkloads = [\"RR1(1B/1B)\"]\n",
+        )
+        .unwrap();
+    let env = environment("6.1.0");
+    for rep in 0..5 {
+        for (v, scale) in [("A", 1.0), ("B", b_scale)] {
+            for (i, w) in ["RR2(64B/64B)", "CRR2(64B/1kB)"].iter().enumerate() {
+                let n = 1.0 + 0.002 * jitter(rep as u64 * 7 + i as u64, v.len() + rep);
+                let rec = record(w, 10_000.0 * scale * n, 50.0, 90.0 * n, 1.7e9 + rep as f64);
+                let labels: Labels = [
+                    ("study", "quick"),
+                    ("variant", v),
+                    ("repetition", &rep.to_string()),
+                ]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+                store
+                    .save_value(&with_cpu(&rec, 5.0 * n, 4.0), &labels, &env)
+                    .unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn results_list_show_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    seed(&db, 1.0);
+    bin()
+        .args(["results", "list", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("RR2(64B/64B)").and(predicate::str::contains("repetition=4")),
+        );
+    bin()
+        .args(["results", "list", "--where", "variant=B", "--json", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("\"variant\": \"B\"")
+                .and(predicate::str::contains("\"variant\": \"A\"").not()),
+        );
+    bin()
+        .args(["results", "show", "1", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("kernel 6.1.0")
+                .and(predicate::str::contains("server CPU µs/tr")),
+        );
+    bin()
+        .args(["results", "show", "999", "--db"])
+        .arg(&db)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no stored run with id 999"));
+    let csv = bin()
+        .args(["results", "export", "--format", "csv", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert_eq!(csv.lines().count(), 21, "header + 20 runs × 1 class");
+    assert!(csv.starts_with("id,started_utc,study,variant,labels,complete,workload,class,"));
+    let out = dir.path().join("x.md");
+    bin()
+        .args(["results", "export", "--format", "markdown", "-o"])
+        .arg(&out)
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .starts_with("| id | started_utc |"));
+    bin()
+        .args(["results", "export", "--where", "variant", "--db"])
+        .arg(&db)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--where: bad label 'variant': use key=value",
+        ));
+}
+
+#[test]
+fn compare_exits_one_on_worse_and_zero_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = dir.path().join("same.db");
+    seed(&same, 1.0);
+    bin()
+        .args([
+            "compare",
+            "variant=A",
+            "variant=B",
+            "--where",
+            "study=quick",
+            "--db",
+        ])
+        .arg(&same)
+        .assert()
+        .code(0)
+        .stdout(
+            predicate::str::contains("EQUIVALENT").and(predicate::str::contains("WORSE").not()),
+        );
+    let worse = dir.path().join("worse.db");
+    seed(&worse, 0.9);
+    bin()
+        .args(["compare", "variant=A", "variant=B", "--db"])
+        .arg(&worse)
+        .assert()
+        .code(1)
+        .stdout(
+            predicate::str::contains("WORSE")
+                .and(predicate::str::contains("decreases throughput by 10.00%")),
+        );
+    bin()
+        .args(["compare", "variant=A", "variant=B", "--json", "--db"])
+        .arg(&worse)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("\"verdict\": \"WORSE\""));
+    bin()
+        .args(["compare", "variant=A", "variant=B", "--markdown", "--db"])
+        .arg(&worse)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("| Workload | Metric |"));
+    bin()
+        .args(["compare", "variant=A", "variant=Z", "--db"])
+        .arg(&worse)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no stored runs match variant=Z"));
+    bin()
+        .args(["compare", "nonsense", "variant=A", "--db"])
+        .arg(&worse)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "'nonsense' is neither a JSON file nor a label selector",
+        ));
+    bin()
+        .args(["compare", "variant=A", "variant=B", "--margin", "0", "--db"])
+        .arg(&worse)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--margin 0: give a percentage"));
+}
+
+#[test]
+fn compare_reads_json_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a: Vec<_> = (0..5)
+        .map(|i| record("RR1(1B/1B)", 1000.0 + i as f64, 10.0, 20.0, 0.0))
+        .collect();
+    let b: Vec<_> = (0..5)
+        .map(|i| record("RR1(1B/1B)", 1001.0 + i as f64, 10.0, 20.0, 0.0))
+        .collect();
+    let (fa, fb) = (dir.path().join("a.json"), dir.path().join("b.jsonl"));
+    std::fs::write(&fa, serde_json::to_string(&a).unwrap()).unwrap();
+    let lines: Vec<String> = b
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap())
+        .collect();
+    std::fs::write(&fb, lines.join("\n")).unwrap();
+    bin()
+        .arg("compare")
+        .arg(&fa)
+        .arg(&fb)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("RR1(1B/1B)").and(predicate::str::contains("EQUIVALENT")));
+}
+
+#[test]
+fn report_writes_html_markdown_and_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    seed(&db, 1.0);
+    let out = dir.path().join("rep");
+    bin()
+        .args(["report", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Does B keep A's rate?"));
+    assert!(
+        md.contains("Based on the results, B performs as equivalent to A."),
+        "{md}"
+    );
+    assert!(out.join("figures/figure-2.svg").exists());
+    bin()
+        .args(["report", "--study", "nope", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--study nope: no stored runs"));
+}
+
+fn examples() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+#[test]
+fn study_dry_run_prints_the_interleaved_plan() {
+    let out = bin()
+        .args(["study", "--dry-run"])
+        .arg(examples().join("quick.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 12);
+    assert!(
+        lines[0].starts_with("[1/12] repetition 1 RR2(64B/64B) variant nagle"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("[2/12] repetition 1 RR2(64B/64B) variant nodelay"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].starts_with("[3/12] repetition 1 CRR2(64B/1kB) variant nagle"),
+        "{}",
+        lines[2]
+    );
+}
+
+#[test]
+fn study_errors_are_one_line_with_status_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\nworkloads = [\"RR1(1B/1B)\"]\nnodely = true\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["study", "--dry-run"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("bad.toml:3:1: unknown field `nodely`, expected one of"),
+        "{err}"
+    );
+    bin()
+        .args(["study", "--dry-run", "--variant", "zzz"])
+        .arg(examples().join("quick.toml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "unknown variant 'zzz' in --variant: the file defines nagle, nodelay",
+        ));
+    // Until the engine lands, running a step fails with a clear message.
+    bin()
+        .args(["study", "--db"])
+        .arg(dir.path().join("r.db"))
+        .arg(examples().join("quick.toml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("engine not available yet"));
+}

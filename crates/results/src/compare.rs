@@ -1,0 +1,415 @@
+//! Comparing two sets of runs: per workload and metric, the ratio B/A with its
+//! 90% confidence interval from Welch's t on log values, and an equivalence
+//! verdict against a margin (anchors-capacity.md §3):
+//!
+//! 1. y = ln(value); d = ȳ_B − ȳ_A; SE = √(s_A²/n_A + s_B²/n_B);
+//! 2. Welch's ν = SE⁴ / [(s_A²/n_A)²/(n_A−1) + (s_B²/n_B)²/(n_B−1)];
+//! 3. ratio = e^d, CI = [e^(d − t₀.₉₅,ν·SE), e^(d + t₀.₉₅,ν·SE)];
+//! 4. EQUIVALENT if the CI lies within [1−δ, 1+δ]; BETTER or WORSE if it lies
+//!    wholly beyond one end (the metric's direction decides which);
+//!    INCONCLUSIVE otherwise. A 90% CI inside the margin is the two one-sided
+//!    tests (TOST) at α = 0.05.
+//!
+//! Log values make the interval a ratio (scale-free) and Welch's form tolerates
+//! unequal variances; it works from n = 2 per side, though the interval is then
+//! wide, which is why rows with fewer than 5 runs per side carry a note.
+
+use serde::Serialize;
+use serde_json::Value;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use crate::metric::{MarginKind, Metric, Samples};
+
+/// Runs per side below which a row carries a note.
+pub const RECOMMENDED_RUNS: usize = 5;
+
+/// Equivalence margins, in percent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Margins {
+    pub rate_pct: f64,
+    pub latency_pct: f64,
+    pub cpu_pct: f64,
+}
+
+impl Default for Margins {
+    /// ±2.5% for rate and CPU (netperf's default width), ±5% for latency.
+    fn default() -> Margins {
+        Margins {
+            rate_pct: 2.5,
+            latency_pct: 5.0,
+            cpu_pct: 2.5,
+        }
+    }
+}
+
+impl Margins {
+    pub fn for_metric(&self, m: Metric) -> f64 {
+        match m.margin_kind() {
+            MarginKind::Rate => self.rate_pct,
+            MarginKind::Latency => self.latency_pct,
+            MarginKind::Cpu => self.cpu_pct,
+        }
+    }
+}
+
+/// The outcome for one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Verdict {
+    Equivalent,
+    Better,
+    Worse,
+    Inconclusive,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Equivalent => "EQUIVALENT",
+            Verdict::Better => "BETTER",
+            Verdict::Worse => "WORSE",
+            Verdict::Inconclusive => "INCONCLUSIVE",
+        }
+    }
+}
+
+/// The ratio B/A of geometric means and its confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Welch's degrees of freedom (infinite when both sides have no spread).
+    pub df: f64,
+}
+
+/// Welch's t on log values at two-sided `confidence` (0.90 for the verdict).
+/// `None` when a side has fewer than 2 values or a value is not positive.
+pub fn welch_log_ratio(a: &[f64], b: &[f64], confidence: f64) -> Option<Estimate> {
+    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|v| !v.is_finite() || *v <= 0.0) {
+        return None;
+    }
+    let stats = |xs: &[f64]| {
+        let n = xs.len() as f64;
+        let logs: Vec<f64> = xs.iter().map(|v| v.ln()).collect();
+        let mean = logs.iter().sum::<f64>() / n;
+        let var = logs.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (mean, var / n, n)
+    };
+    let (mean_a, va, na) = stats(a);
+    let (mean_b, vb, nb) = stats(b);
+    let d = mean_b - mean_a;
+    let se = (va + vb).sqrt();
+    if se == 0.0 {
+        let r = d.exp();
+        return Some(Estimate {
+            ratio: r,
+            ci_low: r,
+            ci_high: r,
+            df: f64::INFINITY,
+        });
+    }
+    let df = se.powi(4) / (va.powi(2) / (na - 1.0) + vb.powi(2) / (nb - 1.0));
+    let t = StudentsT::new(0.0, 1.0, df)
+        .expect("df is positive and finite here")
+        .inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
+    Some(Estimate {
+        ratio: d.exp(),
+        ci_low: (d - t * se).exp(),
+        ci_high: (d + t * se).exp(),
+        df,
+    })
+}
+
+/// The verdict of an estimate against a ±`margin_pct` margin.
+pub fn verdict(est: &Estimate, margin_pct: f64, higher_is_better: bool) -> Verdict {
+    let (lo, hi) = (1.0 - margin_pct / 100.0, 1.0 + margin_pct / 100.0);
+    let (up, down) = if higher_is_better {
+        (Verdict::Better, Verdict::Worse)
+    } else {
+        (Verdict::Worse, Verdict::Better)
+    };
+    if est.ci_low >= lo && est.ci_high <= hi {
+        Verdict::Equivalent
+    } else if est.ci_low > hi {
+        up
+    } else if est.ci_high < lo {
+        down
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// One workload × metric line of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub workload: String,
+    pub metric: Metric,
+    pub n_a: usize,
+    pub n_b: usize,
+    /// Geometric means of each side (arithmetic would overweight outliers).
+    pub mean_a: Option<f64>,
+    pub mean_b: Option<f64>,
+    /// (B/A − 1) × 100, with its 90% CI; `None` when it cannot be estimated.
+    pub change_pct: Option<f64>,
+    pub ci_low_pct: Option<f64>,
+    pub ci_high_pct: Option<f64>,
+    pub margin_pct: f64,
+    pub verdict: Verdict,
+    pub note: Option<String>,
+}
+
+/// Geometric-mean changes across workloads (the seeds' "on average" line).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub workloads: usize,
+    pub throughput_change_pct: Option<f64>,
+    pub cpu_client_change_pct: Option<f64>,
+    pub cpu_server_change_pct: Option<f64>,
+}
+
+/// A whole comparison of set B against set A.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub a_name: String,
+    pub b_name: String,
+    pub runs_a: usize,
+    pub runs_b: usize,
+    pub margins: Margins,
+    pub confidence_pct: f64,
+    pub rows: Vec<Row>,
+    pub summary: Summary,
+    pub notes: Vec<String>,
+}
+
+impl Comparison {
+    /// True when any verdict is WORSE (exit status 1).
+    pub fn any_worse(&self) -> bool {
+        self.rows.iter().any(|r| r.verdict == Verdict::Worse)
+    }
+
+    /// The row of one workload and metric.
+    pub fn row(&self, workload: &str, metric: Metric) -> Option<&Row> {
+        self.rows
+            .iter()
+            .find(|r| r.workload == workload && r.metric == metric)
+    }
+}
+
+fn geo_mean(xs: &[f64]) -> Option<f64> {
+    let pos: Vec<f64> = xs.iter().copied().filter(|v| *v > 0.0).collect();
+    (!pos.is_empty() && pos.len() == xs.len())
+        .then(|| (pos.iter().map(|v| v.ln()).sum::<f64>() / pos.len() as f64).exp())
+}
+
+fn pct(ratio: f64) -> f64 {
+    (ratio - 1.0) * 100.0
+}
+
+fn row_for(key: &str, m: Metric, a: &[f64], b: &[f64], margins: &Margins) -> Row {
+    let est = welch_log_ratio(a, b, 0.90);
+    let margin_pct = margins.for_metric(m);
+    let note = if a.len() < 2 || b.len() < 2 {
+        Some("needs at least 2 runs per side".to_string())
+    } else if est.is_none() {
+        Some("a value is zero or negative: no log ratio".to_string())
+    } else if a.len() < RECOMMENDED_RUNS || b.len() < RECOMMENDED_RUNS {
+        Some(format!(
+            "fewer than {RECOMMENDED_RUNS} runs per side: wide interval"
+        ))
+    } else {
+        None
+    };
+    Row {
+        workload: key.to_string(),
+        metric: m,
+        n_a: a.len(),
+        n_b: b.len(),
+        mean_a: geo_mean(a),
+        mean_b: geo_mean(b),
+        change_pct: est.map(|e| pct(e.ratio)),
+        ci_low_pct: est.map(|e| pct(e.ci_low)),
+        ci_high_pct: est.map(|e| pct(e.ci_high)),
+        margin_pct,
+        verdict: est.map_or(Verdict::Inconclusive, |e| {
+            verdict(&e, margin_pct, m.higher_is_better())
+        }),
+        note,
+    }
+}
+
+/// Compares run set B (`b`) against A (`a`), both run records as JSON.
+pub fn compare(
+    a_name: &str,
+    a: &[Value],
+    b_name: &str,
+    b: &[Value],
+    margins: Margins,
+) -> Comparison {
+    let (sa, sb) = (Samples::collect(a), Samples::collect(b));
+    let keys: Vec<String> = sa
+        .keys
+        .iter()
+        .filter(|k| sb.keys.contains(k))
+        .cloned()
+        .collect();
+    let mut rows = Vec::new();
+    for key in &keys {
+        for m in Metric::ALL {
+            let (va, vb) = (sa.get(key, m), sb.get(key, m));
+            if va.is_empty() && vb.is_empty() {
+                continue;
+            }
+            rows.push(row_for(key, m, va, vb, &margins));
+        }
+    }
+    let mut notes = Vec::new();
+    let only = |from: &Samples, other: &Samples| -> Vec<String> {
+        from.keys
+            .iter()
+            .filter(|k| !other.keys.contains(k))
+            .cloned()
+            .collect()
+    };
+    for (side, missing) in [(a_name, only(&sa, &sb)), (b_name, only(&sb, &sa))] {
+        if !missing.is_empty() {
+            notes.push(format!(
+                "only in {side}, not compared: {}",
+                missing.join(", ")
+            ));
+        }
+    }
+    if rows
+        .iter()
+        .any(|r| r.n_a < RECOMMENDED_RUNS || r.n_b < RECOMMENDED_RUNS)
+    {
+        notes.push(format!(
+            "fewer than {RECOMMENDED_RUNS} runs per side for some rows: the intervals are wide and verdicts lean INCONCLUSIVE; run 5 or more per side"
+        ));
+    }
+    let summary = summarize(&rows, keys.len());
+    Comparison {
+        a_name: a_name.to_string(),
+        b_name: b_name.to_string(),
+        runs_a: sa.runs,
+        runs_b: sb.runs,
+        margins,
+        confidence_pct: 90.0,
+        rows,
+        summary,
+        notes,
+    }
+}
+
+fn summarize(rows: &[Row], workloads: usize) -> Summary {
+    let change = |m: Metric| {
+        let ratios: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.metric == m)
+            .filter_map(|r| Some(r.mean_b? / r.mean_a?))
+            .collect();
+        geo_mean(&ratios).map(pct)
+    };
+    Summary {
+        workloads,
+        throughput_change_pct: change(Metric::RateTps),
+        cpu_client_change_pct: change(Metric::CpuClientUsPerTran),
+        cpu_server_change_pct: change(Metric::CpuServerUsPerTran),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    fn margin_est(lo: f64, hi: f64) -> Estimate {
+        Estimate {
+            ratio: (lo + hi) / 2.0,
+            ci_low: lo,
+            ci_high: hi,
+            df: 8.0,
+        }
+    }
+
+    #[test]
+    fn verdict_regions_for_rate_and_cpu() {
+        assert_eq!(
+            verdict(&margin_est(0.99, 1.01), 2.5, true),
+            Verdict::Equivalent
+        );
+        assert_eq!(verdict(&margin_est(1.03, 1.05), 2.5, true), Verdict::Better);
+        assert_eq!(verdict(&margin_est(0.90, 0.97), 2.5, true), Verdict::Worse);
+        assert_eq!(
+            verdict(&margin_est(0.99, 1.04), 2.5, true),
+            Verdict::Inconclusive
+        );
+        // Lower is better for CPU and latency: a higher ratio is WORSE.
+        assert_eq!(verdict(&margin_est(1.03, 1.05), 2.5, false), Verdict::Worse);
+        assert_eq!(
+            verdict(&margin_est(0.90, 0.97), 2.5, false),
+            Verdict::Better
+        );
+    }
+
+    #[test]
+    fn welch_matches_hand_computation_equal_n() {
+        // Logs of A: ln 100 + {-2,-1,0,1,2}/100; B the same shifted by ln 1.01.
+        // s² = 0.00025 each, SE = sqrt(2 · 0.00025/5) = 0.01, ν = 8,
+        // t(0.95, 8) = 1.859548; CI = 1.01 · e^(±0.01859548).
+        let a: Vec<f64> = [-2.0, -1.0, 0.0, 1.0, 2.0]
+            .iter()
+            .map(|k| 100.0 * (k / 100.0f64).exp())
+            .collect();
+        let b: Vec<f64> = a.iter().map(|v| v * 1.01).collect();
+        let e = welch_log_ratio(&a, &b, 0.90).unwrap();
+        assert!(close(e.df, 8.0, 1e-9), "{e:?}");
+        assert!(close(e.ratio, 1.01, 1e-12));
+        assert!(
+            close(e.ci_low, 1.01 * (-0.018_595_48f64).exp(), 1e-6),
+            "{e:?}"
+        );
+        assert!(
+            close(e.ci_high, 1.01 * 0.018_595_48f64.exp(), 1e-6),
+            "{e:?}"
+        );
+        // 0.9914 … 1.0290: crosses +2.5%, so not equivalent at ±2.5% …
+        assert_eq!(verdict(&e, 2.5, true), Verdict::Inconclusive);
+        // … but equivalent at ±3%.
+        assert_eq!(verdict(&e, 3.0, true), Verdict::Equivalent);
+    }
+
+    #[test]
+    fn n2_versus_n10_uses_welch_df() {
+        // A: 2 runs with spread, B: 10 identical runs. s_B = 0 so ν = n_A − 1 = 1,
+        // t(0.95, 1) = 6.313752; logs of A differ by 0.02: s_A² = 0.0002,
+        // SE = sqrt(0.0002/2) = 0.01; CI half-width 0.06313752.
+        let a = [100.0 * (-0.01f64).exp(), 100.0 * 0.01f64.exp()];
+        let b = [100.0; 10];
+        let e = welch_log_ratio(&a, &b, 0.90).unwrap();
+        assert!(close(e.df, 1.0, 1e-9));
+        assert!(close(e.ratio, 1.0, 1e-12));
+        assert!(close(e.ci_low, (-0.063_137_52f64).exp(), 1e-6), "{e:?}");
+        assert!(close(e.ci_high, 0.063_137_52f64.exp(), 1e-6), "{e:?}");
+        assert_eq!(verdict(&e, 2.5, true), Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn degenerate_inputs() {
+        assert!(welch_log_ratio(&[1.0], &[1.0, 2.0], 0.9).is_none());
+        assert!(welch_log_ratio(&[0.0, 1.0], &[1.0, 2.0], 0.9).is_none());
+        let e = welch_log_ratio(&[5.0, 5.0], &[6.0, 6.0], 0.9).unwrap();
+        assert_eq!((e.ci_low, e.ci_high), (e.ratio, e.ratio));
+        assert!(close(e.ratio, 1.2, 1e-12));
+    }
+
+    #[test]
+    fn geometric_mean_summary() {
+        assert!(close(geo_mean(&[1.1, 1.0 / 1.1]).unwrap(), 1.0, 1e-12));
+        assert!(close(geo_mean(&[2.0, 8.0]).unwrap(), 4.0, 1e-12));
+        assert_eq!(geo_mean(&[]), None);
+    }
+}

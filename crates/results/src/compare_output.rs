@@ -1,0 +1,197 @@
+//! Renderers of a [`Comparison`]: the human table, Markdown and JSON, plus the
+//! seeds' "on average" sentences. Pure functions from the comparison to text.
+
+use comfy_table::{presets, Cell, CellAlignment, Table};
+
+use crate::compare::{Comparison, Row};
+use crate::metric::Metric;
+
+/// A figure with precision that suits its size: `123,457`, `1,234.5`, `12.35`.
+pub fn format_value(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let decimals = if v.abs() >= 10_000.0 {
+        0
+    } else if v.abs() >= 100.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = text
+        .split_once('.')
+        .map_or((text.as_str(), ""), |(i, f)| (i, f));
+    let mut grouped = String::new();
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    let sign = if v < 0.0 { "-" } else { "" };
+    if frac.is_empty() {
+        format!("{sign}{grouped}")
+    } else {
+        format!("{sign}{grouped}.{frac}")
+    }
+}
+
+/// A signed percentage: `+1.23%`, `-0.40%`.
+pub fn format_pct(p: f64) -> String {
+    let p = if p.abs() < 0.005 { 0.0 } else { p };
+    format!("{p:+.2}%")
+}
+
+fn mean_cell(mean: Option<f64>, n: usize) -> String {
+    match mean {
+        Some(m) => format!("{} (n={n})", format_value(m)),
+        None => format!("- (n={n})"),
+    }
+}
+
+fn ci_cell(r: &Row) -> String {
+    match (r.ci_low_pct, r.ci_high_pct) {
+        (Some(lo), Some(hi)) => format!("{} … {}", format_pct(lo), format_pct(hi)),
+        _ => "-".to_string(),
+    }
+}
+
+const HEADER: [&str; 8] = [
+    "Workload", "Metric", "A", "B", "B vs A", "90% CI", "Margin", "Verdict",
+];
+
+fn cells(r: &Row) -> [String; 8] {
+    [
+        r.workload.clone(),
+        r.metric.label().to_string(),
+        mean_cell(r.mean_a, r.n_a),
+        mean_cell(r.mean_b, r.n_b),
+        r.change_pct.map_or("-".to_string(), format_pct),
+        ci_cell(r),
+        format!("±{}%", r.margin_pct),
+        match &r.note {
+            Some(n) => format!("{} ({n})", r.verdict.name()),
+            None => r.verdict.name().to_string(),
+        },
+    ]
+}
+
+/// "On average, B increases throughput by 1.23% …" — the seed-001 summary.
+pub fn summary_sentences(c: &Comparison) -> Vec<String> {
+    let s = &c.summary;
+    let mut out = Vec::new();
+    let n = s.workloads;
+    let noun = if n == 1 { "workload" } else { "workloads" };
+    if let Some(t) = s.throughput_change_pct {
+        let verb = if t >= 0.0 { "increases" } else { "decreases" };
+        out.push(format!(
+            "On average, {} {verb} throughput by {:.2}% relative to {} for these {n} {noun} (geometric mean).",
+            c.b_name,
+            t.abs(),
+            c.a_name
+        ));
+    }
+    for (side, v) in [
+        ("client", s.cpu_client_change_pct),
+        ("server", s.cpu_server_change_pct),
+    ] {
+        if let Some(v) = v {
+            let verb = if v <= 0.0 { "reduces" } else { "increases" };
+            out.push(format!(
+                "On average, {} {verb} {side} CPU cost per transaction by {:.2}% for these {n} {noun}.",
+                c.b_name,
+                v.abs()
+            ));
+        }
+    }
+    out
+}
+
+fn legend(c: &Comparison) -> String {
+    format!(
+        "A = {} ({} runs), B = {} ({} runs). Means are geometric; B vs A is the ratio of B to A minus 1 with its {}% confidence interval (Welch's t on log values).",
+        c.a_name, c.runs_a, c.b_name, c.runs_b, c.confidence_pct
+    )
+}
+
+/// The human table printed by `stackbench compare`.
+pub fn render_table(c: &Comparison) -> String {
+    let mut table = Table::new();
+    table.load_style(presets::UTF8_FULL_CONDENSED);
+    table.set_header(HEADER);
+    for r in &c.rows {
+        let row: Vec<Cell> = cells(r)
+            .into_iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let cell = Cell::new(text);
+                if (2..=6).contains(&i) {
+                    cell.set_alignment(CellAlignment::Right)
+                } else {
+                    cell
+                }
+            })
+            .collect();
+        table.add_row(row);
+    }
+    let mut out = format!("{}\n{table}\n", legend(c));
+    for line in summary_sentences(c).iter().chain(&c.notes) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Escapes `|` so a cell cannot break a Markdown table.
+pub fn md_cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+/// The comparison as a Markdown section (table, summary, notes).
+pub fn render_markdown(c: &Comparison) -> String {
+    let mut out = format!("{}\n\n", legend(c));
+    out.push_str(&format!("| {} |\n", HEADER.join(" | ")));
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---|\n");
+    for r in &c.rows {
+        let cells: Vec<String> = cells(r).iter().map(|t| md_cell(t)).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push('\n');
+    for line in summary_sentences(c) {
+        out.push_str(&format!("- {line}\n"));
+    }
+    for line in &c.notes {
+        out.push_str(&format!("- Note: {line}\n"));
+    }
+    out
+}
+
+/// The comparison as pretty JSON.
+pub fn render_json(c: &Comparison) -> String {
+    serde_json::to_string_pretty(c).expect("a Comparison always serializes")
+}
+
+/// Metric order for sentences: what readers look for first.
+pub const SENTENCE_METRICS: [Metric; 4] = [
+    Metric::RateTps,
+    Metric::LatencyP99Us,
+    Metric::CpuClientUsPerTran,
+    Metric::CpuServerUsPerTran,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_and_percentages() {
+        assert_eq!(format_value(123_456.7), "123,457");
+        assert_eq!(format_value(1234.56), "1,234.6");
+        assert_eq!(format_value(12.345), "12.35");
+        assert_eq!(format_value(-1234.0), "-1,234.0");
+        assert_eq!(format_pct(1.234), "+1.23%");
+        assert_eq!(format_pct(-0.4), "-0.40%");
+        assert_eq!(format_pct(-0.001), "+0.00%");
+    }
+}

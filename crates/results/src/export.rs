@@ -1,0 +1,223 @@
+//! Views of stored runs for `stackbench results`: the list table, one run in
+//! detail, and exports as JSON, CSV (one row per run and class) and Markdown.
+//! Pure functions from stored runs to text.
+
+use comfy_table::{presets, Table};
+use serde_json::Value;
+
+use crate::compare_output::format_value;
+use crate::metric::{class_key, Metric};
+use crate::store::{Labels, RunSummary, StoredRun};
+
+/// `2024-05-01 12:00:00Z` from seconds since the Unix epoch (UTC).
+pub fn format_utc(unix_s: f64) -> String {
+    let secs = unix_s.max(0.0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Labels other than the ones shown in their own columns.
+fn other_labels(labels: &Labels) -> String {
+    labels
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "study" | "variant" | "workload"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The table of `stackbench results list`.
+pub fn render_list(runs: &[RunSummary]) -> String {
+    if runs.is_empty() {
+        return "no stored runs match\n".to_string();
+    }
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED);
+    t.set_header([
+        "ID",
+        "Started",
+        "Study",
+        "Variant",
+        "Workloads",
+        "Complete",
+        "Labels",
+    ]);
+    for r in runs {
+        t.add_row([
+            r.id.to_string(),
+            format_utc(r.started_unix_s),
+            r.study.clone().unwrap_or_default(),
+            r.variant.clone().unwrap_or_default(),
+            r.workloads.clone(),
+            if r.complete { "yes" } else { "NO" }.to_string(),
+            other_labels(&r.labels),
+        ]);
+    }
+    format!("{t}\n")
+}
+
+fn classes(record: &Value) -> impl Iterator<Item = &Value> {
+    record["classes"].as_array().into_iter().flatten()
+}
+
+fn metric_text(class: &Value, m: Metric) -> String {
+    m.value(class).map_or(String::new(), format_value)
+}
+
+/// One run in detail (`stackbench results show ID`).
+pub fn render_show(run: &StoredRun) -> String {
+    let r = &run.record;
+    let mut out = format!(
+        "run {}  started {}  stackbench {}  {}\n",
+        run.id,
+        format_utc(r["started_unix_s"].as_f64().unwrap_or(0.0)),
+        r["stackbench_version"].as_str().unwrap_or("?"),
+        if r["complete"].as_bool() == Some(true) {
+            "complete".to_string()
+        } else {
+            format!(
+                "INCOMPLETE: {}",
+                r["incomplete_reason"].as_str().unwrap_or("no reason given")
+            )
+        }
+    );
+    let labels: Vec<String> = run.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    out.push_str(&format!("labels: {}\n", labels.join(" ")));
+    out.push_str(&format!("environment: {}\n", run.env.summary()));
+    out.push_str(&format!("settings: {}\n", r["settings"]));
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED);
+    let mut header = vec!["Class".to_string()];
+    header.extend(Metric::ALL.iter().map(|m| m.label().to_string()));
+    header.push("errors".into());
+    t.set_header(header);
+    for c in classes(r) {
+        let mut row = vec![class_key(c).unwrap_or_default()];
+        row.extend(Metric::ALL.iter().map(|m| metric_text(c, *m)));
+        row.push(c["errors"].as_u64().unwrap_or(0).to_string());
+        t.add_row(row);
+    }
+    out.push_str(&format!("{t}\n"));
+    out
+}
+
+/// Runs as a JSON array of `{id, labels, record, env}`.
+pub fn export_json(runs: &[StoredRun]) -> String {
+    serde_json::to_string_pretty(runs).expect("stored runs serialize")
+}
+
+const FLAT_HEADER: [&str; 15] = [
+    "id",
+    "started_utc",
+    "study",
+    "variant",
+    "labels",
+    "complete",
+    "workload",
+    "class",
+    "transactions",
+    "rate_tps",
+    "latency_p50_us",
+    "latency_p99_us",
+    "cpu_client_us_per_tran",
+    "cpu_server_us_per_tran",
+    "errors",
+];
+
+/// One row per run and class, every value as text (unit in the column name).
+fn flat_rows(runs: &[StoredRun]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for run in runs {
+        let r = &run.record;
+        for c in classes(r) {
+            let raw = |m: Metric| m.value(c).map_or(String::new(), |v| v.to_string());
+            rows.push(vec![
+                run.id.to_string(),
+                format_utc(r["started_unix_s"].as_f64().unwrap_or(0.0)),
+                run.labels.get("study").cloned().unwrap_or_default(),
+                run.labels.get("variant").cloned().unwrap_or_default(),
+                other_labels(&run.labels),
+                r["complete"].as_bool().unwrap_or(false).to_string(),
+                c["workload"].as_str().unwrap_or("").to_string(),
+                c["notation"].as_str().unwrap_or("").to_string(),
+                c["transactions"]
+                    .as_u64()
+                    .map_or(String::new(), |v| v.to_string()),
+                raw(Metric::RateTps),
+                raw(Metric::LatencyP50Us),
+                raw(Metric::LatencyP99Us),
+                raw(Metric::CpuClientUsPerTran),
+                raw(Metric::CpuServerUsPerTran),
+                c["errors"].as_u64().unwrap_or(0).to_string(),
+            ]);
+        }
+    }
+    rows
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// Runs as CSV (RFC 4180 quoting), one row per run and class.
+pub fn export_csv(runs: &[StoredRun]) -> String {
+    let mut out = FLAT_HEADER.join(",") + "\n";
+    for row in flat_rows(runs) {
+        let fields: Vec<String> = row.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Runs as a Markdown table, one row per run and class.
+pub fn export_markdown(runs: &[StoredRun]) -> String {
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        FLAT_HEADER.join(" | "),
+        "---|".repeat(FLAT_HEADER.len())
+    );
+    for row in flat_rows(runs) {
+        let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(format_utc(0.0), "1970-01-01 00:00:00Z");
+        assert_eq!(format_utc(951_782_400.0), "2000-02-29 00:00:00Z");
+        assert_eq!(format_utc(1_714_564_800.5), "2024-05-01 12:00:00Z");
+    }
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        assert_eq!(csv_field("RR1(1B/1B)"), "RR1(1B/1B)");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

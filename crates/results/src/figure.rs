@@ -1,0 +1,295 @@
+//! Report figures drawn with plotters' SVG backend: for one workload of a study,
+//! a grid of bar charts — transaction rate, latency (p50 and p99) and, when
+//! measured, CPU µs per transaction on each side — one bar per variant, with
+//! error bars of ±1 standard deviation over the repetitions.
+
+use plotters::prelude::*;
+
+use crate::metric::{mean_sd, Metric, Samples};
+
+/// Bar colours per variant (colour-blind-safe Okabe–Ito order).
+const VARIANT_COLOURS: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(213, 94, 0),
+];
+const P50_COLOUR: RGBColor = RGBColor(86, 180, 233);
+const P99_COLOUR: RGBColor = RGBColor(0, 90, 150);
+const FONT: &str = "sans-serif";
+const PANEL_W: u32 = 480;
+const PANEL_H: u32 = 300;
+
+/// Why a figure could not be drawn (plotters' error, as text).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot draw figure: {0}")]
+pub struct FigureError(String);
+
+/// One variant's samples of one workload.
+pub struct VariantSamples<'a> {
+    pub name: &'a str,
+    pub samples: &'a Samples,
+}
+
+/// Mean and standard deviation of one metric for each variant (`None` when a
+/// variant has no value).
+fn stats(workload: &str, variants: &[VariantSamples], m: Metric) -> Vec<Option<(f64, f64)>> {
+    variants
+        .iter()
+        .map(|v| mean_sd(v.samples.get(workload, m)))
+        .collect()
+}
+
+/// `1.2M`, `45k`, `123`, `1.5`: short tick labels.
+fn short(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else if a >= 10.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// One bar series: a name for the legend (None: colour by variant), its
+/// per-variant (mean, sd), and a colour.
+struct Series {
+    legend: Option<&'static str>,
+    stats: Vec<Option<(f64, f64)>>,
+    colour: Option<RGBColor>,
+}
+
+fn panel(
+    area: &Area,
+    title: &str,
+    y_desc: &str,
+    names: &[&str],
+    series: &[Series],
+) -> Result<(), FigureError> {
+    let err = |e: &dyn std::fmt::Display| FigureError(e.to_string());
+    let n = names.len();
+    let y_max = series
+        .iter()
+        .flat_map(|s| s.stats.iter().flatten().map(|(m, sd)| m + sd))
+        .fold(0.0f64, f64::max);
+    // Headroom above the tallest error bar; more when a legend sits there.
+    let headroom = if series.iter().any(|s| s.legend.is_some()) {
+        1.45
+    } else {
+        1.15
+    };
+    let y_max = if y_max > 0.0 { y_max * headroom } else { 1.0 };
+    // With the range −0.5 … n−0.5 and at most n labels, plotters' tick search
+    // lands on the integers, one under each bar group.
+    let x_range = -0.5f64..n as f64 - 0.5;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT, 17))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(62)
+        .build_cartesian_2d(x_range, 0f64..y_max)
+        .map_err(|e| err(&e))?;
+    let label_of = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() > 1e-6 || i < 0.0 {
+            return String::new();
+        }
+        names
+            .get(i as usize)
+            .map_or(String::new(), |s| s.to_string())
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(BLACK.mix(0.12))
+        .x_labels(n)
+        .x_label_formatter(&label_of)
+        .y_label_formatter(&|y| short(*y))
+        .x_desc("variant")
+        .y_desc(y_desc)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let width = 0.7 / series.len() as f64;
+    for (si, s) in series.iter().enumerate() {
+        let offset = -0.35 + width * si as f64;
+        let bars: Vec<(f64, f64, f64, RGBColor)> = s
+            .stats
+            .iter()
+            .enumerate()
+            .filter_map(|(i, st)| {
+                let (mean, sd) = (*st)?;
+                let colour = s
+                    .colour
+                    .unwrap_or(VARIANT_COLOURS[i % VARIANT_COLOURS.len()]);
+                Some((i as f64 + offset, mean, sd, colour))
+            })
+            .collect();
+        let drawn = chart
+            .draw_series(bars.iter().map(|&(x, mean, _, c)| {
+                Rectangle::new([(x + 0.02, 0.0), (x + width - 0.02, mean)], c.filled())
+            }))
+            .map_err(|e| err(&e))?;
+        if let (Some(name), Some(c)) = (s.legend, s.colour) {
+            drawn
+                .label(name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+        }
+        chart
+            .draw_series(bars.iter().map(|&(x, mean, sd, _)| {
+                let mid = x + width / 2.0;
+                ErrorBar::new_vertical(
+                    mid,
+                    (mean - sd).max(0.0),
+                    mean,
+                    mean + sd,
+                    BLACK.stroke_width(1),
+                    8,
+                )
+            }))
+            .map_err(|e| err(&e))?;
+    }
+    if series.iter().any(|s| s.legend.is_some()) {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    Ok(())
+}
+
+/// Whether any variant has a value of `m` for `workload`.
+fn has(workload: &str, variants: &[VariantSamples], m: Metric) -> bool {
+    variants
+        .iter()
+        .any(|v| !v.samples.get(workload, m).is_empty())
+}
+
+/// Draws the figure of one workload as a standalone SVG document.
+pub fn workload_figure(workload: &str, variants: &[VariantSamples]) -> Result<String, FigureError> {
+    let names: Vec<&str> = variants.iter().map(|v| v.name).collect();
+    let one = |m: Metric| Series {
+        legend: None,
+        stats: stats(workload, variants, m),
+        colour: None,
+    };
+    let mut panels: Vec<(&str, &str, Vec<Series>)> = vec![
+        (
+            "Transaction rate",
+            "transactions/s [tr/s]",
+            vec![one(Metric::RateTps)],
+        ),
+        (
+            "Latency",
+            "latency [µs]",
+            vec![
+                Series {
+                    legend: Some("p50"),
+                    stats: stats(workload, variants, Metric::LatencyP50Us),
+                    colour: Some(P50_COLOUR),
+                },
+                Series {
+                    legend: Some("p99"),
+                    stats: stats(workload, variants, Metric::LatencyP99Us),
+                    colour: Some(P99_COLOUR),
+                },
+            ],
+        ),
+    ];
+    if has(workload, variants, Metric::CpuClientUsPerTran) {
+        panels.push((
+            "Client CPU per transaction",
+            "CPU [µs/tr]",
+            vec![one(Metric::CpuClientUsPerTran)],
+        ));
+    }
+    if has(workload, variants, Metric::CpuServerUsPerTran) {
+        panels.push((
+            "Server CPU per transaction",
+            "CPU [µs/tr]",
+            vec![one(Metric::CpuServerUsPerTran)],
+        ));
+    }
+    let rows = panels.len().div_ceil(2);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (PANEL_W * 2, PANEL_H * rows as u32))
+            .into_drawing_area();
+        root.fill(&WHITE).map_err(|e| FigureError(e.to_string()))?;
+        let areas = root.split_evenly((rows, 2));
+        for (area, (title, y_desc, series)) in areas.iter().zip(&panels) {
+            panel(area, title, y_desc, &names, series)?;
+        }
+        root.present().map_err(|e| FigureError(e.to_string()))?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn short_ticks() {
+        assert_eq!(short(1_500_000.0), "1.5M");
+        assert_eq!(short(45_000.0), "45k");
+        assert_eq!(short(1_500.0), "1.5k");
+        assert_eq!(short(150.0), "150");
+        assert_eq!(short(1.5), "1.5");
+    }
+
+    #[test]
+    fn figure_has_panels_and_units() {
+        let rec = |rate: f64| {
+            json!({"classes": [{"workload": "RR1(1B/1B)", "notation": "RR1(1B/1B)", "rate_tps": rate,
+                "latency_us": {"p50": 10.0, "p99": 30.0},
+                "cpu": {"client": {"cpu_us_per_tran": 4.0}, "server": {"cpu_us_per_tran": 3.0}}}]})
+        };
+        let (a, b) = (
+            Samples::collect(&[rec(100.0), rec(110.0)]),
+            Samples::collect(&[rec(120.0)]),
+        );
+        let svg = workload_figure(
+            "RR1(1B/1B)",
+            &[
+                VariantSamples {
+                    name: "base",
+                    samples: &a,
+                },
+                VariantSamples {
+                    name: "tuned",
+                    samples: &b,
+                },
+            ],
+        )
+        .unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+        for text in [
+            "Transaction rate",
+            "[tr/s]",
+            "[µs]",
+            "[µs/tr]",
+            "Server CPU",
+            "p99",
+            "tuned",
+        ] {
+            assert!(svg.contains(text), "missing {text}");
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Fabricated run records and environments for tests and demonstrations of the
+//! store, compare and report without the engine. Deterministic: the same
+//! arguments always give the same record.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use stackbench_metrics::{ClassResult, ErrorCounts, LatencyUs, RunRecord, RunSettings};
+use stackbench_model::{SocketOptions, Workload};
+
+use crate::env::{Environment, InterfaceInfo};
+
+/// A complete record of `workload` (every class at the same figures).
+pub fn record(
+    workload: &str,
+    rate_tps: f64,
+    p50_us: f64,
+    p99_us: f64,
+    started_unix_s: f64,
+) -> RunRecord {
+    let w: Workload = workload
+        .parse()
+        .expect("fixture workloads are valid notation");
+    let duration_s = 10.0;
+    let classes = w
+        .classes
+        .iter()
+        .map(|c| {
+            let transactions = (rate_tps * duration_s).round() as u64;
+            ClassResult {
+                workload: w.to_string(),
+                notation: c.to_string(),
+                kind: c.kind,
+                stream_direction: c.stream_direction(),
+                clients: c.clients,
+                request_bytes: c.request_bytes,
+                response_bytes: c.response_bytes,
+                transactions,
+                duration_s,
+                rate_tps,
+                latency_us: LatencyUs {
+                    mean: p50_us * 1.1,
+                    min: p50_us * 0.5,
+                    p50: p50_us,
+                    p90: (p50_us + p99_us) / 2.0,
+                    p99: p99_us,
+                    p999: p99_us * 1.5,
+                    max: p99_us * 3.0,
+                    stdev: p50_us * 0.2,
+                },
+                tx_bytes: transactions * c.request_bytes,
+                rx_bytes: transactions * c.response_bytes,
+                tx_bytes_per_s: rate_tps * c.request_bytes as f64,
+                rx_bytes_per_s: rate_tps * c.response_bytes as f64,
+                errors: 0,
+                error_counts: ErrorCounts::default(),
+                per_second_tps: vec![rate_tps; duration_s as usize],
+                cpu: None,
+                memory: None,
+                repetitions: None,
+            }
+        })
+        .collect();
+    RunRecord {
+        schema_version: stackbench_metrics::SCHEMA_VERSION,
+        stackbench_version: "0.1.0".into(),
+        complete: true,
+        incomplete_reason: None,
+        started_unix_s,
+        settings: RunSettings {
+            duration_s,
+            warmup_s: 2.0,
+            transactions: None,
+            client_threads: 1,
+            server_threads: Some(1),
+            client_cpus: vec![0],
+            server_cpus: vec![1],
+            target: "127.0.0.1:7000".into(),
+            responder: "spawned".into(),
+            spin: false,
+            socket: SocketOptions::default(),
+        },
+        classes,
+        warnings: Vec::new(),
+    }
+}
+
+/// The record as JSON with CPU µs per transaction added to every class, in the
+/// shape CPU accounting writes (`classes[i].cpu.{client,server}.cpu_us_per_tran`).
+pub fn with_cpu(record: &RunRecord, client_us_per_tran: f64, server_us_per_tran: f64) -> Value {
+    let mut v = serde_json::to_value(record).expect("records serialize");
+    for class in v["classes"].as_array_mut().into_iter().flatten() {
+        class["cpu"] = serde_json::json!({
+            "client": {"cpu_us_per_tran": client_us_per_tran},
+            "server": {"cpu_us_per_tran": server_us_per_tran},
+        });
+    }
+    v
+}
+
+/// Deterministic noise in [-1, 1] for run `i` of series `seed`.
+pub fn jitter(seed: u64, i: usize) -> f64 {
+    let mut x = seed
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add((i as u64).wrapping_mul(1_442_695_040_888_963_407))
+        .wrapping_add(1);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    (x % 2001) as f64 / 1000.0 - 1.0
+}
+
+/// A fixed environment (a loopback test host).
+pub fn environment(kernel: &str) -> Environment {
+    let sysctls: BTreeMap<String, String> = [
+        ("net.ipv4.tcp_congestion_control", "cubic"),
+        ("net.ipv4.tcp_rmem", "4096 131072 6291456"),
+        ("net.ipv4.tcp_wmem", "4096 16384 4194304"),
+        ("net.core.somaxconn", "4096"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    Environment {
+        hostname: Some("testhost".into()),
+        kernel_release: Some(kernel.into()),
+        cpu_model: Some("Test CPU 3000".into()),
+        cpu_count: 4,
+        client_cpus: vec![0],
+        server_cpus: vec![1],
+        governor: Some("performance".into()),
+        interface: Some(InterfaceInfo {
+            name: "lo".into(),
+            mtu_bytes: Some(65536),
+            offloads: [
+                ("tcp-segmentation-offload", "on"),
+                ("generic-receive-offload", "on"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            gso_max_size_bytes: Some(65536),
+            gro_max_size_bytes: Some(65536),
+            offload_source: "ethtool".into(),
+        }),
+        sysctls,
+    }
+}

@@ -1,0 +1,528 @@
+//! The performance summary report (seed 000's shape): per study its purpose,
+//! environment configuration, observations generated from the verdicts,
+//! numbered figures, and the comparison tables; then a summary table across
+//! studies in the seed-001 form and an appendix on notation and CPU cost.
+//!
+//! [`build_report`] is a pure function from stored runs to the HTML page, the
+//! Markdown text and the SVG files the Markdown links to.
+
+use serde_json::Value;
+
+use crate::compare::{compare, Comparison, Margins};
+use crate::compare_output::{format_pct, format_value, summary_sentences};
+use crate::doc::{render_html, render_markdown, Block};
+use crate::figure::{workload_figure, FigureError, VariantSamples};
+use crate::metric::{Metric, Samples};
+use crate::observe::{conclusion, workload_sentences};
+use crate::store::StoredRun;
+use crate::study::{format_cpu_list, Study};
+
+/// One study's stored runs and what is known about it.
+#[derive(Debug, Clone)]
+pub struct StudyInput {
+    pub name: String,
+    /// The study's description (its purpose).
+    pub description: String,
+    /// The parsed study file, when it was stored (gives variant settings).
+    pub study: Option<Study>,
+    /// Runs of the study, oldest first.
+    pub runs: Vec<StoredRun>,
+}
+
+/// Report-wide options.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    pub title: String,
+    /// When the report was made, as text (passed in so output is reproducible).
+    pub generated: String,
+    pub margins: Margins,
+}
+
+/// A rendered report.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub html: String,
+    pub markdown: String,
+    /// `(relative path, SVG)` of each figure the Markdown links to.
+    pub figures: Vec<(String, String)>,
+}
+
+/// A study's runs split by variant, variants in order of first run.
+struct Variants<'a> {
+    groups: Vec<(String, Vec<&'a StoredRun>)>,
+}
+
+impl<'a> Variants<'a> {
+    fn of(runs: &'a [StoredRun]) -> Variants<'a> {
+        let mut groups: Vec<(String, Vec<&StoredRun>)> = Vec::new();
+        for run in runs {
+            let name = run
+                .labels
+                .get("variant")
+                .cloned()
+                .unwrap_or_else(|| "default".into());
+            match groups.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, g)) => g.push(run),
+                None => groups.push((name, vec![run])),
+            }
+        }
+        Variants { groups }
+    }
+
+    fn records(&self, i: usize) -> Vec<Value> {
+        self.groups[i].1.iter().map(|r| r.record.clone()).collect()
+    }
+
+    /// `value` if every variant gives the same, else `A: x; B: y`.
+    fn per_variant(&self, f: impl Fn(&StoredRun) -> Option<String>) -> Option<String> {
+        let vals: Vec<(String, String)> = self
+            .groups
+            .iter()
+            .filter_map(|(n, runs)| Some((n.clone(), f(runs.first()?)?)))
+            .collect();
+        let first = vals.first()?.1.clone();
+        if vals.iter().all(|(_, v)| *v == first) {
+            Some(first)
+        } else {
+            Some(
+                vals.iter()
+                    .map(|(n, v)| format!("{n}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        }
+    }
+}
+
+fn cpu_side(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        "not pinned".to_string()
+    } else {
+        format!("{} ({})", cpus.len(), format_cpu_list(cpus))
+    }
+}
+
+fn environment_items(input: &StudyInput, v: &Variants, keys: &[String]) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut add = |label: &str, value: Option<String>| {
+        if let Some(value) = value {
+            items.push(format!("{label}: {value}"));
+        }
+    };
+    add(
+        "CPUs per side",
+        v.per_variant(|r| {
+            Some(format!(
+                "client {}, server {}",
+                cpu_side(&r.env.client_cpus),
+                cpu_side(&r.env.server_cpus)
+            ))
+        }),
+    );
+    add(
+        "Host CPU",
+        v.per_variant(|r| {
+            Some(format!(
+                "{} × {}",
+                r.env.cpu_model.clone()?,
+                r.env.cpu_count
+            ))
+        }),
+    );
+    add("Kernel", v.per_variant(|r| r.env.kernel_release.clone()));
+    add(
+        "Frequency governor",
+        v.per_variant(|r| r.env.governor.clone()),
+    );
+    add(
+        "Interface",
+        v.per_variant(|r| {
+            let i = r.env.interface.as_ref()?;
+            let mtu = i.mtu_bytes.map_or("unknown".into(), |m| m.to_string());
+            let offloads: Vec<String> =
+                i.offloads.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let off = if offloads.is_empty() {
+                String::new()
+            } else {
+                format!("; offloads: {}", offloads.join(", "))
+            };
+            Some(format!("{}, MTU {mtu}{off}", i.name))
+        }),
+    );
+    let sysctl = |name: &'static str| move |r: &StoredRun| r.env.sysctls.get(name).cloned();
+    add(
+        "TCP congestion control",
+        v.per_variant(sysctl("net.ipv4.tcp_congestion_control")),
+    );
+    add("tcp_rmem", v.per_variant(sysctl("net.ipv4.tcp_rmem")));
+    add("tcp_wmem", v.per_variant(sysctl("net.ipv4.tcp_wmem")));
+    add("Workloads", Some(keys.join(", ")));
+    add(
+        "Runs",
+        v.per_variant(|r| {
+            let s = &r.record["settings"];
+            Some(format!(
+                "{} s measured after {} s warm-up",
+                s["duration_s"].as_f64()?,
+                s["warmup_s"].as_f64().unwrap_or(0.0)
+            ))
+        }),
+    );
+    if let Some(reps) = input.study.as_ref().map(|s| s.repetitions) {
+        add(
+            "Repetitions",
+            Some(format!("{reps} per workload and variant, interleaved")),
+        );
+    }
+    for (i, (name, _)) in v.groups.iter().enumerate() {
+        let role = if i == 0 { " (baseline)" } else { "" };
+        add(
+            &format!("Variant {name}{role}"),
+            Some(variant_settings(input, v, i)),
+        );
+    }
+    items
+}
+
+/// What distinguishes a variant: its study-file entry when known, else the
+/// socket options its first run recorded.
+fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
+    let name = &v.groups[i].0;
+    if let Some(var) = input
+        .study
+        .as_ref()
+        .and_then(|s| s.variants.iter().find(|x| &x.name == name))
+    {
+        let mut parts = var.settings.describe();
+        parts.extend(var.labels.iter().map(|(k, v)| format!("{k} = {v}")));
+        let desc = if var.description.is_empty() {
+            String::new()
+        } else {
+            format!("{} — ", var.description)
+        };
+        return format!(
+            "{desc}{}",
+            if parts.is_empty() {
+                "study defaults".into()
+            } else {
+                parts.join(", ")
+            }
+        );
+    }
+    let socket = |g: usize| v.groups[g].1[0].record["settings"]["socket"].clone();
+    let reference = if i == 0 {
+        serde_json::to_value(stackbench_model::SocketOptions::default()).unwrap_or_default()
+    } else {
+        socket(0)
+    };
+    let own = socket(i);
+    let Some(map) = own.as_object() else {
+        return "settings not recorded".to_string();
+    };
+    let differing: Vec<String> = map
+        .iter()
+        .filter(|(k, val)| reference.get(k.as_str()) != Some(*val))
+        .map(|(k, val)| format!("{k} = {val}"))
+        .collect();
+    match (differing.is_empty(), i == 0) {
+        (true, true) => "default socket options".to_string(),
+        (true, false) => "same socket options as the baseline".to_string(),
+        (false, _) => differing.join(", "),
+    }
+}
+
+fn comparison_table(c: &Comparison) -> Block {
+    let header = vec![
+        "Workload".to_string(),
+        "Metric".to_string(),
+        c.a_name.clone(),
+        c.b_name.clone(),
+        "Change".to_string(),
+        "90% CI".to_string(),
+        "Verdict".to_string(),
+    ];
+    let rows = c
+        .rows
+        .iter()
+        .map(|r| {
+            let mean = |m: Option<f64>, n: usize| {
+                m.map_or("-".into(), |m| format!("{} (n={n})", format_value(m)))
+            };
+            let ci = match (r.ci_low_pct, r.ci_high_pct) {
+                (Some(lo), Some(hi)) => format!("{} … {}", format_pct(lo), format_pct(hi)),
+                _ => "-".into(),
+            };
+            vec![
+                r.workload.clone(),
+                r.metric.label().to_string(),
+                mean(r.mean_a, r.n_a),
+                mean(r.mean_b, r.n_b),
+                r.change_pct.map_or("-".into(), format_pct),
+                ci,
+                r.verdict.name().to_string(),
+            ]
+        })
+        .collect();
+    Block::Table { header, rows }
+}
+
+struct Builder<'o> {
+    blocks: Vec<Block>,
+    figures: Vec<(String, String)>,
+    /// (study, comparison) for the summary table.
+    comparisons: Vec<(String, Comparison)>,
+    opts: &'o ReportOptions,
+}
+
+impl Builder<'_> {
+    fn h(&mut self, level: u8, text: impl Into<String>, id: Option<String>) {
+        self.blocks.push(Block::Heading {
+            level,
+            text: text.into(),
+            id,
+        });
+    }
+
+    fn p(&mut self, text: impl Into<String>) {
+        self.blocks.push(Block::Paragraph(text.into()));
+    }
+
+    fn figure(&mut self, caption: String, svg: String) {
+        let number = self.figures.len() + 1;
+        let file = format!("figures/figure-{number}.svg");
+        self.figures.push((file.clone(), svg.clone()));
+        self.blocks.push(Block::Figure {
+            number,
+            caption,
+            svg,
+            file,
+        });
+    }
+
+    fn study(&mut self, input: &StudyInput) -> Result<(), FigureError> {
+        let v = Variants::of(&input.runs);
+        let all = Samples::collect(input.runs.iter().map(|r| &r.record));
+        self.h(
+            2,
+            format!("Study: {}", input.name),
+            Some(format!("study-{}", slug(&input.name))),
+        );
+        self.h(3, "Purpose", None);
+        self.p(if input.description.is_empty() {
+            "No description was given in the study file."
+        } else {
+            &input.description
+        });
+        self.h(3, "Environment configuration", None);
+        self.p("Below is the environment configuration in which the data was collected:");
+        self.blocks
+            .push(Block::List(environment_items(input, &v, &all.keys)));
+        self.h(3, "Observations", None);
+        let mut comps = Vec::new();
+        for i in 1..v.groups.len() {
+            let c = compare(
+                &v.groups[0].0,
+                &v.records(0),
+                &v.groups[i].0,
+                &v.records(i),
+                self.opts.margins,
+            );
+            self.p(conclusion(&c));
+            let mut items = workload_sentences(&c);
+            items.extend(summary_sentences(&c));
+            items.extend(c.notes.iter().map(|n| format!("Note: {n}")));
+            self.blocks.push(Block::List(items));
+            comps.push(c);
+        }
+        if v.groups.len() < 2 {
+            self.p("Only one variant was measured, so there is nothing to compare; the figures show its results.");
+        }
+        self.h(3, "Results", None);
+        let per_variant: Vec<(String, Samples)> = (0..v.groups.len())
+            .map(|i| {
+                (
+                    v.groups[i].0.clone(),
+                    Samples::collect(v.groups[i].1.iter().map(|r| &r.record)),
+                )
+            })
+            .collect();
+        let variants: Vec<VariantSamples> = per_variant
+            .iter()
+            .map(|(n, s)| VariantSamples {
+                name: n,
+                samples: s,
+            })
+            .collect();
+        for key in &all.keys {
+            let svg = workload_figure(key, &variants)?;
+            let cpu = [Metric::CpuClientUsPerTran, Metric::CpuServerUsPerTran]
+                .iter()
+                .any(|m| !all.get(key, *m).is_empty());
+            let runs: Vec<String> = per_variant
+                .iter()
+                .map(|(n, s)| format!("{n} {}", s.get(key, Metric::RateTps).len()))
+                .collect();
+            self.figure(
+                format!(
+                    "{}: {key} — transaction rate, latency (p50, p99){} by variant; bars are means over the repetitions, error bars ±1 standard deviation (runs: {}).",
+                    input.name,
+                    if cpu { " and CPU per transaction on each side" } else { "" },
+                    runs.join(", ")
+                ),
+                svg,
+            );
+        }
+        for c in comps {
+            self.p(format!(
+                "{} compared with {} (baseline):",
+                c.b_name, c.a_name
+            ));
+            self.blocks.push(comparison_table(&c));
+            self.comparisons.push((input.name.clone(), c));
+        }
+        Ok(())
+    }
+
+    fn summary(&mut self) {
+        self.h(2, "Summary across studies", Some("summary".into()));
+        if self.comparisons.is_empty() {
+            self.p("No study had two variants to compare.");
+            return;
+        }
+        let header = [
+            "Study",
+            "Comparison",
+            "Workload",
+            "Throughput relative",
+            "CPU/tr client relative",
+            "CPU/tr server relative",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut rows = Vec::new();
+        let cell = |c: &Comparison, key: &str, m: Metric| {
+            c.row(key, m)
+                .and_then(|r| {
+                    Some(format!(
+                        "{} ({})",
+                        format_pct(r.change_pct?),
+                        r.verdict.name()
+                    ))
+                })
+                .unwrap_or_else(|| "-".into())
+        };
+        for (study, c) in &self.comparisons {
+            let what = format!("{} vs {}", c.b_name, c.a_name);
+            let mut keys: Vec<&str> = Vec::new();
+            for r in &c.rows {
+                if !keys.contains(&r.workload.as_str()) {
+                    keys.push(&r.workload);
+                }
+            }
+            for key in keys {
+                rows.push(vec![
+                    study.clone(),
+                    what.clone(),
+                    key.to_string(),
+                    cell(c, key, Metric::RateTps),
+                    cell(c, key, Metric::CpuClientUsPerTran),
+                    cell(c, key, Metric::CpuServerUsPerTran),
+                ]);
+            }
+            let avg = |v: Option<f64>| v.map_or("-".to_string(), format_pct);
+            let s = &c.summary;
+            rows.push(vec![
+                study.clone(),
+                what,
+                "On average (geometric mean)".into(),
+                avg(s.throughput_change_pct),
+                avg(s.cpu_client_change_pct),
+                avg(s.cpu_server_change_pct),
+            ]);
+        }
+        self.blocks.push(Block::Table { header, rows });
+        let lines: Vec<String> = self
+            .comparisons
+            .iter()
+            .flat_map(|(_, c)| summary_sentences(c))
+            .collect();
+        self.blocks.push(Block::List(lines));
+    }
+
+    fn appendix(&mut self) {
+        self.h(2, "Appendix", Some("appendix".into()));
+        self.h(3, "Workload naming convention", None);
+        for text in APPENDIX_NOTATION {
+            self.p(*text);
+        }
+        self.h(3, "CPU cost per transaction", None);
+        for text in APPENDIX_CPU {
+            self.p(*text);
+        }
+        self.h(3, "How verdicts are reached", None);
+        let m = self.opts.margins;
+        self.p(format!(
+            "For each workload and metric, the ratio of B to A is estimated from the logarithms of the per-run values: the difference of their means, exponentiated, with a 90% confidence interval from Welch's t (unequal variances). The verdict is EQUIVALENT when the whole interval lies within the margin (±{}% for rate, ±{}% for CPU per transaction, ±{}% for latency) — the two one-sided tests at α = 0.05 — BETTER or WORSE when it lies wholly beyond it, and INCONCLUSIVE otherwise. Averages across workloads are geometric means of the ratios. Fewer than 5 runs per side give wide intervals.",
+            m.rate_pct, m.cpu_pct, m.latency_pct
+        ));
+    }
+}
+
+const APPENDIX_NOTATION: &[&str] = &[
+    "Workloads are written [Kind][Clients](BytesSentByClient/BytesSentByServer). For example, RR10(1B/100B) is a request/response workload with 10 clients, each sending 1 byte and receiving 100 bytes per transaction.",
+    "RR x(y/z): x clients doing request/response transactions on connections they keep open, sending y bytes and receiving z bytes per transaction.",
+    "CRR x(y/z): x clients doing connect/request/response transactions: each transaction opens a connection, sends y bytes, receives z bytes and closes it.",
+    "STR x(y/z): x clients streaming: each transaction sends y bytes and receives z bytes as one transfer; STR3(1B/20MB) is a GET of 20 MB, STR3(20MB/1B) a PUT.",
+    "Sizes are binary: kB = 1024 bytes, MB = 1024² bytes. A mix such as RR1(100B/800B)+STR10(1B/20MB) runs its classes at once, with figures kept per class.",
+];
+
+const APPENDIX_CPU: &[&str] = &[
+    "CPU cost per transaction is the CPU time a side consumed during the measurement window divided by the transactions completed in that window, in microseconds: CPU µs/tr = (user + system CPU seconds in the window × 10⁶) / transactions. It is computed separately for the client (driver) and the server (responder).",
+    "For example, a side using 25% of 4 CPUs — one CPU's worth — for a 10-second window consumes 10 CPU-seconds; with 1,000,000 transactions in those 10 seconds (100,000 tr/s) the cost is 10 CPU-seconds / 1,000,000 transactions = 10 µs/tr.",
+];
+
+fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// Builds the report over `studies`.
+pub fn build_report(studies: &[StudyInput], opts: &ReportOptions) -> Result<Report, FigureError> {
+    let mut b = Builder {
+        blocks: Vec::new(),
+        figures: Vec::new(),
+        comparisons: Vec::new(),
+        opts,
+    };
+    b.h(1, opts.title.clone(), Some("top".into()));
+    b.p(format!(
+        "Generated {} by stackbench {}.",
+        opts.generated,
+        env!("CARGO_PKG_VERSION")
+    ));
+    let names: Vec<String> = studies.iter().map(|s| s.name.clone()).collect();
+    b.blocks.push(Block::List(
+        names
+            .iter()
+            .map(|n| format!("Study: {n}"))
+            .chain(["Summary across studies".into(), "Appendix".into()])
+            .collect(),
+    ));
+    for s in studies {
+        b.study(s)?;
+    }
+    b.summary();
+    b.appendix();
+    Ok(Report {
+        html: render_html(&opts.title, &b.blocks),
+        markdown: render_markdown(&b.blocks),
+        figures: b.figures,
+    })
+}

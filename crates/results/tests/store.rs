@@ -1,0 +1,270 @@
+//! The result store on temporary databases: round trips, label selection,
+//! migrations, the default location, and a process killed mid-study.
+
+use std::path::Path;
+use std::process::Command;
+
+use stackbench_results::fixtures;
+use stackbench_results::store::{
+    default_db_path, parse_label, parse_labels, Labels, Store, StoreError, MIGRATIONS,
+};
+use stackbench_results::study::{parse_study, run_study};
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn runs_round_trip_with_labels_and_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/dir/results.db");
+    let mut store = Store::open(Some(&path)).unwrap();
+    assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len() as u32);
+    let rec = fixtures::record("RR10(4kB/4kB)", 1234.5, 40.0, 80.0, 1_700_000_000.0);
+    let env = fixtures::environment("6.1.0");
+    let id = store
+        .save(
+            &rec,
+            &labels(&[("study", "s"), ("variant", "A"), ("kernel", "6.1")]),
+            &env,
+        )
+        .unwrap();
+    let with_cpu = fixtures::with_cpu(&rec, 3.5, 2.5);
+    let id2 = store
+        .save_value(
+            &with_cpu,
+            &labels(&[("study", "s"), ("variant", "B")]),
+            &env,
+        )
+        .unwrap();
+    drop(store);
+
+    let store = Store::open(Some(&path)).unwrap();
+    let back = store.get(id).unwrap();
+    assert_eq!(back.record, serde_json::to_value(&rec).unwrap());
+    let typed: stackbench_metrics::RunRecord = serde_json::from_value(back.record.clone()).unwrap();
+    assert_eq!(typed, rec);
+    assert_eq!(back.env, env);
+    assert_eq!(back.labels["kernel"], "6.1");
+    assert_eq!(
+        store.get(id2).unwrap().record["classes"][0]["cpu"]["server"]["cpu_us_per_tran"],
+        2.5
+    );
+
+    let list = store.list(&Labels::new()).unwrap();
+    assert_eq!(list.iter().map(|r| r.id).collect::<Vec<_>>(), [id, id2]);
+    assert_eq!(list[0].workloads, "RR10(4kB/4kB)");
+    assert_eq!(list[0].study.as_deref(), Some("s"));
+    assert_eq!(list[1].variant.as_deref(), Some("B"));
+    assert!(list[0].complete);
+    assert_eq!(
+        store.select_ids(&labels(&[("variant", "B")])).unwrap(),
+        [id2]
+    );
+    assert_eq!(
+        store
+            .select_ids(&labels(&[("study", "s"), ("kernel", "6.1")]))
+            .unwrap(),
+        [id]
+    );
+    assert!(store
+        .select_ids(&labels(&[("study", "other")]))
+        .unwrap()
+        .is_empty());
+    assert!(matches!(store.get(999), Err(StoreError::NoSuchRun(999))));
+    assert!(store.integrity_ok().unwrap());
+}
+
+#[test]
+fn database_is_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let _store = Store::open(Some(&path)).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn studies_are_stored_with_their_description() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(Some(&dir.path().join("r.db"))).unwrap();
+    assert_eq!(store.study_description("x").unwrap(), None);
+    store.save_study("x", "first", "name = \"x\"").unwrap();
+    store.save_study("x", "second", "name = \"x\"").unwrap();
+    assert_eq!(
+        store.study_description("x").unwrap().as_deref(),
+        Some("second")
+    );
+    assert_eq!(
+        store.study_file("x").unwrap().as_deref(),
+        Some("name = \"x\"")
+    );
+}
+
+#[test]
+fn migrations_apply_in_order_and_keep_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let rec = fixtures::record("RR1(1B/1B)", 10.0, 1.0, 2.0, 1.0);
+    let env = fixtures::environment("6.1.0");
+    let id = {
+        let mut s = Store::open_with(&path, MIGRATIONS).unwrap();
+        s.save(&rec, &labels(&[("study", "m")]), &env).unwrap()
+    };
+    // A later version adds a column: opening applies only the new step.
+    let mut newer: Vec<&str> = MIGRATIONS.to_vec();
+    newer.push("ALTER TABLE runs ADD COLUMN note TEXT");
+    {
+        let s = Store::open_with(&path, &newer).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len() as u32 + 1);
+        assert_eq!(
+            s.get(id).unwrap().record,
+            serde_json::to_value(&rec).unwrap()
+        );
+        // Reopening is idempotent.
+        drop(s);
+        let s = Store::open_with(&path, &newer).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len() as u32 + 1);
+    }
+    // An older stackbench refuses a newer database instead of misreading it.
+    let err = Store::open_with(&path, MIGRATIONS)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("newer than this stackbench supports"), "{err}");
+    assert!(!err.contains('\n'));
+}
+
+#[test]
+fn default_location_honours_env_and_xdg() {
+    // The only test in this binary that reads or sets these variables.
+    std::env::set_var("STACKBENCH_DB", "/tmp/explicit.db");
+    assert_eq!(default_db_path().unwrap(), Path::new("/tmp/explicit.db"));
+    std::env::remove_var("STACKBENCH_DB");
+    std::env::set_var("XDG_DATA_HOME", "/tmp/xdg");
+    assert_eq!(
+        default_db_path().unwrap(),
+        Path::new("/tmp/xdg/stackbench/results.db")
+    );
+    std::env::remove_var("XDG_DATA_HOME");
+    std::env::set_var("HOME", "/home/u");
+    assert_eq!(
+        default_db_path().unwrap(),
+        Path::new("/home/u/.local/share/stackbench/results.db")
+    );
+}
+
+#[test]
+fn labels_parse_as_key_value() {
+    assert_eq!(
+        parse_label("kernel=6.1").unwrap(),
+        ("kernel".into(), "6.1".into())
+    );
+    assert_eq!(
+        parse_label("note=a=b").unwrap(),
+        ("note".into(), "a=b".into())
+    );
+    assert_eq!(parse_label("x=").unwrap(), ("x".into(), "".into()));
+    let err = parse_label("kernel").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "bad label 'kernel': use key=value, e.g. --label kernel=6.1"
+    );
+    assert!(parse_label("=v").is_err());
+    assert_eq!(
+        parse_labels(&["a=1", "b=2", "a=3"]).unwrap(),
+        labels(&[("a", "3"), ("b", "2")])
+    );
+}
+
+const CHILD_DB: &str = "STACKBENCH_TEST_KILL_DB";
+const STEPS_BEFORE_MARKER: usize = 20;
+
+/// Run by `a_study_killed_midway_keeps_completed_runs` in a child process:
+/// stores runs as fast as it can, touching a marker after 20 of them, until
+/// it is killed.
+#[test]
+#[ignore = "helper: run as a child process by a_study_killed_midway_keeps_completed_runs"]
+fn kill_child_study() {
+    let Ok(db) = std::env::var(CHILD_DB) else {
+        return;
+    };
+    let study = parse_study(
+        "name = \"kill\"\nworkloads = [\"RR1(1B/1B)\"]\nrepetitions = 1000\n",
+        "kill.toml",
+    )
+    .unwrap();
+    let plan = study.plan(&[], "kill.toml").unwrap();
+    let mut store = Store::open(Some(Path::new(&db))).unwrap();
+    let env = fixtures::environment("6.1.0");
+    let marker = format!("{db}.marker");
+    let _ = run_study(
+        &plan,
+        &mut |step| {
+            Ok(fixtures::record(
+                "RR1(1B/1B)",
+                100.0 + step.index as f64,
+                1.0,
+                2.0,
+                step.index as f64,
+            ))
+        },
+        &mut |step, rec| {
+            store.save(rec, &step.labels, &env)?;
+            if step.index + 1 == STEPS_BEFORE_MARKER {
+                std::fs::write(&marker, b"20")?;
+            }
+            Ok(())
+        },
+    );
+}
+
+#[test]
+fn a_study_killed_midway_keeps_completed_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kill.db");
+    let marker = dir.path().join("kill.db.marker");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "kill_child_study",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DB, &db)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Bounded wait for the child to have stored 20 runs.
+    for _ in 0..600 {
+        if marker.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap(); // SIGKILL: no destructors, no chance to tidy up.
+    child.wait().unwrap();
+    assert!(marker.exists(), "the child never stored 20 runs");
+
+    let store = Store::open(Some(&db)).unwrap();
+    assert!(store.integrity_ok().unwrap());
+    let runs = store.select(&labels(&[("study", "kill")])).unwrap();
+    assert!(
+        runs.len() >= STEPS_BEFORE_MARKER,
+        "only {} runs survived",
+        runs.len()
+    );
+    assert!(runs.len() < 1000, "the child was killed before the end");
+    for (i, run) in runs.iter().enumerate() {
+        // Every surviving run is whole: record, all four labels, in order.
+        assert_eq!(run.record["classes"][0]["rate_tps"], 100.0 + i as f64);
+        assert_eq!(run.labels.len(), 4, "{:?}", run.labels);
+        assert_eq!(run.labels["repetition"], (i + 1).to_string());
+    }
+}

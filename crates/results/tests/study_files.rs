@@ -1,0 +1,305 @@
+//! Study files: the examples parse (they are fixtures), the plan interleaves
+//! variants, bad files give one-line errors naming file, line and the fix, and
+//! a study walks its plan with a fake runner, storing every run.
+
+use std::path::PathBuf;
+
+use stackbench_metrics::RunRecord;
+use stackbench_model::CrrClose;
+use stackbench_results::fixtures;
+use stackbench_results::store::{Labels, Store};
+use stackbench_results::study::{
+    load_study, parse_study, run_study, RunnerError, StudyError, StudyStep,
+};
+
+fn example(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+#[test]
+fn release_to_release_example_is_the_seeds_suite() {
+    let s = load_study(&example("release-to-release.toml")).unwrap();
+    let w: Vec<String> = s.workloads.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        w,
+        [
+            "RR60(4kB/4kB)",
+            "CRR40(64B/8kB)",
+            "STR3(1B/20MB)",
+            "STR3(20MB/1B)"
+        ]
+    );
+    assert_eq!(s.repetitions, 5);
+    assert_eq!(s.settings.duration_s, Some(30.0));
+    let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["previous", "current"]);
+    assert_eq!(s.variants[1].labels["release"], "current");
+    // Each machine runs one side: 4 workloads × 5 repetitions.
+    let plan = s.plan(&["current".to_string()], "f").unwrap();
+    assert_eq!(plan.len(), 20);
+    assert!(plan
+        .iter()
+        .all(|p| p.variant == "current" && p.labels["release"] == "current"));
+}
+
+#[test]
+fn best_practices_example_sets_socket_options() {
+    let s = load_study(&example("best-practices.toml")).unwrap();
+    assert_eq!(s.variants.len(), 4);
+    let plan = s.plan(&[], "f").unwrap();
+    let last = plan.iter().find(|p| p.variant == "buffers-256kB").unwrap();
+    let sock = last.settings.socket_options();
+    assert!(sock.nodelay && sock.waitall && !sock.quickack);
+    assert_eq!(sock.sndbuf_bytes, Some(256 * 1024));
+    assert_eq!(sock.rcvbuf_bytes, Some(256 * 1024));
+    assert_eq!(sock.crr_close, CrrClose::Server);
+    let defaults = plan.iter().find(|p| p.variant == "defaults").unwrap();
+    assert_eq!(defaults.settings.socket_options(), Default::default());
+}
+
+#[test]
+fn quick_example_is_small() {
+    let s = load_study(&example("quick.toml")).unwrap();
+    assert_eq!(s.settings.duration_s, Some(1.0));
+    assert_eq!(s.settings.warmup_s, Some(0.2));
+    assert_eq!(s.plan(&[], "f").unwrap().len(), 2 * 2 * 3);
+}
+
+#[test]
+fn plan_interleaves_variants_within_each_repetition() {
+    let text = r#"
+name = "order"
+workloads = ["RR1(1B/1B)", "CRR1(1B/1B)"]
+repetitions = 2
+[[variant]]
+name = "A"
+[[variant]]
+name = "B"
+nodelay = true
+"#;
+    let plan = parse_study(text, "order.toml")
+        .unwrap()
+        .plan(&[], "order.toml")
+        .unwrap();
+    let order: Vec<String> = plan
+        .iter()
+        .map(|s| format!("{}:{}:{}", s.repetition, s.workload, s.variant))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "1:RR1(1B/1B):A",
+            "1:RR1(1B/1B):B",
+            "1:CRR1(1B/1B):A",
+            "1:CRR1(1B/1B):B",
+            "2:RR1(1B/1B):A",
+            "2:RR1(1B/1B):B",
+            "2:CRR1(1B/1B):A",
+            "2:CRR1(1B/1B):B",
+        ]
+    );
+    assert_eq!(plan[1].settings.nodelay, Some(true));
+    assert_eq!(plan[0].settings.nodelay, None);
+    assert_eq!(plan[7].index, 7);
+    assert_eq!(plan[7].total, 8);
+    let l = &plan[5].labels;
+    assert_eq!(
+        (
+            l["study"].as_str(),
+            l["variant"].as_str(),
+            l["repetition"].as_str()
+        ),
+        ("order", "B", "2")
+    );
+}
+
+#[test]
+fn a_file_without_variants_has_one_named_default() {
+    let s = parse_study("name = \"x\"\nworkloads = [\"RR1(1B/1B)\"]\n", "x.toml").unwrap();
+    assert_eq!(s.variants.len(), 1);
+    assert_eq!(s.variants[0].name, "default");
+    assert_eq!(s.repetitions, 5);
+}
+
+#[test]
+fn bad_files_get_one_line_errors_with_file_line_and_fix() {
+    let head = "name = \"bad\"\nworkloads = [\"RR1(1B/1B)\"]\n";
+    let cases: &[(&str, &str)] = &[
+        (
+            "nodely = true\n",
+            "bad.toml:3:1: unknown field `nodely`, expected one of",
+        ),
+        (
+            "duration = \"10 sec\"\n",
+            "bad.toml:3:12: bad duration '10 sec': use a number with ms, s, m or h",
+        ),
+        (
+            "sndbuf = \"256kb\"\n",
+            "bad.toml:3:10: bad buffer size '256kb': use digits then B, kB, MB or GB",
+        ),
+        (
+            "crr_close = \"later\"\n",
+            "bad.toml:3:13: unknown variant `later`, expected one of `server`, `client`, `abort`",
+        ),
+        (
+            "repetitions = 0\n",
+            "bad.toml:3:15: bad repetitions 0: use 1 to 1000",
+        ),
+        (
+            "nodelay = \"yes\"\n",
+            "bad.toml:3:11: invalid type: string \"yes\", expected a boolean",
+        ),
+        (
+            "client_cpus = \"0-x\"\n",
+            "bad.toml:3:15: bad CPU list '0-x'",
+        ),
+        (
+            "[[variant]]\nname = \"A\"\n[[variant]]\nname = \"A\"\n",
+            "bad.toml:6:8: duplicate variant name 'A'",
+        ),
+        (
+            "[[variant]]\nname = \"A\"\nwaitall = 1\n",
+            "bad.toml:5:11: invalid type: integer `1`, expected a boolean",
+        ),
+        (
+            "[[variant]]\nname = \"A\"\nlabel = { k = \"v\" }\n",
+            "bad.toml:5:1: unknown field `label`, expected one of `name`, `description`, `labels`",
+        ),
+        ("name = \"again\"\n", "bad.toml:3:1: duplicate key"),
+    ];
+    for (tail, want) in cases {
+        let err = parse_study(&format!("{head}{tail}"), "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(want), "{tail:?}\n got: {err}\nwant: {want}");
+        assert!(!err.contains('\n'), "one line: {err}");
+    }
+    let err = parse_study(
+        "name = \"x\"\nworkloads = [\"RR1(1B/1B)\", \"RR10(4kb/4kB)\"]\n",
+        "w.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("w.toml:2:28: unknown size unit 'kb' in 'RR10(4kb/4kB)'"),
+        "{err}"
+    );
+    let err = parse_study("name = \"x\"\nworkloads = []\n", "w.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("w.toml:2:13: empty workloads"), "{err}");
+    let err = parse_study("workloads = [\"RR1(1B/1B)\"]\n", "w.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("missing field `name`"), "{err}");
+    let err = parse_study("name = \"x\"\nworkloads = [\"RR1(1B/1B)\"\n", "w.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("w.toml:2:") || err.starts_with("w.toml:3:"),
+        "{err}"
+    );
+    let s = parse_study(head, "ok.toml").unwrap();
+    let err = s.plan(&["nope".into()], "ok.toml").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "ok.toml: unknown variant 'nope' in --variant: the file defines default"
+    );
+}
+
+fn fake_runner(step: &StudyStep) -> Result<RunRecord, RunnerError> {
+    let nodelay = step.settings.nodelay.unwrap_or(false);
+    let rate = if nodelay { 1100.0 } else { 1000.0 } + 5.0 * fixtures::jitter(7, step.index);
+    let mut r = fixtures::record(
+        &step.workload.to_string(),
+        rate,
+        50.0,
+        90.0,
+        1_700_000_000.0 + step.index as f64,
+    );
+    r.settings.socket = step.settings.socket_options();
+    Ok(r)
+}
+
+#[test]
+fn a_study_stores_every_run_with_its_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(Some(&dir.path().join("r.db"))).unwrap();
+    let study = load_study(&example("quick.toml")).unwrap();
+    let plan = study.plan(&[], "quick.toml").unwrap();
+    let env = fixtures::environment("6.1.0");
+    let mut seen = Vec::new();
+    let done = run_study(&plan, &mut fake_runner, &mut |step, rec| {
+        seen.push(step.index);
+        store.save(rec, &step.labels, &env)?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(done, 12);
+    assert_eq!(seen, (0..12).collect::<Vec<_>>());
+    let filter: Labels = [
+        ("study".to_string(), "quick".to_string()),
+        ("variant".to_string(), "nodelay".to_string()),
+    ]
+    .into();
+    let runs = store.select(&filter).unwrap();
+    assert_eq!(runs.len(), 6);
+    assert!(runs
+        .iter()
+        .all(|r| r.record["settings"]["socket"]["nodelay"] == true));
+}
+
+#[test]
+fn a_failed_or_incomplete_step_stops_the_study() {
+    let s = parse_study(
+        "name = \"x\"\nworkloads = [\"RR1(1B/1B)\"]\nrepetitions = 3\n",
+        "x.toml",
+    )
+    .unwrap();
+    let plan = s.plan(&[], "x.toml").unwrap();
+    let mut stored = 0;
+    let err = run_study(
+        &plan,
+        &mut |step| {
+            if step.index == 1 {
+                Err("responder refused".into())
+            } else {
+                fake_runner(step)
+            }
+        },
+        &mut |_, _| {
+            stored += 1;
+            Ok(())
+        },
+    )
+    .unwrap_err();
+    assert_eq!(stored, 1);
+    assert_eq!(
+        err.to_string(),
+        "study step 2/3 (RR1(1B/1B), variant default) failed: responder refused"
+    );
+    let mut stored = 0;
+    let err = run_study(
+        &plan,
+        &mut |step| {
+            let mut r = fake_runner(step)?;
+            if step.index == 1 {
+                r.complete = false;
+                r.incomplete_reason = Some("interrupted (Ctrl-C)".into());
+            }
+            Ok(r)
+        },
+        &mut |_, _| {
+            stored += 1;
+            Ok(())
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, StudyError::Incomplete { step: 2, .. }),
+        "{err}"
+    );
+    assert_eq!(stored, 2, "the incomplete run is kept, marked incomplete");
+}
