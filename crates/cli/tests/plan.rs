@@ -346,11 +346,34 @@ fn from_a_stored_run() {
         "example-8way",
     ]);
     assert!((num(&v, "/source_itr_tps") - 265.0 / 0.363).abs() < 1e-9);
+    // The record's rss_bytes_per_conn is rss ÷ connections, so all of it is
+    // per connection and nothing is fixed.
     let v = json(&[
         "storage", "--from", WITH_CPU, "--class", "0", "--users", "256K",
     ]);
-    assert_eq!(num(&v, "/components/0/fixed_bytes"), 69_206_016.0);
+    assert_eq!(num(&v, "/components/0/fixed_bytes"), 0.0);
+    assert_eq!(num(&v, "/components/0/bytes_per_conn"), 12544.0);
     assert_eq!(num(&v, "/components/1/bytes_per_conn"), 2004.0);
+    // A fixed part from the flags, the kernel part from the run.
+    let v = json(&[
+        "storage",
+        "--from",
+        WITH_CPU,
+        "--class",
+        "0",
+        "--server-user-fixed",
+        "66MB",
+        "--server-user-per-conn",
+        "4kB",
+    ]);
+    assert_eq!(
+        num(&v, "/components/0/total_bytes"),
+        69_206_016.0 + 4096.0 * 8192.0
+    );
+    assert_eq!(num(&v, "/components/1/bytes_per_conn"), 2004.0);
+    // --processors defaults to the CPUs the side's figures cover.
+    let v = json(&["cpu", "--from", WITH_CPU, "--class", "0"]);
+    assert_eq!(num(&v, "/inputs/processors"), 4.0);
     let v = json(&["mva", "--from", WITH_CPU, "--class", "0", "--think", "30s"]);
     assert_eq!(v["points"][0]["users"], 8192);
     let v = json(&[
@@ -365,6 +388,14 @@ fn from_a_stored_run() {
         "4",
     ]);
     assert_eq!(num(&v, "/inputs/cpu_s_per_tran"), 0.00013);
+}
+
+#[test]
+fn shared_cpus_are_warned_about() {
+    plan(&["cpu", "--from", WITH_CPU, "--class", "1"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("shared CPUs in this run"));
 }
 
 #[test]
@@ -497,6 +528,12 @@ fn errors_are_one_line_with_exit_2() {
     fails_with(
         &["storage", "--from", WITH_CPU, "--class", "1"],
         "has no memory figures",
+    );
+    fails_with(
+        &[
+            "cpu", "--from", WITH_CPU, "--class", "1", "--side", "client",
+        ],
+        "CPU was not measured for the client side",
     );
     fails_with(
         &[

@@ -181,5 +181,9 @@ pub fn compute(args: RescaleArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         planned_rate_tps: opt(&a.rate, "rate", units::parse_rate)?.map(|r| r.per_s()),
     };
     let plan = rescale::plan(&input).or_usage()?;
-    Output::new("rescale", &plan, plan.report(ctx.digits))
+    let mut report = plan.report(ctx.digits);
+    report
+        .warnings
+        .extend(run.as_ref().and_then(|r| r.cpu_warning()));
+    Output::new("rescale", &plan, report)
 }

@@ -118,8 +118,9 @@ pub fn compute(args: StorageArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         let run = load_run(path, a.side.as_deref(), a.class.as_deref())?;
         let side = parse_side(a.side.as_deref())?;
         let mem = run.memory().or_usage()?;
-        // The record's totals were measured at the run's clients: the part
-        // that per-connection figures do not explain is the fixed part.
+        // The record's totals were sampled with `connections` open: the part
+        // the per-connection figures do not explain is the fixed part (zero
+        // when the record's per-connection figure is the plain average).
         for (kind, total, per_conn) in [
             (Kind::UserSpace, mem.rss_bytes, mem.rss_bytes_per_conn),
             (
@@ -132,7 +133,7 @@ pub fn compute(args: StorageArgs, ctx: &Ctx) -> anyhow::Result<Output> {
                 components.push(Component {
                     side,
                     kind,
-                    fixed_bytes: (total - per_conn * run.clients).max(0.0),
+                    fixed_bytes: (total - per_conn * mem.connections).max(0.0),
                     bytes_per_conn: per_conn,
                 });
             }
