@@ -51,6 +51,50 @@ pub struct RunClass {
     memory: Option<Value>,
 }
 
+fn notation(class: &Value) -> String {
+    class
+        .get("notation")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string()
+}
+
+/// Picks a class by index (`0` is the first) or notation; `None` is allowed
+/// when there is only one.
+fn select<'a>(
+    path: &str,
+    classes: &'a [Value],
+    class: Option<&str>,
+) -> Result<&'a Value, PlanError> {
+    let listing = || {
+        classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{i} = {}", notation(c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match class {
+        None if classes.len() == 1 => Ok(&classes[0]),
+        None => Err(PlanError::missing(
+            "class",
+            format!("{path} has {} classes: {}", classes.len(), listing()),
+        )),
+        Some(sel) => match sel.parse::<usize>() {
+            Ok(i) => classes.get(i),
+            Err(_) => classes.iter().find(|c| notation(c) == sel),
+        }
+        .ok_or_else(|| {
+            PlanError::bad(
+                "class",
+                sel,
+                format!("no such class in {path}"),
+                format!("use one of: {}", listing()),
+            )
+        }),
+    }
+}
+
 /// Parses a record and selects a class by index (`0` is the first) or by its
 /// notation; `class` may be omitted when the run has one class.
 pub fn read(
@@ -75,42 +119,15 @@ pub fn read(
                 "has no classes; give the JSON of `stackbench run --json`",
             )
         })?;
-    let notation = |c: &Value| {
-        c.get("notation")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string()
-    };
-    let listing = || {
-        classes
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{i} = {}", notation(c)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let chosen = match class {
-        None if classes.len() == 1 => &classes[0],
-        None => {
-            return Err(PlanError::missing(
-                "class",
-                format!("{path} has {} classes: {}", classes.len(), listing()),
-            ))
-        }
-        Some(sel) => match sel.parse::<usize>() {
-            Ok(i) => classes.get(i),
-            Err(_) => classes.iter().find(|c| notation(c) == sel),
-        }
-        .ok_or_else(|| {
-            PlanError::bad(
-                "class",
-                sel,
-                format!("no such class in {path}"),
-                format!("use one of: {}", listing()),
+    let chosen = select(path, classes, class)?;
+    let number = |key: &str| {
+        chosen.get(key).and_then(Value::as_f64).ok_or_else(|| {
+            PlanError::file(
+                path,
+                format!("the class has no '{key}'; give the JSON of `stackbench run --json`"),
             )
-        })?,
+        })
     };
-    let number = |key: &str| chosen.get(key).and_then(Value::as_f64);
     let object = |key: &str| chosen.get(key).filter(|v| v.is_object()).cloned();
     Ok(RunClass {
         path: path.to_string(),
@@ -121,10 +138,8 @@ pub fn read(
             .to_string(),
         side,
         notation: notation(chosen),
-        clients: number("clients")
-            .ok_or_else(|| PlanError::file(path, "the class has no 'clients'"))?,
-        rate_tps: number("rate_tps")
-            .ok_or_else(|| PlanError::file(path, "the class has no 'rate_tps'"))?,
+        clients: number("clients")?,
+        rate_tps: number("rate_tps")?,
         cpu: object("cpu"),
         has_cpu_key: chosen.get("cpu").is_some(),
         memory: object("memory"),
