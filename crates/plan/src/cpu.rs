@@ -118,27 +118,51 @@ impl CpuPlan {
     /// The human table: each step with its numbers substituted.
     pub fn report(&self, digits: usize) -> Report {
         let i = &self.inputs;
-        let mut t = Table::steps();
-        let demand = match i.load {
+        let ratio = sig(self.cpu_s_per_elapsed_s, digits);
+        let mut notes = Vec::new();
+        if self.more_than_one_processor_required {
+            notes.push(format!(
+                "CPU-s per elapsed s is {ratio}, greater than 1: more than one processor is required"
+            ));
+        }
+        if self.util_pct > i.target_util_pct {
+            notes.push(format!(
+                "utilisation {} exceeds the target {}: {} processors are needed",
+                pct(self.util_pct, digits),
+                pct(i.target_util_pct, 6),
+                self.processors_needed
+            ));
+        }
+        Report {
+            title: "CPU requirement (seed 003): U = X × D ÷ m".into(),
+            tables: vec![self.steps_table(digits)],
+            notes,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The demand formula as the seed writes it.
+    fn demand_formula(&self) -> String {
+        let d = num(self.inputs.cpu_s_per_tran);
+        match self.inputs.load {
             Load::Users {
                 users,
                 trans_per_user,
                 interval_s,
             } => format!(
-                "{} tr/user × {} users × {} CPU-s/tr ÷ {} elapsed s",
+                "{} tr/user × {} users × {d} CPU-s/tr ÷ {} elapsed s",
                 num(trans_per_user),
                 num(users),
-                num(i.cpu_s_per_tran),
                 num(interval_s)
             ),
-            Load::Rate { rate_tps } => {
-                format!(
-                    "{} tr/s × {} CPU-s/tr",
-                    num(rate_tps),
-                    num(i.cpu_s_per_tran)
-                )
-            }
-        };
+            Load::Rate { rate_tps } => format!("{} tr/s × {d} CPU-s/tr", num(rate_tps)),
+        }
+    }
+
+    fn steps_table(&self, digits: usize) -> Table {
+        let i = &self.inputs;
+        let ratio = sig(self.cpu_s_per_elapsed_s, digits);
+        let mut t = Table::steps();
         if let Load::Users { .. } = i.load {
             t.row([
                 "transaction rate".to_string(),
@@ -146,8 +170,11 @@ impl CpuPlan {
                 format!("{} tr/s", sig(self.rate_tps, digits)),
             ]);
         }
-        let ratio = sig(self.cpu_s_per_elapsed_s, digits);
-        t.row(["CPU-s per elapsed s".to_string(), demand, ratio.clone()]);
+        t.row([
+            "CPU-s per elapsed s".to_string(),
+            self.demand_formula(),
+            ratio.clone(),
+        ]);
         t.row([
             "CPU utilisation".to_string(),
             format!("{ratio} ÷ {} processors × 100%", num(i.processors)),
@@ -173,26 +200,7 @@ impl CpuPlan {
                 format!("{} {}", sig(req, digits), r.unit),
             ]);
         }
-        let mut notes = Vec::new();
-        if self.more_than_one_processor_required {
-            notes.push(format!(
-                "CPU-s per elapsed s is {ratio}, greater than 1: more than one processor is required"
-            ));
-        }
-        if self.util_pct > i.target_util_pct {
-            notes.push(format!(
-                "utilisation {} exceeds the target {}: {} processors are needed",
-                pct(self.util_pct, digits),
-                pct(i.target_util_pct, 6),
-                self.processors_needed
-            ));
-        }
-        Report {
-            title: "CPU requirement (seed 003): U = X × D ÷ m".into(),
-            tables: vec![t],
-            notes,
-            warnings: Vec::new(),
-        }
+        t
     }
 }
 

@@ -272,21 +272,40 @@ pub fn repairman(n: u64, m: u32, service_s: f64, think_s: f64, name: &str) -> Po
 impl MvaPlan {
     /// The human tables: bounds with their formulas, then the sweep.
     pub fn report(&self, digits: usize) -> Report {
-        let i = &self.inputs;
         let d = digits.max(4);
+        let m = self.inputs.processors;
+        let title = match self.model {
+            Model::ExactMva => "Closed population, exact MVA".to_string(),
+            Model::Repairman => format!("Closed population, finite-source M/M/{m} (repairman)"),
+        };
+        Report {
+            title: format!(
+                "{title}: think time Z = {}",
+                duration(self.inputs.think_s, 9)
+            ),
+            tables: vec![self.bounds_table(d), self.sweep_table(d)],
+            notes: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn bounds_table(&self, d: usize) -> Table {
+        let i = &self.inputs;
         let m = i.processors;
-        let mut t = Table::steps();
+        let dmax = duration(self.bottleneck_demand_s, d);
+        let total = duration(self.total_demand_s, d);
         let demands: Vec<String> = i.stations.iter().map(|s| duration(s.demand_s, 9)).collect();
-        t.row([
-            "total demand D".to_string(),
-            demands.join(" + "),
-            duration(self.total_demand_s, d),
-        ]);
         let per = if m > 1 {
             format!(" ÷ {m} processors")
         } else {
             String::new()
         };
+        let mut t = Table::steps();
+        t.row([
+            "total demand D".to_string(),
+            demands.join(" + "),
+            total.clone(),
+        ]);
         t.row([
             "bottleneck D_max".to_string(),
             format!(
@@ -294,30 +313,29 @@ impl MvaPlan {
                 duration(self.bottleneck_demand_s * f64::from(m), 9),
                 self.bottleneck
             ),
-            duration(self.bottleneck_demand_s, d),
+            dmax.clone(),
         ]);
         t.row([
             "throughput ceiling".to_string(),
-            format!("1 ÷ {}", duration(self.bottleneck_demand_s, d)),
+            format!("1 ÷ {dmax}"),
             format!("{} tr/s", sig(self.max_throughput_tps, d)),
         ]);
         t.row([
             "knee N*".to_string(),
-            format!(
-                "(D {} + Z {}) ÷ {}",
-                duration(self.total_demand_s, d),
-                duration(i.think_s, 9),
-                duration(self.bottleneck_demand_s, d)
-            ),
+            format!("(D {total} + Z {}) ÷ {dmax}", duration(i.think_s, 9)),
             format!("{} users", sig(self.knee_users, d)),
         ]);
+        t
+    }
+
+    fn sweep_table(&self, d: usize) -> Table {
         let mut header = vec!["N".to_string(), "X tr/s".into(), "R".into()];
-        for s in &i.stations {
+        for s in &self.inputs.stations {
             header.push(format!("U {}", s.name));
             header.push(format!("Q {}", s.name));
         }
         header.extend(["X bound".to_string(), "R bound".into(), "X(R+Z)".into()]);
-        let mut sweep = Table {
+        let mut t = Table {
             caption: Some(
                 "X ≤ min(N ÷ (D+Z), 1 ÷ D_max); R ≥ max(D, N·D_max − Z); Little: N = X(R+Z)".into(),
             ),
@@ -339,18 +357,9 @@ impl MvaPlan {
                 duration(p.response_bound_s, d),
                 sig(p.littles_law_users, d),
             ]);
-            sweep.rows.push(row);
+            t.rows.push(row);
         }
-        let title = match self.model {
-            Model::ExactMva => "Closed population, exact MVA".to_string(),
-            Model::Repairman => format!("Closed population, finite-source M/M/{m} (repairman)"),
-        };
-        Report {
-            title: format!("{title}: think time Z = {}", duration(i.think_s, 9)),
-            tables: vec![t, sweep],
-            notes: Vec::new(),
-            warnings: Vec::new(),
-        }
+        t
     }
 }
 

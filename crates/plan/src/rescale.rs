@@ -164,22 +164,31 @@ pub fn plan(input: &RescaleInput) -> Result<RescalePlan, PlanError> {
 impl RescalePlan {
     /// The human table.
     pub fn report(&self, digits: usize) -> Report {
+        let u = &self.inputs.unit;
+        let mut t = Table::steps();
+        self.rating_rows(&mut t, digits);
+        self.itr_rows(&mut t, digits);
+        Report {
+            title: "Rescale CPU per transaction by capacity ratings: D_target = D_source × (R_src/n_src) ÷ (R_tgt/n_tgt)".into(),
+            tables: vec![t],
+            notes: vec![format!(
+                "ratings are user-supplied whole-machine figures in {u}; a rating ratio is only as good as its match to this workload (prefer ITRs you measured on both machines)"
+            )],
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Per-engine ratings, the CPU factor and the rescaled CPU per transaction.
+    fn rating_rows(&self, t: &mut Table, digits: usize) {
         let i = &self.inputs;
         let u = &i.unit;
-        let mut t = Table::steps();
+        let (src, tgt) = (
+            sig(self.source_per_engine_rating, digits),
+            sig(self.target_per_engine_rating, digits),
+        );
         for (label, name, m, per) in [
-            (
-                "source",
-                &i.source_name,
-                &i.source,
-                self.source_per_engine_rating,
-            ),
-            (
-                "target",
-                &i.target_name,
-                &i.target,
-                self.target_per_engine_rating,
-            ),
+            ("source", &i.source_name, &i.source, &src),
+            ("target", &i.target_name, &i.target, &tgt),
         ] {
             let named = if name.as_str() == label {
                 String::new()
@@ -189,16 +198,12 @@ impl RescalePlan {
             t.row([
                 format!("{label} rating per engine{named}"),
                 format!("{} {u} ÷ {} engines", num(m.rating), num(m.engines)),
-                format!("{} {u}", sig(per, digits)),
+                format!("{per} {u}"),
             ]);
         }
         t.row([
             "CPU factor".to_string(),
-            format!(
-                "{} ÷ {}",
-                sig(self.source_per_engine_rating, digits),
-                sig(self.target_per_engine_rating, digits)
-            ),
+            format!("{src} ÷ {tgt}"),
             sig(self.cpu_factor, digits),
         ]);
         if let (Some(d), Some(dt)) = (i.cpu_s_per_tran, self.target_cpu_s_per_tran) {
@@ -208,6 +213,11 @@ impl RescalePlan {
                 duration(dt, digits),
             ]);
         }
+    }
+
+    /// The ITR of the measured run, its projection, and the target's utilisation.
+    fn itr_rows(&self, t: &mut Table, digits: usize) {
+        let i = &self.inputs;
         if let (Some(m), Some(itr)) = (i.measured, self.source_itr_tps) {
             t.row([
                 "ITR of the measured run".to_string(),
@@ -219,10 +229,11 @@ impl RescalePlan {
             t.row([
                 "ITR projected on target".to_string(),
                 format!(
-                    "{} tr/s × {} ÷ {} {u}",
+                    "{} tr/s × {} ÷ {} {}",
                     sig(itr, digits),
                     num(i.target.rating),
-                    num(i.source.rating)
+                    num(i.source.rating),
+                    i.unit
                 ),
                 format!("{} tr/s", sig(titr, digits)),
             ]);
@@ -242,14 +253,6 @@ impl RescalePlan {
                 ),
                 pct(util, digits),
             ]);
-        }
-        Report {
-            title: "Rescale CPU per transaction by capacity ratings: D_target = D_source × (R_src/n_src) ÷ (R_tgt/n_tgt)".into(),
-            tables: vec![t],
-            notes: vec![format!(
-                "ratings are user-supplied whole-machine figures in {u}; a rating ratio is only as good as its match to this workload (prefer ITRs you measured on both machines)"
-            )],
-            warnings: Vec::new(),
         }
     }
 }

@@ -15,8 +15,11 @@ use crate::storage::Side;
 pub struct CpuFigures {
     /// CPU time per transaction, microseconds.
     pub cpu_us_per_tran: f64,
-    /// CPU utilisation of the side's machine, percent (when recorded).
+    /// Busy share of the side's CPUs, 0–100 whatever their number (RMF's
+    /// "LPAR busy"), when recorded.
     pub util_pct: Option<f64>,
+    /// How many CPUs the side's figures cover, when recorded.
+    pub cpus: Option<usize>,
 }
 
 /// Memory figures of one side of one class.
@@ -24,8 +27,11 @@ pub struct CpuFigures {
 pub struct MemoryFigures {
     pub rss_bytes: f64,
     pub rss_bytes_per_conn: f64,
+    /// Kernel socket memory; host-wide, so on one host it covers both ends.
     pub kernel_sock_bytes: f64,
     pub kernel_sock_bytes_per_conn: f64,
+    /// Connections open when the figures were sampled.
+    pub connections: f64,
 }
 
 /// One class of a stored run.
@@ -37,8 +43,56 @@ pub struct RunClass {
     pub notation: String,
     pub clients: f64,
     pub rate_tps: f64,
+    /// The class's `cpu` object (`None` when absent or null).
     cpu: Option<Value>,
+    /// Whether the record has a `cpu` key at all (records before CPU
+    /// accounting do not).
+    has_cpu_key: bool,
     memory: Option<Value>,
+}
+
+fn notation(class: &Value) -> String {
+    class
+        .get("notation")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string()
+}
+
+/// Picks a class by index (`0` is the first) or notation; `None` is allowed
+/// when there is only one.
+fn select<'a>(
+    path: &str,
+    classes: &'a [Value],
+    class: Option<&str>,
+) -> Result<&'a Value, PlanError> {
+    let listing = || {
+        classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{i} = {}", notation(c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match class {
+        None if classes.len() == 1 => Ok(&classes[0]),
+        None => Err(PlanError::missing(
+            "class",
+            format!("{path} has {} classes: {}", classes.len(), listing()),
+        )),
+        Some(sel) => match sel.parse::<usize>() {
+            Ok(i) => classes.get(i),
+            Err(_) => classes.iter().find(|c| notation(c) == sel),
+        }
+        .ok_or_else(|| {
+            PlanError::bad(
+                "class",
+                sel,
+                format!("no such class in {path}"),
+                format!("use one of: {}", listing()),
+            )
+        }),
+    }
 }
 
 /// Parses a record and selects a class by index (`0` is the first) or by its
@@ -65,49 +119,16 @@ pub fn read(
                 "has no classes; give the JSON of `stackbench run --json`",
             )
         })?;
-    let notation = |c: &Value| {
-        c.get("notation")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string()
-    };
-    let listing = || {
-        classes
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{i} = {}", notation(c)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let chosen = match class {
-        None if classes.len() == 1 => &classes[0],
-        None => {
-            return Err(PlanError::missing(
-                "class",
-                format!("{path} has {} classes: {}", classes.len(), listing()),
-            ))
-        }
-        Some(sel) => match sel.parse::<usize>() {
-            Ok(i) => classes.get(i),
-            Err(_) => classes.iter().find(|c| notation(c) == sel),
-        }
-        .ok_or_else(|| {
-            PlanError::bad(
-                "class",
-                sel,
-                format!("no such class in {path}"),
-                format!("use one of: {}", listing()),
+    let chosen = select(path, classes, class)?;
+    let number = |key: &str| {
+        chosen.get(key).and_then(Value::as_f64).ok_or_else(|| {
+            PlanError::file(
+                path,
+                format!("the class has no '{key}'; give the JSON of `stackbench run --json`"),
             )
-        })?,
+        })
     };
-    let number = |key: &str| chosen.get(key).and_then(Value::as_f64);
-    let side_obj = |key: &str| {
-        chosen
-            .get(key)
-            .and_then(|v| v.get(side.name()))
-            .filter(|v| v.is_object())
-            .cloned()
-    };
+    let object = |key: &str| chosen.get(key).filter(|v| v.is_object()).cloned();
     Ok(RunClass {
         path: path.to_string(),
         version: doc
@@ -117,12 +138,11 @@ pub fn read(
             .to_string(),
         side,
         notation: notation(chosen),
-        clients: number("clients")
-            .ok_or_else(|| PlanError::file(path, "the class has no 'clients'"))?,
-        rate_tps: number("rate_tps")
-            .ok_or_else(|| PlanError::file(path, "the class has no 'rate_tps'"))?,
-        cpu: side_obj("cpu"),
-        memory: side_obj("memory"),
+        clients: number("clients")?,
+        rate_tps: number("rate_tps")?,
+        cpu: object("cpu"),
+        has_cpu_key: chosen.get("cpu").is_some(),
+        memory: object("memory"),
     })
 }
 
@@ -131,40 +151,82 @@ fn field(obj: &Value, key: &str) -> Option<f64> {
 }
 
 impl RunClass {
-    fn missing(&self, what: &str, fix: &str) -> PlanError {
-        PlanError::file(
-            &self.path,
-            format!(
-                "has no {what} figures for the {} side: it was recorded (by stackbench {}) before {what} accounting; rerun the measurement with a stackbench that records {what}, or {fix}",
-                self.side.name(),
-                self.version
-            ),
-        )
+    fn side_object<'a>(&self, figures: &'a Option<Value>) -> Option<&'a Value> {
+        figures
+            .as_ref()
+            .and_then(|f| f.get(self.side.name()))
+            .filter(|v| v.is_object())
     }
 
     /// The CPU figures, or the error that explains their absence.
     pub fn cpu(&self) -> Result<CpuFigures, PlanError> {
-        let figures = self.cpu.as_ref().and_then(|c| {
-            Some(CpuFigures {
-                cpu_us_per_tran: field(c, "cpu_us_per_tran")?,
-                util_pct: field(c, "util_pct"),
-            })
-        });
-        figures.ok_or_else(|| self.missing("CPU", "give --cpu-per-tran"))
+        let side = self.side.name();
+        let Some(obj) = self.side_object(&self.cpu) else {
+            let why = if self.has_cpu_key {
+                format!("CPU was not measured for the {side} side in this run")
+            } else {
+                format!(
+                    "it was recorded (by stackbench {}) before CPU accounting",
+                    self.version
+                )
+            };
+            return Err(PlanError::file(
+                &self.path,
+                format!("has no CPU figures for the {side} side: {why}; rerun the measurement with a stackbench that records CPU, or give --cpu-per-tran"),
+            ));
+        };
+        let cpu_us_per_tran = field(obj, "cpu_us_per_tran").ok_or_else(|| {
+            PlanError::file(&self.path, format!("the {side} side's cpu_us_per_tran is empty (no transaction completed); give --cpu-per-tran"))
+        })?;
+        Ok(CpuFigures {
+            cpu_us_per_tran,
+            util_pct: field(obj, "util_pct"),
+            cpus: obj
+                .get("cpus")
+                .and_then(Value::as_array)
+                .map(Vec::len)
+                .filter(|n| *n > 0),
+        })
+    }
+
+    /// A warning when the record says the sides' CPU figures overlap.
+    pub fn cpu_warning(&self) -> Option<String> {
+        let separable = self.cpu.as_ref()?.get("separable")?.as_bool()?;
+        (!separable).then(|| {
+            format!(
+                "{}: the client and server shared CPUs in this run, so the {} side's CPU includes the other side's work; pin them apart (--client-cpus, --server-cpus) for a per-side cost",
+                self.path,
+                self.side.name()
+            )
+        })
     }
 
     /// The memory figures, or the error that explains their absence.
     pub fn memory(&self) -> Result<MemoryFigures, PlanError> {
-        let figures = self.memory.as_ref().and_then(|m| {
+        let figures = self.side_object(&self.memory).and_then(|m| {
+            let connections = field(m, "connections").unwrap_or(self.clients).max(1.0);
+            let rss_bytes = field(m, "rss_bytes")?;
+            let kernel_sock_bytes = field(m, "kernel_sock_bytes")?;
             Some(MemoryFigures {
-                rss_bytes: field(m, "rss_bytes")?,
-                rss_bytes_per_conn: field(m, "rss_bytes_per_conn")?,
-                kernel_sock_bytes: field(m, "kernel_sock_bytes")?,
-                kernel_sock_bytes_per_conn: field(m, "kernel_sock_bytes_per_conn")?,
+                rss_bytes,
+                rss_bytes_per_conn: field(m, "rss_bytes_per_conn")
+                    .unwrap_or(rss_bytes / connections),
+                kernel_sock_bytes,
+                kernel_sock_bytes_per_conn: field(m, "kernel_sock_bytes_per_conn")
+                    .unwrap_or(kernel_sock_bytes / connections),
+                connections,
             })
         });
-        figures
-            .ok_or_else(|| self.missing("memory", "give the --server-*/--client-* storage flags"))
+        figures.ok_or_else(|| {
+            PlanError::file(
+                &self.path,
+                format!(
+                    "has no memory figures for the {} side: recorded (by stackbench {}) before memory accounting or without it; rerun the measurement with a stackbench that records memory, or give the --server-*/--client-* storage flags",
+                    self.side.name(),
+                    self.version
+                ),
+            )
+        })
     }
 }
 
@@ -186,6 +248,7 @@ mod tests {
         assert_eq!(c.rate_tps, 50000.0);
         let e = c.cpu().unwrap_err().to_string();
         assert!(e.starts_with("old.json: has no CPU figures for the server side: it was recorded (by stackbench 0.1.0) before CPU accounting"), "{e}");
+        assert!(c.cpu_warning().is_none());
         assert!(c.memory().is_err());
     }
 
@@ -204,7 +267,11 @@ mod tests {
         assert_eq!(c.cpu().unwrap().cpu_us_per_tran, 12.5);
         assert_eq!(c.memory().unwrap().kernel_sock_bytes_per_conn, 2048.0);
         let c = read("new.json", NEW, Side::Client, Some("1")).unwrap();
-        assert!(c.cpu().unwrap_err().to_string().contains("client side"));
+        let e = c.cpu().unwrap_err().to_string();
+        assert!(
+            e.contains("CPU was not measured for the client side"),
+            "{e}"
+        );
         assert!(read("new.json", NEW, Side::Server, Some("7")).is_err());
         assert!(read("x.json", "{", Side::Server, None)
             .unwrap_err()

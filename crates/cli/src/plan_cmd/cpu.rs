@@ -6,7 +6,7 @@ use stackbench_plan::cpu::{self, CpuInput, Load, Rating};
 use stackbench_plan::units;
 use stackbench_plan::PlanError;
 
-use super::common::{load_run, opt, required, usage_err, Ctx, OrUsage, Output};
+use super::common::{load_run, opt, usage_err, Ctx, OrUsage, Output};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -34,7 +34,7 @@ pub struct CpuArgs {
     /// CPU time per transaction, with a unit: 0.176ms, 199.666us.
     #[arg(long, value_name = "DURATION")]
     cpu_per_tran: Option<String>,
-    /// Processors of the machine or LPAR.
+    /// Processors of the machine or LPAR [default with --from: the CPUs the side's figures cover].
     #[arg(long, value_name = "N")]
     processors: Option<String>,
     /// Utilisation the processors may reach when sizing [default: 100%].
@@ -96,31 +96,42 @@ pub fn compute(args: CpuArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         .as_deref()
         .map(|p| load_run(p, a.side.as_deref(), a.class.as_deref()))
         .transpose()?;
-    let cpu_s_per_tran = match opt(
+    let flag_cpu = opt(
         &a.cpu_per_tran,
         "cpu-per-tran",
         units::parse_positive_duration_s,
-    )? {
-        Some(d) => d,
-        None => match &run {
-            Some(r) => r.cpu().or_usage()?.cpu_us_per_tran * 1e-6,
-            None => {
-                return Err(usage_err(PlanError::missing(
-                    "cpu-per-tran",
-                    "give the CPU time per transaction, e.g. 0.176ms (or --from result.json)",
-                )));
-            }
-        },
+    )?;
+    // The run's CPU figures are read only for what the flags leave open.
+    let run_cpu = match (&run, flag_cpu) {
+        (Some(r), None) => Some(r.cpu().or_usage()?),
+        _ => None,
+    };
+    let cpu_s_per_tran = match (flag_cpu, run_cpu) {
+        (Some(d), _) => d,
+        (None, Some(c)) => c.cpu_us_per_tran * 1e-6,
+        (None, None) => {
+            return Err(usage_err(PlanError::missing(
+                "cpu-per-tran",
+                "give the CPU time per transaction, e.g. 0.176ms (or --from result.json)",
+            )));
+        }
+    };
+    let processors = match opt(&a.processors, "processors", units::parse_positive)? {
+        Some(m) => m,
+        None => run_cpu
+            .and_then(|c| c.cpus)
+            .map(|n| n as f64)
+            .ok_or_else(|| {
+                usage_err(PlanError::missing(
+                    "processors",
+                    "give the processors of the machine or LPAR, e.g. 4",
+                ))
+            })?,
     };
     let input = CpuInput {
         load: load(&a, run.as_ref().map(|r| r.rate_tps))?,
         cpu_s_per_tran,
-        processors: required(
-            &a.processors,
-            "processors",
-            "give the processors of the machine or LPAR, e.g. 4",
-            units::parse_positive,
-        )?,
+        processors,
         target_util_pct: opt(&a.target_util, "target-util", units::parse_util_pct)?
             .unwrap_or(100.0),
         rating: opt(&a.rating, "rating", units::parse_positive)?.map(|value| Rating {
@@ -129,5 +140,9 @@ pub fn compute(args: CpuArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         }),
     };
     let plan = cpu::plan(&input).or_usage()?;
-    Output::new("cpu", &plan, plan.report(ctx.digits))
+    let mut report = plan.report(ctx.digits);
+    report
+        .warnings
+        .extend(run.as_ref().and_then(|r| r.cpu_warning()));
+    Output::new("cpu", &plan, report)
 }

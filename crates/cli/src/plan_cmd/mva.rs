@@ -74,6 +74,7 @@ pub fn compute(args: MvaArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         .collect::<Result<_, _>>()
         .or_usage()?;
     let mut users = opt(&a.users, "users", units::parse_count_list)?;
+    let mut warnings = Vec::new();
     if let Some(path) = &a.from {
         let run = load_run(path, a.side.as_deref(), a.class.as_deref())?;
         if !stations.iter().any(|s| s.name == "cpu") {
@@ -84,6 +85,7 @@ pub fn compute(args: MvaArgs, ctx: &Ctx) -> anyhow::Result<Output> {
                     demand_s: run.cpu().or_usage()?.cpu_us_per_tran * 1e-6,
                 },
             );
+            warnings.extend(run.cpu_warning());
         }
         users = users.or(Some(vec![run.clients.max(1.0) as u64]));
     }
@@ -105,5 +107,7 @@ pub fn compute(args: MvaArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         processors,
     };
     let plan = mva::plan(&input).or_usage()?;
-    Output::new("mva", &plan, plan.report(ctx.digits))
+    let mut report = plan.report(ctx.digits);
+    report.warnings.extend(warnings);
+    Output::new("mva", &plan, report)
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use stackbench_plan::rescale::{self, Machine, Measured, RatingsTable, RescaleInput};
+use stackbench_plan::runfile::{CpuFigures, RunClass};
 use stackbench_plan::units;
 use stackbench_plan::PlanError;
 
@@ -107,6 +108,32 @@ fn machine(
     ))
 }
 
+/// The measured run for the ITR: from the flags, else from the stored run.
+fn measured(
+    a: &RescaleArgs,
+    run: Option<(&RunClass, CpuFigures)>,
+) -> anyhow::Result<Option<Measured>> {
+    let rate = opt(&a.measured_rate, "measured-rate", units::parse_rate)?.map(|r| r.per_s());
+    let util = opt(&a.measured_util, "measured-util", units::parse_util_pct)?;
+    match (rate, util) {
+        (Some(rate_tps), Some(util_pct)) => Ok(Some(Measured { rate_tps, util_pct })),
+        (Some(_), None) => Err(usage_err(PlanError::missing(
+            "measured-util",
+            "give the source's CPU utilisation in the measured run, e.g. 36.3%",
+        ))),
+        (None, Some(_)) => Err(usage_err(PlanError::missing(
+            "measured-rate",
+            "give the measured run's rate, e.g. 8275/s",
+        ))),
+        (None, None) => Ok(run.and_then(|(r, c)| {
+            c.util_pct.map(|util_pct| Measured {
+                rate_tps: r.rate_tps,
+                util_pct,
+            })
+        })),
+    }
+}
+
 /// Resolves the flags and applies the ratings.
 pub fn compute(args: RescaleArgs, ctx: &Ctx) -> anyhow::Result<Output> {
     let a = ctx.merge(args, "rescale")?;
@@ -133,53 +160,35 @@ pub fn compute(args: RescaleArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         .as_deref()
         .map(|p| load_run(p, a.side.as_deref(), a.class.as_deref()))
         .transpose()?;
-    let run_cpu = run.as_ref().map(|r| r.cpu().or_usage()).transpose()?;
-    let mut cpu_s_per_tran = opt(
+    let flag_cpu = opt(
         &a.cpu_per_tran,
         "cpu-per-tran",
         units::parse_positive_duration_s,
     )?;
-    if cpu_s_per_tran.is_none() {
-        cpu_s_per_tran = run_cpu.map(|c| c.cpu_us_per_tran * 1e-6);
-    }
-    let measured_rate =
-        opt(&a.measured_rate, "measured-rate", units::parse_rate)?.map(|r| r.per_s());
-    let measured_util = opt(&a.measured_util, "measured-util", units::parse_util_pct)?;
-    let measured = match (measured_rate, measured_util) {
-        (Some(rate_tps), Some(util_pct)) => Some(Measured { rate_tps, util_pct }),
-        (Some(_), None) => {
-            return Err(usage_err(PlanError::missing(
-                "measured-util",
-                "give the source's CPU utilisation in the measured run, e.g. 36.3%",
-            )))
-        }
-        (None, Some(_)) => {
-            return Err(usage_err(PlanError::missing(
-                "measured-rate",
-                "give the measured run's rate, e.g. 8275/s",
-            )))
-        }
-        (None, None) => run.as_ref().zip(run_cpu).and_then(|(r, c)| {
-            c.util_pct.map(|util_pct| Measured {
-                rate_tps: r.rate_tps,
-                util_pct,
-            })
-        }),
+    // Missing CPU figures are an error only when the flags do not supply them.
+    let run_cpu = match &run {
+        Some(r) if flag_cpu.is_none() => Some(r.cpu().or_usage()?),
+        Some(r) => r.cpu().ok(),
+        None => None,
     };
     let unit = match &table {
         Some(t) if a.source_rating.is_none() || a.target_rating.is_none() => t.unit.clone(),
         _ => a.rating_unit.clone().unwrap_or_else(|| "MIPS".into()),
     };
     let input = RescaleInput {
-        cpu_s_per_tran,
+        cpu_s_per_tran: flag_cpu.or(run_cpu.map(|c| c.cpu_us_per_tran * 1e-6)),
         source_name,
         source,
         target_name,
         target,
         unit,
-        measured,
+        measured: measured(&a, run.as_ref().zip(run_cpu))?,
         planned_rate_tps: opt(&a.rate, "rate", units::parse_rate)?.map(|r| r.per_s()),
     };
     let plan = rescale::plan(&input).or_usage()?;
-    Output::new("rescale", &plan, plan.report(ctx.digits))
+    let mut report = plan.report(ctx.digits);
+    report
+        .warnings
+        .extend(run.as_ref().and_then(|r| r.cpu_warning()));
+    Output::new("rescale", &plan, report)
 }

@@ -2,6 +2,7 @@
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
+use stackbench_plan::runfile::MemoryFigures;
 use stackbench_plan::storage::{self, Component, Kind, Side, StorageInput};
 use stackbench_plan::units;
 use stackbench_plan::PlanError;
@@ -78,9 +79,8 @@ fn component(
     )
 }
 
-/// Resolves the flags and the run, then applies the model.
-pub fn compute(args: StorageArgs, ctx: &Ctx) -> anyhow::Result<Output> {
-    let a = ctx.merge(args, "storage")?;
+/// The components the flags give.
+fn flag_components(a: &StorageArgs) -> anyhow::Result<Vec<Component>> {
     let flags = [
         (
             Side::Server,
@@ -109,34 +109,47 @@ pub fn compute(args: StorageArgs, ctx: &Ctx) -> anyhow::Result<Output> {
     ];
     let mut components = Vec::new();
     for (side, kind, fixed, per_conn) in flags {
-        if let Some(c) = component(side, kind, fixed, per_conn)? {
-            components.push(c);
+        components.extend(component(side, kind, fixed, per_conn)?);
+    }
+    Ok(components)
+}
+
+/// Adds the stored run's components for `side` that the flags left out.
+fn add_run_components(components: &mut Vec<Component>, side: Side, mem: &MemoryFigures) {
+    // The record's totals were sampled with `connections` open: the part the
+    // per-connection figures do not explain is the fixed part (zero when the
+    // record's per-connection figure is the plain average).
+    for (kind, total, per_conn) in [
+        (Kind::UserSpace, mem.rss_bytes, mem.rss_bytes_per_conn),
+        (
+            Kind::KernelSocket,
+            mem.kernel_sock_bytes,
+            mem.kernel_sock_bytes_per_conn,
+        ),
+    ] {
+        if !components.iter().any(|c| c.side == side && c.kind == kind) {
+            components.push(Component {
+                side,
+                kind,
+                fixed_bytes: (total - per_conn * mem.connections).max(0.0),
+                bytes_per_conn: per_conn,
+            });
         }
     }
+}
+
+/// Resolves the flags and the run, then applies the model.
+pub fn compute(args: StorageArgs, ctx: &Ctx) -> anyhow::Result<Output> {
+    let a = ctx.merge(args, "storage")?;
+    let mut components = flag_components(&a)?;
     let mut users = opt(&a.users, "users", units::parse_count)?;
     if let Some(path) = &a.from {
         let run = load_run(path, a.side.as_deref(), a.class.as_deref())?;
-        let side = parse_side(a.side.as_deref())?;
-        let mem = run.memory().or_usage()?;
-        // The record's totals were measured at the run's clients: the part
-        // that per-connection figures do not explain is the fixed part.
-        for (kind, total, per_conn) in [
-            (Kind::UserSpace, mem.rss_bytes, mem.rss_bytes_per_conn),
-            (
-                Kind::KernelSocket,
-                mem.kernel_sock_bytes,
-                mem.kernel_sock_bytes_per_conn,
-            ),
-        ] {
-            if !components.iter().any(|c| c.side == side && c.kind == kind) {
-                components.push(Component {
-                    side,
-                    kind,
-                    fixed_bytes: (total - per_conn * run.clients).max(0.0),
-                    bytes_per_conn: per_conn,
-                });
-            }
-        }
+        add_run_components(
+            &mut components,
+            parse_side(a.side.as_deref())?,
+            &run.memory().or_usage()?,
+        );
         users = users.or(Some(run.clients.max(1.0) as u64));
     }
     let users = users.ok_or_else(|| {

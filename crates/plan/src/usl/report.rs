@@ -15,12 +15,32 @@ impl UslPlan {
     /// The human tables.
     pub fn report(&self, digits: usize) -> Report {
         let d = digits.max(4);
-        let level = pct(self.inputs.confidence * 100.0, 4);
-        let mut coef = Table::new(&[
+        let mut tables = vec![
+            self.coefficients_table(d),
+            self.derived_table(d),
+            self.points_table(d),
+        ];
+        if !self.predictions.is_empty() {
+            tables.push(self.predictions_table(d));
+        }
+        Report {
+            title: "Universal Scalability Law fit".into(),
+            tables,
+            notes: vec![format!("verdict: {}", self.verdict_text)],
+            warnings: self.warnings.clone(),
+        }
+    }
+
+    fn level(&self) -> String {
+        pct(self.inputs.confidence * 100.0, 4)
+    }
+
+    fn coefficients_table(&self, d: usize) -> Table {
+        let mut t = Table::new(&[
             "coefficient",
             "estimate",
             "std error",
-            &format!("{level} interval"),
+            &format!("{} interval", self.level()),
             "meaning",
         ])
         .with_caption(format!(
@@ -32,7 +52,7 @@ impl UslPlan {
             ("κ", &self.kappa, "coherency (crosstalk)"),
             ("λ", &self.lambda, "throughput at N = 1"),
         ] {
-            coef.row([
+            t.row([
                 name.to_string(),
                 sig(e.value, d + 2),
                 e.std_error.map_or("at bound".into(), |s| sig(s, 3)),
@@ -40,78 +60,81 @@ impl UslPlan {
                 meaning.to_string(),
             ]);
         }
-        let (s, k, l) = (self.sigma.value, self.kappa.value, self.lambda.value);
-        let mut derived = Table::steps();
+        t
+    }
+
+    fn derived_table(&self, d: usize) -> Table {
+        let (s, k, l) = (
+            sig(self.sigma.value, d + 2),
+            sig(self.kappa.value, d + 2),
+            sig(self.lambda.value, d + 2),
+        );
+        let mut t = Table::steps();
         match self.peak_n {
             Some(p) => {
-                derived.row([
+                t.row([
                     "peak N*".to_string(),
-                    format!("√((1 − {}) ÷ {})", sig(s, d + 2), sig(k, d + 2)),
+                    format!("√((1 − {s}) ÷ {k})"),
                     sig(p.value, d),
                 ]);
-                derived.row([
-                    format!("N* {level} interval"),
+                t.row([
+                    format!("N* {} interval", self.level()),
                     "N* ± t·√(gᵀΣg) (delta method)".into(),
                     interval(&p, d),
                 ]);
                 if let Some(x) = self.peak_throughput {
-                    derived.row([
+                    t.row([
                         "X at the peak".to_string(),
                         format!("X({})", sig(p.value, d)),
                         sig(x, d),
                     ]);
                 }
             }
-            None => derived.row([
+            None => t.row([
                 "peak N*".to_string(),
                 "κ ≈ 0: no peak".into(),
                 "none".into(),
             ]),
         }
         if let (Some(roof), Some(opt)) = (self.roof_throughput, self.optimal_n) {
-            derived.row([
+            t.row([
                 "roof X".to_string(),
-                format!("λ ÷ σ = {} ÷ {}", sig(l, d + 2), sig(s, d + 2)),
+                format!("λ ÷ σ = {l} ÷ {s}"),
                 sig(roof, d),
             ]);
-            derived.row([
-                "N_opt".to_string(),
-                format!("1 ÷ σ = 1 ÷ {}", sig(s, d + 2)),
-                sig(opt, d),
-            ]);
+            t.row(["N_opt".to_string(), format!("1 ÷ σ = 1 ÷ {s}"), sig(opt, d)]);
         }
-        derived.row([
+        t.row([
             "R²".to_string(),
             "1 − RSS ÷ TSS".into(),
             sig(self.r_squared, d),
         ]);
-        let mut points = Table::new(&["N", "X measured", "X fitted", "residual"]);
+        t
+    }
+
+    fn points_table(&self, d: usize) -> Table {
+        let mut t = Table::new(&["N", "X measured", "X fitted", "residual"]);
         for r in &self.residuals {
-            points.row([
+            t.row([
                 num(r.n),
                 num(r.x_measured),
                 sig(r.x_fitted, d),
                 sig(r.residual, 3),
             ]);
         }
-        let mut tables = vec![coef, derived, points];
-        if !self.predictions.is_empty() {
-            let mut pred = Table::new(&["N", "X", "R = N ÷ X"])
-                .with_caption("predictions (N from X is the rising-branch root of the quadratic)");
-            for p in &self.predictions {
-                pred.row([
-                    p.n.map_or("beyond the peak".into(), |n| sig(n, d)),
-                    sig(p.throughput, d),
-                    p.latency.map_or("-".into(), |r| sig(r, d)),
-                ]);
-            }
-            tables.push(pred);
+        t
+    }
+
+    fn predictions_table(&self, d: usize) -> Table {
+        let mut t = Table::new(&["N", "X", "R = N ÷ X"])
+            .with_caption("predictions (N from X is the rising-branch root of the quadratic)");
+        for p in &self.predictions {
+            t.row([
+                p.n.map_or("beyond the peak".into(), |n| sig(n, d)),
+                sig(p.throughput, d),
+                p.latency.map_or("-".into(), |r| sig(r, d)),
+            ]);
         }
-        Report {
-            title: "Universal Scalability Law fit".into(),
-            tables,
-            notes: vec![format!("verdict: {}", self.verdict_text)],
-            warnings: self.warnings.clone(),
-        }
+        t
     }
 }

@@ -1,0 +1,472 @@
+//! `stackbench plan` through the binary: the seeds' worked examples (from flags
+//! and from the plan files in `examples/`), the JSON shape, `--from` a stored
+//! run, and the one-line errors with exit status 2.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+const SEED003: &str = "../../examples/plan-seed003.toml";
+const SEED004: &str = "../../examples/plan-seed004.toml";
+const USL_PLAN: &str = "../../examples/plan-usl.toml";
+const USL_CSV: &str = "../../examples/usl-example.csv";
+const RATINGS: &str = "../../examples/ratings.toml";
+const WITH_CPU: &str = "../plan/tests/fixtures/result-with-cpu.json";
+const WITHOUT_CPU: &str = "../plan/tests/fixtures/result-without-cpu.json";
+
+fn plan(args: &[&str]) -> Command {
+    let mut cmd = Command::cargo_bin("stackbench").unwrap();
+    cmd.arg("plan").args(args);
+    cmd
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = plan(args)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn num(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} in {v}"))
+}
+
+fn round(x: f64, decimals: i32) -> f64 {
+    let f = 10f64.powi(decimals);
+    (x * f).round() / f
+}
+
+/// Asserts exit status 2 and a one-line error containing `needle`.
+fn fails_with(args: &[&str], needle: &str) {
+    let out = plan(args).assert().code(2).get_output().clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains(needle), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn seed003_cpu_example_from_flags() {
+    plan(&[
+        "cpu",
+        "--users",
+        "8000",
+        "--per-user",
+        "2/min",
+        "--cpu-per-tran",
+        "0.000199666s",
+        "--processors",
+        "4",
+    ])
+    .assert()
+    .success()
+    .stdout(predicate::str::contains(
+        "2 tr/user × 8000 users × 0.000199666 CPU-s/tr ÷ 60 elapsed s",
+    ))
+    .stdout(predicate::str::contains("┆ 0.0532"))
+    .stdout(predicate::str::contains("0.0532 ÷ 4 processors × 100%"))
+    .stdout(predicate::str::contains("1.33%"));
+}
+
+#[test]
+fn seed003_cpu_example_from_plan_file_json() {
+    let v = json(&["cpu", "-f", SEED003]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["plan"], "cpu");
+    assert_eq!(round(num(&v, "/cpu_s_per_elapsed_s"), 4), 0.0532);
+    assert_eq!(round(num(&v, "/util_pct"), 1), 1.3);
+    assert_eq!(num(&v, "/inputs/cpu_s_per_tran"), 0.000199666);
+    assert_eq!(v["inputs"]["load"]["mode"], "users");
+    assert_eq!(v["processors_needed"], 1);
+    assert_eq!(v["more_than_one_processor_required"], false);
+    assert!(v["warnings"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn flags_override_the_plan_file() {
+    let v = json(&["cpu", "-f", SEED003, "--users", "256K"]);
+    assert_eq!(num(&v, "/inputs/load/users"), 262_144.0);
+}
+
+#[test]
+fn seed003_rate_with_rating_needs_more_than_one_processor() {
+    plan(&[
+        "cpu",
+        "--rate",
+        "8275/s",
+        "--cpu-per-tran",
+        "0.176ms",
+        "--processors",
+        "4",
+        "--rating",
+        "1592",
+    ])
+    .assert()
+    .success()
+    .stdout(predicate::str::contains("36.4%"))
+    .stdout(predicate::str::contains("MIPS required"))
+    .stdout(predicate::str::contains(
+        "more than one processor is required",
+    ));
+}
+
+#[test]
+fn seed004_offload_no_ziip() {
+    plan(&["offload", "-f", SEED004])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("CP 105.17 ÷ 2 engines"))
+        .stdout(predicate::str::contains("52.59%"))
+        .stdout(predicate::str::contains("113.76%"))
+        .stdout(predicate::str::contains("113.76 − 105.17"))
+        .stdout(predicate::str::contains("8.59%"))
+        .stdout(predicate::str::contains("92.45%"))
+        .stdout(predicate::str::contains("at least 5.17% spilling over"));
+    let v = json(&["offload", "-f", SEED004]);
+    assert_eq!(round(num(&v, "/workload_cp_pct_per_engine"), 2), 52.59);
+    assert_eq!(round(num(&v, "/measured_cp_equiv_pct"), 2), 113.76);
+    assert_eq!(num(&v, "/eligible_of_measured_pct").round(), 92.0);
+    assert_eq!(v["offload_engines_needed"], 2);
+}
+
+#[test]
+fn seed004_offload_one_ziip() {
+    let args = [
+        "offload",
+        "--appl-cp",
+        "7.78",
+        "--iipcp",
+        "7.78",
+        "--iip",
+        "95.13",
+        "--general-engines",
+        "2",
+        "--offload-engines",
+        "1",
+    ];
+    plan(&args)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("IIPCP 7.78 ÷ 2 engines"))
+        .stdout(predicate::str::contains("3.89%"));
+    assert_eq!(
+        round(num(&json(&args), "/workload_cp_pct_per_engine"), 2),
+        3.89
+    );
+}
+
+#[test]
+fn seed004_normalized_figures() {
+    for (args, shown, value) in [
+        (vec!["normalize", "-f", SEED004], "+4.9%", 4.9),
+        (
+            vec![
+                "normalize",
+                "--networking-change",
+                "13%",
+                "--profile",
+                "bulk",
+            ],
+            "+3.9%",
+            3.9,
+        ),
+        (
+            vec![
+                "normalize",
+                "--networking-change",
+                "45%",
+                "--networking-share",
+                "30%",
+            ],
+            "+13.5%",
+            13.5,
+        ),
+    ] {
+        plan(&args)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(shown));
+        assert_eq!(round(num(&json(&args), "/total_change_pct"), 1), value);
+    }
+}
+
+#[test]
+fn mva_anchor_vectors() {
+    let v = json(&[
+        "mva", "--demand", "cpu=0.1s", "--think", "1s", "--users", "10",
+    ]);
+    assert_eq!(v["model"], "exact_mva");
+    assert!((num(&v, "/points/0/throughput_tps") - 7.854176).abs() < 1e-6);
+    assert!((num(&v, "/points/0/response_s") - 0.273208).abs() < 1e-6);
+    let v = json(&[
+        "mva",
+        "--demand",
+        "cpu=0.1s",
+        "--think",
+        "1s",
+        "--users",
+        "10",
+        "--processors",
+        "2",
+    ]);
+    assert_eq!(v["model"], "repairman");
+    assert!((num(&v, "/points/0/throughput_tps") - 8.961362).abs() < 1e-6);
+    assert!((num(&v, "/points/0/response_s") - 0.115902).abs() < 1e-6);
+}
+
+#[test]
+fn mva_seed003_population_sweep() {
+    let v = json(&["mva", "-f", SEED003]);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6);
+    let last = &points[5];
+    assert_eq!(last["users"], 262_144);
+    assert!((num(last, "/littles_law_users") - 262_144.0).abs() < 1e-3);
+    assert!(num(last, "/throughput_tps") <= num(last, "/throughput_bound_tps") * (1.0 + 1e-12));
+    // One processor, exact MVA to 256K users.
+    let v = json(&[
+        "mva",
+        "--demand",
+        "cpu=0.176ms",
+        "--demand",
+        "net=20us",
+        "--think",
+        "30s",
+        "--users",
+        "256K",
+    ]);
+    assert!(num(&v, "/points/0/throughput_tps").is_finite());
+}
+
+#[test]
+fn usl_codahale_example() {
+    let v = json(&["usl", "--csv", USL_CSV]);
+    assert!((num(&v, "/sigma/value") - 0.0277299).abs() < 3e-6);
+    assert!((num(&v, "/kappa/value") - 0.000104343).abs() < 1e-8);
+    assert!((num(&v, "/lambda/value") - 89.9878).abs() < 1e-2);
+    assert!((num(&v, "/peak_n/value") - 96.52).abs() < 0.015);
+    assert_eq!(num(&v, "/peak_throughput").round(), 1884.0);
+    assert!(num(&v, "/peak_n/ci_low") < 96.5 && num(&v, "/peak_n/ci_high") > 96.5);
+    assert_eq!(v["verdict"], "retrograde");
+    plan(&["usl", "-f", USL_PLAN])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("√((1 − 0.0277289) ÷ 0.000104348)"))
+        .stdout(predicate::str::contains("96.53"))
+        .stdout(predicate::str::contains("verdict: coherency-limited"));
+}
+
+#[test]
+fn usl_warns_about_few_levels() {
+    plan(&[
+        "usl", "--point", "1:65", "--point", "18:996", "--point", "36:1652", "--point", "72:1853",
+    ])
+    .assert()
+    .success()
+    .stderr(predicate::str::contains("warning: only 4 distinct N"));
+}
+
+#[test]
+fn rescale_with_the_example_ratings() {
+    let v = json(&[
+        "rescale",
+        "--cpu-per-tran",
+        "0.176ms",
+        "--ratings",
+        RATINGS,
+        "--source",
+        "seed003-z9-4way",
+        "--target",
+        "example-8way",
+        "--measured-rate",
+        "8275/s",
+        "--measured-util",
+        "36.3%",
+    ]);
+    assert_eq!(num(&v, "/source_per_engine_rating"), 398.0);
+    assert_eq!(num(&v, "/target_per_engine_rating"), 450.0);
+    assert!((num(&v, "/target_cpu_s_per_tran") - 0.000176 * 398.0 / 450.0).abs() < 1e-15);
+    assert!((num(&v, "/source_itr_tps") - 8275.0 / 0.363).abs() < 1e-6);
+}
+
+#[test]
+fn storage_seed003_projection() {
+    let v = json(&["storage", "-f", SEED003]);
+    assert_eq!(v["users"], 131_072);
+    assert_eq!(num(&v, "/components/1/total_bytes"), 2004.0 * 131_072.0);
+    plan(&["storage", "-f", SEED003])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("0B + 2004B × 131072 users"));
+}
+
+#[test]
+fn all_sections_of_a_plan_file() {
+    let v = json(&["all", "-f", SEED004]);
+    let plans: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["plan"].as_str().unwrap())
+        .collect();
+    assert_eq!(plans, vec!["offload", "normalize"]);
+    fails_with(&["all"], "plan all needs a plan file");
+}
+
+#[test]
+fn from_a_stored_run() {
+    let v = json(&[
+        "cpu",
+        "--from",
+        WITH_CPU,
+        "--class",
+        "0",
+        "--processors",
+        "4",
+    ]);
+    assert_eq!(num(&v, "/inputs/cpu_s_per_tran"), 0.000176);
+    assert_eq!(num(&v, "/rate_tps"), 265.0);
+    let v = json(&[
+        "rescale",
+        "--from",
+        WITH_CPU,
+        "--class",
+        "RR8K(100B/800B)",
+        "--ratings",
+        RATINGS,
+        "--source",
+        "seed003-z9-4way",
+        "--target",
+        "example-8way",
+    ]);
+    assert!((num(&v, "/source_itr_tps") - 265.0 / 0.363).abs() < 1e-9);
+    // The record's rss_bytes_per_conn is rss ÷ connections, so all of it is
+    // per connection and nothing is fixed.
+    let v = json(&[
+        "storage", "--from", WITH_CPU, "--class", "0", "--users", "256K",
+    ]);
+    assert_eq!(num(&v, "/components/0/fixed_bytes"), 0.0);
+    assert_eq!(num(&v, "/components/0/bytes_per_conn"), 12544.0);
+    assert_eq!(num(&v, "/components/1/bytes_per_conn"), 2004.0);
+    // A fixed part from the flags, the kernel part from the run.
+    let v = json(&[
+        "storage",
+        "--from",
+        WITH_CPU,
+        "--class",
+        "0",
+        "--server-user-fixed",
+        "66MB",
+        "--server-user-per-conn",
+        "4kB",
+    ]);
+    assert_eq!(
+        num(&v, "/components/0/total_bytes"),
+        69_206_016.0 + 4096.0 * 8192.0
+    );
+    assert_eq!(num(&v, "/components/1/bytes_per_conn"), 2004.0);
+    // --processors defaults to the CPUs the side's figures cover.
+    let v = json(&["cpu", "--from", WITH_CPU, "--class", "0"]);
+    assert_eq!(num(&v, "/inputs/processors"), 4.0);
+    let v = json(&["mva", "--from", WITH_CPU, "--class", "0", "--think", "30s"]);
+    assert_eq!(v["points"][0]["users"], 8192);
+    let v = json(&[
+        "cpu",
+        "--from",
+        WITH_CPU,
+        "--class",
+        "0",
+        "--side",
+        "client",
+        "--processors",
+        "4",
+    ]);
+    assert_eq!(num(&v, "/inputs/cpu_s_per_tran"), 0.00013);
+}
+
+#[test]
+fn flags_make_missing_run_figures_unnecessary() {
+    let v = json(&[
+        "rescale",
+        "--from",
+        WITHOUT_CPU,
+        "--cpu-per-tran",
+        "0.176ms",
+        "--ratings",
+        RATINGS,
+        "--source",
+        "seed003-z9-4way",
+        "--target",
+        "example-8way",
+    ]);
+    assert!(v["source_itr_tps"].is_null());
+    let v = json(&[
+        "cpu",
+        "--from",
+        WITHOUT_CPU,
+        "--cpu-per-tran",
+        "0.176ms",
+        "--processors",
+        "4",
+    ]);
+    assert_eq!(num(&v, "/rate_tps"), 265.0);
+}
+
+#[test]
+fn shared_cpus_are_warned_about() {
+    plan(&["cpu", "--from", WITH_CPU, "--class", "1"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("shared CPUs in this run"));
+}
+
+#[test]
+fn usl_from_stored_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let template: Value =
+        serde_json::from_str(&std::fs::read_to_string(WITHOUT_CPU).unwrap()).unwrap();
+    let mut args = vec!["usl".to_string()];
+    for (n, x) in [
+        (1, 65.0),
+        (18, 996.0),
+        (36, 1652.0),
+        (72, 1853.0),
+        (108, 1829.0),
+        (144, 1775.0),
+        (216, 1702.0),
+    ] {
+        let mut record = template.clone();
+        record["classes"][0]["clients"] = n.into();
+        record["classes"][0]["rate_tps"] = x.into();
+        let path = dir.path().join(format!("run{n}.json"));
+        std::fs::write(&path, record.to_string()).unwrap();
+        args.extend(["--from".to_string(), path.display().to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let v = json(&args);
+    assert!((num(&v, "/peak_n/value") - 96.52).abs() < 0.015);
+}
+
+#[test]
+fn every_subcommand_help_has_examples() {
+    for sub in [
+        "cpu",
+        "rescale",
+        "storage",
+        "offload",
+        "normalize",
+        "mva",
+        "usl",
+    ] {
+        plan(&[sub, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Example"));
+    }
+}
