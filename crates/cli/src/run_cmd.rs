@@ -190,18 +190,24 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunPlan> {
         duration = Some(Duration::from_secs(if default_study { 3 } else { 10 }));
     }
     if duration == Some(Duration::ZERO) {
-        return usage("--duration 0s: give a window of at least 1ms, or bound the run with --transactions N");
+        return usage(
+            "--duration 0s: give a window of at least 1ms, or bound the run with --transactions N",
+        );
     }
     if args.transactions == Some(0) {
         return usage("--transactions 0: give at least 1");
     }
-    let warmup = parse_flag_duration("warmup", &args.warmup)?.unwrap_or(match (args.transactions, default_study) {
-        (Some(_), _) => Duration::ZERO,
-        (None, true) => Duration::from_secs(1),
-        (None, false) => Duration::from_secs(2),
-    });
+    let warmup = parse_flag_duration("warmup", &args.warmup)?.unwrap_or(
+        match (args.transactions, default_study) {
+            (Some(_), _) => Duration::ZERO,
+            (None, true) => Duration::from_secs(1),
+            (None, false) => Duration::from_secs(2),
+        },
+    );
     let cpus = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<Vec<usize>>> {
-        v.as_deref().map(|l| parse_cpu_list(l).or_else(|e| usage(format!("--{flag}: {e}")))).transpose()
+        v.as_deref()
+            .map(|l| parse_cpu_list(l).or_else(|e| usage(format!("--{flag}: {e}"))))
+            .transpose()
     };
     let place = session::placement(
         cpus("client-cpus", &args.client_cpus)?,
@@ -226,7 +232,11 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunPlan> {
         ipv6: args.ipv6,
         socket: socket_options(args)?,
         spin: args.spin,
-        iterations: repeat::iterations(args.repeat, args.confidence.as_deref(), args.iterations.as_deref())?,
+        iterations: repeat::iterations(
+            args.repeat,
+            args.confidence.as_deref(),
+            args.iterations.as_deref(),
+        )?,
         announce: !args.json && !args.csv,
     })
 }

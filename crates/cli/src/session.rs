@@ -52,16 +52,25 @@ pub struct Placement {
 /// Default placement: with two or more CPUs, disjoint halves (netperf
 /// `-T 0,1` on a 2-CPU machine); with one, both sides share it, which the CPU
 /// accounting warns about. Against a remote target only the driver is placed.
-pub fn placement(client: Option<Vec<usize>>, server: Option<Vec<usize>>, remote: bool) -> anyhow::Result<Placement> {
+pub fn placement(
+    client: Option<Vec<usize>>,
+    server: Option<Vec<usize>>,
+    remote: bool,
+) -> anyhow::Result<Placement> {
     if remote {
-        return Ok(Placement { client: client.unwrap_or_default(), server: Vec::new() });
+        return Ok(Placement {
+            client: client.unwrap_or_default(),
+            server: Vec::new(),
+        });
     }
     // The CPUs the process was started with: later steps of a study run after
     // the main thread has been pinned to the driver's set.
     static AVAILABLE: OnceLock<Vec<usize>> = OnceLock::new();
     let available = match AVAILABLE.get() {
         Some(cpus) => cpus.clone(),
-        None => AVAILABLE.get_or_init(|| current_cpus().unwrap_or_default()).clone(),
+        None => AVAILABLE
+            .get_or_init(|| current_cpus().unwrap_or_default())
+            .clone(),
     };
     if available.is_empty() {
         anyhow::bail!("cannot read this process's CPU affinity");
@@ -70,7 +79,10 @@ pub fn placement(client: Option<Vec<usize>>, server: Option<Vec<usize>>, remote:
         0 | 1 => (available.clone(), available.clone()),
         n => (available[..n / 2].to_vec(), available[n / 2..].to_vec()),
     };
-    Ok(Placement { client: client.unwrap_or(lo), server: server.unwrap_or(hi) })
+    Ok(Placement {
+        client: client.unwrap_or(lo),
+        server: server.unwrap_or(hi),
+    })
 }
 
 /// Runs the plan and returns its record (complete or not).
@@ -84,7 +96,11 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
         Some(_) => None,
         None => {
             let listen = if plan.ipv6 { "[::1]:0" } else { "127.0.0.1:0" };
-            Some(SpawnedResponder::start(listen, &plan.server_cpus, plan.server_threads)?)
+            Some(SpawnedResponder::start(
+                listen,
+                &plan.server_cpus,
+                plan.server_threads,
+            )?)
         }
     };
     let target = match (&plan.target, &spawned) {
@@ -103,7 +119,11 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
         );
     }
     let same_host = control.target().ip().is_loopback();
-    for w in quality::run_warnings(&record.settings.client_cpus, &record.settings.server_cpus, same_host) {
+    for w in quality::run_warnings(
+        &record.settings.client_cpus,
+        &record.settings.server_cpus,
+        same_host,
+    ) {
         record.warnings.push(quality::report(&w, None));
     }
     for workload in &plan.workloads {
@@ -120,7 +140,9 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
         let outcome = repeat::run_repeated(&mut control, &cfg, &plan.iterations, &STOP);
         for class in &outcome.classes {
             for w in quality::class_warnings(class, plan.threads as u32) {
-                record.warnings.push(quality::report(&w, Some(&class.notation)));
+                record
+                    .warnings
+                    .push(quality::report(&w, Some(&class.notation)));
             }
         }
         record.classes.extend(outcome.classes);
@@ -156,7 +178,9 @@ fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bo
         stackbench_version: env!("CARGO_PKG_VERSION").to_string(),
         complete: true,
         incomplete_reason: None,
-        started_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
+        started_unix_s: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
         settings,
         classes: Vec::new(),
         warnings: Vec::new(),
@@ -186,19 +210,29 @@ fn cpu_text(cpus: &[usize]) -> String {
 /// overlaid by the variant's; defaults are those of `run`.
 pub fn study_step(step: &StudyStep) -> anyhow::Result<RunRecord> {
     let s = &step.settings;
-    let place = placement(s.client_cpus.clone(), s.server_cpus.clone(), s.target.is_some())?;
+    let place = placement(
+        s.client_cpus.clone(),
+        s.server_cpus.clone(),
+        s.target.is_some(),
+    )?;
     let count_bounded = s.transactions.is_some();
     let duration = s.duration_s.map(Duration::from_secs_f64);
     let duration = duration.or((!count_bounded).then_some(Duration::from_secs(10)));
     let warmup = s.warmup_s.map(Duration::from_secs_f64);
-    let warmup = warmup.unwrap_or(if count_bounded { Duration::ZERO } else { Duration::from_secs(2) });
+    let warmup = warmup.unwrap_or(if count_bounded {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(2)
+    });
     let plan = RunPlan {
         workloads: vec![step.workload.clone()],
         duration,
         warmup,
         transactions: s.transactions,
         threads: s.threads.map_or(place.client.len().max(1), |t| t as usize),
-        server_threads: s.server_threads.map_or(place.server.len().max(1), |t| t as usize),
+        server_threads: s
+            .server_threads
+            .map_or(place.server.len().max(1), |t| t as usize),
         client_cpus: place.client,
         server_cpus: place.server,
         target: s.target.clone(),

@@ -296,12 +296,4 @@ fn study_errors_are_one_line_with_status_two() {
         .stderr(predicate::str::contains(
             "unknown variant 'zzz' in --variant: the file defines nagle, nodelay",
         ));
-    // Until the engine lands, running a step fails with a clear message.
-    bin()
-        .args(["study", "--db"])
-        .arg(dir.path().join("r.db"))
-        .arg(examples().join("quick.toml"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("engine not available yet"));
 }

@@ -10,8 +10,12 @@ use assert_cmd::cargo::CommandCargoExt;
 use assert_cmd::prelude::*;
 use predicates::prelude::*;
 
+/// The binary, storing into a throw-away database rather than the user's.
 fn stackbench() -> Command {
-    Command::cargo_bin("stackbench").unwrap()
+    let mut cmd = Command::cargo_bin("stackbench").unwrap();
+    let db = std::env::temp_dir().join(format!("stackbench-run-tests-{}.db", std::process::id()));
+    cmd.env("STACKBENCH_DB", db);
+    cmd
 }
 
 fn json_of(output: &std::process::Output) -> serde_json::Value {
@@ -424,4 +428,48 @@ fn bad_repetition_flags_exit_2() {
             .code(2)
             .stderr(predicate::str::contains(*want));
     }
+}
+
+#[test]
+fn run_is_stored_with_labels_and_study_runs_against_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    stackbench()
+        .args([
+            "run",
+            "RR1(1B/1B)",
+            "--transactions",
+            "50",
+            "--label",
+            "kernel=test",
+            "--db",
+            db,
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("stored as run 1"));
+    stackbench()
+        .args(["results", "list", "--db", db])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("kernel=test"));
+    let study = dir.path().join("s.toml");
+    std::fs::write(
+        &study,
+        "name = \"t\"\ndescription = \"d\"\nworkloads = [\"RR1(1B/1B)\"]\ntransactions = 30\nrepetitions = 2\n\
+         [[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nnodelay = true\n",
+    )
+    .unwrap();
+    stackbench()
+        .args(["study", study.to_str().unwrap(), "--db", db])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("4 runs of study 't' stored"));
+    let out = stackbench()
+        .args(["results", "export", "--db", db, "--format", "json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("\"nodelay\": true").count(), 2, "{text}");
 }
