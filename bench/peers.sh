@@ -156,9 +156,10 @@ stop_server() {
 # record WL TOOL REP STATUS DETAIL: one line of runs.tsv (read by peers_report.py).
 record() { printf '%s\t%s\t%s\t%s\t%s\n' "${NOTATION[$1]}" "${@:2}" >>"$OUT_DIR/runs.tsv"; }
 
-# first_error FILE: the first line mentioning an error, else the last line.
+# first_error FILE: the first line mentioning an error (neper marks them with a
+# leading E or F and the date), else the last line.
 first_error() {
-  { grep -m 1 -i 'error' "$1" || grep -v '^[[:space:]]*$' "$1" | tail -n 1; } 2>/dev/null || true
+  { grep -m 1 -E -i 'error|^[EF][0-9]{4} ' "$1" || grep -v '^[[:space:]]*$' "$1" | tail -n 1; } 2>/dev/null || true
 }
 
 # finish_run WL TOOL REP RC [NOTATION]: parse $OUT_DIR/raw/WL.TOOL.REP.out into
@@ -245,7 +246,8 @@ run_neper() {
   local wl=$1 rep=$2 bin=$3 rc=0 both client_only
   read -r -a both <<<"$4"
   read -r -a client_only <<<"${5:-}"
-  local ports=(-C "$NEPER_PORT" -P "$((NEPER_PORT + 1))" -l "$DURATION")
+  # --logtostderr: neper otherwise writes a log file into the current directory.
+  local ports=(-C "$NEPER_PORT" -P "$((NEPER_PORT + 1))" -l "$DURATION" --logtostderr)
   if start_server "$NEPER_PORT" "$OUT_DIR/raw/$wl.neper-server.$rep.log" \
     "$bin" "${ports[@]}" "${both[@]}"; then
     client "$wl" neper "$rep" "$bin" -c -H "$HOST" "${ports[@]}" "${both[@]}" \
