@@ -5,6 +5,11 @@
 
 mod exit;
 mod plan_cmd;
+mod progress;
+mod quality;
+mod run_cmd;
+mod serve_cmd;
+mod spawn;
 
 use clap::{Parser, Subcommand};
 
@@ -18,6 +23,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Drive workloads against a responder and report rate, latency and errors per class.
+    Run(run_cmd::RunArgs),
+    /// Run the responder for drivers on this or other hosts.
+    Serve(serve_cmd::ServeArgs),
     /// Capacity planning from measured costs: CPU, ratings, storage, offload,
     /// queueing models and scalability fits.
     Plan(plan_cmd::PlanArgs),
@@ -26,6 +35,8 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => run_cmd::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
         Command::Plan(args) => plan_cmd::run(args),
     };
     std::process::exit(exit::code_for(result));

@@ -1,9 +1,23 @@
 //! The metrics layer: latency histograms, the result record every run produces,
-//! and (later) CPU and memory accounting and statistics. Pure code: no sockets,
-//! so the results layer can read and compare records without the engine.
+//! CPU and memory accounting from the kernel's counters, repetition statistics
+//! and measurement-quality warnings. Pure code apart from thin `/proc` readers:
+//! no sockets, so the results layer can read and compare records without the
+//! engine.
 
+pub mod cpu;
 pub mod latency;
+pub mod memory;
+pub mod procfs;
 pub mod record;
+pub mod stats;
+pub mod warnings;
 
+pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
 pub use latency::LatencyHistogram;
-pub use record::{ClassResult, ErrorCounts, LatencyUs, RunRecord, RunSettings, SCHEMA_VERSION};
+pub use memory::{side_memory, MemorySample};
+pub use record::{
+    ClassResult, CpuFigures, ErrorCounts, LatencyUs, MemoryFigures, Repetitions, RunRecord,
+    RunSettings, SideCpu, SideMemory, WarningRecord, SCHEMA_VERSION,
+};
+pub use stats::{Iterations, Verdict};
+pub use warnings::Warning;

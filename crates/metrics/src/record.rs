@@ -28,6 +28,10 @@ pub struct RunRecord {
     pub settings: RunSettings,
     /// One entry per class, in the order given (mixes keep their class order).
     pub classes: Vec<ClassResult>,
+    /// Measurement-quality warnings, each with what to change (also printed on
+    /// stderr). Empty when none applied; absent in records older than it.
+    #[serde(default)]
+    pub warnings: Vec<WarningRecord>,
 }
 
 /// The settings in force for a run, after defaults were applied.
@@ -136,4 +140,316 @@ pub struct ClassResult {
     /// Transactions-per-second of each whole second of the window, for
     /// steadiness checks and plots.
     pub per_second_tps: Vec<f64>,
+    /// CPU per side in the window; `None` when not measured.
+    #[serde(default)]
+    pub cpu: Option<CpuFigures>,
+    /// Memory per side at the steady state; `None` when not measured.
+    #[serde(default)]
+    pub memory: Option<MemoryFigures>,
+    /// Per-repetition values and their summary (`--repeat`, `--confidence`);
+    /// `None` for a single run. The other fields then hold the last repetition.
+    #[serde(default)]
+    pub repetitions: Option<Repetitions>,
+}
+
+/// One measurement-quality warning: a stable code and a message that says what
+/// to change. Codes are listed in the `warnings` module.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct WarningRecord {
+    /// Stable snake_case identifier, e.g. `driver_saturated`.
+    pub code: String,
+    pub message: String,
+    /// The class it concerns (canonical notation), `None` for the whole run.
+    #[serde(default)]
+    pub class: Option<String>,
+}
+
+/// How a side's CPU-set figures were obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuMethod {
+    /// Per-CPU `/proc/stat` deltas over the CPUs the side is pinned to.
+    #[default]
+    ProcStatCpuset,
+    /// Per-CPU `/proc/stat` deltas over every online CPU (the side is not
+    /// pinned), so everything else running on the host is included.
+    ProcStatAllCpus,
+}
+
+/// How a side's process figures were obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessCpuMethod {
+    /// utime + stime of the side's processes from `/proc/<pid>/stat` (ticks).
+    #[default]
+    PidStat,
+    /// `user_usec` + `system_usec` of the side's cgroup v2 `cpu.stat`.
+    Cgroup,
+}
+
+/// CPU-seconds by state inside the window, summed over the side's CPUs.
+/// `cpu_seconds` = user + nice + system + irq + softirq + steal.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuBreakdown {
+    /// User mode at normal priority (guest time included, as the kernel counts it).
+    pub user: f64,
+    /// User mode at a positive nice value.
+    pub nice: f64,
+    pub system: f64,
+    /// Hard interrupt handlers.
+    pub irq: f64,
+    /// Softirq context: most of the network stack's receive work.
+    pub softirq: f64,
+    /// Time a hypervisor ran something else while this (virtual) CPU wanted to run.
+    pub steal: f64,
+    /// Idle with I/O outstanding; counted as idle.
+    pub iowait: f64,
+    pub idle: f64,
+}
+
+/// A side's own processes (the RMF workload-activity analogue).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProcessCpu {
+    pub method: ProcessCpuMethod,
+    /// User-mode CPU-seconds of the side's processes in the window.
+    pub user_s: f64,
+    /// Kernel-mode CPU-seconds charged to the side's processes (softirq work
+    /// done on their behalf in interrupt context is not in here).
+    pub system_s: f64,
+    /// `user_s + system_s`.
+    pub cpu_seconds: f64,
+}
+
+/// One side's CPU in the measurement window.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SideCpu {
+    /// CPU ids measured: the side's pinned set, or every online CPU.
+    pub cpus: Vec<usize>,
+    pub method: CpuMethod,
+    /// Length of the window between the two samples, in seconds.
+    pub window_s: f64,
+    /// Busy CPU-seconds on `cpus` in the window (see [`CpuBreakdown`]).
+    pub cpu_seconds: f64,
+    /// Busy share of `cpus`, 0–100 whatever their number (RMF "LPAR busy").
+    pub util_pct: f64,
+    /// `cpu_seconds` × 10⁶ / transactions; `None` when no transaction completed.
+    pub cpu_us_per_tran: Option<f64>,
+    /// CPU µs per MiB of payload moved (streams); `None` when no payload.
+    pub cpu_us_per_mb: Option<f64>,
+    pub breakdown: CpuBreakdown,
+    /// The side's processes; `None` when not sampled.
+    pub process: Option<ProcessCpu>,
+    /// `process.cpu_seconds` × 10⁶ / transactions.
+    pub process_cpu_us_per_tran: Option<f64>,
+}
+
+/// CPU of both sides for one class.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuFigures {
+    /// The driver's side.
+    pub client: Option<SideCpu>,
+    /// The responder's side, measured by the responder itself; `None` when it
+    /// did not report.
+    pub server: Option<SideCpu>,
+    /// False when the sides share CPUs (one CPU, or overlapping sets): the
+    /// per-side CPU-set figures then include the other side's work, and only
+    /// `shared` and the totals are meaningful (process figures still split).
+    pub separable: bool,
+    /// The union of both sides' CPUs, present when they are not separable.
+    pub shared: Option<SideCpu>,
+    /// Both sides together in CPU-seconds (client + server, or `shared`).
+    pub total_cpu_seconds: Option<f64>,
+    /// Both sides together per transaction, µs.
+    pub total_cpu_us_per_tran: Option<f64>,
+}
+
+/// Memory of one side at the steady state.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct SideMemory {
+    /// Resident set size of the side's processes, bytes.
+    pub rss_bytes: u64,
+    /// `rss_bytes / connections`; `None` with no connection.
+    pub rss_bytes_per_conn: Option<f64>,
+    /// Kernel TCP socket buffer memory (sockstat `mem` pages × page size) of
+    /// the side's host. Host-wide: when both sides share a host, both show the
+    /// same figure, covering both ends of every connection.
+    pub kernel_sock_bytes: u64,
+    /// `kernel_sock_bytes / connections`; `None` with no connection.
+    pub kernel_sock_bytes_per_conn: Option<f64>,
+    /// Open connections of the class at the sample.
+    pub connections: u64,
+    /// TCP sockets in use on the host, IPv4 + IPv6 (sockstat `inuse`).
+    pub tcp_inuse: u64,
+    /// Orphaned TCP sockets on the host.
+    pub tcp_orphan: u64,
+    /// TCP connections in TIME_WAIT on the host.
+    pub tcp_tw: u64,
+}
+
+/// Memory of both sides for one class.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct MemoryFigures {
+    pub client: Option<SideMemory>,
+    pub server: Option<SideMemory>,
+}
+
+/// A confidence interval of a mean.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfidenceInterval {
+    /// Two-sided confidence level, percent (e.g. 99).
+    pub level_pct: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Full width (`high - low`) as a percentage of the mean (netperf's
+    /// criterion compares this with the requested width); `None` when the
+    /// mean is 0.
+    pub width_pct_of_mean: Option<f64>,
+}
+
+/// Mean, spread and confidence of one measure over repetitions.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct MeasureSummary {
+    /// Repetitions that had a value for the measure.
+    pub n: u32,
+    pub mean: f64,
+    /// Sample standard deviation (n − 1); `None` for one value.
+    pub stdev: Option<f64>,
+    /// Student-t interval; `None` for one value.
+    pub confidence: Option<ConfidenceInterval>,
+}
+
+/// The values one repetition produced.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct RepetitionValues {
+    pub rate_tps: f64,
+    pub client_cpu_us_per_tran: Option<f64>,
+    pub server_cpu_us_per_tran: Option<f64>,
+}
+
+/// Repetitions of one class (netperf `-i max,min -I level,width`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Repetitions {
+    /// Each repetition's values, in run order.
+    pub runs: Vec<RepetitionValues>,
+    /// Requested full interval width, % of the mean (`--confidence L,W`);
+    /// `None` for a fixed `--repeat N`.
+    pub target_width_pct: Option<f64>,
+    /// Whether every measure's interval met `target_width_pct`; `None` without a target.
+    pub reached: Option<bool>,
+    pub rate_tps: MeasureSummary,
+    pub client_cpu_us_per_tran: Option<MeasureSummary>,
+    pub server_cpu_us_per_tran: Option<MeasureSummary>,
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A plausible class with none of the optional figures.
+    pub(crate) fn sample_class() -> ClassResult {
+        ClassResult {
+            workload: "RR1(1B/1B)".into(),
+            notation: "RR1(1B/1B)".into(),
+            kind: Kind::Rr,
+            stream_direction: None,
+            clients: 1,
+            request_bytes: 1,
+            response_bytes: 1,
+            transactions: 100_000,
+            duration_s: 10.0,
+            rate_tps: 10_000.0,
+            latency_us: LatencyUs::default(),
+            tx_bytes: 100_000,
+            rx_bytes: 100_000,
+            tx_bytes_per_s: 10_000.0,
+            rx_bytes_per_s: 10_000.0,
+            errors: 0,
+            error_counts: ErrorCounts::default(),
+            per_second_tps: vec![10_000.0; 10],
+            cpu: None,
+            memory: None,
+            repetitions: None,
+        }
+    }
+
+    #[test]
+    fn records_without_the_new_fields_still_parse() {
+        let mut json = serde_json::to_value(sample_class()).unwrap();
+        let obj = json.as_object_mut().unwrap();
+        for key in ["cpu", "memory", "repetitions"] {
+            obj.remove(key);
+        }
+        let back: ClassResult = serde_json::from_value(json).unwrap();
+        assert_eq!(back, sample_class());
+    }
+
+    #[test]
+    fn run_records_without_warnings_still_parse() {
+        let run = RunRecord {
+            schema_version: SCHEMA_VERSION,
+            stackbench_version: "0.1.0".into(),
+            complete: true,
+            incomplete_reason: None,
+            started_unix_s: 1.0,
+            settings: RunSettings {
+                duration_s: 10.0,
+                warmup_s: 2.0,
+                transactions: None,
+                client_threads: 1,
+                server_threads: Some(1),
+                client_cpus: vec![0],
+                server_cpus: vec![1],
+                target: "127.0.0.1:12865".into(),
+                responder: "spawned".into(),
+                spin: false,
+                socket: SocketOptions::default(),
+            },
+            classes: vec![sample_class()],
+            warnings: vec![],
+        };
+        let mut json = serde_json::to_value(&run).unwrap();
+        json.as_object_mut().unwrap().remove("warnings");
+        let back: RunRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, run);
+    }
+
+    #[test]
+    fn cpu_and_memory_use_the_issue_keys() {
+        let mut class = sample_class();
+        class.cpu = Some(CpuFigures {
+            client: Some(SideCpu::default()),
+            ..CpuFigures::default()
+        });
+        class.memory = Some(MemoryFigures {
+            server: Some(SideMemory::default()),
+            ..MemoryFigures::default()
+        });
+        let json = serde_json::to_value(&class).unwrap();
+        let client = &json["cpu"]["client"];
+        for key in [
+            "cpus",
+            "method",
+            "cpu_seconds",
+            "util_pct",
+            "cpu_us_per_tran",
+            "process_cpu_us_per_tran",
+        ] {
+            assert!(client.get(key).is_some(), "cpu.client.{key} missing");
+        }
+        for key in ["user", "system", "irq", "softirq", "steal"] {
+            assert!(client["breakdown"].get(key).is_some(), "breakdown.{key}");
+        }
+        assert_eq!(client["method"], "proc_stat_cpuset");
+        let server = &json["memory"]["server"];
+        for key in [
+            "rss_bytes",
+            "rss_bytes_per_conn",
+            "kernel_sock_bytes",
+            "kernel_sock_bytes_per_conn",
+        ] {
+            assert!(server.get(key).is_some(), "memory.server.{key} missing");
+        }
+        let back: ClassResult = serde_json::from_value(json).unwrap();
+        assert_eq!(back, class);
+    }
 }

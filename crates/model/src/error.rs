@@ -4,7 +4,8 @@
 use thiserror::Error;
 
 /// A valid notation shown in every error message.
-pub const EXAMPLE: &str = "RR10(4kB/4kB), CRR40(64B/8kB), STR3(1B/20MB) or RR1(100B/800B)+STR10(1B/20MB)";
+pub const EXAMPLE: &str =
+    "RR10(4kB/4kB), CRR40(64B/8kB), STR3(1B/20MB) or RR1(100B/800B)+STR10(1B/20MB)";
 
 /// Why a workload notation string did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -2,6 +2,7 @@
 //! clocks: everything here is a pure function of its input, so the engine,
 //! results and planner agree on what `RR10(4kB/4kB)` means.
 
+pub mod duration;
 pub mod error;
 pub mod notation;
 pub mod settings;

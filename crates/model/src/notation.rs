@@ -183,7 +183,10 @@ mod tests {
             }]
         );
         let c = parse("CRR40(64B/8kB)").classes[0];
-        assert_eq!((c.kind, c.clients, c.request_bytes, c.response_bytes), (Kind::Crr, 40, 64, 8192));
+        assert_eq!(
+            (c.kind, c.clients, c.request_bytes, c.response_bytes),
+            (Kind::Crr, 40, 64, 8192)
+        );
         let get = parse("STR3(1B/20MB)").classes[0];
         assert_eq!(get.stream_direction(), Some(StreamDirection::Get));
         assert_eq!(get.response_bytes, 20 * 1024 * 1024);
@@ -234,13 +237,19 @@ mod tests {
 
     fn arb_class() -> impl Strategy<Value = ClassSpec> {
         let kind = prop_oneof![Just(Kind::Rr), Just(Kind::Crr), Just(Kind::Str)];
-        let size = prop_oneof![1u64..100_000, (1u64..4096).prop_map(|k| k * 1024), (1u64..64).prop_map(|m| m << 20)];
-        (kind, 1u32..=crate::MAX_CLIENTS, size.clone(), size).prop_map(|(kind, clients, req, resp)| ClassSpec {
-            kind,
-            clients,
-            request_bytes: req,
-            response_bytes: resp,
-        })
+        let size = prop_oneof![
+            1u64..100_000,
+            (1u64..4096).prop_map(|k| k * 1024),
+            (1u64..64).prop_map(|m| m << 20)
+        ];
+        (kind, 1u32..=crate::MAX_CLIENTS, size.clone(), size).prop_map(
+            |(kind, clients, req, resp)| ClassSpec {
+                kind,
+                clients,
+                request_bytes: req,
+                response_bytes: resp,
+            },
+        )
     }
 
     proptest! {

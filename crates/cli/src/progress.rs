@@ -1,0 +1,71 @@
+//! The live progress line on stderr (indicatif), drawn only when stderr is a
+//! terminal: the phase, elapsed time and the current transaction rate.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use stackbench_engine::{Progress, RunConfig};
+
+pub struct ProgressLine {
+    bar: Option<ProgressBar>,
+    name: String,
+    window: Option<Duration>,
+    warmup: Duration,
+    last: Option<(Duration, u64)>,
+}
+
+impl ProgressLine {
+    pub fn new(cfg: &RunConfig) -> ProgressLine {
+        let bar = crate::run_cmd::progress_wanted().then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg}").expect("static template"),
+            );
+            bar
+        });
+        ProgressLine {
+            bar,
+            name: cfg.workload.to_string(),
+            window: cfg.duration,
+            warmup: cfg.warmup,
+            last: None,
+        }
+    }
+
+    pub fn update(&mut self, p: &Progress) {
+        let Some(bar) = &self.bar else { return };
+        let total: u64 = p.transactions.iter().sum();
+        let rate = match self.last {
+            Some((t, n)) if p.elapsed > t => {
+                (total.saturating_sub(n)) as f64 / (p.elapsed - t).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        self.last = Some((p.elapsed, total));
+        let msg = if p.in_warmup {
+            format!(
+                "{}: warm-up {:.1}/{:.1} s",
+                self.name,
+                p.elapsed.as_secs_f64(),
+                self.warmup.as_secs_f64()
+            )
+        } else {
+            let measured = p.elapsed.saturating_sub(self.warmup).as_secs_f64();
+            let of = self
+                .window
+                .map_or(String::new(), |w| format!("/{:.0}", w.as_secs_f64()));
+            format!(
+                "{}: {measured:.1}{of} s, {total} transactions, {rate:.0} tr/s",
+                self.name
+            )
+        };
+        bar.set_message(msg);
+        bar.tick();
+    }
+
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}

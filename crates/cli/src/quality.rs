@@ -1,0 +1,71 @@
+//! Measurement-quality checks around a run: the idle baseline taken before
+//! the first workload (background load on the measured CPUs), shared CPU sets,
+//! frequency governors, and the per-class checks of the metrics layer. Each
+//! warning is printed on stderr and stored in the record's `warnings[]`.
+
+use std::time::Duration;
+
+use stackbench_engine::sampling::local_cpu;
+use stackbench_metrics::cpu::{cpu_set_union, side_cpu, Work};
+use stackbench_metrics::procfs::read_governor;
+use stackbench_metrics::warnings::{self, Warning};
+use stackbench_metrics::{ClassResult, WarningRecord};
+
+/// Length of the idle baseline.
+const BASELINE: Duration = Duration::from_secs(1);
+
+/// Measures how busy `cpus` (empty: all) are for one second before the run.
+pub fn background_load(cpus: &[usize]) -> Option<Warning> {
+    let start = local_cpu().ok()?;
+    std::thread::sleep(BASELINE);
+    let end = local_cpu().ok()?;
+    let baseline = side_cpu(
+        &start,
+        &end,
+        cpus,
+        Work {
+            transactions: 0,
+            payload_bytes: 0,
+        },
+    )
+    .ok()?;
+    warnings::check_background_load(&baseline)
+}
+
+/// Checks that hold for the whole run: placement, governors, background load.
+pub fn run_warnings(client_cpus: &[usize], server_cpus: &[usize], same_host: bool) -> Vec<Warning> {
+    let mut out = Vec::new();
+    out.extend(warnings::check_shared_cpus(
+        client_cpus,
+        server_cpus,
+        same_host,
+    ));
+    let measured = if same_host {
+        cpu_set_union(client_cpus, server_cpus)
+    } else {
+        client_cpus.to_vec()
+    };
+    let cpus: Vec<usize> = if measured.is_empty() {
+        stackbench_engine::affinity::current_cpus().unwrap_or_default()
+    } else {
+        measured.clone()
+    };
+    let governors: Vec<_> = cpus.iter().map(|&c| (c, read_governor(c))).collect();
+    out.extend(warnings::check_governors(&governors));
+    out.extend(background_load(&measured));
+    out
+}
+
+/// The per-class checks.
+pub fn class_warnings(class: &ClassResult, driver_threads: u32) -> Vec<Warning> {
+    warnings::class_warnings(class, Some(driver_threads))
+}
+
+/// Prints a warning on stderr and returns its stored form.
+pub fn report(w: &Warning, class: Option<&str>) -> WarningRecord {
+    match class {
+        Some(c) => eprintln!("stackbench: warning [{}] {c}: {w}", w.code()),
+        None => eprintln!("stackbench: warning [{}] {w}", w.code()),
+    }
+    w.to_record(class)
+}

@@ -1,0 +1,78 @@
+//! Starts the responder as a separate `stackbench serve` process on loopback,
+//! pinned to the server CPU set, so that each side's CPU is accounted apart.
+//!
+//! The child runs in its own process group (a terminal Ctrl-C reaches only the
+//! driver, which then ends the run cleanly) and gets SIGKILL from the kernel if
+//! the driver dies (PR_SET_PDEATHSIG), so no orphan responder is left behind.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{bail, Context};
+use stackbench_engine::affinity::format_cpu_list;
+
+use crate::serve_cmd::LISTENING_PREFIX;
+
+/// A responder child process; killed when dropped.
+pub struct SpawnedResponder {
+    child: Child,
+    /// The control address it listens on.
+    pub addr: String,
+}
+
+impl SpawnedResponder {
+    /// Spawns `stackbench serve` on `listen` (port 0) and waits for its address.
+    pub fn start(listen: &str, cpus: &[usize], threads: usize) -> anyhow::Result<SpawnedResponder> {
+        let exe = std::env::current_exe().context("cannot find the stackbench executable")?;
+        let mut cmd = Command::new(exe);
+        cmd.args([
+            "serve",
+            "--listen",
+            listen,
+            "--threads",
+            &threads.to_string(),
+        ]);
+        if !cpus.is_empty() {
+            cmd.args(["--cpus", &format_cpu_list(cpus)]);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().context("cannot start the responder process")?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .context("reading the responder's address")?;
+        let Some(rest) = line.strip_prefix(LISTENING_PREFIX) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "the responder process did not start (it printed {:?})",
+                line.trim()
+            );
+        };
+        let addr = rest
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        Ok(SpawnedResponder { child, addr })
+    }
+}
+
+impl Drop for SpawnedResponder {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,336 @@
+//! CLI tests of `run` and `serve`: error messages and exit codes, the JSON and
+//! CSV shapes, a separate `serve` process, and a responder killed mid-run.
+//! Traffic goes to loopback only; every run is bounded by count or time.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use assert_cmd::prelude::*;
+use predicates::prelude::*;
+
+fn stackbench() -> Command {
+    Command::cargo_bin("stackbench").unwrap()
+}
+
+fn json_of(output: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// A `stackbench serve` process on a free loopback port; killed on drop.
+struct Serve {
+    child: Child,
+    addr: String,
+}
+
+impl Serve {
+    fn start() -> Serve {
+        let mut child = stackbench()
+            .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split_whitespace()
+            .nth(4)
+            .expect("address in the listening line")
+            .to_string();
+        Serve { child, addr }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn bad_notation_is_one_line_exit_2() {
+    stackbench()
+        .args(["run", "RR10(4kb/4kB)"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "unknown size unit 'kb' in 'RR10(4kb/4kB)'",
+        ))
+        .stderr(predicate::function(|s: &str| {
+            s.trim_end().lines().count() == 1
+        }));
+}
+
+#[test]
+fn bad_flags_name_the_flag_and_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--duration", "10"], "--duration: bad duration '10'"),
+        (&["--sndbuf", "1x"], "--sndbuf: unknown size unit 'x'"),
+        (&["--client-cpus", "a"], "--client-cpus: bad CPU list 'a'"),
+        (&["--transactions", "0"], "--transactions 0"),
+        (&["--threads", "0"], "--threads 0"),
+        (
+            &["--target", "127.0.0.1:1"],
+            "cannot reach the responder at 127.0.0.1:1",
+        ),
+    ];
+    for (flags, want) in cases {
+        stackbench()
+            .args(["run", "RR1(1B/1B)"])
+            .args(*flags)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(*want));
+    }
+}
+
+#[test]
+fn json_document_has_the_documented_fields() {
+    let out = stackbench()
+        .args([
+            "run",
+            "RR2(1B/1B)",
+            "CRR2(64B/8kB)",
+            "--transactions",
+            "300",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    for key in [
+        "schema_version",
+        "stackbench_version",
+        "complete",
+        "incomplete_reason",
+        "settings",
+        "classes",
+    ] {
+        assert!(doc.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(doc["complete"], true);
+    assert_eq!(doc["settings"]["responder"], "spawned");
+    let classes = doc["classes"].as_array().unwrap();
+    assert_eq!(classes.len(), 2);
+    for c in classes {
+        for key in [
+            "notation",
+            "kind",
+            "clients",
+            "request_bytes",
+            "response_bytes",
+            "transactions",
+            "duration_s",
+            "rate_tps",
+            "latency_us",
+            "tx_bytes_per_s",
+            "rx_bytes_per_s",
+            "errors",
+        ] {
+            assert!(c.get(key).is_some(), "missing classes[].{key}");
+        }
+        for key in ["mean", "p50", "p90", "p99", "p999", "max"] {
+            assert!(
+                c["latency_us"][key].as_f64().unwrap() > 0.0,
+                "latency_us.{key}"
+            );
+        }
+        assert_eq!(c["transactions"], 300);
+    }
+    assert_eq!(classes[1]["kind"], "CRR");
+    assert_eq!(classes[1]["response_bytes"], 8192);
+}
+
+#[test]
+fn csv_has_a_header_and_a_row_per_class() {
+    let out = stackbench()
+        .args([
+            "run",
+            "RR1(1B/1B)+RR1(2B/2B)",
+            "--transactions",
+            "50",
+            "--csv",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<_> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("workload,notation,kind,clients"));
+    assert!(
+        lines[2].contains("\"RR1(2B/2B)\",RR,1,2,2,50,"),
+        "{}",
+        lines[2]
+    );
+}
+
+#[test]
+fn every_kind_runs_against_a_separate_serve_process() {
+    let serve = Serve::start();
+    let out = stackbench()
+        .args([
+            "run",
+            "RR3(4kB/4kB)",
+            "CRR3(64B/8kB)",
+            "STR2(1B/2MB)",
+            "STR2(2MB/1B)",
+        ])
+        .args(["--transactions", "40", "--json", "--target", &serve.addr])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert_eq!(doc["settings"]["responder"], "remote");
+    for c in doc["classes"].as_array().unwrap() {
+        assert_eq!(c["transactions"], 40, "{}", c["notation"]);
+        assert_eq!(c["errors"], 0, "{}", c["notation"]);
+    }
+}
+
+#[test]
+fn killed_responder_ends_the_run_with_status_3_within_10s() {
+    let mut serve = Serve::start();
+    let started = Instant::now();
+    let driver = stackbench()
+        .args([
+            "run",
+            "RR2(1B/1B)",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
+            "--json",
+            "--target",
+            &serve.addr,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past the 1 s idle baseline and into the window.
+    std::thread::sleep(Duration::from_millis(2500));
+    serve.child.kill().unwrap();
+    let out = driver.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(11),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert_eq!(doc["complete"], false);
+    assert!(doc["incomplete_reason"]
+        .as_str()
+        .unwrap()
+        .contains("responder"));
+    assert!(
+        doc["classes"][0]["transactions"].as_u64().unwrap() > 0,
+        "partial results are kept"
+    );
+}
+
+#[test]
+fn help_shows_examples() {
+    stackbench()
+        .args(["run", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Examples:"));
+    stackbench()
+        .args(["serve", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Examples:"));
+}
+
+#[test]
+fn json_carries_cpu_and_memory_per_side_and_warnings() {
+    let out = stackbench()
+        .args([
+            "run",
+            "RR4(4kB/4kB)",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    let c = &doc["classes"][0];
+    for side in ["client", "server"] {
+        let cpu = &c["cpu"][side];
+        for key in [
+            "cpus",
+            "method",
+            "cpu_seconds",
+            "util_pct",
+            "cpu_us_per_tran",
+            "breakdown",
+            "process_cpu_us_per_tran",
+        ] {
+            assert!(cpu.get(key).is_some(), "cpu.{side}.{key} missing: {cpu}");
+        }
+        for key in ["user", "system", "irq", "softirq", "steal"] {
+            assert!(
+                cpu["breakdown"].get(key).is_some(),
+                "cpu.{side}.breakdown.{key}"
+            );
+        }
+        assert!(
+            cpu["cpu_seconds"].as_f64().unwrap() > 0.0,
+            "a busy run costs CPU on the {side}"
+        );
+        assert!(
+            cpu["process_cpu_us_per_tran"].as_f64().unwrap() > 0.0,
+            "{side}"
+        );
+        let mem = &c["memory"][side];
+        for key in [
+            "rss_bytes",
+            "rss_bytes_per_conn",
+            "kernel_sock_bytes",
+            "kernel_sock_bytes_per_conn",
+        ] {
+            assert!(mem.get(key).is_some(), "memory.{side}.{key} missing: {mem}");
+        }
+        assert!(mem["rss_bytes"].as_u64().unwrap() > 0);
+    }
+    // A 1 s window is too short by the tool's own standard: it says so.
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w["code"] == "run_too_short"),
+        "{warnings:?}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning [run_too_short]"));
+}

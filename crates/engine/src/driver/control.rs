@@ -1,0 +1,131 @@
+//! The driver's end of the control connection (see `protocol`).
+
+use std::io::{BufReader, BufWriter, ErrorKind};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::error::EngineError;
+use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
+
+/// How long to wait for the responder to accept the control connection, and
+/// for any control reply.
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A control session with a responder.
+pub struct ControlClient {
+    target: SocketAddr,
+    stream: TcpStream,
+    reader: BufReader<TcpStream>,
+    writer: BufWriter<TcpStream>,
+    /// Worker threads of the responder.
+    pub server_threads: u32,
+    /// CPUs the responder is pinned to (empty: not pinned).
+    pub server_cpus: Vec<usize>,
+}
+
+impl ControlClient {
+    /// Connects to `target` (`HOST:PORT`) and exchanges hellos.
+    pub fn connect(target: &str) -> Result<ControlClient, EngineError> {
+        let addr = target
+            .to_socket_addrs()
+            .map_err(|e| EngineError::BadTarget(target.to_string(), e.to_string()))?
+            .next()
+            .ok_or_else(|| EngineError::BadTarget(target.to_string(), "no address".into()))?;
+        let stream = TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT)
+            .map_err(|e| EngineError::Connect(addr, e))?;
+        stream.set_nodelay(true).map_err(EngineError::Control)?;
+        stream
+            .set_read_timeout(Some(CONTROL_TIMEOUT))
+            .map_err(EngineError::Control)?;
+        let mut client = ControlClient {
+            target: addr,
+            reader: BufReader::new(stream.try_clone().map_err(EngineError::Control)?),
+            writer: BufWriter::new(stream.try_clone().map_err(EngineError::Control)?),
+            stream,
+            server_threads: 0,
+            server_cpus: Vec::new(),
+        };
+        let hello = Request::Hello {
+            version: PROTOCOL_VERSION,
+            software: software(),
+        };
+        match client.call(&hello)? {
+            Reply::Hello {
+                version,
+                threads,
+                cpus,
+                ..
+            } if version == PROTOCOL_VERSION => {
+                client.server_threads = threads;
+                client.server_cpus = cpus;
+                Ok(client)
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The responder's control address.
+    pub fn target(&self) -> SocketAddr {
+        self.target
+    }
+
+    /// Asks for a test; returns its id and data port.
+    pub fn start(&mut self, spec: TestSpec) -> Result<(u64, u16), EngineError> {
+        match self.call(&Request::Start { spec })? {
+            Reply::Ready { test_id, data_port } => Ok((test_id, data_port)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Ends a test; returns the responder's counters for it.
+    pub fn stop(&mut self, test_id: u64) -> Result<ServerTestStats, EngineError> {
+        match self.call(&Request::Stop { test_id })? {
+            Reply::Stopped { stats, .. } => Ok(stats),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Asks the responder for its CPU and memory counters now.
+    pub fn sample(&mut self) -> Result<Reply, EngineError> {
+        if !self.is_alive() {
+            return Err(EngineError::ResponderGone);
+        }
+        self.call(&Request::Sample)
+    }
+
+    /// False once the responder has closed the control connection (it died,
+    /// was killed, or was stopped). Never blocks.
+    pub fn is_alive(&self) -> bool {
+        if self.stream.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        let alive = match self.stream.peek(&mut byte) {
+            Ok(0) => false,
+            Ok(_) => true,
+            Err(e) => e.kind() == ErrorKind::WouldBlock,
+        };
+        let _ = self.stream.set_nonblocking(false);
+        alive
+    }
+
+    fn call(&mut self, request: &Request) -> Result<Reply, EngineError> {
+        protocol::send(&mut self.writer, request).map_err(EngineError::Control)?;
+        match protocol::recv::<Reply>(&mut self.reader).map_err(EngineError::Control)? {
+            Some(Reply::Error { message }) => Err(EngineError::Refused(message)),
+            Some(reply) => Ok(reply),
+            None => Err(EngineError::ResponderGone),
+        }
+    }
+}
+
+fn software() -> String {
+    format!("stackbench {}", env!("CARGO_PKG_VERSION"))
+}
+
+fn unexpected(reply: Reply) -> EngineError {
+    EngineError::Control(std::io::Error::new(
+        ErrorKind::InvalidData,
+        format!("unexpected reply {reply:?}"),
+    ))
+}

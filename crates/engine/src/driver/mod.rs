@@ -1,0 +1,272 @@
+//! The driver: opens a control session with a responder, starts one test per
+//! workload class, spreads the clients over worker threads, watches the run
+//! (progress, Ctrl-C, responder liveness) and merges the per-worker figures
+//! into one [`ClassResult`] per class.
+//!
+//! Counts are exact: with `--transactions N`, class quotas are split over its
+//! clients (client i gets N/c, plus one for the first N mod c), so the class
+//! completes exactly N counted transactions with no shared counter.
+
+mod control;
+mod summary;
+mod watch;
+mod worker;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use stackbench_metrics::cpu::Work;
+use stackbench_metrics::ClassResult;
+use stackbench_model::{SocketOptions, Workload};
+
+pub use control::ControlClient;
+use watch::Watch;
+use worker::{ClassAccum, ClassPlan, Timing, Worker};
+
+use crate::error::EngineError;
+use crate::protocol::{ServerTestStats, TestSpec};
+use crate::sampling::{self, Placement};
+
+/// One workload's run settings (already resolved).
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub workload: Workload,
+    /// Measurement window; `None` when bounded by `transactions` only.
+    pub duration: Option<Duration>,
+    pub warmup: Duration,
+    /// Exact transactions per class.
+    pub transactions: Option<u64>,
+    /// Worker threads (at most one per client is used).
+    pub threads: usize,
+    /// CPUs the driver is pinned to (empty: not pinned), for the CPU-set view.
+    pub client_cpus: Vec<usize>,
+    pub socket: SocketOptions,
+    pub spin: bool,
+}
+
+/// A live view of a run, for progress displays.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub in_warmup: bool,
+    /// Counted transactions so far, per class.
+    pub transactions: Vec<u64>,
+}
+
+/// What one workload run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub classes: Vec<ClassResult>,
+    /// The responder's counters per class (empty when it was lost).
+    pub server_stats: Vec<ServerTestStats>,
+    pub complete: bool,
+    pub incomplete_reason: Option<String>,
+}
+
+/// Runs one workload (all its classes concurrently) against the responder
+/// behind `control`. `stop` ends it early (Ctrl-C); the figures up to then are
+/// returned with `complete = false`.
+pub fn run_workload(
+    control: &mut ControlClient,
+    cfg: &RunConfig,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<RunOutcome, EngineError> {
+    let mut test_ids = Vec::new();
+    let mut plans = Vec::new();
+    for class in &cfg.workload.classes {
+        let spec = TestSpec {
+            kind: class.kind,
+            request_bytes: class.request_bytes,
+            response_bytes: class.response_bytes,
+            socket: cfg.socket,
+            spin: cfg.spin,
+        };
+        let (id, port) = control.start(spec)?;
+        test_ids.push(id);
+        plans.push(ClassPlan {
+            kind: class.kind,
+            request_bytes: class.request_bytes,
+            response_bytes: class.response_bytes,
+            data_addr: SocketAddr::new(control.target().ip(), port),
+        });
+    }
+    let assignments = assign_clients(&cfg.workload, cfg.transactions, cfg.threads);
+    let warmup_end_ns = cfg.warmup.as_nanos() as u64;
+    let timing = Timing {
+        epoch: Instant::now(),
+        warmup_end_ns,
+        end_ns: cfg.duration.map(|d| warmup_end_ns + d.as_nanos() as u64),
+    };
+    let abort = AtomicBool::new(false);
+    let published: Vec<Vec<AtomicU64>> = assignments
+        .iter()
+        .map(|_| plans.iter().map(|_| AtomicU64::new(0)).collect())
+        .collect();
+    let mut watch = Watch::new(timing, cfg, &plans, &published);
+    let per_worker: Vec<Result<Vec<ClassAccum>, String>> = thread::scope(|scope| {
+        let handles: Vec<_> = assignments
+            .iter()
+            .zip(&published)
+            .enumerate()
+            .map(|(i, (clients, slots))| {
+                let (plans, abort) = (&plans, &abort);
+                thread::Builder::new()
+                    .name(format!("drive-w{i}"))
+                    .spawn_scoped(scope, move || {
+                        Worker::new(plans, clients, cfg.socket, cfg.spin, timing, slots)
+                            .map(|w| w.run(abort))
+                            .map_err(|e| format!("worker {i} could not start: {e}"))
+                    })
+                    .expect("spawning a worker thread")
+            })
+            .collect();
+        while !handles.iter().all(|h| h.is_finished()) {
+            watch.tick(control, stop, &abort, on_progress);
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a worker thread panicked".to_string()))
+            })
+            .collect()
+    });
+    watch.finish(control);
+    let Watch {
+        mut reason,
+        stopped_at_ns,
+        start_samples,
+        end_samples,
+        end_memory,
+        ..
+    } = watch;
+    let mut merged: Vec<ClassAccum> = plans.iter().map(|_| ClassAccum::default()).collect();
+    for result in per_worker {
+        match result {
+            Ok(accums) => merged.iter_mut().zip(&accums).for_each(|(m, a)| m.merge(a)),
+            Err(e) => {
+                reason.get_or_insert(e);
+            }
+        }
+    }
+    let window_ns = window_ns(&timing, stopped_at_ns, &merged);
+    let mut server_stats = Vec::new();
+    if reason.is_none() || control.is_alive() {
+        for id in &test_ids {
+            server_stats.push(control.stop(*id)?);
+        }
+    }
+    let workload = cfg.workload.to_string();
+    let work = Work {
+        transactions: merged.iter().map(|a| a.transactions).sum(),
+        payload_bytes: merged.iter().map(|a| a.tx_bytes + a.rx_bytes).sum(),
+    };
+    let place = Placement {
+        client_cpus: cfg.client_cpus.clone(),
+        server_cpus: control.server_cpus.clone(),
+        same_host: control.target().ip().is_loopback(),
+    };
+    let cpu = (start_samples.client.is_some() && end_samples.client.is_some())
+        .then(|| sampling::cpu_figures(&start_samples, &end_samples, &place, work));
+    let memory = sampling::memory_figures(
+        end_memory.0.as_ref(),
+        end_memory.1.as_ref(),
+        cfg.workload.total_clients(),
+    );
+    let classes = cfg
+        .workload
+        .classes
+        .iter()
+        .zip(&merged)
+        .map(|(spec, acc)| {
+            let mut class = summary::class_result(&workload, spec, acc, window_ns);
+            class.cpu = cpu.clone();
+            class.memory = Some(memory);
+            class
+        })
+        .collect();
+    Ok(RunOutcome {
+        classes,
+        server_stats,
+        complete: reason.is_none(),
+        incomplete_reason: reason,
+    })
+}
+
+/// Length of the measurement window in ns: the configured duration, cut short
+/// by an early stop; for count-bounded runs, up to the last counted completion.
+fn window_ns(timing: &Timing, stopped_at_ns: Option<u64>, merged: &[ClassAccum]) -> u64 {
+    let end = match (timing.end_ns, stopped_at_ns) {
+        (Some(end), Some(stop)) => end.min(stop),
+        (Some(end), None) => end,
+        (None, stop) => {
+            let last = merged
+                .iter()
+                .map(|a| a.last_completion_ns)
+                .max()
+                .unwrap_or(0);
+            stop.map_or(last, |s| s.max(last))
+        }
+    };
+    end.saturating_sub(timing.warmup_end_ns)
+}
+
+/// Spreads every client of every class round-robin over `threads` workers and
+/// splits each class's exact quota over its clients. Returns, per worker, the
+/// (class index, quota) of each client; workers without clients are omitted.
+fn assign_clients(
+    workload: &Workload,
+    transactions: Option<u64>,
+    threads: usize,
+) -> Vec<Vec<(u16, u64)>> {
+    let threads = threads.max(1);
+    let mut workers = vec![Vec::new(); threads];
+    let mut next = 0;
+    for (class_idx, class) in workload.classes.iter().enumerate() {
+        let c = u64::from(class.clients);
+        for i in 0..c {
+            let quota = transactions.map_or(u64::MAX, |n| n / c + u64::from(i < n % c));
+            workers[next % threads].push((class_idx as u16, quota));
+            next += 1;
+        }
+    }
+    workers.retain(|w| !w.is_empty());
+    workers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotas_sum_to_exact_counts_and_spread_evenly() {
+        let w: Workload = "RR3(1B/1B)+CRR2(1B/1B)".parse().unwrap();
+        let a = assign_clients(&w, Some(10), 2);
+        assert_eq!(a.len(), 2);
+        let sum = |class: u16| {
+            a.iter()
+                .flatten()
+                .filter(|c| c.0 == class)
+                .map(|c| c.1)
+                .sum::<u64>()
+        };
+        assert_eq!(sum(0), 10);
+        assert_eq!(sum(1), 10);
+        assert_eq!(a[0].len(), 3);
+        assert_eq!(a[1].len(), 2);
+        // Fewer transactions than clients: some clients get nothing.
+        let a = assign_clients(&"RR4(1B/1B)".parse().unwrap(), Some(2), 1);
+        assert_eq!(
+            a[0].iter().map(|c| c.1).collect::<Vec<_>>(),
+            vec![1, 1, 0, 0]
+        );
+        // More threads than clients: no idle workers.
+        assert_eq!(
+            assign_clients(&"RR1(1B/1B)".parse().unwrap(), None, 8).len(),
+            1
+        );
+    }
+}

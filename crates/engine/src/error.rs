@@ -1,0 +1,21 @@
+//! Errors of the engine layer. Errors of single data connections are not here:
+//! they are counted per class in the results, never fatal.
+
+use std::io;
+use std::net::SocketAddr;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error("bad target '{0}': {1} (use HOST:PORT, e.g. 127.0.0.1:12870 or [::1]:12870)")]
+    BadTarget(String, String),
+    #[error("cannot reach the responder at {0}: {1} (is `stackbench serve` running there?)")]
+    Connect(SocketAddr, #[source] io::Error),
+    #[error("control connection failed")]
+    Control(#[source] io::Error),
+    #[error("the responder refused: {0}")]
+    Refused(String),
+    #[error("the responder closed the control connection")]
+    ResponderGone,
+}

@@ -1,0 +1,182 @@
+//! The control protocol between driver and responder: versioned JSON messages,
+//! one per line, on a TCP control connection separate from the data
+//! connections (as netperf's netserver port 12865 and neper's control port do).
+//! Data connections carry only payload bytes; everything else — sizes, kind,
+//! socket options, the data port, the server's own statistics — travels here.
+//!
+//! Exchange: `hello` → `hello`; then any number of `start` → `ready` (the reply
+//! names a data port that serves exactly that test) and `stop` → `stopped`
+//! (with the responder's counters for the test), and `sample` → `sample` (the
+//! responder's own CPU and memory counters at that instant). When the control connection
+//! closes, the responder tears down every test it started, so a killed driver
+//! leaves nothing behind.
+
+use std::io::{self, BufRead, Read, Write};
+
+use serde::{Deserialize, Serialize};
+use stackbench_metrics::cpu::CpuSample;
+use stackbench_metrics::memory::MemorySample;
+use stackbench_model::{Kind, SocketOptions};
+
+/// Version of the messages below. A peer with another version is refused with
+/// a message naming both versions.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Longest control line accepted; a longer one is a protocol error, not an
+/// allocation of whatever size the peer chooses.
+const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// What one test asks of the responder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestSpec {
+    pub kind: Kind,
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+    pub socket: SocketOptions,
+    /// Busy-poll instead of sleeping in epoll while this test is active.
+    pub spin: bool,
+}
+
+/// The responder's counters for one test, over the test's whole life
+/// (warm-up included): a cross-check of the driver's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ServerTestStats {
+    pub connections: u64,
+    pub transactions: u64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub errors: u64,
+}
+
+impl ServerTestStats {
+    pub fn add(&mut self, o: &ServerTestStats) {
+        self.connections += o.connections;
+        self.transactions += o.transactions;
+        self.rx_bytes += o.rx_bytes;
+        self.tx_bytes += o.tx_bytes;
+        self.errors += o.errors;
+    }
+}
+
+/// Driver → responder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Request {
+    Hello {
+        version: u32,
+        software: String,
+    },
+    Start {
+        spec: TestSpec,
+    },
+    Stop {
+        test_id: u64,
+    },
+    /// Sample the responder's own CPU counters (and memory) now; the driver
+    /// asks at the start and end of each measurement window, as netperf's
+    /// netserver measures its side for `-C`.
+    Sample,
+}
+
+/// Responder → driver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    Hello {
+        version: u32,
+        software: String,
+        /// Worker threads of the responder.
+        threads: u32,
+        /// CPUs the responder is pinned to (empty: not pinned).
+        cpus: Vec<usize>,
+    },
+    Ready {
+        test_id: u64,
+        data_port: u16,
+    },
+    Stopped {
+        test_id: u64,
+        stats: ServerTestStats,
+    },
+    Sample {
+        cpu: CpuSample,
+        /// `None` when /proc could not be read.
+        memory: Option<MemorySample>,
+    },
+    Error {
+        message: String,
+    },
+}
+
+/// Writes one message as a JSON line and flushes it.
+pub fn send<T: Serialize>(out: &mut impl Write, msg: &T) -> io::Result<()> {
+    let mut line = serde_json::to_vec(msg).map_err(io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line)?;
+    out.flush()
+}
+
+/// Reads one message; `Ok(None)` at a clean end of stream.
+pub fn recv<T: for<'de> Deserialize<'de>>(input: &mut impl BufRead) -> io::Result<Option<T>> {
+    let mut line = Vec::new();
+    let n = Read::take(&mut *input, MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut line)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if line.len() > MAX_LINE_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "control message too long",
+        ));
+    }
+    serde_json::from_slice(&line).map(Some).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("bad control message: {e}"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::BufReader;
+
+    #[test]
+    fn messages_round_trip_as_lines() {
+        let spec = TestSpec {
+            kind: Kind::Crr,
+            request_bytes: 64,
+            response_bytes: 8192,
+            socket: SocketOptions::default(),
+            spin: false,
+        };
+        let mut buf = Vec::new();
+        send(&mut buf, &Request::Start { spec }).unwrap();
+        send(&mut buf, &Request::Stop { test_id: 7 }).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(
+            text.starts_with(r#"{"type":"start","spec":{"kind":"CRR""#),
+            "{text}"
+        );
+        let mut r = BufReader::new(&buf[..]);
+        assert_eq!(
+            recv::<Request>(&mut r).unwrap(),
+            Some(Request::Start { spec })
+        );
+        assert_eq!(
+            recv::<Request>(&mut r).unwrap(),
+            Some(Request::Stop { test_id: 7 })
+        );
+        assert_eq!(recv::<Request>(&mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn garbage_and_overlong_lines_are_errors() {
+        let mut r = BufReader::new(&b"not json\n"[..]);
+        assert!(recv::<Request>(&mut r).is_err());
+        let long = vec![b'x'; MAX_LINE_BYTES + 10];
+        let mut r = BufReader::new(&long[..]);
+        assert!(recv::<Request>(&mut r).is_err());
+    }
+}

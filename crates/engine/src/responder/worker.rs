@@ -1,0 +1,316 @@
+//! One responder worker: an epoll loop (mio) over the data listeners and data
+//! connections of every active test, many connections per thread.
+//!
+//! Every test has one SO_REUSEPORT listener per worker on the same port, so the
+//! kernel spreads incoming connections over the workers (neper's server does
+//! the same). A data connection runs one state machine whatever the kind:
+//! read `request_bytes`, write `response_bytes`, repeat. Only what happens
+//! after a response differs: a CRR connection in server-close mode is closed
+//! right away; every other connection goes back to reading (and a CRR client
+//! then closes or resets it).
+//!
+//! Hot path: no allocation and no lock; sockets are registered once for read
+//! and write readiness (edge-triggered), so there is no epoll_ctl per
+//! transaction; a short read or write means "drained for now" and the next
+//! edge wakes us.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::Duration;
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use slab::Slab;
+use stackbench_model::{CrrClose, Kind};
+
+use crate::protocol::{ServerTestStats, TestSpec};
+use crate::sockopt;
+
+/// Token of the waker that announces commands.
+pub const WAKER: Token = Token(usize::MAX);
+
+/// Bytes moved per read or write call; also the size of the two per-worker buffers.
+const IO_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Commands from the control threads.
+pub enum Command {
+    AddTest {
+        test_id: u64,
+        spec: TestSpec,
+        listener: std::net::TcpListener,
+    },
+    RemoveTest {
+        test_id: u64,
+        reply: Sender<ServerTestStats>,
+    },
+    Shutdown,
+}
+
+struct Test {
+    id: u64,
+    spec: TestSpec,
+    listener_key: usize,
+    stats: ServerTestStats,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Reading,
+    Writing,
+}
+
+/// Per-connection state: 32 bytes (fd, test slot, phase, bytes left).
+struct Conn {
+    stream: TcpStream,
+    test: u32,
+    phase: Phase,
+    remaining: u64,
+}
+
+enum Entry {
+    Listener { listener: TcpListener, test: u32 },
+    Conn(Conn),
+}
+
+/// What a connection wants after being driven.
+enum Next {
+    Wait,
+    Close { error: bool },
+}
+
+pub struct Worker {
+    poll: Poll,
+    commands: Receiver<Command>,
+    entries: Slab<Entry>,
+    tests: Slab<Test>,
+    scratch: Vec<u8>,
+    zeros: Vec<u8>,
+}
+
+impl Worker {
+    pub fn new(poll: Poll, commands: Receiver<Command>) -> Worker {
+        Worker {
+            poll,
+            commands,
+            entries: Slab::new(),
+            tests: Slab::new(),
+            scratch: vec![0; IO_CHUNK_BYTES],
+            zeros: vec![0; IO_CHUNK_BYTES],
+        }
+    }
+
+    /// Creates the poll and its waker (the waker goes to the pool).
+    pub fn poll_and_waker() -> io::Result<(Poll, Waker)> {
+        let poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        Ok((poll, waker))
+    }
+
+    /// Runs until a `Shutdown` command.
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let spin = self.tests.iter().any(|(_, t)| t.spec.spin);
+            let timeout = if spin { Some(Duration::ZERO) } else { None };
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    eprintln!("stackbench serve: poll failed: {e}");
+                    return;
+                }
+            }
+            for event in events.iter() {
+                match event.token() {
+                    WAKER => {
+                        if !self.handle_commands() {
+                            return;
+                        }
+                    }
+                    Token(key) => self.ready(key),
+                }
+            }
+        }
+    }
+
+    fn handle_commands(&mut self) -> bool {
+        while let Ok(cmd) = self.commands.try_recv() {
+            match cmd {
+                Command::AddTest {
+                    test_id,
+                    spec,
+                    listener,
+                } => self.add_test(test_id, spec, listener),
+                Command::RemoveTest { test_id, reply } => {
+                    let _ = reply.send(self.remove_test(test_id));
+                }
+                Command::Shutdown => return false,
+            }
+        }
+        true
+    }
+
+    fn add_test(&mut self, id: u64, spec: TestSpec, listener: std::net::TcpListener) {
+        let mut listener = TcpListener::from_std(listener);
+        let test = self.tests.vacant_key() as u32;
+        let entry = self.entries.vacant_entry();
+        let key = entry.key();
+        if let Err(e) = self
+            .poll
+            .registry()
+            .register(&mut listener, Token(key), Interest::READABLE)
+        {
+            eprintln!("stackbench serve: cannot register listener: {e}");
+            return;
+        }
+        entry.insert(Entry::Listener { listener, test });
+        self.tests.insert(Test {
+            id,
+            spec,
+            listener_key: key,
+            stats: ServerTestStats::default(),
+        });
+    }
+
+    fn remove_test(&mut self, id: u64) -> ServerTestStats {
+        let Some((slot, _)) = self.tests.iter().find(|(_, t)| t.id == id) else {
+            return ServerTestStats::default();
+        };
+        let test = self.tests.remove(slot);
+        let slot = slot as u32;
+        self.entries.retain(|_, e| match e {
+            Entry::Listener { test, .. } | Entry::Conn(Conn { test, .. }) => *test != slot,
+        });
+        debug_assert!(!self.entries.contains(test.listener_key));
+        test.stats
+    }
+
+    fn ready(&mut self, key: usize) {
+        match self.entries.get(key) {
+            Some(Entry::Listener { .. }) => self.accept_all(key),
+            Some(Entry::Conn(_)) => {
+                if let Next::Close { error } = self.drive(key) {
+                    if let Entry::Conn(conn) = self.entries.remove(key) {
+                        if let Some(t) = self.tests.get_mut(conn.test as usize) {
+                            t.stats.errors += u64::from(error);
+                        }
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn accept_all(&mut self, key: usize) {
+        loop {
+            let Some(Entry::Listener { listener, test }) = self.entries.get(key) else {
+                return;
+            };
+            let test = *test;
+            let (mut stream, _) = match listener.accept() {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    // ECONNABORTED, EMFILE...: count and keep serving.
+                    self.tests[test as usize].stats.errors += 1;
+                    return;
+                }
+            };
+            let t = &mut self.tests[test as usize];
+            t.stats.connections += 1;
+            let _ =
+                sockopt::apply_connected(stream.as_raw_fd(), &t.spec.socket, t.spec.request_bytes);
+            let remaining = t.spec.request_bytes;
+            let entry = self.entries.vacant_entry();
+            let token = Token(entry.key());
+            if self
+                .poll
+                .registry()
+                .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
+                .is_ok()
+            {
+                entry.insert(Entry::Conn(Conn {
+                    stream,
+                    test,
+                    phase: Phase::Reading,
+                    remaining,
+                }));
+            }
+        }
+    }
+
+    /// Runs one connection's state machine as far as the socket allows.
+    fn drive(&mut self, key: usize) -> Next {
+        let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
+            return Next::Wait;
+        };
+        let test = &mut self.tests[conn.test as usize];
+        let spec = test.spec;
+        let fd = conn.stream.as_raw_fd();
+        loop {
+            match conn.phase {
+                Phase::Reading => {
+                    let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
+                    let n = match sockopt::recv(fd, &mut self.scratch[..want], spec.socket.waitall)
+                    {
+                        Ok(0) => {
+                            // The client closed: normal between transactions
+                            // (CRR client close, end of run), an error mid-request.
+                            let mid = conn.remaining != spec.request_bytes;
+                            return Next::Close { error: mid };
+                        }
+                        Ok(n) => n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return would_block_or_close(&e, spec.kind),
+                    };
+                    if spec.socket.quickack {
+                        sockopt::quickack(fd);
+                    }
+                    test.stats.rx_bytes += n as u64;
+                    conn.remaining -= n as u64;
+                    if conn.remaining == 0 {
+                        conn.phase = Phase::Writing;
+                        conn.remaining = spec.response_bytes;
+                    } else if n < want {
+                        return Next::Wait;
+                    }
+                }
+                Phase::Writing => {
+                    let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
+                    let n = match sockopt::send(fd, &self.zeros[..want]) {
+                        Ok(n) => n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return would_block_or_close(&e, spec.kind),
+                    };
+                    test.stats.tx_bytes += n as u64;
+                    conn.remaining -= n as u64;
+                    if conn.remaining == 0 {
+                        test.stats.transactions += 1;
+                        if spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server {
+                            return Next::Close { error: false };
+                        }
+                        // The next request cannot arrive before the client has
+                        // this response, so its arrival is a fresh edge: wait
+                        // for it instead of a read that would say EAGAIN.
+                        conn.phase = Phase::Reading;
+                        conn.remaining = spec.request_bytes;
+                        return Next::Wait;
+                    } else if n < want {
+                        return Next::Wait;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// EAGAIN means wait for the next edge; a reset from a CRR client that closes
+/// abortively is its normal goodbye; anything else closes the connection and
+/// counts as an error.
+fn would_block_or_close(e: &io::Error, kind: Kind) -> Next {
+    match e.kind() {
+        io::ErrorKind::WouldBlock => Next::Wait,
+        io::ErrorKind::ConnectionReset if kind == Kind::Crr => Next::Close { error: false },
+        _ => Next::Close { error: true },
+    }
+}

@@ -1,0 +1,80 @@
+//! CPU and memory samples of one side, taken at the instants that bound the
+//! measurement window, and the figures derived from a pair of them.
+//!
+//! Each side samples its own host: the driver reads its `/proc`, the responder
+//! reads its own and returns it over the control connection, so a remote
+//! `stackbench serve` reports its side too (netperf's `-C`).
+
+use stackbench_metrics::cpu::{self, CpuSample, ProcessSource, Work};
+use stackbench_metrics::memory::{self, MemorySample};
+use stackbench_metrics::{CpuFigures, MemoryFigures, SideCpu};
+
+/// This process's CPU counters (every CPU, plus the process itself).
+pub fn local_cpu() -> Result<CpuSample, cpu::CpuError> {
+    CpuSample::take(&ProcessSource::Pids(vec![std::process::id()]))
+}
+
+/// This process's memory and the host's socket memory; `None` if unreadable.
+pub fn local_memory() -> Option<MemorySample> {
+    MemorySample::take(&[std::process::id()]).ok()
+}
+
+/// Samples of both sides at one instant.
+#[derive(Debug, Clone, Default)]
+pub struct SidePair {
+    pub client: Option<CpuSample>,
+    pub server: Option<CpuSample>,
+}
+
+/// Where the sides ran, for turning samples into figures.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub client_cpus: Vec<usize>,
+    /// Empty: the responder is not pinned (all its host's CPUs).
+    pub server_cpus: Vec<usize>,
+    /// Both sides on one host (loopback target), so their CPU sets can overlap.
+    pub same_host: bool,
+}
+
+impl Placement {
+    /// Whether the per-side CPU-set views include each other's work.
+    pub fn shares_cpus(&self) -> bool {
+        self.same_host
+            && (self.client_cpus.is_empty()
+                || self.server_cpus.is_empty()
+                || cpu::cpu_sets_overlap(&self.client_cpus, &self.server_cpus))
+    }
+}
+
+/// The CPU figures of a window from its start and end samples. A side whose
+/// samples are missing (a responder that could not sample) is `None`.
+pub fn cpu_figures(start: &SidePair, end: &SidePair, place: &Placement, work: Work) -> CpuFigures {
+    let side = |a: &Option<CpuSample>, b: &Option<CpuSample>, cpus: &[usize]| -> Option<SideCpu> {
+        cpu::side_cpu(a.as_ref()?, b.as_ref()?, cpus, work).ok()
+    };
+    let client = side(&start.client, &end.client, &place.client_cpus);
+    let server = side(&start.server, &end.server, &place.server_cpus);
+    let shared = if place.shares_cpus() {
+        let union = if place.client_cpus.is_empty() || place.server_cpus.is_empty() {
+            Vec::new()
+        } else {
+            cpu::cpu_set_union(&place.client_cpus, &place.server_cpus)
+        };
+        side(&start.client, &end.client, &union)
+    } else {
+        None
+    };
+    CpuFigures::combine(client, server, shared)
+}
+
+/// Memory figures at the steady state for `connections` connections.
+pub fn memory_figures(
+    client: Option<&MemorySample>,
+    server: Option<&MemorySample>,
+    connections: u64,
+) -> MemoryFigures {
+    MemoryFigures {
+        client: client.map(|m| memory::side_memory(m, connections)),
+        server: server.map(|m| memory::side_memory(m, connections)),
+    }
+}

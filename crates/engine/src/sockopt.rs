@@ -1,0 +1,132 @@
+//! Socket set-up and the raw I/O calls of the hot path.
+//!
+//! The options are the ones the seeds' best-practice sections name (seed 001:
+//! delayed ACK, MSG_WAITALL; seed 000: buffer sizes). How each maps to Linux:
+//! - `nodelay` → TCP_NODELAY on every data socket, both sides.
+//! - `waitall` → receives pass MSG_WAITALL, and SO_RCVLOWAT is set to the
+//!   message size (when it is at most [`RCVLOWAT_CAP_BYTES`]). On a non-blocking
+//!   socket MSG_WAITALL alone changes nothing; SO_RCVLOWAT is what makes epoll
+//!   report the socket readable only once the whole message is there, which is
+//!   the wake-up saving MSG_WAITALL gives a blocking receiver.
+//! - `quickack` → TCP_QUICKACK re-armed after every receive (the kernel clears
+//!   it by itself, so once per connection would not keep delayed ACK off).
+//! - `sndbuf`/`rcvbuf` → SO_SNDBUF/SO_RCVBUF before connect or listen, so the
+//!   window scale is negotiated for them; setting them turns off autotuning.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use stackbench_model::SocketOptions;
+
+/// Largest message for which SO_RCVLOWAT is set to the whole message. The
+/// kernel caps the low-water mark at half the receive buffer; beyond this size
+/// a stream is bulk transfer anyway and waking per chunk costs nothing.
+pub const RCVLOWAT_CAP_BYTES: u64 = 256 * 1024;
+
+/// Creates a non-blocking TCP socket for `addr`'s family with the buffer sizes
+/// applied (they must precede connect/listen).
+pub fn new_tcp_socket(addr: &SocketAddr, opts: &SocketOptions) -> io::Result<Socket> {
+    let socket = Socket::new(
+        Domain::for_address(*addr),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    socket.set_nonblocking(true)?;
+    if let Some(bytes) = opts.sndbuf_bytes {
+        socket.set_send_buffer_size(bytes as usize)?;
+    }
+    if let Some(bytes) = opts.rcvbuf_bytes {
+        socket.set_recv_buffer_size(bytes as usize)?;
+    }
+    Ok(socket)
+}
+
+/// Options applied to a connected data socket. `recv_message_bytes` is the size
+/// of the message this side receives (request on the server, response on the
+/// client).
+pub fn apply_connected(fd: RawFd, opts: &SocketOptions, recv_message_bytes: u64) -> io::Result<()> {
+    // SAFETY: `fd` is an open socket owned by the caller for the whole call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let sock = SockRef::from(&fd);
+    if opts.nodelay {
+        sock.set_tcp_nodelay(true)?;
+    }
+    if opts.waitall && recv_message_bytes <= RCVLOWAT_CAP_BYTES {
+        set_int(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            recv_message_bytes as libc::c_int,
+        )?;
+    }
+    if opts.quickack {
+        quickack(fd.as_raw_fd());
+    }
+    Ok(())
+}
+
+/// Re-arms TCP_QUICKACK. Failure is ignored: it only loses an optimisation.
+#[inline]
+pub fn quickack(fd: RawFd) {
+    let _ = set_int(fd, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1);
+}
+
+/// setsockopt(2) with an int value, for options socket2 does not wrap.
+fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain setsockopt on an open fd with a valid int option value.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Makes the next close send RST instead of FIN (SO_LINGER 0): no TIME_WAIT.
+pub fn set_abortive_close(fd: RawFd) -> io::Result<()> {
+    // SAFETY: `fd` is an open socket owned by the caller for the whole call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let sock = SockRef::from(&fd);
+    sock.set_linger(Some(std::time::Duration::ZERO))
+}
+
+/// One `recv(2)`. Returns `Ok(0)` at end of stream.
+#[inline]
+pub fn recv(fd: RawFd, buf: &mut [u8], waitall: bool) -> io::Result<usize> {
+    let flags = if waitall { libc::MSG_WAITALL } else { 0 };
+    // SAFETY: the buffer is valid for `buf.len()` writable bytes.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// One `send(2)` with MSG_NOSIGNAL, so a reset peer is an error, not SIGPIPE.
+#[inline]
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: the buffer is valid for `buf.len()` readable bytes.
+    let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Raw fd of anything that has one (mio and std sockets).
+#[inline]
+pub fn fd_of(s: &impl AsRawFd) -> RawFd {
+    s.as_raw_fd()
+}

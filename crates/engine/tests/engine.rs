@@ -1,0 +1,173 @@
+//! Engine tests against an in-process responder on port 0 on loopback: exact
+//! counts for every kind, mixes, IPv6, and several drivers at once.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use stackbench_engine::{
+    run_workload, ControlClient, Responder, ResponderConfig, ResponderHandle, RunConfig, RunOutcome,
+};
+use stackbench_model::{CrrClose, SocketOptions};
+
+fn responder(listen: &str) -> ResponderHandle {
+    let config = ResponderConfig {
+        listen: listen.parse().unwrap(),
+        threads: 2,
+        cpus: vec![],
+    };
+    Responder::bind(config).unwrap().spawn().unwrap()
+}
+
+fn config(workload: &str, transactions: u64) -> RunConfig {
+    RunConfig {
+        workload: workload.parse().unwrap(),
+        duration: None,
+        warmup: Duration::ZERO,
+        transactions: Some(transactions),
+        threads: 2,
+        client_cpus: vec![],
+        socket: SocketOptions::default(),
+        spin: false,
+    }
+}
+
+fn run(handle: &ResponderHandle, cfg: &RunConfig) -> RunOutcome {
+    let mut control = ControlClient::connect(&handle.addr().to_string()).unwrap();
+    let stop = AtomicBool::new(false);
+    run_workload(&mut control, cfg, &stop, &mut |_| {}).unwrap()
+}
+
+fn assert_exact(out: &RunOutcome, n: u64) {
+    assert!(out.complete, "{:?}", out.incomplete_reason);
+    for c in &out.classes {
+        assert_eq!(c.transactions, n, "{}", c.notation);
+        assert_eq!(c.errors, 0, "{}: {:?}", c.notation, c.error_counts);
+        assert_eq!(c.tx_bytes, n * c.request_bytes, "{}", c.notation);
+        assert_eq!(c.rx_bytes, n * c.response_bytes, "{}", c.notation);
+        assert!(c.latency_us.p50 > 0.0 && c.rate_tps > 0.0, "{c:?}");
+    }
+}
+
+#[test]
+fn rr_counts_are_exact() {
+    let h = responder("127.0.0.1:0");
+    let out = run(&h, &config("RR10(4kB/4kB)", 1003));
+    assert_exact(&out, 1003);
+    assert_eq!(out.server_stats[0].transactions, 1003);
+    assert_eq!(out.server_stats[0].connections, 10);
+}
+
+#[test]
+fn crr_counts_are_exact_in_every_close_mode() {
+    let h = responder("127.0.0.1:0");
+    for close in [CrrClose::Server, CrrClose::Client, CrrClose::Abort] {
+        let mut cfg = config("CRR4(64B/8kB)", 201);
+        cfg.socket.crr_close = close;
+        let out = run(&h, &cfg);
+        assert_exact(&out, 201);
+        assert_eq!(out.server_stats[0].connections, 201, "{close:?}");
+    }
+}
+
+#[test]
+fn stream_get_and_put_move_every_byte() {
+    let h = responder("127.0.0.1:0");
+    assert_exact(&run(&h, &config("STR3(1B/2MB)", 7)), 7);
+    assert_exact(&run(&h, &config("STR3(2MB/1B)", 7)), 7);
+}
+
+#[test]
+fn mix_keeps_statistics_per_class() {
+    let h = responder("127.0.0.1:0");
+    let out = run(&h, &config("RR2(100B/800B)+STR2(1B/1MB)+CRR2(64B/1kB)", 50));
+    assert_eq!(out.classes.len(), 3);
+    assert_exact(&out, 50);
+    assert_eq!(out.classes[1].rx_bytes, 50 * 1024 * 1024);
+}
+
+#[test]
+fn socket_options_are_applied_without_changing_counts() {
+    let h = responder("127.0.0.1:0");
+    let mut cfg = config("RR3(2kB/300kB)", 60);
+    cfg.socket = SocketOptions {
+        nodelay: true,
+        waitall: true,
+        quickack: true,
+        sndbuf_bytes: Some(128 * 1024),
+        rcvbuf_bytes: Some(128 * 1024),
+        crr_close: CrrClose::Server,
+    };
+    assert_exact(&run(&h, &cfg), 60);
+}
+
+#[test]
+fn ipv6_loopback_works() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("skipped: no IPv6 loopback on this machine (enable ::1 to run this test)");
+        return;
+    }
+    let h = responder("[::1]:0");
+    assert_exact(&run(&h, &config("RR2(1B/1B)+CRR2(1B/1B)", 100)), 100);
+}
+
+#[test]
+fn two_drivers_share_one_responder() {
+    // Seed 000's zERT set-up: two client instances of 15 connections each.
+    let h = responder("127.0.0.1:0");
+    std::thread::scope(|s| {
+        let a = s.spawn(|| run(&h, &config("RR15(200B/1000B)", 3000)));
+        let b = s.spawn(|| run(&h, &config("RR15(200B/1000B)", 3000)));
+        assert_exact(&a.join().unwrap(), 3000);
+        assert_exact(&b.join().unwrap(), 3000);
+    });
+}
+
+#[test]
+fn duration_bounded_run_reports_its_window() {
+    let h = responder("127.0.0.1:0");
+    let mut cfg = config("RR2(1B/1B)", 0);
+    cfg.transactions = None;
+    cfg.duration = Some(Duration::from_millis(1500));
+    cfg.warmup = Duration::from_millis(200);
+    let out = run(&h, &cfg);
+    let c = &out.classes[0];
+    assert!(out.complete);
+    assert!((c.duration_s - 1.5).abs() < 1e-9, "{}", c.duration_s);
+    assert!(c.transactions > 0);
+    assert_eq!(c.per_second_tps.len(), 1);
+}
+
+#[test]
+fn responder_loss_ends_the_run_incomplete() {
+    let h = responder("127.0.0.1:0");
+    let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
+    let mut cfg = config("RR2(1B/1B)", 0);
+    cfg.transactions = None;
+    cfg.duration = Some(Duration::from_secs(30));
+    let stop = AtomicBool::new(false);
+    let started = std::time::Instant::now();
+    let mut killer = Some(h);
+    let out = run_workload(&mut control, &cfg, &stop, &mut |p| {
+        if p.elapsed > Duration::from_millis(300) {
+            killer.take(); // drop = shut the responder down
+        }
+    })
+    .unwrap();
+    assert!(!out.complete);
+    assert!(out.incomplete_reason.unwrap().contains("responder"));
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn responder_returns_its_cpu_and_memory_samples() {
+    let h = responder("127.0.0.1:0");
+    let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
+    match control.sample() {
+        Ok(stackbench_engine::protocol::Reply::Sample { cpu, memory }) => {
+            assert!(!cpu.cpus.is_empty());
+            assert!(cpu.process.is_some());
+            assert!(memory.unwrap().rss_bytes > 0);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,117 @@
+//! Storage per connection (seed 003's "storage requirement"): resident memory
+//! of a side's processes and the kernel's TCP socket memory, each divided by
+//! the number of open connections, sampled once the connections are up and
+//! the rate is steady.
+//!
+//! Kernel socket memory comes from `/proc/net/sockstat` (`TCP: mem` pages ×
+//! page size). It is host-wide (per network namespace) and covers both IPv4
+//! and IPv6: when driver and responder share a host, both sides report the
+//! same figure, which then holds both ends of each connection.
+
+use serde::{Deserialize, Serialize};
+
+use crate::procfs::{self, ProcError, SockStat};
+use crate::record::SideMemory;
+
+/// Memory counters of one side at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MemorySample {
+    /// Resident set size summed over the side's processes, bytes.
+    pub rss_bytes: u64,
+    /// The host's TCP socket counters.
+    pub sockstat: SockStat,
+    /// Page size of the host that took the sample, bytes.
+    pub page_size_bytes: u64,
+}
+
+impl MemorySample {
+    /// Reads the RSS of `pids` and the host's sockstat now.
+    pub fn take(pids: &[u32]) -> Result<MemorySample, ProcError> {
+        let mut rss_bytes = 0u64;
+        for &pid in pids {
+            rss_bytes = rss_bytes.saturating_add(procfs::read_rss_bytes(pid)?);
+        }
+        Ok(MemorySample {
+            rss_bytes,
+            sockstat: procfs::read_sockstat()?,
+            page_size_bytes: procfs::page_size_bytes(),
+        })
+    }
+
+    /// Kernel TCP socket memory in bytes.
+    pub fn kernel_sock_bytes(&self) -> u64 {
+        self.sockstat
+            .tcp_mem_pages
+            .saturating_mul(self.page_size_bytes)
+    }
+}
+
+/// `bytes / connections`; `None` with no connection.
+pub fn per_conn(bytes: u64, connections: u64) -> Option<f64> {
+    (connections > 0).then(|| bytes as f64 / connections as f64)
+}
+
+/// One side's memory figures from a steady-state sample and the number of
+/// connections open at that moment.
+pub fn side_memory(sample: &MemorySample, connections: u64) -> SideMemory {
+    let kernel_sock_bytes = sample.kernel_sock_bytes();
+    let sock = &sample.sockstat;
+    SideMemory {
+        rss_bytes: sample.rss_bytes,
+        rss_bytes_per_conn: per_conn(sample.rss_bytes, connections),
+        kernel_sock_bytes,
+        kernel_sock_bytes_per_conn: per_conn(kernel_sock_bytes, connections),
+        connections,
+        tcp_inuse: sock.tcp_inuse + sock.tcp6_inuse,
+        tcp_orphan: sock.tcp_orphan,
+        tcp_tw: sock.tcp_tw,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> MemorySample {
+        MemorySample {
+            rss_bytes: 40 << 20,
+            sockstat: SockStat {
+                tcp_inuse: 2_000,
+                tcp6_inuse: 2,
+                tcp_orphan: 1,
+                tcp_tw: 30,
+                tcp_alloc: 2_010,
+                tcp_mem_pages: 1_000,
+            },
+            page_size_bytes: 4096,
+        }
+    }
+
+    #[test]
+    fn per_connection_division() {
+        let m = side_memory(&sample(), 1_000);
+        assert_eq!(m.kernel_sock_bytes, 4_096_000);
+        assert_eq!(m.kernel_sock_bytes_per_conn, Some(4_096.0));
+        assert_eq!(m.rss_bytes_per_conn, Some((40 << 20) as f64 / 1000.0));
+        assert_eq!(m.tcp_inuse, 2_002);
+        assert_eq!(m.tcp_tw, 30);
+    }
+
+    #[test]
+    fn zero_connections_give_none() {
+        let m = side_memory(&sample(), 0);
+        assert_eq!(m.rss_bytes_per_conn, None);
+        assert_eq!(m.kernel_sock_bytes_per_conn, None);
+    }
+
+    #[test]
+    fn real_sample_of_this_machine() {
+        if !std::path::Path::new("/proc/net/sockstat").exists() {
+            eprintln!("skipped: /proc is not mounted");
+            return;
+        }
+        let m = MemorySample::take(&[std::process::id()]).unwrap();
+        assert!(m.rss_bytes > 0);
+        assert!(m.page_size_bytes >= 4096);
+    }
+}

@@ -1,0 +1,526 @@
+//! Measurement-quality warnings (hyperfine's `Warnings`): a typed enum whose
+//! messages say what to change, and pure `check_*` functions that decide from
+//! measured figures whether each one applies. The engine prints them on stderr
+//! and stores them in the record's `warnings[]` via [`Warning::to_record`].
+//!
+//! Thresholds are named constants below, each with its reason.
+
+use std::fmt;
+
+use crate::record::{ClassResult, SideCpu, WarningRecord};
+use crate::stats::cv_pct;
+
+/// Driver CPUs busier than this mean the driver, not the stack, limits the
+/// rate: requests wait for a driver thread, so latency and rate describe the
+/// load generator (netperf's and wrk's long-standing advice).
+pub const DRIVER_SATURATED_PCT: f64 = 90.0;
+/// Steal above 1% of a side's CPU time: below that it is within the tick
+/// sampling noise of `/proc/stat`; above it the hypervisor is visibly taking
+/// CPU, and CPU figures include time the guest never ran.
+pub const STEAL_PCT: f64 = 1.0;
+/// An idle baseline busier than 5% on the measured CPUs: an idle Linux CPU
+/// shows well under 1% (timers, RCU); 5% means another workload whose CPU
+/// would be charged to stackbench's transactions.
+pub const BACKGROUND_BUSY_PCT: f64 = 5.0;
+/// Length of the idle baseline taken before a run, seconds: 100 ticks per
+/// CPU at USER_HZ 100, enough to resolve 5% (5 ticks) from zero.
+pub const BASELINE_WINDOW_S: f64 = 1.0;
+/// Coefficient of variation of per-second rates above 10%: a steady loopback
+/// or LAN run stays within a few percent; beyond 10% the mean hides phases
+/// (warm-up not over, throttling, other load), and comparisons of 5% effects
+/// between runs are not meaningful.
+pub const RATE_CV_PCT: f64 = 10.0;
+/// Fewest per-second rates for a steadiness judgement: with 2 the CV says
+/// nothing about a trend.
+pub const RATE_CV_MIN_SECONDS: usize = 3;
+/// Shortest useful window, seconds. `/proc/stat` is tick-sampled (10 ms per
+/// CPU): at 50% busy the sampling error of a 5 s window is about ±2 points of
+/// utilisation (binomial √(p(1−p)/500)), and per-second steadiness needs
+/// several seconds to judge.
+pub const MIN_WINDOW_S: f64 = 5.0;
+/// Fewest transactions: below 1000 a p99.9 has no sample behind it, and the
+/// ±1 transaction at each window edge is above 0.1% of the count.
+pub const MIN_TRANSACTIONS: u64 = 1000;
+
+/// Which side a figure belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Side::Client => "driver (client)",
+            Side::Server => "responder (server)",
+        })
+    }
+}
+
+/// A measurement-quality problem and the data that shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warning {
+    /// The driver's CPUs (or its threads) were more than 90% busy.
+    DriverSaturated { busy_pct: f64 },
+    /// Driver and responder share CPUs on one host; empty list = unpinned.
+    SharedCpus {
+        client_cpus: Vec<usize>,
+        server_cpus: Vec<usize>,
+    },
+    /// Steal time above [`STEAL_PCT`] on a side's CPUs.
+    StealPresent { side: Side, steal_pct: f64 },
+    /// The measured CPUs were busy before the run started.
+    BackgroundLoad { busy_pct: f64, cpus: Vec<usize> },
+    /// Per-second rates varied more than [`RATE_CV_PCT`].
+    RateUnsteady { cv_pct: f64 },
+    /// Window shorter than [`MIN_WINDOW_S`] or fewer than [`MIN_TRANSACTIONS`].
+    RunTooShort { window_s: f64, transactions: u64 },
+    /// cpufreq governors other than `performance`: (CPU, governor).
+    GovernorNotPerformance { governors: Vec<(usize, String)> },
+    /// Repetitions ended at the maximum with intervals still too wide:
+    /// (measure, achieved full width % of the mean).
+    ConfidenceNotReached {
+        level_pct: f64,
+        target_width_pct: f64,
+        repetitions: u32,
+        measures: Vec<(&'static str, Option<f64>)>,
+    },
+}
+
+impl Warning {
+    /// Stable snake_case identifier stored in the record.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Warning::DriverSaturated { .. } => "driver_saturated",
+            Warning::SharedCpus { .. } => "shared_cpus",
+            Warning::StealPresent { .. } => "steal_present",
+            Warning::BackgroundLoad { .. } => "background_load",
+            Warning::RateUnsteady { .. } => "rate_unsteady",
+            Warning::RunTooShort { .. } => "run_too_short",
+            Warning::GovernorNotPerformance { .. } => "governor_not_performance",
+            Warning::ConfidenceNotReached { .. } => "confidence_not_reached",
+        }
+    }
+
+    /// The record entry; `class` is the class's notation, `None` for the run.
+    pub fn to_record(&self, class: Option<&str>) -> WarningRecord {
+        WarningRecord {
+            code: self.code().to_string(),
+            message: self.to_string(),
+            class: class.map(str::to_string),
+        }
+    }
+}
+
+fn cpu_list(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        return "all (not pinned)".to_string();
+    }
+    let ids: Vec<String> = cpus.iter().map(usize::to_string).collect();
+    ids.join(",")
+}
+
+fn governor_list(governors: &[(usize, String)]) -> String {
+    let list: Vec<String> = governors
+        .iter()
+        .map(|(cpu, g)| format!("cpu{cpu}={g}"))
+        .collect();
+    list.join(", ")
+}
+
+fn width_list(measures: &[(&'static str, Option<f64>)]) -> String {
+    let list: Vec<String> = measures
+        .iter()
+        .map(|(m, w)| match w {
+            Some(w) => format!("{m} {w:.1}%"),
+            None => format!("{m} undefined"),
+        })
+        .collect();
+    list.join(", ")
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::DriverSaturated { busy_pct } => write!(
+                f,
+                "the driver was {busy_pct:.0}% busy (> {DRIVER_SATURATED_PCT:.0}%): the run \
+                 measures the load generator, not the stack; give the driver more threads or \
+                 CPUs, or lower the offered load"
+            ),
+            Warning::SharedCpus {
+                client_cpus,
+                server_cpus,
+            } => write!(
+                f,
+                "driver CPUs [{}] and responder CPUs [{}] overlap: per-side CPU cannot be \
+                 separated, only the total is reported; pin the two sides to disjoint CPU sets",
+                cpu_list(client_cpus),
+                cpu_list(server_cpus)
+            ),
+            Warning::StealPresent { side, steal_pct } => write!(
+                f,
+                "{side} CPUs lost {steal_pct:.1}% of their time to steal (a virtual machine): \
+                 CPU figures include hypervisor noise; measure on bare metal or dedicated vCPUs"
+            ),
+            Warning::BackgroundLoad { busy_pct, cpus } => write!(
+                f,
+                "CPUs [{}] were {busy_pct:.1}% busy in the idle baseline before the run: other \
+                 work will be charged to the transactions; stop it or pin the run to idle CPUs",
+                cpu_list(cpus)
+            ),
+            Warning::RateUnsteady { cv_pct } => write!(
+                f,
+                "the per-second rate varied by {cv_pct:.1}% (coefficient of variation > \
+                 {RATE_CV_PCT:.0}%): the mean hides phases; lengthen the warm-up and the window, \
+                 and look for other load or throttling"
+            ),
+            Warning::RunTooShort {
+                window_s,
+                transactions,
+            } => write!(
+                f,
+                "the window was {window_s:.2} s with {transactions} transactions (want at least \
+                 {MIN_WINDOW_S:.0} s and {MIN_TRANSACTIONS}): CPU and percentile figures are \
+                 coarse; run longer"
+            ),
+            Warning::GovernorNotPerformance { governors } => write!(
+                f,
+                "CPU frequency governor is not 'performance' ({}): clock changes move CPU \
+                 per transaction between runs; set the governor to performance",
+                governor_list(governors)
+            ),
+            Warning::ConfidenceNotReached {
+                level_pct,
+                target_width_pct,
+                repetitions,
+                measures,
+            } => write!(
+                f,
+                "desired confidence was not achieved after {repetitions} repetitions: \
+                 {level_pct}% interval widths {} exceed {target_width_pct}% of the mean; \
+                 allow more iterations, run longer, or quieten the machine",
+                width_list(measures)
+            ),
+        }
+    }
+}
+
+/// Driver saturation from the CPU-set view and, when the process view and the
+/// driver's thread count are known, from busy time per driver thread (which
+/// catches one saturated thread on a large unpinned machine).
+pub fn check_driver_saturated(client: &SideCpu, driver_threads: Option<u32>) -> Option<Warning> {
+    let per_thread = match (client.process, driver_threads) {
+        (Some(p), Some(threads)) if threads > 0 && client.window_s > 0.0 => {
+            100.0 * p.cpu_seconds / (client.window_s * f64::from(threads))
+        }
+        _ => 0.0,
+    };
+    let busy_pct = client.util_pct.max(per_thread);
+    (busy_pct > DRIVER_SATURATED_PCT).then_some(Warning::DriverSaturated { busy_pct })
+}
+
+/// Shared CPUs between sides on one host (sides on different hosts never share).
+pub fn check_shared_cpus(
+    client_cpus: &[usize],
+    server_cpus: &[usize],
+    same_host: bool,
+) -> Option<Warning> {
+    (same_host && crate::cpu::cpu_sets_overlap(client_cpus, server_cpus)).then(|| {
+        Warning::SharedCpus {
+            client_cpus: client_cpus.to_vec(),
+            server_cpus: server_cpus.to_vec(),
+        }
+    })
+}
+
+/// Steal as a share of all the side's CPU time in the window.
+pub fn check_steal(side: Side, cpu: &SideCpu) -> Option<Warning> {
+    let b = &cpu.breakdown;
+    let all_s = cpu.cpu_seconds + b.idle + b.iowait;
+    if all_s <= 0.0 {
+        return None;
+    }
+    let steal_pct = 100.0 * b.steal / all_s;
+    (steal_pct > STEAL_PCT).then_some(Warning::StealPresent { side, steal_pct })
+}
+
+/// Background load from an idle baseline (a [`SideCpu`] over the measured
+/// CPUs, [`BASELINE_WINDOW_S`] long, taken before the run).
+pub fn check_background_load(baseline: &SideCpu) -> Option<Warning> {
+    (baseline.util_pct > BACKGROUND_BUSY_PCT).then(|| Warning::BackgroundLoad {
+        busy_pct: baseline.util_pct,
+        cpus: baseline.cpus.clone(),
+    })
+}
+
+/// Steadiness of the per-second rates.
+pub fn check_rate_steadiness(per_second_tps: &[f64]) -> Option<Warning> {
+    if per_second_tps.len() < RATE_CV_MIN_SECONDS {
+        return None;
+    }
+    let cv = cv_pct(per_second_tps)?;
+    (cv > RATE_CV_PCT).then_some(Warning::RateUnsteady { cv_pct: cv })
+}
+
+/// Window length and transaction count.
+pub fn check_run_length(window_s: f64, transactions: u64) -> Option<Warning> {
+    (window_s < MIN_WINDOW_S || transactions < MIN_TRANSACTIONS).then_some(Warning::RunTooShort {
+        window_s,
+        transactions,
+    })
+}
+
+/// Governors of the measured CPUs as read (`None`: no cpufreq, e.g. a VM,
+/// which is not warned about).
+pub fn check_governors(governors: &[(usize, Option<String>)]) -> Option<Warning> {
+    let bad: Vec<(usize, String)> = governors
+        .iter()
+        .filter_map(|(cpu, g)| g.as_ref().map(|g| (*cpu, g.clone())))
+        .filter(|(_, g)| g != "performance")
+        .collect();
+    (!bad.is_empty()).then_some(Warning::GovernorNotPerformance { governors: bad })
+}
+
+/// Everything that can be judged from one class's record: run length,
+/// steadiness, driver saturation, steal, unmet confidence. Run-level checks
+/// (shared CPUs, background load, governors) are separate so they appear once.
+pub fn class_warnings(class: &ClassResult, driver_threads: Option<u32>) -> Vec<Warning> {
+    let mut out = Vec::new();
+    out.extend(check_run_length(class.duration_s, class.transactions));
+    out.extend(check_rate_steadiness(&class.per_second_tps));
+    if let Some(cpu) = &class.cpu {
+        if let Some(client) = &cpu.client {
+            out.extend(check_driver_saturated(client, driver_threads));
+            out.extend(check_steal(Side::Client, client));
+        }
+        if let Some(server) = &cpu.server {
+            out.extend(check_steal(Side::Server, server));
+        }
+    }
+    if let Some(rep) = &class.repetitions {
+        out.extend(check_confidence(rep));
+    }
+    out
+}
+
+/// Unmet `--confidence` target after the last repetition.
+pub fn check_confidence(rep: &crate::record::Repetitions) -> Option<Warning> {
+    let target = rep.target_width_pct?;
+    if rep.reached != Some(false) {
+        return None;
+    }
+    let named = [
+        ("rate", Some(&rep.rate_tps)),
+        ("client CPU/tr", rep.client_cpu_us_per_tran.as_ref()),
+        ("server CPU/tr", rep.server_cpu_us_per_tran.as_ref()),
+    ];
+    let mut level_pct = 0.0;
+    let mut measures = Vec::new();
+    for (name, summary) in named {
+        let Some(summary) = summary.filter(|s| s.n > 0) else {
+            continue;
+        };
+        let width = summary.confidence.and_then(|c| {
+            level_pct = c.level_pct;
+            c.width_pct_of_mean
+        });
+        if width.is_none_or(|w| w > target) {
+            measures.push((name, width));
+        }
+    }
+    Some(Warning::ConfidenceNotReached {
+        level_pct,
+        target_width_pct: target,
+        repetitions: u32::try_from(rep.runs.len()).unwrap_or(u32::MAX),
+        measures,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::RepetitionValues;
+    use crate::record::{
+        CpuBreakdown, CpuFigures, MeasureSummary, ProcessCpu, Repetitions, SideCpu,
+    };
+    use crate::stats::{summarize_repetitions, Iterations};
+
+    fn side(util_pct: f64) -> SideCpu {
+        SideCpu {
+            cpus: vec![0, 1],
+            window_s: 10.0,
+            util_pct,
+            cpu_seconds: util_pct / 100.0 * 20.0,
+            breakdown: CpuBreakdown {
+                idle: (100.0 - util_pct) / 100.0 * 20.0,
+                ..CpuBreakdown::default()
+            },
+            ..SideCpu::default()
+        }
+    }
+
+    #[test]
+    fn driver_saturation_by_set_or_by_thread() {
+        assert_eq!(check_driver_saturated(&side(50.0), None), None);
+        assert!(matches!(
+            check_driver_saturated(&side(95.0), None),
+            Some(Warning::DriverSaturated { busy_pct }) if busy_pct == 95.0
+        ));
+        // Unpinned 2-CPU view at 50%, but the one driver thread used 9.5 of 10 s.
+        let mut one_thread = side(50.0);
+        one_thread.process = Some(ProcessCpu {
+            cpu_seconds: 9.5,
+            ..ProcessCpu::default()
+        });
+        assert!(check_driver_saturated(&one_thread, Some(1)).is_some());
+        assert!(check_driver_saturated(&one_thread, Some(2)).is_none());
+    }
+
+    #[test]
+    fn shared_cpus() {
+        assert!(check_shared_cpus(&[0], &[0], true).is_some());
+        assert!(check_shared_cpus(&[], &[], true).is_some());
+        assert!(check_shared_cpus(&[0], &[1], true).is_none());
+        assert!(check_shared_cpus(&[0], &[0], false).is_none());
+        let w = check_shared_cpus(&[], &[1], true).unwrap();
+        assert_eq!(w.code(), "shared_cpus");
+        assert!(w.to_string().contains("all (not pinned)"), "{w}");
+    }
+
+    #[test]
+    fn steal_threshold() {
+        let mut s = side(50.0); // 10 busy CPU-s + 10 idle = 20 CPU-s in all
+        s.breakdown.steal = 0.2; // exactly 1%: not above
+        assert_eq!(check_steal(Side::Server, &s), None);
+        s.breakdown.steal = 0.5;
+        let w = check_steal(Side::Server, &s).unwrap();
+        assert!(
+            w.to_string()
+                .starts_with("responder (server) CPUs lost 2.5%"),
+            "{w}"
+        );
+        assert_eq!(check_steal(Side::Client, &SideCpu::default()), None);
+    }
+
+    #[test]
+    fn background_governor_length() {
+        assert!(check_background_load(&side(3.0)).is_none());
+        assert_eq!(
+            check_background_load(&side(7.0)).unwrap().code(),
+            "background_load"
+        );
+        let govs = [
+            (0, Some("performance".to_string())),
+            (1, Some("powersave".to_string())),
+            (2, None),
+        ];
+        let w = check_governors(&govs).unwrap();
+        assert!(w.to_string().contains("cpu1=powersave"), "{w}");
+        assert!(check_governors(&[(0, None)]).is_none());
+        assert!(check_run_length(10.0, 1_000_000).is_none());
+        assert!(check_run_length(4.9, 1_000_000).is_some());
+        assert!(check_run_length(10.0, 999).is_some());
+    }
+
+    #[test]
+    fn rate_steadiness() {
+        assert!(check_rate_steadiness(&[100.0, 102.0, 98.0, 101.0]).is_none());
+        let w = check_rate_steadiness(&[100.0, 150.0, 60.0, 100.0]).unwrap();
+        assert_eq!(w.code(), "rate_unsteady");
+        // Too few seconds to judge.
+        assert!(check_rate_steadiness(&[100.0, 10.0]).is_none());
+        assert!(check_rate_steadiness(&[0.0, 0.0, 0.0]).is_none());
+    }
+
+    fn runs(rates: &[f64]) -> Vec<RepetitionValues> {
+        rates
+            .iter()
+            .map(|&r| RepetitionValues {
+                rate_tps: r,
+                ..RepetitionValues::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn confidence_not_reached() {
+        let it = Iterations::confidence(99.0, 5.0, 3, 3).unwrap();
+        let rep = summarize_repetitions(&runs(&[100.0, 150.0, 60.0]), &it);
+        let w = check_confidence(&rep).unwrap();
+        assert_eq!(w.code(), "confidence_not_reached");
+        assert!(w.to_string().contains("rate"), "{w}");
+        let ok = summarize_repetitions(&runs(&[100.0, 100.1, 99.9]), &it);
+        assert!(check_confidence(&ok).is_none());
+        let fixed = summarize_repetitions(&runs(&[1.0, 9.0]), &Iterations::repeat(2).unwrap());
+        assert!(check_confidence(&fixed).is_none());
+        let empty = Repetitions {
+            target_width_pct: Some(5.0),
+            reached: Some(false),
+            rate_tps: MeasureSummary::default(),
+            ..Repetitions::default()
+        };
+        assert!(check_confidence(&empty).is_some());
+    }
+
+    #[test]
+    fn codes_are_stable_snake_case_and_records_carry_them() {
+        let all = [
+            Warning::DriverSaturated { busy_pct: 95.0 },
+            Warning::SharedCpus {
+                client_cpus: vec![0],
+                server_cpus: vec![0],
+            },
+            Warning::StealPresent {
+                side: Side::Client,
+                steal_pct: 2.0,
+            },
+            Warning::BackgroundLoad {
+                busy_pct: 7.0,
+                cpus: vec![1],
+            },
+            Warning::RateUnsteady { cv_pct: 12.0 },
+            Warning::RunTooShort {
+                window_s: 1.0,
+                transactions: 5,
+            },
+            Warning::GovernorNotPerformance {
+                governors: vec![(0, "powersave".into())],
+            },
+            Warning::ConfidenceNotReached {
+                level_pct: 99.0,
+                target_width_pct: 5.0,
+                repetitions: 30,
+                measures: vec![("rate", Some(7.5))],
+            },
+        ];
+        for w in &all {
+            assert!(w.code().chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+            let r = w.to_record(Some("RR1(1B/1B)"));
+            assert_eq!(r.code, w.code());
+            assert!(
+                r.message.contains(':'),
+                "message should say what to change: {w}"
+            );
+        }
+    }
+
+    #[test]
+    fn class_warnings_collects_class_level_checks() {
+        let class = crate::record::tests::sample_class();
+        assert!(class_warnings(&class, Some(1)).is_empty());
+        let mut bad = class;
+        bad.duration_s = 1.0;
+        bad.per_second_tps = vec![100.0, 10.0, 100.0];
+        bad.cpu = Some(CpuFigures::combine(Some(side(99.0)), None, None));
+        let codes: Vec<&str> = class_warnings(&bad, None)
+            .iter()
+            .map(Warning::code)
+            .collect();
+        assert_eq!(
+            codes,
+            vec!["run_too_short", "rate_unsteady", "driver_saturated"]
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! Exporters of a run record: the human table, JSON and CSV. Pure functions
+//! from a [`RunRecord`] to text (hyperfine's exporters), so every format is
+//! testable without running anything.
+
+use std::fmt::Write as _;
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+use stackbench_metrics::{ClassResult, RunRecord};
+use stackbench_model::size::MIB;
+
+/// Megabytes (MiB, the seeds' MB) per second.
+fn mb_per_s(bytes_per_s: f64) -> f64 {
+    bytes_per_s / MIB as f64
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+/// CPU figures of a class as (client µs/tr, server µs/tr, client util %, server util %).
+fn cpu_cells(c: &ClassResult) -> [Option<f64>; 4] {
+    let Some(cpu) = &c.cpu else { return [None; 4] };
+    let client = cpu.client.as_ref();
+    let server = cpu.server.as_ref();
+    [
+        client.and_then(|s| s.cpu_us_per_tran),
+        server.and_then(|s| s.cpu_us_per_tran),
+        client.map(|s| s.util_pct),
+        server.map(|s| s.util_pct),
+    ]
+}
+
+/// The human table: one row per class, then the effective settings.
+pub fn human(record: &RunRecord) -> String {
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL_CONDENSED);
+    table.set_header(vec![
+        "class",
+        "clients",
+        "trans",
+        "tr/s",
+        "mean µs",
+        "p50 µs",
+        "p90 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "tx MB/s",
+        "rx MB/s",
+        "errors",
+        "cli µs/tr",
+        "srv µs/tr",
+        "cli util%",
+        "srv util%",
+    ]);
+    for c in &record.classes {
+        let l = &c.latency_us;
+        let cpu = cpu_cells(c);
+        let mut row = vec![
+            Cell::new(&c.notation),
+            Cell::new(c.clients),
+            Cell::new(c.transactions),
+            Cell::new(format!("{:.1}", c.rate_tps)),
+        ];
+        row.extend(
+            [l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| Cell::new(format!("{v:.1}"))),
+        );
+        row.push(Cell::new(format!("{:.2}", mb_per_s(c.tx_bytes_per_s))));
+        row.push(Cell::new(format!("{:.2}", mb_per_s(c.rx_bytes_per_s))));
+        row.push(Cell::new(c.errors));
+        row.push(Cell::new(opt(cpu[0], 2)));
+        row.push(Cell::new(opt(cpu[1], 2)));
+        row.push(Cell::new(opt(cpu[2], 1)));
+        row.push(Cell::new(opt(cpu[3], 1)));
+        table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
+            if i == 0 {
+                cell
+            } else {
+                cell.set_alignment(CellAlignment::Right)
+            }
+        }));
+    }
+    let mut out = table.to_string();
+    out.push('\n');
+    out.push_str(&settings_block(record));
+    if !record.complete {
+        let reason = record.incomplete_reason.as_deref().unwrap_or("unknown");
+        let _ = writeln!(
+            out,
+            "INCOMPLETE: {reason}; the figures above cover only what was measured."
+        );
+    }
+    out
+}
+
+fn settings_block(record: &RunRecord) -> String {
+    let s = &record.settings;
+    let cpus = |v: &[usize]| {
+        if v.is_empty() {
+            "not pinned".to_string()
+        } else {
+            v.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        }
+    };
+    let window = match (s.transactions, s.duration_s) {
+        (Some(n), _) => format!("{n} transactions per class"),
+        (None, d) => format!("{d} s per workload"),
+    };
+    let buf = |b: Option<u32>| b.map_or("default".to_string(), |b| format!("{b} B"));
+    let o = &s.socket;
+    format!(
+        "settings: window {window}, warm-up {} s; responder {} at {} ({} threads); driver {} threads\n\
+         cpus: client {}, server {}; spin {}\n\
+         socket: nodelay {}, waitall {}, quickack {}, sndbuf {}, rcvbuf {}, crr-close {}\n",
+        s.warmup_s,
+        s.responder,
+        s.target,
+        s.server_threads.map_or("?".to_string(), |t| t.to_string()),
+        s.client_threads,
+        cpus(&s.client_cpus),
+        cpus(&s.server_cpus),
+        s.spin,
+        o.nodelay,
+        o.waitall,
+        o.quickack,
+        buf(o.sndbuf_bytes),
+        buf(o.rcvbuf_bytes),
+        o.crr_close.name(),
+    )
+}
+
+/// The JSON document (`--json`): the record itself, pretty-printed.
+pub fn json(record: &RunRecord) -> String {
+    serde_json::to_string_pretty(record).expect("records serialise") + "\n"
+}
+
+/// Column names of the CSV export, one row per class.
+pub const CSV_HEADER: &str = "workload,notation,kind,clients,request_bytes,response_bytes,transactions,duration_s,rate_tps,\
+latency_mean_us,latency_p50_us,latency_p90_us,latency_p99_us,latency_p999_us,latency_max_us,\
+tx_bytes_per_s,rx_bytes_per_s,errors,client_cpu_us_per_tran,server_cpu_us_per_tran,client_util_pct,server_util_pct,complete";
+
+/// CSV (`--csv`): a header and one row per class.
+pub fn csv(record: &RunRecord) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    for c in &record.classes {
+        let l = &c.latency_us;
+        let cpu = cpu_cells(c).map(|v| v.map_or(String::new(), |v| v.to_string()));
+        let _ = writeln!(
+            out,
+            "\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            c.workload,
+            c.notation,
+            c.kind.name(),
+            c.clients,
+            c.request_bytes,
+            c.response_bytes,
+            c.transactions,
+            c.duration_s,
+            c.rate_tps,
+            l.mean,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.p999,
+            l.max,
+            c.tx_bytes_per_s,
+            c.rx_bytes_per_s,
+            c.errors,
+            cpu[0],
+            cpu[1],
+            cpu[2],
+            cpu[3],
+            record.complete
+        );
+    }
+    out
+}
