@@ -57,6 +57,10 @@ def parse_stackbench(text, notation=None):
         "errors": cls.get("errors", 0),
         "notation": cls.get("notation"),
     }
+    codes = sorted({w.get("code", "?") for w in doc.get("warnings") or []
+                    if w.get("class") in (None, cls.get("notation"))})
+    if codes:
+        out["warnings"] = ",".join(codes)
     socket = (doc.get("settings") or {}).get("socket") or {}
     if "crr_close" in socket:
         out["crr_close"] = socket["crr_close"]
@@ -261,6 +265,9 @@ def cmd_table(run_dir):
         closes = sorted({kv["crr_close"] for kv in entry["kv"] if "crr_close" in kv})
         if closes and wl.startswith("CRR"):
             notes.append("%s: stackbench record says crr_close=%s" % (wl, ",".join(closes)))
+        warned = sorted({c for kv in entry["kv"] for c in kv.get("warnings", "").split(",") if c})
+        if warned:
+            notes.append("%s: stackbench warned (in some reps): %s" % (wl, ", ".join(warned)))
         errors = sum(float(kv.get("errors", 0)) for kv in entry["kv"])
         if errors:
             notes.append("%s: stackbench counted %d connection errors over its reps"
