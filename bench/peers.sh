@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# bench/peers.sh — stackbench side by side with netperf, neper and iperf3.
+#
+# Runs the same loopback workloads with each tool, pinned the same way (client
+# on CLIENT_CPUS, server on SERVER_CPUS), REPS times interleaved (stackbench,
+# peer, peer, stackbench, ...), and prints the median of each figure and the
+# stackbench/peer ratio of medians. Peers that are not installed are named and
+# skipped. See bench/README.md for what is compared with what and why.
+#
+# Traffic goes to 127.0.0.1 only; every process runs under `timeout`; every
+# server this script starts is stopped by it (also on Ctrl-C).
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: bench/peers.sh            (settings come from the environment)
+
+  DURATION=10      seconds measured per run (stackbench --duration, netperf -l,
+                   neper -l, iperf3 -t)
+  WARMUP=2         seconds of warm-up (stackbench --warmup, iperf3 -O); netperf
+                   and neper have none
+  REPS=3           repetitions of each stackbench/peer pair, interleaved
+  CLIENT_CPUS=0    CPU list for the client side (taskset -c syntax)
+  SERVER_CPUS=1    CPU list for the server side (default 0 on a 1-CPU machine)
+  WORKLOADS="rr1 rr10 crr10 str3"   which comparisons to run
+  CRR_CLOSE=abort  abort: stackbench --crr-close abort vs neper tcp_crr default
+                   (client SO_LINGER 0, RST); client: stackbench --crr-close
+                   client vs neper tcp_crr --time-wait (graceful client close)
+  PEERS_BIN=/work/peers/bin   where netperf, netserver, tcp_rr, tcp_crr,
+                   tcp_stream, iperf3 are looked for first (then $PATH)
+  STACKBENCH=target/release/stackbench   binary to test; the default path is
+                   built with `cargo build --release` when missing
+  NETPERF_PORT=12865 NEPER_PORT=12866 (data port +1) IPERF3_PORT=5201
+  OUT_DIR=$(mktemp -d)   raw outputs of every run are kept here
+
+Exit status: 0 all runs succeeded, 1 some run failed (the table still shows
+the rest), 2 bad settings.
+EOF
+}
+
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then usage; exit 0; fi
+if [[ $# -gt 0 ]]; then
+  echo "peers.sh: no arguments expected (got '$1'); settings come from env vars, see --help" >&2
+  exit 2
+fi
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+REPORT="$ROOT/bench/peers_report.py"
+HOST=127.0.0.1 # loopback only, by design
+
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+REPS=${REPS:-3}
+if [[ $(nproc) -ge 2 ]]; then DEFAULT_SERVER_CPUS=1; else DEFAULT_SERVER_CPUS=0; fi
+CLIENT_CPUS=${CLIENT_CPUS:-0}
+SERVER_CPUS=${SERVER_CPUS:-$DEFAULT_SERVER_CPUS}
+WORKLOADS=${WORKLOADS:-rr1 rr10 crr10 str3}
+CRR_CLOSE=${CRR_CLOSE:-abort}
+PEERS_BIN=${PEERS_BIN:-/work/peers/bin}
+NETPERF_PORT=${NETPERF_PORT:-12865}
+NEPER_PORT=${NEPER_PORT:-12866}
+IPERF3_PORT=${IPERF3_PORT:-5201}
+
+die_usage() { echo "peers.sh: $*" >&2; exit 2; }
+
+check_settings() {
+  local name
+  for name in DURATION REPS NETPERF_PORT NEPER_PORT IPERF3_PORT; do
+    [[ ${!name} =~ ^[1-9][0-9]*$ ]] || die_usage "$name='${!name}' is not a positive whole number"
+  done
+  [[ $WARMUP =~ ^[0-9]+$ ]] || die_usage "WARMUP='$WARMUP' is not a whole number of seconds; e.g. WARMUP=2"
+  for name in CLIENT_CPUS SERVER_CPUS; do
+    [[ ${!name} =~ ^[0-9]+([-,][0-9]+)*$ ]] || die_usage "$name='${!name}' is not a CPU list; e.g. $name=0 or $name=2-3"
+  done
+  [[ $CRR_CLOSE == abort || $CRR_CLOSE == client ]] ||
+    die_usage "CRR_CLOSE='$CRR_CLOSE' is not abort or client"
+  for name in $WORKLOADS; do
+    [[ $name =~ ^(rr1|rr10|crr10|str3)$ ]] || die_usage "WORKLOADS: unknown '$name'; use rr1 rr10 crr10 str3"
+  done
+  command -v python3 >/dev/null || die_usage "python3 is needed to parse outputs; install it"
+  command -v taskset >/dev/null || die_usage "taskset (util-linux) is needed for pinning; install it"
+}
+
+# --- tools ------------------------------------------------------------------
+
+# find_peer NAME: path of NAME in $PEERS_BIN, else in $PATH, else empty.
+find_peer() {
+  if [[ -x $PEERS_BIN/$1 ]]; then echo "$PEERS_BIN/$1"; else command -v "$1" || true; fi
+}
+
+SB_BIN="" SB_WHY=""
+prepare_stackbench() {
+  if [[ -n ${STACKBENCH:-} ]]; then
+    SB_BIN=$(command -v "$STACKBENCH" || true)
+    [[ -n $SB_BIN ]] || SB_WHY="STACKBENCH=$STACKBENCH is not an executable"
+    return 0
+  fi
+  SB_BIN=$ROOT/target/release/stackbench
+  [[ -x $SB_BIN ]] && return 0
+  echo "building stackbench: cargo build --release -p stackbench" >&2
+  if ! (cd "$ROOT" && cargo build --release -p stackbench) >"$OUT_DIR/cargo-build.log" 2>&1; then
+    SB_WHY="cargo build --release failed, see $OUT_DIR/cargo-build.log"
+    SB_BIN=""
+  fi
+}
+
+# --- servers ----------------------------------------------------------------
+
+SERVER_PIDS=()
+CLIENT_PID=""
+cleanup() {
+  local pid
+  for pid in $CLIENT_PID "${SERVER_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# listening PORT: a TCP socket listens on PORT (needs ss from iproute2).
+listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+HAVE_SS=$(command -v ss || true)
+
+# start_server PORT LOG CMD...: CMD pinned to SERVER_CPUS under a time bound;
+# waits (at most 5 s) until PORT listens. Sets SERVER_PID.
+start_server() {
+  local port=$1 log=$2
+  shift 2
+  SERVER_PID=""
+  if [[ -n $HAVE_SS ]] && listening "$port"; then
+    echo "port $port is already in use (choose another: NETPERF_PORT, NEPER_PORT, IPERF3_PORT)" >"$log"
+    return 1
+  fi
+  timeout $((DURATION + WARMUP + 60)) taskset -c "$SERVER_CPUS" "$@" >"$log" 2>&1 &
+  SERVER_PID=$!
+  SERVER_PIDS+=("$SERVER_PID")
+  if [[ -z $HAVE_SS ]]; then sleep 1; kill -0 "$SERVER_PID" 2>/dev/null && return 0; fi
+  for _ in $(seq 50); do
+    listening "$port" && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || { echo "server exited: $*" >>"$log"; return 1; }
+    sleep 0.1
+  done
+  echo "server did not listen on port $port within 5 s: $*" >>"$log"
+  return 1
+}
+
+stop_server() {
+  [[ -n $SERVER_PID ]] || return 0
+  kill "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+}
+
+# --- one run ----------------------------------------------------------------
+
+# record WL TOOL REP STATUS DETAIL: one line of runs.tsv (read by peers_report.py).
+record() { printf '%s\t%s\t%s\t%s\t%s\n' "${NOTATION[$1]}" "${@:2}" >>"$OUT_DIR/runs.tsv"; }
+
+# first_error FILE: the first line mentioning an error (neper marks them with a
+# leading E or F and the date), else the last line.
+first_error() {
+  { grep -m 1 -E -i 'error|^[EF][0-9]{4} ' "$1" || grep -v '^[[:space:]]*$' "$1" | tail -n 1; } 2>/dev/null || true
+}
+
+# finish_run WL TOOL REP RC [NOTATION]: parse $OUT_DIR/raw/WL.TOOL.REP.out into
+# a .kv file, or record why the run failed.
+finish_run() {
+  local wl=$1 tool=$2 rep=$3 rc=$4 notation=${5:-} base why
+  base=$OUT_DIR/raw/$wl.$tool.$rep
+  if [[ $rc -ne 0 ]]; then
+    why="exit status $rc"
+    [[ $rc -ne 124 ]] || why+=" (timed out)"
+    why+=": $(first_error "$base.err")"
+  elif python3 "$REPORT" parse "$tool" "$base.out" "$notation" >"$base.kv" 2>"$base.parse-err"; then
+    record "$wl" "$tool" "$rep" ok "$base.kv"
+    return 0
+  else
+    why="unreadable output: $(head -n 1 "$base.parse-err")"
+  fi
+  echo "$tool run failed: $why (raw output: $base.*)" >&2
+  record "$wl" "$tool" "$rep" fail "$why"
+  FAILED=1
+}
+
+# bounded BASE CMD...: CMD under a time bound, stdout to BASE.out, stderr to
+# BASE.err. Run in the background and waited for, so that Ctrl-C or TERM
+# reaches the trap at once instead of after CMD ends.
+bounded() {
+  local base=$1 rc=0
+  shift
+  timeout $((DURATION + WARMUP + 60)) "$@" >"$base.out" 2>"$base.err" &
+  CLIENT_PID=$!
+  wait "$CLIENT_PID" || rc=$?
+  CLIENT_PID=""
+  return "$rc"
+}
+
+# client WL TOOL REP CMD...: CMD pinned to CLIENT_CPUS under a time bound.
+client() {
+  local base=$OUT_DIR/raw/$1.$2.$3
+  shift 3
+  bounded "$base" taskset -c "$CLIENT_CPUS" "$@"
+}
+
+# run_stackbench WL REP NOTATION THREADS [extra flags...]
+run_stackbench() {
+  local wl=$1 rep=$2 notation=$3 threads=$4 base rc=0
+  shift 4
+  base=$OUT_DIR/raw/$wl.stackbench.$rep
+  if [[ -z $SB_BIN ]]; then
+    echo "stackbench run failed: $SB_WHY" >&2
+    record "$wl" stackbench "$rep" fail "$SB_WHY"
+    FAILED=1
+    return 0
+  fi
+  # stackbench pins itself (and its responder) with --client-cpus/--server-cpus;
+  # the responder gets as many threads as the driver, as the peers' servers do.
+  bounded "$base" "$SB_BIN" run "$notation" --duration "${DURATION}s" \
+    --warmup "${WARMUP}s" --threads "$threads" --server-threads "$threads" \
+    --client-cpus "$CLIENT_CPUS" --server-cpus "$SERVER_CPUS" "$@" --json || rc=$?
+  finish_run "$wl" stackbench "$rep" "$rc" "$notation"
+}
+
+# run_netperf WL REP TEST TEST-ARGS...
+run_netperf() {
+  local wl=$1 rep=$2 test=$3 rc=0 bind=()
+  shift 3
+  # -T pins both ends as well when each side is a single CPU.
+  [[ $CLIENT_CPUS =~ ^[0-9]+$ && $SERVER_CPUS =~ ^[0-9]+$ ]] && bind=(-T "$CLIENT_CPUS,$SERVER_CPUS")
+  if start_server "$NETPERF_PORT" "$OUT_DIR/raw/$wl.netserver.$rep.log" \
+    "$NETSERVER" -D -p "$NETPERF_PORT" -L "$HOST"; then
+    client "$wl" netperf "$rep" "$NETPERF" -H "$HOST" -p "$NETPERF_PORT" "${bind[@]}" \
+      -t "$test" -l "$DURATION" -P 0 -- "$@" \
+      -o THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P99_LATENCY || rc=$?
+  else
+    rc=1
+    cp "$OUT_DIR/raw/$wl.netserver.$rep.log" "$OUT_DIR/raw/$wl.netperf.$rep.err"
+  fi
+  stop_server
+  finish_run "$wl" netperf "$rep" "$rc"
+}
+
+# run_neper WL REP BINARY "ARGS FOR BOTH SIDES" "CLIENT-ONLY ARGS"
+# neper does not send -Q/-R/-M/-T to its server, so both sides get them.
+run_neper() {
+  local wl=$1 rep=$2 bin=$3 rc=0 both client_only
+  read -r -a both <<<"$4"
+  read -r -a client_only <<<"${5:-}"
+  # --logtostderr: neper otherwise writes a log file into the current directory.
+  local ports=(-C "$NEPER_PORT" -P "$((NEPER_PORT + 1))" -l "$DURATION" --logtostderr)
+  if start_server "$NEPER_PORT" "$OUT_DIR/raw/$wl.neper-server.$rep.log" \
+    "$bin" "${ports[@]}" "${both[@]}"; then
+    client "$wl" neper "$rep" "$bin" -c -H "$HOST" "${ports[@]}" "${both[@]}" \
+      "${client_only[@]}" || rc=$?
+  else
+    rc=1
+    cp "$OUT_DIR/raw/$wl.neper-server.$rep.log" "$OUT_DIR/raw/$wl.neper.$rep.err"
+  fi
+  stop_server
+  finish_run "$wl" neper "$rep" "$rc"
+}
+
+# run_iperf3 WL REP CLIENT-ARGS...  (one-off server: -1)
+run_iperf3() {
+  local wl=$1 rep=$2 rc=0
+  shift 2
+  if start_server "$IPERF3_PORT" "$OUT_DIR/raw/$wl.iperf3-server.$rep.log" \
+    "$IPERF3" -s -1 -B "$HOST" -p "$IPERF3_PORT"; then
+    client "$wl" iperf3 "$rep" "$IPERF3" -c "$HOST" -p "$IPERF3_PORT" -t "$DURATION" \
+      -O "$WARMUP" -J "$@" || rc=$?
+  else
+    rc=1
+    cp "$OUT_DIR/raw/$wl.iperf3-server.$rep.log" "$OUT_DIR/raw/$wl.iperf3.$rep.err"
+  fi
+  stop_server
+  finish_run "$wl" iperf3 "$rep" "$rc"
+}
+
+# --- the workloads ----------------------------------------------------------
+
+declare -A NOTATION=([rr1]='RR1(1B/1B)' [rr10]='RR10(4kB/4kB)' [crr10]='CRR10(64B/8kB)' [str3]='STR3(1B/20MB)')
+# stackbench driver threads, matched to the peer's: neper -T2 for RR10/CRR10;
+# one thread for netperf, neper -T1 and iperf3 (single-threaded before 3.16).
+declare -A THREADS=([rr1]=1 [rr10]=2 [crr10]=2 [str3]=1)
+# The figures compared (keys of peers_report.py): bulk throughput for streams,
+# rate and latency for the rest.
+RR_FIGURES=rate_tps,lat_mean_us,lat_p50_us,lat_p99_us
+declare -A FIGURES=([rr1]=$RR_FIGURES [rr10]=$RR_FIGURES [crr10]=$RR_FIGURES [str3]=bulk_bytes_per_s)
+declare -A PEERS_OF=() # workload -> number of installed peers
+MISSING=()
+SECONDS_PER_REP=0
+
+# peer WL REP TOOL BIN DESC RUNNER ARGS...: with REP=0 (planning) registers the
+# comparison, or notes the peer as missing when BIN is empty; otherwise runs it.
+peer() {
+  local wl=$1 rep=$2 tool=$3 bin=$4 desc=$5
+  shift 5
+  if [[ -z $bin ]]; then
+    [[ $rep != 0 ]] || MISSING+=("$desc: ${NOTATION[$wl]} comparison skipped")
+    return 0
+  fi
+  if [[ $rep == 0 ]]; then
+    printf '%s\t%s\t%s\t%s\n' "${NOTATION[$wl]}" "$tool" "$desc" "${FIGURES[$wl]}" >>"$OUT_DIR/pairs.tsv"
+    PEERS_OF[$wl]=$((${PEERS_OF[$wl]:-0} + 1))
+    SECONDS_PER_REP=$((SECONDS_PER_REP + DURATION + 1))
+    [[ $tool != iperf3 ]] || SECONDS_PER_REP=$((SECONDS_PER_REP + WARMUP))
+    return 0
+  fi
+  echo "[${NOTATION[$wl]} rep $rep/$REPS] $desc" >&2
+  "$@"
+}
+
+workload_rr1() {
+  peer rr1 "$1" netperf "$NETPERF" "netperf -t TCP_RR -- -r 1,1" \
+    run_netperf rr1 "$1" TCP_RR -r 1,1
+  peer rr1 "$1" neper "$TCP_RR" "neper tcp_rr -F1 -T1 -Q1 -R1" \
+    run_neper rr1 "$1" "$TCP_RR" "-F 1 -T 1 -Q 1 -R 1" "-p 50,99"
+}
+
+workload_rr10() {
+  peer rr10 "$1" neper "$TCP_RR" "neper tcp_rr -F10 -T2 -Q4096 -R4096" \
+    run_neper rr10 "$1" "$TCP_RR" "-F 10 -T 2 -Q 4096 -R 4096" "-p 50,99"
+}
+
+workload_crr10() {
+  local desc="neper tcp_crr -F10 -T2 -Q64 -R8192" extra=""
+  if [[ $CRR_CLOSE == client ]]; then desc+=" --time-wait" extra="--time-wait"; fi
+  peer crr10 "$1" neper "$TCP_CRR" "$desc" \
+    run_neper crr10 "$1" "$TCP_CRR" "-F 10 -T 2 -Q 64 -R 8192 $extra" "-p 50,99"
+}
+
+workload_str3() {
+  # Server -> client bulk (a GET): neper -M (TCP_MAERTS), iperf3 -R.
+  peer str3 "$1" neper "$TCP_STREAM" "neper tcp_stream -F3 -M" \
+    run_neper str3 "$1" "$TCP_STREAM" "-F 3 -T 1 -M --throughput-opt B"
+  peer str3 "$1" iperf3 "$IPERF3" "iperf3 -R -P3" run_iperf3 str3 "$1" -R -P 3
+}
+
+# run_workload WL: REPS rounds of stackbench then each peer, interleaved.
+run_workload() {
+  local wl=$1 rep flags=()
+  [[ $wl != crr10 ]] || flags=(--crr-close "$CRR_CLOSE")
+  for rep in $(seq "$REPS"); do
+    echo "[${NOTATION[$wl]} rep $rep/$REPS] stackbench run '${NOTATION[$wl]}' --threads ${THREADS[$wl]} --server-threads ${THREADS[$wl]} ${flags[*]}" >&2
+    run_stackbench "$wl" "$rep" "${NOTATION[$wl]}" "${THREADS[$wl]}" "${flags[@]}"
+    "workload_$wl" "$rep"
+  done
+}
+
+print_header() {
+  local close_sb close_neper
+  if [[ $CRR_CLOSE == abort ]]; then
+    close_sb="--crr-close abort (client closes with SO_LINGER 0: RST, no TIME_WAIT)"
+    close_neper="default (client sets SO_LINGER 0: RST, no TIME_WAIT)"
+  else
+    close_sb="--crr-close client (client closes gracefully: TIME_WAIT on the client)"
+    close_neper="--time-wait (client closes gracefully: TIME_WAIT on the client)"
+  fi
+  echo "stackbench vs peers on loopback $HOST"
+  echo "  client CPUs $CLIENT_CPUS, server CPUs $SERVER_CPUS ($(nproc) CPUs online)"
+  echo "  $DURATION s per run, $REPS reps interleaved, medians; warm-up $WARMUP s (stackbench, iperf3 -O)"
+  echo "  stackbench: ${SB_BIN:-unavailable ($SB_WHY)}"
+  echo "  CRR close: stackbench $close_sb"
+  echo "             neper tcp_crr $close_neper"
+  if [[ ${#MISSING[@]} -gt 0 ]]; then
+    echo "  missing peers (looked in $PEERS_BIN, then \$PATH):"
+    printf '    %s\n' "${MISSING[@]}"
+  fi
+  echo "  raw outputs: $OUT_DIR"
+  echo "  estimated time: ~$(((SECONDS_PER_REP * REPS + 59) / 60)) min"
+  echo
+}
+
+main() {
+  check_settings
+  OUT_DIR=${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/stackbench-peers.XXXXXX")}
+  mkdir -p "$OUT_DIR/raw"
+  : >"$OUT_DIR/runs.tsv"
+  : >"$OUT_DIR/pairs.tsv"
+  echo "$REPS" >"$OUT_DIR/reps"
+  FAILED=0
+
+  NETPERF=$(find_peer netperf) NETSERVER=$(find_peer netserver)
+  [[ -n $NETSERVER ]] || NETPERF=""
+  TCP_RR=$(find_peer tcp_rr) TCP_CRR=$(find_peer tcp_crr) TCP_STREAM=$(find_peer tcp_stream)
+  IPERF3=$(find_peer iperf3)
+  prepare_stackbench
+
+  local wl runnable=()
+  for wl in $WORKLOADS; do
+    "workload_$wl" 0
+    if [[ ${PEERS_OF[$wl]:-0} -eq 0 ]]; then
+      MISSING+=("${NOTATION[$wl]}: no peer installed, stackbench not run for it either")
+      continue
+    fi
+    runnable+=("$wl")
+    SECONDS_PER_REP=$((SECONDS_PER_REP + DURATION + WARMUP + 2))
+  done
+  print_header
+  for wl in "${runnable[@]}"; do run_workload "$wl"; done
+  python3 "$REPORT" table "$OUT_DIR"
+  return "$FAILED"
+}
+
+main

@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Output parsers and the summary table for bench/peers.sh.
+
+Owns two things the shell script should not do by itself:
+  * turning each tool's raw output (stackbench --json, netperf omni CSV, neper
+    key=value lines, iperf3 -J) into the same key=value figures:
+        rate_tps, bulk_bytes_per_s, lat_mean_us, lat_p50_us, lat_p99_us
+    (a figure a tool does not report is simply absent);
+  * the side-by-side table: median of each figure over the repetitions and the
+    stackbench/peer ratio of medians.
+
+Usage:
+    peers_report.py parse TOOL FILE [NOTATION]   # TOOL: stackbench|netperf|neper|iperf3
+    peers_report.py table RUN_DIR
+    peers_report.py self-test
+
+`parse` prints key=value lines on stdout, or one line naming what is wrong on
+stderr and exits 1. Standard library only, so python3 is the one prerequisite.
+"""
+
+import json
+import os
+import statistics
+import sys
+
+
+class ParseError(Exception):
+    """Raw output that does not hold the figures we need; the message says why."""
+
+
+def parse_stackbench(text, notation=None):
+    """`stackbench run ... --json`: one RunRecord (schema_version 1)."""
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        raise ParseError("stdout is not one JSON document (%s)" % err) from None
+    if doc.get("schema_version") != 1:
+        raise ParseError("schema_version %r, expected 1" % doc.get("schema_version"))
+    if not doc.get("complete", False):
+        raise ParseError("run incomplete: %s" % doc.get("incomplete_reason"))
+    classes = doc.get("classes") or []
+    if not classes:
+        raise ParseError("no classes in the record")
+    cls = next((c for c in classes if c.get("notation") == notation), classes[0])
+    lat = cls.get("latency_us") or {}
+    # The bulk direction: rx (server -> client) for a GET, tx for a PUT; when the
+    # record does not say, the larger of the two.
+    direction = str(cls.get("stream_direction") or "").lower()
+    tx, rx = cls.get("tx_bytes_per_s", 0.0), cls.get("rx_bytes_per_s", 0.0)
+    bulk = rx if direction == "get" else tx if direction == "put" else max(tx, rx)
+    out = {
+        "rate_tps": cls["rate_tps"],
+        "bulk_bytes_per_s": bulk,
+        "lat_mean_us": lat.get("mean"),
+        "lat_p50_us": lat.get("p50"),
+        "lat_p99_us": lat.get("p99"),
+        "errors": cls.get("errors", 0),
+        "notation": cls.get("notation"),
+    }
+    codes = sorted({w.get("code", "?") for w in doc.get("warnings") or []
+                    if w.get("class") in (None, cls.get("notation"))})
+    if codes:
+        out["warnings"] = ",".join(codes)
+    socket = (doc.get("settings") or {}).get("socket") or {}
+    if "crr_close" in socket:
+        out["crr_close"] = socket["crr_close"]
+    return out
+
+
+NETPERF_FIELDS = "THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P99_LATENCY"
+
+
+def parse_netperf(text):
+    """netperf `-P 0 -- ... -o THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P99_LATENCY`."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    rows = [ln.split(",") for ln in lines if ln.count(",") == 4]
+    if not rows:
+        raise ParseError("no 5-field omni CSV line (%s) in output" % NETPERF_FIELDS)
+    thru, units, mean, p50, p99 = rows[-1]
+    if units.strip() != "Trans/s":
+        raise ParseError("throughput units %r, expected Trans/s" % units)
+    return {
+        "rate_tps": float(thru),
+        "lat_mean_us": float(mean),
+        "lat_p50_us": float(p50),
+        "lat_p99_us": float(p99),
+    }
+
+
+def _neper_kv(text):
+    kv = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key and " " not in key:
+            kv[key.strip()] = value.strip()
+    return kv
+
+
+def parse_neper(text):
+    """neper client key=value output. tcp_rr/tcp_crr: throughput is tr/s and
+    latency_* are seconds. tcp_stream: throughput in throughput_units (the script
+    passes --throughput-opt B, so B/s)."""
+    kv = _neper_kv(text)
+    if "throughput" not in kv:
+        raise ParseError("no throughput= line in neper output")
+    thru = float(kv["throughput"])
+    if "throughput_units" in kv:
+        if kv["throughput_units"] != "B/s":
+            raise ParseError("throughput_units=%s, expected B/s" % kv["throughput_units"])
+        return {"bulk_bytes_per_s": thru}
+    out = {"rate_tps": thru}
+    for key in ("mean", "p50", "p99"):
+        if "latency_" + key in kv:
+            out["lat_%s_us" % key] = float(kv["latency_" + key]) * 1e6
+    return out
+
+
+def parse_iperf3(text):
+    """iperf3 client `-J`; with -R the client is the receiver."""
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        raise ParseError("iperf3 -J output is not JSON (%s)" % err) from None
+    if doc.get("error"):
+        raise ParseError("iperf3: %s" % doc["error"])
+    try:
+        bps = doc["end"]["sum_received"]["bits_per_second"]
+    except (KeyError, TypeError):
+        raise ParseError("no end.sum_received.bits_per_second in iperf3 JSON") from None
+    return {"bulk_bytes_per_s": bps / 8.0}
+
+
+PARSERS = {
+    "netperf": parse_netperf,
+    "neper": parse_neper,
+    "iperf3": parse_iperf3,
+}
+
+
+def cmd_parse(tool, path, notation=None):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    try:
+        if tool == "stackbench":
+            figures = parse_stackbench(text, notation)
+        elif tool in PARSERS:
+            figures = PARSERS[tool](text)
+        else:
+            raise ParseError("unknown tool %r" % tool)
+    except (ParseError, ValueError, KeyError) as err:
+        print(err, file=sys.stderr)
+        return 1
+    for key, value in figures.items():
+        if value is not None:
+            print("%s=%s" % (key, value))
+    return 0
+
+
+# --- the table ------------------------------------------------------------
+
+METRICS = [
+    # key, label, higher is better
+    ("rate_tps", "rate tr/s", True),
+    ("bulk_bytes_per_s", "throughput MiB/s", True),
+    ("lat_mean_us", "latency mean us", False),
+    ("lat_p50_us", "latency p50 us", False),
+    ("lat_p99_us", "latency p99 us", False),
+]
+
+
+def read_tsv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [ln.rstrip("\n").split("\t") for ln in fh if ln.strip()]
+
+
+def read_kv(path):
+    with open(path, encoding="utf-8") as fh:
+        return dict(ln.strip().split("=", 1) for ln in fh if "=" in ln)
+
+
+def collect(run_dir):
+    """runs.tsv rows: workload, tool, rep, ok|fail, kv file or reason.
+    Returns {(workload, tool): {"values": {metric: [..]}, "fails": [..], "kv": [..]}}."""
+    series = {}
+    for row in read_tsv(os.path.join(run_dir, "runs.tsv")):
+        workload, tool, _rep, status, detail = (row + [""] * 5)[:5]
+        entry = series.setdefault((workload, tool), {"values": {}, "fails": [], "kv": []})
+        if status != "ok":
+            entry["fails"].append(detail)
+            continue
+        kv = read_kv(detail)
+        entry["kv"].append(kv)
+        for key, _label, _hib in METRICS:
+            if key in kv:
+                entry["values"].setdefault(key, []).append(float(kv[key]))
+    return series
+
+
+MIB = 1024.0 * 1024.0
+
+
+def fmt(value):
+    return "-" if value is None else "{:,.1f}".format(value)
+
+
+def median_cell(entry, key, reps):
+    """Median over the successful reps (bulk shown in MiB/s, 1 MiB = 1024^2 B),
+    and its cell text; "(n/reps)" marks a median over fewer than all reps."""
+    vals = (entry or {}).get("values", {}).get(key, [])
+    if key == "bulk_bytes_per_s":
+        vals = [v / MIB for v in vals]
+    if not vals:
+        return None, "failed" if entry and entry["fails"] else "-"
+    med = statistics.median(vals)
+    suffix = "" if len(vals) == reps else " (%d/%d)" % (len(vals), reps)
+    return med, fmt(med) + suffix
+
+
+def table_rows(run_dir, series, reps):
+    rows = []
+    """pairs.tsv rows: workload, peer tool, peer command, comma list of figures."""
+    for workload, peer, peer_desc, figures in read_tsv(os.path.join(run_dir, "pairs.tsv")):
+        sb = series.get((workload, "stackbench"))
+        pe = series.get((workload, peer))
+        for key, label, higher_better in METRICS:
+            if key not in figures.split(","):
+                continue
+            sb_med, sb_cell = median_cell(sb, key, reps)
+            pe_med, pe_cell = median_cell(pe, key, reps)
+            ratio = "-"
+            if sb_med is not None and pe_med:
+                ratio = "%.3f%s" % (sb_med / pe_med, "" if higher_better else " (lower=better)")
+            rows.append([workload, peer_desc, label, sb_cell, pe_cell, ratio])
+    return rows
+
+
+def print_table(rows):
+    head = ["workload", "peer (command)", "figure", "stackbench", "peer", "stackbench/peer"]
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+    print(line(head))
+    print(line(["-" * w for w in widths]))
+    prev = None
+    for r in rows:
+        if prev is not None and r[0] != prev:
+            print()
+        print(line(r))
+        prev = r[0]
+
+
+def cmd_table(run_dir):
+    reps = int(open(os.path.join(run_dir, "reps")).read().strip())
+    series = collect(run_dir)
+    rows = table_rows(run_dir, series, reps)
+    if rows:
+        print_table(rows)
+    else:
+        print("(no figures: every run failed or was skipped)")
+    notes = []
+    for (wl, tool), entry in series.items():
+        if tool != "stackbench":
+            continue
+        closes = sorted({kv["crr_close"] for kv in entry["kv"] if "crr_close" in kv})
+        if closes and wl.startswith("CRR"):
+            notes.append("%s: stackbench record says crr_close=%s" % (wl, ",".join(closes)))
+        warned = sorted({c for kv in entry["kv"] for c in kv.get("warnings", "").split(",") if c})
+        if warned:
+            notes.append("%s: stackbench warned (in some reps): %s" % (wl, ", ".join(warned)))
+        errors = sum(float(kv.get("errors", 0)) for kv in entry["kv"])
+        if errors:
+            notes.append("%s: stackbench counted %d connection errors over its reps"
+                         % (wl, errors))
+    if notes:
+        print("\nnotes:")
+        for note in notes:
+            print("  " + note)
+    fails = [(wl, tool, why) for (wl, tool), e in series.items() for why in e["fails"]]
+    if fails:
+        print("\nfailed runs (raw outputs are kept in %s/raw):" % run_dir)
+        for (wl, tool, why) in sorted(set(fails), key=fails.index):
+            count = fails.count((wl, tool, why))
+            print("  %s %s%s: %s" % (wl, tool, " (%dx)" % count if count > 1 else "", why))
+    return 0
+
+
+# --- self-test ------------------------------------------------------------
+
+SAMPLE_NEPER_RR = "num_transactions=139267\nlatency_mean=0.000064486\nlatency_p50=0.000063350\n" \
+    "latency_p99=0.000103670\nthroughput=15466.81\nlocal_throughput=15466\n"
+SAMPLE_NEPER_STREAM = "throughput=2303856107.60\nthroughput_units=B/s\nlocal_throughput=18430848860\n"
+SAMPLE_NETPERF = "13399.73,Trans/s,74.57,35,1818\n"
+SAMPLE_IPERF3 = '{"start":{},"end":{"sum_received":{"bits_per_second":8e9}}}'
+SAMPLE_SB = json.dumps({
+    "schema_version": 1, "complete": True,
+    "settings": {"socket": {"crr_close": "abort"}},
+    "classes": [{"notation": "STR3(1B/20MB)", "stream_direction": "get", "rate_tps": 100.0,
+                 "tx_bytes_per_s": 100.0, "rx_bytes_per_s": 2.0e9, "errors": 0,
+                 "latency_us": {"mean": 30000.0, "p50": 29000.0, "p99": 40000.0}}]})
+
+
+def self_test():
+    assert parse_neper(SAMPLE_NEPER_RR)["rate_tps"] == 15466.81
+    assert abs(parse_neper(SAMPLE_NEPER_RR)["lat_p50_us"] - 63.35) < 1e-6
+    assert parse_neper(SAMPLE_NEPER_STREAM) == {"bulk_bytes_per_s": 2303856107.60}
+    assert parse_netperf("junk line\n" + SAMPLE_NETPERF)["lat_p99_us"] == 1818.0
+    assert parse_iperf3(SAMPLE_IPERF3)["bulk_bytes_per_s"] == 1e9
+    sb = parse_stackbench(SAMPLE_SB, "STR3(1B/20MB)")
+    assert sb["bulk_bytes_per_s"] == 2.0e9 and sb["crr_close"] == "abort"
+    for bad, fn in (("", parse_netperf), ("x=1", parse_neper), ("{}", parse_iperf3),
+                    ('{"schema_version":1,"complete":false}', parse_stackbench)):
+        try:
+            fn(bad)
+        except ParseError:
+            continue
+        raise AssertionError("accepted bad input %r" % bad)
+    print("self-test ok")
+    return 0
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[0] == "parse":
+        return cmd_parse(argv[1], argv[2], argv[3] if len(argv) > 3 else None)
+    if len(argv) == 2 and argv[0] == "table":
+        return cmd_table(argv[1])
+    if argv == ["self-test"]:
+        return self_test()
+    print(__doc__.strip().split("\n\n")[2], file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
