@@ -60,6 +60,19 @@ impl Drop for Serve {
     }
 }
 
+/// Each (flags, expected message) pair added to `run RR1(1B/1B)` must fail
+/// with status 2 and that message on stderr.
+fn assert_usage_errors(cases: &[(&[&str], &str)]) {
+    for (flags, want) in cases {
+        stackbench()
+            .args(["run", "RR1(1B/1B)"])
+            .args(*flags)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(*want));
+    }
+}
+
 #[test]
 fn bad_notation_is_one_line_exit_2() {
     stackbench()
@@ -87,14 +100,7 @@ fn bad_flags_name_the_flag_and_exit_2() {
             "cannot reach the responder at 127.0.0.1:1",
         ),
     ];
-    for (flags, want) in cases {
-        stackbench()
-            .args(["run", "RR1(1B/1B)"])
-            .args(*flags)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(*want));
-    }
+    assert_usage_errors(cases);
 }
 
 #[test]
@@ -420,14 +426,7 @@ fn bad_repetition_flags_exit_2() {
             "exclude each other",
         ),
     ];
-    for (flags, want) in cases {
-        stackbench()
-            .args(["run", "RR1(1B/1B)"])
-            .args(*flags)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(*want));
-    }
+    assert_usage_errors(cases);
 }
 
 #[test]

@@ -43,7 +43,7 @@ pub fn new_tcp_socket(addr: &SocketAddr, opts: &SocketOptions) -> io::Result<Soc
     Ok(socket)
 }
 
-/// Options applied to a connected data socket. `recv_message_bytes` is the size
+/// Options applied to a data socket (before connect, or once accepted). `recv_message_bytes` is the size
 /// of the message this side receives (request on the server, response on the
 /// client).
 pub fn apply_connected(fd: RawFd, opts: &SocketOptions, recv_message_bytes: u64) -> io::Result<()> {

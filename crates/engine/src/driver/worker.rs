@@ -98,9 +98,19 @@ impl ClassAccum {
     }
 }
 
+/// What one `send` achieved.
+enum Sent {
+    /// The whole request is out.
+    Done,
+    /// The socket took less than offered: wait for the writable edge.
+    Blocked,
+    /// A full chunk went out and more remains.
+    More,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Phase {
-    Connecting,
+    /// Sending the request (also while a new connection's handshake is in flight).
     Sending,
     Receiving,
     /// CRR with server-close: response complete, waiting for the server's FIN
@@ -245,27 +255,61 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Starts a new connection for client `key`.
+    /// Starts a new connection for client `key` and sends the request at once:
+    /// on loopback the handshake has usually completed inside `connect()`, and
+    /// if not, `send` says EAGAIN and the connection's writable edge resumes
+    /// it (or `send` reports the connect error), which saves the SO_ERROR and
+    /// getpeername calls and an epoll round trip per CRR transaction.
     fn open(&mut self, key: usize) {
         let plan = self.classes[self.conns[key].class as usize];
         let started = self.timing.now_ns();
-        let result = connect(&plan.data_addr, &self.socket).and_then(|mut stream| {
-            self.poll.registry().register(
-                &mut stream,
-                Token(key),
-                Interest::READABLE | Interest::WRITABLE,
-            )?;
-            Ok(stream)
-        });
+        let result =
+            connect(&plan.data_addr, &self.socket, plan.response_bytes).and_then(|mut stream| {
+                self.poll.registry().register(
+                    &mut stream,
+                    Token(key),
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
+                Ok(stream)
+            });
         match result {
             Ok(stream) => {
                 let conn = &mut self.conns[key];
                 conn.stream = Some(stream);
-                conn.phase = Phase::Connecting;
+                conn.phase = Phase::Sending;
+                conn.remaining = plan.request_bytes;
                 conn.start_ns = started;
             }
-            Err(e) => self.fail(key, &e),
+            Err(e) => return self.fail(key, &e),
         }
+        loop {
+            match self.send_chunk(key) {
+                Ok(Sent::More) => {}
+                Ok(Sent::Done | Sent::Blocked) => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => return self.fail(key, &e),
+            }
+        }
+    }
+
+    /// One `send` of the current request; moves to receiving when it is all out.
+    fn send_chunk(&mut self, key: usize) -> io::Result<Sent> {
+        let conn = &mut self.conns[key];
+        let Some(stream) = conn.stream.as_ref() else {
+            return Ok(Sent::Blocked);
+        };
+        let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
+        let n = sockopt::send(stream.as_raw_fd(), &self.zeros[..want])?;
+        conn.remaining -= n as u64;
+        if self.timing.in_window(self.timing.now_ns()) {
+            self.accum[conn.class as usize].tx_bytes += n as u64;
+        }
+        if conn.remaining == 0 {
+            conn.phase = Phase::Receiving;
+            conn.remaining = self.classes[conn.class as usize].response_bytes;
+            return Ok(Sent::Done);
+        }
+        Ok(if n < want { Sent::Blocked } else { Sent::More })
     }
 
     /// Counts an error, drops the connection and schedules a reconnect.
@@ -312,38 +356,13 @@ impl<'a> Worker<'a> {
                 return Ok(());
             };
             let fd = stream.as_raw_fd();
-            let plan = self.classes[conn.class as usize];
             match conn.phase {
                 Phase::Backoff => return Ok(()),
-                Phase::Connecting => {
-                    if let Some(e) = stream.take_error()? {
-                        return Err(e);
-                    }
-                    match stream.peer_addr() {
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::NotConnected => return Ok(()),
-                        Err(e) => return Err(e),
-                    }
-                    sockopt::apply_connected(fd, &self.socket, plan.response_bytes)?;
-                    conn.phase = Phase::Sending;
-                    conn.remaining = plan.request_bytes;
-                }
-                Phase::Sending => {
-                    let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let n = sockopt::send(fd, &self.zeros[..want])?;
-                    conn.remaining -= n as u64;
-                    if self.timing.in_window(self.timing.now_ns()) {
-                        self.accum[conn.class as usize].tx_bytes += n as u64;
-                    }
-                    if conn.remaining == 0 {
-                        conn.phase = Phase::Receiving;
-                        conn.remaining = plan.response_bytes;
-                        return Ok(());
-                    }
-                    if n < want {
-                        return Ok(());
-                    }
-                }
+                Phase::Sending => match self.send_chunk(key)? {
+                    Sent::More => {}
+                    // After the request, wait for the response's edge.
+                    Sent::Done | Sent::Blocked => return Ok(()),
+                },
                 Phase::Receiving => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
                     let n = sockopt::recv(fd, &mut self.scratch[..want], self.socket.waitall)?;
@@ -444,9 +463,10 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// A non-blocking connect with the socket options that must precede it.
-fn connect(addr: &SocketAddr, opts: &SocketOptions) -> io::Result<TcpStream> {
+/// A non-blocking connect, with every socket option set before it.
+fn connect(addr: &SocketAddr, opts: &SocketOptions, response_bytes: u64) -> io::Result<TcpStream> {
     let socket = sockopt::new_tcp_socket(addr, opts)?;
+    sockopt::apply_connected(socket.as_raw_fd(), opts, response_bytes)?;
     match socket.connect(&(*addr).into()) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
