@@ -228,15 +228,28 @@ pub struct SideCpu {
     pub method: CpuMethod,
     /// Length of the window between the two samples, in seconds.
     pub window_s: f64,
-    /// Busy CPU-seconds on `cpus` in the window (see [`CpuBreakdown`]).
+    /// Busy CPU-seconds on `cpus` in the window: window × CPUs − idle − iowait
+    /// (idle is clock-measured on NOHZ kernels; see `tick_coverage`).
     pub cpu_seconds: f64,
-    /// Busy share of `cpus`, 0–100 whatever their number (RMF "LPAR busy").
+    /// Busy share of `cpus`, 0–100 whatever their number (RMF "LPAR busy"):
+    /// `cpu_seconds / (window_s × CPUs)`.
     pub util_pct: f64,
     /// `cpu_seconds` × 10⁶ / transactions; `None` when no transaction completed.
     pub cpu_us_per_tran: Option<f64>,
     /// CPU µs per MiB of payload moved (streams); `None` when no payload.
     pub cpu_us_per_mb: Option<f64>,
     pub breakdown: CpuBreakdown,
+    /// Busy CPU-seconds as the scheduler tick sampled them (user + nice +
+    /// system + irq + softirq + steal ticks); what tick-based tools count.
+    #[serde(default)]
+    pub tick_busy_s: f64,
+    /// netperf's procstat utilisation: busy ticks / all ticks × 100.
+    #[serde(default)]
+    pub tick_util_pct: f64,
+    /// All ticks counted / (window × CPUs): below ~0.95 the tick missed short
+    /// busy slices and tick-based figures (`tick_*`, netperf -c) read low.
+    #[serde(default)]
+    pub tick_coverage: Option<f64>,
     /// The side's processes; `None` when not sampled.
     pub process: Option<ProcessCpu>,
     /// `process.cpu_seconds` × 10⁶ / transactions.

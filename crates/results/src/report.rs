@@ -477,7 +477,7 @@ const APPENDIX_NOTATION: &[&str] = &[
 ];
 
 const APPENDIX_CPU: &[&str] = &[
-    "CPU cost per transaction is the CPU time a side consumed during the measurement window divided by the transactions completed in that window, in microseconds: CPU µs/tr = (user + system CPU seconds in the window × 10⁶) / transactions. It is computed separately for the client (driver) and the server (responder).",
+    "CPU cost per transaction is the CPU time a side's CPUs were busy during the measurement window divided by the transactions completed in that window, in microseconds: CPU µs/tr = (window × CPUs − idle − iowait, in CPU-seconds, × 10⁶) / transactions, from per-CPU /proc/stat deltas over the CPUs the side is pinned to, so the network stack's interrupt and softirq work on those CPUs counts. It is computed separately for the client (driver) and the server (responder); the process view (the side's own user + system time) is stored beside it.",
     "For example, a side using 25% of 4 CPUs — one CPU's worth — for a 10-second window consumes 10 CPU-seconds; with 1,000,000 transactions in those 10 seconds (100,000 tr/s) the cost is 10 CPU-seconds / 1,000,000 transactions = 10 µs/tr.",
 ];
 

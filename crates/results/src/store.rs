@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 use serde_json::Value;
 use stackbench_metrics::RunRecord;
@@ -199,9 +199,25 @@ impl Store {
     fn configure(&self) -> rusqlite::Result<()> {
         self.conn.busy_timeout(std::time::Duration::from_secs(10))?;
         // WAL: readers (results list, report) never block a running study.
-        let _mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        // Switching a new database to WAL needs an exclusive lock, and SQLite
+        // answers BUSY at once (no busy handler) when another connection is
+        // opening it at the same moment: retry for up to ~2 s.
+        let mut tries = 0;
+        loop {
+            match self
+                .conn
+                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+            {
+                Ok(_) => break,
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy && tries < 100 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(e),
+            }
+        }
         self.conn
             .execute_batch("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;")
     }
@@ -224,26 +240,39 @@ impl Store {
                     version INTEGER PRIMARY KEY, applied_unix_s REAL NOT NULL)",
             )
             .map_err(|e| self.err(e))?;
-        let found = self.schema_version()?;
+        // IMMEDIATE takes the write lock before reading the version, so two
+        // processes opening a new database at once (parallel runs, tests)
+        // cannot both apply the same migration; the second waits (busy
+        // timeout), then finds the work done.
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_err(&path, e))?;
+        let found: u32 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| sql_err(&path, e))?;
         let known = migrations.len() as u32;
         if found > known {
             return Err(StoreError::TooNew {
-                path: self.path.display().to_string(),
+                path: path.display().to_string(),
                 found,
                 known,
             });
         }
         for (i, sql) in migrations.iter().enumerate().skip(found as usize) {
-            let path = self.path.clone();
-            let tx = self.conn.transaction().map_err(|e| sql_err(&path, e))?;
             tx.execute_batch(sql).map_err(|e| sql_err(&path, e))?;
             tx.execute(
                 "INSERT INTO schema_migrations (version, applied_unix_s) VALUES (?1, ?2)",
                 params![i as u32 + 1, now_unix_s()],
             )
             .map_err(|e| sql_err(&path, e))?;
-            tx.commit().map_err(|e| sql_err(&path, e))?;
         }
+        tx.commit().map_err(|e| sql_err(&path, e))?;
         Ok(())
     }
 

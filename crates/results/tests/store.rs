@@ -268,3 +268,19 @@ fn a_study_killed_midway_keeps_completed_runs() {
         assert_eq!(run.labels["repetition"], (i + 1).to_string());
     }
 }
+
+/// Regression: parallel `run`s opening a new database at once must not race
+/// on its migrations (seen as a failed CLI test under parallel load).
+#[test]
+fn concurrent_opens_of_a_new_database_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| Store::open(Some(&path)).map(|_| ())))
+            .collect();
+        for h in handles {
+            h.join().unwrap().expect("every concurrent open succeeds");
+        }
+    });
+}
