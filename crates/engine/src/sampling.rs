@@ -67,14 +67,22 @@ pub fn cpu_figures(start: &SidePair, end: &SidePair, place: &Placement, work: Wo
     CpuFigures::combine(client, server, shared)
 }
 
-/// Memory figures at the steady state for `connections` connections.
+/// Memory of (client, server) at one instant.
+pub type MemoryPair = (Option<MemorySample>, Option<MemorySample>);
+
+/// Memory figures at the steady state for `connections` connections, against
+/// the samples taken before they were opened.
 pub fn memory_figures(
-    client: Option<&MemorySample>,
-    server: Option<&MemorySample>,
+    steady: &MemoryPair,
+    baseline: &MemoryPair,
     connections: u64,
 ) -> MemoryFigures {
+    let side = |now: &Option<MemorySample>, base: &Option<MemorySample>| {
+        now.as_ref()
+            .map(|m| memory::side_memory(m, base.as_ref(), connections))
+    };
     MemoryFigures {
-        client: client.map(|m| memory::side_memory(m, connections)),
-        server: server.map(|m| memory::side_memory(m, connections)),
+        client: side(&steady.0, &baseline.0),
+        server: side(&steady.1, &baseline.1),
     }
 }

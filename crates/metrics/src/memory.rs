@@ -53,14 +53,28 @@ pub fn per_conn(bytes: u64, connections: u64) -> Option<f64> {
 
 /// One side's memory figures from a steady-state sample and the number of
 /// connections open at that moment.
-pub fn side_memory(sample: &MemorySample, connections: u64) -> SideMemory {
+/// One side's memory at the steady state, `sample`, against its `baseline`
+/// taken before the run's connections were opened: the per-connection
+/// figures are (steady − baseline) ÷ connections, so the fixed part (the
+/// binary, worker buffers that exist anyway) is not charged to connections.
+/// Without a baseline they are plain averages.
+pub fn side_memory(
+    sample: &MemorySample,
+    baseline: Option<&MemorySample>,
+    connections: u64,
+) -> SideMemory {
     let kernel_sock_bytes = sample.kernel_sock_bytes();
+    let rss_base = baseline.map(|b| b.rss_bytes);
+    let sock_base = baseline.map(MemorySample::kernel_sock_bytes);
+    let grown = |now: u64, base: Option<u64>| now.saturating_sub(base.unwrap_or(0));
     let sock = &sample.sockstat;
     SideMemory {
         rss_bytes: sample.rss_bytes,
-        rss_bytes_per_conn: per_conn(sample.rss_bytes, connections),
+        rss_baseline_bytes: rss_base,
+        rss_bytes_per_conn: per_conn(grown(sample.rss_bytes, rss_base), connections),
         kernel_sock_bytes,
-        kernel_sock_bytes_per_conn: per_conn(kernel_sock_bytes, connections),
+        kernel_sock_baseline_bytes: sock_base,
+        kernel_sock_bytes_per_conn: per_conn(grown(kernel_sock_bytes, sock_base), connections),
         connections,
         tcp_inuse: sock.tcp_inuse + sock.tcp6_inuse,
         tcp_orphan: sock.tcp_orphan,
@@ -88,8 +102,26 @@ mod tests {
     }
 
     #[test]
+    fn per_connection_figures_exclude_the_baseline() {
+        let mut base = sample();
+        base.rss_bytes = 8 << 20;
+        base.sockstat.tcp_mem_pages = 100;
+        let m = side_memory(&sample(), Some(&base), 1_000);
+        assert_eq!(m.rss_baseline_bytes, Some(8 << 20));
+        assert_eq!(m.rss_bytes_per_conn, Some((32 << 20) as f64 / 1000.0));
+        assert_eq!(m.kernel_sock_baseline_bytes, Some(409_600));
+        assert_eq!(
+            m.kernel_sock_bytes_per_conn,
+            Some((4_096_000.0 - 409_600.0) / 1000.0)
+        );
+        // Memory that shrank below the baseline is zero per connection, not negative.
+        let m = side_memory(&base, Some(&sample()), 10);
+        assert_eq!(m.rss_bytes_per_conn, Some(0.0));
+    }
+
+    #[test]
     fn per_connection_division() {
-        let m = side_memory(&sample(), 1_000);
+        let m = side_memory(&sample(), None, 1_000);
         assert_eq!(m.kernel_sock_bytes, 4_096_000);
         assert_eq!(m.kernel_sock_bytes_per_conn, Some(4_096.0));
         assert_eq!(m.rss_bytes_per_conn, Some((40 << 20) as f64 / 1000.0));
@@ -99,7 +131,7 @@ mod tests {
 
     #[test]
     fn zero_connections_give_none() {
-        let m = side_memory(&sample(), 0);
+        let m = side_memory(&sample(), None, 0);
         assert_eq!(m.rss_bytes_per_conn, None);
         assert_eq!(m.kernel_sock_bytes_per_conn, None);
     }

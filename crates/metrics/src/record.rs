@@ -279,15 +279,21 @@ pub struct CpuFigures {
 /// Memory of one side at the steady state.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct SideMemory {
-    /// Resident set size of the side's processes, bytes.
+    /// Resident set size of the side's processes at the steady state, bytes.
     pub rss_bytes: u64,
-    /// `rss_bytes / connections`; `None` with no connection.
+    /// RSS before the run's connections were opened (the fixed part).
+    #[serde(default)]
+    pub rss_baseline_bytes: Option<u64>,
+    /// `(rss_bytes − rss_baseline_bytes) / connections`; `None` with no connection.
     pub rss_bytes_per_conn: Option<f64>,
     /// Kernel TCP socket buffer memory (sockstat `mem` pages × page size) of
     /// the side's host. Host-wide: when both sides share a host, both show the
     /// same figure, covering both ends of every connection.
     pub kernel_sock_bytes: u64,
-    /// `kernel_sock_bytes / connections`; `None` with no connection.
+    /// Kernel socket memory before the run's connections were opened.
+    #[serde(default)]
+    pub kernel_sock_baseline_bytes: Option<u64>,
+    /// `(kernel_sock_bytes − kernel_sock_baseline_bytes) / connections`; `None` with no connection.
     pub kernel_sock_bytes_per_conn: Option<f64>,
     /// Open connections of the class at the sample.
     pub connections: u64,

@@ -110,7 +110,12 @@ impl Environment {
             cpu_model: fs::read_to_string("/proc/cpuinfo")
                 .ok()
                 .and_then(|t| parse_cpu_model(&t)),
-            cpu_count: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            // Online CPUs from /proc/stat, not this thread's affinity: the
+            // driver has pinned itself by the time the run is stored.
+            cpu_count: stackbench_metrics::cpu::CpuSample::take(
+                &stackbench_metrics::cpu::ProcessSource::None,
+            )
+            .map_or(0, |s| s.cpus.len()),
             client_cpus: client_cpus.to_vec(),
             server_cpus: server_cpus.to_vec(),
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),

@@ -74,6 +74,8 @@ pub fn run_workload(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
+    // Memory before this workload's connections exist: the fixed part.
+    let baseline_memory = watch::memory_now(control);
     let mut test_ids = Vec::new();
     let mut plans = Vec::new();
     for class in &cfg.workload.classes {
@@ -171,11 +173,8 @@ pub fn run_workload(
     };
     let cpu = (start_samples.client.is_some() && end_samples.client.is_some())
         .then(|| sampling::cpu_figures(&start_samples, &end_samples, &place, work));
-    let memory = sampling::memory_figures(
-        end_memory.0.as_ref(),
-        end_memory.1.as_ref(),
-        cfg.workload.total_clients(),
-    );
+    let memory =
+        sampling::memory_figures(&end_memory, &baseline_memory, cfg.workload.total_clients());
     let classes = cfg
         .workload
         .classes

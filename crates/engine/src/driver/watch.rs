@@ -8,12 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use stackbench_metrics::memory::MemorySample;
-
 use super::worker::{ClassPlan, Timing};
 use super::{ControlClient, Progress, RunConfig};
 use crate::protocol::Reply;
-use crate::sampling::{self, SidePair};
+use crate::sampling::{self, MemoryPair, SidePair};
 
 /// Longest sleep between checks. Short enough that a count-bounded window's
 /// end sample lags the last transaction by at most this much.
@@ -32,7 +30,7 @@ pub struct Watch<'a> {
     pub start_samples: SidePair,
     pub end_samples: SidePair,
     /// Memory of (client, server) at the end of the window.
-    pub end_memory: (Option<MemorySample>, Option<MemorySample>),
+    pub end_memory: MemoryPair,
     started: bool,
     ended: bool,
 }
@@ -121,11 +119,7 @@ impl<'a> Watch<'a> {
     fn end_window(&mut self, control: &mut ControlClient) {
         self.ended = true;
         self.end_samples = sample(control);
-        let server_memory = match control.sample() {
-            Ok(Reply::Sample { memory, .. }) => memory,
-            _ => None,
-        };
-        self.end_memory = (sampling::local_memory(), server_memory);
+        self.end_memory = memory_now(control);
     }
 
     fn progress(&self) -> Progress {
@@ -154,4 +148,13 @@ fn sample(control: &mut ControlClient) -> SidePair {
         _ => None,
     };
     SidePair { client, server }
+}
+
+/// Both sides' memory now (client local, server over the control connection).
+pub fn memory_now(control: &mut ControlClient) -> MemoryPair {
+    let server = match control.sample() {
+        Ok(Reply::Sample { memory, .. }) => memory,
+        _ => None,
+    };
+    (sampling::local_memory(), server)
 }
