@@ -213,7 +213,76 @@ fn every_kind_runs_against_a_separate_serve_process() {
     for c in doc["classes"].as_array().unwrap() {
         assert_eq!(c["transactions"], 40, "{}", c["notation"]);
         assert_eq!(c["errors"], 0, "{}", c["notation"]);
+        // The remote responder measured its own side and sent it back (netperf -C).
+        // (These windows are tens of ms, below /proc's 10 ms tick resolution
+        // per figure, so only presence is checked; json_carries_cpu_... checks
+        // non-zero values on a 1 s window.)
+        let server = &c["cpu"]["server"];
+        assert!(
+            server["window_s"].as_f64().unwrap() > 0.0,
+            "{}: {server}",
+            c["notation"]
+        );
+        assert!(server["cpu_us_per_tran"].is_f64(), "{server}");
+        assert!(server["process_cpu_us_per_tran"].is_f64(), "{server}");
+        assert!(c["memory"]["server"]["rss_bytes"].as_u64().unwrap() > 0);
     }
+}
+
+#[test]
+fn ctrl_c_ends_the_run_early_with_what_was_measured() {
+    let started = Instant::now();
+    let driver = stackbench()
+        .args([
+            "run",
+            "RR2(1B/1B)",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
+            "--json",
+            "--no-store",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past the 1 s idle baseline and into the window, then SIGINT as a
+    // terminal's Ctrl-C would send it to the driver.
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(driver.id() as i32, libc::SIGINT) };
+    let out = driver.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert_eq!(doc["complete"], false);
+    assert!(
+        doc["incomplete_reason"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted"),
+        "{}",
+        doc["incomplete_reason"]
+    );
+    let c = &doc["classes"][0];
+    assert!(
+        c["transactions"].as_u64().unwrap() > 0,
+        "partial results are kept"
+    );
+    assert!(
+        c["duration_s"].as_f64().unwrap() < 30.0,
+        "the window ends at the interrupt"
+    );
 }
 
 #[test]
