@@ -73,6 +73,32 @@ fn assert_usage_errors(cases: &[(&[&str], &str)]) {
     }
 }
 
+/// Waits for a run that was cut short: it must end within `max` of
+/// `started`, exit 3, and say why (`reason` in `incomplete_reason`).
+fn assert_incomplete(
+    driver: Child,
+    started: Instant,
+    max: Duration,
+    reason: &str,
+) -> serde_json::Value {
+    let out = driver.wait_with_output().unwrap();
+    assert!(started.elapsed() < max, "took {:?}", started.elapsed());
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert_eq!(doc["complete"], false);
+    let why = doc["incomplete_reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains(reason),
+        "incomplete_reason {why:?} should mention {reason:?}"
+    );
+    doc
+}
+
 #[test]
 fn bad_notation_is_one_line_exit_2() {
     stackbench()
@@ -252,28 +278,7 @@ fn ctrl_c_ends_the_run_early_with_what_was_measured() {
     std::thread::sleep(Duration::from_millis(2500));
     // SAFETY: plain kill(2) on our own child's pid.
     unsafe { libc::kill(driver.id() as i32, libc::SIGINT) };
-    let out = driver.wait_with_output().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "took {:?}",
-        started.elapsed()
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = json_of(&out);
-    assert_eq!(doc["complete"], false);
-    assert!(
-        doc["incomplete_reason"]
-            .as_str()
-            .unwrap()
-            .contains("interrupted"),
-        "{}",
-        doc["incomplete_reason"]
-    );
+    let doc = assert_incomplete(driver, started, Duration::from_secs(15), "interrupted");
     let c = &doc["classes"][0];
     assert!(
         c["transactions"].as_u64().unwrap() > 0,
@@ -308,24 +313,7 @@ fn killed_responder_ends_the_run_with_status_3_within_10s() {
     // Past the 1 s idle baseline and into the window.
     std::thread::sleep(Duration::from_millis(2500));
     serve.child.kill().unwrap();
-    let out = driver.wait_with_output().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(11),
-        "took {:?}",
-        started.elapsed()
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = json_of(&out);
-    assert_eq!(doc["complete"], false);
-    assert!(doc["incomplete_reason"]
-        .as_str()
-        .unwrap()
-        .contains("responder"));
+    let doc = assert_incomplete(driver, started, Duration::from_secs(11), "responder");
     assert!(
         doc["classes"][0]["transactions"].as_u64().unwrap() > 0,
         "partial results are kept"
