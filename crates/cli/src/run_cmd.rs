@@ -48,9 +48,9 @@ sizes B, kB/KB/KiB, MB/MiB, GB/GiB (binary multiples).
 Exit status: 0 complete, 2 usage or input error, 3 incomplete run (Ctrl-C, responder lost).")]
 pub struct RunArgs {
     /// Workloads in the seeds' notation, run one after another
-    /// [default: RR1(1B/1B) RR10(4kB/4kB) CRR10(64B/8kB) STR3(1B/20MB), 3 s each].
+    /// [default: RR1(1B/1B) RR10(4kB/4kB) CRR10(64B/8kB) STR3(1B/20MB), 5 s each].
     workloads: Vec<String>,
-    /// Measurement window per workload [default: 10s; 3s for the default study; none with --transactions].
+    /// Measurement window per workload [default: 10s; 5s for the default study; none with --transactions].
     #[arg(long)]
     duration: Option<String>,
     /// Warm-up before each window, not counted [default: 2s; 1s for the default study; 0 with --transactions].
@@ -187,7 +187,7 @@ fn resolve(args: &RunArgs) -> anyhow::Result<RunPlan> {
     let default_study = args.workloads.is_empty();
     let mut duration = parse_flag_duration("duration", &args.duration)?;
     if duration.is_none() && args.transactions.is_none() {
-        duration = Some(Duration::from_secs(if default_study { 3 } else { 10 }));
+        duration = Some(Duration::from_secs(if default_study { 5 } else { 10 }));
     }
     if duration == Some(Duration::ZERO) {
         return usage(
