@@ -28,7 +28,7 @@ use crate::sockopt;
 use crate::timer::TimerWheel;
 
 /// Bytes moved per read or write call; also the size of the two per-worker buffers.
-const IO_CHUNK_BYTES: usize = 256 * 1024;
+const IO_CHUNK_BYTES: usize = 128 * 1024;
 /// Wait before reconnecting after a connection error.
 const RECONNECT_BACKOFF_MS: u64 = 10;
 /// Longest sleep in epoll, so stop requests are seen promptly.

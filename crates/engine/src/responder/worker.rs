@@ -31,7 +31,7 @@ use crate::sockopt;
 pub const WAKER: Token = Token(usize::MAX);
 
 /// Bytes moved per read or write call; also the size of the two per-worker buffers.
-const IO_CHUNK_BYTES: usize = 256 * 1024;
+const IO_CHUNK_BYTES: usize = 128 * 1024;
 
 /// Commands from the control threads.
 pub enum Command {
