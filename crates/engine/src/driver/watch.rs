@@ -81,7 +81,7 @@ impl<'a> Watch<'a> {
         let now = self.now_ns();
         if !self.started && now >= self.timing.warmup_end_ns {
             self.started = true;
-            self.start_samples = sample(control);
+            self.start_samples = sample(control).0;
         }
         if !self.ended && self.timing.end_ns.is_some_and(|end| now >= end) {
             self.end_window(control);
@@ -118,8 +118,8 @@ impl<'a> Watch<'a> {
 
     fn end_window(&mut self, control: &mut ControlClient) {
         self.ended = true;
-        self.end_samples = sample(control);
-        self.end_memory = memory_now(control);
+        // One round trip: the responder's reply carries CPU and memory.
+        (self.end_samples, self.end_memory) = sample(control);
     }
 
     fn progress(&self) -> Progress {
@@ -139,22 +139,21 @@ impl<'a> Watch<'a> {
     }
 }
 
-/// Both sides' CPU counters, as close to the same instant as one control
-/// round trip allows (tens of µs on loopback).
-fn sample(control: &mut ControlClient) -> SidePair {
+/// Both sides' CPU counters (and memory), as close to the same instant as
+/// one control round trip allows (tens of µs on loopback).
+fn sample(control: &mut ControlClient) -> (SidePair, MemoryPair) {
     let client = sampling::local_cpu().ok();
-    let server = match control.sample() {
-        Ok(Reply::Sample { cpu, .. }) => Some(cpu),
-        _ => None,
+    let (server, server_memory) = match control.sample() {
+        Ok(Reply::Sample { cpu, memory }) => (Some(cpu), memory),
+        _ => (None, None),
     };
-    SidePair { client, server }
+    (
+        SidePair { client, server },
+        (sampling::local_memory(), server_memory),
+    )
 }
 
 /// Both sides' memory now (client local, server over the control connection).
 pub fn memory_now(control: &mut ControlClient) -> MemoryPair {
-    let server = match control.sample() {
-        Ok(Reply::Sample { memory, .. }) => memory,
-        _ => None,
-    };
-    (sampling::local_memory(), server)
+    sample(control).1
 }

@@ -24,11 +24,9 @@ use slab::Slab;
 use stackbench_metrics::{ErrorCounts, LatencyHistogram};
 use stackbench_model::{CrrClose, Kind, SocketOptions};
 
-use crate::sockopt;
+use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::timer::TimerWheel;
 
-/// Bytes moved per read or write call; also the size of the two per-worker buffers.
-const IO_CHUNK_BYTES: usize = 128 * 1024;
 /// Wait before reconnecting after a connection error.
 const RECONNECT_BACKOFF_MS: u64 = 10;
 /// Longest sleep in epoll, so stop requests are seen promptly.

@@ -25,13 +25,10 @@ use slab::Slab;
 use stackbench_model::{CrrClose, Kind};
 
 use crate::protocol::{ServerTestStats, TestSpec};
-use crate::sockopt;
+use crate::sockopt::{self, IO_CHUNK_BYTES};
 
 /// Token of the waker that announces commands.
 pub const WAKER: Token = Token(usize::MAX);
-
-/// Bytes moved per read or write call; also the size of the two per-worker buffers.
-const IO_CHUNK_BYTES: usize = 128 * 1024;
 
 /// Commands from the control threads.
 pub enum Command {
