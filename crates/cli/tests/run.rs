@@ -18,6 +18,17 @@ fn stackbench() -> Command {
     cmd
 }
 
+/// Runs `cmd`, which must succeed, and returns its JSON document.
+fn json_ok(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
 fn json_of(output: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
@@ -131,23 +142,14 @@ fn bad_flags_name_the_flag_and_exit_2() {
 
 #[test]
 fn json_document_has_the_documented_fields() {
-    let out = stackbench()
-        .args([
-            "run",
-            "RR2(1B/1B)",
-            "CRR2(64B/8kB)",
-            "--transactions",
-            "300",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = json_of(&out);
+    let doc = json_ok(stackbench().args([
+        "run",
+        "RR2(1B/1B)",
+        "CRR2(64B/8kB)",
+        "--transactions",
+        "300",
+        "--json",
+    ]));
     for key in [
         "schema_version",
         "stackbench_version",
@@ -218,23 +220,17 @@ fn csv_has_a_header_and_a_row_per_class() {
 #[test]
 fn every_kind_runs_against_a_separate_serve_process() {
     let serve = Serve::start();
-    let out = stackbench()
-        .args([
-            "run",
-            "RR3(4kB/4kB)",
-            "CRR3(64B/8kB)",
-            "STR2(1B/2MB)",
-            "STR2(2MB/1B)",
-        ])
-        .args(["--transactions", "40", "--json", "--target", &serve.addr])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let doc = json_ok(
+        stackbench()
+            .args([
+                "run",
+                "RR3(4kB/4kB)",
+                "CRR3(64B/8kB)",
+                "STR2(1B/2MB)",
+                "STR2(2MB/1B)",
+            ])
+            .args(["--transactions", "40", "--json", "--target", &serve.addr]),
     );
-    let doc = json_of(&out);
     assert_eq!(doc["settings"]["responder"], "remote");
     for c in doc["classes"].as_array().unwrap() {
         assert_eq!(c["transactions"], 40, "{}", c["notation"]);
@@ -404,24 +400,15 @@ fn json_carries_cpu_and_memory_per_side_and_warnings() {
 
 #[test]
 fn repeat_keeps_every_repetition_and_a_confidence_interval() {
-    let out = stackbench()
-        .args([
-            "run",
-            "RR2(1B/1B)",
-            "--transactions",
-            "400",
-            "--repeat",
-            "3",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rep = &json_of(&out)["classes"][0]["repetitions"];
+    let rep = &json_ok(stackbench().args([
+        "run",
+        "RR2(1B/1B)",
+        "--transactions",
+        "400",
+        "--repeat",
+        "3",
+        "--json",
+    ]))["classes"][0]["repetitions"];
     assert_eq!(rep["runs"].as_array().unwrap().len(), 3, "{rep}");
     let rate = &rep["rate_tps"];
     assert_eq!(rate["n"], 3);
@@ -438,26 +425,20 @@ fn repeat_keeps_every_repetition_and_a_confidence_interval() {
 #[test]
 fn unreachable_confidence_stops_at_max_and_warns() {
     // A 0.001% width at 99% cannot be met in 2 runs: the tool must say so.
-    let out = stackbench()
-        .args([
-            "run",
-            "RR1(1B/1B)",
-            "--transactions",
-            "200",
-            "--confidence",
-            "99,0.001",
-            "--iterations",
-            "2,2",
-        ])
-        .args(["--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let doc = json_ok(
+        stackbench()
+            .args([
+                "run",
+                "RR1(1B/1B)",
+                "--transactions",
+                "200",
+                "--confidence",
+                "99,0.001",
+                "--iterations",
+                "2,2",
+            ])
+            .args(["--json"]),
     );
-    let doc = json_of(&out);
     let rep = &doc["classes"][0]["repetitions"];
     assert_eq!(rep["runs"].as_array().unwrap().len(), 2);
     assert_eq!(rep["reached"], false);
