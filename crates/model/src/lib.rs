@@ -7,6 +7,8 @@ pub mod error;
 pub mod notation;
 pub mod settings;
 pub mod size;
+pub mod sweep;
+mod units_tmp;
 
 pub use error::NotationError;
 pub use notation::{ClassSpec, Kind, StreamDirection, Workload};

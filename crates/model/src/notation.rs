@@ -95,7 +95,11 @@ impl ClassSpec {
         let rest = &part[name_end..];
         let open = rest.find('(').ok_or_else(malformed)?;
         let inner = rest[open + 1..].strip_suffix(')').ok_or_else(malformed)?;
-        let clients = parse_count(&rest[..open], whole)?;
+        // `RR(1B/1B)` is one client: the form a client-count sweep starts from.
+        let clients = match &rest[..open] {
+            "" => 1,
+            count => parse_count(count, whole)?,
+        };
         let (req, resp) = inner.split_once('/').ok_or_else(malformed)?;
         Ok(ClassSpec {
             kind,
@@ -211,6 +215,7 @@ mod tests {
         assert_eq!(parse("RR10(4KiB/4KB)").to_string(), "RR10(4kB/4kB)");
         assert_eq!(parse("RR1024(1B/1024B)").to_string(), "RR1K(1B/1kB)");
         assert_eq!(parse(" STR3(1B/20MiB) ").to_string(), "STR3(1B/20MB)");
+        assert_eq!(parse("RR(1B/1B)").to_string(), "RR1(1B/1B)");
     }
 
     #[test]
@@ -219,7 +224,7 @@ mod tests {
             ("", "empty workload"),
             ("XX10(1B/1B)", "unknown workload kind in 'XX10(1B/1B)'"),
             ("rr10(1B/1B)", "unknown workload kind"),
-            ("RR(1B/1B)", "bad client count ''"),
+            ("RR1x(1B/1B)", "bad client count '1x'"),
             ("RR0(1B/1B)", "bad client count '0'"),
             ("RR10(4kb/4kB)", "unknown size unit 'kb' in 'RR10(4kb/4kB)'"),
             ("RR10(4kB)", "malformed class 'RR10(4kB)'"),

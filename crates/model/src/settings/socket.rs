@@ -1,6 +1,6 @@
-//! Effective run settings: the socket options the seeds' best-practice sections
-//! name, and how a CRR connection is closed. They are resolved once, printed with
-//! every result and stored with it, so every figure can be traced to its setup.
+//! Socket options the seeds' best-practice sections name, and how a CRR
+//! connection is closed. They are derived from the run settings
+//! ([`super::RunSettings::socket_options`]) and sent to the responder.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,272 @@
+//! Run settings, each defined once (fio's option table; ripgrep's raw args →
+//! resolved spec): its name, type (hence grammar and unit), default, range or
+//! allowed values, and help. Everything else is derived from the table below:
+//! the `run` flags (`--name-with-dashes`), the study-file keys (the name), the
+//! stored `settings` object of a result (the JSON name, unit in it), the
+//! printed effective settings, and the sweep dimensions.
+//!
+//! Adding a setting is one entry in [`run_settings!`]'s invocation plus its use
+//! in the engine. A bad value gets the same message from a flag, a study key or
+//! a sweep, because all three go through [`RunSettings::set`].
+
+mod socket;
+mod value;
+
+pub use socket::{CrrClose, SocketOptions};
+pub use value::{Bytes, Confidence, CpuList, IterationBounds, Secs, SettingValue, Text};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// A setting value that could not be used: `message` says what is wrong and
+/// the fix; callers prefix where the value came from (`--flag`, file:line).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{message}")]
+pub struct SettingError {
+    /// The setting's name (study-file spelling).
+    pub name: String,
+    /// The text given.
+    pub value: String,
+    pub message: String,
+}
+
+/// One row of the settings table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingDef {
+    /// Study-file key and sweep dimension; the flag is `--` + name with `-`.
+    pub name: &'static str,
+    /// Key in the stored `settings` object (unit in the name).
+    pub json: &'static str,
+    /// One-line help, with the default when it is resolved at run time.
+    pub help: &'static str,
+    /// Placeholder in `--help`.
+    pub value_name: &'static str,
+    /// A switch (`--flag` alone = true).
+    pub switch: bool,
+    /// Allowed spellings of a closed set (empty: open).
+    pub allowed: &'static [&'static str],
+    /// Inclusive range in the setting's own spelling, e.g. `("1", "1024")`.
+    pub range: Option<(&'static str, &'static str)>,
+}
+
+impl SettingDef {
+    /// The command-line flag, e.g. `--client-cpus`.
+    pub fn flag(&self) -> String {
+        format!("--{}", self.name.replace('_', "-"))
+    }
+}
+
+/// Looks a setting up by study-file name or flag spelling (`client-cpus`).
+pub fn find(name: &str) -> Option<&'static SettingDef> {
+    let name = name.trim().trim_start_matches("--").replace('-', "_");
+    SETTINGS.iter().find(|d| d.name == name)
+}
+
+/// The names of every setting, for "allowed keys" messages.
+pub fn names() -> Vec<&'static str> {
+    SETTINGS.iter().map(|d| d.name).collect()
+}
+
+fn check_range<T: SettingValue>(value: &T, lo: &str, hi: &str) -> Result<(), String> {
+    let (Some(v), Ok(l), Ok(h)) = (value.ordered(), T::parse(lo), T::parse(hi)) else {
+        return Ok(());
+    };
+    match (l.ordered(), h.ordered()) {
+        (Some(l), Some(h)) if v < l || v > h => Err(format!("out of range: use {lo} to {hi}")),
+        _ => Ok(()),
+    }
+}
+
+/// Declares the settings table: the [`RunSettings`] struct (serde names =
+/// JSON names), its defaults, [`SETTINGS`], and the by-name setter and getter.
+macro_rules! run_settings {
+    ($(
+        $(#[doc = $doc:literal])+
+        $name:ident : $ty:ty = $default:expr, json $json:literal
+            $(, range $lo:literal ..= $hi:literal)? ;
+    )*) => {
+        /// The settings of one run, after the sources (defaults, study, variant,
+        /// flags, sweep point) were applied in that order. Stored with every
+        /// result as its `settings` object; `Option` values left `None` are
+        /// resolved by the run (and stored resolved).
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(default)]
+        pub struct RunSettings {
+            $( $(#[doc = $doc])+ #[serde(rename = $json)] pub $name: $ty, )*
+        }
+
+        impl Default for RunSettings {
+            fn default() -> Self {
+                RunSettings { $( $name: $default, )* }
+            }
+        }
+
+        /// Every run setting, in the order `--help` lists them.
+        pub static SETTINGS: &[SettingDef] = &[$(
+            SettingDef {
+                name: stringify!($name),
+                json: $json,
+                help: concat!($($doc),+),
+                value_name: <$ty as SettingValue>::VALUE_NAME,
+                switch: <$ty as SettingValue>::SWITCH,
+                allowed: <$ty as SettingValue>::ALLOWED,
+                range: run_settings!(@range $($lo, $hi)?),
+            },
+        )*];
+
+        impl RunSettings {
+            /// Sets one setting from user text, checking its grammar and range.
+            pub fn set(&mut self, name: &str, text: &str) -> Result<(), SettingError> {
+                let err = |message: String| SettingError {
+                    name: name.to_string(),
+                    value: text.to_string(),
+                    message,
+                };
+                match name {
+                    $( stringify!($name) => {
+                        let value = <$ty as SettingValue>::parse(text).map_err(err)?;
+                        $( check_range(&value, $lo, $hi).map_err(err)?; )?
+                        self.$name = value;
+                        Ok(())
+                    } )*
+                    _ => Err(err(format!(
+                        "unknown setting '{name}': use one of {}",
+                        names().join(", ")
+                    ))),
+                }
+            }
+
+            /// The canonical text of one setting's value (`None`: no such setting).
+            pub fn text_of(&self, name: &str) -> Option<String> {
+                match name {
+                    $( stringify!($name) => Some(SettingValue::text(&self.$name)), )*
+                    _ => None,
+                }
+            }
+        }
+    };
+    (@range) => { None };
+    (@range $lo:literal, $hi:literal) => { Some(($lo, $hi)) };
+}
+
+// The table. Keep each help to one line; say the default when it is resolved
+// at run time (an `Option` left `None`).
+run_settings! {
+    /// Measurement window per workload [default: 10s; 5s for the default study; none with --transactions].
+    duration: Option<Secs> = None, json "duration_s", range "1ms" ..= "24h";
+    /// Warm-up before each window, not counted [default: 2s; 1s for the default study; 0 with --transactions].
+    warmup: Option<Secs> = None, json "warmup_s", range "0s" ..= "1h";
+    /// Run exactly this many counted transactions per class.
+    transactions: Option<u64> = None, json "transactions", range "1" ..= "10000000000";
+    /// Driver worker threads [default: one per driver CPU].
+    threads: Option<u32> = None, json "threads", range "1" ..= "1024";
+    /// Worker threads of the started responder [default: one per server CPU].
+    server_threads: Option<u32> = None, json "server_threads", range "1" ..= "1024";
+    /// CPUs for the driver [default: the first half of the available CPUs].
+    client_cpus: Option<CpuList> = None, json "client_cpus";
+    /// CPUs for the started responder [default: the second half of the available CPUs].
+    server_cpus: Option<CpuList> = None, json "server_cpus";
+    /// A running `stackbench serve` (HOST:PORT) [default: start a responder process on loopback].
+    target: Option<Text> = None, json "target";
+    /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
+    ipv6: bool = false, json "ipv6";
+    /// Busy-poll (epoll with zero timeout) instead of sleeping: lower latency, a full CPU per worker.
+    spin: bool = false, json "spin";
+    /// TCP_NODELAY on every data connection (both sides).
+    nodelay: bool = false, json "nodelay";
+    /// Receive whole messages: MSG_WAITALL plus SO_RCVLOWAT = message size.
+    waitall: bool = false, json "waitall";
+    /// Delayed ACK off: TCP_QUICKACK re-armed after every receive.
+    quickack: bool = false, json "quickack";
+    /// SO_SNDBUF for data sockets, e.g. 256kB [default: kernel autotuning].
+    sndbuf: Option<Bytes> = None, json "sndbuf_bytes", range "1kB" ..= "1GB";
+    /// SO_RCVBUF for data sockets, e.g. 256kB [default: kernel autotuning].
+    rcvbuf: Option<Bytes> = None, json "rcvbuf_bytes", range "1kB" ..= "1GB";
+    /// Who closes a CRR connection first: server (TIME_WAIT on the server), client, or abort (RST).
+    crr_close: CrrClose = CrrClose::Server, json "crr_close";
+    /// Run each workload N times back to back: mean, standard deviation and 95% interval [default: 1].
+    repeat: Option<u32> = None, json "repeat", range "1" ..= "1000";
+    /// Repeat until the LEVEL% interval of rate and CPU µs/tr is at most WIDTH% of the mean, e.g. 99,5.
+    confidence: Option<Confidence> = None, json "confidence";
+    /// Bounds on repetitions with --confidence [default: 3,30].
+    iterations: Option<IterationBounds> = None, json "iterations";
+}
+
+impl RunSettings {
+    /// The socket options these settings give.
+    pub fn socket_options(&self) -> SocketOptions {
+        SocketOptions {
+            nodelay: self.nodelay,
+            waitall: self.waitall,
+            quickack: self.quickack,
+            sndbuf_bytes: self.sndbuf.map(|b| b.0 as u32),
+            rcvbuf_bytes: self.rcvbuf.map(|b| b.0 as u32),
+            crr_close: self.crr_close,
+        }
+    }
+
+    /// `(name, canonical text)` of every setting, in table order.
+    pub fn describe(&self) -> Vec<(&'static str, String)> {
+        SETTINGS
+            .iter()
+            .map(|d| (d.name, self.text_of(d.name).unwrap_or_default()))
+            .collect()
+    }
+
+    /// `(name, text)` of the settings that differ from the defaults.
+    pub fn changed(&self) -> Vec<(&'static str, String)> {
+        let base = RunSettings::default();
+        self.describe()
+            .into_iter()
+            .filter(|(n, t)| base.text_of(n).as_deref() != Some(t.as_str()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_is_settable_by_its_name() {
+        let defaults = RunSettings::default();
+        for def in SETTINGS {
+            let text = defaults.text_of(def.name).unwrap();
+            let mut s = RunSettings::default();
+            s.set(def.name, &text)
+                .unwrap_or_else(|e| panic!("{}: default text '{text}' refused: {e}", def.name));
+            assert_eq!(s, defaults, "{}", def.name);
+            assert!(!def.help.trim().is_empty(), "{} has no help", def.name);
+        }
+    }
+
+    #[test]
+    fn ranges_are_checked_in_the_settings_spelling() {
+        let mut s = RunSettings::default();
+        let e = s.set("threads", "0").unwrap_err();
+        assert_eq!(e.message, "out of range: use 1 to 1024");
+        let e = s.set("duration", "25h").unwrap_err();
+        assert_eq!(e.message, "out of range: use 1ms to 24h");
+        s.set("duration", "30s").unwrap();
+        assert_eq!(s.text_of("duration").unwrap(), "30s");
+    }
+
+    #[test]
+    fn json_names_carry_units() {
+        let mut s = RunSettings::default();
+        s.set("sndbuf", "256kB").unwrap();
+        s.set("duration", "1.5s").unwrap();
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["sndbuf_bytes"], 262144);
+        assert_eq!(v["duration_s"], 1.5);
+        let back: RunSettings = serde_json::from_value(v).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn unknown_names_list_the_allowed_ones() {
+        let e = RunSettings::default().set("durration", "1s").unwrap_err();
+        assert!(e.message.contains("use one of duration, warmup"), "{e}");
+        assert_eq!(find("--client-cpus").unwrap().name, "client_cpus");
+    }
+}
