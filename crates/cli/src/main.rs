@@ -14,6 +14,7 @@ mod results_cmd;
 mod run_cmd;
 mod serve_cmd;
 mod session;
+mod setting_flags;
 mod spawn;
 mod study_cmd;
 
@@ -27,6 +28,8 @@ struct Cli {
     command: Command,
 }
 
+// One value per process, parsed once: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Drive workloads against a responder and report rate, latency and errors per class.

@@ -12,46 +12,7 @@ use stackbench_metrics::record::RepetitionValues;
 use stackbench_metrics::stats::{summarize_repetitions, Iterations, Verdict};
 use stackbench_metrics::ClassResult;
 
-use crate::exit::usage;
 use crate::progress::ProgressLine;
-
-/// Resolves `--repeat`, `--confidence` and `--iterations` into a controller.
-pub fn iterations(
-    repeat: Option<u32>,
-    confidence: Option<&str>,
-    iterations: Option<&str>,
-) -> anyhow::Result<Iterations> {
-    match (repeat, confidence) {
-        (Some(_), Some(_)) => usage("--repeat and --confidence exclude each other: use one"),
-        (Some(n), None) => Iterations::repeat(n).or_else(|e| usage(format!("--repeat {n}: {e}"))),
-        (None, Some(c)) => {
-            let (level, width) = pair("confidence", c)?;
-            let (min, max) = iterations.map_or(Ok((3.0, 30.0)), |i| pair("iterations", i))?;
-            Iterations::confidence(level, width, min as u32, max as u32)
-                .or_else(|e| usage(format!("--confidence {c} --iterations {min},{max}: {e}")))
-        }
-        (None, None) if iterations.is_some() => {
-            usage("--iterations needs --confidence LEVEL,WIDTH, e.g. --confidence 99,5")
-        }
-        (None, None) => Iterations::repeat(1).or_else(|e| usage(e.to_string())),
-    }
-}
-
-/// Parses `A,B` for `--flag`.
-fn pair(flag: &str, text: &str) -> anyhow::Result<(f64, f64)> {
-    let parsed = text
-        .split_once(',')
-        .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
-    let example = if flag == "confidence" { "99,5" } else { "3,30" };
-    parsed.map_or_else(
-        || {
-            usage(format!(
-                "--{flag} '{text}': give two numbers separated by a comma, e.g. --{flag} {example}"
-            ))
-        },
-        Ok,
-    )
-}
 
 /// What the repetitions of one workload produced.
 pub struct Repeated {

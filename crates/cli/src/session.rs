@@ -9,8 +9,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thread};
 use stackbench_engine::{ControlClient, RunConfig};
 use stackbench_metrics::stats::Iterations;
-use stackbench_metrics::{RunRecord, RunSettings, SCHEMA_VERSION};
-use stackbench_model::{SocketOptions, Workload};
+use stackbench_metrics::{RunRecord, SCHEMA_VERSION};
+use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text};
+use stackbench_model::Workload;
 use stackbench_results::env::Environment;
 use stackbench_results::store::{Labels, Store};
 use stackbench_results::study::StudyStep;
@@ -26,21 +27,87 @@ static STOP: AtomicBool = AtomicBool::new(false);
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     pub workloads: Vec<Workload>,
-    pub duration: Option<Duration>,
-    pub warmup: Duration,
-    pub transactions: Option<u64>,
-    pub threads: usize,
-    pub server_threads: usize,
-    pub client_cpus: Vec<usize>,
-    /// CPUs of the responder process started here (ignored with a target).
-    pub server_cpus: Vec<usize>,
-    pub target: Option<String>,
-    pub ipv6: bool,
-    pub socket: SocketOptions,
-    pub spin: bool,
+    /// Every setting, with the run-time defaults filled in (see [`resolve`]).
+    pub settings: RunSettings,
     pub iterations: Iterations,
     /// Print the placement line on stderr.
     pub announce: bool,
+}
+
+/// What the driver runs with: CPUs, threads and the window of the settings.
+impl RunPlan {
+    fn threads(&self) -> usize {
+        self.settings.threads.unwrap_or(1) as usize
+    }
+
+    fn cpus(list: &Option<CpuList>) -> Vec<usize> {
+        list.as_ref().map(|c| c.0.clone()).unwrap_or_default()
+    }
+}
+
+/// The one place run-time defaults are decided, for `run` and `study` alike:
+/// the window (10 s, 5 s for the default study, none when count-bounded), the
+/// warm-up (2 s, 1 s for the default study, 0 when count-bounded), placement
+/// (disjoint CPU halves), threads (one per CPU of the side) and repetitions.
+/// Settings that exclude each other are refused here, whatever their source.
+pub fn resolve(
+    mut s: RunSettings,
+    workloads: Vec<Workload>,
+    default_study: bool,
+    announce: bool,
+) -> anyhow::Result<RunPlan> {
+    let secs = |n| Some(Secs(Duration::from_secs(n)));
+    let counted = s.transactions.is_some();
+    if s.duration.is_none() && !counted {
+        s.duration = secs(if default_study { 5 } else { 10 });
+    }
+    if s.warmup.is_none() {
+        s.warmup = Some(Secs(match (counted, default_study) {
+            (true, _) => Duration::ZERO,
+            (false, true) => Duration::from_secs(1),
+            (false, false) => Duration::from_secs(2),
+        }));
+    }
+    if s.ipv6 && s.target.is_some() {
+        return usage("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
+    }
+    let iterations = iterations(&s)?;
+    let remote = s.target.is_some();
+    let place = placement(
+        s.client_cpus.take().map(|c| c.0),
+        s.server_cpus.take().map(|c| c.0),
+        remote,
+    )?;
+    s.threads = s.threads.or(Some(place.client.len().max(1) as u32));
+    if !remote {
+        s.server_threads = s.server_threads.or(Some(place.server.len().max(1) as u32));
+    }
+    s.client_cpus = (!place.client.is_empty()).then_some(CpuList(place.client));
+    s.server_cpus = (!place.server.is_empty()).then_some(CpuList(place.server));
+    Ok(RunPlan {
+        workloads,
+        settings: s,
+        iterations,
+        announce,
+    })
+}
+
+/// The repetition controller of `repeat`, `confidence` and `iterations`.
+fn iterations(s: &RunSettings) -> anyhow::Result<Iterations> {
+    let it = match (s.repeat, s.confidence, s.iterations) {
+        (Some(_), Some(_), _) => {
+            return usage("repeat and confidence exclude each other: use one");
+        }
+        (_, None, Some(_)) => {
+            return usage("iterations needs confidence LEVEL,WIDTH, e.g. --confidence 99,5");
+        }
+        (repeat, None, None) => Iterations::repeat(repeat.unwrap_or(1)),
+        (_, Some(c), bounds) => {
+            let b = bounds.unwrap_or(IterationBounds { min: 3, max: 30 });
+            Iterations::confidence(c.level_pct, c.width_pct, b.min, b.max)
+        }
+    };
+    it.or_else(|e| usage(format!("repetitions: {e}")))
 }
 
 /// Where each side runs.
@@ -87,24 +154,26 @@ pub fn placement(
 
 /// Runs the plan and returns its record (complete or not).
 pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
-    if !plan.client_cpus.is_empty() {
-        pin_current_thread(&plan.client_cpus).or_else(|e| usage(format!("--client-cpus: {e}")))?;
+    let s = &plan.settings;
+    let client_cpus = RunPlan::cpus(&s.client_cpus);
+    if !client_cpus.is_empty() {
+        pin_current_thread(&client_cpus).or_else(|e| usage(format!("--client-cpus: {e}")))?;
     }
     // A second installation (a study's later steps) fails harmlessly.
     let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
-    let spawned = match &plan.target {
+    let spawned = match &s.target {
         Some(_) => None,
         None => {
-            let listen = if plan.ipv6 { "[::1]:0" } else { "127.0.0.1:0" };
+            let listen = if s.ipv6 { "[::1]:0" } else { "127.0.0.1:0" };
             Some(SpawnedResponder::start(
                 listen,
-                &plan.server_cpus,
-                plan.server_threads,
+                &RunPlan::cpus(&s.server_cpus),
+                s.server_threads.unwrap_or(1) as usize,
             )?)
         }
     };
-    let target = match (&plan.target, &spawned) {
-        (Some(t), _) => t.clone(),
+    let target = match (&s.target, &spawned) {
+        (Some(t), _) => t.0.clone(),
         (None, Some(s)) => s.addr.clone(),
         (None, None) => unreachable!("a responder was spawned when no target was given"),
     };
@@ -113,15 +182,15 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
     if plan.announce {
         eprintln!(
             "stackbench: driver on CPUs {} ({} threads), responder {target} on CPUs {}",
-            cpu_text(&record.settings.client_cpus),
-            plan.threads,
-            cpu_text(&record.settings.server_cpus)
+            cpu_text(&RunPlan::cpus(&record.settings.client_cpus)),
+            plan.threads(),
+            cpu_text(&RunPlan::cpus(&record.settings.server_cpus))
         );
     }
     let same_host = control.target().ip().is_loopback();
     for w in quality::run_warnings(
-        &record.settings.client_cpus,
-        &record.settings.server_cpus,
+        &RunPlan::cpus(&record.settings.client_cpus),
+        &RunPlan::cpus(&record.settings.server_cpus),
         same_host,
     ) {
         record.warnings.push(quality::report(&w, None));
@@ -129,17 +198,17 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
     for workload in &plan.workloads {
         let cfg = RunConfig {
             workload: workload.clone(),
-            duration: plan.duration,
-            warmup: plan.warmup,
-            transactions: plan.transactions,
-            threads: plan.threads,
-            client_cpus: plan.client_cpus.clone(),
-            socket: plan.socket,
-            spin: plan.spin,
+            duration: s.duration.map(|d| d.0),
+            warmup: s.warmup.map_or(Duration::ZERO, |d| d.0),
+            transactions: s.transactions,
+            threads: plan.threads(),
+            client_cpus: client_cpus.clone(),
+            socket: s.socket_options(),
+            spin: s.spin,
         };
         let outcome = repeat::run_repeated(&mut control, &cfg, &plan.iterations, &STOP);
         for class in &outcome.classes {
-            for w in quality::class_warnings(class, plan.threads as u32) {
+            for w in quality::class_warnings(class, plan.threads() as u32) {
                 record
                     .warnings
                     .push(quality::report(&w, Some(&class.notation)));
@@ -156,23 +225,13 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
 }
 
 fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bool) -> RunRecord {
-    let settings = RunSettings {
-        duration_s: plan.duration.map_or(0.0, |d| d.as_secs_f64()),
-        warmup_s: plan.warmup.as_secs_f64(),
-        transactions: plan.transactions,
-        client_threads: plan.threads as u32,
-        server_threads: Some(control.server_threads),
-        client_cpus: plan.client_cpus.clone(),
-        server_cpus: if control.server_cpus.is_empty() && spawned {
-            plan.server_cpus.clone()
-        } else {
-            control.server_cpus.clone()
-        },
-        target: target.to_string(),
-        responder: if spawned { "spawned" } else { "remote" }.to_string(),
-        spin: plan.spin,
-        socket: plan.socket,
-    };
+    let mut settings = plan.settings.clone();
+    settings.target = Some(Text(target.to_string()));
+    settings.server_threads = Some(control.server_threads);
+    if !control.server_cpus.is_empty() || !spawned {
+        let cpus = control.server_cpus.clone();
+        settings.server_cpus = (!cpus.is_empty()).then_some(CpuList(cpus));
+    }
     RunRecord {
         schema_version: SCHEMA_VERSION,
         stackbench_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -182,6 +241,7 @@ fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bo
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64()),
         settings,
+        responder: if spawned { "spawned" } else { "remote" }.to_string(),
         classes: Vec::new(),
         warnings: Vec::new(),
     }
@@ -190,8 +250,7 @@ fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bo
 /// Saves a record with its environment. A store failure is reported, never
 /// allowed to lose the measurement, which is still printed.
 pub fn store_record(store: &mut Store, record: &RunRecord, labels: &Labels) {
-    let s = &record.settings;
-    let env = Environment::capture(&s.target, &s.client_cpus, &s.server_cpus);
+    let env = environment_of(record);
     match store.save(record, labels, &env) {
         Ok(id) => eprintln!("stackbench: stored as run {id}"),
         Err(e) => eprintln!("stackbench: warning: the run was not stored: {e}"),
@@ -206,41 +265,25 @@ fn cpu_text(cpus: &[usize]) -> String {
     }
 }
 
+/// The environment a record was measured in (captured now, on this host).
+pub fn environment_of(record: &RunRecord) -> Environment {
+    let s = &record.settings;
+    let target = s.target.as_ref().map_or("", |t| t.0.as_str());
+    Environment::capture(
+        target,
+        &RunPlan::cpus(&s.client_cpus),
+        &RunPlan::cpus(&s.server_cpus),
+    )
+}
+
 /// Measures one step of a study: its workload with the study's settings
-/// overlaid by the variant's; defaults are those of `run`.
+/// overlaid by the variant's and the sweep point's, resolved as `run` does.
 pub fn study_step(step: &StudyStep) -> anyhow::Result<RunRecord> {
-    let s = &step.settings;
-    let place = placement(
-        s.client_cpus.clone(),
-        s.server_cpus.clone(),
-        s.target.is_some(),
+    let plan = resolve(
+        step.settings.clone(),
+        vec![step.workload.clone()],
+        false,
+        false,
     )?;
-    let count_bounded = s.transactions.is_some();
-    let duration = s.duration_s.map(Duration::from_secs_f64);
-    let duration = duration.or((!count_bounded).then_some(Duration::from_secs(10)));
-    let warmup = s.warmup_s.map(Duration::from_secs_f64);
-    let warmup = warmup.unwrap_or(if count_bounded {
-        Duration::ZERO
-    } else {
-        Duration::from_secs(2)
-    });
-    let plan = RunPlan {
-        workloads: vec![step.workload.clone()],
-        duration,
-        warmup,
-        transactions: s.transactions,
-        threads: s.threads.map_or(place.client.len().max(1), |t| t as usize),
-        server_threads: s
-            .server_threads
-            .map_or(place.server.len().max(1), |t| t as usize),
-        client_cpus: place.client,
-        server_cpus: place.server,
-        target: s.target.clone(),
-        ipv6: false,
-        socket: s.socket_options(),
-        spin: s.spin.unwrap_or(false),
-        iterations: Iterations::repeat(1).expect("one repetition is valid"),
-        announce: false,
-    };
     execute(&plan)
 }

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stackbench_metrics::RunRecord;
-use stackbench_results::env::Environment;
 use stackbench_results::store::{parse_labels, Store};
 use stackbench_results::study::{load_study, run_study, StudyError, StudyStep};
 
@@ -34,7 +33,7 @@ pub struct StudyArgs {
 
 /// The line printed for one planned step.
 fn describe(step: &StudyStep) -> String {
-    let settings = step.settings.describe();
+    let settings = step.given.describe();
     format!(
         "[{}/{}] repetition {} {} variant {}{}",
         step.index + 1,
@@ -87,8 +86,7 @@ pub fn run(
             if let Some(store) = store.as_mut() {
                 let mut labels = extra.clone();
                 labels.extend(step.labels.clone());
-                let s = &record.settings;
-                let env = Environment::capture(&s.target, &s.client_cpus, &s.server_cpus);
+                let env = crate::session::environment_of(record);
                 let id = store.save(record, &labels, &env)?;
                 stored += 1;
                 eprintln!("  stored as run {id}");

@@ -285,7 +285,7 @@ fn study_errors_are_one_line_with_status_two() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("bad.toml:3:1: unknown field `nodely`, expected one of"),
+        err.contains("bad.toml:3:1: unknown key 'nodely': use name,"),
         "{err}"
     );
     bin()

@@ -7,6 +7,7 @@
 pub mod cpu;
 pub mod latency;
 pub mod memory;
+pub mod migrate;
 pub mod procfs;
 pub mod record;
 pub mod stats;

@@ -8,10 +8,11 @@
 //! meaning of one bumps [`SCHEMA_VERSION`].
 
 use serde::{Deserialize, Serialize};
-use stackbench_model::{Kind, SocketOptions, StreamDirection};
+pub use stackbench_model::settings::RunSettings;
+use stackbench_model::{Kind, StreamDirection};
 
 /// Version of the record layout below.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One `stackbench run`: the effective settings and one entry per workload class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,41 +26,19 @@ pub struct RunRecord {
     pub incomplete_reason: Option<String>,
     /// Wall-clock start of the run, seconds since the Unix epoch.
     pub started_unix_s: f64,
+    /// Every run setting, resolved (the settings table of
+    /// `stackbench_model::settings`; JSON names carry units).
     pub settings: RunSettings,
+    /// `"spawned"` (a `stackbench serve` child process on loopback) or
+    /// `"remote"` (a running `stackbench serve` named by `target`).
+    #[serde(default)]
+    pub responder: String,
     /// One entry per class, in the order given (mixes keep their class order).
     pub classes: Vec<ClassResult>,
     /// Measurement-quality warnings, each with what to change (also printed on
     /// stderr). Empty when none applied; absent in records older than it.
     #[serde(default)]
     pub warnings: Vec<WarningRecord>,
-}
-
-/// The settings in force for a run, after defaults were applied.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSettings {
-    /// Length of each measurement window in seconds (0 when bounded only by
-    /// `transactions`).
-    pub duration_s: f64,
-    /// Warm-up before each window, in seconds; transactions in it are not counted.
-    pub warmup_s: f64,
-    /// Exact transactions per class, when the run is count-bounded.
-    pub transactions: Option<u64>,
-    /// Driver worker threads (each an event loop over many connections).
-    pub client_threads: u32,
-    /// Responder worker threads, when stackbench started the responder itself.
-    pub server_threads: Option<u32>,
-    /// CPUs the driver was pinned to (empty: not pinned).
-    pub client_cpus: Vec<usize>,
-    /// CPUs the responder was pinned to (empty: not pinned or unknown, e.g. a
-    /// remote `stackbench serve`).
-    pub server_cpus: Vec<usize>,
-    /// Responder control address, `HOST:PORT`.
-    pub target: String,
-    /// `"spawned"` (a `stackbench serve` child process on loopback) or `"remote"`.
-    pub responder: String,
-    /// Receivers busy-poll instead of sleeping in epoll (`--spin`).
-    pub spin: bool,
-    pub socket: SocketOptions,
 }
 
 /// Latency of one transaction, from the first byte of the request being handed
@@ -411,18 +390,14 @@ pub(crate) mod tests {
             incomplete_reason: None,
             started_unix_s: 1.0,
             settings: RunSettings {
-                duration_s: 10.0,
-                warmup_s: 2.0,
-                transactions: None,
-                client_threads: 1,
-                server_threads: Some(1),
-                client_cpus: vec![0],
-                server_cpus: vec![1],
-                target: "127.0.0.1:12865".into(),
-                responder: "spawned".into(),
-                spin: false,
-                socket: SocketOptions::default(),
+                duration: Some(stackbench_model::settings::Secs(
+                    std::time::Duration::from_secs(10),
+                )),
+                target: Some(stackbench_model::settings::Text("127.0.0.1:12865".into())),
+                client_cpus: Some(stackbench_model::settings::CpuList(vec![0])),
+                ..RunSettings::default()
             },
+            responder: "spawned".into(),
             classes: vec![sample_class()],
             warnings: vec![],
         };

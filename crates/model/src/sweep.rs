@@ -94,7 +94,10 @@ impl SweepDim {
                 error(
                     key,
                     "",
-                    format!("unknown sweep dimension '{key}': use one of {}", allowed_dims()),
+                    format!(
+                        "unknown sweep dimension '{key}': use one of {}",
+                        allowed_dims()
+                    ),
                 )
             })?),
         };
@@ -113,7 +116,11 @@ impl SweepDim {
         for v in values {
             let c = canonical(axis, &name, v)?;
             if canon.contains(&c) {
-                return Err(error(&name, v, format!("{v} is swept twice: give each value once")));
+                return Err(error(
+                    &name,
+                    v,
+                    format!("{v} is swept twice: give each value once"),
+                ));
             }
             canon.push(c);
         }
@@ -162,7 +169,11 @@ impl Sweep {
             ));
         }
         if dims.len() == 2 && dims[0].name == dims[1].name {
-            return Err(error(&dims[0].name, "", format!("{} is swept twice: sweep it once", dims[0].name)));
+            return Err(error(
+                &dims[0].name,
+                "",
+                format!("{} is swept twice: sweep it once", dims[0].name),
+            ));
         }
         let points: usize = dims.iter().map(|d| d.values.len()).product();
         if points > MAX_POINTS {
@@ -302,10 +313,15 @@ mod tests {
         let e = SweepDim::parse_flag("threads=0,1").unwrap_err();
         assert_eq!(e.message, "out of range: use 1 to 1024");
         let e = SweepDim::parse_flag("clientz=1").unwrap_err();
-        assert!(e.message.starts_with("unknown sweep dimension 'clientz': use one of clients"));
+        assert!(e
+            .message
+            .starts_with("unknown sweep dimension 'clientz': use one of clients"));
         assert!(SweepDim::parse_flag("clients=1,1").is_err());
         assert!(SweepDim::parse_flag("clients").is_err());
         let three = vec![dim("clients=1"), dim("request=1B"), dim("nodelay=true")];
-        assert!(Sweep::new(three).unwrap_err().message.contains("cross at most 2"));
+        assert!(Sweep::new(three)
+            .unwrap_err()
+            .message
+            .contains("cross at most 2"));
     }
 }

@@ -19,7 +19,13 @@ pub fn format_duration(d: Duration) -> String {
     if ns == 0 {
         return "0s".to_string();
     }
-    for (unit, per) in [("h", 3_600_000_000_000u128), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+    for (unit, per) in [
+        ("h", 3_600_000_000_000u128),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+    ] {
         if ns % per == 0 {
             return format!("{}{unit}", ns / per);
         }
@@ -39,7 +45,11 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad());
     }
-    digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)).ok_or_else(bad)
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(bad)
 }
 
 /// A Linux CPU list, sorted and de-duplicated.
@@ -49,7 +59,10 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+                let (a, b): (usize, usize) = (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                );
                 if a > b || b >= 1024 {
                     return Err(bad());
                 }
@@ -75,7 +88,11 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
         while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
             i += 1;
         }
-        out.push(if cpus[i] == start { start.to_string() } else { format!("{start}-{}", cpus[i]) });
+        out.push(if cpus[i] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", cpus[i])
+        });
         i += 1;
     }
     out.join(",")

@@ -6,7 +6,24 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use stackbench_metrics::{ClassResult, ErrorCounts, LatencyUs, RunRecord, RunSettings};
-use stackbench_model::{SocketOptions, Workload};
+
+/// The settings a fixture record says it ran with.
+fn fixture_settings(duration_s: f64) -> RunSettings {
+    let mut s = RunSettings::default();
+    for (name, text) in [
+        ("duration", format!("{duration_s}s")),
+        ("warmup", "2s".to_string()),
+        ("threads", "1".to_string()),
+        ("server_threads", "1".to_string()),
+        ("client_cpus", "0".to_string()),
+        ("server_cpus", "1".to_string()),
+        ("target", "127.0.0.1:7000".to_string()),
+    ] {
+        s.set(name, &text).expect("fixture settings are valid");
+    }
+    s
+}
+use stackbench_model::Workload;
 
 use crate::env::{Environment, InterfaceInfo};
 
@@ -67,19 +84,8 @@ pub fn record(
         complete: true,
         incomplete_reason: None,
         started_unix_s,
-        settings: RunSettings {
-            duration_s,
-            warmup_s: 2.0,
-            transactions: None,
-            client_threads: 1,
-            server_threads: Some(1),
-            client_cpus: vec![0],
-            server_cpus: vec![1],
-            target: "127.0.0.1:7000".into(),
-            responder: "spawned".into(),
-            spin: false,
-            socket: SocketOptions::default(),
-        },
+        settings: fixture_settings(duration_s),
+        responder: "spawned".into(),
         classes,
         warnings: Vec::new(),
     }

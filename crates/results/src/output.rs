@@ -147,43 +147,22 @@ fn repetitions_line(notation: &str, rep: &Repetitions) -> String {
     line
 }
 
+/// The effective settings, every one of the settings table as `name=value`,
+/// wrapped at ~100 columns, after the responder's kind.
 fn settings_block(record: &RunRecord) -> String {
-    let s = &record.settings;
-    let cpus = |v: &[usize]| {
-        if v.is_empty() {
-            "not pinned".to_string()
-        } else {
-            v.iter()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
+    let mut out = format!("settings ({} responder):", record.responder);
+    let mut width = out.len();
+    for (name, text) in record.settings.describe() {
+        let item = format!(" {name}={text}");
+        if width + item.len() > 100 {
+            out.push_str("\n ");
+            width = 1;
         }
-    };
-    let window = match (s.transactions, s.duration_s) {
-        (Some(n), _) => format!("{n} transactions per class"),
-        (None, d) => format!("{d} s per workload"),
-    };
-    let buf = |b: Option<u32>| b.map_or("default".to_string(), |b| format!("{b} B"));
-    let o = &s.socket;
-    format!(
-        "settings: window {window}, warm-up {} s; responder {} at {} ({} threads); driver {} threads\n\
-         cpus: client {}, server {}; spin {}\n\
-         socket: nodelay {}, waitall {}, quickack {}, sndbuf {}, rcvbuf {}, crr-close {}\n",
-        s.warmup_s,
-        s.responder,
-        s.target,
-        s.server_threads.map_or("?".to_string(), |t| t.to_string()),
-        s.client_threads,
-        cpus(&s.client_cpus),
-        cpus(&s.server_cpus),
-        s.spin,
-        o.nodelay,
-        o.waitall,
-        o.quickack,
-        buf(o.sndbuf_bytes),
-        buf(o.rcvbuf_bytes),
-        o.crr_close.name(),
-    )
+        width += item.len();
+        out.push_str(&item);
+    }
+    out.push('\n');
+    out
 }
 
 /// The JSON document (`--json`): the record itself, pretty-printed.

@@ -209,24 +209,35 @@ fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
             }
         );
     }
-    let socket = |g: usize| v.groups[g].1[0].record["settings"]["socket"].clone();
+    let settings = |g: usize| v.groups[g].1[0].record["settings"].clone();
     let reference = if i == 0 {
-        serde_json::to_value(stackbench_model::SocketOptions::default()).unwrap_or_default()
+        serde_json::to_value(stackbench_model::settings::RunSettings::default()).unwrap_or_default()
     } else {
-        socket(0)
+        settings(0)
     };
-    let own = socket(i);
+    let own = settings(i);
     let Some(map) = own.as_object() else {
         return "settings not recorded".to_string();
     };
+    // Placement and addresses differ from run to run without being a choice.
+    let incidental = [
+        "target",
+        "client_cpus",
+        "server_cpus",
+        "threads",
+        "server_threads",
+        "duration_s",
+        "warmup_s",
+    ];
     let differing: Vec<String> = map
         .iter()
+        .filter(|(k, _)| !incidental.contains(&k.as_str()))
         .filter(|(k, val)| reference.get(k.as_str()) != Some(*val))
         .map(|(k, val)| format!("{k} = {val}"))
         .collect();
     match (differing.is_empty(), i == 0) {
-        (true, true) => "default socket options".to_string(),
-        (true, false) => "same socket options as the baseline".to_string(),
+        (true, true) => "default settings".to_string(),
+        (true, false) => "same settings as the baseline".to_string(),
         (false, _) => differing.join(", "),
     }
 }

@@ -213,9 +213,9 @@ impl SettingValue for Confidence {
     const VALUE_NAME: &'static str = "LEVEL,WIDTH";
     fn parse(text: &str) -> Result<Self, String> {
         let (level_pct, width_pct) = pair(text, "99,5")?;
-        if !(50.0..=99.99).contains(&level_pct) {
+        if !(50.0..=99.9).contains(&level_pct) {
             return Err(format!(
-                "confidence level {level_pct}% out of range: use 50 to 99.99, e.g. 99,5"
+                "confidence level {level_pct}% out of range: use 50 to 99.9, e.g. 99,5"
             ));
         }
         if !(width_pct > 0.0 && width_pct <= 100.0) {
@@ -288,8 +288,12 @@ mod tests {
     #[test]
     fn bad_values_say_the_fix() {
         assert!(Confidence::parse("99").unwrap_err().contains("e.g. 99,5"));
-        assert!(IterationBounds::parse("30,3").unwrap_err().contains("MIN ≤ MAX"));
+        assert!(IterationBounds::parse("30,3")
+            .unwrap_err()
+            .contains("MIN ≤ MAX"));
         assert!(bool::parse("yes").unwrap_err().contains("true or false"));
-        assert!(CrrClose::parse("rst").unwrap_err().contains("server, client or abort"));
+        assert!(CrrClose::parse("rst")
+            .unwrap_err()
+            .contains("server, client or abort"));
     }
 }
