@@ -7,6 +7,7 @@ pub mod error;
 pub mod notation;
 pub mod settings;
 pub mod size;
+pub mod units;
 
 pub use error::NotationError;
 pub use notation::{ClassSpec, Kind, StreamDirection, Workload};
