@@ -211,7 +211,7 @@ fn csv_has_a_header_and_a_row_per_class() {
     assert_eq!(lines.len(), 3, "{text}");
     assert!(lines[0].starts_with("workload,notation,kind,clients"));
     assert!(
-        lines[2].contains("\"RR1(2B/2B)\",RR,1,2,2,50,"),
+        lines[2].contains(",RR1(2B/2B),RR,1,2,2,50,"),
         "{}",
         lines[2]
     );

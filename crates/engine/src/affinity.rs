@@ -5,50 +5,17 @@
 
 use std::io;
 
-/// Parses a CPU list such as `0`, `0-3`, `0,2,4-5`. Returns a sorted, deduplicated list.
-pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
-    let mut cpus = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || format!("bad CPU list '{text}': use numbers and ranges such as 0, 1-3 or 0,2");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b || b >= libc::CPU_SETSIZE as usize {
-                    return Err(bad());
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    if cpus.is_empty() {
-        return Err(format!(
-            "empty CPU list '{text}': give at least one CPU, e.g. 0 or 0-1"
-        ));
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
+use stackbench_model::units;
 
-/// Formats a CPU list compactly (`[0,1,2,5]` → `0-2,5`).
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
-            i += 1;
-        }
-        out.push(if cpus[i] == start {
-            start.to_string()
-        } else {
-            format!("{start}-{}", cpus[i])
-        });
-        i += 1;
-    }
-    out.join(",")
+pub use stackbench_model::units::format_cpu_list;
+
+// The model's CPU-list bound is the kernel's cpu_set_t size.
+const _: () = assert!(units::MAX_CPUS == libc::CPU_SETSIZE as usize);
+
+/// Parses a CPU list such as `0`, `0-3`, `0,2,4-5` (the one grammar of
+/// [`stackbench_model::units::parse_cpu_list`]). Returns a sorted, deduplicated list.
+pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+    units::parse_cpu_list(text).map_err(|e| e.to_string())
 }
 
 /// The CPUs the calling thread may run on.

@@ -1,31 +1,13 @@
-//! Durations on the command line and in study files: `10s`, `500ms`, `2m`,
-//! `1.5s`, `1h`. A bare number is refused (seconds or milliseconds?) with the fix.
+//! Durations on the command line: `10s`, `500ms`, `2m`, `1.5s`, `1h`. A thin
+//! wrapper over the one duration grammar in [`crate::units`], kept so callers
+//! that want a `String` error keep compiling.
 
 use std::time::Duration;
 
-/// Parses a duration with a unit: `us`, `ms`, `s`, `m`, `h`; decimals allowed.
+/// Parses a duration with a unit (`ns`, `us`, `ms`, `s`, `m`, `h`; decimals
+/// allowed); a bare number is refused (seconds or milliseconds?) with the fix.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let bad = || {
-        format!("bad duration '{text}': use a number and a unit (us, ms, s, m, h), e.g. 10s, 500ms or 2m")
-    };
-    let value: f64 = number.parse().map_err(|_| bad())?;
-    let seconds = match unit {
-        "us" | "µs" => value / 1e6,
-        "ms" => value / 1e3,
-        "s" => value,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(bad()),
-    };
-    if !seconds.is_finite() || seconds > 1e9 {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(seconds))
+    crate::units::parse_duration(text).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -18,12 +18,20 @@ pub enum NotationError {
     BadCount { part: String, whole: String },
     #[error("malformed class '{part}' in '{whole}': expected NAME<clients>(<request>/<response>), e.g. {EXAMPLE}")]
     Malformed { part: String, whole: String },
-    #[error("bad size '{part}' in '{whole}': a size is digits then a unit, e.g. 64B, 4kB, 20MB")]
+    #[error(
+        "bad size '{part}' in '{whole}': a size is a number then a unit, e.g. 64B, 4kB, 1.5MB"
+    )]
     BadSize { part: String, whole: String },
     #[error("unknown size unit '{unit}' in '{whole}': use B, kB (=KB=KiB), MB (=MiB) or GB (=GiB), e.g. RR10(4kB/4kB)")]
     UnknownUnit { unit: String, whole: String },
     #[error("size '{part}' in '{whole}' is too large: at most 2^64-1 bytes")]
     TooLarge { part: String, whole: String },
+    #[error("size '{part}' in '{whole}' is {bytes} bytes, not a whole number: give whole bytes, e.g. 4kB or 4100B")]
+    NotWholeBytes {
+        part: String,
+        whole: String,
+        bytes: String,
+    },
     #[error("size '{part}' in '{whole}' is zero: every transaction sends and receives at least 1B, e.g. RR1(1B/1B)")]
     ZeroSize { part: String, whole: String },
 }

@@ -8,7 +8,7 @@ pub mod notation;
 pub mod settings;
 pub mod size;
 pub mod sweep;
-mod units_tmp;
+pub mod units;
 
 pub use error::NotationError;
 pub use notation::{ClassSpec, Kind, StreamDirection, Workload};

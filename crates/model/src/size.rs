@@ -1,12 +1,15 @@
-//! Byte sizes and client counts in the seeds' notation.
+//! Byte sizes and client counts in the workload notation, over the one size
+//! and count grammar of [`crate::units`] with the notation's error messages.
 //!
 //! The seeds write sizes as `1B`, `64B`, `4kB`, `8kB`, `20MB`; every multiple is
 //! binary (`kB` = `KB` = `KiB` = 1024 B, `MB` = `MiB` = 1024² B, `GB` = `GiB` =
-//! 1024³ B), as `../shared/domain.md` fixes it. Client counts take a `K` suffix
-//! (`256K` = 262,144). Parsing is strict and case-sensitive on units so that a
-//! typo such as `4kb` or `4Mb` (megabit?) is an error with the fix, not a guess.
+//! 1024³ B), as `../shared/domain.md` fixes it; decimals that make whole bytes
+//! (`1.5kB`) are accepted. Client counts take a `K` (×1024) or `M` suffix
+//! (`256K` = 262,144). Units are case-sensitive so that a typo such as `4kb` or
+//! `4Mb` (megabit?) is an error with the fix, not a guess.
 
 use crate::error::NotationError;
+use crate::units::{self, Problem};
 
 /// One KiB, the seeds' `kB`.
 pub const KIB: u64 = 1024;
@@ -15,97 +18,44 @@ pub const MIB: u64 = 1024 * KIB;
 /// One GiB, the seeds' `GB`.
 pub const GIB: u64 = 1024 * MIB;
 
-/// Units accepted after a size number, with their multiplier in bytes.
-const SIZE_UNITS: &[(&str, u64)] = &[
-    ("B", 1),
-    ("kB", KIB),
-    ("KB", KIB),
-    ("KiB", KIB),
-    ("MB", MIB),
-    ("MiB", MIB),
-    ("GB", GIB),
-    ("GiB", GIB),
-];
-
-/// Parses a size such as `4kB` into bytes. `whole` is the full notation string,
-/// used only to make the error message point at the input.
+/// Parses a size such as `4kB` into bytes (at least 1). `whole` is the full
+/// notation string, used only to make the error message point at the input.
 pub fn parse_size(text: &str, whole: &str) -> Result<u64, NotationError> {
-    let digits_end = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(digits_end);
-    if number.is_empty() {
-        return Err(NotationError::BadSize {
-            part: text.to_string(),
-            whole: whole.to_string(),
-        });
+    let part = text.to_string();
+    let whole = whole.to_string();
+    match units::parse_size(text) {
+        Ok(0) => Err(NotationError::ZeroSize { part, whole }),
+        Ok(bytes) => Ok(bytes),
+        Err(e) => Err(match e.problem {
+            Problem::UnknownSizeUnit(unit) => NotationError::UnknownUnit { unit, whole },
+            Problem::TooLarge(_) => NotationError::TooLarge { part, whole },
+            Problem::NotWholeBytes(bytes) => NotationError::NotWholeBytes { part, whole, bytes },
+            _ => NotationError::BadSize { part, whole },
+        }),
     }
-    let multiplier = SIZE_UNITS
-        .iter()
-        .find(|(name, _)| *name == unit)
-        .map(|(_, m)| *m)
-        .ok_or_else(|| NotationError::UnknownUnit {
-            unit: unit.to_string(),
-            whole: whole.to_string(),
-        })?;
-    let value: u64 = number.parse().map_err(|_| NotationError::TooLarge {
-        part: text.to_string(),
-        whole: whole.to_string(),
-    })?;
-    let bytes = value
-        .checked_mul(multiplier)
-        .ok_or_else(|| NotationError::TooLarge {
-            part: text.to_string(),
-            whole: whole.to_string(),
-        })?;
-    if bytes == 0 {
-        return Err(NotationError::ZeroSize {
-            part: text.to_string(),
-            whole: whole.to_string(),
-        });
-    }
-    Ok(bytes)
 }
 
 /// Formats bytes in the largest unit that divides them exactly (`4096` → `4kB`),
 /// so that the printed form parses back to the same value.
 pub fn format_size(bytes: u64) -> String {
-    for (unit, mult) in [("GB", GIB), ("MB", MIB), ("kB", KIB)] {
-        if bytes >= mult && bytes % mult == 0 {
-            return format!("{}{unit}", bytes / mult);
-        }
-    }
-    format!("{bytes}B")
+    units::format_size(bytes)
 }
 
-/// Parses a client count: digits with an optional `K` (×1024) suffix.
+/// Parses a client count: digits with an optional `K` (×1024) or `M` suffix,
+/// 1 to [`crate::MAX_CLIENTS`].
 pub fn parse_count(text: &str, whole: &str) -> Result<u32, NotationError> {
-    let bad = || NotationError::BadCount {
-        part: text.to_string(),
-        whole: whole.to_string(),
-    };
-    let (number, mult) = match text.strip_suffix('K') {
-        Some(n) => (n, 1024u64),
-        None => (text, 1u64),
-    };
-    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
+    match units::parse_count(text) {
+        Ok(n) if (1..=u64::from(crate::MAX_CLIENTS)).contains(&n) => Ok(n as u32),
+        _ => Err(NotationError::BadCount {
+            part: text.to_string(),
+            whole: whole.to_string(),
+        }),
     }
-    let n: u64 = number.parse().map_err(|_| bad())?;
-    let clients = n.checked_mul(mult).ok_or_else(bad)?;
-    if clients == 0 || clients > u64::from(crate::MAX_CLIENTS) {
-        return Err(bad());
-    }
-    Ok(clients as u32)
 }
 
 /// Formats a client count, using `K` when it is an exact multiple of 1024.
 pub fn format_count(clients: u32) -> String {
-    if clients >= 1024 && clients % 1024 == 0 {
-        format!("{}K", clients / 1024)
-    } else {
-        clients.to_string()
-    }
+    units::format_count(u64::from(clients))
 }
 
 #[cfg(test)]
@@ -132,6 +82,11 @@ mod tests {
         assert!(parse_size("kB", "x").is_err());
         assert!(parse_size("0B", "x").is_err());
         assert!(parse_size("99999999999GB", "x").is_err());
+        assert_eq!(parse_size("1.5kB", "x").unwrap(), 1536);
+        let e = parse_size("4.1kB", "RR1(4.1kB/1B)")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("4198.4"), "{e}");
     }
 
     #[test]

@@ -1,97 +1,28 @@
-//! Parsing of the planner's inputs: durations (`0.176ms`, `199.666us`, `30s`),
-//! rates (`2/min`, `8275/s`, `1/30s`), percentages (`56.88%`), populations
-//! (`8000`, `256K`), byte sizes (`4.1kB`, `1.07GB`) and plain numbers.
+//! The planner's inputs, parsed by the one grammar per unit kind that flags,
+//! study files and plan files share ([`stackbench_model::units`]): durations
+//! (`0.176ms`, `199.666us`, `30s`, `2m`), rates (`2/min`, `8275/s`, `1/30s`),
+//! percentages (`56.88%`), populations (`8000`, `256K`), byte sizes (`4.1kB`,
+//! `1.07GB`) and plain numbers.
 //!
 //! Every parser takes the flag name (which is also the plan-file key) so its
-//! error names the input and the fix. Decimal inputs are scaled by editing the
-//! decimal exponent before the one conversion to `f64`, so `199.666us` becomes
-//! exactly the double nearest 0.000199666 and prints back as typed.
+//! error names the input and the fix. Decimal inputs are scaled exactly, so
+//! `199.666us` becomes the double nearest 0.000199666 and prints back as typed.
 //! Byte multiples are binary (`kB` = 1024 B), as in the workload notation.
+
+use stackbench_model::units::{self, UnitError};
 
 use crate::error::PlanError;
 
-/// A count of events per interval, kept as typed so a formula can show
-/// "2 tr/user per 60 s" as the seed writes it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rate {
-    /// Events in one interval (the `2` of `2/min`).
-    pub count: f64,
-    /// Length of the interval in seconds (the `60` of `2/min`).
-    pub interval_s: f64,
-}
+pub use stackbench_model::units::Rate;
 
-impl Rate {
-    /// Events per second.
-    pub fn per_s(&self) -> f64 {
-        self.count / self.interval_s
-    }
-}
-
-/// Time units with their power-of-ten exponent relative to one second.
-const DECIMAL_TIME_UNITS: &[(&str, i32)] = &[
-    ("s", 0),
-    ("ms", -3),
-    ("us", -6),
-    ("µs", -6),
-    ("μs", -6),
-    ("ns", -9),
-];
-
-/// Time units that are not powers of ten, in seconds.
-const OTHER_TIME_UNITS: &[(&str, f64)] = &[("min", 60.0), ("h", 3600.0)];
-
-/// Byte units, binary multiples.
-const BYTE_UNITS: &[(&str, f64)] = &[
-    ("B", 1.0),
-    ("kB", 1024.0),
-    ("KB", 1024.0),
-    ("KiB", 1024.0),
-    ("MB", 1_048_576.0),
-    ("MiB", 1_048_576.0),
-    ("GB", 1_073_741_824.0),
-    ("GiB", 1_073_741_824.0),
-];
-
-/// Splits `12.5e-3ms` into the number text `12.5e-3` and the unit `ms`.
-fn split_number(text: &str) -> (&str, &str) {
-    let bytes = text.as_bytes();
-    let mut end = 0;
-    while end < bytes.len() {
-        let c = bytes[end];
-        let exponent = (c == b'e' || c == b'E')
-            && end > 0
-            && bytes
-                .get(end + 1)
-                .is_some_and(|n| n.is_ascii_digit() || *n == b'-' || *n == b'+');
-        let sign = (c == b'-' || c == b'+')
-            && (end == 0 || bytes[end - 1] == b'e' || bytes[end - 1] == b'E');
-        if c.is_ascii_digit() || c == b'.' || exponent || sign {
-            end += 1;
-        } else {
-            break;
-        }
-    }
-    text.split_at(end)
-}
-
-/// Parses a decimal number and multiplies it by 10^`shift` exactly (one
-/// rounding), returning `None` when the text is not a number.
-fn decimal_scaled(number: &str, shift: i32) -> Option<f64> {
-    let (mantissa, exponent) = match number.find(['e', 'E']) {
-        Some(i) => (&number[..i], number[i + 1..].parse::<i32>().ok()?),
-        None => (number, 0),
-    };
-    mantissa.parse::<f64>().ok()?;
-    let value: f64 = format!("{mantissa}e{}", exponent.checked_add(shift)?)
-        .parse()
-        .ok()?;
-    value.is_finite().then_some(value)
+/// The grammar's error as the planner's: `--flag 'text': problem; fix`.
+fn plan_error<'a>(flag: &'a str, text: &'a str) -> impl Fn(UnitError) -> PlanError + 'a {
+    move |e| PlanError::bad(flag, text, e.problem.to_string(), e.kind.fix())
 }
 
 /// A finite number, e.g. `4`, `0.5`, `1e-4`.
 pub fn parse_number(flag: &str, text: &str) -> Result<f64, PlanError> {
-    decimal_scaled(text.trim(), 0)
-        .ok_or_else(|| PlanError::bad(flag, text, "not a number", "write e.g. 4 or 0.5"))
+    units::parse_number(text).map_err(plan_error(flag, text))
 }
 
 /// A number greater than zero.
@@ -112,29 +43,14 @@ pub fn parse_positive(flag: &str, text: &str) -> Result<f64, PlanError> {
 /// A whole count of at least 1 with an optional `K` (×1024) or `M` (×1024²)
 /// suffix, as the seeds count users (`256K` = 262,144).
 pub fn parse_count(flag: &str, text: &str) -> Result<u64, PlanError> {
-    let t = text.trim();
-    let (digits, mult) = if let Some(d) = t.strip_suffix('K') {
-        (d, 1024u64)
-    } else if let Some(d) = t.strip_suffix('M') {
-        (d, 1024 * 1024)
-    } else {
-        (t, 1)
-    };
-    let bad = || {
-        PlanError::bad(
+    match units::parse_count(text).map_err(plan_error(flag, text))? {
+        0 => Err(PlanError::bad(
             flag,
             text,
             "not a whole count of at least 1",
             "write e.g. 8000 or 256K (K = 1024)",
-        )
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    match n.checked_mul(mult) {
-        Some(v) if v >= 1 => Ok(v),
-        _ => Err(bad()),
+        )),
+        n => Ok(n),
     }
 }
 
@@ -145,39 +61,10 @@ pub fn parse_count_list(flag: &str, text: &str) -> Result<Vec<u64>, PlanError> {
         .collect()
 }
 
-/// A duration with a unit (`s`, `ms`, `us`, `ns`, `min`, `h`), in seconds, ≥ 0.
+/// A duration with a unit (`ns`, `us`, `ms`, `s`, `m`/`min`, `h`), in seconds, ≥ 0.
 /// A bare number is refused: `0.176` could be seconds or milliseconds.
 pub fn parse_duration_s(flag: &str, text: &str) -> Result<f64, PlanError> {
-    let (number, unit) = split_number(text.trim());
-    let fix = "write a number with a unit: s, ms, us, ns, min or h (e.g. 0.176ms, 199.666us, 30s)";
-    if number.is_empty() {
-        return Err(PlanError::bad(flag, text, "not a duration", fix));
-    }
-    if unit.is_empty() {
-        return Err(PlanError::bad(flag, text, "the duration has no unit", fix));
-    }
-    let value = if let Some((_, shift)) = DECIMAL_TIME_UNITS.iter().find(|(u, _)| *u == unit) {
-        decimal_scaled(number, *shift)
-    } else if let Some((_, secs)) = OTHER_TIME_UNITS.iter().find(|(u, _)| *u == unit) {
-        decimal_scaled(number, 0).map(|v| v * secs)
-    } else {
-        return Err(PlanError::bad(
-            flag,
-            text,
-            format!("unknown time unit '{unit}'"),
-            fix,
-        ));
-    };
-    match value {
-        Some(v) if v >= 0.0 => Ok(v),
-        Some(_) => Err(PlanError::bad(
-            flag,
-            text,
-            "a duration cannot be negative",
-            fix,
-        )),
-        None => Err(PlanError::bad(flag, text, "not a duration", fix)),
-    }
+    units::parse_duration_s(text).map_err(plan_error(flag, text))
 }
 
 /// A duration that must be greater than zero.
@@ -198,45 +85,12 @@ pub fn parse_positive_duration_s(flag: &str, text: &str) -> Result<f64, PlanErro
 /// A rate `COUNT/INTERVAL`, where the interval is a unit (`2/min`, `8275/s`) or
 /// a duration (`1/30s`).
 pub fn parse_rate(flag: &str, text: &str) -> Result<Rate, PlanError> {
-    let fix = "write COUNT/INTERVAL, e.g. 2/min, 8275/s or 1/30s";
-    let Some((count_text, interval_text)) = text.trim().split_once('/') else {
-        return Err(PlanError::bad(flag, text, "not a rate", fix));
-    };
-    let count = decimal_scaled(count_text.trim(), 0)
-        .filter(|c| *c >= 0.0)
-        .ok_or_else(|| PlanError::bad(flag, text, "the count is not a number ≥ 0", fix))?;
-    let interval_text = interval_text.trim();
-    let starts_with_digit = interval_text.starts_with(|c: char| c.is_ascii_digit() || c == '.');
-    let with_number = if starts_with_digit {
-        interval_text.to_string()
-    } else {
-        format!("1{interval_text}")
-    };
-    let interval_s = parse_duration_s(flag, &with_number).map_err(|_| {
-        PlanError::bad(
-            flag,
-            text,
-            format!("unknown interval '{interval_text}'"),
-            fix,
-        )
-    })?;
-    if interval_s <= 0.0 {
-        return Err(PlanError::bad(
-            flag,
-            text,
-            "the interval must be longer than 0",
-            fix,
-        ));
-    }
-    Ok(Rate { count, interval_s })
+    units::parse_rate(text).map_err(plan_error(flag, text))
 }
 
 /// A percentage, with or without `%` (`56.88%` and `56.88` are the same).
 pub fn parse_pct(flag: &str, text: &str) -> Result<f64, PlanError> {
-    let t = text.trim();
-    let number = t.strip_suffix('%').unwrap_or(t).trim();
-    decimal_scaled(number, 0)
-        .ok_or_else(|| PlanError::bad(flag, text, "not a percentage", "write e.g. 56.88% or 56.88"))
+    units::parse_pct(text).map_err(plan_error(flag, text))
 }
 
 /// A percentage in (0, 100].
@@ -254,23 +108,10 @@ pub fn parse_util_pct(flag: &str, text: &str) -> Result<f64, PlanError> {
     }
 }
 
-/// A byte size with a binary unit (`B`, `kB`, `MB`, `GB`; decimals allowed), ≥ 0.
+/// A byte size with a binary unit (`B`, `kB`, `MB`, `GB`; decimals allowed,
+/// parts of a byte too, as averages have them), ≥ 0.
 pub fn parse_bytes(flag: &str, text: &str) -> Result<f64, PlanError> {
-    let (number, unit) = split_number(text.trim());
-    let fix =
-        "write a number with a unit: B, kB, MB or GB (binary multiples), e.g. 4.1kB or 1.07GB";
-    let Some((_, mult)) = BYTE_UNITS.iter().find(|(u, _)| *u == unit) else {
-        let problem = if unit.is_empty() {
-            "the size has no unit".to_string()
-        } else {
-            format!("unknown size unit '{unit}'")
-        };
-        return Err(PlanError::bad(flag, text, problem, fix));
-    };
-    match decimal_scaled(number, 0) {
-        Some(v) if v >= 0.0 => Ok(v * mult),
-        _ => Err(PlanError::bad(flag, text, "not a size ≥ 0", fix)),
-    }
+    units::parse_size_f64(text).map_err(plan_error(flag, text))
 }
 
 #[cfg(test)]
@@ -287,6 +128,7 @@ mod tests {
         assert_eq!(parse_duration_s("d", "2min").unwrap(), 120.0);
         assert_eq!(parse_duration_s("d", "176µs").unwrap(), 0.000176);
         assert_eq!(parse_duration_s("d", "0s").unwrap(), 0.0);
+        assert_eq!(parse_duration_s("think", "2m").unwrap(), 120.0);
     }
 
     #[test]
@@ -300,6 +142,8 @@ mod tests {
         );
         let e = parse_duration_s("think", "3sec").unwrap_err().to_string();
         assert!(e.contains("unknown time unit 'sec'"), "{e}");
+        let e = parse_duration_s("d", "-1s").unwrap_err().to_string();
+        assert!(e.contains("a duration cannot be negative"), "{e}");
         assert!(parse_duration_s("d", "ms").is_err());
         assert!(parse_duration_s("d", "-1s").is_err());
         assert!(parse_positive_duration_s("d", "0ms").is_err());

@@ -170,23 +170,9 @@ fn flat_rows(runs: &[StoredRun]) -> Vec<Vec<String>> {
     rows
 }
 
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
 /// Runs as CSV (RFC 4180 quoting), one row per run and class.
 pub fn export_csv(runs: &[StoredRun]) -> String {
-    let mut out = FLAT_HEADER.join(",") + "\n";
-    for row in flat_rows(runs) {
-        let fields: Vec<String> = row.iter().map(|f| csv_field(f)).collect();
-        out.push_str(&fields.join(","));
-        out.push('\n');
-    }
-    out
+    crate::output::csv_document(&FLAT_HEADER, flat_rows(runs))
 }
 
 /// Runs as a Markdown table, one row per run and class.
@@ -216,8 +202,10 @@ mod tests {
 
     #[test]
     fn csv_quotes_only_when_needed() {
-        assert_eq!(csv_field("RR1(1B/1B)"), "RR1(1B/1B)");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        let rows = [["RR1(1B/1B)", "a,b", "say \"hi\"", "two\nlines"]];
+        assert_eq!(
+            crate::output::csv_document(&["w", "x", "y", "z"], rows),
+            "w,x,y,z\nRR1(1B/1B),\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\"\n"
+        );
     }
 }

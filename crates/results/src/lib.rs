@@ -15,4 +15,3 @@ pub mod output;
 pub mod report;
 pub mod store;
 pub mod study;
-pub mod values;

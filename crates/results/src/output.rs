@@ -175,40 +175,53 @@ pub const CSV_HEADER: &str = "workload,notation,kind,clients,request_bytes,respo
 latency_mean_us,latency_p50_us,latency_p90_us,latency_p99_us,latency_p999_us,latency_max_us,\
 tx_bytes_per_s,rx_bytes_per_s,errors,client_cpu_us_per_tran,server_cpu_us_per_tran,client_util_pct,server_util_pct,complete";
 
+/// A CSV document (RFC 4180 quoting where a field needs it, `\n` line ends)
+/// of a header and rows, written by the `csv` crate.
+pub(crate) fn csv_document<R>(header: &[&str], rows: impl IntoIterator<Item = R>) -> String
+where
+    R: IntoIterator,
+    R::Item: AsRef<[u8]>,
+{
+    fn write<R: IntoIterator<Item = impl AsRef<[u8]>>>(
+        writer: &mut csv::Writer<Vec<u8>>,
+        header: &[&str],
+        rows: impl IntoIterator<Item = R>,
+    ) -> csv::Result<()> {
+        writer.write_record(header)?;
+        for row in rows {
+            writer.write_record(row)?;
+        }
+        Ok(writer.flush()?)
+    }
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    write(&mut writer, header, rows).expect("writing CSV to memory cannot fail");
+    let bytes = writer.into_inner().expect("flushed above");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
+}
+
 /// CSV (`--csv`): a header and one row per class.
 pub fn csv(record: &RunRecord) -> String {
-    let mut out = String::from(CSV_HEADER);
-    out.push('\n');
-    for c in &record.classes {
+    let header: Vec<&str> = CSV_HEADER.split(',').collect();
+    let rows = record.classes.iter().map(|c| {
         let l = &c.latency_us;
         let cpu = cpu_cells(c).map(|v| v.map_or(String::new(), |v| v.to_string()));
-        let _ = writeln!(
-            out,
-            "\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            c.workload,
-            c.notation,
-            c.kind.name(),
-            c.clients,
-            c.request_bytes,
-            c.response_bytes,
-            c.transactions,
-            c.duration_s,
-            c.rate_tps,
-            l.mean,
-            l.p50,
-            l.p90,
-            l.p99,
-            l.p999,
-            l.max,
-            c.tx_bytes_per_s,
-            c.rx_bytes_per_s,
-            c.errors,
-            cpu[0],
-            cpu[1],
-            cpu[2],
-            cpu[3],
-            record.complete
-        );
-    }
-    out
+        let mut row = vec![
+            c.workload.to_string(),
+            c.notation.to_string(),
+            c.kind.name().to_string(),
+            c.clients.to_string(),
+            c.request_bytes.to_string(),
+            c.response_bytes.to_string(),
+            c.transactions.to_string(),
+            c.duration_s.to_string(),
+            c.rate_tps.to_string(),
+        ];
+        row.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| v.to_string()));
+        row.extend([c.tx_bytes_per_s, c.rx_bytes_per_s].map(|v| v.to_string()));
+        row.push(c.errors.to_string());
+        row.extend(cpu);
+        row.push(record.complete.to_string());
+        row
+    });
+    csv_document(&header, rows)
 }

@@ -24,7 +24,7 @@ mod parse;
 pub use parse::parse_study;
 
 use crate::store::Labels;
-pub use crate::values::{format_cpu_list, parse_cpu_list, parse_duration_s};
+pub use stackbench_model::units::format_cpu_list;
 
 /// Repetitions when a study file gives none: enough for the compare verdict.
 pub const DEFAULT_REPETITIONS: u32 = 5;

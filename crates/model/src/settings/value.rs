@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::socket::CrrClose;
-use crate::units_tmp as units;
+use crate::units;
 
 /// What a setting's type provides to the settings table.
 pub trait SettingValue: Sized {
