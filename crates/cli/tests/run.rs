@@ -140,6 +140,65 @@ fn bad_flags_name_the_flag_and_exit_2() {
     assert_usage_errors(cases);
 }
 
+/// clap's own errors (issue 9): one line naming the input and the fix, exit 2.
+#[test]
+fn clap_errors_are_one_line_naming_the_input_and_the_fix() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--durration", "1s"],
+            "unknown flag '--durration' for 'stackbench run': did you mean '--duration'?",
+        ),
+        (
+            &["run", "--threads", "-2"],
+            "invalid value '-2' for '--threads': cannot be negative",
+        ),
+        (
+            &["run", "--json", "--csv"],
+            "'--json' and '--csv' exclude each other",
+        ),
+        (
+            &["run", "--crr-close", "x"],
+            "use one of server, client, abort",
+        ),
+        (&["compare", "a"], "missing <B> for 'stackbench compare'"),
+        (&[], "missing subcommand for 'stackbench': use one of run,"),
+        (&["plan"], "missing subcommand for 'stackbench plan'"),
+        (
+            &["runn"],
+            "unknown subcommand 'runn' for 'stackbench': did you mean 'run'?",
+        ),
+        (
+            &["serve", "--threads", "-1"],
+            "invalid value '-1' for '--threads'",
+        ),
+    ];
+    for (args, want) in cases {
+        stackbench()
+            .args(*args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::starts_with("stackbench: error: "))
+            .stderr(predicate::str::contains(*want))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+    stackbench()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("stackbench "));
+}
+
+/// Negative values reach the flag's parser instead of being read as flags.
+#[test]
+fn negative_duration_is_one_line_saying_so() {
+    stackbench()
+        .args(["run", "RR1(1B/1B)", "--duration", "-1s"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("a duration cannot be negative"))
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+}
+
 #[test]
 fn json_document_has_the_documented_fields() {
     let doc = json_ok(stackbench().args([

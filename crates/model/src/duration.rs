@@ -6,6 +6,11 @@ use std::time::Duration;
 /// Parses a duration with a unit: `us`, `ms`, `s`, `m`, `h`; decimals allowed.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!(
+            "bad duration '{text}': a duration cannot be negative; give e.g. 10s, 500ms or 2m"
+        ));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -43,5 +48,8 @@ mod tests {
             let e = parse_duration(bad).unwrap_err();
             assert!(e.contains(&format!("'{bad}'")), "{e}");
         }
+        assert!(parse_duration("-1s")
+            .unwrap_err()
+            .contains("cannot be negative"));
     }
 }
