@@ -10,6 +10,7 @@ mod plan_cmd;
 mod progress;
 mod quality;
 mod repeat;
+mod repeat_mean;
 mod report_cmd;
 mod results_cmd;
 mod run_cmd;

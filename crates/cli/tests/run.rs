@@ -459,7 +459,7 @@ fn json_carries_cpu_and_memory_per_side_and_warnings() {
 
 #[test]
 fn repeat_keeps_every_repetition_and_a_confidence_interval() {
-    let rep = &json_ok(stackbench().args([
+    let class = &json_ok(stackbench().args([
         "run",
         "RR2(1B/1B)",
         "--transactions",
@@ -467,7 +467,8 @@ fn repeat_keeps_every_repetition_and_a_confidence_interval() {
         "--repeat",
         "3",
         "--json",
-    ]))["classes"][0]["repetitions"];
+    ]))["classes"][0];
+    let rep = &class["repetitions"];
     assert_eq!(rep["runs"].as_array().unwrap().len(), 3, "{rep}");
     let rate = &rep["rate_tps"];
     assert_eq!(rate["n"], 3);
@@ -475,6 +476,13 @@ fn repeat_keeps_every_repetition_and_a_confidence_interval() {
     let ci = &rate["confidence"];
     assert!(ci["low"].as_f64().unwrap() <= rate["mean"].as_f64().unwrap());
     assert!(ci["high"].as_f64().unwrap() >= rate["mean"].as_f64().unwrap());
+    // The headline rate is the mean over the repetitions, not the last one.
+    let mean = rate["mean"].as_f64().unwrap();
+    let headline = class["rate_tps"].as_f64().unwrap();
+    assert!(
+        (headline - mean).abs() <= 1e-9 * mean,
+        "{headline} vs {mean}"
+    );
     assert!(
         rep["client_cpu_us_per_tran"]["mean"].as_f64().is_some(),
         "{rep}"
