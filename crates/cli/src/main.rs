@@ -3,12 +3,14 @@
 //! to exit statuses (0 success, 1 a failed comparison, 2 usage or input error,
 //! 3 an incomplete run).
 
+mod clap_error;
 mod compare_cmd;
 mod exit;
 mod plan_cmd;
 mod progress;
 mod quality;
 mod repeat;
+mod repeat_mean;
 mod report_cmd;
 mod results_cmd;
 mod run_cmd;
@@ -18,7 +20,7 @@ mod setting_flags;
 mod spawn;
 mod study_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Model, measure and plan network workloads on Linux.
 #[derive(Debug, Parser)]
@@ -51,7 +53,7 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_or_exit();
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),
@@ -62,4 +64,12 @@ fn main() {
         Command::Study(args) => study_cmd::run(args, &mut session::study_step),
     };
     std::process::exit(exit::code_for(result));
+}
+
+/// The command line, or exit: help and version print as usual (status 0);
+/// every clap error is one line on stderr, status 2 (see [`clap_error`]).
+fn parse_or_exit() -> Cli {
+    let args: Vec<_> = std::env::args_os().collect();
+    let matches = clap_error::matches_or_exit(Cli::command(), args.clone());
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| clap_error::exit(&e, &Cli::command(), &args))
 }

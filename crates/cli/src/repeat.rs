@@ -2,8 +2,12 @@
 //! `--repeat N` runs it N times; `--confidence L,W --iterations MIN,MAX` runs
 //! it until the Student-t interval at L% of the rate and of the CPU µs/tr of
 //! each side is at most W% of its mean (full width), or MAX runs were made.
-//! The class figures reported are those of the last repetition, with every
-//! repetition's values and their summary in `classes[].repetitions`.
+//! The class figures reported are the mean over the complete repetitions
+//! (rate, counts, latency percentiles, CPU and memory figures; errors summed:
+//! see [`crate::repeat_mean`] for each field), with every repetition's values
+//! and their summary in `classes[].repetitions`. A repetition that ends early
+//! stops the series; the mean of those before it is kept (or, if it was the
+//! first, what it measured), and the run is incomplete.
 
 use std::sync::atomic::AtomicBool;
 
@@ -13,6 +17,7 @@ use stackbench_metrics::stats::{summarize_repetitions, Iterations, Verdict};
 use stackbench_metrics::ClassResult;
 
 use crate::progress::ProgressLine;
+use crate::repeat_mean::mean_classes;
 
 /// What the repetitions of one workload produced.
 pub struct Repeated {
@@ -30,7 +35,8 @@ pub fn run_repeated(
     stop: &AtomicBool,
 ) -> Repeated {
     let mut runs: Vec<Vec<RepetitionValues>> = vec![Vec::new(); cfg.workload.classes.len()];
-    let mut last: Vec<ClassResult> = Vec::new();
+    let mut done: Vec<Vec<ClassResult>> = Vec::new();
+    let mut partial: Vec<ClassResult> = Vec::new();
     let (mut complete, mut reason) = (true, None);
     for n in 1..=it.max {
         let mut progress = ProgressLine::new(cfg);
@@ -45,30 +51,33 @@ pub fn run_repeated(
         };
         if !outcome.complete {
             (complete, reason) = (false, outcome.incomplete_reason);
-            if last.is_empty() {
-                last = outcome.classes;
-            }
+            partial = outcome.classes;
             break;
         }
         for (values, class) in runs.iter_mut().zip(&outcome.classes) {
             values.push(values_of(class));
         }
-        last = outcome.classes;
+        done.push(outcome.classes);
         let measures = measures(&runs);
         let refs: Vec<&[f64]> = measures.iter().map(Vec::as_slice).collect();
         if !matches!(it.verdict(n, &refs), Verdict::RunAnother) {
             break;
         }
     }
+    let mut classes = if done.is_empty() {
+        partial
+    } else {
+        mean_classes(&done)
+    };
     if it.max > 1 {
-        for (class, values) in last.iter_mut().zip(&runs) {
+        for (class, values) in classes.iter_mut().zip(&runs) {
             if !values.is_empty() {
                 class.repetitions = Some(summarize_repetitions(values, it));
             }
         }
     }
     Repeated {
-        classes: last,
+        classes,
         complete,
         incomplete_reason: reason,
     }

@@ -140,6 +140,65 @@ fn bad_flags_name_the_flag_and_exit_2() {
     assert_usage_errors(cases);
 }
 
+/// clap's own errors (issue 9): one line naming the input and the fix, exit 2.
+#[test]
+fn clap_errors_are_one_line_naming_the_input_and_the_fix() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "--durration", "1s"],
+            "unknown flag '--durration' for 'stackbench run': did you mean '--duration'?",
+        ),
+        (
+            &["run", "--threads", "-2"],
+            "--threads -2: bad count '-2': a count cannot be negative",
+        ),
+        (
+            &["run", "--json", "--csv"],
+            "'--json' and '--csv' exclude each other",
+        ),
+        (
+            &["run", "--crr-close", "x"],
+            "--crr-close x: unknown close mode: use server, client or abort",
+        ),
+        (&["compare", "a"], "missing <B> for 'stackbench compare'"),
+        (&[], "missing subcommand for 'stackbench': use one of run,"),
+        (&["plan"], "missing subcommand for 'stackbench plan'"),
+        (
+            &["runn"],
+            "unknown subcommand 'runn' for 'stackbench': did you mean 'run'?",
+        ),
+        (
+            &["serve", "--threads", "-1"],
+            "invalid value '-1' for '--threads'",
+        ),
+    ];
+    for (args, want) in cases {
+        stackbench()
+            .args(*args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::starts_with("stackbench: error: "))
+            .stderr(predicate::str::contains(*want))
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+    stackbench()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("stackbench "));
+}
+
+/// Negative values reach the flag's parser instead of being read as flags.
+#[test]
+fn negative_duration_is_one_line_saying_so() {
+    stackbench()
+        .args(["run", "RR1(1B/1B)", "--duration", "-1s"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("a duration cannot be negative"))
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+}
+
 #[test]
 fn json_document_has_the_documented_fields() {
     let doc = json_ok(stackbench().args([
@@ -269,21 +328,94 @@ fn ctrl_c_ends_the_run_early_with_what_was_measured() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Past the 1 s idle baseline and into the window, then SIGINT as a
-    // terminal's Ctrl-C would send it to the driver.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Into the window, then SIGINT as a terminal's Ctrl-C would send it.
+    wait_until_measuring(&driver, Duration::from_secs(20));
     // SAFETY: plain kill(2) on our own child's pid.
     unsafe { libc::kill(driver.id() as i32, libc::SIGINT) };
-    let doc = assert_incomplete(driver, started, Duration::from_secs(15), "interrupted");
+    assert_partial(assert_incomplete(
+        driver,
+        started,
+        Duration::from_secs(25),
+        "interrupted",
+    ));
+}
+
+/// SIGTERM (a service manager, `timeout`, `kill`) keeps what was measured
+/// exactly as Ctrl-C does: exit 3, JSON with `"complete": false`.
+#[test]
+fn sigterm_ends_the_run_early_with_what_was_measured() {
+    let started = Instant::now();
+    let driver = stackbench()
+        .args(["run", "RR1(1B/1B)", "--duration", "30s", "--warmup", "0s"])
+        .args(["--json", "--no-store"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_measuring(&driver, Duration::from_secs(20));
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(driver.id() as i32, libc::SIGTERM) };
+    assert_partial(assert_incomplete(
+        driver,
+        started,
+        Duration::from_secs(25),
+        "SIGTERM",
+    ));
+}
+
+/// The interrupted run's class kept its figures, over a window cut short.
+fn assert_partial(doc: serde_json::Value) {
     let c = &doc["classes"][0];
     assert!(
         c["transactions"].as_u64().unwrap() > 0,
-        "partial results are kept"
+        "partial results are kept: {c}"
     );
     assert!(
-        c["duration_s"].as_f64().unwrap() < 30.0,
-        "the window ends at the interrupt"
+        c["duration_s"].as_f64().unwrap() < 25.0,
+        "the window ends at the interrupt: {c}"
     );
+}
+
+/// Waits, at most `max`, until the driver's first worker thread (`drive-w0`)
+/// has run for a few scheduler ticks: with no warm-up its window is open and
+/// transactions are being counted. Polls /proc; no fixed sleep.
+fn wait_until_measuring(driver: &Child, max: Duration) {
+    let deadline = Instant::now() + max;
+    while worker_cpu_ticks(driver.id()) < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the driver's worker did not run within {max:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// utime + stime, in clock ticks, of `pid`'s thread `drive-w0` (0 before it exists).
+fn worker_cpu_ticks(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim() != "drive-w0" {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        // Fields after the ")" closing the name: utime and stime are the
+        // 12th and 13th (fields 14 and 15 of proc(5)).
+        let fields: Vec<u64> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest)
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        return fields.iter().sum();
+    }
+    0
 }
 
 #[test]
@@ -400,7 +532,7 @@ fn json_carries_cpu_and_memory_per_side_and_warnings() {
 
 #[test]
 fn repeat_keeps_every_repetition_and_a_confidence_interval() {
-    let rep = &json_ok(stackbench().args([
+    let class = &json_ok(stackbench().args([
         "run",
         "RR2(1B/1B)",
         "--transactions",
@@ -408,7 +540,8 @@ fn repeat_keeps_every_repetition_and_a_confidence_interval() {
         "--repeat",
         "3",
         "--json",
-    ]))["classes"][0]["repetitions"];
+    ]))["classes"][0];
+    let rep = &class["repetitions"];
     assert_eq!(rep["runs"].as_array().unwrap().len(), 3, "{rep}");
     let rate = &rep["rate_tps"];
     assert_eq!(rate["n"], 3);
@@ -416,6 +549,13 @@ fn repeat_keeps_every_repetition_and_a_confidence_interval() {
     let ci = &rate["confidence"];
     assert!(ci["low"].as_f64().unwrap() <= rate["mean"].as_f64().unwrap());
     assert!(ci["high"].as_f64().unwrap() >= rate["mean"].as_f64().unwrap());
+    // The headline rate is the mean over the repetitions, not the last one.
+    let mean = rate["mean"].as_f64().unwrap();
+    let headline = class["rate_tps"].as_f64().unwrap();
+    assert!(
+        (headline - mean).abs() <= 1e-9 * mean,
+        "{headline} vs {mean}"
+    );
     assert!(
         rep["client_cpu_us_per_tran"]["mean"].as_f64().is_some(),
         "{rep}"

@@ -171,3 +171,61 @@ fn responder_returns_its_cpu_and_memory_samples() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_class_that_measured_nothing_makes_the_run_incomplete() {
+    let h = responder("127.0.0.1:0");
+    // 2 GB cannot cross loopback in 200 ms: no transaction completes.
+    let mut cfg = config("RR1(2GB/1B)", 0);
+    cfg.transactions = None;
+    cfg.duration = Some(Duration::from_millis(200));
+    let out = run(&h, &cfg);
+    assert!(!out.complete);
+    assert_eq!(
+        out.incomplete_reason.as_deref(),
+        Some(
+            "RR1(2GB/1B): no transaction completed in the 200ms window: \
+             lengthen --duration or shrink the request"
+        )
+    );
+    let c = &out.classes[0];
+    assert_eq!(c.transactions, 0);
+    assert!(c.tx_bytes > 0, "what was measured is kept: {c:?}");
+}
+
+#[test]
+fn a_count_reached_before_the_duration_ends_the_window() {
+    let h = responder("127.0.0.1:0");
+    let mut cfg = config("RR2(1B/1B)", 300);
+    cfg.duration = Some(Duration::from_secs(60));
+    let out = run(&h, &cfg);
+    assert_exact(&out, 300);
+    let c = &out.classes[0];
+    // The window is the time the 300 took, not the 60 s duration.
+    assert!(
+        c.duration_s > 0.0 && c.duration_s < 59.0,
+        "{}",
+        c.duration_s
+    );
+    assert!((c.rate_tps * c.duration_s - 300.0).abs() < 1e-6, "{c:?}");
+}
+
+#[test]
+fn a_duration_that_ends_before_the_count_makes_the_run_incomplete() {
+    let h = responder("127.0.0.1:0");
+    let mut cfg = config("RR1(1B/1B)", 1_000_000_000);
+    cfg.duration = Some(Duration::from_millis(300));
+    let out = run(&h, &cfg);
+    assert!(!out.complete);
+    let why = out.incomplete_reason.unwrap();
+    assert!(
+        why.starts_with("RR1(1B/1B): --transactions 1000000000 not reached: ")
+            && why.ends_with(
+                " done when the 300ms --duration ended; lengthen --duration or lower --transactions"
+            ),
+        "{why}"
+    );
+    let c = &out.classes[0];
+    assert!(c.transactions > 0 && c.transactions < 1_000_000_000);
+    assert!((c.duration_s - 0.3).abs() < 1e-9, "{}", c.duration_s);
+}

@@ -126,7 +126,11 @@ pub struct ClassResult {
     #[serde(default)]
     pub memory: Option<MemoryFigures>,
     /// Per-repetition values and their summary (`--repeat`, `--confidence`);
-    /// `None` for a single run. The other fields then hold the last repetition.
+    /// `None` for a single run. The other fields then hold the mean over the
+    /// repetitions (so `rate_tps` is `repetitions.rate_tps.mean`, not exactly
+    /// `transactions / duration_s`): counts rounded, latency the mean of the
+    /// per-run mean, percentiles and stdev with `min`/`max` the extremes of
+    /// all runs, errors summed, CPU and memory figures averaged.
     #[serde(default)]
     pub repetitions: Option<Repetitions>,
 }

@@ -25,5 +25,8 @@ mod tests {
             let e = parse_duration(bad).unwrap_err();
             assert!(e.contains(&format!("'{bad}'")), "{e}");
         }
+        assert!(parse_duration("-1s")
+            .unwrap_err()
+            .contains("cannot be negative"));
     }
 }

@@ -5,7 +5,11 @@
 //!
 //! Counts are exact: with `--transactions N`, class quotas are split over its
 //! clients (client i gets N/c, plus one for the first N mod c), so the class
-//! completes exactly N counted transactions with no shared counter.
+//! completes exactly N counted transactions with no shared counter. With both
+//! `--transactions N` and a `--duration`, a class's window ends when its N are
+//! done (its rate is N over the time they took); if the duration ends first,
+//! or a class completes no transaction at all, the run is incomplete with a
+//! reason saying what to change, and the figures are kept.
 
 mod control;
 mod summary;
@@ -36,7 +40,8 @@ pub struct RunConfig {
     /// Measurement window; `None` when bounded by `transactions` only.
     pub duration: Option<Duration>,
     pub warmup: Duration,
-    /// Exact transactions per class.
+    /// Exact transactions per class; with `duration` too, the run is
+    /// incomplete when the duration ends before them.
     pub transactions: Option<u64>,
     /// Worker threads (at most one per client is used).
     pub threads: usize,
@@ -61,6 +66,8 @@ pub struct RunOutcome {
     pub classes: Vec<ClassResult>,
     /// The responder's counters per class (empty when it was lost).
     pub server_stats: Vec<ServerTestStats>,
+    /// False when the run was cut short (Ctrl-C, SIGTERM, responder lost), a
+    /// class completed no transaction, or a count was not reached.
     pub complete: bool,
     pub incomplete_reason: Option<String>,
 }
@@ -154,7 +161,11 @@ pub fn run_workload(
             }
         }
     }
-    let window_ns = window_ns(&timing, stopped_at_ns, &merged);
+    if reason.is_none() {
+        // Not cut short, yet a class may have measured nothing or missed its
+        // count: never report that as a complete run.
+        reason = summary::shortfall(cfg, &merged);
+    }
     let mut server_stats = Vec::new();
     if reason.is_none() || control.is_alive() {
         for id in &test_ids {
@@ -181,6 +192,7 @@ pub fn run_workload(
         .iter()
         .zip(&merged)
         .map(|(spec, acc)| {
+            let window_ns = window_ns(&timing, stopped_at_ns, cfg.transactions, acc);
             let mut class = summary::class_result(&workload, spec, acc, window_ns);
             class.cpu = cpu.clone();
             class.memory = Some(memory);
@@ -195,19 +207,26 @@ pub fn run_workload(
     })
 }
 
-/// Length of the measurement window in ns: the configured duration, cut short
-/// by an early stop; for count-bounded runs, up to the last counted completion.
-fn window_ns(timing: &Timing, stopped_at_ns: Option<u64>, merged: &[ClassAccum]) -> u64 {
-    let end = match (timing.end_ns, stopped_at_ns) {
-        (Some(end), Some(stop)) => end.min(stop),
-        (Some(end), None) => end,
-        (None, stop) => {
-            let last = merged
-                .iter()
-                .map(|a| a.last_completion_ns)
-                .max()
-                .unwrap_or(0);
-            stop.map_or(last, |s| s.max(last))
+/// Length of one class's measurement window in ns. A class that completed
+/// its `--transactions` count is measured up to its last counted completion,
+/// also when a `--duration` bounds the run: its rate is the count over the
+/// time the count took. Otherwise the window is the configured duration, cut
+/// short by an early stop (transactions completing until the workers noticed
+/// the stop are counted, so the window reaches the last of them).
+fn window_ns(
+    timing: &Timing,
+    stopped_at_ns: Option<u64>,
+    transactions: Option<u64>,
+    acc: &ClassAccum,
+) -> u64 {
+    let last = acc.last_completion_ns;
+    let end = if transactions.is_some_and(|n| acc.transactions >= n) {
+        last
+    } else {
+        match (timing.end_ns, stopped_at_ns) {
+            (Some(end), Some(stop)) => end.min(stop.max(last)),
+            (Some(end), None) => end,
+            (None, stop) => stop.map_or(last, |s| s.max(last)),
         }
     };
     end.saturating_sub(timing.warmup_end_ns)

@@ -1,9 +1,22 @@
-//! Turns one class's merged accumulators into the stored [`ClassResult`].
+//! Turns one class's merged accumulators into the stored [`ClassResult`], and
+//! says when a run that was not cut short still fell short: a class with no
+//! transaction in its window, or a `--transactions` count the `--duration`
+//! ended before.
+
+use std::time::Duration;
 
 use stackbench_metrics::ClassResult;
 use stackbench_model::ClassSpec;
 
 use super::worker::ClassAccum;
+use super::RunConfig;
+
+/// Above this many clients, a class with no transaction was probably still
+/// connecting when the window opened.
+const MANY_CLIENTS: u32 = 100;
+/// At or above this message size, a class with no transaction probably needs
+/// more time than the window per transaction.
+const LARGE_MESSAGE_BYTES: u64 = 1 << 20;
 
 /// Builds the record of one class measured over `window_ns`.
 pub fn class_result(
@@ -49,5 +62,142 @@ pub fn class_result(
         cpu: None,
         memory: None,
         repetitions: None,
+    }
+}
+
+/// Why a run that ran to its end is still incomplete, one clause per class
+/// that fell short (joined by "; "), each saying what to change; `None` when
+/// every class measured something and met its count.
+pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
+    let window = cfg
+        .duration
+        .map_or_else(|| "measurement".to_string(), duration_text);
+    let clauses: Vec<String> = cfg
+        .workload
+        .classes
+        .iter()
+        .zip(merged)
+        .filter_map(|(spec, acc)| {
+            if acc.transactions == 0 {
+                Some(format!(
+                    "{spec}: no transaction completed in the {window} window: {}",
+                    nothing_fix(spec)
+                ))
+            } else {
+                let n = cfg.transactions.filter(|&n| acc.transactions < n)?;
+                Some(format!(
+                    "{spec}: --transactions {n} not reached: {} done when the {window} \
+                     --duration ended; lengthen --duration or lower --transactions",
+                    grouped(acc.transactions)
+                ))
+            }
+        })
+        .collect();
+    (!clauses.is_empty()).then(|| clauses.join("; "))
+}
+
+/// What to change when a class completed no transaction in its window.
+fn nothing_fix(spec: &ClassSpec) -> String {
+    let mut fix = "lengthen --duration".to_string();
+    if spec.clients > MANY_CLIENTS {
+        fix += &format!(
+            " or --warmup (its {} clients were still connecting)",
+            spec.clients
+        );
+    }
+    if spec.request_bytes.max(spec.response_bytes) >= LARGE_MESSAGE_BYTES {
+        let side = if spec.request_bytes >= spec.response_bytes {
+            "request"
+        } else {
+            "response"
+        };
+        fix += &format!(" or shrink the {side}");
+    }
+    fix
+}
+
+/// `1s`, `500ms`, `1.25s`: as a user would write it.
+fn duration_text(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.as_nanos() % 1_000_000 == 0 && d.as_secs() == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}s", d.as_secs_f64())
+    }
+}
+
+/// `53211` as `53,211`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(workload: &str, duration_ms: u64, transactions: Option<u64>) -> RunConfig {
+        RunConfig {
+            workload: workload.parse().unwrap(),
+            duration: Some(Duration::from_millis(duration_ms)),
+            warmup: Duration::ZERO,
+            transactions,
+            threads: 1,
+            client_cpus: vec![],
+            socket: Default::default(),
+            spin: false,
+        }
+    }
+
+    fn done(transactions: u64) -> ClassAccum {
+        ClassAccum {
+            transactions,
+            ..ClassAccum::default()
+        }
+    }
+
+    #[test]
+    fn nothing_measured_says_what_to_change() {
+        let why = shortfall(&cfg("RR1(2GB/1B)", 1000, None), &[done(0)]).unwrap();
+        assert_eq!(
+            why,
+            "RR1(2GB/1B): no transaction completed in the 1s window: \
+             lengthen --duration or shrink the request"
+        );
+        let why = shortfall(&cfg("RR4K(1B/1B)", 500, None), &[done(0)]).unwrap();
+        assert!(why.contains("500ms window"), "{why}");
+        assert!(why.contains("--warmup (its 4096 clients"), "{why}");
+        assert_eq!(shortfall(&cfg("RR1(1B/1B)", 1000, None), &[done(1)]), None);
+    }
+
+    #[test]
+    fn count_not_reached_names_both_bounds() {
+        let c = cfg("RR1(1B/1B)+RR1(2B/2B)", 1000, Some(1_000_000));
+        let why = shortfall(&c, &[done(53_211), done(1_000_000)]).unwrap();
+        assert_eq!(
+            why,
+            "RR1(1B/1B): --transactions 1000000 not reached: 53,211 done when the 1s \
+             --duration ended; lengthen --duration or lower --transactions"
+        );
+        assert_eq!(shortfall(&c, &[done(1_000_000), done(1_000_000)]), None);
+    }
+
+    #[test]
+    fn numbers_and_durations_read_as_written() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(duration_text(Duration::from_secs(10)), "10s");
+        assert_eq!(duration_text(Duration::from_millis(250)), "250ms");
+        assert_eq!(duration_text(Duration::from_millis(1250)), "1.25s");
     }
 }

@@ -92,7 +92,7 @@ impl<'a> Watch<'a> {
         }
         if self.reason.is_none() {
             self.reason = if stop.load(Ordering::Relaxed) {
-                Some("interrupted (Ctrl-C)".to_string())
+                Some("interrupted (Ctrl-C or SIGTERM)".to_string())
             } else if !control.is_alive() {
                 Some(
                     "the responder closed the control connection (it died or was stopped)"
