@@ -5,10 +5,16 @@
 //!
 //! Compatibility rule: adding a field is not a schema change (readers ignore
 //! unknown fields and default missing optional ones); renaming or changing the
-//! meaning of one bumps [`SCHEMA_VERSION`].
+//! meaning of one bumps [`SCHEMA_VERSION`] and appends a step to
+//! [`MIGRATIONS`]. Readers decode with [`record_from_json`], which refuses
+//! newer records and migrates older ones.
 
 use serde::{Deserialize, Serialize};
 use stackbench_model::{Kind, SocketOptions, StreamDirection};
+
+mod schema;
+
+pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
 
 /// Version of the record layout below.
 pub const SCHEMA_VERSION: u32 = 1;
