@@ -6,7 +6,8 @@
 //! [`build_report`] is a pure function from stored runs to the HTML page, the
 //! Markdown text and the SVG files the Markdown links to.
 
-use serde_json::Value;
+use stackbench_metrics::RunRecord;
+use stackbench_model::SocketOptions;
 
 use crate::compare::{compare, Comparison, Margins};
 use crate::compare_output::{format_pct, format_value, summary_sentences};
@@ -69,7 +70,7 @@ impl<'a> Variants<'a> {
         Variants { groups }
     }
 
-    fn records(&self, i: usize) -> Vec<Value> {
+    fn records(&self, i: usize) -> Vec<RunRecord> {
         self.groups[i].1.iter().map(|r| r.record.clone()).collect()
     }
 
@@ -160,11 +161,10 @@ fn environment_items(input: &StudyInput, v: &Variants, keys: &[String]) -> Vec<S
     add(
         "Runs",
         v.per_variant(|r| {
-            let s = &r.record["settings"];
+            let s = &r.record.settings;
             Some(format!(
                 "{} s measured after {} s warm-up",
-                s["duration_s"].as_f64()?,
-                s["warmup_s"].as_f64().unwrap_or(0.0)
+                s.duration_s, s.warmup_s
             ))
         }),
     );
@@ -209,9 +209,12 @@ fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
             }
         );
     }
-    let socket = |g: usize| v.groups[g].1[0].record["settings"]["socket"].clone();
+    // Compared field by field as JSON, so every option is covered by name
+    // without listing them here.
+    let as_json = |s: &SocketOptions| serde_json::to_value(s).expect("socket options serialize");
+    let socket = |g: usize| as_json(&v.groups[g].1[0].record.settings.socket);
     let reference = if i == 0 {
-        serde_json::to_value(stackbench_model::SocketOptions::default()).unwrap_or_default()
+        as_json(&SocketOptions::default())
     } else {
         socket(0)
     };

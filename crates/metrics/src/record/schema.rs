@@ -30,7 +30,8 @@ const _: () = assert!(MIGRATIONS.len() + 1 == SCHEMA_VERSION as usize);
 
 /// Why a JSON value could not be read as a run record. Messages are one line
 /// and name the fix; callers prefix where the record came from (a run id, a
-/// file name).
+/// file name). No variant has a `source()`: each message is whole, so an error
+/// chain printed as one line does not repeat it.
 #[derive(Debug, Error)]
 pub enum RecordError {
     #[error("record is not a JSON object: give a run record written by `stackbench run --json`")]
@@ -41,10 +42,10 @@ pub enum RecordError {
     BadVersion(String),
     #[error("record schema_version {found} is newer than this stackbench reads ({known}): upgrade stackbench")]
     TooNew { found: u64, known: u32 },
-    #[error("record (schema_version {version}) does not match the run-record layout: {source}")]
+    #[error("record (schema_version {version}) does not match the run-record layout: {error}")]
     Invalid {
         version: u32,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
 }
 
@@ -89,9 +90,9 @@ pub(crate) fn decode_with<T: DeserializeOwned>(
         step(&mut value);
         value["schema_version"] = Value::from(i as u32 + 2);
     }
-    serde_json::from_value(value).map_err(|source| RecordError::Invalid {
+    serde_json::from_value(value).map_err(|error| RecordError::Invalid {
         version: found,
-        source,
+        error,
     })
 }
 
