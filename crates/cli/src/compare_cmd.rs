@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use serde_json::Value;
+use stackbench_metrics::record::record_from_json;
+use stackbench_metrics::RunRecord;
 use stackbench_results::compare::{compare, Margins};
 use stackbench_results::compare_output::{render_json, render_markdown, render_table};
 use stackbench_results::store::{parse_labels, Labels, Store};
@@ -38,8 +40,9 @@ pub struct CompareArgs {
     db: Option<PathBuf>,
 }
 
-/// Reads run records from a JSON file: one object, an array, or JSON lines.
-fn read_json_runs(path: &Path) -> anyhow::Result<Vec<Value>> {
+/// Reads run records from a JSON file: one object, an array, or JSON lines,
+/// each checked and migrated by `record_from_json`.
+fn read_json_runs(path: &Path) -> anyhow::Result<Vec<RunRecord>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let parsed = match serde_json::from_str::<Value>(&text) {
@@ -60,7 +63,17 @@ fn read_json_runs(path: &Path) -> anyhow::Result<Vec<Value>> {
             path.display()
         ));
     }
-    Ok(parsed)
+    let count = parsed.len();
+    parsed
+        .into_iter()
+        .enumerate()
+        .map(|(i, value)| {
+            record_from_json(value).or_else(|e| match count {
+                1 => crate::exit::usage(format!("{}: {e}", path.display())),
+                _ => crate::exit::usage(format!("{} (record {}): {e}", path.display(), i + 1)),
+            })
+        })
+        .collect()
 }
 
 fn side(
@@ -68,7 +81,7 @@ fn side(
     common: &Labels,
     store: &mut Option<Store>,
     db: Option<&Path>,
-) -> anyhow::Result<Vec<Value>> {
+) -> anyhow::Result<Vec<RunRecord>> {
     let path = Path::new(spec);
     if path.is_file() {
         return read_json_runs(path);
@@ -81,7 +94,7 @@ fn side(
     })?;
     filter.extend(own);
     if store.is_none() {
-        *store = Some(Store::open(db)?);
+        *store = Some(crate::results_cmd::open_read_only(db)?);
     }
     let runs = store.as_ref().expect("opened above").select(&filter)?;
     if runs.is_empty() {

@@ -66,7 +66,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             ));
         }
     }
-    let store = Store::open(args.db.as_deref())?;
+    let store = crate::results_cmd::open_read_only(args.db.as_deref())?;
     let names = if args.study.is_empty() {
         store.study_names()?
     } else {

@@ -1,11 +1,19 @@
-//! `stackbench results list|show ID|export`: reading the result store.
+//! `stackbench results list|show ID|export`: reading the result store, and
+//! the read-only open that `compare` and `report` share.
+//!
+//! A stored run whose record cannot be read (written by a newer stackbench,
+//! damaged) does not stop `results list`: it is listed from its indexed
+//! columns with Complete = UNREADABLE (and an `error` field in `--json`), and
+//! its error is printed on stderr as a warning. `results show ID` of it fails
+//! with that one-line error; `export`, `compare` and `report` refuse a
+//! selection containing it, naming the run id.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use stackbench_results::export;
-use stackbench_results::store::{parse_labels, Store};
+use stackbench_results::store::{default_db_path, parse_labels, Store, StoreError};
 
 #[derive(Debug, Args)]
 pub struct ResultsArgs {
@@ -58,11 +66,27 @@ fn filter_of(texts: &[String]) -> anyhow::Result<stackbench_results::store::Labe
     parse_labels(texts).or_else(|e| crate::exit::usage(format!("--where: {e}")))
 }
 
+/// Opens `--db` (or the default database) for reading only: nothing is
+/// created or migrated; a missing database is a usage error (status 2).
+pub fn open_read_only(db: Option<&Path>) -> anyhow::Result<Store> {
+    let path = match db {
+        Some(p) => p.to_path_buf(),
+        None => default_db_path()?,
+    };
+    match Store::open_read_only(&path) {
+        Err(e @ StoreError::Missing { .. }) => crate::exit::usage(e.to_string()),
+        other => Ok(other?),
+    }
+}
+
 pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
-    let store = Store::open(args.db.as_deref())?;
+    let store = open_read_only(args.db.as_deref())?;
     match args.command {
         ResultsCommand::List { filter, json } => {
             let runs = store.list(&filter_of(&filter)?)?;
+            for error in runs.iter().filter_map(|r| r.error.as_ref()) {
+                eprintln!("stackbench: warning: {error} (listed as UNREADABLE)");
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&runs)?);
             } else {

@@ -40,7 +40,7 @@ fn seed(db: &Path, b_scale: f64) {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
                 store
-                    .save_value(&with_cpu(&rec, 5.0 * n, 4.0), &labels, &env)
+                    .save(&with_cpu(&rec, 5.0 * n, 4.0), &labels, &env)
                     .unwrap();
             }
         }
@@ -111,6 +111,177 @@ fn results_list_show_export() {
         .stderr(predicate::str::contains(
             "--where: bad label 'variant': use key=value",
         ));
+}
+
+/// The files beside `db` (the database and SQLite's -wal/-shm), sorted.
+fn files_beside(db: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(db.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn read_only_commands_create_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nonexistent/db");
+    let out = dir.path().join("rep");
+    for args in [
+        vec!["results", "list"],
+        vec!["results", "show", "1"],
+        vec!["results", "export"],
+        vec!["compare", "variant=A", "variant=B"],
+        vec!["report", "--out", out.to_str().unwrap()],
+    ] {
+        let result = bin()
+            .args(&args)
+            .arg("--db")
+            .arg(&missing)
+            .output()
+            .unwrap();
+        assert_eq!(result.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(result.stderr).unwrap();
+        assert_eq!(
+            err,
+            format!(
+                "stackbench: error: no results database at {}: run `stackbench run` or `stackbench study` first, or give --db PATH\n",
+                missing.display()
+            ),
+            "{args:?}"
+        );
+    }
+    assert!(!dir.path().join("nonexistent").exists());
+    assert!(!out.exists());
+    // The default location is not created either.
+    let home = dir.path().join("home");
+    bin()
+        .args(["results", "list"])
+        .env("XDG_DATA_HOME", &home)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no results database at"));
+    assert!(!home.exists());
+}
+
+#[test]
+fn a_read_only_database_can_be_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let db = ro.join("r.db");
+    seed(&db, 1.0);
+    let before = std::fs::read(&db).unwrap();
+    let set_mode = |p: &Path, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    // Root (the test runner) ignores these modes; the read-only open flag
+    // is what keeps the commands from writing, checked by the file list.
+    set_mode(&db, 0o444);
+    set_mode(&ro, 0o555);
+    bin()
+        .args(["results", "list", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("CRR2(64B/1kB)"));
+    bin()
+        .args(["compare", "variant=A", "variant=B", "--db"])
+        .arg(&db)
+        .assert()
+        .success();
+    set_mode(&ro, 0o755);
+    // The database is unchanged; SQLite may have added its WAL index files
+    // (reading a WAL database needs them), nothing else.
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    let files = files_beside(&db);
+    assert!(
+        files
+            .iter()
+            .all(|f| ["r.db", "r.db-wal", "r.db-shm"].contains(&f.as_str())),
+        "{files:?}"
+    );
+}
+
+#[test]
+fn a_record_from_a_newer_stackbench_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    seed(&db, 1.0);
+    let newer = stackbench_metrics::SCHEMA_VERSION + 1;
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE runs SET record_json = json_set(record_json, '$.schema_version', ?1) WHERE id = 3",
+            [newer],
+        )
+        .unwrap();
+    let message = format!(
+        "stored run 3: record schema_version {newer} is newer than this stackbench reads ({}): upgrade stackbench",
+        newer - 1
+    );
+    // The list survives: the row is marked and its error is a warning.
+    bin()
+        .args(["results", "list", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("UNREADABLE").count(1))
+        .stderr(format!(
+            "stackbench: warning: {message} (listed as UNREADABLE)\n"
+        ));
+    bin()
+        .args(["results", "list", "--json", "--db"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"error\":").count(1));
+    bin()
+        .args(["results", "show", "3", "--db"])
+        .arg(&db)
+        .assert()
+        .code(2)
+        .stderr(format!("stackbench: error: {message}\n"));
+    bin()
+        .args(["results", "show", "2", "--db"])
+        .arg(&db)
+        .assert()
+        .success();
+    bin()
+        .args(["compare", "variant=A", "variant=B", "--db"])
+        .arg(&db)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(message));
+
+    let file = dir.path().join("new.json");
+    let mut value = serde_json::to_value(record("RR1(1B/1B)", 1.0, 1.0, 1.0, 0.0)).unwrap();
+    value["schema_version"] = newer.into();
+    std::fs::write(&file, value.to_string()).unwrap();
+    bin()
+        .arg("compare")
+        .arg(&file)
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(format!(
+            "stackbench: error: {}: record schema_version {newer} is newer than this stackbench reads ({}): upgrade stackbench\n",
+            file.display(),
+            newer - 1
+        ));
+    std::fs::write(&file, format!("[{value}, {value}]")).unwrap();
+    bin()
+        .arg("compare")
+        .arg(&file)
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "{} (record 1): record schema_version",
+            file.display()
+        )));
 }
 
 #[test]

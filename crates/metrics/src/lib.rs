@@ -17,8 +17,8 @@ pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
 pub use latency::LatencyHistogram;
 pub use memory::{side_memory, MemorySample};
 pub use record::{
-    ClassResult, CpuFigures, ErrorCounts, LatencyUs, MemoryFigures, Repetitions, RunRecord,
-    RunSettings, SideCpu, SideMemory, WarningRecord, SCHEMA_VERSION,
+    record_from_json, ClassResult, CpuFigures, ErrorCounts, LatencyUs, MemoryFigures, RecordError,
+    Repetitions, RunRecord, RunSettings, SideCpu, SideMemory, WarningRecord, SCHEMA_VERSION,
 };
 pub use stats::{Iterations, Verdict};
 pub use warnings::Warning;

@@ -5,11 +5,17 @@
 //!
 //! Compatibility rule: adding a field is not a schema change (readers ignore
 //! unknown fields and default missing optional ones); renaming or changing the
-//! meaning of one bumps [`SCHEMA_VERSION`].
+//! meaning of one bumps [`SCHEMA_VERSION`] and appends a step to
+//! [`MIGRATIONS`]. Readers decode with [`record_from_json`], which refuses
+//! newer records and migrates older ones.
 
 use serde::{Deserialize, Serialize};
 pub use stackbench_model::settings::RunSettings;
 use stackbench_model::{Kind, StreamDirection};
+
+mod schema;
+
+pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
 
 /// Version of the record layout below.
 pub const SCHEMA_VERSION: u32 = 2;

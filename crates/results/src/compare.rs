@@ -15,7 +15,7 @@
 //! wide, which is why rows with fewer than 5 runs per side carry a note.
 
 use serde::Serialize;
-use serde_json::Value;
+use stackbench_metrics::RunRecord;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::metric::{MarginKind, Metric, Samples};
@@ -238,12 +238,12 @@ fn row_for(key: &str, m: Metric, a: &[f64], b: &[f64], margins: &Margins) -> Row
     }
 }
 
-/// Compares run set B (`b`) against A (`a`), both run records as JSON.
+/// Compares run set B (`b`) against A (`a`).
 pub fn compare(
     a_name: &str,
-    a: &[Value],
+    a: &[RunRecord],
     b_name: &str,
-    b: &[Value],
+    b: &[RunRecord],
     margins: Margins,
 ) -> Comparison {
     let (sa, sb) = (Samples::collect(a), Samples::collect(b));

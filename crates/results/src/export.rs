@@ -3,7 +3,7 @@
 //! Pure functions from stored runs to text.
 
 use comfy_table::{presets, Table};
-use serde_json::Value;
+use stackbench_metrics::ClassResult;
 
 use crate::compare_output::format_value;
 use crate::metric::{class_key, Metric};
@@ -64,18 +64,19 @@ pub fn render_list(runs: &[RunSummary]) -> String {
             r.study.clone().unwrap_or_default(),
             r.variant.clone().unwrap_or_default(),
             r.workloads.clone(),
-            if r.complete { "yes" } else { "NO" }.to_string(),
+            match (&r.error, r.complete) {
+                (Some(_), _) => "UNREADABLE",
+                (None, true) => "yes",
+                (None, false) => "NO",
+            }
+            .to_string(),
             other_labels(&r.labels),
         ]);
     }
     format!("{t}\n")
 }
 
-fn classes(record: &Value) -> impl Iterator<Item = &Value> {
-    record["classes"].as_array().into_iter().flatten()
-}
-
-fn metric_text(class: &Value, m: Metric) -> String {
+fn metric_text(class: &ClassResult, m: Metric) -> String {
     m.value(class).map_or(String::new(), format_value)
 }
 
@@ -85,31 +86,32 @@ pub fn render_show(run: &StoredRun) -> String {
     let mut out = format!(
         "run {}  started {}  stackbench {}  {}\n",
         run.id,
-        format_utc(r["started_unix_s"].as_f64().unwrap_or(0.0)),
-        r["stackbench_version"].as_str().unwrap_or("?"),
-        if r["complete"].as_bool() == Some(true) {
+        format_utc(r.started_unix_s),
+        r.stackbench_version,
+        if r.complete {
             "complete".to_string()
         } else {
             format!(
                 "INCOMPLETE: {}",
-                r["incomplete_reason"].as_str().unwrap_or("no reason given")
+                r.incomplete_reason.as_deref().unwrap_or("no reason given")
             )
         }
     );
     let labels: Vec<String> = run.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
     out.push_str(&format!("labels: {}\n", labels.join(" ")));
     out.push_str(&format!("environment: {}\n", run.env.summary()));
-    out.push_str(&format!("settings: {}\n", r["settings"]));
+    let settings = serde_json::to_string(&r.settings).expect("settings serialize");
+    out.push_str(&format!("settings: {settings}\n"));
     let mut t = Table::new();
     t.load_style(presets::UTF8_FULL_CONDENSED);
     let mut header = vec!["Class".to_string()];
     header.extend(Metric::ALL.iter().map(|m| m.label().to_string()));
     header.push("errors".into());
     t.set_header(header);
-    for c in classes(r) {
-        let mut row = vec![class_key(c).unwrap_or_default()];
+    for c in &r.classes {
+        let mut row = vec![class_key(c)];
         row.extend(Metric::ALL.iter().map(|m| metric_text(c, *m)));
-        row.push(c["errors"].as_u64().unwrap_or(0).to_string());
+        row.push(c.errors.to_string());
         t.add_row(row);
     }
     out.push_str(&format!("{t}\n"));
@@ -144,26 +146,24 @@ fn flat_rows(runs: &[StoredRun]) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for run in runs {
         let r = &run.record;
-        for c in classes(r) {
+        for c in &r.classes {
             let raw = |m: Metric| m.value(c).map_or(String::new(), |v| v.to_string());
             rows.push(vec![
                 run.id.to_string(),
-                format_utc(r["started_unix_s"].as_f64().unwrap_or(0.0)),
+                format_utc(r.started_unix_s),
                 run.labels.get("study").cloned().unwrap_or_default(),
                 run.labels.get("variant").cloned().unwrap_or_default(),
                 other_labels(&run.labels),
-                r["complete"].as_bool().unwrap_or(false).to_string(),
-                c["workload"].as_str().unwrap_or("").to_string(),
-                c["notation"].as_str().unwrap_or("").to_string(),
-                c["transactions"]
-                    .as_u64()
-                    .map_or(String::new(), |v| v.to_string()),
+                r.complete.to_string(),
+                c.workload.clone(),
+                c.notation.clone(),
+                c.transactions.to_string(),
                 raw(Metric::RateTps),
                 raw(Metric::LatencyP50Us),
                 raw(Metric::LatencyP99Us),
                 raw(Metric::CpuClientUsPerTran),
                 raw(Metric::CpuServerUsPerTran),
-                c["errors"].as_u64().unwrap_or(0).to_string(),
+                c.errors.to_string(),
             ]);
         }
     }

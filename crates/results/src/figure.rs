@@ -243,7 +243,7 @@ pub fn workload_figure(workload: &str, variants: &[VariantSamples]) -> Result<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::fixtures;
 
     #[test]
     fn short_ticks() {
@@ -257,9 +257,11 @@ mod tests {
     #[test]
     fn figure_has_panels_and_units() {
         let rec = |rate: f64| {
-            json!({"classes": [{"workload": "RR1(1B/1B)", "notation": "RR1(1B/1B)", "rate_tps": rate,
-                "latency_us": {"p50": 10.0, "p99": 30.0},
-                "cpu": {"client": {"cpu_us_per_tran": 4.0}, "server": {"cpu_us_per_tran": 3.0}}}]})
+            fixtures::with_cpu(
+                &fixtures::record("RR1(1B/1B)", rate, 10.0, 30.0, 0.0),
+                4.0,
+                3.0,
+            )
         };
         let (a, b) = (
             Samples::collect(&[rec(100.0), rec(110.0)]),

@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-use stackbench_metrics::{ClassResult, ErrorCounts, LatencyUs, RunRecord, RunSettings};
+use stackbench_metrics::{
+    ClassResult, CpuFigures, ErrorCounts, LatencyUs, RunRecord, RunSettings, SideCpu,
+};
 
 /// The settings a fixture record says it ran with.
 fn fixture_settings(duration_s: f64) -> RunSettings {
@@ -91,17 +92,23 @@ pub fn record(
     }
 }
 
-/// The record as JSON with CPU µs per transaction added to every class, in the
-/// shape CPU accounting writes (`classes[i].cpu.{client,server}.cpu_us_per_tran`).
-pub fn with_cpu(record: &RunRecord, client_us_per_tran: f64, server_us_per_tran: f64) -> Value {
-    let mut v = serde_json::to_value(record).expect("records serialize");
-    for class in v["classes"].as_array_mut().into_iter().flatten() {
-        class["cpu"] = serde_json::json!({
-            "client": {"cpu_us_per_tran": client_us_per_tran},
-            "server": {"cpu_us_per_tran": server_us_per_tran},
+/// The record with CPU µs per transaction on each side added to every class
+/// (`classes[i].cpu.{client,server}.cpu_us_per_tran`; the other CPU figures
+/// stay at zero).
+pub fn with_cpu(record: &RunRecord, client_us_per_tran: f64, server_us_per_tran: f64) -> RunRecord {
+    let side = |us: f64| SideCpu {
+        cpu_us_per_tran: Some(us),
+        ..SideCpu::default()
+    };
+    let mut out = record.clone();
+    for class in &mut out.classes {
+        class.cpu = Some(CpuFigures {
+            client: Some(side(client_us_per_tran)),
+            server: Some(side(server_us_per_tran)),
+            ..CpuFigures::default()
         });
     }
-    v
+    out
 }
 
 /// Deterministic noise in [-1, 1] for run `i` of series `seed`.

@@ -1,10 +1,10 @@
-//! The metrics a comparison or report reads from run records, and how to find
-//! them in a record's JSON. Reading through `serde_json::Value` keeps the
-//! results layer working on records from older and newer versions alike; CPU
-//! figures are optional (present once CPU accounting fills `classes[i].cpu`).
+//! The metrics a comparison or report reads from run records, and where each
+//! sits in a record's classes. Records arrive already migrated to the current
+//! schema (`record_from_json`); CPU figures are optional (present when CPU
+//! accounting filled `classes[i].cpu`).
 
 use serde::Serialize;
-use serde_json::Value;
+use stackbench_metrics::{ClassResult, RunRecord};
 
 /// One compared figure of a workload class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -73,26 +73,27 @@ impl Metric {
         }
     }
 
-    /// The metric's value in one `classes[i]` object, if present and finite.
-    pub fn value(self, class: &Value) -> Option<f64> {
+    /// The metric's value in one class, if present and finite.
+    pub fn value(self, class: &ClassResult) -> Option<f64> {
+        let cpu = class.cpu.as_ref();
         let v = match self {
-            Metric::RateTps => &class["rate_tps"],
-            Metric::LatencyP50Us => &class["latency_us"]["p50"],
-            Metric::LatencyP99Us => &class["latency_us"]["p99"],
-            Metric::CpuClientUsPerTran => &class["cpu"]["client"]["cpu_us_per_tran"],
-            Metric::CpuServerUsPerTran => &class["cpu"]["server"]["cpu_us_per_tran"],
+            Metric::RateTps => Some(class.rate_tps),
+            Metric::LatencyP50Us => Some(class.latency_us.p50),
+            Metric::LatencyP99Us => Some(class.latency_us.p99),
+            Metric::CpuClientUsPerTran => cpu?.client.as_ref()?.cpu_us_per_tran,
+            Metric::CpuServerUsPerTran => cpu?.server.as_ref()?.cpu_us_per_tran,
         };
-        v.as_f64().filter(|x| x.is_finite())
+        v.filter(|x| x.is_finite())
     }
 }
 
 /// The name a class is compared under: its notation, prefixed by the mix it
 /// ran in when that differs (`RR1(100B/800B)+STR10(1B/20MB): STR10(1B/20MB)`).
-pub fn class_key(class: &Value) -> Option<String> {
-    let notation = class["notation"].as_str()?;
-    match class["workload"].as_str() {
-        Some(w) if w != notation => Some(format!("{w}: {notation}")),
-        _ => Some(notation.to_string()),
+pub fn class_key(class: &ClassResult) -> String {
+    if class.workload != class.notation {
+        format!("{}: {}", class.workload, class.notation)
+    } else {
+        class.notation.clone()
     }
 }
 
@@ -108,15 +109,13 @@ pub struct Samples {
 }
 
 impl Samples {
-    /// Collects the metrics of `records` (run records as JSON).
-    pub fn collect<'a>(records: impl IntoIterator<Item = &'a Value>) -> Samples {
+    /// Collects the metrics of `records`.
+    pub fn collect<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> Samples {
         let mut s = Samples::default();
         for record in records {
             s.runs += 1;
-            for class in record["classes"].as_array().into_iter().flatten() {
-                let Some(key) = class_key(class) else {
-                    continue;
-                };
+            for class in &record.classes {
+                let key = class_key(class);
                 if !s.keys.contains(&key) {
                     s.keys.push(key.clone());
                 }
@@ -155,17 +154,21 @@ pub fn mean_sd(values: &[f64]) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::fixtures;
+    use stackbench_metrics::{CpuFigures, SideCpu};
 
     #[test]
     fn reads_metrics_and_optional_cpu() {
-        let rec = json!({"classes": [
-            {"workload": "RR1(1B/1B)", "notation": "RR1(1B/1B)", "rate_tps": 100.0,
-             "latency_us": {"p50": 10.0, "p99": 20.0},
-             "cpu": {"client": {"cpu_us_per_tran": 5.0}}},
-            {"workload": "RR1(1B/1B)+STR1(1B/1MB)", "notation": "STR1(1B/1MB)", "rate_tps": 3.0,
-             "latency_us": {"p50": 1.0, "p99": 2.0}}
-        ]});
+        let mut rec = fixtures::record("RR1(1B/1B)", 100.0, 10.0, 20.0, 0.0);
+        rec.classes[0].cpu = Some(CpuFigures {
+            client: Some(SideCpu {
+                cpu_us_per_tran: Some(5.0),
+                ..SideCpu::default()
+            }),
+            ..CpuFigures::default()
+        });
+        let mix = fixtures::record("RR1(1B/1B)+STR1(1B/1MB)", 3.0, 1.0, 2.0, 0.0);
+        rec.classes.push(mix.classes[1].clone());
         let s = Samples::collect([&rec, &rec]);
         assert_eq!(s.runs, 2);
         assert_eq!(

@@ -6,7 +6,7 @@
 //! [`build_report`] is a pure function from stored runs to the HTML page, the
 //! Markdown text and the SVG files the Markdown links to.
 
-use serde_json::Value;
+use stackbench_metrics::RunRecord;
 
 use crate::compare::{compare, Comparison, Margins};
 use crate::compare_output::{format_pct, format_value, summary_sentences};
@@ -69,7 +69,7 @@ impl<'a> Variants<'a> {
         Variants { groups }
     }
 
-    fn records(&self, i: usize) -> Vec<Value> {
+    fn records(&self, i: usize) -> Vec<RunRecord> {
         self.groups[i].1.iter().map(|r| r.record.clone()).collect()
     }
 
@@ -160,12 +160,13 @@ fn environment_items(input: &StudyInput, v: &Variants, keys: &[String]) -> Vec<S
     add(
         "Runs",
         v.per_variant(|r| {
-            let s = &r.record["settings"];
-            Some(format!(
-                "{} s measured after {} s warm-up",
-                s["duration_s"].as_f64()?,
-                s["warmup_s"].as_f64().unwrap_or(0.0)
-            ))
+            let s = &r.record.settings;
+            let window = match (s.duration, s.transactions) {
+                (_, Some(n)) => format!("{n} transactions per class"),
+                (d, None) => format!("{} s", d?.0.as_secs_f64()),
+            };
+            let warmup = s.warmup.map_or(0.0, |w| w.0.as_secs_f64());
+            Some(format!("{window} measured after {warmup} s warm-up"))
         }),
     );
     if let Some(reps) = input.study.as_ref().map(|s| s.repetitions) {
@@ -209,7 +210,9 @@ fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
             }
         );
     }
-    let settings = |g: usize| v.groups[g].1[0].record["settings"].clone();
+    let settings = |g: usize| {
+        serde_json::to_value(&v.groups[g].1[0].record.settings).expect("settings serialize")
+    };
     let reference = if i == 0 {
         serde_json::to_value(stackbench_model::settings::RunSettings::default()).unwrap_or_default()
     } else {

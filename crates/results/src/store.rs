@@ -4,12 +4,15 @@
 //! Design notes:
 //! - The record is kept whole as JSON (the versioned contract of
 //!   `stackbench_metrics::record`); only what queries need is copied into
-//!   indexed columns (start time, study, variant, workloads). Readers go through
-//!   `serde_json::Value`, so records written by newer or older versions still load.
+//!   indexed columns (start time, study, variant, workloads). Rows are read
+//!   back through `record_from_json`: an older record is migrated to the
+//!   current layout, a newer one is refused naming its run id.
 //! - Each save is one transaction, so a process killed mid-study leaves every
 //!   completed run intact and no partial row (SQLite's journal guarantees it).
 //! - The schema is versioned by the `schema_migrations` table; [`MIGRATIONS`]
 //!   lists the steps in order and opening a database applies the missing ones.
+//!   Read-only commands open with [`Store::open_read_only`] instead, which
+//!   creates nothing and migrates nothing (see `read_only`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,11 +20,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
-use serde_json::Value;
+use stackbench_metrics::record::{record_from_json, RecordError};
 use stackbench_metrics::RunRecord;
 use thiserror::Error;
 
 use crate::env::Environment;
+
+mod read_only;
 
 /// Label key → value, e.g. `study=best-practices`, `kernel=6.1`.
 pub type Labels = BTreeMap<String, String>;
@@ -63,19 +68,18 @@ pub const MIGRATIONS: &[&str] = &[
     );",
 ];
 
-/// Why the store could not be used.
+/// Why the store could not be used. Causes are held as `error`, not
+/// `source`: each message already contains its cause, and a `source()` would
+/// print it twice in the CLI's one-line error chain.
 #[derive(Debug, Error)]
 pub enum StoreError {
-    #[error("result database {path}: {source} (use --db PATH or --no-store)")]
+    #[error("result database {path}: {error} (use --db PATH or --no-store)")]
     Sqlite {
         path: String,
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
-    #[error("cannot create the directory for {path}: {source} (use --db PATH or --no-store)")]
-    CreateDir {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot create the directory for {path}: {error} (use --db PATH or --no-store)")]
+    CreateDir { path: String, error: std::io::Error },
     #[error("result database {path} has schema version {found}, newer than this stackbench supports ({known}): upgrade stackbench or use --db with another file")]
     TooNew {
         path: String,
@@ -88,11 +92,14 @@ pub enum StoreError {
     NoSuchRun(RunId),
     #[error("bad label '{0}': use key=value, e.g. --label kernel=6.1")]
     BadLabel(String),
-    #[error("stored run {id} is not valid JSON: {source}")]
-    Corrupt {
-        id: RunId,
-        source: serde_json::Error,
-    },
+    #[error("stored run {id} is not valid JSON: {error}")]
+    Corrupt { id: RunId, error: serde_json::Error },
+    #[error("stored run {id}: {error}")]
+    BadRecord { id: RunId, error: RecordError },
+    #[error("no results database at {path}: run `stackbench run` or `stackbench study` first, or give --db PATH")]
+    Missing { path: String },
+    #[error("{path} is not a stackbench result database (it has no schema version): give --db PATH of one `stackbench run` wrote")]
+    NotAStore { path: String },
 }
 
 /// A stored run, as read back.
@@ -101,8 +108,8 @@ pub struct StoredRun {
     pub id: RunId,
     pub stored_unix_s: f64,
     pub labels: Labels,
-    /// The run record (see `stackbench_metrics::RunRecord`), read as JSON.
-    pub record: Value,
+    /// The run record, migrated to the current schema version.
+    pub record: RunRecord,
     pub env: Environment,
 }
 
@@ -116,6 +123,11 @@ pub struct RunSummary {
     pub variant: Option<String>,
     pub workloads: String,
     pub labels: Labels,
+    /// Why the stored record cannot be read (e.g. written by a newer
+    /// stackbench); absent when it can. Such a run is still listed, from its
+    /// indexed columns, but `results show` and every comparison refuse it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// An open result database.
@@ -172,9 +184,9 @@ impl Store {
     /// Opens with an explicit migration list (tests use a longer one).
     pub fn open_with(path: &Path, migrations: &[&str]) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+            std::fs::create_dir_all(dir).map_err(|error| StoreError::CreateDir {
                 path: path.display().to_string(),
-                source,
+                error,
             })?;
         }
         let conn = Connection::open(path).map_err(|e| sql_err(path, e))?;
@@ -283,17 +295,6 @@ impl Store {
         labels: &Labels,
         env: &Environment,
     ) -> Result<RunId, StoreError> {
-        let value = serde_json::to_value(record).expect("a RunRecord always serializes");
-        self.save_value(&value, labels, env)
-    }
-
-    /// Stores a run record given as JSON (e.g. one imported from a file).
-    pub fn save_value(
-        &mut self,
-        record: &Value,
-        labels: &Labels,
-        env: &Environment,
-    ) -> Result<RunId, StoreError> {
         let path = self.path.clone();
         let e = |err| sql_err(&path, err);
         let tx = self.conn.transaction().map_err(e)?;
@@ -302,14 +303,14 @@ impl Store {
                 study, variant, workloads, record_json, env_json)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
-                record["started_unix_s"].as_f64().unwrap_or(0.0),
+                record.started_unix_s,
                 now_unix_s(),
-                record["stackbench_version"].as_str().unwrap_or(""),
-                record["complete"].as_bool().unwrap_or(false),
+                record.stackbench_version,
+                record.complete,
                 labels.get("study"),
                 labels.get("variant"),
                 workloads_of(record).join(" "),
-                record.to_string(),
+                serde_json::to_string(record).expect("a RunRecord always serializes"),
                 serde_json::to_string(env).expect("an Environment always serializes"),
             ],
         )
@@ -413,20 +414,22 @@ impl Store {
             .collect()
     }
 
-    /// Summaries of runs carrying every label in `filter`, oldest first.
+    /// Summaries of runs carrying every label in `filter`, oldest first. A
+    /// row whose record cannot be read is listed with its `error` rather than
+    /// failing the whole list.
     pub fn list(&self, filter: &Labels) -> Result<Vec<RunSummary>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT id, started_unix_s, complete, study, variant, workloads
+                "SELECT id, started_unix_s, complete, study, variant, workloads, record_json
                  FROM runs WHERE id = ?1",
             )
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for id in self.select_ids(filter)? {
-            let mut s = stmt
+            let (mut s, record_json) = stmt
                 .query_row([id], |r| {
-                    Ok(RunSummary {
+                    let summary = RunSummary {
                         id: r.get(0)?,
                         started_unix_s: r.get(1)?,
                         complete: r.get(2)?,
@@ -434,10 +437,13 @@ impl Store {
                         variant: r.get(4)?,
                         workloads: r.get(5)?,
                         labels: Labels::new(),
-                    })
+                        error: None,
+                    };
+                    Ok((summary, r.get::<_, String>(6)?))
                 })
                 .map_err(|e| self.err(e))?;
             s.labels = self.labels_of(id)?;
+            s.error = decode_record(id, &record_json).err().map(|e| e.to_string());
             out.push(s);
         }
         Ok(out)
@@ -466,8 +472,7 @@ impl Store {
             .optional()
             .map_err(|e| self.err(e))?;
         let (stored_unix_s, record, env) = row.ok_or(StoreError::NoSuchRun(id))?;
-        let record =
-            serde_json::from_str(&record).map_err(|source| StoreError::Corrupt { id, source })?;
+        let record = decode_record(id, &record)?;
         // An environment that no longer parses (a field changed type) is shown
         // as unknown rather than making the run unreadable.
         let env = serde_json::from_str(&env).unwrap_or_default();
@@ -490,21 +495,25 @@ impl Store {
     }
 }
 
-fn sql_err(path: &Path, source: rusqlite::Error) -> StoreError {
+fn sql_err(path: &Path, error: rusqlite::Error) -> StoreError {
     StoreError::Sqlite {
         path: path.display().to_string(),
-        source,
+        error,
     }
 }
 
+/// A stored record's JSON text as a record of the current schema version.
+fn decode_record(id: RunId, json: &str) -> Result<RunRecord, StoreError> {
+    let value = serde_json::from_str(json).map_err(|error| StoreError::Corrupt { id, error })?;
+    record_from_json(value).map_err(|error| StoreError::BadRecord { id, error })
+}
+
 /// The distinct workloads of a record's classes, in order.
-pub fn workloads_of(record: &Value) -> Vec<String> {
+pub fn workloads_of(record: &RunRecord) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for class in record["classes"].as_array().into_iter().flatten() {
-        if let Some(w) = class["workload"].as_str() {
-            if !out.iter().any(|x| x == w) {
-                out.push(w.to_string());
-            }
+    for class in &record.classes {
+        if !out.contains(&class.workload) {
+            out.push(class.workload.clone());
         }
     }
     out

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
+use stackbench_metrics::RunRecord;
 use stackbench_results::compare::{compare, Margins, Verdict};
 use stackbench_results::compare_output::{render_markdown, render_table};
 use stackbench_results::fixtures::{environment, jitter, record, with_cpu};
@@ -17,7 +17,7 @@ use stackbench_results::study::parse_study;
 
 /// Runs of one variant: `n` repetitions per workload with ±0.3% noise.
 /// `scale` multiplies rate, `cpu` multiplies CPU per transaction.
-fn runs(n: usize, scale: f64, cpu: f64, seed: u64) -> Vec<Value> {
+fn runs(n: usize, scale: f64, cpu: f64, seed: u64) -> Vec<RunRecord> {
     let workloads = [
         ("RR60(4kB/4kB)", 95_000.0, 500.0, 1_400.0, 9.0, 8.0),
         ("CRR40(64B/8kB)", 21_000.0, 1_700.0, 4_800.0, 38.0, 45.0),
@@ -51,7 +51,7 @@ fn stored(
     study: &str,
     variant: &str,
     kernel: &str,
-    records: Vec<Value>,
+    records: Vec<RunRecord>,
     first_id: i64,
 ) -> Vec<StoredRun> {
     records

@@ -251,7 +251,7 @@ fn a_study_stores_every_run_with_its_labels() {
     .into();
     let runs = store.select(&filter).unwrap();
     assert_eq!(runs.len(), 6);
-    assert!(runs.iter().all(|r| r.record["settings"]["nodelay"] == true));
+    assert!(runs.iter().all(|r| r.record.settings.nodelay));
 }
 
 #[test]
