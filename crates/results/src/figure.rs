@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use crate::metric::{mean_sd, Metric, Samples};
 
 /// Bar colours per variant (colour-blind-safe Okabe–Ito order).
-const VARIANT_COLOURS: [RGBColor; 6] = [
+pub(crate) const VARIANT_COLOURS: [RGBColor; 6] = [
     RGBColor(0, 114, 178),
     RGBColor(230, 159, 0),
     RGBColor(0, 158, 115),
@@ -18,14 +18,14 @@ const VARIANT_COLOURS: [RGBColor; 6] = [
 ];
 const P50_COLOUR: RGBColor = RGBColor(86, 180, 233);
 const P99_COLOUR: RGBColor = RGBColor(0, 90, 150);
-const FONT: &str = "sans-serif";
-const PANEL_W: u32 = 480;
-const PANEL_H: u32 = 300;
+pub(crate) const FONT: &str = "sans-serif";
+pub(crate) const PANEL_W: u32 = 480;
+pub(crate) const PANEL_H: u32 = 300;
 
 /// Why a figure could not be drawn (plotters' error, as text).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot draw figure: {0}")]
-pub struct FigureError(String);
+pub struct FigureError(pub(crate) String);
 
 /// One variant's samples of one workload.
 pub struct VariantSamples<'a> {
@@ -43,7 +43,7 @@ fn stats(workload: &str, variants: &[VariantSamples], m: Metric) -> Vec<Option<(
 }
 
 /// `1.2M`, `45k`, `123`, `1.5`: short tick labels.
-fn short(v: f64) -> String {
+pub(crate) fn short(v: f64) -> String {
     let a = v.abs();
     if a >= 1e6 {
         format!("{:.1}M", v / 1e6)

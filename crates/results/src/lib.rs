@@ -1,5 +1,5 @@
 //! The results layer: output formats (table, JSON, CSV), the result store, environment capture, study files,
-//! statistical comparison of stored runs, and the performance summary report.
+//! statistical comparison of stored runs, sweeps (grouping, USL fit, figures), and the performance summary report.
 //! Everything here reads run records as data; nothing opens a socket.
 
 pub mod compare;
@@ -15,3 +15,7 @@ pub mod output;
 pub mod report;
 pub mod store;
 pub mod study;
+pub mod sweep;
+pub mod sweep_figure;
+pub mod sweep_report;
+pub mod sweep_usl;

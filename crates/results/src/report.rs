@@ -4,7 +4,9 @@
 //! studies in the seed-001 form and an appendix on notation and CPU cost.
 //!
 //! [`build_report`] is a pure function from stored runs to the HTML page, the
-//! Markdown text and the SVG files the Markdown links to.
+//! Markdown text and the SVG files the Markdown links to. Runs carrying
+//! `sweep` labels are left out of the comparisons and shown in a sweep
+//! subsection instead ([`crate::sweep_report`]).
 
 use stackbench_metrics::RunRecord;
 
@@ -14,8 +16,10 @@ use crate::doc::{render_html, render_markdown, Block};
 use crate::figure::{workload_figure, FigureError, VariantSamples};
 use crate::metric::{Metric, Samples};
 use crate::observe::{conclusion, workload_sentences};
-use crate::store::StoredRun;
+use crate::store::{Labels, StoredRun};
 use crate::study::{format_cpu_list, Study};
+use crate::sweep::is_swept;
+use crate::sweep_report::{sweep_section, SweepSection};
 
 /// One study's stored runs and what is known about it.
 #[derive(Debug, Clone)]
@@ -53,7 +57,7 @@ struct Variants<'a> {
 }
 
 impl<'a> Variants<'a> {
-    fn of(runs: &'a [StoredRun]) -> Variants<'a> {
+    fn of(runs: impl IntoIterator<Item = &'a StoredRun>) -> Variants<'a> {
         let mut groups: Vec<(String, Vec<&StoredRun>)> = Vec::new();
         for run in runs {
             let name = run
@@ -314,8 +318,15 @@ impl Builder<'_> {
     }
 
     fn study(&mut self, input: &StudyInput) -> Result<(), FigureError> {
-        let v = Variants::of(&input.runs);
-        let all = Samples::collect(input.runs.iter().map(|r| &r.record));
+        let sweep = study_sweep(input)?;
+        // Swept runs are shown by the sweep subsection; the rest as always.
+        let plain: Vec<&StoredRun> = input.runs.iter().filter(|r| !is_swept(&r.labels)).collect();
+        let v = Variants::of(plain.iter().copied());
+        let all = Samples::collect(plain.iter().map(|r| &r.record));
+        let mut keys = all.keys.clone();
+        keys.extend(sweep.iter().flat_map(|s| s.workloads.iter().cloned()));
+        let mut environment = environment_items(input, &Variants::of(&input.runs), &keys);
+        environment.extend(sweep.as_ref().map(|s| format!("Swept: {}", s.environment)));
         self.h(
             2,
             format!("Study: {}", input.name),
@@ -329,9 +340,11 @@ impl Builder<'_> {
         });
         self.h(3, "Environment configuration", None);
         self.p("Below is the environment configuration in which the data was collected:");
-        self.blocks
-            .push(Block::List(environment_items(input, &v, &all.keys)));
+        self.blocks.push(Block::List(environment));
         self.h(3, "Observations", None);
+        if let Some(s) = &sweep {
+            self.blocks.push(Block::List(s.observations.clone()));
+        }
         let mut comps = Vec::new();
         for i in 1..v.groups.len() {
             let c = compare(
@@ -348,10 +361,14 @@ impl Builder<'_> {
             self.blocks.push(Block::List(items));
             comps.push(c);
         }
-        if v.groups.len() < 2 {
+        // A study of swept runs only has no ordinary results to show.
+        let ordinary = !plain.is_empty() || sweep.is_none();
+        if v.groups.len() < 2 && ordinary {
             self.p("Only one variant was measured, so there is nothing to compare; the figures show its results.");
         }
-        self.h(3, "Results", None);
+        if ordinary {
+            self.h(3, "Results", None);
+        }
         let per_variant: Vec<(String, Samples)> = (0..v.groups.len())
             .map(|i| {
                 (
@@ -394,7 +411,20 @@ impl Builder<'_> {
             self.blocks.push(comparison_table(&c));
             self.comparisons.push((input.name.clone(), c));
         }
+        if let Some(s) = sweep {
+            self.sweep(s);
+        }
         Ok(())
+    }
+
+    /// The subsection of a study's swept runs (see `sweep_report`).
+    fn sweep(&mut self, s: SweepSection) {
+        self.h(3, s.heading, None);
+        self.blocks.extend(s.intro);
+        for f in s.figures {
+            self.figure(f.caption, f.svg);
+            self.blocks.extend(f.after);
+        }
     }
 
     fn summary(&mut self) {
@@ -494,6 +524,17 @@ const APPENDIX_CPU: &[&str] = &[
     "CPU cost per transaction is the CPU time a side's CPUs were busy during the measurement window divided by the transactions completed in that window, in microseconds: CPU µs/tr = (window × CPUs − idle − iowait, in CPU-seconds, × 10⁶) / transactions, from per-CPU /proc/stat deltas over the CPUs the side is pinned to, so the network stack's interrupt and softirq work on those CPUs counts. It is computed separately for the client (driver) and the server (responder); the process view (the side's own user + system time) is stored beside it.",
     "For example, a side using 25% of 4 CPUs — one CPU's worth — for a 10-second window consumes 10 CPU-seconds; with 1,000,000 transactions in those 10 seconds (100,000 tr/s) the cost is 10 CPU-seconds / 1,000,000 transactions = 10 µs/tr.",
 ];
+
+/// The sweep subsection of a study whose runs carry `sweep` labels.
+fn study_sweep(input: &StudyInput) -> Result<Option<SweepSection>, FigureError> {
+    let runs: Vec<(&Labels, &RunRecord)> = input
+        .runs
+        .iter()
+        .filter(|r| is_swept(&r.labels))
+        .map(|r| (&r.labels, &r.record))
+        .collect();
+    sweep_section(&input.name, &runs)
+}
 
 fn slug(name: &str) -> String {
     name.chars()

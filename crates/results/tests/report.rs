@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use stackbench_metrics::RunRecord;
+use stackbench_metrics::{CpuFigures, RunRecord, SideCpu};
 use stackbench_results::compare::{compare, Margins, Verdict};
 use stackbench_results::compare_output::{render_markdown, render_table};
 use stackbench_results::fixtures::{environment, jitter, record, with_cpu};
@@ -14,6 +14,8 @@ use stackbench_results::metric::Metric;
 use stackbench_results::report::{build_report, Report, ReportOptions, StudyInput};
 use stackbench_results::store::{Labels, StoredRun};
 use stackbench_results::study::parse_study;
+use stackbench_results::sweep::group;
+use stackbench_results::sweep_usl::fit_usl;
 
 /// Runs of one variant: `n` repetitions per workload with ±0.3% noise.
 /// `scale` multiplies rate, `cpu` multiplies CPU per transaction.
@@ -166,6 +168,189 @@ fn html_report_is_self_contained() {
     }
 }
 
+/// USL truth of the sweep fixture's variants: (σ, κ, λ per client).
+const USL_BASE: (f64, f64, f64) = (0.05, 0.002, 1000.0);
+const USL_TUNED: (f64, f64, f64) = (0.03, 0.001, 1100.0);
+const SWEEP_CLIENTS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+fn usl(c: (f64, f64, f64), n: f64) -> f64 {
+    c.2 * n / (1.0 + c.0 * (n - 1.0) + c.1 * n * (n - 1.0))
+}
+
+/// One run of the client sweep: rate on the USL curve with ±1% noise,
+/// latency from Little's law, CPU per transaction growing with N.
+fn sweep_run(variant: &str, truth: (f64, f64, f64), n: u32, rep: usize, seed: u64) -> StoredRun {
+    let i = rep * 100 + n as usize;
+    let x = usl(truth, f64::from(n)) * (1.0 + 0.01 * jitter(seed, i));
+    let p50_us = f64::from(n) / x * 1e6;
+    let mut rec: RunRecord = record(
+        &format!("RR{n}(1B/1B)"),
+        x,
+        p50_us,
+        3.0 * p50_us,
+        1.7e9 + i as f64,
+    );
+    let side = |us: f64| SideCpu {
+        cpu_us_per_tran: Some(us * (1.0 + 0.02 * jitter(seed + 1, i))),
+        ..SideCpu::default()
+    };
+    rec.classes[0].cpu = Some(CpuFigures {
+        client: Some(side(5.0 + 0.1 * f64::from(n))),
+        server: Some(side(4.0 + 0.05 * f64::from(n))),
+        separable: true,
+        ..CpuFigures::default()
+    });
+    let (clients, repetition) = (n.to_string(), (rep + 1).to_string());
+    let labels: Labels = [
+        ("study", "scalability"),
+        ("variant", variant),
+        ("repetition", repetition.as_str()),
+        ("workload", "RR1(1B/1B)"),
+        ("sweep", "clients"),
+        ("sweep.clients", clients.as_str()),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    StoredRun {
+        id: i as i64,
+        stored_unix_s: 0.0,
+        labels,
+        record: rec,
+        env: environment("6.6.0"),
+    }
+}
+
+/// A client sweep, 3 repetitions interleaved, variants `base` and `tuned`.
+fn sweep_study() -> StudyInput {
+    let mut runs = Vec::new();
+    for rep in 0..3 {
+        for (variant, truth, seed) in [("base", USL_BASE, 31), ("tuned", USL_TUNED, 32)] {
+            for n in SWEEP_CLIENTS {
+                runs.push(sweep_run(variant, truth, n, rep, seed));
+            }
+        }
+    }
+    StudyInput {
+        name: "scalability".into(),
+        description: "How does the request/response rate scale with the number of clients?".into(),
+        study: None,
+        runs,
+    }
+}
+
+fn sweep_report() -> Report {
+    let opts = ReportOptions {
+        title: "Scalability".into(),
+        generated: "2024-05-01".into(),
+        margins: Margins::default(),
+    };
+    build_report(&[sweep_study()], &opts).unwrap()
+}
+
+#[test]
+fn client_sweep_fit_finds_the_true_peak() {
+    let input = sweep_study();
+    let refs: Vec<(&Labels, &RunRecord)> =
+        input.runs.iter().map(|r| (&r.labels, &r.record)).collect();
+    let sweep = group(&refs).unwrap();
+    let base = &sweep.workloads[0].classes[0].series[0];
+    assert_eq!((base.label.as_str(), base.points.len()), ("base", 7));
+    let fit = fit_usl(base).unwrap();
+    let n_star = fit.plan.peak_n.unwrap();
+    let truth = ((1.0 - USL_BASE.0) / USL_BASE.1).sqrt();
+    assert!((truth - 21.79).abs() < 0.01);
+    assert!(
+        (n_star.value - truth).abs() / truth < 0.05,
+        "N* = {n_star:?}, true {truth}"
+    );
+    assert!(
+        n_star.ci_low.unwrap() < truth && truth < n_star.ci_high.unwrap(),
+        "{n_star:?}"
+    );
+    assert!((fit.plan.sigma.value - USL_BASE.0).abs() < 0.01);
+    let peak = fit.peak_rate_tps.unwrap();
+    let true_peak = usl(USL_BASE, truth);
+    assert!(
+        peak.ci_low.unwrap() < true_peak && true_peak < peak.ci_high.unwrap(),
+        "{peak:?} vs {true_peak}"
+    );
+}
+
+#[test]
+fn sweep_report_snapshot() {
+    let report = sweep_report();
+    let md = &report.markdown;
+    let section = &md[md.find("## Study:").unwrap()..md.find("## Summary across studies").unwrap()];
+    insta::assert_snapshot!("sweep_markdown", section);
+    assert_eq!(
+        report.figures.len(),
+        1,
+        "one figure for the one swept workload"
+    );
+    let svg = &report.figures[0].1;
+    for text in [
+        "USL fit",
+        "Transaction rate",
+        "[tr/s]",
+        "clients [count], log₂ scale",
+        "Server CPU",
+        "p99",
+        "tuned",
+        "64",
+    ] {
+        assert!(svg.contains(text), "figure lacks {text}");
+    }
+    // Error bars: each is three strokes in the series colour at width 1.
+    let bars = svg.matches("stroke=\"#0072B2\" stroke-width=\"1\"").count();
+    assert!(bars >= 3 * 7, "error bars of the base series: {bars}");
+    // The fitted curves: one dashed path of many segments per variant.
+    assert!(svg.matches("<polyline").count() > 50, "dashed USL curves");
+    let _ = std::fs::write(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-sweep-figure.svg"),
+        svg,
+    );
+}
+
+#[test]
+fn unswept_runs_beside_a_sweep_still_compare() {
+    let mut input = sweep_study();
+    input.runs.extend(stored(
+        "scalability",
+        "6.1",
+        "6.1.0",
+        runs(2, 1.0, 1.0, 41),
+        5000,
+    ));
+    input.runs.extend(stored(
+        "scalability",
+        "6.6",
+        "6.6.0",
+        runs(2, 1.01, 1.0, 42),
+        6000,
+    ));
+    let opts = ReportOptions {
+        title: "Mixed".into(),
+        generated: "2024-05-01".into(),
+        margins: Margins::default(),
+    };
+    let report = build_report(&[input], &opts).unwrap();
+    assert_eq!(
+        report.figures.len(),
+        4 + 1,
+        "the unswept workloads, then the sweep"
+    );
+    assert!(report
+        .markdown
+        .contains("6.6 compared with 6.1 (baseline):"));
+    assert!(report
+        .markdown
+        .contains("### Scalability: sweep over clients"));
+    assert!(report
+        .markdown
+        .contains("Swept: clients = 1, 2, 4, 8, 16, 32, 64"));
+}
+
 fn comparison_fixture() -> stackbench_results::compare::Comparison {
     let a = runs(5, 1.0, 1.0, 11);
     let b = runs(5, 1.0123, 0.9439, 12);
@@ -237,20 +422,34 @@ fn chromium(bin: &str, profile: &Path, extra: &[String]) -> std::process::Output
 /// target/report-screenshot.png for a person to look at.
 #[test]
 fn html_report_renders_in_chromium() {
+    render_in_chromium(
+        &sample_report(),
+        "Performance summary",
+        "sample",
+        "screenshot",
+    );
+}
+
+/// The same for a report with a client sweep (target/report-sweep-screenshot.png).
+#[test]
+fn sweep_report_renders_in_chromium() {
+    render_in_chromium(&sweep_report(), "Scalability", "sweep", "sweep-screenshot");
+}
+
+fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &str) {
     let Some(bin) = find_chromium() else {
-        eprintln!(
-            "SKIP html_report_renders_in_chromium: chromium is not installed (.ci/run installs it)"
-        );
+        eprintln!("SKIP rendering the {html_name} report: chromium is not installed (.ci/run installs it)");
         return;
     };
+    let figures = report.figures.len();
     let dir = tempfile::tempdir().unwrap();
     let html_path = dir.path().join("report.html");
-    let html = sample_report().html;
-    std::fs::write(&html_path, &html).unwrap();
+    let html = &report.html;
+    std::fs::write(&html_path, html).unwrap();
     // Kept beside the screenshot for a person to open.
     let _ = std::fs::write(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-sample.html"),
-        &html,
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/report-{html_name}.html")),
+        html,
     );
     let url = format!("file://{}", html_path.display());
 
@@ -261,14 +460,15 @@ fn html_report_renders_in_chromium() {
     );
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert!(
-        dom.contains("<h1 id=\"top\">Performance summary</h1>"),
+        dom.contains(&format!("<h1 id=\"top\">{title}</h1>")),
         "page did not load: {}",
         &dom[..dom.len().min(300)]
     );
-    assert_eq!(dom.matches("<svg").count(), 8, "figures in the DOM");
-    assert_eq!(dom.matches("<figcaption>").count(), 8);
+    assert_eq!(dom.matches("<svg").count(), figures, "figures in the DOM");
+    assert_eq!(dom.matches("<figcaption>").count(), figures);
 
-    let png_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-screenshot.png");
+    let png_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/report-{png_name}.png"));
     let _ = std::fs::remove_file(&png_path);
     let out = chromium(
         bin,
