@@ -52,7 +52,28 @@ enum Command {
     Study(study_cmd::StudyArgs),
 }
 
+/// A closed stdout (`stackbench … | head`) ends the program quietly, as
+/// ripgrep does, instead of a panic from `print!`. SIGPIPE itself stays
+/// ignored (Rust's default) so that a peer closing a data socket is an
+/// error the engine counts, never a signal that kills the driver.
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if text.contains("failed printing to stdout") && text.contains("Broken pipe") {
+            std::process::exit(exit::OK);
+        }
+        default(info);
+    }));
+}
+
 fn main() {
+    quiet_broken_pipe();
     let cli = parse_or_exit();
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(args),

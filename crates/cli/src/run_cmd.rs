@@ -8,9 +8,9 @@ use std::io::IsTerminal;
 use clap::Args;
 use stackbench_metrics::RunRecord;
 use stackbench_model::settings::RunSettings;
-use stackbench_model::sweep::{Sweep, SweepDim};
+use stackbench_model::sweep::{Sweep, SweepDim, SweepPoint};
 use stackbench_model::Workload;
-use stackbench_results::store::{parse_labels, Store};
+use stackbench_results::store::{parse_labels, Labels, Store};
 
 use crate::exit::{usage, INCOMPLETE, OK};
 use crate::session;
@@ -130,8 +130,33 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
     }
     print_records(&records, args.json, args.csv, !sweep.is_empty());
+    if announce && !sweep.is_empty() {
+        print!("{}", sweep_summary(&workloads, &plans, &records));
+    }
     let complete = records.len() == plans.len() && records.iter().all(|r| r.complete);
     Ok(if complete { OK } else { INCOMPLETE })
+}
+
+/// The sweep's table and, for a client sweep, its USL fit: each record is
+/// split by workload and labelled as a study's runs would be.
+fn sweep_summary(
+    workloads: &[Workload],
+    plans: &[(SweepPoint, session::RunPlan)],
+    records: &[RunRecord],
+) -> String {
+    let mut runs: Vec<(Labels, RunRecord)> = Vec::new();
+    for ((point, plan), record) in plans.iter().zip(records) {
+        for (base, effective) in workloads.iter().zip(&plan.workloads) {
+            let mut r = record.clone();
+            r.classes.retain(|c| c.workload == effective.to_string());
+            let mut labels: Labels = point.labels().into_iter().collect();
+            labels.insert("workload".into(), base.to_string());
+            labels.insert("variant".into(), "run".into());
+            runs.push((labels, r));
+        }
+    }
+    let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
+    stackbench_results::sweep_text::sweep_text(&refs)
 }
 
 fn print_records(records: &[RunRecord], json: bool, csv: bool, swept: bool) {

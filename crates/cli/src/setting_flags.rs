@@ -121,6 +121,123 @@ mod tests {
         assert_eq!(s.text_of("crr_close").unwrap(), "abort");
     }
 
+    /// One or more bad values per setting; every setting must have one, so a
+    /// new setting cannot skip this table.
+    const BAD: &[(&str, &str)] = &[
+        ("duration", "10"),
+        ("duration", "-1s"),
+        ("duration", "25h"),
+        ("duration", "0s"),
+        ("warmup", "2 parsecs"),
+        ("warmup", "2h"),
+        ("transactions", "0"),
+        ("transactions", "-5"),
+        ("transactions", "1e3"),
+        ("threads", "0"),
+        ("threads", "4096"),
+        ("threads", "two"),
+        ("server_threads", "0"),
+        ("client_cpus", "0-x"),
+        ("client_cpus", "3-1"),
+        ("server_cpus", "5000"),
+        ("target", " "),
+        ("ipv6", "yes"),
+        ("spin", "1"),
+        ("nodelay", "on"),
+        ("waitall", "maybe"),
+        ("quickack", "TRUE"),
+        ("sndbuf", "256kb"),
+        ("sndbuf", "2GB"),
+        ("rcvbuf", "10B"),
+        ("crr_close", "later"),
+        ("repeat", "0"),
+        ("repeat", "1001"),
+        ("confidence", "99"),
+        ("confidence", "100,5"),
+        ("confidence", "95,0"),
+        ("iterations", "30,3"),
+        ("iterations", "0,3"),
+    ];
+
+    /// The message a study key gets for `name = "value"`.
+    fn study_error(name: &str, value: &str) -> String {
+        let text = format!("name = \"t\"\nworkloads = [\"RR1(1B/1B)\"]\n{name} = \"{value}\"\n");
+        stackbench_results::study::parse_study(&text, "t.toml")
+            .expect_err("a bad value is refused")
+            .to_string()
+    }
+
+    #[test]
+    fn a_bad_value_reads_the_same_from_a_flag_and_a_study_key() {
+        for def in SETTINGS {
+            assert!(
+                BAD.iter().any(|(n, _)| *n == def.name),
+                "no bad value for {} in the table",
+                def.name
+            );
+        }
+        for (name, value) in BAD {
+            let flag = format!("--{}={value}", name.replace('_', "-"));
+            let from_flag = parse(&[flag.as_str()]).expect_err(&flag);
+            let prefix = format!("--{} {value}: ", name.replace('_', "-"));
+            let message = from_flag
+                .strip_prefix(&prefix)
+                .unwrap_or_else(|| panic!("{from_flag:?} should start with {prefix:?}"));
+            let column = name.len() + 4;
+            let from_key = study_error(name, value);
+            assert_eq!(
+                from_key,
+                format!("t.toml:3:{column}: {name} = {value}: {message}"),
+                "{name} = {value}"
+            );
+            assert!(!message.contains('\n') && !message.is_empty());
+        }
+    }
+
+    /// Every spelling the README documents gives the same value from a flag,
+    /// a study key and (for durations and sizes) a plan-file value.
+    #[test]
+    fn documented_spellings_work_everywhere() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "duration",
+                &[
+                    "10s", "500ms", "1.5s", "2m", "2min", "1h", "2500us", "2500µs",
+                ],
+            ),
+            (
+                "sndbuf",
+                &["256kB", "256KB", "256KiB", "1MB", "1MiB", "1.5kB", "4096B"],
+            ),
+            ("client_cpus", &["0", "0-1", "0,1", "1,0", "0-1,1"]),
+            ("transactions", &["100000", "256K", "1M"]),
+        ];
+        for (name, spellings) in cases {
+            for text in *spellings {
+                let flag = format!("--{}={text}", name.replace('_', "-"));
+                let from_flag = parse(&[flag.as_str()]).unwrap_or_else(|e| panic!("{e}"));
+                let study =
+                    format!("name = \"t\"\nworkloads = [\"RR1(1B/1B)\"]\n{name} = \"{text}\"\n");
+                let steps = stackbench_results::study::parse_study(&study, "t.toml")
+                    .and_then(|s| s.plan(&[], "t.toml"))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(steps[0].settings, from_flag, "{name} = {text}");
+                match *name {
+                    "duration" => {
+                        let secs = stackbench_plan::units::parse_duration_s("think", text).unwrap();
+                        let want = from_flag.duration.unwrap().0.as_secs_f64();
+                        assert!((secs - want).abs() < 1e-12, "{text}: plan {secs} s");
+                    }
+                    "sndbuf" => {
+                        let bytes = stackbench_plan::units::parse_bytes("per-conn", text).unwrap();
+                        assert_eq!(bytes, from_flag.sndbuf.unwrap().0 as f64, "{text}");
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
     #[test]
     fn hyphen_values_reach_the_parser() {
         let e = parse(&["--duration", "-1s"]).unwrap_err();

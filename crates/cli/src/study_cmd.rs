@@ -7,8 +7,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stackbench_metrics::RunRecord;
+use stackbench_model::settings::RunSettings;
 use stackbench_results::store::{parse_labels, Store};
-use stackbench_results::study::{load_study, run_study, StudyError, StudyStep};
+use stackbench_results::study::{
+    load_study, run_study, SettingTexts, Study, StudyError, StudyStep, MAX_REPETITIONS,
+};
+
+use crate::setting_flags::SettingFlags;
 
 #[derive(Debug, Args)]
 pub struct StudyArgs {
@@ -29,6 +34,12 @@ pub struct StudyArgs {
     /// Print the interleaved plan and exit without running anything.
     #[arg(long)]
     dry_run: bool,
+    /// Repetitions of every workload × variant, over the file's [1 to 1000].
+    #[arg(long, value_name = "N")]
+    repetitions: Option<u32>,
+    /// Any run setting, over the file's and every variant's (not the swept one).
+    #[command(flatten)]
+    settings: SettingFlags,
 }
 
 /// The line printed for one planned step.
@@ -49,6 +60,30 @@ fn describe(step: &StudyStep) -> String {
     )
 }
 
+/// Applies `--repetitions` and the setting flags to the study.
+fn override_study(study: &mut Study, args: &StudyArgs) -> anyhow::Result<()> {
+    if let Some(n) = args.repetitions {
+        if !(1..=MAX_REPETITIONS).contains(&n) {
+            return crate::exit::usage(format!(
+                "--repetitions {n}: out of range: use 1 to {MAX_REPETITIONS}"
+            ));
+        }
+        study.repetitions = n;
+    }
+    let mut check = RunSettings::default();
+    args.settings
+        .apply(&mut check)
+        .or_else(crate::exit::usage)?;
+    study.overrides = SettingTexts(
+        args.settings
+            .given
+            .iter()
+            .map(|(d, t)| (d.name.to_string(), t.clone()))
+            .collect(),
+    );
+    Ok(())
+}
+
 /// Runs the study, measuring each step with `runner`.
 pub fn run(
     args: StudyArgs,
@@ -56,7 +91,8 @@ pub fn run(
 ) -> anyhow::Result<i32> {
     let file = args.file.display().to_string();
     let usage = |e: StudyError| crate::exit::usage::<()>(e.to_string()).unwrap_err();
-    let study = load_study(&args.file).map_err(usage)?;
+    let mut study = load_study(&args.file).map_err(usage)?;
+    override_study(&mut study, &args)?;
     let plan = study.plan(&args.variant, &file).map_err(usage)?;
     let extra =
         parse_labels(&args.label).or_else(|e| crate::exit::usage(format!("--label: {e}")))?;

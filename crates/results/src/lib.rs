@@ -18,4 +18,5 @@ pub mod study;
 pub mod sweep;
 pub mod sweep_figure;
 pub mod sweep_report;
+pub mod sweep_text;
 pub mod sweep_usl;

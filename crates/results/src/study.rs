@@ -93,6 +93,14 @@ impl SettingTexts {
         Ok(())
     }
 
+    /// Adds `over`, each replacing an earlier value of the same key.
+    pub fn overlay(&mut self, over: &[(String, String)]) {
+        for (k, v) in over {
+            self.0.retain(|(name, _)| name != k);
+            self.0.push((k.clone(), v.clone()));
+        }
+    }
+
     /// The settings given, as `key = value` in study-file spelling.
     pub fn describe(&self) -> Vec<String> {
         self.0.iter().map(|(k, v)| format!("{k} = {v}")).collect()
@@ -121,6 +129,9 @@ pub struct Study {
     pub settings: SettingTexts,
     /// Dimensions crossed for every workload and variant (may be empty).
     pub sweep: Sweep,
+    /// Settings from the command line (`study FILE --duration 1s`): over the
+    /// study's and every variant's, under the sweep point's.
+    pub overrides: SettingTexts,
     /// At least one: a file without `[[variant]]` has one named `default`.
     pub variants: Vec<Variant>,
 }
@@ -218,10 +229,12 @@ impl Study {
         let mut settings = RunSettings::default();
         self.settings.apply(&mut settings)?;
         variant.settings.apply(&mut settings)?;
+        self.overrides.apply(&mut settings)?;
         let effective = point.apply(workload, &mut settings)?;
         let mut given = self.settings.clone();
-        given.0.extend(variant.settings.0.iter().cloned());
-        given.0.extend(point.values.iter().cloned());
+        given.overlay(&variant.settings.0);
+        given.overlay(&self.overrides.0);
+        given.overlay(&point.values);
         let mut labels = variant.labels.clone();
         labels.insert("study".into(), self.name.clone());
         labels.insert("variant".into(), variant.name.clone());
@@ -296,7 +309,7 @@ mod tests {
         assert_eq!(s.text_of("duration").unwrap(), "10s");
         assert_eq!(
             plan[0].given.describe(),
-            vec!["duration = 10s", "nodelay = false", "nodelay = true"]
+            vec!["duration = 10s", "nodelay = true"]
         );
     }
 }

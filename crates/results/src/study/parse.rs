@@ -266,6 +266,7 @@ pub fn parse_study(text: &str, file: &str) -> Result<Study, StudyError> {
         repetitions: DEFAULT_REPETITIONS,
         settings: SettingTexts::default(),
         sweep: Sweep::default(),
+        overrides: SettingTexts::default(),
         variants: Vec::new(),
     };
     let (mut has_name, mut has_workloads) = (false, false);

@@ -1,0 +1,127 @@
+//! The terminal summary of a sweep (`stackbench run --sweep`): per workload
+//! class a table of the swept value against rate, latency and CPU per
+//! transaction (mean ± 95% half-interval over repetitions), and for a client
+//! sweep the Universal Scalability Law fit's sentences. A pure function from
+//! labelled records to text, like the other exporters.
+
+use std::fmt::Write as _;
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+use stackbench_metrics::RunRecord;
+
+use crate::store::Labels;
+use crate::sweep::{group, Series, Stat};
+use crate::sweep_usl::{fit_usl, usl_sentences};
+
+fn stat(s: &Stat, digits: usize) -> String {
+    match s.half {
+        Some(h) => format!("{:.digits$} ± {h:.digits$}", s.mean),
+        None => format!("{:.digits$}", s.mean),
+    }
+}
+
+fn opt(s: &Option<Stat>) -> String {
+    s.as_ref().map_or_else(|| "-".to_string(), |s| stat(s, 2))
+}
+
+fn series_table(dimension: &str, series: &[Series]) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        dimension,
+        "series",
+        "runs",
+        "tr/s",
+        "p50 µs",
+        "p99 µs",
+        "cli µs/tr",
+        "srv µs/tr",
+    ]);
+    for s in series {
+        for p in &s.points {
+            let row = vec![
+                Cell::new(&p.x_text),
+                Cell::new(&s.label),
+                Cell::new(p.runs),
+                Cell::new(stat(&p.rate_tps, 1)),
+                Cell::new(stat(&p.latency_p50_us, 1)),
+                Cell::new(stat(&p.latency_p99_us, 1)),
+                Cell::new(opt(&p.cpu_client_us_per_tran)),
+                Cell::new(opt(&p.cpu_server_us_per_tran)),
+            ];
+            t.add_row(row.into_iter().enumerate().map(|(i, c)| {
+                if i >= 2 {
+                    c.set_alignment(CellAlignment::Right)
+                } else {
+                    c
+                }
+            }));
+        }
+    }
+    t
+}
+
+/// The summary text; empty when the runs carry no sweep labels.
+pub fn sweep_text(runs: &[(&Labels, &RunRecord)]) -> String {
+    let Some(sweep) = group(runs) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "sweep over {} (mean ± 95% half-interval over repetitions):",
+        sweep.dimensions.join(" × ")
+    );
+    for w in &sweep.workloads {
+        for class in &w.classes {
+            let _ = writeln!(out, "{}", class.class);
+            let _ = writeln!(out, "{}", series_table(&sweep.x.dimension, &class.series));
+            if sweep.x.dimension == "clients" {
+                for s in &class.series {
+                    let who = format!("{}, {}", class.class, s.label);
+                    for line in usl_sentences(&who, &fit_usl(s)) {
+                        let _ = writeln!(out, "  {line}");
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn a_client_sweep_prints_a_table_and_the_fit() {
+        let mut runs = Vec::new();
+        for (i, n) in [1u32, 2, 4, 8, 16, 32].iter().enumerate() {
+            for rep in 0..2 {
+                let x = f64::from(*n);
+                let rate = 1000.0 * x / (1.0 + 0.05 * (x - 1.0) + 0.002 * x * (x - 1.0));
+                let rate = rate * (1.0 + 0.005 * fixtures::jitter(3, i * 2 + rep));
+                let mut r = fixtures::record(&format!("RR{n}(1B/1B)"), rate, 50.0, 90.0, 1.0);
+                r.classes[0].clients = *n;
+                let labels: Labels = [
+                    ("sweep", "clients".to_string()),
+                    ("sweep.clients", n.to_string()),
+                    ("workload", "RR1(1B/1B)".to_string()),
+                    ("variant", "default".to_string()),
+                    ("repetition", (rep + 1).to_string()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                runs.push((labels, r));
+            }
+        }
+        let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
+        let text = sweep_text(&refs);
+        assert!(text.starts_with("sweep over clients"), "{text}");
+        assert!(text.contains("│ 32 "), "{text}");
+        assert!(text.contains("Universal Scalability Law"), "{text}");
+        assert!(sweep_text(&[]).is_empty());
+    }
+}
