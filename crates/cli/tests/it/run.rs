@@ -3,40 +3,13 @@
 //! Traffic goes to loopback only; every run is bounded by count or time.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Stdio};
+use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
 use assert_cmd::prelude::*;
 use predicates::prelude::*;
 
-/// The binary, storing into a throw-away database rather than the user's.
-fn stackbench() -> Command {
-    let mut cmd = Command::cargo_bin("stackbench").unwrap();
-    let db = std::env::temp_dir().join(format!("stackbench-run-tests-{}.db", std::process::id()));
-    cmd.env("STACKBENCH_DB", db);
-    cmd
-}
-
-/// Runs `cmd`, which must succeed, and returns its JSON document.
-fn json_ok(cmd: &mut Command) -> serde_json::Value {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out)
-}
-
-fn json_of(output: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
-}
+use crate::common::{json_of, json_ok, stackbench, wait_bounded, wait_until_measuring};
 
 /// A `stackbench serve` process on a free loopback port; killed on drop.
 struct Serve {
@@ -84,16 +57,18 @@ fn assert_usage_errors(cases: &[(&[&str], &str)]) {
     }
 }
 
-/// Waits for a run that was cut short: it must end within `max` of
-/// `started`, exit 3, and say why (`reason` in `incomplete_reason`).
-fn assert_incomplete(
-    driver: Child,
-    started: Instant,
-    max: Duration,
-    reason: &str,
-) -> serde_json::Value {
-    let out = driver.wait_with_output().unwrap();
-    assert!(started.elapsed() < max, "took {:?}", started.elapsed());
+/// How long a cut-short run may take to end. A hang check, not a
+/// performance claim: these runs stop within about a second of the signal or
+/// the responder's loss, and are set to run for `CUT_RUN_DURATION`, far longer.
+const HANG_CHECK: Duration = Duration::from_secs(60);
+
+/// The `--duration` of runs that a test cuts short.
+const CUT_RUN_DURATION: &str = "300s";
+
+/// Waits for a run that was cut short: it must end (within `HANG_CHECK`),
+/// exit 3, and say why (`reason` in `incomplete_reason`).
+fn assert_incomplete(driver: Child, reason: &str) -> serde_json::Value {
+    let out = wait_bounded(driver, HANG_CHECK);
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -312,13 +287,12 @@ fn every_kind_runs_against_a_separate_serve_process() {
 
 #[test]
 fn ctrl_c_ends_the_run_early_with_what_was_measured() {
-    let started = Instant::now();
     let driver = stackbench()
         .args([
             "run",
             "RR2(1B/1B)",
             "--duration",
-            "60s",
+            CUT_RUN_DURATION,
             "--warmup",
             "0s",
             "--json",
@@ -332,21 +306,16 @@ fn ctrl_c_ends_the_run_early_with_what_was_measured() {
     wait_until_measuring(&driver, Duration::from_secs(20));
     // SAFETY: plain kill(2) on our own child's pid.
     unsafe { libc::kill(driver.id() as i32, libc::SIGINT) };
-    assert_partial(assert_incomplete(
-        driver,
-        started,
-        Duration::from_secs(25),
-        "interrupted",
-    ));
+    assert_partial(assert_incomplete(driver, "interrupted"));
 }
 
 /// SIGTERM (a service manager, `timeout`, `kill`) keeps what was measured
 /// exactly as Ctrl-C does: exit 3, JSON with `"complete": false`.
 #[test]
 fn sigterm_ends_the_run_early_with_what_was_measured() {
-    let started = Instant::now();
     let driver = stackbench()
-        .args(["run", "RR1(1B/1B)", "--duration", "30s", "--warmup", "0s"])
+        .args(["run", "RR1(1B/1B)", "--duration", CUT_RUN_DURATION])
+        .args(["--warmup", "0s"])
         .args(["--json", "--no-store"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -355,12 +324,7 @@ fn sigterm_ends_the_run_early_with_what_was_measured() {
     wait_until_measuring(&driver, Duration::from_secs(20));
     // SAFETY: plain kill(2) on our own child's pid.
     unsafe { libc::kill(driver.id() as i32, libc::SIGTERM) };
-    assert_partial(assert_incomplete(
-        driver,
-        started,
-        Duration::from_secs(25),
-        "SIGTERM",
-    ));
+    assert_partial(assert_incomplete(driver, "SIGTERM"));
 }
 
 /// The interrupted run's class kept its figures, over a window cut short.
@@ -371,63 +335,20 @@ fn assert_partial(doc: serde_json::Value) {
         "partial results are kept: {c}"
     );
     assert!(
-        c["duration_s"].as_f64().unwrap() < 25.0,
+        c["duration_s"].as_f64().unwrap() < HANG_CHECK.as_secs_f64(),
         "the window ends at the interrupt: {c}"
     );
 }
 
-/// Waits, at most `max`, until the driver's first worker thread (`drive-w0`)
-/// has run for a few scheduler ticks: with no warm-up its window is open and
-/// transactions are being counted. Polls /proc; no fixed sleep.
-fn wait_until_measuring(driver: &Child, max: Duration) {
-    let deadline = Instant::now() + max;
-    while worker_cpu_ticks(driver.id()) < 3 {
-        assert!(
-            Instant::now() < deadline,
-            "the driver's worker did not run within {max:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// utime + stime, in clock ticks, of `pid`'s thread `drive-w0` (0 before it exists).
-fn worker_cpu_ticks(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    for task in tasks.flatten() {
-        let dir = task.path();
-        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if comm.trim() != "drive-w0" {
-            continue;
-        }
-        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-        // Fields after the ")" closing the name: utime and stime are the
-        // 12th and 13th (fields 14 and 15 of proc(5)).
-        let fields: Vec<u64> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest)
-            .unwrap_or_default()
-            .split_whitespace()
-            .skip(11)
-            .take(2)
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        return fields.iter().sum();
-    }
-    0
-}
-
 #[test]
-fn killed_responder_ends_the_run_with_status_3_within_10s() {
+fn killed_responder_ends_the_run_with_status_3() {
     let mut serve = Serve::start();
-    let started = Instant::now();
     let driver = stackbench()
         .args([
             "run",
             "RR2(1B/1B)",
             "--duration",
-            "60s",
+            CUT_RUN_DURATION,
             "--warmup",
             "0s",
             "--json",
@@ -438,10 +359,10 @@ fn killed_responder_ends_the_run_with_status_3_within_10s() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Past the 1 s idle baseline and into the window.
-    std::thread::sleep(Duration::from_millis(2500));
+    // Past the idle baseline and into the window, then the responder dies.
+    wait_until_measuring(&driver, Duration::from_secs(20));
     serve.child.kill().unwrap();
-    let doc = assert_incomplete(driver, started, Duration::from_secs(11), "responder");
+    let doc = assert_incomplete(driver, "responder");
     assert!(
         doc["classes"][0]["transactions"].as_u64().unwrap() > 0,
         "partial results are kept"

@@ -2,33 +2,17 @@
 //! and from the plan files in `examples/`), the JSON shape, `--from` a stored
 //! run, and the one-line errors with exit status 2.
 
-use assert_cmd::Command;
+use assert_cmd::prelude::*;
 use predicates::prelude::*;
 use serde_json::Value;
 
-const SEED003: &str = "../../examples/plan-seed003.toml";
-const SEED004: &str = "../../examples/plan-seed004.toml";
-const USL_PLAN: &str = "../../examples/plan-usl.toml";
-const USL_CSV: &str = "../../examples/usl-example.csv";
-const RATINGS: &str = "../../examples/ratings.toml";
-const WITH_CPU: &str = "../plan/tests/fixtures/result-with-cpu.json";
-const WITHOUT_CPU: &str = "../plan/tests/fixtures/result-without-cpu.json";
+use crate::common::{
+    fails_with, json_ok, plan, RATINGS, SEED003, SEED004, USL_CSV, USL_PLAN, WITHOUT_CPU, WITH_CPU,
+};
 
-fn plan(args: &[&str]) -> Command {
-    let mut cmd = Command::cargo_bin("stackbench").unwrap();
-    cmd.arg("plan").args(args);
-    cmd
-}
-
+/// `plan ARGS… --json`, which must succeed, as JSON.
 fn json(args: &[&str]) -> Value {
-    let out = plan(args)
-        .arg("--json")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap()
+    json_ok(plan(args).arg("--json"))
 }
 
 fn num(v: &Value, path: &str) -> f64 {
@@ -40,15 +24,6 @@ fn num(v: &Value, path: &str) -> f64 {
 fn round(x: f64, decimals: i32) -> f64 {
     let f = 10f64.powi(decimals);
     (x * f).round() / f
-}
-
-/// Asserts exit status 2 and a one-line error containing `needle`.
-fn fails_with(args: &[&str], needle: &str) {
-    let out = plan(args).assert().code(2).get_output().clone();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains(needle), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    assert!(out.stdout.is_empty());
 }
 
 #[test]

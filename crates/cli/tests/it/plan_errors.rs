@@ -1,27 +1,9 @@
 //! `stackbench plan` input errors through the binary: each is one line on
 //! stderr naming the flag (or file and key) and the fix, with exit status 2.
 
-use assert_cmd::Command;
+use assert_cmd::prelude::*;
 
-const SEED004: &str = "../../examples/plan-seed004.toml";
-const RATINGS: &str = "../../examples/ratings.toml";
-const WITH_CPU: &str = "../plan/tests/fixtures/result-with-cpu.json";
-const WITHOUT_CPU: &str = "../plan/tests/fixtures/result-without-cpu.json";
-
-fn plan(args: &[&str]) -> Command {
-    let mut cmd = Command::cargo_bin("stackbench").unwrap();
-    cmd.arg("plan").args(args);
-    cmd
-}
-
-/// Asserts exit status 2 and a one-line error containing `needle`.
-fn fails_with(args: &[&str], needle: &str) {
-    let out = plan(args).assert().code(2).get_output().clone();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains(needle), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    assert!(out.stdout.is_empty());
-}
+use crate::common::{fails_with, plan, RATINGS, SEED004, WITHOUT_CPU, WITH_CPU};
 
 #[test]
 fn errors_are_one_line_with_exit_2() {

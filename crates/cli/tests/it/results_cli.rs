@@ -3,16 +3,12 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
+use assert_cmd::prelude::*;
 use predicates::prelude::*;
 use stackbench_results::fixtures::{environment, jitter, record, with_cpu};
 use stackbench_results::store::{Labels, Store};
 
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("stackbench").unwrap();
-    c.env_remove("STACKBENCH_DB");
-    c
-}
+use crate::common::{examples, stackbench};
 
 /// Seeds a database: study "quick", variants A and B (B 10% slower on RR),
 /// 5 runs each of two workloads.
@@ -52,7 +48,7 @@ fn results_list_show_export() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     seed(&db, 1.0);
-    bin()
+    stackbench()
         .args(["results", "list", "--db"])
         .arg(&db)
         .assert()
@@ -60,7 +56,7 @@ fn results_list_show_export() {
         .stdout(
             predicate::str::contains("RR2(64B/64B)").and(predicate::str::contains("repetition=4")),
         );
-    bin()
+    stackbench()
         .args(["results", "list", "--where", "variant=B", "--json", "--db"])
         .arg(&db)
         .assert()
@@ -69,7 +65,7 @@ fn results_list_show_export() {
             predicate::str::contains("\"variant\": \"B\"")
                 .and(predicate::str::contains("\"variant\": \"A\"").not()),
         );
-    bin()
+    stackbench()
         .args(["results", "show", "1", "--db"])
         .arg(&db)
         .assert()
@@ -78,13 +74,13 @@ fn results_list_show_export() {
             predicate::str::contains("kernel 6.1.0")
                 .and(predicate::str::contains("server CPU µs/tr")),
         );
-    bin()
+    stackbench()
         .args(["results", "show", "999", "--db"])
         .arg(&db)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no stored run with id 999"));
-    let csv = bin()
+    let csv = stackbench()
         .args(["results", "export", "--format", "csv", "--db"])
         .arg(&db)
         .output()
@@ -93,7 +89,7 @@ fn results_list_show_export() {
     assert_eq!(csv.lines().count(), 21, "header + 20 runs × 1 class");
     assert!(csv.starts_with("id,started_utc,study,variant,labels,complete,workload,class,"));
     let out = dir.path().join("x.md");
-    bin()
+    stackbench()
         .args(["results", "export", "--format", "markdown", "-o"])
         .arg(&out)
         .arg("--db")
@@ -103,7 +99,7 @@ fn results_list_show_export() {
     assert!(std::fs::read_to_string(&out)
         .unwrap()
         .starts_with("| id | started_utc |"));
-    bin()
+    stackbench()
         .args(["results", "export", "--where", "variant", "--db"])
         .arg(&db)
         .assert()
@@ -135,7 +131,7 @@ fn read_only_commands_create_no_database() {
         vec!["compare", "variant=A", "variant=B"],
         vec!["report", "--out", out.to_str().unwrap()],
     ] {
-        let result = bin()
+        let result = stackbench()
             .args(&args)
             .arg("--db")
             .arg(&missing)
@@ -156,8 +152,9 @@ fn read_only_commands_create_no_database() {
     assert!(!out.exists());
     // The default location is not created either.
     let home = dir.path().join("home");
-    bin()
+    stackbench()
         .args(["results", "list"])
+        .env_remove("STACKBENCH_DB")
         .env("XDG_DATA_HOME", &home)
         .assert()
         .code(2)
@@ -181,13 +178,13 @@ fn a_read_only_database_can_be_listed() {
     // is what keeps the commands from writing, checked by the file list.
     set_mode(&db, 0o444);
     set_mode(&ro, 0o555);
-    bin()
+    stackbench()
         .args(["results", "list", "--db"])
         .arg(&db)
         .assert()
         .success()
         .stdout(predicate::str::contains("CRR2(64B/1kB)"));
-    bin()
+    stackbench()
         .args(["compare", "variant=A", "variant=B", "--db"])
         .arg(&db)
         .assert()
@@ -223,7 +220,7 @@ fn a_record_from_a_newer_stackbench_is_refused_in_one_line() {
         newer - 1
     );
     // The list survives: the row is marked and its error is a warning.
-    bin()
+    stackbench()
         .args(["results", "list", "--db"])
         .arg(&db)
         .assert()
@@ -232,24 +229,24 @@ fn a_record_from_a_newer_stackbench_is_refused_in_one_line() {
         .stderr(format!(
             "stackbench: warning: {message} (listed as UNREADABLE)\n"
         ));
-    bin()
+    stackbench()
         .args(["results", "list", "--json", "--db"])
         .arg(&db)
         .assert()
         .success()
         .stdout(predicate::str::contains("\"error\":").count(1));
-    bin()
+    stackbench()
         .args(["results", "show", "3", "--db"])
         .arg(&db)
         .assert()
         .code(2)
         .stderr(format!("stackbench: error: {message}\n"));
-    bin()
+    stackbench()
         .args(["results", "show", "2", "--db"])
         .arg(&db)
         .assert()
         .success();
-    bin()
+    stackbench()
         .args(["compare", "variant=A", "variant=B", "--db"])
         .arg(&db)
         .assert()
@@ -260,7 +257,7 @@ fn a_record_from_a_newer_stackbench_is_refused_in_one_line() {
     let mut value = serde_json::to_value(record("RR1(1B/1B)", 1.0, 1.0, 1.0, 0.0)).unwrap();
     value["schema_version"] = newer.into();
     std::fs::write(&file, value.to_string()).unwrap();
-    bin()
+    stackbench()
         .arg("compare")
         .arg(&file)
         .arg(&file)
@@ -272,7 +269,7 @@ fn a_record_from_a_newer_stackbench_is_refused_in_one_line() {
             newer - 1
         ));
     std::fs::write(&file, format!("[{value}, {value}]")).unwrap();
-    bin()
+    stackbench()
         .arg("compare")
         .arg(&file)
         .arg(&file)
@@ -289,7 +286,7 @@ fn compare_exits_one_on_worse_and_zero_otherwise() {
     let dir = tempfile::tempdir().unwrap();
     let same = dir.path().join("same.db");
     seed(&same, 1.0);
-    bin()
+    stackbench()
         .args([
             "compare",
             "variant=A",
@@ -306,7 +303,7 @@ fn compare_exits_one_on_worse_and_zero_otherwise() {
         );
     let worse = dir.path().join("worse.db");
     seed(&worse, 0.9);
-    bin()
+    stackbench()
         .args(["compare", "variant=A", "variant=B", "--db"])
         .arg(&worse)
         .assert()
@@ -315,25 +312,25 @@ fn compare_exits_one_on_worse_and_zero_otherwise() {
             predicate::str::contains("WORSE")
                 .and(predicate::str::contains("decreases throughput by 10.00%")),
         );
-    bin()
+    stackbench()
         .args(["compare", "variant=A", "variant=B", "--json", "--db"])
         .arg(&worse)
         .assert()
         .code(1)
         .stdout(predicate::str::contains("\"verdict\": \"WORSE\""));
-    bin()
+    stackbench()
         .args(["compare", "variant=A", "variant=B", "--markdown", "--db"])
         .arg(&worse)
         .assert()
         .code(1)
         .stdout(predicate::str::contains("| Workload | Metric |"));
-    bin()
+    stackbench()
         .args(["compare", "variant=A", "variant=Z", "--db"])
         .arg(&worse)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no stored runs match variant=Z"));
-    bin()
+    stackbench()
         .args(["compare", "nonsense", "variant=A", "--db"])
         .arg(&worse)
         .assert()
@@ -341,7 +338,7 @@ fn compare_exits_one_on_worse_and_zero_otherwise() {
         .stderr(predicate::str::contains(
             "'nonsense' is neither a JSON file nor a label selector",
         ));
-    bin()
+    stackbench()
         .args(["compare", "variant=A", "variant=B", "--margin", "0", "--db"])
         .arg(&worse)
         .assert()
@@ -365,7 +362,7 @@ fn compare_reads_json_files() {
         .map(|r| serde_json::to_string(r).unwrap())
         .collect();
     std::fs::write(&fb, lines.join("\n")).unwrap();
-    bin()
+    stackbench()
         .arg("compare")
         .arg(&fa)
         .arg(&fb)
@@ -380,7 +377,7 @@ fn report_writes_html_markdown_and_figures() {
     let db = dir.path().join("r.db");
     seed(&db, 1.0);
     let out = dir.path().join("rep");
-    bin()
+    stackbench()
         .args(["report", "--db"])
         .arg(&db)
         .arg("--out")
@@ -396,7 +393,7 @@ fn report_writes_html_markdown_and_figures() {
         "{md}"
     );
     assert!(out.join("figures/figure-2.svg").exists());
-    bin()
+    stackbench()
         .args(["report", "--study", "nope", "--db"])
         .arg(&db)
         .arg("--out")
@@ -406,13 +403,9 @@ fn report_writes_html_markdown_and_figures() {
         .stderr(predicate::str::contains("--study nope: no stored runs"));
 }
 
-fn examples() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
-}
-
 #[test]
 fn study_dry_run_prints_the_interleaved_plan() {
-    let out = bin()
+    let out = stackbench()
         .args(["study", "--dry-run"])
         .arg(examples().join("quick.toml"))
         .output()
@@ -447,7 +440,7 @@ fn study_errors_are_one_line_with_status_two() {
         "name = \"x\"\nworkloads = [\"RR1(1B/1B)\"]\nnodely = true\n",
     )
     .unwrap();
-    let out = bin()
+    let out = stackbench()
         .args(["study", "--dry-run"])
         .arg(&bad)
         .output()
@@ -459,7 +452,7 @@ fn study_errors_are_one_line_with_status_two() {
         err.contains("bad.toml:3:1: unknown key 'nodely': use name,"),
         "{err}"
     );
-    bin()
+    stackbench()
         .args(["study", "--dry-run", "--variant", "zzz"])
         .arg(examples().join("quick.toml"))
         .assert()

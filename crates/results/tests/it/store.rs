@@ -434,7 +434,7 @@ fn a_study_killed_midway_keeps_completed_runs() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "kill_child_study",
+            "store::kill_child_study",
             "--ignored",
             "--test-threads=1",
         ])
@@ -442,12 +442,10 @@ fn a_study_killed_midway_keeps_completed_runs() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Bounded wait for the child to have stored 20 runs.
-    for _ in 0..600 {
-        if marker.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    // Polls, at most 60 s (a hang check), for the child to have stored 20 runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !marker.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     child.kill().unwrap(); // SIGKILL: no destructors, no chance to tidy up.
     child.wait().unwrap();

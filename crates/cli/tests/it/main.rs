@@ -1,0 +1,8 @@
+//! The CLI's integration tests, one test binary: each module drives the
+//! `stackbench` binary for one area; `common` holds the shared helpers.
+
+mod common;
+mod plan;
+mod plan_errors;
+mod results_cli;
+mod run;

@@ -1,0 +1,8 @@
+//! The results crate's integration tests, one test binary: output formats,
+//! report and compare, the store, and study files. insta snapshots are in
+//! `snapshots/`, named `it__<module>__<name>.snap`.
+
+mod output;
+mod report;
+mod store;
+mod study_files;
