@@ -150,6 +150,8 @@ mod tests {
         ("sndbuf", "2GB"),
         ("rcvbuf", "10B"),
         ("crr_close", "later"),
+        ("busy_poll", "50"),
+        ("busy_poll", "1s"),
         ("repeat", "0"),
         ("repeat", "1001"),
         ("confidence", "99"),

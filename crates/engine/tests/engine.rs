@@ -96,6 +96,7 @@ fn socket_options_are_applied_without_changing_counts() {
         sndbuf_bytes: Some(128 * 1024),
         rcvbuf_bytes: Some(128 * 1024),
         crr_close: CrrClose::Server,
+        busy_poll_us: Some(50),
     };
     assert_exact(&run(&h, &cfg), 60);
 }

@@ -182,6 +182,8 @@ run_settings! {
     sndbuf: Option<Bytes> = None, json "sndbuf_bytes", range "1kB" ..= "1GB";
     /// SO_RCVBUF for data sockets, e.g. 256kB [default: kernel autotuning].
     rcvbuf: Option<Bytes> = None, json "rcvbuf_bytes", range "1kB" ..= "1GB";
+    /// SO_BUSY_POLL on data sockets, both sides: the receiver polls the device queue this long before sleeping.
+    busy_poll: Option<Secs> = None, json "busy_poll_s", range "1us" ..= "10ms";
     /// Who closes a CRR connection first: server (TIME_WAIT on the server), client, or abort (RST).
     crr_close: CrrClose = CrrClose::Server, json "crr_close";
     /// Run each workload N times back to back: mean, standard deviation and 95% interval [default: 1].
@@ -202,6 +204,7 @@ impl RunSettings {
             sndbuf_bytes: self.sndbuf.map(|b| b.0 as u32),
             rcvbuf_bytes: self.rcvbuf.map(|b| b.0 as u32),
             crr_close: self.crr_close,
+            busy_poll_us: self.busy_poll.map(|d| d.0.as_micros() as u32),
         }
     }
 
