@@ -6,3 +6,4 @@ mod plan;
 mod plan_errors;
 mod results_cli;
 mod run;
+mod sweep;
