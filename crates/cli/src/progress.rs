@@ -1,5 +1,7 @@
 //! The live progress line on stderr (indicatif), drawn only when stderr is a
-//! terminal: the phase, elapsed time and the current transaction rate.
+//! terminal: the phase, elapsed time and the current transaction rate. When
+//! stderr is not a terminal (CI, a log file) the same text is written as a
+//! plain line once a minute, so a long run is never silent for hours.
 
 use std::time::Duration;
 
@@ -12,7 +14,12 @@ pub struct ProgressLine {
     window: Option<Duration>,
     warmup: Duration,
     last: Option<(Duration, u64)>,
+    /// Elapsed time of the next plain line (no terminal).
+    next_line: Duration,
 }
+
+/// Interval of the plain progress lines written when stderr is not a terminal.
+const PLAIN_LINE_EVERY: Duration = Duration::from_secs(60);
 
 impl ProgressLine {
     pub fn new(cfg: &RunConfig) -> ProgressLine {
@@ -29,11 +36,14 @@ impl ProgressLine {
             window: cfg.duration,
             warmup: cfg.warmup,
             last: None,
+            next_line: PLAIN_LINE_EVERY,
         }
     }
 
     pub fn update(&mut self, p: &Progress) {
-        let Some(bar) = &self.bar else { return };
+        if self.bar.is_none() && p.elapsed < self.next_line {
+            return;
+        }
         let total: u64 = p.transactions.iter().sum();
         let rate = match self.last {
             Some((t, n)) if p.elapsed > t => {
@@ -59,8 +69,16 @@ impl ProgressLine {
                 self.name
             )
         };
-        bar.set_message(msg);
-        bar.tick();
+        match &self.bar {
+            Some(bar) => {
+                bar.set_message(msg);
+                bar.tick();
+            }
+            None => {
+                eprintln!("stackbench: {msg}");
+                self.next_line = p.elapsed + PLAIN_LINE_EVERY;
+            }
+        }
     }
 
     pub fn finish(&mut self) {
