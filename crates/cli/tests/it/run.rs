@@ -103,7 +103,10 @@ fn bad_notation_is_one_line_exit_2() {
 fn bad_flags_name_the_flag_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["--duration", "10"], "--duration 10: bad duration '10'"),
-        (&["--sndbuf", "1x"], "--sndbuf 1x: unknown size unit 'x'"),
+        (
+            &["--sndbuf", "1x"],
+            "--sndbuf 1x: bad size '1x': unknown size unit 'x'",
+        ),
         (&["--client-cpus", "a"], "--client-cpus a: bad CPU list 'a'"),
         (&["--transactions", "0"], "--transactions 0"),
         (&["--threads", "0"], "--threads 0"),

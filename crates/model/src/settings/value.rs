@@ -125,7 +125,7 @@ pub struct Bytes(pub u64);
 impl SettingValue for Bytes {
     const VALUE_NAME: &'static str = "SIZE";
     fn parse(text: &str) -> Result<Self, String> {
-        crate::size::parse_size(text.trim(), text)
+        units::parse_size(text)
             .map(Bytes)
             .map_err(|e| e.to_string())
     }

@@ -142,7 +142,7 @@ fn bad_files_get_one_line_errors_with_file_line_and_fix() {
         ),
         (
             "sndbuf = \"256kb\"\n",
-            "bad.toml:3:10: sndbuf = 256kb: unknown size unit 'kb' in '256kb'",
+            "bad.toml:3:10: sndbuf = 256kb: bad size '256kb': unknown size unit 'kb'",
         ),
         (
             "crr_close = \"later\"\n",
