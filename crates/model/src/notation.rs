@@ -274,7 +274,7 @@ mod tests {
             "CRR2(1B/1B)@uniform:1s..3s"
         );
         // Stored records without the field read back; with it, it is text.
-        let json = serde_json::to_value(&mix.classes[0]).unwrap();
+        let json = serde_json::to_value(mix.classes[0]).unwrap();
         assert_eq!(json["pacing"], "exp:30s");
         let back: ClassSpec = serde_json::from_value(json).unwrap();
         assert_eq!(back, mix.classes[0]);

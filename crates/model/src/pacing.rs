@@ -136,7 +136,7 @@ impl fmt::Display for PerSecond {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (unit, seconds) in [("s", 1.0), ("min", 60.0), ("h", 3600.0)] {
             let n = (self.0 * seconds).round();
-            if n >= 1.0 && n < 1e15 && n / seconds == self.0 {
+            if (1.0..1e15).contains(&n) && n / seconds == self.0 {
                 return write!(f, "{n}/{unit}");
             }
         }
