@@ -1,14 +1,16 @@
-//! Turns one class's merged accumulators into the stored [`ClassResult`], and
-//! says when a run that was not cut short still fell short: a class with no
-//! transaction in its window, or a `--transactions` count the `--duration`
-//! ended before.
+//! Turns one class's merged accumulators into the stored [`ClassResult`]
+//! (with its population figures when paced or ramped), and says when a run
+//! that was not cut short still fell short: a class with no transaction in its
+//! window, or a `--transactions` count the `--duration` ended before.
 
 use std::time::Duration;
 
-use stackbench_metrics::ClassResult;
-use stackbench_model::ClassSpec;
+use stackbench_metrics::record::{LagUs, PacingMode, PopulationFigures};
+use stackbench_metrics::{ClassResult, LatencyHistogram};
+use stackbench_model::{ClassSpec, Pacing};
 
-use super::worker::ClassAccum;
+use super::accum::ClassAccum;
+use super::pace::{Pace, PacingConfig};
 use super::RunConfig;
 
 /// Above this many clients, a class with no transaction was probably still
@@ -62,7 +64,55 @@ pub fn class_result(
         cpu: None,
         memory: None,
         repetitions: None,
+        population: None,
     }
+}
+
+/// The population figures of a paced class, or of any class of a ramped
+/// run; `None` for a closed-loop class connected all at once.
+pub fn population(
+    spec: &ClassSpec,
+    pace: &Pace,
+    cfg: &PacingConfig,
+    acc: &ClassAccum,
+) -> Option<PopulationFigures> {
+    if !pace.is_paced() && cfg.ramp.is_none() {
+        return None;
+    }
+    let pacing = Pacing::effective(spec.pacing, cfg.think, cfg.rate);
+    let lag = acc
+        .lag
+        .as_ref()
+        .filter(|h| h.count() > 0)
+        .map(LatencyHistogram::summary_us);
+    Some(PopulationFigures {
+        pacing: match pace {
+            Pace::Closed => PacingMode::Closed,
+            Pace::Think(_) => PacingMode::Think,
+            Pace::Open { .. } => PacingMode::Open,
+        },
+        pacing_text: pacing.map(|p| p.to_string()),
+        think_mean_s: match pacing {
+            Some(Pacing::Think(t)) => Some(t.mean().as_secs_f64()),
+            _ => None,
+        },
+        wait_mean_s: (acc.waits > 0).then(|| acc.wait_ns as f64 / acc.waits as f64 / 1e9),
+        offered_rate_tps: match pacing {
+            Some(Pacing::Rate(r)) => Some(r.per_s()),
+            _ => None,
+        },
+        arrivals: pace.is_open().then(|| cfg.arrivals.name().to_string()),
+        latency_uncorrected_us: acc.uncorrected.as_ref().map(LatencyHistogram::summary_us),
+        late: acc.late,
+        dropped: acc.dropped,
+        generator_lag_us: lag.map(|l| LagUs {
+            p50: l.p50,
+            p99: l.p99,
+            max: l.max,
+        }),
+        connected: u32::try_from(acc.connected_at_window).unwrap_or(u32::MAX),
+        connect_s: acc.last_connected_ns as f64 / 1e9,
+    })
 }
 
 /// Why a run that ran to its end is still incomplete, one clause per class
@@ -154,6 +204,7 @@ mod tests {
             client_cpus: vec![],
             socket: Default::default(),
             spin: false,
+            pacing: PacingConfig::default(),
         }
     }
 
