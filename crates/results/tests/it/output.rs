@@ -25,7 +25,13 @@ fn human_output_of_a_population() {
     use stackbench_metrics::record::{
         LagUs, LatencyUs, MemoryFigures, PacingMode, PopulationFigures, SideMemory,
     };
-    let mut r = fixtures::record("RR8K(100B/800B)@30s+RR4(100B/100B)@2000/s", 272.9, 61.0, 180.0, 0.0);
+    let mut r = fixtures::record(
+        "RR8K(100B/800B)@30s+RR4(100B/100B)@2000/s",
+        272.9,
+        61.0,
+        180.0,
+        0.0,
+    );
     let side = SideMemory {
         rss_bytes_per_conn: Some(312.0),
         kernel_sock_bytes_per_conn: Some(1280.0),
