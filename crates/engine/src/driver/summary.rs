@@ -13,9 +13,6 @@ use super::accum::ClassAccum;
 use super::pace::{Pace, PacingConfig};
 use super::RunConfig;
 
-/// Above this many clients, a class with no transaction was probably still
-/// connecting when the window opened.
-const MANY_CLIENTS: u32 = 100;
 /// At or above this message size, a class with no transaction probably needs
 /// more time than the window per transaction.
 const LARGE_MESSAGE_BYTES: u64 = 1 << 20;
@@ -131,7 +128,7 @@ pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
             if acc.transactions == 0 {
                 Some(format!(
                     "{spec}: no transaction completed in the {window} window: {}",
-                    nothing_fix(spec)
+                    nothing_fix(spec, &Pace::of(spec, &cfg.pacing))
                 ))
             } else {
                 let n = cfg.transactions.filter(|&n| acc.transactions < n)?;
@@ -147,13 +144,14 @@ pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
 }
 
 /// What to change when a class completed no transaction in its window.
-fn nothing_fix(spec: &ClassSpec) -> String {
+fn nothing_fix(spec: &ClassSpec, pace: &Pace) -> String {
     let mut fix = "lengthen --duration".to_string();
-    if spec.clients > MANY_CLIENTS {
-        fix += &format!(
-            " or --warmup (its {} clients were still connecting)",
-            spec.clients
-        );
+    match pace {
+        Pace::Think(t) => {
+            fix += &format!(" past its think time ({t}) or shorten the think time");
+        }
+        Pace::Open { .. } => fix += " or raise its rate",
+        Pace::Closed => {}
     }
     if spec.request_bytes.max(spec.response_bytes) >= LARGE_MESSAGE_BYTES {
         let side = if spec.request_bytes >= spec.response_bytes {
@@ -223,9 +221,14 @@ mod tests {
             "RR1(2GB/1B): no transaction completed in the 1s window: \
              lengthen --duration or shrink the request"
         );
-        let why = shortfall(&cfg("RR4K(1B/1B)", 500, None), &[done(0)]).unwrap();
+        let why = shortfall(&cfg("RR4K(1B/1B)@exp:30s", 500, None), &[done(0)]).unwrap();
         assert!(why.contains("500ms window"), "{why}");
-        assert!(why.contains("--warmup (its 4096 clients"), "{why}");
+        assert!(
+            why.ends_with(
+                "lengthen --duration past its think time (exp:30s) or shorten the think time"
+            ),
+            "{why}"
+        );
         assert_eq!(shortfall(&cfg("RR1(1B/1B)", 1000, None), &[done(1)]), None);
     }
 
