@@ -118,49 +118,13 @@ fn micros(us: f64) -> String {
 /// and uncorrected latency, connecting time, and storage per user per side
 /// (seed 003's storage rows), measured with every client connected.
 pub fn population_lines(c: &ClassResult, p: &PopulationFigures) -> String {
-    let mut out = format!("population {}: ", c.notation);
-    let connected = format!(
-        "{}/{} clients connected in {:.2} s",
+    let mut out = format!("population {}: {}", c.notation, pacing_text(c, p));
+    let _ = writeln!(
+        out,
+        "; {}/{} clients connected in {:.2} s",
         p.connected, c.clients, p.connect_s
     );
-    match p.pacing {
-        PacingMode::Closed => out.push_str("closed loop"),
-        PacingMode::Think => {
-            let _ = write!(
-                out,
-                "think {} (mean {} s)",
-                p.pacing_text.as_deref().unwrap_or("-"),
-                opt(p.think_mean_s, 3)
-            );
-        }
-        PacingMode::Open => {
-            let _ = write!(
-                out,
-                "open loop {} {} offered, {:.1} tr/s achieved",
-                p.pacing_text.as_deref().unwrap_or("-"),
-                p.arrivals.as_deref().unwrap_or("constant"),
-                c.rate_tps
-            );
-        }
-    }
-    let _ = writeln!(out, "; {connected}");
-    if let Some(wait) = p.wait_mean_s {
-        let busy_us = p
-            .latency_uncorrected_us
-            .as_ref()
-            .unwrap_or(&c.latency_us)
-            .mean;
-        let implied = c.rate_tps * (busy_us / 1e6 + wait);
-        let _ = writeln!(
-            out,
-            "  Little's law: N = {}, X(R+Z) = {implied:.1} ({:+.2}%), X = {:.1} tr/s, \
-             R = {}, Z measured = {wait:.4} s",
-            c.clients,
-            100.0 * (implied / f64::from(c.clients) - 1.0),
-            c.rate_tps,
-            micros(busy_us)
-        );
-    }
+    out.push_str(&little_line(c, p));
     if let Some(u) = &p.latency_uncorrected_us {
         let _ = writeln!(
             out,
@@ -182,24 +146,64 @@ pub fn population_lines(c: &ClassResult, p: &PopulationFigures) -> String {
             p.dropped
         );
     }
-    if let Some(m) = &c.memory {
-        let side = |s: &Option<stackbench_metrics::SideMemory>| {
-            s.as_ref().map_or("-".to_string(), |s| {
-                format!(
-                    "{} B user + {} B kernel",
-                    opt(s.rss_bytes_per_conn, 0),
-                    opt(s.kernel_sock_bytes_per_conn, 0)
-                )
-            })
-        };
-        let _ = writeln!(
-            out,
-            "  storage per user: driver {}, responder {} (kernel socket memory is host-wide)",
-            side(&m.client),
-            side(&m.server)
-        );
-    }
+    out.push_str(&storage_line(c));
     out
+}
+
+/// `think 30s (mean 30.000 s)`, `open loop 5000/s poisson offered, …`.
+fn pacing_text(c: &ClassResult, p: &PopulationFigures) -> String {
+    let text = p.pacing_text.as_deref().unwrap_or("-");
+    match p.pacing {
+        PacingMode::Closed => "closed loop".to_string(),
+        PacingMode::Think => format!("think {text} (mean {} s)", opt(p.think_mean_s, 3)),
+        PacingMode::Open => format!(
+            "open loop {text} {} offered, {:.1} tr/s achieved",
+            p.arrivals.as_deref().unwrap_or("constant"),
+            c.rate_tps
+        ),
+    }
+}
+
+/// Little's law with the measured X, R (the busy time) and Z (the wait).
+fn little_line(c: &ClassResult, p: &PopulationFigures) -> String {
+    let Some(wait) = p.wait_mean_s else {
+        return String::new();
+    };
+    let busy_us = p
+        .latency_uncorrected_us
+        .as_ref()
+        .unwrap_or(&c.latency_us)
+        .mean;
+    let implied = c.rate_tps * (busy_us / 1e6 + wait);
+    format!(
+        "  Little's law: N = {}, X(R+Z) = {implied:.1} ({:+.2}%), X = {:.1} tr/s, R = {}, \
+         Z measured = {wait:.4} s\n",
+        c.clients,
+        100.0 * (implied / f64::from(c.clients) - 1.0),
+        c.rate_tps,
+        micros(busy_us)
+    )
+}
+
+/// User-space and kernel socket bytes per connection, per side.
+fn storage_line(c: &ClassResult) -> String {
+    let Some(m) = &c.memory else {
+        return String::new();
+    };
+    let side = |s: &Option<stackbench_metrics::SideMemory>| {
+        s.as_ref().map_or("-".to_string(), |s| {
+            format!(
+                "{} B user + {} B kernel",
+                opt(s.rss_bytes_per_conn, 0),
+                opt(s.kernel_sock_bytes_per_conn, 0)
+            )
+        })
+    };
+    format!(
+        "  storage per user: driver {}, responder {} (kernel socket memory is host-wide)\n",
+        side(&m.client),
+        side(&m.server)
+    )
 }
 
 /// `mean ± stdev unit (L% CI lo … hi, width W%)` for one measure.

@@ -39,7 +39,7 @@ use clock::{Timing, Window};
 pub use control::ControlClient;
 use pace::Pace;
 pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
-use watch::Watch;
+use watch::{Watch, Watched};
 use worker::{ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::error::EngineError;
@@ -125,67 +125,18 @@ pub fn run_workload(
             pace: Pace::of(class, &cfg.pacing),
         });
     }
-    let assignments = assign_clients(&cfg.workload, cfg.transactions, cfg.threads);
-    let expected: u64 = assignments.iter().flatten().filter(|c| c.quota > 0).count() as u64;
-    let ramp_gap_ns = cfg.pacing.ramp.map_or(0.0, |r| 1e9 / r.per_s());
-    let window = Window::default();
-    let shared = Shared {
-        classes: &plans,
-        socket: cfg.socket,
-        spin: cfg.spin,
-        epoch: Instant::now(),
-        window: &window,
-        window_s: cfg.duration.map_or(0, |d| d.as_secs() as usize),
-        ramp_gap_ns,
-        seed: cfg.pacing.seed,
-    };
-    let abort = AtomicBool::new(false);
-    let slots: Vec<WorkerSlots> = assignments
-        .iter()
-        .map(|_| WorkerSlots::new(plans.len()))
-        .collect();
-    let ramp_ns = (cfg.workload.total_clients() as f64 * ramp_gap_ns) as u64;
-    let mut watch = Watch::new(shared.epoch, &window, cfg, &slots, expected, ramp_ns);
-    let per_worker: Vec<Result<Vec<ClassAccum>, String>> = thread::scope(|scope| {
-        let handles: Vec<_> = assignments
-            .iter()
-            .zip(&slots)
-            .enumerate()
-            .map(|(i, (clients, slots))| {
-                let (shared, abort) = (&shared, &abort);
-                thread::Builder::new()
-                    .name(format!("drive-w{i}"))
-                    .spawn_scoped(scope, move || {
-                        Worker::new(shared, clients, slots)
-                            .map(|w| w.run(abort))
-                            .map_err(|e| format!("worker {i} could not start: {e}"))
-                    })
-                    .expect("spawning a worker thread")
-            })
-            .collect();
-        while !handles.iter().all(|h| h.is_finished()) {
-            watch.tick(control, stop, &abort, on_progress);
-        }
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a worker thread panicked".to_string()))
-            })
-            .collect()
-    });
-    watch.finish(control);
-    let Watch {
+    let Driven {
+        per_worker,
+        watched,
+        timing,
+    } = drive(control, cfg, &plans, stop, on_progress);
+    let Watched {
         mut reason,
         stopped_at_ns,
         start_samples,
         end_samples,
         end_memory,
-        ..
-    } = watch;
-    // The window as opened (never opened: nothing was counted).
-    let mut timing = Timing::new(shared.epoch);
-    timing.refresh(&window);
+    } = watched;
     let mut merged: Vec<ClassAccum> = plans.iter().map(|_| ClassAccum::default()).collect();
     for result in per_worker {
         match result {
@@ -241,6 +192,82 @@ pub fn run_workload(
         complete: reason.is_none(),
         incomplete_reason: reason,
     })
+}
+
+/// What the workers and the coordinator's watch produced.
+struct Driven {
+    per_worker: Vec<Result<Vec<ClassAccum>, String>>,
+    watched: Watched,
+    /// The window as opened (never opened: nothing was counted).
+    timing: Timing,
+}
+
+/// Spreads the clients over worker threads, runs them, and watches the run
+/// from this thread until every worker is done.
+fn drive(
+    control: &mut ControlClient,
+    cfg: &RunConfig,
+    plans: &[ClassPlan],
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Driven {
+    let assignments = assign_clients(&cfg.workload, cfg.transactions, cfg.threads);
+    let expected = assignments.iter().flatten().filter(|c| c.quota > 0).count() as u64;
+    let ramp_gap_ns = cfg.pacing.ramp.map_or(0.0, |r| 1e9 / r.per_s());
+    let window = &Window::default();
+    let slots: &[WorkerSlots] = &assignments
+        .iter()
+        .map(|_| WorkerSlots::new(plans.len()))
+        .collect::<Vec<_>>();
+    let shared = Shared {
+        classes: plans,
+        socket: cfg.socket,
+        spin: cfg.spin,
+        epoch: Instant::now(),
+        window,
+        window_s: cfg.duration.map_or(0, |d| d.as_secs() as usize),
+        ramp_gap_ns,
+        seed: cfg.pacing.seed,
+    };
+    let abort = AtomicBool::new(false);
+    let ramp_ns = (cfg.workload.total_clients() as f64 * ramp_gap_ns) as u64;
+    let mut watch = Watch::new(shared.epoch, window, cfg, slots, expected, ramp_ns);
+    let per_worker = thread::scope(|scope| {
+        let handles: Vec<_> = assignments
+            .iter()
+            .zip(slots)
+            .enumerate()
+            .map(|(i, (clients, slots))| {
+                let (shared, abort) = (&shared, &abort);
+                thread::Builder::new()
+                    .name(format!("drive-w{i}"))
+                    .spawn_scoped(scope, move || {
+                        Worker::new(shared, clients, slots)
+                            .map(|w| w.run(abort))
+                            .map_err(|e| format!("worker {i} could not start: {e}"))
+                    })
+                    .expect("spawning a worker thread")
+            })
+            .collect();
+        while !handles.iter().all(|h| h.is_finished()) {
+            watch.tick(control, stop, &abort, on_progress);
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a worker thread panicked".to_string()))
+            })
+            .collect()
+    });
+    watch.finish(control);
+    let mut timing = Timing::new(shared.epoch);
+    timing.refresh(window);
+    Driven {
+        per_worker,
+        watched: watch.into_outcome(),
+        timing,
+    }
 }
 
 /// Length of one class's measurement window in ns. A class that completed

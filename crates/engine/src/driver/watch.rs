@@ -29,6 +29,16 @@ const PROGRESS_INTERVAL_NS: u64 = 100_000_000;
 /// anyway and the Little's-law check reports the missing clients.
 pub const CONNECT_GRACE_NS: u64 = 10_000_000_000;
 
+/// What the watch saw of a run, once it is over.
+pub struct Watched {
+    pub reason: Option<String>,
+    pub stopped_at_ns: Option<u64>,
+    pub start_samples: SidePair,
+    pub end_samples: SidePair,
+    /// Memory of (client, server) at the end of the window.
+    pub end_memory: MemoryPair,
+}
+
 pub struct Watch<'a> {
     epoch: Instant,
     window: &'a Window,
@@ -164,6 +174,16 @@ impl<'a> Watch<'a> {
     pub fn finish(&mut self, control: &mut ControlClient) {
         if self.started && !self.ended {
             self.end_window(control);
+        }
+    }
+
+    pub fn into_outcome(self) -> Watched {
+        Watched {
+            reason: self.reason,
+            stopped_at_ns: self.stopped_at_ns,
+            start_samples: self.start_samples,
+            end_samples: self.end_samples,
+            end_memory: self.end_memory,
         }
     }
 
