@@ -13,6 +13,7 @@ pub struct ProgressLine {
     name: String,
     window: Option<Duration>,
     warmup: Duration,
+    clients: u64,
     last: Option<(Duration, u64)>,
     /// Elapsed time of the next plain line (no terminal).
     next_line: Duration,
@@ -35,6 +36,7 @@ impl ProgressLine {
             name: cfg.workload.to_string(),
             window: cfg.duration,
             warmup: cfg.warmup,
+            clients: cfg.workload.total_clients(),
             last: None,
             next_line: PLAIN_LINE_EVERY,
         }
@@ -52,15 +54,23 @@ impl ProgressLine {
             _ => 0.0,
         };
         self.last = Some((p.elapsed, total));
-        let msg = if p.in_warmup {
+        let msg = if p.connecting {
             format!(
-                "{}: warm-up {:.1}/{:.1} s",
+                "{}: connecting {}/{} clients, {:.1} s",
                 self.name,
-                p.elapsed.as_secs_f64(),
-                self.warmup.as_secs_f64()
+                p.connected,
+                self.clients,
+                p.elapsed.as_secs_f64()
+            )
+        } else if p.in_warmup {
+            format!(
+                "{}: warm-up ({:.1} s), {:.1} s in",
+                self.name,
+                self.warmup.as_secs_f64(),
+                p.elapsed.as_secs_f64()
             )
         } else {
-            let measured = p.elapsed.saturating_sub(self.warmup).as_secs_f64();
+            let measured = p.measured.unwrap_or_default().as_secs_f64();
             let of = self
                 .window
                 .map_or(String::new(), |w| format!("/{:.0}", w.as_secs_f64()));

@@ -14,6 +14,6 @@ pub mod sampling;
 pub mod sockopt;
 pub mod timer;
 
-pub use driver::{run_workload, ControlClient, Progress, RunConfig, RunOutcome};
+pub use driver::{run_workload, ControlClient, PacingConfig, Progress, RunConfig, RunOutcome};
 pub use error::EngineError;
 pub use responder::{Responder, ResponderConfig, ResponderHandle};

@@ -1,13 +1,17 @@
 //! Engine tests against an in-process responder on port 0 on loopback: exact
-//! counts for every kind, mixes, IPv6, and several drivers at once.
+//! counts for every kind, mixes, IPv6, and several drivers at once; user
+//! populations (think time, open loop, ramp) checked by their arithmetic
+//! (Little's law, offered against achieved rate), never by speed.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use stackbench_engine::{
-    run_workload, ControlClient, Responder, ResponderConfig, ResponderHandle, RunConfig, RunOutcome,
+    run_workload, ControlClient, PacingConfig, Responder, ResponderConfig, ResponderHandle,
+    RunConfig, RunOutcome,
 };
-use stackbench_model::{CrrClose, SocketOptions};
+use stackbench_metrics::{ClassResult, PacingMode};
+use stackbench_model::{Arrivals, CrrClose, PerSecond, SocketOptions};
 
 fn responder(listen: &str) -> ResponderHandle {
     let config = ResponderConfig {
@@ -28,7 +32,31 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         client_cpus: vec![],
         socket: SocketOptions::default(),
         spin: false,
+        pacing: PacingConfig {
+            seed: 7,
+            ..PacingConfig::default()
+        },
     }
+}
+
+/// A duration-bounded run of `workload`.
+fn timed(workload: &str, warmup_ms: u64, duration_ms: u64) -> RunConfig {
+    let mut cfg = config(workload, 0);
+    cfg.transactions = None;
+    cfg.warmup = Duration::from_millis(warmup_ms);
+    cfg.duration = Some(Duration::from_millis(duration_ms));
+    cfg
+}
+
+/// X(R+Z)/N − 1 of a paced class: Little's law says 0.
+fn little_off(c: &ClassResult) -> f64 {
+    let p = c.population.as_ref().expect("population figures");
+    let busy_us = p
+        .latency_uncorrected_us
+        .as_ref()
+        .unwrap_or(&c.latency_us)
+        .mean;
+    c.rate_tps * (busy_us / 1e6 + p.wait_mean_s.unwrap()) / f64::from(c.clients) - 1.0
 }
 
 fn run(handle: &ResponderHandle, cfg: &RunConfig) -> RunOutcome {
@@ -236,4 +264,102 @@ fn a_duration_that_ends_before_the_count_makes_the_run_incomplete() {
     let c = &out.classes[0];
     assert!(c.transactions > 0 && c.transactions < 1_000_000_000);
     assert!((c.duration_s - 0.3).abs() < 1e-9, "{}", c.duration_s);
+}
+
+#[test]
+fn think_time_makes_the_rate_n_over_r_plus_z() {
+    // 50 users × 20 ms think: about 2,500 tr/s, whatever the machine's speed.
+    let h = responder("127.0.0.1:0");
+    let out = run(&h, &timed("RR50(100B/800B)@20ms", 300, 2000));
+    assert!(out.complete, "{:?}", out.incomplete_reason);
+    let c = &out.classes[0];
+    let p = c.population.as_ref().unwrap();
+    assert_eq!(p.pacing, PacingMode::Think);
+    assert_eq!(p.pacing_text.as_deref(), Some("20ms"));
+    assert_eq!(p.connected, 50);
+    assert_eq!(c.errors, 0);
+    let wait = p.wait_mean_s.unwrap();
+    // A constant think time is waited at least in full; the driver adds little.
+    assert!((0.020..0.030).contains(&wait), "measured think {wait}");
+    assert!(
+        little_off(c).abs() < 0.05,
+        "Little's law off by {}",
+        little_off(c)
+    );
+    assert!(p.generator_lag_us.is_some());
+}
+
+#[test]
+fn mixed_populations_keep_their_own_pacing() {
+    let h = responder("127.0.0.1:0");
+    let mut cfg = timed("RR20(100B/800B)@exp:10ms+RR2(1kB/1kB)", 200, 1000);
+    // The setting applies to classes without their own pacing.
+    cfg.pacing.think = Some(stackbench_model::ThinkTime::Constant(
+        Duration::from_millis(5),
+    ));
+    let out = run(&h, &cfg);
+    assert!(out.complete, "{:?}", out.incomplete_reason);
+    let (a, b) = (&out.classes[0], &out.classes[1]);
+    let pa = a.population.as_ref().unwrap();
+    let pb = b.population.as_ref().unwrap();
+    assert_eq!(pa.pacing_text.as_deref(), Some("exp:10ms"));
+    assert_eq!(pb.pacing_text.as_deref(), Some("5ms"));
+    assert!(pa.wait_mean_s.unwrap() > pb.wait_mean_s.unwrap());
+    assert!(a.transactions > 0 && b.transactions > 0);
+    // Closed loop without a ramp: no population figures.
+    let closed = run(&h, &timed("RR2(1B/1B)", 0, 300));
+    assert!(closed.classes[0].population.is_none());
+}
+
+#[test]
+fn think_time_counts_stay_exact() {
+    let h = responder("127.0.0.1:0");
+    let out = run(
+        &h,
+        &config("RR5(1B/1B)@1ms+CRR3(1B/1B)@uniform:0s..2ms", 40),
+    );
+    assert_exact(&out, 40);
+}
+
+#[test]
+fn open_loop_achieves_a_modest_offered_rate() {
+    let h = responder("127.0.0.1:0");
+    for arrivals in [Arrivals::Constant, Arrivals::Poisson] {
+        let mut cfg = timed("RR4(100B/100B)", 300, 1500);
+        cfg.pacing.rate = PerSecond::new(2000.0);
+        cfg.pacing.arrivals = arrivals;
+        let out = run(&h, &cfg);
+        assert!(out.complete, "{:?}", out.incomplete_reason);
+        let c = &out.classes[0];
+        let p = c.population.as_ref().unwrap();
+        assert_eq!(p.pacing, PacingMode::Open);
+        assert_eq!(p.offered_rate_tps, Some(2000.0));
+        assert_eq!(p.arrivals.as_deref(), Some(arrivals.name()));
+        let achieved = c.rate_tps / 2000.0;
+        // Poisson counts over 1.5 s vary by about ±2%.
+        assert!((0.9..1.1).contains(&achieved), "{arrivals:?}: {achieved}");
+        let uncorrected = p.latency_uncorrected_us.unwrap();
+        // From the intended send, never less than from the actual one.
+        assert!(c.latency_us.mean >= uncorrected.mean, "{c:?}");
+        assert!(
+            little_off(c).abs() < 0.05,
+            "Little off by {}",
+            little_off(c)
+        );
+    }
+}
+
+#[test]
+fn a_ramp_opens_connections_before_the_window() {
+    let h = responder("127.0.0.1:0");
+    let mut cfg = timed("RR20(1B/1B)", 0, 300);
+    cfg.pacing.ramp = PerSecond::new(100.0);
+    let out = run(&h, &cfg);
+    assert!(out.complete, "{:?}", out.incomplete_reason);
+    let p = out.classes[0].population.as_ref().unwrap();
+    assert_eq!(p.pacing, PacingMode::Closed);
+    assert_eq!(p.connected, 20);
+    // The 20th connection opens 190 ms in: arithmetic of the ramp, not speed.
+    assert!(p.connect_s >= 0.19, "{}", p.connect_s);
+    assert!((out.classes[0].duration_s - 0.3).abs() < 1e-9);
 }

@@ -12,13 +12,13 @@ use predicates::prelude::*;
 use crate::common::{json_of, json_ok, stackbench, wait_bounded, wait_until_measuring};
 
 /// A `stackbench serve` process on a free loopback port; killed on drop.
-struct Serve {
-    child: Child,
-    addr: String,
+pub struct Serve {
+    pub child: Child,
+    pub addr: String,
 }
 
 impl Serve {
-    fn start() -> Serve {
+    pub fn start() -> Serve {
         let mut child = stackbench()
             .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
             .stdout(Stdio::piped())

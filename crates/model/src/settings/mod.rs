@@ -12,6 +12,7 @@
 mod socket;
 mod value;
 
+pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use socket::{CrrClose, SocketOptions};
 pub use value::{Bytes, Confidence, CpuList, IterationBounds, Secs, SettingValue, Text};
 
@@ -192,6 +193,16 @@ run_settings! {
     confidence: Option<Confidence> = None, json "confidence";
     /// Bounds on repetitions with --confidence [default: 3,30].
     iterations: Option<IterationBounds> = None, json "iterations";
+    /// Think time of every client between a response and its next request: 30s, exp:30s or uniform:10s..50s (a class's @THINK in the notation wins).
+    think: Option<ThinkTime> = None, json "think", range "0s" ..= "24h";
+    /// Open loop: this rate per class, spread over its connections, e.g. 50000/s; latency from the intended send time (a class's @RATE wins).
+    rate: Option<PerSecond> = None, json "rate_per_s", range "1/h" ..= "100000000/s";
+    /// Spacing of open-loop sends on each connection: constant or poisson.
+    arrivals: Arrivals = Arrivals::Constant, json "arrivals";
+    /// Open connections at this rate, e.g. 20000/s; the window starts when all are connected [default: all at once].
+    ramp: Option<PerSecond> = None, json "ramp_conns_per_s", range "1/s" ..= "10000000/s";
+    /// Seed of the think-time and arrival draws, for reproducible runs [default: a random seed, stored with the result].
+    seed: Option<u64> = None, json "seed";
 }
 
 impl RunSettings {
