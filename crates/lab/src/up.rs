@@ -1,0 +1,288 @@
+//! `lab up`: makes the kernel state equal the lab file, whatever was there.
+//!
+//! Idempotent by reconciling rather than creating: each namespace is made if
+//! missing; each veth pair is kept when both ends exist and are each other's
+//! peers, and otherwise (a half-built lab, a changed file) replaced; MTU,
+//! addresses, qdisc, offloads and routes are then set to the file's values
+//! whether or not they already were. Namespaces, and lab interfaces inside
+//! them, that the file no longer names are removed. A `up` killed half-way
+//! therefore leaves only whole objects named with the lab's prefix, which a
+//! second `up` completes and `down` removes.
+
+use std::fs;
+use std::os::fd::AsFd;
+
+use stackbench_model::units::{format_cpu_list, parse_cpu_list};
+
+use crate::error::{LabError, Result};
+use crate::layout::{layout, End, Layout, Namespace, VethPair};
+use crate::netlink::{Netlink, NlError};
+use crate::parse::cpus_text;
+use crate::spec::{Lab, Link};
+use crate::{down, ethtool, netns, qdisc, rtnl};
+
+/// What `up` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpReport {
+    /// Namespaces the lab has, and how many of them were created now.
+    pub namespaces: usize,
+    pub namespaces_created: usize,
+    /// Veth pairs the lab has, and how many were created now.
+    pub pairs: usize,
+    pub pairs_created: usize,
+    /// Leftovers removed (namespaces and interfaces the file no longer names).
+    pub removed: Vec<String>,
+}
+
+/// Maps a netlink error while doing `action` to a [`LabError`].
+pub(crate) fn nl_error(action: impl Into<String>, e: NlError) -> LabError {
+    LabError::kernel(action, e.source, e.message)
+}
+
+/// Brings lab `lab` up (see the module doc).
+pub fn up(lab: &Lab) -> Result<UpReport> {
+    check_cpus(lab)?;
+    let plan = layout(lab);
+    let mut report = UpReport {
+        namespaces: plan.namespaces.len(),
+        pairs: plan.pairs.len(),
+        ..UpReport::default()
+    };
+    report.removed = remove_stale(&plan)?;
+    for ns in &plan.namespaces {
+        if netns::create(&ns.name)? {
+            report.namespaces_created += 1;
+        }
+        prepare_namespace(&plan, ns, &mut report.removed)?;
+    }
+    for pair in &plan.pairs {
+        if ensure_pair(pair, lab.links[pair.link].mtu)? {
+            report.pairs_created += 1;
+        }
+        for end in &pair.ends {
+            configure_end(end, &lab.links[pair.link])?;
+        }
+    }
+    for ns in plan.namespaces.iter().filter(|n| !n.routes.is_empty()) {
+        add_routes(ns)?;
+    }
+    Ok(report)
+}
+
+/// Every host's CPUs must be online here.
+fn check_cpus(lab: &Lab) -> Result<()> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let Ok(online) = parse_cpu_list(text.trim()) else {
+        return Ok(()); // cannot tell: let the run that pins threads report it
+    };
+    for host in &lab.hosts {
+        if let Some(cpus) = &host.cpus {
+            if cpus.iter().any(|c| !online.contains(c)) {
+                return Err(LabError::Cpus {
+                    host: host.name.clone(),
+                    cpus: cpus_text(&host.cpus),
+                    online: format_cpu_list(&online),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the lab's namespaces the layout does not name, and lab
+/// interfaces in the caller's namespace (none are made there; a crash of an
+/// older version or a person's experiment may have left some).
+fn remove_stale(plan: &Layout) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for name in netns::list(&crate::spec::namespace_prefix(&plan.lab))? {
+        if !plan.namespaces.iter().any(|n| n.name == name) {
+            netns::delete(&name)?;
+            removed.push(name);
+        }
+    }
+    removed.extend(down::remove_lab_links(&plan.lab, |_| false)?);
+    Ok(removed)
+}
+
+/// Loopback up, forwarding on for routers, and lab interfaces that the
+/// layout no longer puts in this namespace removed.
+fn prepare_namespace(plan: &Layout, ns: &Namespace, removed: &mut Vec<String>) -> Result<()> {
+    let wanted: Vec<&str> = plan
+        .pairs
+        .iter()
+        .flat_map(|p| p.ends.iter())
+        .filter(|e| e.ns == ns.name)
+        .map(|e| e.ifname.as_str())
+        .collect();
+    let gone = netns::run_in(&ns.name, || {
+        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+        let lo =
+            rtnl::link(&mut nl, "lo").map_err(|e| nl_error(format!("{}: read lo", ns.name), e))?;
+        if let Some(lo) = lo {
+            rtnl::set_up(&mut nl, lo.index, None)
+                .map_err(|e| nl_error(format!("{}: set lo up", ns.name), e))?;
+        }
+        if ns.router {
+            for sysctl in [
+                "/proc/sys/net/ipv4/ip_forward",
+                "/proc/sys/net/ipv6/conf/all/forwarding",
+            ] {
+                match fs::write(sysctl, "1") {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {} // no IPv6
+                    other => other
+                        .map_err(|e| LabError::os(format!("{}: write {sysctl}", ns.name), e))?,
+                }
+            }
+        }
+        down::remove_lab_links(&plan.lab, |name| wanted.contains(&name))
+    })?;
+    removed.extend(gone.into_iter().map(|i| format!("{}/{i}", ns.name)));
+    Ok(())
+}
+
+/// Makes sure the pair exists as a pair; `true` when it was (re)created.
+fn ensure_pair(pair: &VethPair, mtu: u32) -> Result<bool> {
+    let [e0, e1] = &pair.ends;
+    let read = |end: &End| {
+        netns::run_in(&end.ns, || {
+            let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+            let found = rtnl::link(&mut nl, &end.ifname)
+                .map_err(|e| nl_error(format!("{}: read {}", end.ns, end.ifname), e))?;
+            if let Some(found) = found.as_ref().filter(|l| l.kind.as_deref() != Some("veth")) {
+                rtnl::delete_link(&mut nl, found.index)
+                    .map_err(|e| nl_error(format!("{}: delete {}", end.ns, end.ifname), e))?;
+                return Ok(None);
+            }
+            Ok(found)
+        })
+    };
+    let (l0, l1) = (read(e0)?, read(e1)?);
+    if let (Some(a), Some(b)) = (&l0, &l1) {
+        if a.peer_index == Some(b.index) && b.peer_index == Some(a.index) {
+            return Ok(false);
+        }
+    }
+    for (end, found) in [(e0, &l0), (e1, &l1)] {
+        if let Some(found) = found {
+            netns::run_in(&end.ns, || {
+                let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+                match rtnl::delete_link(&mut nl, found.index) {
+                    Err(e) if e.errno() == Some(libc::ENODEV) => Ok(()), // went with its peer
+                    other => {
+                        other.map_err(|e| nl_error(format!("{}: delete {}", end.ns, end.ifname), e))
+                    }
+                }
+            })?;
+        }
+    }
+    let (ns0, ns1) = (netns::open(&e0.ns)?, netns::open(&e1.ns)?);
+    let action = || {
+        format!(
+            "create veth pair {}/{} <-> {}/{}",
+            e0.ns, e0.ifname, e1.ns, e1.ifname
+        )
+    };
+    let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+    rtnl::create_veth(
+        &mut nl,
+        [(&e0.ifname, ns0.as_fd()), (&e1.ifname, ns1.as_fd())],
+        mtu,
+    )
+    .map_err(|e| match e.errno() {
+        Some(libc::EOPNOTSUPP) => LabError::KernelFeature {
+            action: action(),
+            feature: "veth devices".into(),
+            config: "CONFIG_VETH".into(),
+        },
+        _ => nl_error(action(), e),
+    })?;
+    Ok(true)
+}
+
+/// MTU, up, addresses, rate and offloads of one end, as the link says.
+fn configure_end(end: &End, link: &Link) -> Result<()> {
+    netns::run_in(&end.ns, || {
+        let at = |what: &str| format!("{}/{}: {what}", end.ns, end.ifname);
+        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+        let info = rtnl::link(&mut nl, &end.ifname)
+            .map_err(|e| nl_error(at("read link"), e))?
+            .ok_or_else(|| {
+                LabError::os(
+                    at("find link"),
+                    std::io::Error::from_raw_os_error(libc::ENODEV),
+                )
+            })?;
+        rtnl::set_up(&mut nl, info.index, Some(link.mtu))
+            .map_err(|e| nl_error(at(&format!("set mtu {} and up", link.mtu)), e))?;
+        let have =
+            rtnl::addresses(&mut nl, info.index).map_err(|e| nl_error(at("read addresses"), e))?;
+        for old in have.iter().filter(|a| !end.addresses.contains(a)) {
+            rtnl::delete_address(&mut nl, info.index, old)
+                .map_err(|e| nl_error(at(&format!("delete address {old}")), e))?;
+        }
+        for net in &end.addresses {
+            rtnl::add_address(&mut nl, info.index, net)
+                .map_err(|e| nl_error(at(&format!("add address {net}")), e))?;
+        }
+        shape(&mut nl, info.index, link).map_err(|e| match e {
+            LabError::KernelFeature {
+                feature, config, ..
+            } => LabError::KernelFeature {
+                action: at("set rate"),
+                feature,
+                config,
+            },
+            other => other,
+        })?;
+        ethtool::set(&end.ifname, &link.offloads)
+            .map_err(|(name, e)| LabError::os(at(&format!("set offload {name}")), e))
+    })
+}
+
+/// Puts the link's tbf on link `index`, or removes the root qdisc when the
+/// link has no rate.
+fn shape(nl: &mut Netlink, index: u32, link: &Link) -> Result<()> {
+    let Some(rate_bps) = link.rate_bps else {
+        return qdisc::delete_root(nl, index).map_err(|e| nl_error("remove qdisc", e));
+    };
+    let current = qdisc::root(nl, index).map_err(|e| nl_error("read qdisc", e))?;
+    if current.is_some_and(|q| q.kind != "tbf") {
+        qdisc::delete_root(nl, index).map_err(|e| nl_error("remove qdisc", e))?;
+    }
+    let tbf = qdisc::tbf_for(rate_bps, link.mtu);
+    qdisc::replace_tbf(nl, index, &tbf).map_err(|e| qdisc_error("tbf", "set rate", e))
+}
+
+/// A qdisc request's error; an unknown kind names the kernel option.
+pub fn qdisc_error(kind: &str, action: &str, e: NlError) -> LabError {
+    if e.errno() == Some(libc::ENOENT) {
+        return LabError::KernelFeature {
+            action: action.to_string(),
+            feature: format!("{kind} qdisc"),
+            config: format!("CONFIG_NET_SCH_{}", kind.to_ascii_uppercase()),
+        };
+    }
+    nl_error(action, e)
+}
+
+fn add_routes(ns: &Namespace) -> Result<()> {
+    netns::run_in(&ns.name, || {
+        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+        for route in &ns.routes {
+            let action = || {
+                format!(
+                    "{}: route {} via {} dev {}",
+                    ns.name, route.dest, route.gateway, route.dev
+                )
+            };
+            let dev = rtnl::link(&mut nl, &route.dev)
+                .map_err(|e| nl_error(action(), e))?
+                .ok_or_else(|| {
+                    LabError::os(action(), std::io::Error::from_raw_os_error(libc::ENODEV))
+                })?;
+            rtnl::replace_route(&mut nl, &route.dest, &route.gateway, dev.index)
+                .map_err(|e| nl_error(action(), e))?;
+        }
+        Ok(())
+    })
+}
