@@ -62,6 +62,8 @@ pub struct End {
     pub ns: String,
     /// Interface name (at most 15 bytes).
     pub ifname: String,
+    /// Interface index asked of the kernel (see [`ifindex`]).
+    pub ifindex: u32,
     /// Addresses on it.
     pub addresses: Vec<IpNet>,
 }
@@ -69,6 +71,22 @@ pub struct End {
 /// The interface name of link `link`'s end `end` (`a`, `b`, `ra`, `rb`).
 pub fn ifname(lab: &str, link: usize, end: &str) -> String {
     format!("{lab}-{link}{end}")
+}
+
+/// The interface index of link `link`'s end `end`: 100 + 4 × link + (0 for
+/// `a`, 1 `b`, 2 `ra`, 3 `rb`), distinct across the lab. The kernel would
+/// give both ends of a veth pair in fresh namespaces index 2; a device whose
+/// index equals its peer's gets its carrier through the link watch's batch,
+/// up to a second late (`linkwatch_urgent_event`), and sends nothing until
+/// then. Distinct indexes make the carrier immediate.
+pub fn ifindex(link: usize, end: &str) -> u32 {
+    let slot = match end {
+        "a" => 0,
+        "b" => 1,
+        "ra" => 2,
+        _ => 3,
+    };
+    100 + 4 * link as u32 + slot
 }
 
 /// Whether `name` is one of lab `lab`'s interface names (for `down` to find
@@ -113,6 +131,7 @@ fn host_end(lab: &Lab, link: usize, host: &str, end: &str) -> End {
     End {
         ns: lab.namespace(host),
         ifname: ifname(&lab.name, link, end),
+        ifindex: ifindex(link, end),
         addresses: lab
             .host(host)
             .map(|h| h.addresses.clone())
@@ -159,6 +178,7 @@ fn routed(lab: &Lab, i: usize, link: &Link, router: &str, nss: &mut [Namespace])
     let r = |end: &str, addresses| End {
         ns: router_ns.clone(),
         ifname: ifname(&lab.name, i, end),
+        ifindex: ifindex(i, end),
         addresses,
     };
     [
@@ -225,6 +245,16 @@ via = "r1"
                 ("sb-mh-r1", "mh-0rb"),
                 ("sb-mh-server", "mh-0b")
             ]
+        );
+        let indexes: Vec<u32> = l
+            .pairs
+            .iter()
+            .flat_map(|p| p.ends.iter().map(|e| e.ifindex))
+            .collect();
+        assert_eq!(
+            indexes,
+            [100, 102, 103, 101],
+            "distinct, so carriers are immediate"
         );
         let ra: Vec<String> = l.pairs[0].ends[1]
             .addresses

@@ -36,6 +36,7 @@ const RT_TABLE_MAIN: u8 = 254;
 const RTPROT_STATIC: u8 = 4;
 const RTN_UNICAST: u8 = 1;
 const IFF_UP: u32 = 0x1;
+const IFF_RUNNING: u32 = 0x40;
 
 /// A link as the kernel reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +46,8 @@ pub struct LinkInfo {
     pub mtu: u32,
     /// Administratively up (IFF_UP).
     pub up: bool,
+    /// Operationally up, carrier on (IFF_RUNNING): the link passes packets.
+    pub running: bool,
     /// `IFLA_INFO_KIND` (`veth`), if any.
     pub kind: Option<String>,
     /// `IFLA_LINK`: for a veth, its peer's index (in the peer's namespace).
@@ -66,6 +69,7 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
         name: String::new(),
         mtu: 0,
         up: u32_at(payload, 8) & IFF_UP != 0,
+        running: u32_at(payload, 8) & IFF_RUNNING != 0,
         kind: None,
         peer_index: None,
     };
@@ -102,15 +106,14 @@ pub fn links(nl: &mut Netlink) -> Result<Vec<LinkInfo>, NlError> {
     Ok(replies.iter().map(|p| parse_link(p)).collect())
 }
 
+/// One end of a veth pair to create: name, namespace and interface index.
+pub type VethEnd<'a> = (&'a str, BorrowedFd<'a>, u32);
+
 /// Creates a veth pair with each end directly in its namespace (so a pair
 /// is never half-made, nor ever seen in the caller's namespace).
-pub fn create_veth(
-    nl: &mut Netlink,
-    ends: [(&str, BorrowedFd); 2],
-    mtu: u32,
-) -> Result<(), NlError> {
-    let [(name0, ns0), (name1, ns1)] = ends;
-    let mut msg = Message::new(RTM_NEWLINK, F_CREATE | F_EXCL, &ifinfomsg(0, 0, 0));
+pub fn create_veth(nl: &mut Netlink, ends: [VethEnd; 2], mtu: u32) -> Result<(), NlError> {
+    let [(name0, ns0, index0), (name1, ns1, index1)] = ends;
+    let mut msg = Message::new(RTM_NEWLINK, F_CREATE | F_EXCL, &ifinfomsg(index0, 0, 0));
     msg.attr_str(IFLA_IFNAME, name0)
         .attr_u32(IFLA_MTU, mtu)
         .attr_u32(IFLA_NET_NS_FD, ns0.as_raw_fd() as u32);
@@ -118,7 +121,7 @@ pub fn create_veth(
     msg.attr_str(IFLA_INFO_KIND, "veth");
     let data = msg.nest(IFLA_INFO_DATA);
     let peer = msg.nest(VETH_INFO_PEER);
-    msg.raw(&ifinfomsg(0, 0, 0));
+    msg.raw(&ifinfomsg(index1, 0, 0));
     msg.attr_str(IFLA_IFNAME, name1)
         .attr_u32(IFLA_MTU, mtu)
         .attr_u32(IFLA_NET_NS_FD, ns1.as_raw_fd() as u32);

@@ -46,6 +46,8 @@ pub struct EndState {
     pub ifname: String,
     pub present: bool,
     pub up: bool,
+    /// Carrier on: the link passes packets.
+    pub running: bool,
     pub mtu: u32,
     pub addresses: Vec<IpNet>,
     /// Root qdisc kind (`tbf`, `noqueue`), empty when none is reported.
@@ -110,6 +112,7 @@ fn absent(link: usize, end: &End) -> EndState {
         ifname: end.ifname.clone(),
         present: false,
         up: false,
+        running: false,
         mtu: 0,
         addresses: Vec::new(),
         qdisc: String::new(),
@@ -152,6 +155,7 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
             ifname: end.ifname.clone(),
             present: true,
             up: info.up,
+            running: info.running,
             mtu: info.mtu,
             addresses: rtnl::addresses(&mut nl, info.index)
                 .map_err(|e| nl_error(format!("{name}/{}: read addresses", end.ifname), e))?,
@@ -280,11 +284,12 @@ fn end_line(end: &End, state: Option<&EndState>, link: &crate::spec::Link) -> (S
             format!(" (configured {configured})")
         }
     };
-    let up = format!(
-        "{}{}",
-        if s.up { "up" } else { "DOWN" },
-        mark(s.up, "up".into())
-    );
+    let state = match (s.up, s.running) {
+        (true, true) => "up",
+        (true, false) => "up, NO CARRIER",
+        _ => "DOWN",
+    };
+    let up = format!("{state}{}", mark(s.up && s.running, "up".into()));
     let mtu = format!(
         "mtu {}{}",
         s.mtu,

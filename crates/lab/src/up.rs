@@ -11,6 +11,7 @@
 
 use std::fs;
 use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
 
 use stackbench_model::units::{format_cpu_list, parse_cpu_list};
 
@@ -20,6 +21,10 @@ use crate::netlink::{Netlink, NlError};
 use crate::parse::cpus_text;
 use crate::spec::{Lab, Link};
 use crate::{down, ethtool, netns, qdisc, rtnl};
+
+/// Longest wait for a new link's carrier (the kernel's link watch usually
+/// takes microseconds for a veth, at most a second when busy).
+const CARRIER_WAIT: Duration = Duration::from_secs(5);
 
 /// What `up` did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,6 +70,9 @@ pub fn up(lab: &Lab) -> Result<UpReport> {
     }
     for ns in plan.namespaces.iter().filter(|n| !n.routes.is_empty()) {
         add_routes(ns)?;
+    }
+    for ns in &plan.namespaces {
+        wait_running(&plan, &ns.name)?;
     }
     Ok(report)
 }
@@ -185,7 +193,10 @@ fn ensure_pair(pair: &VethPair, mtu: u32) -> Result<bool> {
     let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
     rtnl::create_veth(
         &mut nl,
-        [(&e0.ifname, ns0.as_fd()), (&e1.ifname, ns1.as_fd())],
+        [
+            (&e0.ifname, ns0.as_fd(), e0.ifindex),
+            (&e1.ifname, ns1.as_fd(), e1.ifindex),
+        ],
         mtu,
     )
     .map_err(|e| match e.errno() {
@@ -263,6 +274,41 @@ pub fn qdisc_error(kind: &str, action: &str, e: NlError) -> LabError {
         };
     }
     nl_error(action, e)
+}
+
+/// Waits, at most [`CARRIER_WAIT`], until every lab interface in namespace
+/// `ns` is running: the kernel attaches the qdisc and passes packets only
+/// once it has seen the carrier, so `up` returns a lab that is usable.
+fn wait_running(plan: &Layout, ns: &str) -> Result<()> {
+    let names: Vec<&str> = plan
+        .pairs
+        .iter()
+        .flat_map(|p| p.ends.iter())
+        .filter(|e| e.ns == ns)
+        .map(|e| e.ifname.as_str())
+        .collect();
+    netns::run_in(ns, || {
+        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+        let deadline = Instant::now() + CARRIER_WAIT;
+        loop {
+            let links =
+                rtnl::links(&mut nl).map_err(|e| nl_error(format!("{ns}: list links"), e))?;
+            let waiting = names
+                .iter()
+                .find(|n| !links.iter().any(|l| l.name == **n && l.running));
+            let Some(name) = waiting else {
+                return Ok(());
+            };
+            if Instant::now() >= deadline {
+                let action = format!("{ns}/{name}: wait {CARRIER_WAIT:?} for the carrier");
+                return Err(LabError::os(
+                    action,
+                    std::io::Error::from_raw_os_error(libc::ETIMEDOUT),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    })
 }
 
 fn add_routes(ns: &Namespace) -> Result<()> {

@@ -27,7 +27,7 @@ fn up_show_down_round_trip() {
     assert_eq!(namespaces("sb-trt-"), ["sb-trt-client", "sb-trt-server"]);
     let back = read(lab).unwrap();
     for end in &back.ends {
-        assert!(end.present && end.up, "{end:?}");
+        assert!(end.present && end.up && end.running, "{end:?}");
         assert_eq!(end.mtu, 9000);
         assert_eq!(end.qdisc, "tbf");
         assert_eq!(end.rate_bps, Some(100_000_000));
