@@ -4,9 +4,8 @@
 //! (and so their peers) and their qdiscs with it; lab-named interfaces in
 //! the caller's namespace are deleted explicitly.
 
-use crate::error::{LabError, Result};
+use crate::error::Result;
 use crate::layout::is_lab_ifname;
-use crate::netlink::Netlink;
 use crate::spec::namespace_prefix;
 use crate::up::nl_error;
 use crate::{netns, rtnl};
@@ -26,7 +25,7 @@ pub fn down(lab: &str) -> Result<Vec<String>> {
 /// [`is_lab_ifname`]) in the calling thread's namespace, except those `keep`
 /// accepts; returns their names.
 pub(crate) fn remove_lab_links(lab: &str, keep: impl Fn(&str) -> bool) -> Result<Vec<String>> {
-    let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+    let mut nl = crate::up::netlink()?;
     let links = rtnl::links(&mut nl).map_err(|e| nl_error("list links", e))?;
     let mut removed = Vec::new();
     let ours = |l: &&rtnl::LinkInfo| {

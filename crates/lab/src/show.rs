@@ -10,9 +10,8 @@ use std::fs;
 use serde::Serialize;
 use stackbench_model::units::{format_bit_rate, format_size};
 
-use crate::error::{LabError, Result};
+use crate::error::Result;
 use crate::layout::{layout, End, Layout};
-use crate::netlink::Netlink;
 use crate::parse::cpus_text;
 use crate::spec::{IpNet, Lab, Offloads};
 use crate::up::nl_error;
@@ -125,7 +124,7 @@ fn absent(link: usize, end: &End) -> EndState {
 
 /// Reads one namespace (on a thread inside it).
 fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<EndState>)> {
-    let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+    let mut nl = crate::up::netlink()?;
     let links = rtnl::links(&mut nl).map_err(|e| nl_error(format!("{name}: list links"), e))?;
     let dev = |index: u32| {
         links
@@ -179,47 +178,20 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
 /// interface and route, then the count of differences.
 pub fn render(lab: &Lab, back: &Readback) -> String {
     let plan = layout(lab);
-    let mut diffs = 0;
     let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let description = if lab.description.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", lab.description)
+    };
     let mut out = format!(
-        "lab {}: {}, {}, {}{}\n",
+        "lab {}: {}, {}, {}{description}\n",
         lab.name,
         count(lab.hosts.len(), "host"),
         count(lab.routers.len(), "router"),
         count(lab.links.len(), "link"),
-        if lab.description.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", lab.description)
-        }
     );
-    out.push_str("namespaces:\n");
-    for (ns, state) in plan.namespaces.iter().zip(&back.namespaces) {
-        let role = if ns.router {
-            "router".to_string()
-        } else {
-            format!(
-                "host, cpus {}",
-                cpus_text(&lab.host(&ns.member).and_then(|h| h.cpus.clone()))
-            )
-        };
-        let mut line = format!("  {} ({role}): ", ns.name);
-        if !state.present {
-            diffs += 1;
-            line.push_str("absent");
-        } else if ns.router {
-            diffs += usize::from(!state.forwarding);
-            line.push_str(if state.forwarding {
-                "present, forwarding on"
-            } else {
-                "present, forwarding OFF (configured on)"
-            });
-        } else {
-            line.push_str("present");
-        }
-        out.push_str(&line);
-        out.push('\n');
-    }
+    let mut diffs = namespace_lines(lab, &plan, back, &mut out);
     for (i, link) in lab.links.iter().enumerate() {
         let via = link
             .via
@@ -248,18 +220,7 @@ pub fn render(lab: &Lab, back: &Readback) -> String {
             out.push_str(&line);
         }
     }
-    for (ns, state) in plan.namespaces.iter().zip(&back.namespaces) {
-        for route in &ns.routes {
-            let want = format!("{} via {} dev {}", route.dest, route.gateway, route.dev);
-            let found = state.routes.contains(&want);
-            diffs += usize::from(!found);
-            out.push_str(&format!(
-                "route in {}: {want}{}\n",
-                ns.name,
-                if found { "" } else { ": MISSING" }
-            ));
-        }
-    }
+    diffs += route_lines(&plan, back, &mut out);
     out.push_str(&match diffs {
         0 => "state: as configured\n".to_string(),
         n => format!(
@@ -267,6 +228,44 @@ pub fn render(lab: &Lab, back: &Readback) -> String {
         ),
     });
     out
+}
+
+/// One line per namespace; returns the differences from the file.
+fn namespace_lines(lab: &Lab, plan: &Layout, back: &Readback, out: &mut String) -> usize {
+    let mut diffs = 0;
+    out.push_str("namespaces:\n");
+    for (ns, state) in plan.namespaces.iter().zip(&back.namespaces) {
+        let role = if ns.router {
+            "router".to_string()
+        } else {
+            let cpus = lab.host(&ns.member).and_then(|h| h.cpus.clone());
+            format!("host, cpus {}", cpus_text(&cpus))
+        };
+        let status = match (state.present, ns.router, state.forwarding) {
+            (false, _, _) => "absent",
+            (true, true, true) => "present, forwarding on",
+            (true, true, false) => "present, forwarding OFF (configured on)",
+            (true, false, _) => "present",
+        };
+        diffs += usize::from(!state.present || (ns.router && !state.forwarding));
+        out.push_str(&format!("  {} ({role}): {status}\n", ns.name));
+    }
+    diffs
+}
+
+/// One line per configured route; returns how many are missing.
+fn route_lines(plan: &Layout, back: &Readback, out: &mut String) -> usize {
+    let mut missing = 0;
+    for (ns, state) in plan.namespaces.iter().zip(&back.namespaces) {
+        for route in &ns.routes {
+            let want = format!("{} via {} dev {}", route.dest, route.gateway, route.dev);
+            let found = state.routes.contains(&want);
+            missing += usize::from(!found);
+            let mark = if found { "" } else { ": MISSING" };
+            out.push_str(&format!("route in {}: {want}{mark}\n", ns.name));
+        }
+    }
+    missing
 }
 
 /// One interface's line and its number of differences from the file.

@@ -39,6 +39,11 @@ pub struct UpReport {
     pub removed: Vec<String>,
 }
 
+/// A netlink socket in the calling thread's namespace.
+pub(crate) fn netlink() -> Result<Netlink> {
+    Netlink::open().map_err(|e| LabError::os("open netlink socket", e))
+}
+
 /// Maps a netlink error while doing `action` to a [`LabError`].
 pub(crate) fn nl_error(action: impl Into<String>, e: NlError) -> LabError {
     LabError::kernel(action, e.source, e.message)
@@ -123,7 +128,7 @@ fn prepare_namespace(plan: &Layout, ns: &Namespace, removed: &mut Vec<String>) -
         .map(|e| e.ifname.as_str())
         .collect();
     let gone = netns::run_in(&ns.name, || {
-        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+        let mut nl = netlink()?;
         let lo =
             rtnl::link(&mut nl, "lo").map_err(|e| nl_error(format!("{}: read lo", ns.name), e))?;
         if let Some(lo) = lo {
@@ -148,64 +153,55 @@ fn prepare_namespace(plan: &Layout, ns: &Namespace, removed: &mut Vec<String>) -
     Ok(())
 }
 
+/// End `end`'s link, if it exists as a veth (anything else of its name is
+/// deleted: the lab owns its names).
+fn read_end(end: &End) -> Result<Option<rtnl::LinkInfo>> {
+    netns::run_in(&end.ns, || {
+        let mut nl = netlink()?;
+        let found = rtnl::link(&mut nl, &end.ifname)
+            .map_err(|e| nl_error(format!("{}: read {}", end.ns, end.ifname), e))?;
+        if let Some(other) = found.as_ref().filter(|l| l.kind.as_deref() != Some("veth")) {
+            delete(&mut nl, end, other.index)?;
+            return Ok(None);
+        }
+        Ok(found)
+    })
+}
+
+/// Deletes end `end` (link `index`); gone already (with its peer) is fine.
+fn delete(nl: &mut Netlink, end: &End, index: u32) -> Result<()> {
+    match rtnl::delete_link(nl, index) {
+        Err(e) if e.errno() == Some(libc::ENODEV) => Ok(()),
+        other => other.map_err(|e| nl_error(format!("{}: delete {}", end.ns, end.ifname), e)),
+    }
+}
+
 /// Makes sure the pair exists as a pair; `true` when it was (re)created.
 fn ensure_pair(pair: &VethPair, mtu: u32) -> Result<bool> {
     let [e0, e1] = &pair.ends;
-    let read = |end: &End| {
-        netns::run_in(&end.ns, || {
-            let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
-            let found = rtnl::link(&mut nl, &end.ifname)
-                .map_err(|e| nl_error(format!("{}: read {}", end.ns, end.ifname), e))?;
-            if let Some(found) = found.as_ref().filter(|l| l.kind.as_deref() != Some("veth")) {
-                rtnl::delete_link(&mut nl, found.index)
-                    .map_err(|e| nl_error(format!("{}: delete {}", end.ns, end.ifname), e))?;
-                return Ok(None);
-            }
-            Ok(found)
-        })
-    };
-    let (l0, l1) = (read(e0)?, read(e1)?);
+    let (l0, l1) = (read_end(e0)?, read_end(e1)?);
     if let (Some(a), Some(b)) = (&l0, &l1) {
         if a.peer_index == Some(b.index) && b.peer_index == Some(a.index) {
             return Ok(false);
         }
     }
+    // Half a pair, or two ends that are not each other's peers: start again.
     for (end, found) in [(e0, &l0), (e1, &l1)] {
         if let Some(found) = found {
-            netns::run_in(&end.ns, || {
-                let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
-                match rtnl::delete_link(&mut nl, found.index) {
-                    Err(e) if e.errno() == Some(libc::ENODEV) => Ok(()), // went with its peer
-                    other => {
-                        other.map_err(|e| nl_error(format!("{}: delete {}", end.ns, end.ifname), e))
-                    }
-                }
-            })?;
+            netns::run_in(&end.ns, || delete(&mut netlink()?, end, found.index))?;
         }
     }
     let (ns0, ns1) = (netns::open(&e0.ns)?, netns::open(&e1.ns)?);
-    let action = || {
-        format!(
+    let ends = [
+        (e0.ifname.as_str(), ns0.as_fd(), e0.ifindex),
+        (e1.ifname.as_str(), ns1.as_fd(), e1.ifindex),
+    ];
+    rtnl::create_veth(&mut netlink()?, ends, mtu).map_err(|e| {
+        let action = format!(
             "create veth pair {}/{} <-> {}/{}",
             e0.ns, e0.ifname, e1.ns, e1.ifname
-        )
-    };
-    let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
-    rtnl::create_veth(
-        &mut nl,
-        [
-            (&e0.ifname, ns0.as_fd(), e0.ifindex),
-            (&e1.ifname, ns1.as_fd(), e1.ifindex),
-        ],
-        mtu,
-    )
-    .map_err(|e| match e.errno() {
-        Some(libc::EOPNOTSUPP) => LabError::KernelFeature {
-            action: action(),
-            feature: "veth devices".into(),
-            config: "CONFIG_VETH".into(),
-        },
-        _ => nl_error(action(), e),
+        );
+        veth_error(&action, e)
     })?;
     Ok(true)
 }
@@ -214,7 +210,7 @@ fn ensure_pair(pair: &VethPair, mtu: u32) -> Result<bool> {
 fn configure_end(end: &End, link: &Link) -> Result<()> {
     netns::run_in(&end.ns, || {
         let at = |what: &str| format!("{}/{}: {what}", end.ns, end.ifname);
-        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+        let mut nl = netlink()?;
         let info = rtnl::link(&mut nl, &end.ifname)
             .map_err(|e| nl_error(at("read link"), e))?
             .ok_or_else(|| {
@@ -264,6 +260,18 @@ fn shape(nl: &mut Netlink, index: u32, link: &Link) -> Result<()> {
     qdisc::replace_tbf(nl, index, &tbf).map_err(|e| qdisc_error("tbf", "set rate", e))
 }
 
+/// A veth creation's error; an unknown link kind names the kernel option.
+pub fn veth_error(action: &str, e: NlError) -> LabError {
+    if e.errno() == Some(libc::EOPNOTSUPP) {
+        return LabError::KernelFeature {
+            action: action.to_string(),
+            feature: "veth devices".into(),
+            config: "CONFIG_VETH".into(),
+        };
+    }
+    nl_error(action, e)
+}
+
 /// A qdisc request's error; an unknown kind names the kernel option.
 pub fn qdisc_error(kind: &str, action: &str, e: NlError) -> LabError {
     if e.errno() == Some(libc::ENOENT) {
@@ -288,7 +296,7 @@ fn wait_running(plan: &Layout, ns: &str) -> Result<()> {
         .map(|e| e.ifname.as_str())
         .collect();
     netns::run_in(ns, || {
-        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+        let mut nl = netlink()?;
         let deadline = Instant::now() + CARRIER_WAIT;
         loop {
             let links =
@@ -313,7 +321,7 @@ fn wait_running(plan: &Layout, ns: &str) -> Result<()> {
 
 fn add_routes(ns: &Namespace) -> Result<()> {
     netns::run_in(&ns.name, || {
-        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink", e))?;
+        let mut nl = netlink()?;
         for route in &ns.routes {
             let action = || {
                 format!(
@@ -331,4 +339,42 @@ fn add_routes(ns: &Namespace) -> Result<()> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nl(errno: i32, message: &str) -> NlError {
+        NlError {
+            source: std::io::Error::from_raw_os_error(errno),
+            message: Some(message.to_string()),
+        }
+    }
+
+    #[test]
+    fn missing_kernel_features_name_their_config_option() {
+        let e = veth_error(
+            "create veth pair",
+            nl(libc::EOPNOTSUPP, "Unknown device type"),
+        );
+        assert_eq!(
+            e.to_string(),
+            "create veth pair: the kernel has no veth devices: build it with CONFIG_VETH (or load its module)"
+        );
+        let e = qdisc_error(
+            "htb",
+            "set classes",
+            nl(libc::ENOENT, "Specified qdisc kind is unknown"),
+        );
+        assert!(
+            e.to_string()
+                .contains("no htb qdisc: build it with CONFIG_NET_SCH_HTB"),
+            "{e}"
+        );
+        let e = qdisc_error("tbf", "set rate", nl(libc::EINVAL, "bad burst"));
+        assert!(e.to_string().ends_with("(bad burst)"), "{e}");
+        let e = veth_error("create", nl(libc::EPERM, ""));
+        assert!(e.to_string().contains("need root"), "{e}");
+    }
 }

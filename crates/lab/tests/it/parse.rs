@@ -66,7 +66,7 @@ via = "r"
 "#;
 
 #[test]
-fn bad_lab_files_are_refused_with_place_and_fix() {
+fn bad_entries_are_refused_with_place_and_fix() {
     let link = |extra: &str| two_hosts("t", extra);
     for (text, at, needle) in [
         (
@@ -117,6 +117,15 @@ fn bad_lab_files_are_refused_with_place_and_fix() {
             "12:1",
             "unknown key 'speed' in [[link]]: use a, b, rate, mtu, offloads, via",
         ),
+    ] {
+        refused(&text, at, needle);
+    }
+}
+
+#[test]
+fn impossible_topologies_are_refused_with_place_and_fix() {
+    let link = |extra: &str| two_hosts("t", extra);
+    for (text, at, needle) in [
         (
             link("via = \"r9\""),
             "9:1",
