@@ -99,7 +99,7 @@ pub fn is_lab_ifname(lab: &str, name: &str) -> bool {
     digits > 0 && ["a", "b", "ra", "rb"].contains(&&rest[digits..])
 }
 
-/// Lays a checked lab out (the checks of [`crate::check`] hold).
+/// Lays a checked lab out (the checks of the `check` module hold).
 pub fn layout(lab: &Lab) -> Layout {
     let mut namespaces: Vec<Namespace> = lab
         .hosts

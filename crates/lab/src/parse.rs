@@ -3,7 +3,7 @@
 //! the key or value it is about, `file:line:column: what is wrong; the fix`.
 //! Strict: unknown keys, wrong types and impossible topologies are refused
 //! here, before anything touches the kernel. Checks across entries (a host on
-//! two links, subnets that cannot reach each other) live in [`crate::check`].
+//! two links, subnets that cannot reach each other) live in the `check` module.
 
 use std::borrow::Cow;
 
