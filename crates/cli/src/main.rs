@@ -7,6 +7,7 @@ mod clap_error;
 mod compare_cmd;
 mod exit;
 mod find_rate;
+mod lab_cmd;
 mod plan_cmd;
 mod progress;
 mod quality;
@@ -51,6 +52,9 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Run a study file: every workload × variant × repetition, interleaved, stored.
     Study(study_cmd::StudyArgs),
+    /// Lab hosts and links: network namespaces as hosts, veth pairs with
+    /// rate, MTU and offloads as links (needs root).
+    Lab(lab_cmd::LabArgs),
 }
 
 /// A closed stdout (`stackbench … | head`) ends the program quietly, as
@@ -84,6 +88,7 @@ fn main() {
         Command::Compare(args) => compare_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Study(args) => study_cmd::run(args, &mut session::study_step),
+        Command::Lab(args) => lab_cmd::run(args),
     };
     std::process::exit(exit::code_for(result));
 }

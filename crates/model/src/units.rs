@@ -1,7 +1,8 @@
 //! The one grammar per unit kind that command-line flags, study files and plan
 //! files share: durations (`10s`, `0.176ms`, `199.666us`, `2m`), byte sizes
-//! (`64B`, `4kB`, `1.5MB`), rates (`2/min`, `8275/s`, `1/30s`), percentages
-//! (`56.88%` = `56.88`), counts (`8000`, `256K`) and Linux CPU lists (`0-3,8`).
+//! (`64B`, `4kB`, `1.5MB`), rates (`2/min`, `8275/s`, `1/30s`), link bit rates
+//! (`100Mbit`, `2.5Gbit`), percentages (`56.88%` = `56.88`), counts (`8000`,
+//! `256K`) and Linux CPU lists (`0-3,8`).
 //!
 //! Numbers are decimals with an optional exponent (`1.5`, `.5`, `1.5e-1`). A
 //! number is kept as typed (digits × 10^exponent) and scaled by its unit with
@@ -58,6 +59,7 @@ pub enum UnitKind {
     Duration,
     Size,
     Rate,
+    BitRate,
     Percentage,
     Count,
     CpuList,
@@ -75,6 +77,9 @@ impl UnitKind {
                 "write a number and a unit: B, kB (=KB=KiB), MB (=MiB) or GB (=GiB), binary multiples, e.g. 64B, 4kB or 1.5MB"
             }
             UnitKind::Rate => "write COUNT/INTERVAL, e.g. 2/min, 8275/s or 1/30s",
+            UnitKind::BitRate => {
+                "write a number and a unit: bit, kbit, Mbit or Gbit (per second, decimal: 1Gbit = 1000Mbit), e.g. 100Mbit or 2.5Gbit"
+            }
             UnitKind::Percentage => "write e.g. 56.88% or 56.88",
             UnitKind::Count => {
                 "write a whole number with an optional K (=1024) or M (=1024K), e.g. 8000 or 256K"
@@ -91,6 +96,7 @@ impl fmt::Display for UnitKind {
             UnitKind::Duration => "duration",
             UnitKind::Size => "size",
             UnitKind::Rate => "rate",
+            UnitKind::BitRate => "bit rate",
             UnitKind::Percentage => "percentage",
             UnitKind::Count => "count",
             UnitKind::CpuList => "CPU list",
@@ -116,6 +122,10 @@ pub enum Problem {
     UnknownTimeUnit(String),
     #[error("unknown size unit '{0}'")]
     UnknownSizeUnit(String),
+    #[error("the bit rate has no unit (Mbit or Gbit?)")]
+    BitRateWithoutUnit,
+    #[error("unknown bit rate unit '{0}'")]
+    UnknownBitRateUnit(String),
     #[error("unknown suffix '{0}'")]
     UnknownSuffix(String),
     #[error("a {0} cannot be negative")]
@@ -447,6 +457,57 @@ pub fn parse_rate(text: &str) -> Result<Rate, UnitError> {
         return Err(err(Problem::ZeroInterval));
     }
     Ok(Rate { count, interval_s })
+}
+
+/// Bit-rate units, decimal multiples as link speeds are quoted, in bit/s.
+const BIT_RATE_UNITS: &[(&str, u128)] = &[
+    ("bit", 1),
+    ("kbit", 1_000),
+    ("Mbit", 1_000_000),
+    ("Gbit", 1_000_000_000),
+];
+
+/// A link's bit rate per second, as `tc` and data sheets quote it: `bit`,
+/// `kbit`, `Mbit`, `Gbit`, decimal multiples (`1Gbit` = 1000 `Mbit`), rounded
+/// to a whole bit/s. Case-sensitive: `100mb` (bytes? bits?) is refused with the
+/// fix. Zero is allowed; callers check the range they need.
+pub fn parse_bit_rate(text: &str) -> Result<u64, UnitError> {
+    let err = |problem| UnitError::new(UnitKind::BitRate, text, problem);
+    let (number, unit) = split_number(text.trim());
+    if number.is_empty() {
+        return Err(err(Problem::MissingNumber));
+    }
+    let decimal = Decimal::parse(number).ok_or_else(|| err(Problem::NotANumber))?;
+    if unit.is_empty() {
+        return Err(err(Problem::BitRateWithoutUnit));
+    }
+    let &(_, mult) = BIT_RATE_UNITS
+        .iter()
+        .find(|(u, _)| *u == unit)
+        .ok_or_else(|| err(Problem::UnknownBitRateUnit(unit.to_string())))?;
+    if decimal.is_negative() {
+        return Err(err(Problem::Negative(UnitKind::BitRate)));
+    }
+    decimal
+        .to_whole(mult, 0)
+        .and_then(|(bits, _)| u64::try_from(bits).ok())
+        .ok_or_else(|| err(Problem::TooLarge("2^64-1 bit/s")))
+}
+
+/// Formats bit/s in the largest decimal unit that holds it exactly
+/// (`100000000` → `100Mbit`, `2500000000` → `2500Mbit`), so that
+/// [`parse_bit_rate`] gives it back.
+pub fn format_bit_rate(bits_per_s: u64) -> String {
+    for (unit, mult) in [
+        ("Gbit", 1_000_000_000),
+        ("Mbit", 1_000_000),
+        ("kbit", 1_000),
+    ] {
+        if bits_per_s >= mult && bits_per_s % mult == 0 {
+            return format!("{}{unit}", bits_per_s / mult);
+        }
+    }
+    format!("{bits_per_s}bit")
 }
 
 /// A percentage, with or without `%` (`56.88%` = `56.88`); any finite value,

@@ -2,6 +2,7 @@
 //! `stackbench` binary for one area; `common` holds the shared helpers.
 
 mod common;
+mod lab;
 mod plan;
 mod plan_errors;
 mod population;

@@ -193,6 +193,44 @@ fn documented_rates() {
 }
 
 #[test]
+fn documented_bit_rates() {
+    for (text, want) in [
+        ("100Mbit", 100_000_000),
+        ("1Gbit", 1_000_000_000),
+        ("10Gbit", 10_000_000_000),
+        ("2.5Gbit", 2_500_000_000),
+        ("25 Gbit", 25_000_000_000),
+        ("64kbit", 64_000),
+        ("1500bit", 1500),
+        ("0bit", 0),
+        ("1.0004kbit", 1000),
+    ] {
+        assert_eq!(parse_bit_rate(text).unwrap(), want, "{text}");
+    }
+    assert_eq!(problem(parse_bit_rate("100")), Problem::BitRateWithoutUnit);
+    assert_eq!(
+        problem(parse_bit_rate("100mbit")),
+        Problem::UnknownBitRateUnit("mbit".into())
+    );
+    assert_eq!(
+        problem(parse_bit_rate("-1Mbit")),
+        Problem::Negative(UnitKind::BitRate)
+    );
+    assert!(matches!(
+        problem(parse_bit_rate("1e30Gbit")),
+        Problem::TooLarge(_)
+    ));
+    let e = parse_bit_rate("10G").unwrap_err().to_string();
+    assert!(
+        e.starts_with("bad bit rate '10G': unknown bit rate unit 'G'; write a number and a unit: bit, kbit, Mbit or Gbit"),
+        "{e}"
+    );
+    assert_eq!(format_bit_rate(100_000_000), "100Mbit");
+    assert_eq!(format_bit_rate(2_500_000_000), "2500Mbit");
+    assert_eq!(format_bit_rate(1234), "1234bit");
+}
+
+#[test]
 fn documented_percentages_and_numbers() {
     assert_eq!(parse_pct("56.88%").unwrap(), 56.88);
     assert_eq!(parse_pct("56.88").unwrap(), 56.88);
@@ -282,6 +320,11 @@ proptest! {
         want.sort_unstable();
         want.dedup();
         prop_assert_eq!(parse_cpu_list(&format_cpu_list(&cpus)).unwrap(), want);
+    }
+
+    #[test]
+    fn bit_rates_round_trip(bits in any::<u64>()) {
+        prop_assert_eq!(parse_bit_rate(&format_bit_rate(bits)).unwrap(), bits);
     }
 
     #[test]

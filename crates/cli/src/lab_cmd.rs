@@ -1,0 +1,79 @@
+//! `stackbench lab up|down|show FILE`: builds, removes and reads back the
+//! hosts (network namespaces) and links (veth pairs with rate, MTU and
+//! offloads) a lab file describes. The work is stackbench-lab's; this module
+//! reads the file and prints.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use stackbench_lab::{read_lab, UpReport};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples (as root):
+  stackbench lab up examples/lab-two-hosts.toml     # namespaces sb-pair-client, sb-pair-server
+  stackbench lab show examples/lab-two-hosts.toml   # as configured and as the kernel reports it
+  ip netns exec sb-pair-client ping 10.77.1.2       # a person may look inside
+  stackbench lab down examples/lab-two-hosts.toml   # removes everything named sb-pair-*")]
+pub struct LabArgs {
+    #[command(subcommand)]
+    action: LabAction,
+}
+
+#[derive(Debug, Subcommand)]
+enum LabAction {
+    /// Create or update the lab's namespaces, links, rates, MTUs and
+    /// offloads to match the file (running it twice changes nothing).
+    Up {
+        /// The lab file (TOML).
+        file: PathBuf,
+    },
+    /// Remove every namespace and interface of the lab's name, also what an
+    /// interrupted `up` left.
+    Down {
+        /// The lab file (TOML); only its name is used.
+        file: PathBuf,
+    },
+    /// Print the lab as configured and as read back from the kernel.
+    Show {
+        /// The lab file (TOML).
+        file: PathBuf,
+    },
+}
+
+fn summary(name: &str, r: &UpReport) -> String {
+    let mut line = format!(
+        "lab {name} up: {} namespace(s) ({} created), {} veth pair(s) ({} created)",
+        r.namespaces, r.namespaces_created, r.pairs, r.pairs_created
+    );
+    if !r.removed.is_empty() {
+        line.push_str(&format!(", removed {}", r.removed.join(" ")));
+    }
+    line
+}
+
+pub fn run(args: LabArgs) -> anyhow::Result<i32> {
+    let mut out = std::io::stdout();
+    match args.action {
+        LabAction::Up { file } => {
+            let lab = read_lab(&file)?;
+            let report = stackbench_lab::up(&lab)?;
+            writeln!(out, "{}", summary(&lab.name, &report))?;
+        }
+        LabAction::Down { file } => {
+            let lab = read_lab(&file)?;
+            let removed = stackbench_lab::down(&lab.name)?;
+            if removed.is_empty() {
+                writeln!(out, "lab {} down: nothing to remove", lab.name)?;
+            } else {
+                writeln!(out, "lab {} down: removed {}", lab.name, removed.join(" "))?;
+            }
+        }
+        LabAction::Show { file } => {
+            let lab = read_lab(&file)?;
+            let back = stackbench_lab::read(&lab)?;
+            write!(out, "{}", stackbench_lab::render(&lab, &back))?;
+        }
+    }
+    Ok(crate::exit::OK)
+}

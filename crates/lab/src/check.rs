@@ -1,0 +1,195 @@
+//! Checks across a lab file's entries, so `up` never builds a lab whose
+//! hosts cannot reach each other: names unique, links between known hosts,
+//! each host on one link (one NIC per LPAR; more hosts meet through a
+//! router), a direct link's ends in one subnet and a routed link's ends in
+//! two, a router with room for its own address in each subnet it joins.
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::parse::{Source, Spans};
+use crate::spec::{Host, IpNet, Lab, Link, IPV6_MIN_MTU};
+
+/// Checks the whole lab; errors point at the host or link entry concerned.
+pub(crate) fn topology(src: &Source, lab: &Lab, spans: &Spans) -> Result<()> {
+    names(src, lab, spans)?;
+    let mut on_link: HashMap<&str, usize> = HashMap::new();
+    let mut router_subnets: Vec<(&str, IpNet)> = Vec::new();
+    for (i, link) in lab.links.iter().enumerate() {
+        let at = |m: String| {
+            src.at(
+                spans.links[i],
+                format!("link {i} ({} <-> {}): {m}", link.a, link.b),
+            )
+        };
+        let (a, b) = ends(lab, link).map_err(at)?;
+        for host in [a, b] {
+            if let Some(first) = on_link.insert(&host.name, i) {
+                return Err(at(format!(
+                    "host '{}' is already on link {first}: give each host one link (one NIC per LPAR) and join more hosts through a [[router]] with via",
+                    host.name
+                )));
+            }
+        }
+        mtu_fits(link, a, b).map_err(at)?;
+        match &link.via {
+            None => same_subnets(a, b).map_err(at)?,
+            Some(router) => {
+                for net in routed_subnets(lab, a, b).map_err(at)? {
+                    if router_subnets
+                        .iter()
+                        .any(|(r, n)| r == router && n.same_subnet(&net))
+                    {
+                        return Err(at(format!(
+                            "router '{router}' already has an interface in {}: give this link's hosts other subnets",
+                            net.network()
+                        )));
+                    }
+                    router_subnets.push((router, net));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Host and router names unique together; addresses unique.
+fn names(src: &Source, lab: &Lab, spans: &Spans) -> Result<()> {
+    let members = lab
+        .hosts
+        .iter()
+        .map(|h| h.name.as_str())
+        .zip(&spans.hosts)
+        .chain(lab.routers.iter().map(String::as_str).zip(&spans.routers));
+    let mut seen: Vec<&str> = Vec::new();
+    for (name, &at) in members {
+        if seen.contains(&name) {
+            return Err(src.at(
+                at,
+                format!("duplicate name '{name}': give each host and router its own name"),
+            ));
+        }
+        seen.push(name);
+    }
+    let mut addresses: Vec<(&str, IpNet)> = Vec::new();
+    for (host, &at) in lab.hosts.iter().zip(&spans.hosts) {
+        for net in &host.addresses {
+            if let Some((other, _)) = addresses.iter().find(|(_, n)| n.addr == net.addr) {
+                return Err(src.at(
+                    at,
+                    format!(
+                        "host '{}': address {} is taken by host '{other}': give each host its own",
+                        host.name, net.addr
+                    ),
+                ));
+            }
+            addresses.push((&host.name, *net));
+        }
+    }
+    Ok(())
+}
+
+/// The link's two hosts, and its router known.
+fn ends<'a>(lab: &'a Lab, link: &Link) -> Result<(&'a Host, &'a Host), String> {
+    let known = || {
+        lab.hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let find = |name: &str| {
+        lab.host(name)
+            .ok_or_else(|| format!("unknown host '{name}': use one of {}", known()))
+    };
+    let (a, b) = (find(&link.a)?, find(&link.b)?);
+    if a.name == b.name {
+        return Err("a link joins two different hosts".to_string());
+    }
+    if let Some(router) = &link.via {
+        if !lab.routers.contains(router) {
+            return Err(format!(
+                "unknown router '{router}': declare it with [[router]] name = \"{router}\""
+            ));
+        }
+    }
+    Ok((a, b))
+}
+
+fn mtu_fits(link: &Link, a: &Host, b: &Host) -> Result<(), String> {
+    let v6 = a
+        .addresses
+        .iter()
+        .chain(&b.addresses)
+        .any(|n| n.addr.is_ipv6());
+    if v6 && link.mtu < IPV6_MIN_MTU {
+        return Err(format!(
+            "mtu {} is below IPv6's minimum {IPV6_MIN_MTU}: raise it or drop the IPv6 addresses",
+            link.mtu
+        ));
+    }
+    Ok(())
+}
+
+/// The address pairs (a's, b's) of the families both hosts have; at least one.
+fn common<'a>(a: &'a Host, b: &'a Host) -> Result<Vec<(&'a IpNet, &'a IpNet)>, String> {
+    let pairs: Vec<_> = a
+        .addresses
+        .iter()
+        .flat_map(|x| b.addresses.iter().map(move |y| (x, y)))
+        .filter(|(x, y)| x.addr.is_ipv4() == y.addr.is_ipv4())
+        .collect();
+    if pairs.is_empty() {
+        return Err(format!(
+            "hosts '{}' and '{}' share no address family: give both an IPv4 or both an IPv6 address",
+            a.name, b.name
+        ));
+    }
+    Ok(pairs)
+}
+
+/// A direct link: both ends in one subnet per family.
+fn same_subnets(a: &Host, b: &Host) -> Result<(), String> {
+    for (x, y) in common(a, b)? {
+        if !x.same_subnet(y) {
+            return Err(format!(
+                "{x} and {y} are in different subnets: put both hosts in one subnet, or route the link through a [[router]] with via"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A routed link: each end in its own subnet with room for the router's
+/// address; returns the subnets (the router's interfaces) it joins.
+fn routed_subnets(lab: &Lab, a: &Host, b: &Host) -> Result<Vec<IpNet>, String> {
+    let mut nets = Vec::new();
+    for (x, y) in common(a, b)? {
+        if x.same_subnet(y) {
+            return Err(format!(
+                "{x} and {y} are in one subnet, but the link goes through a router: give each host its own subnet, or drop via"
+            ));
+        }
+        for net in [x, y] {
+            let router = net.router_address().ok_or_else(|| {
+                format!(
+                    "{net} has no room for the router's address: use a /30 or wider (IPv6 /126)"
+                )
+            })?;
+            if let Some(h) = lab
+                .hosts
+                .iter()
+                .find(|h| h.addresses.iter().any(|n| n.addr == router.addr))
+            {
+                return Err(format!(
+                    "the router takes {} in {} but host '{}' has it: give the host another address",
+                    router.addr,
+                    net.network(),
+                    h.name
+                ));
+            }
+            nets.push(*net);
+        }
+    }
+    Ok(nets)
+}

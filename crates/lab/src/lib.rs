@@ -1,0 +1,85 @@
+//! Lab hosts and links: a lab file (TOML) describes hosts — network
+//! namespaces with a CPU set, the analogue of LPARs — and links between them —
+//! veth pairs with a rate (tbf), MTU and offloads, directly or through a
+//! router namespace. `stackbench lab up|down|show FILE` builds, removes and
+//! reads back a lab; this crate does the work, the cli only prints.
+//!
+//! Layers: [`parse`] and `check` read and check the file into
+//! a [`Lab`]; [`mod@layout`] turns it into names, addresses and routes (pure);
+//! [`mod@up`], [`mod@down`] and [`show`] act on the kernel through [`netns`]
+//! (namespaces as `ip netns` makes them), [`rtnl`] and [`qdisc`] (rtnetlink
+//! over the small synchronous [`netlink`] client) and [`ethtool`] (the
+//! `SIOCETHTOOL` ioctl). Nothing shells out to `ip`, `tc` or `ethtool`.
+//!
+//! Every kernel object carries the lab's name: namespaces `sb-<lab>-<host>`,
+//! interfaces `<lab>-<link><end>`. Labs therefore never collide, and `down`
+//! finds what a killed `up` left by the prefix alone.
+//!
+//! # Design note: runs across a lab (not built yet)
+//!
+//! `stackbench run --lab FILE --from A --to B WORKLOAD` (and the study keys
+//! `lab`, `lab_from`, `lab_to`) will drive from host A to a responder in host
+//! B over the lab's link. It waits for the engine's transport seam (issue 10):
+//!
+//! - **Settings.** `lab` (a path), `lab_from` and `lab_to` (host names) join
+//!   the settings table, so flags, study keys and the stored `settings` come
+//!   from one definition. Link overrides `link_rate`, `link_mtu` and
+//!   `link_offloads` apply to every link on the path A→B; a study variant or
+//!   `[sweep] link_rate = ["10Gbit", "25Gbit"]` then changes them between
+//!   steps. `session::resolve` checks that A and B are hosts joined by a
+//!   link, direct or via a router (else a one-line error listing the links).
+//! - **Building.** `session::execute` calls [`up()`] with the file plus the
+//!   overrides before each step. `up` reconciles in place (qdisc, MTU and
+//!   offloads change; namespaces and pairs stay), so a variant costs
+//!   milliseconds, and an unchanged lab costs one read.
+//! - **Driver in A.** The run's driver thread opens `/run/netns/sb-<lab>-A`
+//!   and calls [`netns::enter`] before it creates the control client and the
+//!   workers: threads inherit the namespace of the thread that spawns them,
+//!   so every data socket the transport seam opens belongs to A, with no
+//!   change to the engine. The main thread, progress and Ctrl-C handling stay
+//!   in the caller's namespace. A's `cpus` become the driver's CPU set unless
+//!   the run's own CPU setting says otherwise.
+//! - **Responder in B.** `SpawnedResponder` (crates/cli/src/spawn.rs) opens
+//!   B's namespace file before forking and calls setns(2) in `pre_exec` (a
+//!   plain system call, safe between fork and exec), then runs `stackbench
+//!   serve --listen <B's address>:0 --cpus <B's cpus>`. IPv4 is used unless
+//!   the run asks for IPv6 and both hosts have it. The control connection
+//!   crosses the same link as the data: small, and outside the measurement
+//!   window.
+//! - **CPU.** Each side is still one process. A veth transmit runs the
+//!   receive path on the sending CPU, so each side's CPU per transaction
+//!   includes its share of the link's work, as a NIC interrupt would on a
+//!   host; the report's CPU/MB comparisons (jumbo frames, offloads) rely on it.
+//! - **Environment.** The run record gains `environment.lab`: the lab's name,
+//!   the path A→B (hops: the routers on it) and, for each interface on it,
+//!   the kernel's values from [`read`] — rate, burst, MTU, offloads,
+//!   addresses — taken before the measurement window and read again after it
+//!   (a typed warning if anything changed). The report's environment section
+//!   prints them; `compare` can then say which link setting two sides differ in.
+//! - **Priorities (issue 12, item 3).** The root qdisc becomes an htb whose
+//!   parent class has the link rate and whose children map `SO_PRIORITY`
+//!   values (`skb->priority` = class id `1:N`) to bands; [`qdisc::replace_root`]
+//!   already takes any kind with its options, and [`up::qdisc_error`] names
+//!   `CONFIG_NET_SCH_HTB` where it is missing (this kernel has htb, not prio).
+
+mod check;
+pub mod down;
+pub mod error;
+pub mod ethtool;
+pub mod layout;
+pub mod netlink;
+pub mod netns;
+pub mod parse;
+pub mod qdisc;
+pub mod rtnl;
+pub mod show;
+pub mod spec;
+pub mod up;
+
+pub use down::down;
+pub use error::LabError;
+pub use layout::{layout, Layout};
+pub use parse::{parse_lab, read_lab};
+pub use show::{read, render, Readback};
+pub use spec::{Host, IpNet, Lab, Link, Offloads};
+pub use up::{up, UpReport};

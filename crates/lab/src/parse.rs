@@ -1,0 +1,377 @@
+//! Lab-file text → [`Lab`]. The file is read as a spanned TOML tree (as study
+//! files are, crates/results/src/study/parse.rs) so that every error points at
+//! the key or value it is about, `file:line:column: what is wrong; the fix`.
+//! Strict: unknown keys, wrong types and impossible topologies are refused
+//! here, before anything touches the kernel. Checks across entries (a host on
+//! two links, subnets that cannot reach each other) live in the `check` module.
+
+use std::borrow::Cow;
+
+use stackbench_model::units::{format_cpu_list, parse_bit_rate, parse_cpu_list};
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use crate::check;
+use crate::error::{LabError, Result};
+use crate::spec::{
+    IpNet, Lab, Link, Offloads, DEFAULT_MTU, MAX_HOST_NAME, MAX_LAB_NAME, MAX_LINKS, MTU_RANGE,
+};
+
+const LAB_KEYS: &str = "name, description, [[host]], [[router]], [[link]]";
+const HOST_KEYS: &str = "name, cpus, address";
+const ROUTER_KEYS: &str = "name";
+const LINK_KEYS: &str = "a, b, rate, mtu, offloads, via";
+/// Bit rates a link may be shaped to, in bit/s (1 Mbit to 1000 Gbit; below
+/// 1 Mbit tbf's burst time would not fit its 32-bit tick count).
+const RATE_RANGE_BPS: std::ops::RangeInclusive<u64> = 1_000_000..=1_000_000_000_000;
+
+pub(crate) type Value<'i> = Spanned<DeValue<'i>>;
+type Key<'i> = Spanned<Cow<'i, str>>;
+
+/// Where errors are reported: the file and its text (for line and column).
+pub(crate) struct Source<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    /// An error at byte `offset` of the file.
+    pub fn at(&self, offset: usize, message: impl Into<String>) -> LabError {
+        let before = &self.text[..offset.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        LabError::Parse {
+            file: self.file.to_string(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+}
+
+/// Byte offsets of the entries a cross-entry check may need to point at.
+#[derive(Debug, Default)]
+pub(crate) struct Spans {
+    pub hosts: Vec<usize>,
+    pub routers: Vec<usize>,
+    pub links: Vec<usize>,
+}
+
+fn string(src: &Source, key: &str, v: &Value) -> Result<String> {
+    match v.get_ref() {
+        DeValue::String(s) => Ok(s.to_string()),
+        other => Err(src.at(
+            v.span().start,
+            format!("{key} must be a string, not {}", other.type_str()),
+        )),
+    }
+}
+
+/// A table's entries in file order.
+fn sorted<'a, 'i>(table: &'a DeTable<'i>) -> Vec<(&'a Key<'i>, &'a Value<'i>)> {
+    let mut entries: Vec<_> = table.iter().collect();
+    entries.sort_by_key(|(k, _)| k.span().start);
+    entries
+}
+
+fn unknown(src: &Source, key: &Key, what: &str, keys: &str) -> LabError {
+    src.at(
+        key.span().start,
+        format!("unknown key '{}' in {what}: use {keys}", key.get_ref()),
+    )
+}
+
+/// A name of `max` characters or fewer: lowercase letters and digits (and
+/// `-` where `dash` allows), starting with a letter.
+fn name(src: &Source, what: &str, v: &Value, max: usize, dash: bool) -> Result<String> {
+    let text = string(src, what, v)?;
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || (dash && c == '-');
+    let starts = text.starts_with(|c: char| c.is_ascii_lowercase());
+    if text.len() > max || !starts || !text.chars().all(ok_char) {
+        let dash = if dash {
+            ", digits and -"
+        } else {
+            " and digits"
+        };
+        return Err(src.at(
+            v.span().start,
+            format!("bad {what} '{text}': use 1 to {max} lowercase letters{dash}, starting with a letter"),
+        ));
+    }
+    Ok(text)
+}
+
+fn table_items<'a, 'i>(src: &Source, key: &str, v: &'a Value<'i>) -> Result<Vec<&'a Value<'i>>> {
+    let items = v.get_ref().as_array().ok_or_else(|| {
+        src.at(
+            v.span().start,
+            format!("write each {key} as [[{key}]], one table each"),
+        )
+    })?;
+    for item in items {
+        if item.get_ref().as_table().is_none() {
+            return Err(src.at(item.span().start, format!("each [[{key}]] must be a table")));
+        }
+    }
+    Ok(items.iter().collect())
+}
+
+fn addresses(src: &Source, v: &Value) -> Result<Vec<IpNet>> {
+    let items: Vec<&Value> = match v.get_ref() {
+        DeValue::Array(items) => items.iter().collect(),
+        _ => vec![v],
+    };
+    let mut out: Vec<IpNet> = Vec::new();
+    for item in items {
+        let text = string(src, "each address", item)?;
+        let at = |m: String| src.at(item.span().start, format!("address '{text}': {m}"));
+        let net = IpNet::parse(&text).map_err(at)?;
+        if !net.is_lab_range() {
+            return Err(at("use a private or benchmark range, e.g. 10.77.1.1/24 or fd77:1::1/64 (lab traffic stays in its namespaces, but a public address would hide the real host)".into()));
+        }
+        if net.is_reserved_in_subnet() {
+            return Err(at(format!(
+                "that is the subnet's own or broadcast address in {}: pick a host address",
+                net.network()
+            )));
+        }
+        if out.iter().any(|o| o.addr.is_ipv4() == net.addr.is_ipv4()) {
+            return Err(at("a host has at most one IPv4 and one IPv6 address".into()));
+        }
+        out.push(net);
+    }
+    Ok(out)
+}
+
+fn host(src: &Source, v: &Value) -> Result<crate::spec::Host> {
+    let mut out = crate::spec::Host {
+        name: String::new(),
+        cpus: None,
+        addresses: Vec::new(),
+    };
+    let table = v.get_ref().as_table().expect("checked by table_items");
+    for (key, value) in sorted(table) {
+        match key.get_ref().as_ref() {
+            "name" => out.name = name(src, "host name", value, MAX_HOST_NAME, true)?,
+            "cpus" => {
+                let text = match value.get_ref() {
+                    DeValue::Integer(i) => i.as_str().to_string(),
+                    _ => string(src, "cpus", value)?,
+                };
+                let cpus = parse_cpu_list(&text)
+                    .map_err(|e| src.at(value.span().start, format!("cpus: {e}")))?;
+                out.cpus = Some(cpus);
+            }
+            "address" => out.addresses = addresses(src, value)?,
+            _ => return Err(unknown(src, key, "[[host]]", HOST_KEYS)),
+        }
+    }
+    if out.name.is_empty() {
+        return Err(src.at(
+            v.span().start,
+            "[[host]] without a name: add e.g. name = \"client\"",
+        ));
+    }
+    if out.addresses.is_empty() {
+        return Err(src.at(
+            v.span().start,
+            format!(
+                "host '{}' has no address: add e.g. address = \"10.77.1.1/24\"",
+                out.name
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+fn router(src: &Source, v: &Value) -> Result<String> {
+    let table = v.get_ref().as_table().expect("checked by table_items");
+    let mut out = None;
+    for (key, value) in sorted(table) {
+        match key.get_ref().as_ref() {
+            "name" => out = Some(name(src, "router name", value, MAX_HOST_NAME, true)?),
+            _ => return Err(unknown(src, key, "[[router]]", ROUTER_KEYS)),
+        }
+    }
+    out.ok_or_else(|| {
+        src.at(
+            v.span().start,
+            "[[router]] without a name: add e.g. name = \"r1\"",
+        )
+    })
+}
+
+fn on_off(src: &Source, key: &str, v: &Value) -> Result<bool> {
+    match v.get_ref() {
+        DeValue::Boolean(b) => Ok(*b),
+        DeValue::String(s) if s.as_ref() == "on" => Ok(true),
+        DeValue::String(s) if s.as_ref() == "off" => Ok(false),
+        _ => Err(src.at(
+            v.span().start,
+            format!("offload {key}: write \"on\" or \"off\""),
+        )),
+    }
+}
+
+fn offloads(src: &Source, v: &Value) -> Result<Offloads> {
+    let table = v.get_ref().as_table().ok_or_else(|| {
+        src.at(
+            v.span().start,
+            "offloads must be a table, e.g. offloads = { tso = \"off\", gso = \"on\" }",
+        )
+    })?;
+    let mut out = Offloads::default();
+    for (key, value) in sorted(table) {
+        let on = on_off(src, key.get_ref(), value)?;
+        if !out.set(key.get_ref(), on) {
+            return Err(unknown(src, key, "offloads", &Offloads::NAMES.join(", ")));
+        }
+    }
+    if out.tso && !out.tx_csum {
+        return Err(src.at(
+            v.span().start,
+            "offloads: tso on needs tx_csum on (the kernel drops TSO without checksum offload): set tso = \"off\" or tx_csum = \"on\"",
+        ));
+    }
+    Ok(out)
+}
+
+fn rate(src: &Source, v: &Value) -> Result<u64> {
+    let text = string(src, "rate", v)?;
+    let bps = parse_bit_rate(&text).map_err(|e| src.at(v.span().start, format!("rate: {e}")))?;
+    if !RATE_RANGE_BPS.contains(&bps) {
+        return Err(src.at(
+            v.span().start,
+            format!("rate {text}: use 1Mbit to 1000Gbit, or leave rate out for an unshaped link"),
+        ));
+    }
+    Ok(bps)
+}
+
+fn mtu(src: &Source, v: &Value) -> Result<u32> {
+    v.get_ref()
+        .as_integer()
+        .and_then(|i| i.as_str().parse::<u32>().ok())
+        .filter(|m| MTU_RANGE.contains(m))
+        .ok_or_else(|| {
+            src.at(
+                v.span().start,
+                format!(
+                    "bad mtu: use a whole number of bytes from {} to {}, e.g. mtu = 9000",
+                    MTU_RANGE.start(),
+                    MTU_RANGE.end()
+                ),
+            )
+        })
+}
+
+fn link(src: &Source, v: &Value) -> Result<Link> {
+    let mut out = Link {
+        a: String::new(),
+        b: String::new(),
+        rate_bps: None,
+        mtu: DEFAULT_MTU,
+        offloads: Offloads::default(),
+        via: None,
+    };
+    let table = v.get_ref().as_table().expect("checked by table_items");
+    for (key, value) in sorted(table) {
+        match key.get_ref().as_ref() {
+            "a" => out.a = string(src, "a", value)?,
+            "b" => out.b = string(src, "b", value)?,
+            "rate" => out.rate_bps = Some(rate(src, value)?),
+            "mtu" => out.mtu = mtu(src, value)?,
+            "offloads" => out.offloads = offloads(src, value)?,
+            "via" => out.via = Some(string(src, "via", value)?),
+            _ => return Err(unknown(src, key, "[[link]]", LINK_KEYS)),
+        }
+    }
+    if out.a.is_empty() || out.b.is_empty() {
+        return Err(src.at(
+            v.span().start,
+            "[[link]] needs both ends: add a = \"HOST\" and b = \"HOST\"",
+        ));
+    }
+    Ok(out)
+}
+
+/// Reads the top-level keys into a lab (entries checked one by one).
+fn entries(src: &Source, doc: &DeTable, lab: &mut Lab, spans: &mut Spans) -> Result<()> {
+    for (key, value) in sorted(doc) {
+        match key.get_ref().as_ref() {
+            "name" => lab.name = name(src, "lab name", value, MAX_LAB_NAME, false)?,
+            "description" => lab.description = string(src, "description", value)?,
+            "host" => {
+                for item in table_items(src, "host", value)? {
+                    lab.hosts.push(host(src, item)?);
+                    spans.hosts.push(item.span().start);
+                }
+            }
+            "router" => {
+                for item in table_items(src, "router", value)? {
+                    lab.routers.push(router(src, item)?);
+                    spans.routers.push(item.span().start);
+                }
+            }
+            "link" => {
+                for item in table_items(src, "link", value)? {
+                    if lab.links.len() == MAX_LINKS {
+                        return Err(src.at(
+                            item.span().start,
+                            format!("too many links: a lab has at most {MAX_LINKS}"),
+                        ));
+                    }
+                    lab.links.push(link(src, item)?);
+                    spans.links.push(item.span().start);
+                }
+            }
+            _ => return Err(unknown(src, key, "the lab file", LAB_KEYS)),
+        }
+    }
+    Ok(())
+}
+
+/// Parses lab-file text; `file` names it in errors.
+pub fn parse_lab(text: &str, file: &str) -> Result<Lab> {
+    let src = Source { file, text };
+    let doc = DeTable::parse(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        src.at(offset, e.message().trim().replace('\n', " "))
+    })?;
+    let mut lab = Lab {
+        name: String::new(),
+        description: String::new(),
+        hosts: Vec::new(),
+        routers: Vec::new(),
+        links: Vec::new(),
+    };
+    let mut spans = Spans::default();
+    entries(&src, doc.get_ref(), &mut lab, &mut spans)?;
+    if lab.name.is_empty() {
+        return Err(src.at(0, "missing key 'name': add e.g. name = \"demo\" (it prefixes every namespace and interface)"));
+    }
+    if lab.hosts.is_empty() {
+        return Err(src.at(
+            0,
+            "a lab needs at least one [[host]]: add e.g. [[host]] name = \"client\"",
+        ));
+    }
+    check::topology(&src, &lab, &spans)?;
+    Ok(lab)
+}
+
+/// Reads and parses a lab file.
+pub fn read_lab(path: &std::path::Path) -> Result<Lab> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| LabError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    parse_lab(&text, &file)
+}
+
+/// The CPU list as the file would write it (for messages and `show`).
+pub fn cpus_text(cpus: &Option<Vec<usize>>) -> String {
+    cpus.as_deref()
+        .map_or_else(|| "all".to_string(), format_cpu_list)
+}

@@ -1,0 +1,317 @@
+//! What a lab file describes, after parsing and checking: hosts (the LPARs),
+//! routers and links, with the few address computations the layout needs.
+//! Pure data: nothing here touches the kernel.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use serde::Serialize;
+
+/// Longest lab name: it prefixes every interface name, and Linux allows 15
+/// bytes for those (`<lab>-<link><end>`, e.g. `demo-12ra`).
+pub const MAX_LAB_NAME: usize = 8;
+/// Longest host or router name (it ends the namespace name `sb-<lab>-<host>`).
+pub const MAX_HOST_NAME: usize = 24;
+/// Most links in one lab: the link number is two digits of the interface name.
+pub const MAX_LINKS: usize = 100;
+/// MTU range for a link: IPv4's minimum to the largest veth frame.
+pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=65_535;
+/// Smallest MTU on which Linux keeps IPv6 (RFC 8200).
+pub const IPV6_MIN_MTU: u32 = 1280;
+/// The MTU of a link that does not name one (Ethernet's).
+pub const DEFAULT_MTU: u32 = 1500;
+
+/// A lab: its hosts, routers and the links between them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Lab {
+    /// Short name; prefixes every namespace (`sb-<name>-`) and interface (`<name>-`).
+    pub name: String,
+    /// Free text for people.
+    pub description: String,
+    /// The hosts, in file order.
+    pub hosts: Vec<Host>,
+    /// Router namespaces that `via` links pass through, in file order.
+    pub routers: Vec<String>,
+    /// The links, in file order; a link's number is its index here.
+    pub links: Vec<Link>,
+}
+
+/// A host: a network namespace with a CPU set, the analogue of an LPAR.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Host {
+    /// Name, unique in the lab (hosts and routers together).
+    pub name: String,
+    /// CPUs the host's processes use; `None` = all of the machine's.
+    pub cpus: Option<Vec<usize>>,
+    /// Addresses with prefix lengths, put on the host's link interface.
+    pub addresses: Vec<IpNet>,
+}
+
+/// A link between two hosts: a veth pair, or two through a router.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Link {
+    /// One end's host.
+    pub a: String,
+    /// The other end's host.
+    pub b: String,
+    /// Shaped rate in bit/s (tbf on every sending end); `None` = unshaped.
+    pub rate_bps: Option<u64>,
+    /// MTU of every interface of the link, in bytes.
+    pub mtu: u32,
+    /// Offloads on every interface of the link.
+    pub offloads: Offloads,
+    /// Router the link passes through (a multi-hop path), if any.
+    pub via: Option<String>,
+}
+
+/// Segmentation and checksum offloads of a link's interfaces (`ethtool -k`
+/// names: tcp-segmentation-offload, generic-segmentation-offload,
+/// generic-receive-offload, tx-checksumming, rx-checksumming).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Offloads {
+    pub tso: bool,
+    pub gso: bool,
+    pub gro: bool,
+    pub tx_csum: bool,
+    pub rx_csum: bool,
+}
+
+impl Default for Offloads {
+    /// All on, as a new veth has them.
+    fn default() -> Self {
+        Offloads {
+            tso: true,
+            gso: true,
+            gro: true,
+            tx_csum: true,
+            rx_csum: true,
+        }
+    }
+}
+
+impl Offloads {
+    /// The names lab files use, in display order.
+    pub const NAMES: [&'static str; 5] = ["tso", "gso", "gro", "tx_csum", "rx_csum"];
+
+    /// The values in the order of [`Offloads::NAMES`].
+    pub fn values(&self) -> [bool; 5] {
+        [self.tso, self.gso, self.gro, self.tx_csum, self.rx_csum]
+    }
+
+    /// Sets one offload by name; `false` when the name is unknown.
+    pub fn set(&mut self, name: &str, on: bool) -> bool {
+        let slot = match name {
+            "tso" => &mut self.tso,
+            "gso" => &mut self.gso,
+            "gro" => &mut self.gro,
+            "tx_csum" => &mut self.tx_csum,
+            "rx_csum" => &mut self.rx_csum,
+            _ => return false,
+        };
+        *slot = on;
+        true
+    }
+}
+
+impl fmt::Display for Offloads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = Self::NAMES
+            .iter()
+            .zip(self.values())
+            .map(|(n, on)| format!("{n} {}", if on { "on" } else { "off" }))
+            .collect();
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// An address with its prefix length, `10.77.1.1/24` or `fd77:1::1/64`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IpNet {
+    pub addr: IpAddr,
+    pub prefix_len: u8,
+}
+
+impl IpNet {
+    /// Parses `ADDRESS/PREFIX`; the message says what is wrong.
+    pub fn parse(text: &str) -> Result<IpNet, String> {
+        let (addr, len) = text
+            .split_once('/')
+            .ok_or("no prefix length: write e.g. 10.77.1.1/24 or fd77:1::1/64")?;
+        let addr: IpAddr = addr
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{addr}' is not an IPv4 or IPv6 address"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix_len = len
+            .trim()
+            .parse::<u8>()
+            .ok()
+            .filter(|n| *n <= max)
+            .ok_or_else(|| format!("bad prefix length '{len}': use 0 to {max}"))?;
+        Ok(IpNet { addr, prefix_len })
+    }
+
+    fn bits(&self) -> u32 {
+        if self.addr.is_ipv4() {
+            32
+        } else {
+            128
+        }
+    }
+
+    fn as_u128(&self) -> u128 {
+        match self.addr {
+            IpAddr::V4(a) => u128::from(u32::from(a)),
+            IpAddr::V6(a) => u128::from(a),
+        }
+    }
+
+    fn with_bits(&self, value: u128) -> IpAddr {
+        match self.addr {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::from(value as u32)),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::from(value)),
+        }
+    }
+
+    /// The host bits' mask (all ones below the prefix).
+    fn host_mask(&self) -> u128 {
+        let host_bits = self.bits() - u32::from(self.prefix_len);
+        if host_bits == 128 {
+            u128::MAX
+        } else {
+            (1u128 << host_bits) - 1
+        }
+    }
+
+    /// The subnet: the address with its host bits cleared.
+    pub fn network(&self) -> IpNet {
+        IpNet {
+            addr: self.with_bits(self.as_u128() & !self.host_mask()),
+            prefix_len: self.prefix_len,
+        }
+    }
+
+    /// Whether both are the same family and subnet.
+    pub fn same_subnet(&self, other: &IpNet) -> bool {
+        self.addr.is_ipv4() == other.addr.is_ipv4() && self.network() == other.network()
+    }
+
+    /// The subnet's last-but-one address (`10.77.1.254` in a /24, `…:ffff:fffe`
+    /// in a /64): where a router's interface sits, away from the hosts.
+    /// `None` when the subnet has no room for it (IPv4 /31 and /32, IPv6 /127, /128).
+    pub fn router_address(&self) -> Option<IpNet> {
+        if self.bits() - u32::from(self.prefix_len) < 2 {
+            return None;
+        }
+        let last = self.as_u128() | self.host_mask();
+        Some(IpNet {
+            addr: self.with_bits(last - 1),
+            prefix_len: self.prefix_len,
+        })
+    }
+
+    /// Whether the address lies in a range meant for private or benchmark
+    /// networks (RFC 1918, RFC 2544's 198.18.0.0/15, IPv6 ULA fc00::/7 and
+    /// RFC 5180's 2001:2::/48), so a lab never shadows a real host.
+    pub fn is_lab_range(&self) -> bool {
+        match self.addr {
+            IpAddr::V4(a) => {
+                let [x, y, ..] = a.octets();
+                a.is_private() || (x == 198 && (y == 18 || y == 19))
+            }
+            IpAddr::V6(a) => {
+                let s = a.segments();
+                (s[0] & 0xfe00) == 0xfc00 || (s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0)
+            }
+        }
+    }
+
+    /// Whether the address is the subnet's own (all host bits zero) or, for
+    /// IPv4, its broadcast address: neither can be a host's.
+    pub fn is_reserved_in_subnet(&self) -> bool {
+        let host = self.as_u128() & self.host_mask();
+        let edge = self.bits() - u32::from(self.prefix_len) >= 2;
+        edge && (host == 0 || (self.addr.is_ipv4() && host == self.host_mask()))
+    }
+}
+
+impl fmt::Display for IpNet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix_len)
+    }
+}
+
+impl Lab {
+    /// The host named `name`.
+    pub fn host(&self, name: &str) -> Option<&Host> {
+        self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// The namespace name of a host or router: `sb-<lab>-<name>`.
+    pub fn namespace(&self, member: &str) -> String {
+        format!("{}{member}", namespace_prefix(&self.name))
+    }
+}
+
+/// Every namespace of lab `lab` starts with this (`sb-demo-`); lab names
+/// have no `-`, so one lab's prefix never matches another's namespaces.
+pub fn namespace_prefix(lab: &str) -> String {
+    format!("sb-{lab}-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(text: &str) -> IpNet {
+        IpNet::parse(text).unwrap()
+    }
+
+    #[test]
+    fn subnets_and_router_addresses() {
+        assert_eq!(net("10.77.1.9/24").network(), net("10.77.1.0/24"));
+        assert!(net("10.77.1.1/24").same_subnet(&net("10.77.1.2/24")));
+        assert!(!net("10.77.1.1/24").same_subnet(&net("10.77.2.1/24")));
+        assert!(!net("10.77.1.1/24").same_subnet(&net("fd77::1/64")));
+        assert_eq!(
+            net("10.77.1.1/24").router_address(),
+            Some(net("10.77.1.254/24"))
+        );
+        assert_eq!(
+            net("fd77:1::1/64").router_address(),
+            Some(net("fd77:1::ffff:ffff:ffff:fffe/64"))
+        );
+        assert_eq!(net("10.77.1.1/31").router_address(), None);
+        assert_eq!(net("::/0").network(), net("::/0"));
+    }
+
+    #[test]
+    fn lab_ranges() {
+        for ok in [
+            "10.77.0.1/24",
+            "192.168.9.1/24",
+            "198.19.0.1/16",
+            "fd77::1/64",
+            "2001:2::1/64",
+        ] {
+            assert!(net(ok).is_lab_range(), "{ok}");
+        }
+        for bad in ["8.8.8.8/24", "2001:db8::1/64", "127.0.0.2/8"] {
+            assert!(!net(bad).is_lab_range(), "{bad}");
+        }
+        assert!(net("10.77.1.0/24").is_reserved_in_subnet());
+        assert!(net("10.77.1.255/24").is_reserved_in_subnet());
+        assert!(!net("10.77.1.1/24").is_reserved_in_subnet());
+    }
+
+    #[test]
+    fn bad_addresses_say_why() {
+        assert!(IpNet::parse("10.77.1.1")
+            .unwrap_err()
+            .contains("prefix length"));
+        assert!(IpNet::parse("10.77.1.1/33")
+            .unwrap_err()
+            .contains("0 to 32"));
+        assert!(IpNet::parse("host/24").unwrap_err().contains("not an IPv4"));
+    }
+}

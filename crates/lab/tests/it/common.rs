@@ -1,0 +1,75 @@
+//! Helpers for the kernel tests: whether this process may make network
+//! namespaces (root, a kernel with CONFIG_NET_NS), and a guard that takes a
+//! lab down when a test ends, passed or failed.
+
+use stackbench_lab::{parse_lab, Lab};
+
+/// Whether network namespaces can be made here; prints why not otherwise,
+/// so a skipped test says so in the test output.
+pub fn can_make_namespaces(test: &str) -> bool {
+    let probe = std::thread::spawn(|| {
+        // SAFETY: unshare(2) on this short-lived thread only.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    });
+    match probe.join().expect("probe thread") {
+        Ok(()) if std::fs::metadata("/run").is_ok() => true,
+        Ok(()) => {
+            eprintln!("skipped {test}: no /run directory for named namespaces");
+            false
+        }
+        Err(e) => {
+            eprintln!(
+                "skipped {test}: cannot make a network namespace ({e}): run the tests as root"
+            );
+            false
+        }
+    }
+}
+
+/// A lab that is taken down when the guard is dropped.
+pub struct LabGuard(pub Lab);
+
+impl LabGuard {
+    /// Parses `text` (which must be valid) and removes leftovers of an
+    /// earlier, interrupted run of the same test.
+    pub fn new(text: &str) -> LabGuard {
+        let lab = parse_lab(text, "test.toml").expect("test lab parses");
+        stackbench_lab::down(&lab.name).expect("clean start");
+        LabGuard(lab)
+    }
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = stackbench_lab::down(&self.0.name);
+    }
+}
+
+/// Two hosts on one link in one subnet, with lab name `name` and `extra`
+/// keys appended to the link.
+pub fn two_hosts(name: &str, extra: &str) -> String {
+    format!(
+        r#"name = "{name}"
+[[host]]
+name = "client"
+cpus = "0"
+address = ["10.77.1.1/24", "fd77:1::1/64"]
+[[host]]
+name = "server"
+address = ["10.77.1.2/24", "fd77:1::2/64"]
+[[link]]
+a = "client"
+b = "server"
+{extra}
+"#
+    )
+}
+
+/// The names under /run/netns that start with `prefix`.
+pub fn namespaces(prefix: &str) -> Vec<String> {
+    stackbench_lab::netns::list(prefix).expect("list /run/netns")
+}
