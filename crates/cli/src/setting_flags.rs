@@ -150,6 +150,7 @@ mod tests {
         ("sndbuf", "2GB"),
         ("rcvbuf", "10B"),
         ("crr_close", "later"),
+        ("transport", "smc"),
         ("repeat", "0"),
         ("repeat", "1001"),
         ("confidence", "99"),

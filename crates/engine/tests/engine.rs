@@ -7,7 +7,7 @@ use std::time::Duration;
 use stackbench_engine::{
     run_workload, ControlClient, Responder, ResponderConfig, ResponderHandle, RunConfig, RunOutcome,
 };
-use stackbench_model::{CrrClose, SocketOptions};
+use stackbench_model::{CrrClose, SocketOptions, Transport};
 
 fn responder(listen: &str) -> ResponderHandle {
     let config = ResponderConfig {
@@ -28,6 +28,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         client_cpus: vec![],
         socket: SocketOptions::default(),
         spin: false,
+        transport: Transport::Tcp,
     }
 }
 
@@ -235,4 +236,108 @@ fn a_duration_that_ends_before_the_count_makes_the_run_incomplete() {
     let c = &out.classes[0];
     assert!(c.transactions > 0 && c.transactions < 1_000_000_000);
     assert!((c.duration_s - 0.3).abs() < 1e-9, "{}", c.duration_s);
+}
+
+fn over(transport: Transport, workload: &str, transactions: u64) -> RunConfig {
+    RunConfig {
+        transport,
+        ..config(workload, transactions)
+    }
+}
+
+/// RR, CRR in every close mode, and STR both ways over one transport.
+fn every_kind_over(transport: Transport) {
+    let h = responder("127.0.0.1:0");
+    let out = run(&h, &over(transport, "RR10(4kB/4kB)", 1003));
+    assert_exact(&out, 1003);
+    assert_eq!(out.server_stats[0].connections, 10);
+    for close in [CrrClose::Server, CrrClose::Client, CrrClose::Abort] {
+        let mut cfg = over(transport, "CRR4(64B/8kB)", 201);
+        cfg.socket.crr_close = close;
+        let out = run(&h, &cfg);
+        assert_exact(&out, 201);
+        assert_eq!(out.server_stats[0].connections, 201, "{close:?}");
+    }
+    assert_exact(&run(&h, &over(transport, "STR3(1B/2MB)", 7)), 7);
+    assert_exact(&run(&h, &over(transport, "STR3(2MB/1B)", 7)), 7);
+    // Options the transport lacks are skipped, not failed on.
+    let mut cfg = over(transport, "RR3(2kB/300kB)", 60);
+    cfg.socket = SocketOptions {
+        nodelay: true,
+        waitall: true,
+        quickack: true,
+        sndbuf_bytes: Some(128 * 1024),
+        rcvbuf_bytes: Some(128 * 1024),
+        crr_close: CrrClose::Server,
+    };
+    assert_exact(&run(&h, &cfg), 60);
+}
+
+#[test]
+fn every_kind_runs_over_unix_sockets() {
+    every_kind_over(Transport::Unix);
+}
+
+#[test]
+fn unix_socket_directories_are_removed_when_tests_stop() {
+    let h = responder("127.0.0.1:0");
+    let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
+    let spec = stackbench_engine::protocol::TestSpec {
+        kind: stackbench_model::Kind::Rr,
+        request_bytes: 1,
+        response_bytes: 1,
+        socket: SocketOptions::default(),
+        spin: false,
+    };
+    let (id, endpoints) = control.start(spec, Transport::Unix, 1, 1).unwrap();
+    // One path per responder worker, in one private directory.
+    assert_eq!(endpoints.len(), 2);
+    let stackbench_engine::transport::Endpoint::Unix(path) = &endpoints[0] else {
+        panic!("{endpoints:?}");
+    };
+    assert!(path.exists());
+    let dir = path.parent().unwrap().to_path_buf();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    control.stop(id).unwrap();
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
+
+#[test]
+fn every_kind_runs_over_mptcp() {
+    let target = "127.0.0.1:1".parse().unwrap();
+    if let Err(e) = stackbench_engine::transport::check_usable(Transport::Mptcp, target) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    every_kind_over(Transport::Mptcp);
+    // The responder checks every accepted connection with MPTCP_INFO: a
+    // fallback to plain TCP would have made the runs above incomplete.
+    let h = responder("127.0.0.1:0");
+    let out = run(&h, &over(Transport::Mptcp, "RR2(1B/1B)", 100));
+    assert_eq!(out.server_stats[0].mptcp_fallbacks, 0);
+    assert_eq!(out.server_stats[0].connections, 2);
+}
+
+#[test]
+fn ipv6_spreads_over_responder_ports() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("skipped: no IPv6 loopback on this machine (enable ::1 to run this test)");
+        return;
+    }
+    let h = responder("[::1]:0");
+    let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
+    let spec = stackbench_engine::protocol::TestSpec {
+        kind: stackbench_model::Kind::Rr,
+        request_bytes: 1,
+        response_bytes: 1,
+        socket: SocketOptions::default(),
+        spin: false,
+    };
+    let (id, endpoints) = control.start(spec, Transport::Tcp, 3, 3).unwrap();
+    assert_eq!(endpoints.len(), 3, "{endpoints:?}");
+    control.stop(id).unwrap();
 }

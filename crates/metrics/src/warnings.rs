@@ -86,6 +86,13 @@ pub enum Warning {
         repetitions: u32,
         measures: Vec<(&'static str, Option<f64>)>,
     },
+    /// Socket options the run's transport cannot honour and what was done
+    /// instead (one clause each, e.g. "nodelay not set: AF_UNIX has no Nagle
+    /// algorithm").
+    OptionsNotApplied {
+        transport: String,
+        notes: Vec<String>,
+    },
 }
 
 impl Warning {
@@ -100,6 +107,7 @@ impl Warning {
             Warning::RunTooShort { .. } => "run_too_short",
             Warning::GovernorNotPerformance { .. } => "governor_not_performance",
             Warning::ConfidenceNotReached { .. } => "confidence_not_reached",
+            Warning::OptionsNotApplied { .. } => "options_not_applied",
         }
     }
 
@@ -202,6 +210,11 @@ impl fmt::Display for Warning {
                  {level_pct}% interval widths {} exceed {target_width_pct}% of the mean; \
                  allow more iterations, run longer, or quieten the machine",
                 width_list(measures)
+            ),
+            Warning::OptionsNotApplied { transport, notes } => write!(
+                f,
+                "transport {transport}: {}; the stored settings show what was applied",
+                notes.join("; ")
             ),
         }
     }
@@ -493,6 +506,10 @@ mod tests {
                 target_width_pct: 5.0,
                 repetitions: 30,
                 measures: vec![("rate", Some(7.5))],
+            },
+            Warning::OptionsNotApplied {
+                transport: "unix".into(),
+                notes: vec!["nodelay not set: AF_UNIX has no Nagle algorithm".into()],
             },
         ];
         for w in &all {

@@ -16,22 +16,23 @@ mod summary;
 mod watch;
 mod worker;
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
-use stackbench_model::{SocketOptions, Workload};
+use stackbench_model::{SocketOptions, Transport, Workload};
 
 pub use control::ControlClient;
 use watch::Watch;
 use worker::{ClassAccum, ClassPlan, Timing, Worker};
 
 use crate::error::EngineError;
+use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sampling::{self, Placement};
+use crate::transport::{self, Dialer};
 
 /// One workload's run settings (already resolved).
 #[derive(Debug, Clone)]
@@ -49,6 +50,8 @@ pub struct RunConfig {
     pub client_cpus: Vec<usize>,
     pub socket: SocketOptions,
     pub spin: bool,
+    /// What carries the data connections.
+    pub transport: Transport,
 }
 
 /// A live view of a run, for progress displays.
@@ -81,27 +84,16 @@ pub fn run_workload(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
+    transport::check_usable(cfg.transport, control.target()).map_err(EngineError::Transport)?;
+    // Both sides apply only the options the transport supports.
+    let cfg = &RunConfig {
+        socket: transport::effective_options(cfg.transport, &cfg.socket).0,
+        ..cfg.clone()
+    };
+    let _fds = limits::reserve_fds(cfg.workload.total_clients()).map_err(EngineError::Limit)?;
     // Memory before this workload's connections exist: the fixed part.
     let baseline_memory = watch::memory_now(control);
-    let mut test_ids = Vec::new();
-    let mut plans = Vec::new();
-    for class in &cfg.workload.classes {
-        let spec = TestSpec {
-            kind: class.kind,
-            request_bytes: class.request_bytes,
-            response_bytes: class.response_bytes,
-            socket: cfg.socket,
-            spin: cfg.spin,
-        };
-        let (id, port) = control.start(spec)?;
-        test_ids.push(id);
-        plans.push(ClassPlan {
-            kind: class.kind,
-            request_bytes: class.request_bytes,
-            response_bytes: class.response_bytes,
-            data_addr: SocketAddr::new(control.target().ip(), port),
-        });
-    }
+    let (test_ids, plans) = start_tests(control, cfg)?;
     let assignments = assign_clients(&cfg.workload, cfg.transactions, cfg.threads);
     let warmup_end_ns = cfg.warmup.as_nanos() as u64;
     let timing = Timing {
@@ -172,6 +164,9 @@ pub fn run_workload(
             server_stats.push(control.stop(*id)?);
         }
     }
+    if reason.is_none() {
+        reason = mptcp_shortfall(cfg.transport, &server_stats);
+    }
     let workload = cfg.workload.to_string();
     let work = Work {
         transactions: merged.iter().map(|a| a.transactions).sum(),
@@ -204,6 +199,49 @@ pub fn run_workload(
         server_stats,
         complete: reason.is_none(),
         incomplete_reason: reason,
+    })
+}
+
+/// Starts one responder test per class and builds each class's plan, its
+/// connections spread over enough paths (see `transport::spread`).
+fn start_tests(
+    control: &mut ControlClient,
+    cfg: &RunConfig,
+) -> Result<(Vec<u64>, Vec<ClassPlan>), EngineError> {
+    let mut test_ids = Vec::new();
+    let mut plans = Vec::new();
+    for class in &cfg.workload.classes {
+        let spec = TestSpec {
+            kind: class.kind,
+            request_bytes: class.request_bytes,
+            response_bytes: class.response_bytes,
+            socket: cfg.socket,
+            spin: cfg.spin,
+        };
+        let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
+        let (id, endpoints) = control.start(spec, cfg.transport, class.clients, spread.ports)?;
+        test_ids.push(id);
+        plans.push(ClassPlan {
+            kind: class.kind,
+            request_bytes: class.request_bytes,
+            response_bytes: class.response_bytes,
+            dialer: Dialer::new(cfg.transport, &endpoints, spread.sources)
+                .map_err(EngineError::Transport)?,
+        });
+    }
+    Ok((test_ids, plans))
+}
+
+/// An MPTCP run whose connections fell back to plain TCP measured TCP: say
+/// so rather than label TCP figures as MPTCP's.
+fn mptcp_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<String> {
+    let (fallbacks, connections) = stats.iter().fold((0, 0), |(f, c), s| {
+        (f + s.mptcp_fallbacks, c + s.connections)
+    });
+    (transport == Transport::Mptcp && fallbacks > 0).then(|| {
+        format!(
+            "transport mptcp: {fallbacks} of {connections} data connections fell back to plain              TCP, so the figures are not MPTCP's: check net.mptcp.enabled on both hosts and any              middlebox between them"
+        )
     })
 }
 

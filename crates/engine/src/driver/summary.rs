@@ -154,6 +154,7 @@ mod tests {
             client_cpus: vec![],
             socket: Default::default(),
             spin: false,
+            transport: Default::default(),
         }
     }
 

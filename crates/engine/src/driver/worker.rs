@@ -13,19 +13,17 @@
 //! atomic store once per loop turn for the live progress line.
 
 use std::io;
-use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 use stackbench_metrics::{ErrorCounts, LatencyHistogram};
 use stackbench_model::{CrrClose, Kind, SocketOptions};
 
-use crate::sockopt::{self, IO_CHUNK_BYTES};
+use crate::sockopt::IO_CHUNK_BYTES;
 use crate::timer::TimerWheel;
+use crate::transport::{DataStream, Dialer};
 
 /// Wait before reconnecting after a connection error.
 const RECONNECT_BACKOFF_MS: u64 = 10;
@@ -33,13 +31,13 @@ const RECONNECT_BACKOFF_MS: u64 = 10;
 const MAX_POLL_WAIT: Duration = Duration::from_millis(50);
 
 /// What a worker needs to know about one class.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ClassPlan {
     pub kind: Kind,
     pub request_bytes: u64,
     pub response_bytes: u64,
-    /// Address of the responder's data listener for this class's test.
-    pub data_addr: SocketAddr,
+    /// Opens this class's data connections (to its test's endpoints).
+    pub dialer: Dialer,
 }
 
 /// The run's clock: nanoseconds since `epoch`.
@@ -118,9 +116,9 @@ enum Phase {
     Backoff,
 }
 
-/// Per-connection state: 32 bytes in release builds (see `conn_state_is_small`).
+/// Per-connection state: 32 bytes (see `conn_state_is_small`).
 struct Conn {
-    stream: Option<TcpStream>,
+    stream: Option<DataStream>,
     class: u16,
     phase: Phase,
     /// Bytes left to send or receive in the current phase.
@@ -259,10 +257,13 @@ impl<'a> Worker<'a> {
     /// it (or `send` reports the connect error), which saves the SO_ERROR and
     /// getpeername calls and an epoll round trip per CRR transaction.
     fn open(&mut self, key: usize) {
-        let plan = self.classes[self.conns[key].class as usize];
+        let classes = self.classes;
+        let plan = &classes[self.conns[key].class as usize];
         let started = self.timing.now_ns();
-        let result =
-            connect(&plan.data_addr, &self.socket, plan.response_bytes).and_then(|mut stream| {
+        let result = plan
+            .dialer
+            .connect(key, &self.socket, plan.response_bytes)
+            .and_then(|mut stream| {
                 self.poll.registry().register(
                     &mut stream,
                     Token(key),
@@ -293,11 +294,11 @@ impl<'a> Worker<'a> {
     /// One `send` of the current request; moves to receiving when it is all out.
     fn send_chunk(&mut self, key: usize) -> io::Result<Sent> {
         let conn = &mut self.conns[key];
-        let Some(stream) = conn.stream.as_ref() else {
+        let Some(stream) = conn.stream.as_mut() else {
             return Ok(Sent::Blocked);
         };
         let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-        let n = sockopt::send(stream.as_raw_fd(), &self.zeros[..want])?;
+        let n = stream.send(&self.zeros[..want])?;
         conn.remaining -= n as u64;
         if self.timing.in_window(self.timing.now_ns()) {
             self.accum[conn.class as usize].tx_bytes += n as u64;
@@ -350,10 +351,9 @@ impl<'a> Worker<'a> {
             let Some(conn) = self.conns.get_mut(key) else {
                 return Ok(());
             };
-            let Some(stream) = conn.stream.as_ref() else {
+            let Some(stream) = conn.stream.as_mut() else {
                 return Ok(());
             };
-            let fd = stream.as_raw_fd();
             match conn.phase {
                 Phase::Backoff => return Ok(()),
                 Phase::Sending => match self.send_chunk(key)? {
@@ -363,12 +363,12 @@ impl<'a> Worker<'a> {
                 },
                 Phase::Receiving => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let n = sockopt::recv(fd, &mut self.scratch[..want], self.socket.waitall)?;
+                    let n = stream.recv(&mut self.scratch[..want], self.socket.waitall)?;
                     if n == 0 {
                         return Err(io::ErrorKind::UnexpectedEof.into());
                     }
                     if self.socket.quickack {
-                        sockopt::quickack(fd);
+                        stream.quickack();
                     }
                     conn.remaining -= n as u64;
                     let now = self.timing.now_ns();
@@ -386,7 +386,7 @@ impl<'a> Worker<'a> {
                     }
                 }
                 Phase::AwaitEof => {
-                    let n = sockopt::recv(fd, &mut self.scratch[..1], false)?;
+                    let n = stream.recv(&mut self.scratch[..1], false)?;
                     if n != 0 {
                         return Err(io::Error::other(
                             "responder sent more than the response size",
@@ -424,7 +424,8 @@ impl<'a> Worker<'a> {
     /// whether the state machine should keep going on this connection.
     fn next_transaction(&mut self, key: usize, now: u64) -> io::Result<bool> {
         let conn = &mut self.conns[key];
-        let plan = self.classes[conn.class as usize];
+        let classes = self.classes;
+        let plan = &classes[conn.class as usize];
         if plan.kind != Kind::Crr {
             if conn.quota == 0 {
                 self.finish(key);
@@ -443,7 +444,7 @@ impl<'a> Worker<'a> {
             CrrClose::Client => {}
             CrrClose::Abort => {
                 if let Some(s) = &conn.stream {
-                    sockopt::set_abortive_close(s.as_raw_fd())?;
+                    s.set_abortive_close()?;
                 }
             }
         }
@@ -461,18 +462,6 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// A non-blocking connect, with every socket option set before it.
-fn connect(addr: &SocketAddr, opts: &SocketOptions, response_bytes: u64) -> io::Result<TcpStream> {
-    let socket = sockopt::new_tcp_socket(addr, opts)?;
-    sockopt::apply_connected(socket.as_raw_fd(), opts, response_bytes)?;
-    match socket.connect(&(*addr).into()) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-        Err(e) => return Err(e),
-    }
-    Ok(TcpStream::from_std(socket.into()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,7 +470,8 @@ mod tests {
     /// comfortably in one process.
     #[test]
     fn conn_state_is_small() {
-        // mio adds a selector id to every socket in debug builds only.
+        // A `DataStream` is its fd alone, in debug builds too (mio's own
+        // socket types add a selector id there); 48 leaves room for that.
         let limit = if cfg!(debug_assertions) { 48 } else { 32 };
         let size = std::mem::size_of::<Conn>();
         eprintln!(

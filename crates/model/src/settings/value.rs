@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::socket::CrrClose;
+use super::socket::{CrrClose, Transport};
 use crate::units;
 
 /// What a setting's type provides to the settings table.
@@ -189,6 +189,22 @@ impl SettingValue for CrrClose {
     }
 }
 
+impl SettingValue for Transport {
+    const VALUE_NAME: &'static str = "TRANSPORT";
+    const ALLOWED: &'static [&'static str] = &["tcp", "unix", "mptcp"];
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "tcp" => Ok(Transport::Tcp),
+            "unix" => Ok(Transport::Unix),
+            "mptcp" => Ok(Transport::Mptcp),
+            _ => Err("unknown transport: use tcp, unix or mptcp".to_string()),
+        }
+    }
+    fn text(&self) -> String {
+        self.name().to_string()
+    }
+}
+
 /// Splits `A,B` into two numbers; `example` shows the fix.
 fn pair(text: &str, example: &str) -> Result<(f64, f64), String> {
     let bad = || format!("give two numbers separated by a comma, e.g. {example}");
@@ -281,6 +297,8 @@ mod tests {
         round_trip::<Confidence>("99,5");
         round_trip::<IterationBounds>("3,30");
         round_trip::<CrrClose>("abort");
+        round_trip::<Transport>("unix");
+        round_trip::<Transport>("mptcp");
         round_trip::<u32>("4");
         round_trip::<bool>("false");
     }
@@ -295,5 +313,8 @@ mod tests {
         assert!(CrrClose::parse("rst")
             .unwrap_err()
             .contains("server, client or abort"));
+        assert!(Transport::parse("smc")
+            .unwrap_err()
+            .contains("tcp, unix or mptcp"));
     }
 }
