@@ -526,3 +526,19 @@ fn emfile_scenario() {
     assert_eq!(stats.connections, CLIENTS as u64);
     assert!(stats.accept_retries > 0, "{stats:?}");
 }
+
+#[test]
+fn an_old_driver_is_refused_naming_both_versions() {
+    use std::io::{BufRead, BufReader, Write};
+    let h = responder("127.0.0.1:0");
+    let mut conn = std::net::TcpStream::connect(h.addr()).unwrap();
+    conn.write_all(b"{\"type\":\"hello\",\"version\":1,\"software\":\"stackbench 0.1\"}\n")
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(conn).read_line(&mut line).unwrap();
+    assert!(
+        line.contains(r#""type":"error""#)
+            && line.contains("protocol version 1 is not supported by this responder (speaks 2)"),
+        "{line}"
+    );
+}

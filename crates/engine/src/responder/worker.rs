@@ -338,3 +338,18 @@ fn would_block_or_close(e: &io::Error, kind: Kind) -> Next {
         _ => Next::Close { error: true },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The figure the doc comment on `Conn` states.
+    #[test]
+    fn conn_state_is_small() {
+        assert!(
+            std::mem::size_of::<Conn>() <= 24,
+            "{}",
+            std::mem::size_of::<Conn>()
+        );
+    }
+}
