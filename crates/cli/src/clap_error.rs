@@ -69,47 +69,10 @@ pub fn one_line(err: &clap::Error, cmd: &Command, args: &[String]) -> String {
     let arg = ctx(ContextKind::InvalidArg).unwrap_or_default();
     let value = ctx(ContextKind::InvalidValue).unwrap_or_default();
     let body = match err.kind() {
-        ErrorKind::UnknownArgument => {
-            let what = if arg.starts_with('-') {
-                "unknown flag"
-            } else {
-                "unexpected argument"
-            };
-            let hint = ctx(ContextKind::SuggestedArg)
-                .map(|s| format!(": did you mean '{s}'?"))
-                .unwrap_or_default();
-            format!("{what} '{arg}' for '{path}'{hint}")
+        ErrorKind::UnknownArgument | ErrorKind::InvalidSubcommand => {
+            unknown(err, &path, leaf, &arg)
         }
-        ErrorKind::InvalidSubcommand => {
-            let sub = ctx(ContextKind::InvalidSubcommand).unwrap_or_default();
-            let hint = match ctx(ContextKind::SuggestedSubcommand) {
-                Some(s) => format!("did you mean '{s}'?"),
-                None => format!("use one of {}", subcommands(leaf)),
-            };
-            format!("unknown subcommand '{sub}' for '{path}': {hint}")
-        }
-        ErrorKind::InvalidValue if value.is_empty() => {
-            format!("missing value for '{}': write {arg}", flag(&arg))
-        }
-        ErrorKind::InvalidValue => {
-            let hint = match (
-                ctx(ContextKind::SuggestedValue),
-                ctx(ContextKind::ValidValue),
-            ) {
-                (Some(s), _) => format!("did you mean '{s}'?"),
-                (None, Some(valid)) => format!("use one of {valid}"),
-                (None, None) => "give another value".to_string(),
-            };
-            format!("invalid value '{value}' for '{}': {hint}", flag(&arg))
-        }
-        ErrorKind::ValueValidation => {
-            let why = std::error::Error::source(err).map_or_else(String::new, |e| e.to_string());
-            format!(
-                "invalid value '{value}' for '{}': {}",
-                flag(&arg),
-                number_hint(&value, &why)
-            )
-        }
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => bad_value(err, &arg, &value),
         ErrorKind::ArgumentConflict => {
             let prior = ctx(ContextKind::PriorArg).unwrap_or_default();
             format!(
@@ -134,6 +97,53 @@ pub fn one_line(err: &clap::Error, cmd: &Command, args: &[String]) -> String {
         _ => first_line(err),
     };
     format!("{body} (see {path} --help)")
+}
+
+/// An unknown flag, argument or subcommand, with clap's suggestion.
+fn unknown(err: &clap::Error, path: &str, leaf: &Command, arg: &str) -> String {
+    let ctx = |kind| err.get(kind).map(text);
+    if err.kind() == ErrorKind::InvalidSubcommand {
+        let sub = ctx(ContextKind::InvalidSubcommand).unwrap_or_default();
+        let hint = match ctx(ContextKind::SuggestedSubcommand) {
+            Some(s) => format!("did you mean '{s}'?"),
+            None => format!("use one of {}", subcommands(leaf)),
+        };
+        return format!("unknown subcommand '{sub}' for '{path}': {hint}");
+    }
+    let what = if arg.starts_with('-') {
+        "unknown flag"
+    } else {
+        "unexpected argument"
+    };
+    let hint = ctx(ContextKind::SuggestedArg)
+        .map(|s| format!(": did you mean '{s}'?"))
+        .unwrap_or_default();
+    format!("{what} '{arg}' for '{path}'{hint}")
+}
+
+/// A missing, unknown or invalid value of a flag.
+fn bad_value(err: &clap::Error, arg: &str, value: &str) -> String {
+    let ctx = |kind| err.get(kind).map(text);
+    if err.kind() == ErrorKind::ValueValidation {
+        let why = std::error::Error::source(err).map_or_else(String::new, |e| e.to_string());
+        return format!(
+            "invalid value '{value}' for '{}': {}",
+            flag(arg),
+            number_hint(value, &why)
+        );
+    }
+    if value.is_empty() {
+        return format!("missing value for '{}': write {arg}", flag(arg));
+    }
+    let hint = match (
+        ctx(ContextKind::SuggestedValue),
+        ctx(ContextKind::ValidValue),
+    ) {
+        (Some(s), _) => format!("did you mean '{s}'?"),
+        (None, Some(valid)) => format!("use one of {valid}"),
+        (None, None) => "give another value".to_string(),
+    };
+    format!("invalid value '{value}' for '{}': {hint}", flag(arg))
 }
 
 /// The subcommand named by `args` (e.g. `stackbench plan cpu`) and its

@@ -6,6 +6,7 @@
 mod clap_error;
 mod compare_cmd;
 mod exit;
+mod find_rate;
 mod plan_cmd;
 mod progress;
 mod quality;

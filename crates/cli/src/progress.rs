@@ -1,5 +1,7 @@
 //! The live progress line on stderr (indicatif), drawn only when stderr is a
-//! terminal: the phase, elapsed time and the current transaction rate.
+//! terminal: the phase, elapsed time and the current transaction rate. When
+//! stderr is not a terminal (CI, a log file) the same text is written as a
+//! plain line once a minute, so a long run is never silent for hours.
 
 use std::time::Duration;
 
@@ -11,8 +13,14 @@ pub struct ProgressLine {
     name: String,
     window: Option<Duration>,
     warmup: Duration,
+    clients: u64,
     last: Option<(Duration, u64)>,
+    /// Elapsed time of the next plain line (no terminal).
+    next_line: Duration,
 }
+
+/// Interval of the plain progress lines written when stderr is not a terminal.
+const PLAIN_LINE_EVERY: Duration = Duration::from_secs(60);
 
 impl ProgressLine {
     pub fn new(cfg: &RunConfig) -> ProgressLine {
@@ -28,12 +36,16 @@ impl ProgressLine {
             name: cfg.workload.to_string(),
             window: cfg.duration,
             warmup: cfg.warmup,
+            clients: cfg.workload.total_clients(),
             last: None,
+            next_line: PLAIN_LINE_EVERY,
         }
     }
 
     pub fn update(&mut self, p: &Progress) {
-        let Some(bar) = &self.bar else { return };
+        if self.bar.is_none() && p.elapsed < self.next_line {
+            return;
+        }
         let total: u64 = p.transactions.iter().sum();
         let rate = match self.last {
             Some((t, n)) if p.elapsed > t => {
@@ -42,15 +54,23 @@ impl ProgressLine {
             _ => 0.0,
         };
         self.last = Some((p.elapsed, total));
-        let msg = if p.in_warmup {
+        let msg = if p.connecting {
             format!(
-                "{}: warm-up {:.1}/{:.1} s",
+                "{}: connecting {}/{} clients, {:.1} s",
                 self.name,
-                p.elapsed.as_secs_f64(),
-                self.warmup.as_secs_f64()
+                p.connected,
+                self.clients,
+                p.elapsed.as_secs_f64()
+            )
+        } else if p.in_warmup {
+            format!(
+                "{}: warm-up ({:.1} s), {:.1} s in",
+                self.name,
+                self.warmup.as_secs_f64(),
+                p.elapsed.as_secs_f64()
             )
         } else {
-            let measured = p.elapsed.saturating_sub(self.warmup).as_secs_f64();
+            let measured = p.measured.unwrap_or_default().as_secs_f64();
             let of = self
                 .window
                 .map_or(String::new(), |w| format!("/{:.0}", w.as_secs_f64()));
@@ -59,8 +79,16 @@ impl ProgressLine {
                 self.name
             )
         };
-        bar.set_message(msg);
-        bar.tick();
+        match &self.bar {
+            Some(bar) => {
+                bar.set_message(msg);
+                bar.tick();
+            }
+            None => {
+                eprintln!("stackbench: {msg}");
+                self.next_line = p.elapsed + PLAIN_LINE_EVERY;
+            }
+        }
     }
 
     pub fn finish(&mut self) {

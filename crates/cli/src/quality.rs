@@ -72,6 +72,9 @@ pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
     settings.rcvbuf = eff.rcvbuf_bytes.map(|b| Bytes(u64::from(b)));
     settings.sndbuf = eff.sndbuf_bytes.map(|b| Bytes(u64::from(b)));
     settings.crr_close = eff.crr_close;
+    if eff.busy_poll_us.is_none() {
+        settings.busy_poll = None;
+    }
     Some(Warning::OptionsNotApplied {
         transport: settings.transport.name().to_string(),
         notes,

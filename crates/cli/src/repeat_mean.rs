@@ -18,11 +18,16 @@
 //!   memory, per connection too) is the mean; an optional figure is present
 //!   only when every run has it; CPU sets and methods are those of the first
 //!   run (they are the same in every run of a workload);
+//! - population figures (think time, open loop): waits, offered rate,
+//!   connect time and lag/uncorrected percentiles the mean, `late` and
+//!   `dropped` summed (as errors), `connected` the fewest of any run, the
+//!   pacing as written the first run's;
 //! - the identity of the class (workload, notation, clients, sizes) is the
 //!   first run's; `repetitions` is left for the caller to fill.
 
 use stackbench_metrics::record::{
-    CpuBreakdown, CpuFigures, LatencyUs, MemoryFigures, ProcessCpu, SideCpu, SideMemory,
+    CpuBreakdown, CpuFigures, LagUs, LatencyUs, MemoryFigures, PopulationFigures, ProcessCpu,
+    SideCpu, SideMemory,
 };
 use stackbench_metrics::{ClassResult, ErrorCounts};
 
@@ -101,6 +106,31 @@ fn mean_class(runs: &Of<ClassResult>) -> ClassResult {
         cpu: runs.each(|c| c.cpu.as_ref()).map(|cpu| cpu_figures(&cpu)),
         memory: runs.each(|c| c.memory.as_ref()).map(|m| memory(&m)),
         repetitions: None,
+        population: runs.each(|c| c.population.as_ref()).map(|p| population(&p)),
+    }
+}
+
+fn population(runs: &Of<PopulationFigures>) -> PopulationFigures {
+    let first = runs.first();
+    PopulationFigures {
+        pacing: first.pacing,
+        pacing_text: first.pacing_text.clone(),
+        think_mean_s: first.think_mean_s,
+        wait_mean_s: runs.opt(|p| p.wait_mean_s),
+        offered_rate_tps: first.offered_rate_tps,
+        arrivals: first.arrivals.clone(),
+        latency_uncorrected_us: runs
+            .each(|p| p.latency_uncorrected_us.as_ref())
+            .map(|l| latency(&l)),
+        late: runs.0.iter().map(|p| p.late).sum(),
+        dropped: runs.0.iter().map(|p| p.dropped).sum(),
+        generator_lag_us: runs.each(|p| p.generator_lag_us.as_ref()).map(|l| LagUs {
+            p50: l.f(|l| l.p50),
+            p99: l.f(|l| l.p99),
+            max: l.0.iter().map(|l| l.max).fold(f64::NEG_INFINITY, f64::max),
+        }),
+        connected: runs.0.iter().map(|p| p.connected).min().unwrap_or(0),
+        connect_s: runs.f(|p| p.connect_s),
     }
 }
 
@@ -252,6 +282,7 @@ mod tests {
                 server: None,
             }),
             repetitions: None,
+            population: None,
         }
     }
 

@@ -34,9 +34,13 @@ pub const DEFAULT_STUDY: &[&str] = &[
   stackbench run 'RR1(1B/1B)' --transactions 100000 --json
   stackbench run 'RR(1B/1B)' --sweep clients=1,2,4,8,16 --repeat 3   # a scalability curve
   stackbench run 'RR60(4kB/4kB)' --target 127.0.0.1:12870   # against `stackbench serve`
+  stackbench run 'RR1K(100B/800B)@exp:1s' --ramp 2000/s       # 1024 users thinking 1 s on average
+  stackbench run 'RR10(1kB/1kB)' --rate 20000/s --arrivals poisson   # open loop, wrk2-style latency
+  stackbench run 'RR10(1kB/1kB)' --find-max-rate --p99-under 1ms --duration 3s
 
-Notation: NAME<clients>(<request>/<response>), NAME = RR | CRR | STR; clients take K (=1024);
-sizes B, kB/KB/KiB, MB/MiB, GB/GiB (binary multiples). Every setting flag is also a study-file key.
+Notation: NAME<clients>(<request>/<response>)[@PACING], NAME = RR | CRR | STR; clients take K (=1024);
+sizes B, kB/KB/KiB, MB/MiB, GB/GiB (binary multiples); PACING a think time (30s, exp:30s,
+uniform:10s..50s) or a rate (5000/s). Every setting flag is also a study-file key.
 Exit status: 0 complete, 2 usage or input error, 3 incomplete run (Ctrl-C, SIGTERM, responder lost).")]
 pub struct RunArgs {
     /// Workloads in the seeds' notation, run one after another
@@ -63,6 +67,19 @@ pub struct RunArgs {
     /// Do not store the run.
     #[arg(long)]
     no_store: bool,
+    /// Search the highest --rate whose p99 (from the intended send) is under --p99-under:
+    /// doubling, then bisection, at most STEPS short runs [default: 12].
+    #[arg(long, value_name = "STEPS", num_args = 0..=1, require_equals = true,
+          default_missing_value = "12", conflicts_with_all = ["sweep", "csv"], requires = "p99_under")]
+    find_max_rate: Option<u32>,
+    /// The p99 latency bound of --find-max-rate, e.g. 1ms.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "find_max_rate",
+        allow_hyphen_values = true
+    )]
+    p99_under: Option<String>,
 }
 
 fn parse_workloads(args: &RunArgs) -> anyhow::Result<Vec<Workload>> {
@@ -94,6 +111,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let labels = parse_labels(&args.label).or_else(|e| usage(format!("--label: {e}")))?;
     let default_study = args.workloads.is_empty();
     let announce = !args.json && !args.csv;
+    if let Some(steps) = args.find_max_rate {
+        let mut store = open_store(&args)?;
+        return crate::find_rate::run(crate::find_rate::Search {
+            workloads: &workloads,
+            settings,
+            steps,
+            p99_under: args.p99_under.as_deref().unwrap_or_default(),
+            labels: &labels,
+            store: store.as_mut(),
+            json: args.json,
+        });
+    }
     // Resolve every point before measuring any, so a bad value costs no run.
     let mut plans = Vec::new();
     for point in sweep.points() {
@@ -108,10 +137,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
         plans.push((point, session::resolve(s, ws, default_study, announce)?));
     }
-    let mut store = match (&args.db, args.no_store) {
-        (_, true) => None,
-        (db, false) => Some(Store::open(db.as_deref()).or_else(|e| usage(format!("--db: {e}")))?),
-    };
+    let mut store = open_store(&args)?;
     let mut records = Vec::new();
     for (point, plan) in &plans {
         if announce && !point.values.is_empty() {
@@ -135,6 +161,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let complete = records.len() == plans.len() && records.iter().all(|r| r.complete);
     Ok(if complete { OK } else { INCOMPLETE })
+}
+
+fn open_store(args: &RunArgs) -> anyhow::Result<Option<Store>> {
+    Ok(match (&args.db, args.no_store) {
+        (_, true) => None,
+        (db, false) => Some(Store::open(db.as_deref()).or_else(|e| usage(format!("--db: {e}")))?),
+    })
 }
 
 /// The sweep's table and, for a client sweep, its USL fit: each record is

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thread};
-use stackbench_engine::{limits, transport, ControlClient, RunConfig};
+use stackbench_engine::{limits, transport, ControlClient, PacingConfig, RunConfig};
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::{RunRecord, SCHEMA_VERSION};
 use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text};
@@ -49,8 +49,10 @@ impl RunPlan {
 /// The one place run-time defaults are decided, for `run` and `study` alike:
 /// the window (10 s, 5 s for the default study, none when count-bounded), the
 /// warm-up (2 s, 1 s for the default study, 0 when count-bounded), placement
-/// (disjoint CPU halves), threads (one per CPU of the side) and repetitions.
-/// Settings that exclude each other are refused here, whatever their source.
+/// (disjoint CPU halves), threads (one per CPU of the side), repetitions and
+/// the seed of think-time and arrival draws (random, stored so that the run
+/// can be repeated with `--seed`). Settings that exclude each other are
+/// refused here, whatever their source.
 pub fn resolve(
     mut s: RunSettings,
     workloads: Vec<Workload>,
@@ -72,6 +74,8 @@ pub fn resolve(
     if s.ipv6 && s.target.is_some() {
         return usage("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
     }
+    check_pacing(&s, &workloads)?;
+    s.seed = s.seed.or_else(|| Some(random_seed()));
     let iterations = iterations(&s)?;
     let remote = s.target.is_some();
     let place = placement(
@@ -91,6 +95,45 @@ pub fn resolve(
         iterations,
         announce,
     })
+}
+
+/// Pacing settings that contradict each other or apply to nothing.
+fn check_pacing(s: &RunSettings, workloads: &[Workload]) -> anyhow::Result<()> {
+    if s.think.is_some() && s.rate.is_some() {
+        return usage(
+            "think and rate exclude each other: a class is paced by a think time or by an \
+             offered rate; give one, or pace classes apart in the notation (RR8K(100B/800B)@30s+RR10(1kB/1kB)@5000/s)",
+        );
+    }
+    let open_class = workloads
+        .iter()
+        .flat_map(|w| &w.classes)
+        .any(|c| matches!(c.pacing, Some(stackbench_model::Pacing::Rate(_))));
+    if s.arrivals != stackbench_model::Arrivals::Constant && s.rate.is_none() && !open_class {
+        return usage(
+            "arrivals applies to open-loop classes: give --rate (e.g. --rate 5000/s) or a class \
+             rate such as RR10(1kB/1kB)@5000/s",
+        );
+    }
+    Ok(())
+}
+
+/// A fresh seed (32 bits, easy to retype) from the standard library's
+/// per-process random hasher keys.
+fn random_seed() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(SystemTime::now()) & 0xFFFF_FFFF
+}
+
+/// The run-level pacing settings the engine needs.
+pub fn pacing_config(s: &RunSettings) -> PacingConfig {
+    PacingConfig {
+        think: s.think,
+        rate: s.rate,
+        arrivals: s.arrivals,
+        ramp: s.ramp,
+        seed: s.seed.unwrap_or(0),
+    }
 }
 
 /// The repetition controller of `repeat`, `confidence` and `iterations`.
@@ -211,6 +254,7 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
             socket: s.socket_options(),
             spin: s.spin,
             transport: s.transport,
+            pacing: pacing_config(s),
         };
         let outcome = repeat::run_repeated(&mut control, &cfg, &plan.iterations, &STOP);
         for class in &outcome.classes {

@@ -151,6 +151,8 @@ mod tests {
         ("rcvbuf", "10B"),
         ("crr_close", "later"),
         ("transport", "smc"),
+        ("busy_poll", "50"),
+        ("busy_poll", "1s"),
         ("repeat", "0"),
         ("repeat", "1001"),
         ("confidence", "99"),
@@ -158,6 +160,17 @@ mod tests {
         ("confidence", "95,0"),
         ("iterations", "30,3"),
         ("iterations", "0,3"),
+        ("think", "-1s"),
+        ("think", "gauss:1s"),
+        ("think", "uniform:5s..1s"),
+        ("think", "25h"),
+        ("rate", "0/s"),
+        ("rate", "5000"),
+        ("rate", "1000000000/s"),
+        ("arrivals", "bursty"),
+        ("ramp", "0/s"),
+        ("ramp", "fast"),
+        ("seed", "x"),
     ];
 
     /// The message a study key gets for `name = "value"`.

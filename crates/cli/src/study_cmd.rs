@@ -137,6 +137,11 @@ pub fn run(
             store.path().display()
         );
     }
+    finish(&study, outcome)
+}
+
+/// The exit status of a walked study, with the next step suggested.
+fn finish(study: &Study, outcome: Result<usize, StudyError>) -> anyhow::Result<i32> {
     match outcome {
         Ok(_) => {
             if study.variants.len() > 1 {

@@ -19,6 +19,6 @@ pub mod sockopt;
 pub mod timer;
 pub mod transport;
 
-pub use driver::{run_workload, ControlClient, Progress, RunConfig, RunOutcome};
+pub use driver::{run_workload, ControlClient, PacingConfig, Progress, RunConfig, RunOutcome};
 pub use error::EngineError;
 pub use responder::{Responder, ResponderConfig, ResponderHandle};

@@ -14,6 +14,10 @@
 //!   it by itself, so once per connection would not keep delayed ACK off).
 //! - `sndbuf`/`rcvbuf` → SO_SNDBUF/SO_RCVBUF before connect or listen, so the
 //!   window scale is negotiated for them; setting them turns off autotuning.
+//! - `busy_poll` → SO_BUSY_POLL (µs) on every data socket, both sides: a
+//!   blocking receive polls the device queue before sleeping. It needs root (or
+//!   CAP_NET_ADMIN) to exceed `net.core.busy_read`, and only NAPI devices are
+//!   polled (loopback is not one, so on loopback it costs nothing and gains nothing).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
@@ -69,6 +73,14 @@ pub fn apply_connected(fd: RawFd, opts: &SocketOptions, recv_message_bytes: u64)
     }
     if opts.quickack {
         quickack(fd.as_raw_fd());
+    }
+    if let Some(us) = opts.busy_poll_us {
+        set_int(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BUSY_POLL,
+            us as libc::c_int,
+        )?;
     }
     Ok(())
 }

@@ -139,6 +139,67 @@ pub struct ClassResult {
     /// all runs, errors summed, CPU and memory figures averaged.
     #[serde(default)]
     pub repetitions: Option<Repetitions>,
+    /// Pacing of a user population (think time or open loop) and what it
+    /// achieved, and how long connecting took; `None` for a closed-loop class
+    /// of a run without a connection ramp, and in records older than it.
+    #[serde(default)]
+    pub population: Option<PopulationFigures>,
+}
+
+/// How a class's clients pace their requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PacingMode {
+    /// The next request as soon as the response is in.
+    #[default]
+    Closed,
+    /// A think time between a response and the next request.
+    Think,
+    /// Requests at scheduled times (an offered rate), whatever the responses do.
+    Open,
+}
+
+/// Actual − intended send time of requests sent in the window, µs (an
+/// intended time is the end of a think time, or an open-loop schedule slot).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LagUs {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// A user population's pacing and what it achieved (one class).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PopulationFigures {
+    pub pacing: PacingMode,
+    /// The pacing as written: a think time (`exp:30s`) or a rate (`50000/s`);
+    /// `None` for the closed loop.
+    pub pacing_text: Option<String>,
+    /// Configured mean think time, seconds (think-time classes).
+    pub think_mean_s: Option<f64>,
+    /// Mean time a client waited between a response and its next request,
+    /// measured in the window, seconds: the think time, or for the open loop
+    /// the wait for the next intended send. `None` when none ended in the window.
+    pub wait_mean_s: Option<f64>,
+    /// Offered rate of the class, transactions per second (open loop).
+    pub offered_rate_tps: Option<f64>,
+    /// `constant` or `poisson` (open loop).
+    pub arrivals: Option<String>,
+    /// Latency from the actual send of the request, µs (open loop). The class's
+    /// `latency_us` is then measured from the intended send time (coordinated
+    /// omission corrected, as wrk2 does).
+    pub latency_uncorrected_us: Option<LatencyUs>,
+    /// Requests sent in the window more than 1 ms after their intended time.
+    pub late: u64,
+    /// Intended sends skipped (never sent) in the window because their
+    /// connection had fallen more than 1 s behind its schedule (open loop).
+    pub dropped: u64,
+    /// Actual − intended send time; `None` when nothing was sent on a schedule.
+    pub generator_lag_us: Option<LagUs>,
+    /// Clients connected when the measurement window opened.
+    pub connected: u32,
+    /// From the start of the workload until the class's last client connected, seconds.
+    pub connect_s: f64,
 }
 
 /// One measurement-quality warning: a stable code and a message that says what
@@ -377,6 +438,7 @@ pub(crate) mod tests {
             cpu: None,
             memory: None,
             repetitions: None,
+            population: None,
         }
     }
 
@@ -384,7 +446,7 @@ pub(crate) mod tests {
     fn records_without_the_new_fields_still_parse() {
         let mut json = serde_json::to_value(sample_class()).unwrap();
         let obj = json.as_object_mut().unwrap();
-        for key in ["cpu", "memory", "repetitions"] {
+        for key in ["cpu", "memory", "repetitions", "population"] {
             obj.remove(key);
         }
         let back: ClassResult = serde_json::from_value(json).unwrap();

@@ -10,6 +10,10 @@ use std::fmt;
 use crate::record::{ClassResult, SideCpu, WarningRecord};
 use crate::stats::cv_pct;
 
+mod population;
+
+pub use population::{check_driver_behind, check_little_law, GENERATOR_LAG_P99_US, LITTLE_LAW_PCT};
+
 /// Driver CPUs busier than this mean the driver, not the stack, limits the
 /// rate: requests wait for a driver thread, so latency and rate describe the
 /// load generator (netperf's and wrk's long-standing advice).
@@ -78,6 +82,22 @@ pub enum Warning {
     RunTooShort { window_s: f64, transactions: u64 },
     /// cpufreq governors other than `performance`: (CPU, governor).
     GovernorNotPerformance { governors: Vec<(usize, String)> },
+    /// A population's N differs from X(R+Z) by more than [`LITTLE_LAW_PCT`].
+    LittleLawOff {
+        clients: u32,
+        /// X(R+Z): clients the measured rate, response and wait times account for.
+        implied_clients: f64,
+        connected: u32,
+        errors: u64,
+        lag_p99_us: Option<f64>,
+    },
+    /// Requests went out late (lag p99 above [`GENERATOR_LAG_P99_US`]) or
+    /// intended sends were dropped.
+    DriverBehind {
+        lag_p99_us: f64,
+        late: u64,
+        dropped: u64,
+    },
     /// Repetitions ended at the maximum with intervals still too wide:
     /// (measure, achieved full width % of the mean).
     ConfidenceNotReached {
@@ -108,6 +128,8 @@ impl Warning {
             Warning::GovernorNotPerformance { .. } => "governor_not_performance",
             Warning::ConfidenceNotReached { .. } => "confidence_not_reached",
             Warning::OptionsNotApplied { .. } => "options_not_applied",
+            Warning::LittleLawOff { .. } => "little_law_off",
+            Warning::DriverBehind { .. } => "driver_behind",
         }
     }
 
@@ -216,6 +238,38 @@ impl fmt::Display for Warning {
                 "transport {transport}: {}; the stored settings show what was applied",
                 notes.join("; ")
             ),
+            Warning::LittleLawOff {
+                clients,
+                implied_clients,
+                connected,
+                errors,
+                lag_p99_us,
+            } => {
+                let off_pct = 100.0 * (implied_clients / f64::from(*clients) - 1.0);
+                write!(
+                    f,
+                    "Little's law is off by {off_pct:+.1}% (more than {LITTLE_LAW_PCT:.0}%):                      N = {clients} clients but X(R+Z) = {implied_clients:.0}; "
+                )?;
+                if off_pct < 0.0 {
+                    write!(
+                        f,
+                        "fewer clients cycled than configured ({connected} connected, {errors}                          errors, generator lag p99 {} µs): connect them all (--ramp, a longer                          --warmup), fix the errors, or give the driver more CPU",
+                        lag_p99_us.map_or("-".to_string(), |l| format!("{l:.0}"))
+                    )
+                } else {
+                    f.write_str(
+                        "more transactions than the clients can make at this response and think                          time: the window is short against R+Z; lengthen --duration and --warmup",
+                    )
+                }
+            }
+            Warning::DriverBehind {
+                lag_p99_us,
+                late,
+                dropped,
+            } => write!(
+                f,
+                "requests went out behind schedule: generator lag p99 {lag_p99_us:.0} µs (bound                  {GENERATOR_LAG_P99_US:.0} µs), {late} late, {dropped} dropped: the connections                  were still busy (the stack is saturated at this rate) or the driver lacked CPU;                  lower the rate, add connections, or give the driver more threads"
+            ),
         }
     }
 }
@@ -315,6 +369,8 @@ pub fn class_warnings(class: &ClassResult, driver_threads: Option<u32>) -> Vec<W
     if let Some(rep) = &class.repetitions {
         out.extend(check_confidence(rep));
     }
+    out.extend(check_little_law(class));
+    out.extend(check_driver_behind(class));
     out
 }
 
@@ -510,6 +566,18 @@ mod tests {
             Warning::OptionsNotApplied {
                 transport: "unix".into(),
                 notes: vec!["nodelay not set: AF_UNIX has no Nagle algorithm".into()],
+            },
+            Warning::LittleLawOff {
+                clients: 100,
+                implied_clients: 90.0,
+                connected: 100,
+                errors: 0,
+                lag_p99_us: None,
+            },
+            Warning::DriverBehind {
+                lag_p99_us: 2000.0,
+                late: 5,
+                dropped: 0,
             },
         ];
         for w in &all {

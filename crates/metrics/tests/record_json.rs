@@ -7,9 +7,9 @@ use proptest::option;
 use proptest::prelude::*;
 use stackbench_metrics::record::{
     record_from_json, ClassResult, ConfidenceInterval, CpuBreakdown, CpuFigures, CpuMethod,
-    ErrorCounts, LatencyUs, MeasureSummary, MemoryFigures, ProcessCpu, ProcessCpuMethod,
-    RepetitionValues, Repetitions, RunRecord, RunSettings, SideCpu, SideMemory, WarningRecord,
-    SCHEMA_VERSION,
+    ErrorCounts, LagUs, LatencyUs, MeasureSummary, MemoryFigures, PacingMode, PopulationFigures,
+    ProcessCpu, ProcessCpuMethod, RepetitionValues, Repetitions, RunRecord, RunSettings, SideCpu,
+    SideMemory, WarningRecord, SCHEMA_VERSION,
 };
 use std::time::Duration;
 
@@ -190,6 +190,43 @@ fn repetitions() -> impl Strategy<Value = Repetitions> {
         )
 }
 
+fn population() -> impl Strategy<Value = PopulationFigures> {
+    let mode = prop_oneof![
+        Just(PacingMode::Closed),
+        Just(PacingMode::Think),
+        Just(PacingMode::Open)
+    ];
+    let lag = vec(num(), 3).prop_map(|v| LagUs {
+        p50: v[0],
+        p99: v[1],
+        max: v[2],
+    });
+    (
+        (mode, option::of(text()), option::of(text())),
+        vec(option::of(num()), 3),
+        (option::of(latency()), option::of(lag)),
+        (any::<u64>(), any::<u64>(), any::<u32>(), num()),
+    )
+        .prop_map(
+            |((pacing, pacing_text, arrivals), o, (uncorrected, lag), (late, dropped, n, c))| {
+                PopulationFigures {
+                    pacing,
+                    pacing_text,
+                    think_mean_s: o[0],
+                    wait_mean_s: o[1],
+                    offered_rate_tps: o[2],
+                    arrivals,
+                    latency_uncorrected_us: uncorrected,
+                    late,
+                    dropped,
+                    generator_lag_us: lag,
+                    connected: n,
+                    connect_s: c,
+                }
+            },
+        )
+}
+
 fn class() -> impl Strategy<Value = ClassResult> {
     let kind = prop_oneof![Just(Kind::Rr), Just(Kind::Crr), Just(Kind::Str)];
     let direction = option::of(prop_oneof![
@@ -209,9 +246,14 @@ fn class() -> impl Strategy<Value = ClassResult> {
         option::of(cpu()),
         option::of(memory()),
         option::of(repetitions()),
+        option::of(population()),
     );
     (shape, figures, optional).prop_map(
-        |((workload, notation, kind, dir, clients, u), (f, latency_us, ec, per_s), (c, m, r))| {
+        |(
+            (workload, notation, kind, dir, clients, u),
+            (f, latency_us, ec, per_s),
+            (c, m, r, p),
+        )| {
             ClassResult {
                 workload,
                 notation,
@@ -234,6 +276,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 cpu: c,
                 memory: m,
                 repetitions: r,
+                population: p,
             }
         },
     )

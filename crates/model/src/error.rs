@@ -32,6 +32,12 @@ pub enum NotationError {
         whole: String,
         bytes: String,
     },
+    #[error("bad pacing '@{pacing}' in '{whole}': {message} (e.g. RR8K(100B/800B)@30s or RR10(1kB/1kB)@5000/s)")]
+    BadPacing {
+        pacing: String,
+        whole: String,
+        message: String,
+    },
     #[error("size '{part}' in '{whole}' is zero: every transaction sends and receives at least 1B, e.g. RR1(1B/1B)")]
     ZeroSize { part: String, whole: String },
 }

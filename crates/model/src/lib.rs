@@ -5,6 +5,7 @@
 pub mod duration;
 pub mod error;
 pub mod notation;
+pub mod pacing;
 pub mod settings;
 pub mod size;
 pub mod sweep;
@@ -12,6 +13,7 @@ pub mod units;
 
 pub use error::NotationError;
 pub use notation::{ClassSpec, Kind, StreamDirection, Workload};
+pub use pacing::{Arrivals, Pacing, PerSecond, ThinkTime};
 pub use settings::{CrrClose, SocketOptions, Transport};
 
 /// Largest client count one class may ask for (1024K): the user-population work

@@ -1,5 +1,9 @@
 //! The seeds' workload notation: `NAME x(y/z)` — x clients, each sending y bytes
-//! and receiving z bytes per transaction — and mixes joined with `+`.
+//! and receiving z bytes per transaction — and mixes joined with `+`. A class
+//! may end in `@PACING`: a think time (`RR8K(100B/800B)@30s`, `@exp:30s`,
+//! `@uniform:10s..50s`) or an open-loop rate (`RR100(1kB/1kB)@5000/s`), which
+//! wins over the `think` and `rate` settings for that class (see
+//! [`crate::pacing`]).
 //!
 //! Parsing is two-stage in the ripgrep sense: the text is checked piece by piece
 //! here and resolved into an immutable [`Workload`] holding exact byte counts; the
@@ -12,6 +16,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::NotationError;
+use crate::pacing::Pacing;
 use crate::size::{format_count, format_size, parse_count, parse_size};
 
 /// The transaction shape of a workload class.
@@ -60,6 +65,9 @@ pub struct ClassSpec {
     pub request_bytes: u64,
     /// Bytes the server returns per transaction.
     pub response_bytes: u64,
+    /// The class's own pacing (`@30s`, `@5000/s`); `None`: the settings decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<Pacing>,
 }
 
 impl ClassSpec {
@@ -74,6 +82,17 @@ impl ClassSpec {
     }
 
     fn parse(part: &str, whole: &str) -> Result<ClassSpec, NotationError> {
+        let (part, pacing) = match part.split_once('@') {
+            Some((class, pacing)) => {
+                let parsed = Pacing::parse(pacing).map_err(|message| NotationError::BadPacing {
+                    pacing: pacing.to_string(),
+                    whole: whole.to_string(),
+                    message,
+                })?;
+                (class.trim_end(), Some(parsed))
+            }
+            None => (part, None),
+        };
         let malformed = || NotationError::Malformed {
             part: part.to_string(),
             whole: whole.to_string(),
@@ -106,6 +125,7 @@ impl ClassSpec {
             clients,
             request_bytes: parse_size(req, whole)?,
             response_bytes: parse_size(resp, whole)?,
+            pacing,
         })
     }
 }
@@ -119,7 +139,11 @@ impl fmt::Display for ClassSpec {
             format_count(self.clients),
             format_size(self.request_bytes),
             format_size(self.response_bytes)
-        )
+        )?;
+        match &self.pacing {
+            Some(p) => write!(f, "@{p}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -183,7 +207,8 @@ mod tests {
                 kind: Kind::Rr,
                 clients: 10,
                 request_bytes: 4096,
-                response_bytes: 4096
+                response_bytes: 4096,
+                pacing: None,
             }]
         );
         let c = parse("CRR40(64B/8kB)").classes[0];
@@ -219,6 +244,45 @@ mod tests {
     }
 
     #[test]
+    fn pacing_suffix_round_trips_and_mixes_keep_it_per_class() {
+        use crate::pacing::{PerSecond, ThinkTime};
+        use std::time::Duration;
+        let w = parse("RR256K(100B/800B)@30s");
+        assert_eq!(
+            w.classes[0].pacing,
+            Some(Pacing::Think(ThinkTime::Constant(Duration::from_secs(30))))
+        );
+        assert_eq!(w.to_string(), "RR256K(100B/800B)@30s");
+        let mix = parse("RR8K(100B/800B)@exp:30s + RR100(1kB/1kB)@50000/s+RR1(1B/1B)");
+        assert_eq!(
+            mix.classes[0].pacing,
+            Some(Pacing::Think(ThinkTime::Exponential(Duration::from_secs(
+                30
+            ))))
+        );
+        assert_eq!(
+            mix.classes[1].pacing,
+            Some(Pacing::Rate(PerSecond::new(50_000.0).unwrap()))
+        );
+        assert_eq!(mix.classes[2].pacing, None);
+        assert_eq!(
+            mix.to_string(),
+            "RR8K(100B/800B)@exp:30s+RR100(1kB/1kB)@50000/s+RR1(1B/1B)"
+        );
+        assert_eq!(
+            parse("CRR2(1B/1B)@uniform:1s..3s").to_string(),
+            "CRR2(1B/1B)@uniform:1s..3s"
+        );
+        // Stored records without the field read back; with it, it is text.
+        let json = serde_json::to_value(mix.classes[0]).unwrap();
+        assert_eq!(json["pacing"], "exp:30s");
+        let back: ClassSpec = serde_json::from_value(json).unwrap();
+        assert_eq!(back, mix.classes[0]);
+        let plain = serde_json::to_value(parse("RR1(1B/1B)").classes[0]).unwrap();
+        assert!(plain.get("pacing").is_none());
+    }
+
+    #[test]
     fn errors_name_the_bad_part() {
         let cases = [
             ("", "empty workload"),
@@ -232,12 +296,34 @@ mod tests {
             ("RR10(0B/4kB)", "is zero"),
             ("RR1(1B/1B)+", "unknown workload kind in ''"),
             ("RR10(x/1B)", "bad size 'x'"),
+            ("RR10(1B/1B)@", "bad pacing '@'"),
+            ("RR10(1B/1B)@-1s", "negative"),
+            ("RR10(1B/1B)@0/s", "zero"),
+            ("RR10(1B/1B)@fast", "bad pacing '@fast'"),
         ];
         for (input, want) in cases {
             let err = input.parse::<Workload>().unwrap_err().to_string();
             assert!(err.contains(want), "{input:?}: {err}");
             assert!(!err.contains('\n'), "one line: {err}");
         }
+    }
+
+    fn arb_pacing() -> impl Strategy<Value = Option<Pacing>> {
+        use crate::pacing::{PerSecond, ThinkTime};
+        use std::time::Duration;
+        let ms = (0u64..3_600_000).prop_map(Duration::from_millis);
+        prop_oneof![
+            Just(None),
+            ms.clone()
+                .prop_map(|d| Some(Pacing::Think(ThinkTime::Constant(d)))),
+            ms.clone()
+                .prop_map(|d| Some(Pacing::Think(ThinkTime::Exponential(d)))),
+            (ms.clone(), ms)
+                .prop_map(|(a, b)| Some(Pacing::Think(ThinkTime::Uniform(a.min(b), a.max(b))))),
+            (1u32..10_000_000)
+                .prop_map(|n| Some(Pacing::Rate(PerSecond::new(f64::from(n)).unwrap()))),
+            (1e-3f64..1e7).prop_map(|r| Some(Pacing::Rate(PerSecond::new(r).unwrap()))),
+        ]
     }
 
     fn arb_class() -> impl Strategy<Value = ClassSpec> {
@@ -247,14 +333,20 @@ mod tests {
             (1u64..4096).prop_map(|k| k * 1024),
             (1u64..64).prop_map(|m| m << 20)
         ];
-        (kind, 1u32..=crate::MAX_CLIENTS, size.clone(), size).prop_map(
-            |(kind, clients, req, resp)| ClassSpec {
+        (
+            kind,
+            1u32..=crate::MAX_CLIENTS,
+            size.clone(),
+            size,
+            arb_pacing(),
+        )
+            .prop_map(|(kind, clients, req, resp, pacing)| ClassSpec {
                 kind,
                 clients,
                 request_bytes: req,
                 response_bytes: resp,
-            },
-        )
+                pacing,
+            })
     }
 
     proptest! {
@@ -271,7 +363,7 @@ mod tests {
         }
 
         #[test]
-        fn near_valid_strings_never_panic(s in "(RR|CRR|STR|X)[0-9K]{0,4}\\([0-9]{0,3}(B|kB|MB|kb)?/[0-9]{0,3}(B|kB|GB|x)?\\)?\\+?") {
+        fn near_valid_strings_never_panic(s in "(RR|CRR|STR|X)[0-9K]{0,4}\\([0-9]{0,3}(B|kB|MB|kb)?/[0-9]{0,3}(B|kB|GB|x)?\\)?(@(exp:|uniform:)?[0-9]{0,3}(s|ms|/s|/min)?(\\.\\.[0-9]s)?)?\\+?") {
             if let Ok(w) = s.parse::<Workload>() {
                 prop_assert_eq!(w.to_string().parse::<Workload>().unwrap(), w);
             }

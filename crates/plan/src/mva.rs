@@ -89,6 +89,14 @@ pub struct MvaPlan {
     pub points: Vec<Point>,
 }
 
+/// Largest population solved: every solver here is O(N), so this bounds a
+/// typo's cost to about a second (seed 003 stops at 256K).
+pub const MAX_USERS: u64 = 16 * 1024 * 1024;
+/// Largest sum over the requested populations (each is solved on its own).
+pub const MAX_TOTAL_USERS: u64 = 4 * MAX_USERS;
+/// Most processors of the repairman station.
+pub const MAX_PROCESSORS: u32 = 4096;
+
 fn validate(input: &MvaInput) -> Result<(), PlanError> {
     if input.stations.is_empty() {
         return Err(PlanError::missing(
@@ -110,12 +118,29 @@ fn validate(input: &MvaInput) -> Result<(), PlanError> {
             "give populations, e.g. --users 8K,16K,256K",
         ));
     }
-    if input.processors == 0 {
+    if let Some(&n) = input.users.iter().find(|&&n| n > MAX_USERS) {
+        return Err(PlanError::bad(
+            "users",
+            &n.to_string(),
+            "more than 16M users in one population",
+            "give at most 16M (16,777,216); the solvers are O(N)",
+        ));
+    }
+    let total: u64 = input.users.iter().sum();
+    if total > MAX_TOTAL_USERS {
+        return Err(PlanError::bad(
+            "users",
+            &total.to_string(),
+            "the populations add up to more than 64M users",
+            "give fewer or smaller populations (each is solved in O(N))",
+        ));
+    }
+    if input.processors == 0 || input.processors > MAX_PROCESSORS {
         return Err(PlanError::bad(
             "processors",
-            "0",
-            "must be at least 1",
-            "give the processors, e.g. 4",
+            &input.processors.to_string(),
+            "out of range",
+            "give 1 to 4096 processors, e.g. 4",
         ));
     }
     if input.processors > 1 && input.stations.len() > 1 {

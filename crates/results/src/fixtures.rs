@@ -76,6 +76,7 @@ pub fn record(
                 cpu: None,
                 memory: None,
                 repetitions: None,
+                population: None,
             }
         })
         .collect();

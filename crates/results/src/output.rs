@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
-use stackbench_metrics::record::{MeasureSummary, Repetitions};
+use stackbench_metrics::record::{MeasureSummary, PacingMode, PopulationFigures, Repetitions};
 use stackbench_metrics::{ClassResult, RunRecord};
 use stackbench_model::size::MIB;
 
@@ -88,6 +88,11 @@ pub fn human(record: &RunRecord) -> String {
             out.push_str(&repetitions_line(&c.notation, rep));
         }
     }
+    for c in &record.classes {
+        if let Some(p) = &c.population {
+            out.push_str(&population_lines(c, p));
+        }
+    }
     out.push_str(&settings_block(record));
     if !record.complete {
         let reason = record.incomplete_reason.as_deref().unwrap_or("unknown");
@@ -97,6 +102,108 @@ pub fn human(record: &RunRecord) -> String {
         );
     }
     out
+}
+
+/// `1.2 ms` or `850 µs`: a latency in µs as a reader would write it.
+fn micros(us: f64) -> String {
+    if us >= 10_000.0 {
+        format!("{:.1} ms", us / 1e3)
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+/// A user population's figures under the table: pacing and what was
+/// measured of it, Little's law, generator lag, the open loop's offered rate
+/// and uncorrected latency, connecting time, and storage per user per side
+/// (seed 003's storage rows), measured with every client connected.
+pub fn population_lines(c: &ClassResult, p: &PopulationFigures) -> String {
+    let mut out = format!("population {}: {}", c.notation, pacing_text(c, p));
+    let _ = writeln!(
+        out,
+        "; {}/{} clients connected in {:.2} s",
+        p.connected, c.clients, p.connect_s
+    );
+    out.push_str(&little_line(c, p));
+    if let Some(u) = &p.latency_uncorrected_us {
+        let _ = writeln!(
+            out,
+            "  latency p50/p99: {}/{} from the intended send (corrected), {}/{} from the actual send",
+            micros(c.latency_us.p50),
+            micros(c.latency_us.p99),
+            micros(u.p50),
+            micros(u.p99)
+        );
+    }
+    if let Some(lag) = &p.generator_lag_us {
+        let _ = writeln!(
+            out,
+            "  generator lag p50/p99/max {}/{}/{}; late {}, dropped {}",
+            micros(lag.p50),
+            micros(lag.p99),
+            micros(lag.max),
+            p.late,
+            p.dropped
+        );
+    }
+    out.push_str(&storage_line(c));
+    out
+}
+
+/// `think 30s (mean 30.000 s)`, `open loop 5000/s poisson offered, …`.
+fn pacing_text(c: &ClassResult, p: &PopulationFigures) -> String {
+    let text = p.pacing_text.as_deref().unwrap_or("-");
+    match p.pacing {
+        PacingMode::Closed => "closed loop".to_string(),
+        PacingMode::Think => format!("think {text} (mean {} s)", opt(p.think_mean_s, 3)),
+        PacingMode::Open => format!(
+            "open loop {text} {} offered, {:.1} tr/s achieved",
+            p.arrivals.as_deref().unwrap_or("constant"),
+            c.rate_tps
+        ),
+    }
+}
+
+/// Little's law with the measured X, R (the busy time) and Z (the wait).
+fn little_line(c: &ClassResult, p: &PopulationFigures) -> String {
+    let Some(wait) = p.wait_mean_s else {
+        return String::new();
+    };
+    let busy_us = p
+        .latency_uncorrected_us
+        .as_ref()
+        .unwrap_or(&c.latency_us)
+        .mean;
+    let implied = c.rate_tps * (busy_us / 1e6 + wait);
+    format!(
+        "  Little's law: N = {}, X(R+Z) = {implied:.1} ({:+.2}%), X = {:.1} tr/s, R = {}, \
+         Z measured = {wait:.4} s\n",
+        c.clients,
+        100.0 * (implied / f64::from(c.clients) - 1.0),
+        c.rate_tps,
+        micros(busy_us)
+    )
+}
+
+/// User-space and kernel socket bytes per connection, per side.
+fn storage_line(c: &ClassResult) -> String {
+    let Some(m) = &c.memory else {
+        return String::new();
+    };
+    let side = |s: &Option<stackbench_metrics::SideMemory>| {
+        s.as_ref().map_or("-".to_string(), |s| {
+            format!(
+                "{} B user + {} B kernel",
+                opt(s.rss_bytes_per_conn, 0),
+                opt(s.kernel_sock_bytes_per_conn, 0)
+            )
+        })
+    };
+    format!(
+        "  storage per user: driver {}, responder {} (kernel socket memory is host-wide)\n",
+        side(&m.client),
+        side(&m.server)
+    )
 }
 
 /// `mean ± stdev unit (L% CI lo … hi, width W%)` for one measure.

@@ -100,7 +100,7 @@ struct Line<'a> {
 }
 
 /// What a panel's legend lists.
-#[derive(PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 enum Legend {
     None,
     /// Series names, and the fitted curve when drawn.
@@ -175,6 +175,41 @@ where
     Ok(())
 }
 
+/// The panel's legend: series names, or the p50/p99 line styles.
+fn draw_legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    legend: Legend,
+) -> Result<(), FigureError> {
+    if legend == Legend::Percentiles {
+        let solid = BLACK.stroke_width(2);
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(|e| err(&e))?
+            .label("p50")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], solid));
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(|e| err(&e))?
+            .label("p99")
+            .legend(move |p| dashed_glyph!(p, solid));
+    }
+    if legend != Legend::None {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    Ok(())
+}
+
 fn draw_panel(area: &Area, scale: &XScale, panel: &Panel) -> Result<(), FigureError> {
     let (x0, x1, labels) = scale.range();
     let y_top = panel
@@ -224,29 +259,7 @@ fn draw_panel(area: &Area, scale: &XScale, panel: &Panel) -> Result<(), FigureEr
     for line in &panel.lines {
         draw_line(&mut chart, line, panel.legend == Legend::Series)?;
     }
-    if panel.legend == Legend::Percentiles {
-        let solid = BLACK.stroke_width(2);
-        chart
-            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-            .map_err(|e| err(&e))?
-            .label("p50")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], solid));
-        chart
-            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-            .map_err(|e| err(&e))?
-            .label("p99")
-            .legend(move |p| dashed_glyph!(p, solid));
-    }
-    if panel.legend != Legend::None {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(|e| err(&e))?;
-    }
+    draw_legend(&mut chart, panel.legend)?;
     Ok(())
 }
 

@@ -4,5 +4,7 @@
 mod common;
 mod plan;
 mod plan_errors;
+mod population;
 mod results_cli;
 mod run;
+mod sweep;

@@ -232,3 +232,43 @@ fn stored_run_without_cpu_needs_the_flag() {
         "has no CPU figures for the server side",
     );
 }
+
+/// Issue 9: no input makes a plan command compute for hours with no output;
+/// the solvers are O(N), so populations and processors have ranges.
+#[test]
+fn populations_and_processors_are_bounded() {
+    fails_with(
+        &[
+            "mva",
+            "--demand",
+            "cpu=0.176ms",
+            "--think",
+            "30s",
+            "--users",
+            "1000M",
+        ],
+        "--users '1048576000': more than 16M users in one population",
+    );
+    fails_with(
+        &[
+            "mva",
+            "--demand",
+            "cpu=0.176ms",
+            "--users",
+            "16M,16M,16M,16M,16M",
+        ],
+        "the populations add up to more than 64M users",
+    );
+    fails_with(
+        &[
+            "mva",
+            "--demand",
+            "cpu=1ms",
+            "--processors",
+            "100000",
+            "--users",
+            "1K",
+        ],
+        "--processors '100000': out of range; give 1 to 4096",
+    );
+}

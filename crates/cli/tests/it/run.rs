@@ -12,13 +12,13 @@ use predicates::prelude::*;
 use crate::common::{json_of, json_ok, stackbench, wait_bounded, wait_until_measuring};
 
 /// A `stackbench serve` process on a free loopback port; killed on drop.
-struct Serve {
-    child: Child,
-    addr: String,
+pub struct Serve {
+    pub child: Child,
+    pub addr: String,
 }
 
 impl Serve {
-    fn start() -> Serve {
+    pub fn start() -> Serve {
         let mut child = stackbench()
             .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
             .stdout(Stdio::piped())
@@ -103,7 +103,10 @@ fn bad_notation_is_one_line_exit_2() {
 fn bad_flags_name_the_flag_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["--duration", "10"], "--duration 10: bad duration '10'"),
-        (&["--sndbuf", "1x"], "--sndbuf 1x: unknown size unit 'x'"),
+        (
+            &["--sndbuf", "1x"],
+            "--sndbuf 1x: bad size '1x': unknown size unit 'x'",
+        ),
         (&["--client-cpus", "a"], "--client-cpus a: bad CPU list 'a'"),
         (&["--transactions", "0"], "--transactions 0"),
         (&["--threads", "0"], "--threads 0"),
@@ -648,4 +651,25 @@ fn unix_transport_runs_every_kind_and_says_what_it_skipped() {
             .contains("nodelay not set: AF_UNIX has no Nagle algorithm"),
         "{w}"
     );
+}
+
+/// The README documents every run setting's flag and docs/results.md every
+/// study key: the settings table is the one definition, and the docs follow.
+#[test]
+fn docs_name_every_run_setting() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let results = std::fs::read_to_string(root.join("docs/results.md")).unwrap();
+    let help = stackbench().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for def in stackbench_model::settings::SETTINGS {
+        let flag = def.flag();
+        assert!(help.contains(&flag), "run --help lacks {flag}");
+        assert!(readme.contains(&flag), "README.md lacks {flag}");
+        assert!(
+            results.contains(&format!("`{}`", def.name)),
+            "docs/results.md lacks `{}`",
+            def.name
+        );
+    }
 }

@@ -10,13 +10,22 @@
 //! done (its rate is N over the time they took); if the duration ends first,
 //! or a class completes no transaction at all, the run is incomplete with a
 //! reason saying what to change, and the figures are kept.
+//!
+//! Pacing (closed loop, think time, open-loop rate: [`pace`]) composes with
+//! those stop conditions in the one worker core. The measurement window opens
+//! only once every client is connected (after the `ramp`, if any): the
+//! warm-up starts then, so a population is whole before anything is counted.
 
+mod accum;
+mod clock;
 mod control;
+mod flow;
+mod pace;
 mod summary;
 mod watch;
 mod worker;
 
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -24,9 +33,13 @@ use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
 use stackbench_model::{SocketOptions, Transport, Workload};
 
+use accum::ClassAccum;
+use clock::{Timing, Window};
 pub use control::ControlClient;
-use watch::Watch;
-use worker::{ClassAccum, ClassPlan, Timing, Worker};
+use pace::Pace;
+pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
+use watch::{Watch, Watched};
+use worker::{ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::error::EngineError;
 use crate::limits;
@@ -50,6 +63,8 @@ pub struct RunConfig {
     pub client_cpus: Vec<usize>,
     pub socket: SocketOptions,
     pub spin: bool,
+    /// Think time, open-loop rate, arrivals, ramp and seed.
+    pub pacing: PacingConfig,
     /// What carries the data connections.
     pub transport: Transport,
 }
@@ -58,7 +73,14 @@ pub struct RunConfig {
 #[derive(Debug, Clone)]
 pub struct Progress {
     pub elapsed: Duration,
+    /// Clients are still connecting: the window has not opened.
+    pub connecting: bool,
+    /// Clients connected so far.
+    pub connected: u64,
+    /// Connecting or warming up.
     pub in_warmup: bool,
+    /// Time into the measurement window, once it started.
+    pub measured: Option<Duration>,
     /// Counted transactions so far, per class.
     pub transactions: Vec<u64>,
 }
@@ -93,57 +115,23 @@ pub fn run_workload(
     let _fds = limits::reserve_fds(cfg.workload.total_clients()).map_err(EngineError::Limit)?;
     // Memory before this workload's connections exist: the fixed part.
     let baseline_memory = watch::memory_now(control);
-    let (test_ids, plans) = start_tests(control, cfg)?;
-    let assignments = assign_clients(&cfg.workload, cfg.transactions, cfg.threads);
-    let warmup_end_ns = cfg.warmup.as_nanos() as u64;
-    let timing = Timing {
-        epoch: Instant::now(),
-        warmup_end_ns,
-        end_ns: cfg.duration.map(|d| warmup_end_ns + d.as_nanos() as u64),
-    };
-    let abort = AtomicBool::new(false);
-    let published: Vec<Vec<AtomicU64>> = assignments
-        .iter()
-        .map(|_| plans.iter().map(|_| AtomicU64::new(0)).collect())
-        .collect();
-    let mut watch = Watch::new(timing, cfg, &plans, &published);
-    let per_worker: Vec<Result<Vec<ClassAccum>, String>> = thread::scope(|scope| {
-        let handles: Vec<_> = assignments
-            .iter()
-            .zip(&published)
-            .enumerate()
-            .map(|(i, (clients, slots))| {
-                let (plans, abort) = (&plans, &abort);
-                thread::Builder::new()
-                    .name(format!("drive-w{i}"))
-                    .spawn_scoped(scope, move || {
-                        Worker::new(plans, clients, cfg.socket, cfg.spin, timing, slots)
-                            .map(|w| w.run(abort))
-                            .map_err(|e| format!("worker {i} could not start: {e}"))
-                    })
-                    .expect("spawning a worker thread")
-            })
-            .collect();
-        while !handles.iter().all(|h| h.is_finished()) {
-            watch.tick(control, stop, &abort, on_progress);
-        }
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a worker thread panicked".to_string()))
-            })
-            .collect()
-    });
-    watch.finish(control);
-    let Watch {
+    let Started {
+        test_ids,
+        plans,
+        dialers,
+    } = start_tests(control, cfg)?;
+    let Driven {
+        per_worker,
+        watched,
+        timing,
+    } = drive(control, cfg, (&plans, &dialers), stop, on_progress);
+    let Watched {
         mut reason,
         stopped_at_ns,
         start_samples,
         end_samples,
         end_memory,
-        ..
-    } = watch;
+    } = watched;
     let mut merged: Vec<ClassAccum> = plans.iter().map(|_| ClassAccum::default()).collect();
     for result in per_worker {
         match result {
@@ -186,9 +174,11 @@ pub fn run_workload(
         .classes
         .iter()
         .zip(&merged)
-        .map(|(spec, acc)| {
+        .zip(&plans)
+        .map(|((spec, acc), plan)| {
             let window_ns = window_ns(&timing, stopped_at_ns, cfg.transactions, acc);
             let mut class = summary::class_result(&workload, spec, acc, window_ns);
+            class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
             class.cpu = cpu.clone();
             class.memory = Some(memory);
             class
@@ -202,14 +192,18 @@ pub fn run_workload(
     })
 }
 
-/// Starts one responder test per class and builds each class's plan, its
-/// connections spread over enough paths (see `transport::spread`).
-fn start_tests(
-    control: &mut ControlClient,
-    cfg: &RunConfig,
-) -> Result<(Vec<u64>, Vec<ClassPlan>), EngineError> {
-    let mut test_ids = Vec::new();
-    let mut plans = Vec::new();
+/// The responder tests of a run, one per class.
+struct Started {
+    test_ids: Vec<u64>,
+    plans: Vec<ClassPlan>,
+    /// Per class: spreads its connections over enough paths (see
+    /// `transport::spread`).
+    dialers: Vec<Dialer>,
+}
+
+/// Starts one responder test per class.
+fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
+    let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
     for class in &cfg.workload.classes {
         let spec = TestSpec {
             kind: class.kind,
@@ -221,15 +215,22 @@ fn start_tests(
         let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
         let (id, endpoints) = control.start(spec, cfg.transport, class.clients, spread.ports)?;
         test_ids.push(id);
+        dialers.push(
+            Dialer::new(cfg.transport, &endpoints, spread.sources)
+                .map_err(EngineError::Transport)?,
+        );
         plans.push(ClassPlan {
             kind: class.kind,
             request_bytes: class.request_bytes,
             response_bytes: class.response_bytes,
-            dialer: Dialer::new(cfg.transport, &endpoints, spread.sources)
-                .map_err(EngineError::Transport)?,
+            pace: Pace::of(class, &cfg.pacing),
         });
     }
-    Ok((test_ids, plans))
+    Ok(Started {
+        test_ids,
+        plans,
+        dialers,
+    })
 }
 
 /// An MPTCP run whose connections fell back to plain TCP measured TCP: say
@@ -240,9 +241,89 @@ fn mptcp_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<St
     });
     (transport == Transport::Mptcp && fallbacks > 0).then(|| {
         format!(
-            "transport mptcp: {fallbacks} of {connections} data connections fell back to plain              TCP, so the figures are not MPTCP's: check net.mptcp.enabled on both hosts and any              middlebox between them"
+            "transport mptcp: {fallbacks} of {connections} data connections fell back to plain \
+             TCP, so the figures are not MPTCP's: check net.mptcp.enabled on both hosts and any \
+             middlebox between them"
         )
     })
+}
+
+/// What the workers and the coordinator's watch produced.
+struct Driven {
+    per_worker: Vec<Result<Vec<ClassAccum>, String>>,
+    watched: Watched,
+    /// The window as opened (never opened: nothing was counted).
+    timing: Timing,
+}
+
+/// Spreads the clients over worker threads, runs them, and watches the run
+/// from this thread until every worker is done. `classes`: each class's plan
+/// and dialer.
+fn drive(
+    control: &mut ControlClient,
+    cfg: &RunConfig,
+    (plans, dialers): (&[ClassPlan], &[Dialer]),
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Driven {
+    let assignments = assign_clients(&cfg.workload, cfg.transactions, cfg.threads);
+    let expected = assignments.iter().flatten().filter(|c| c.quota > 0).count() as u64;
+    let ramp_gap_ns = cfg.pacing.ramp.map_or(0.0, |r| 1e9 / r.per_s());
+    let window = &Window::default();
+    let slots: &[WorkerSlots] = &assignments
+        .iter()
+        .map(|_| WorkerSlots::new(plans.len()))
+        .collect::<Vec<_>>();
+    let shared = Shared {
+        classes: plans,
+        dialers,
+        socket: cfg.socket,
+        spin: cfg.spin,
+        epoch: Instant::now(),
+        window,
+        window_s: cfg.duration.map_or(0, |d| d.as_secs() as usize),
+        ramp_gap_ns,
+        seed: cfg.pacing.seed,
+    };
+    let abort = AtomicBool::new(false);
+    let ramp_ns = (cfg.workload.total_clients() as f64 * ramp_gap_ns) as u64;
+    let mut watch = Watch::new(shared.epoch, window, cfg, slots, expected, ramp_ns);
+    let per_worker = thread::scope(|scope| {
+        let handles: Vec<_> = assignments
+            .iter()
+            .zip(slots)
+            .enumerate()
+            .map(|(i, (clients, slots))| {
+                let (shared, abort) = (&shared, &abort);
+                thread::Builder::new()
+                    .name(format!("drive-w{i}"))
+                    .spawn_scoped(scope, move || {
+                        Worker::new(shared, clients, slots)
+                            .map(|w| w.run(abort))
+                            .map_err(|e| format!("worker {i} could not start: {e}"))
+                    })
+                    .expect("spawning a worker thread")
+            })
+            .collect();
+        while !handles.iter().all(|h| h.is_finished()) {
+            watch.tick(control, stop, &abort, on_progress);
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a worker thread panicked".to_string()))
+            })
+            .collect()
+    });
+    watch.finish(control);
+    let mut timing = Timing::new(shared.epoch);
+    timing.refresh(window);
+    Driven {
+        per_worker,
+        watched: watch.into_outcome(),
+        timing,
+    }
 }
 
 /// Length of one class's measurement window in ns. A class that completed
@@ -271,13 +352,14 @@ fn window_ns(
 }
 
 /// Spreads every client of every class round-robin over `threads` workers and
-/// splits each class's exact quota over its clients. Returns, per worker, the
-/// (class index, quota) of each client; workers without clients are omitted.
+/// splits each class's exact quota over its clients. Returns, per worker, its
+/// clients (class index, quota, index in the run); workers without clients
+/// are omitted.
 fn assign_clients(
     workload: &Workload,
     transactions: Option<u64>,
     threads: usize,
-) -> Vec<Vec<(u16, u64)>> {
+) -> Vec<Vec<Client>> {
     let threads = threads.max(1);
     let mut workers = vec![Vec::new(); threads];
     let mut next = 0;
@@ -285,7 +367,11 @@ fn assign_clients(
         let c = u64::from(class.clients);
         for i in 0..c {
             let quota = transactions.map_or(u64::MAX, |n| n / c + u64::from(i < n % c));
-            workers[next % threads].push((class_idx as u16, quota));
+            workers[next % threads].push(Client {
+                class: class_idx as u16,
+                quota,
+                index: next as u64,
+            });
             next += 1;
         }
     }
@@ -305,8 +391,8 @@ mod tests {
         let sum = |class: u16| {
             a.iter()
                 .flatten()
-                .filter(|c| c.0 == class)
-                .map(|c| c.1)
+                .filter(|c| c.class == class)
+                .map(|c| c.quota)
                 .sum::<u64>()
         };
         assert_eq!(sum(0), 10);
@@ -316,7 +402,7 @@ mod tests {
         // Fewer transactions than clients: some clients get nothing.
         let a = assign_clients(&"RR4(1B/1B)".parse().unwrap(), Some(2), 1);
         assert_eq!(
-            a[0].iter().map(|c| c.1).collect::<Vec<_>>(),
+            a[0].iter().map(|c| c.quota).collect::<Vec<_>>(),
             vec![1, 1, 0, 0]
         );
         // More threads than clients: no idle workers.

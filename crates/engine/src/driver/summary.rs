@@ -1,19 +1,18 @@
-//! Turns one class's merged accumulators into the stored [`ClassResult`], and
-//! says when a run that was not cut short still fell short: a class with no
-//! transaction in its window, or a `--transactions` count the `--duration`
-//! ended before.
+//! Turns one class's merged accumulators into the stored [`ClassResult`]
+//! (with its population figures when paced or ramped), and says when a run
+//! that was not cut short still fell short: a class with no transaction in its
+//! window, or a `--transactions` count the `--duration` ended before.
 
 use std::time::Duration;
 
-use stackbench_metrics::ClassResult;
-use stackbench_model::ClassSpec;
+use stackbench_metrics::record::{LagUs, PacingMode, PopulationFigures};
+use stackbench_metrics::{ClassResult, LatencyHistogram};
+use stackbench_model::{ClassSpec, Pacing};
 
-use super::worker::ClassAccum;
+use super::accum::ClassAccum;
+use super::pace::{Pace, PacingConfig};
 use super::RunConfig;
 
-/// Above this many clients, a class with no transaction was probably still
-/// connecting when the window opened.
-const MANY_CLIENTS: u32 = 100;
 /// At or above this message size, a class with no transaction probably needs
 /// more time than the window per transaction.
 const LARGE_MESSAGE_BYTES: u64 = 1 << 20;
@@ -62,7 +61,55 @@ pub fn class_result(
         cpu: None,
         memory: None,
         repetitions: None,
+        population: None,
     }
+}
+
+/// The population figures of a paced class, or of any class of a ramped
+/// run; `None` for a closed-loop class connected all at once.
+pub fn population(
+    spec: &ClassSpec,
+    pace: &Pace,
+    cfg: &PacingConfig,
+    acc: &ClassAccum,
+) -> Option<PopulationFigures> {
+    if !pace.is_paced() && cfg.ramp.is_none() {
+        return None;
+    }
+    let pacing = Pacing::effective(spec.pacing, cfg.think, cfg.rate);
+    let lag = acc
+        .lag
+        .as_ref()
+        .filter(|h| h.count() > 0)
+        .map(LatencyHistogram::summary_us);
+    Some(PopulationFigures {
+        pacing: match pace {
+            Pace::Closed => PacingMode::Closed,
+            Pace::Think(_) => PacingMode::Think,
+            Pace::Open { .. } => PacingMode::Open,
+        },
+        pacing_text: pacing.map(|p| p.to_string()),
+        think_mean_s: match pacing {
+            Some(Pacing::Think(t)) => Some(t.mean().as_secs_f64()),
+            _ => None,
+        },
+        wait_mean_s: (acc.waits > 0).then(|| acc.wait_ns as f64 / acc.waits as f64 / 1e9),
+        offered_rate_tps: match pacing {
+            Some(Pacing::Rate(r)) => Some(r.per_s()),
+            _ => None,
+        },
+        arrivals: pace.is_open().then(|| cfg.arrivals.name().to_string()),
+        latency_uncorrected_us: acc.uncorrected.as_ref().map(LatencyHistogram::summary_us),
+        late: acc.late,
+        dropped: acc.dropped,
+        generator_lag_us: lag.map(|l| LagUs {
+            p50: l.p50,
+            p99: l.p99,
+            max: l.max,
+        }),
+        connected: u32::try_from(acc.connected_at_window).unwrap_or(u32::MAX),
+        connect_s: acc.last_connected_ns as f64 / 1e9,
+    })
 }
 
 /// Why a run that ran to its end is still incomplete, one clause per class
@@ -81,7 +128,7 @@ pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
             if acc.transactions == 0 {
                 Some(format!(
                     "{spec}: no transaction completed in the {window} window: {}",
-                    nothing_fix(spec)
+                    nothing_fix(spec, &Pace::of(spec, &cfg.pacing))
                 ))
             } else {
                 let n = cfg.transactions.filter(|&n| acc.transactions < n)?;
@@ -97,13 +144,14 @@ pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
 }
 
 /// What to change when a class completed no transaction in its window.
-fn nothing_fix(spec: &ClassSpec) -> String {
+fn nothing_fix(spec: &ClassSpec, pace: &Pace) -> String {
     let mut fix = "lengthen --duration".to_string();
-    if spec.clients > MANY_CLIENTS {
-        fix += &format!(
-            " or --warmup (its {} clients were still connecting)",
-            spec.clients
-        );
+    match pace {
+        Pace::Think(t) => {
+            fix += &format!(" past its think time ({t}) or shorten the think time");
+        }
+        Pace::Open { .. } => fix += " or raise its rate",
+        Pace::Closed => {}
     }
     if spec.request_bytes.max(spec.response_bytes) >= LARGE_MESSAGE_BYTES {
         let side = if spec.request_bytes >= spec.response_bytes {
@@ -155,6 +203,7 @@ mod tests {
             socket: Default::default(),
             spin: false,
             transport: Default::default(),
+            pacing: PacingConfig::default(),
         }
     }
 
@@ -173,9 +222,14 @@ mod tests {
             "RR1(2GB/1B): no transaction completed in the 1s window: \
              lengthen --duration or shrink the request"
         );
-        let why = shortfall(&cfg("RR4K(1B/1B)", 500, None), &[done(0)]).unwrap();
+        let why = shortfall(&cfg("RR4K(1B/1B)@exp:30s", 500, None), &[done(0)]).unwrap();
         assert!(why.contains("500ms window"), "{why}");
-        assert!(why.contains("--warmup (its 4096 clients"), "{why}");
+        assert!(
+            why.ends_with(
+                "lengthen --duration past its think time (exp:30s) or shorten the think time"
+            ),
+            "{why}"
+        );
         assert_eq!(shortfall(&cfg("RR1(1B/1B)", 1000, None), &[done(1)]), None);
     }
 

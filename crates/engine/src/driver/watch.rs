@@ -1,14 +1,16 @@
 //! The coordinator's watch over a running workload: it wakes every
 //! [`WATCH_INTERVAL`] (and exactly at the window's edges) to refresh progress,
-//! notice Ctrl-C or a lost responder, and take the CPU samples of both sides at
-//! the start and end of the measurement window — the same instants that bound
-//! the transaction counts.
+//! notice Ctrl-C or a lost responder, open the window once every client is
+//! connected (the warm-up starts after the ramp), and take the CPU samples of
+//! both sides at the start and end of the measurement window — the same
+//! instants that bound the transaction counts.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::worker::{ClassPlan, Timing};
+use super::clock::Window;
+use super::worker::WorkerSlots;
 use super::{ControlClient, Progress, RunConfig};
 use crate::protocol::Reply;
 use crate::sampling::{self, MemoryPair, SidePair};
@@ -16,14 +18,39 @@ use crate::sampling::{self, MemoryPair, SidePair};
 /// Longest sleep between checks. Short enough that a count-bounded window's
 /// end sample lags the last transaction by at most this much.
 const WATCH_INTERVAL: Duration = Duration::from_millis(20);
+/// Sleep between checks while clients connect: the window opens within this
+/// of the last connection (a few thousand cheap wake-ups over a long ramp).
+const CONNECT_INTERVAL: Duration = Duration::from_millis(1);
 /// Progress is refreshed this often.
 const PROGRESS_INTERVAL_NS: u64 = 100_000_000;
+/// How long after the ramp's planned end the window waits for clients that
+/// have not connected: 10 s covers three SYN retransmissions (1, 3, 7 s) of a
+/// connection whose SYN met a full accept queue. After it, the window opens
+/// anyway and the Little's-law check reports the missing clients.
+pub const CONNECT_GRACE_NS: u64 = 10_000_000_000;
+
+/// What the watch saw of a run, once it is over.
+pub struct Watched {
+    pub reason: Option<String>,
+    pub stopped_at_ns: Option<u64>,
+    pub start_samples: SidePair,
+    pub end_samples: SidePair,
+    /// Memory of (client, server) at the end of the window.
+    pub end_memory: MemoryPair,
+}
 
 pub struct Watch<'a> {
-    timing: Timing,
+    epoch: Instant,
+    window: &'a Window,
     warmup: Duration,
+    duration: Option<Duration>,
     classes: usize,
-    published: &'a [Vec<AtomicU64>],
+    slots: &'a [WorkerSlots],
+    /// Clients to wait for, and the latest time to wait until.
+    expected_clients: u64,
+    connect_deadline_ns: u64,
+    /// (warm-up end, end) once the window is open.
+    pub opened: Option<(u64, Option<u64>)>,
     last_progress_ns: u64,
     pub reason: Option<String>,
     pub stopped_at_ns: Option<u64>,
@@ -37,16 +64,23 @@ pub struct Watch<'a> {
 
 impl<'a> Watch<'a> {
     pub fn new(
-        timing: Timing,
+        epoch: Instant,
+        window: &'a Window,
         cfg: &RunConfig,
-        plans: &[ClassPlan],
-        published: &'a [Vec<AtomicU64>],
+        slots: &'a [WorkerSlots],
+        expected_clients: u64,
+        ramp_ns: u64,
     ) -> Watch<'a> {
         Watch {
-            timing,
+            epoch,
+            window,
             warmup: cfg.warmup,
-            classes: plans.len(),
-            published,
+            duration: cfg.duration,
+            classes: cfg.workload.classes.len(),
+            slots,
+            expected_clients,
+            connect_deadline_ns: ramp_ns + CONNECT_GRACE_NS,
+            opened: None,
             last_progress_ns: 0,
             reason: None,
             stopped_at_ns: None,
@@ -59,7 +93,27 @@ impl<'a> Watch<'a> {
     }
 
     fn now_ns(&self) -> u64 {
-        self.timing.epoch.elapsed().as_nanos() as u64
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn connected(&self) -> u64 {
+        self.slots
+            .iter()
+            .map(|s| s.connected.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Opens the window when every client is connected, or at the deadline.
+    fn maybe_open(&mut self, now: u64) {
+        if self.opened.is_some()
+            || (self.connected() < self.expected_clients && now < self.connect_deadline_ns)
+        {
+            return;
+        }
+        let warmup_end = now + self.warmup.as_nanos() as u64;
+        let end = self.duration.map(|d| warmup_end + d.as_nanos() as u64);
+        self.window.open(warmup_end, end);
+        self.opened = Some((warmup_end, end));
     }
 
     /// One turn of the watch: sleep to the next check or window edge, then act.
@@ -71,20 +125,27 @@ impl<'a> Watch<'a> {
         on_progress: &mut dyn FnMut(&Progress),
     ) {
         let now = self.now_ns();
-        let mut wake = now + WATCH_INTERVAL.as_nanos() as u64;
-        if !self.started {
-            wake = wake.min(self.timing.warmup_end_ns);
-        } else if let (false, Some(end)) = (self.ended, self.timing.end_ns) {
-            wake = wake.min(end);
+        let interval = match self.opened {
+            None => CONNECT_INTERVAL,
+            Some(_) => WATCH_INTERVAL,
+        };
+        let mut wake = now + interval.as_nanos() as u64;
+        match self.opened {
+            Some((warmup_end, _)) if !self.started => wake = wake.min(warmup_end),
+            Some((_, Some(end))) if !self.ended => wake = wake.min(end),
+            _ => {}
         }
         thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
         let now = self.now_ns();
-        if !self.started && now >= self.timing.warmup_end_ns {
-            self.started = true;
-            self.start_samples = sample(control).0;
-        }
-        if !self.ended && self.timing.end_ns.is_some_and(|end| now >= end) {
-            self.end_window(control);
+        self.maybe_open(now);
+        if let Some((warmup_end, end)) = self.opened {
+            if !self.started && now >= warmup_end {
+                self.started = true;
+                self.start_samples = sample(control).0;
+            }
+            if !self.ended && end.is_some_and(|end| now >= end) {
+                self.end_window(control);
+            }
         }
         if now >= self.last_progress_ns + PROGRESS_INTERVAL_NS {
             self.last_progress_ns = now;
@@ -116,6 +177,16 @@ impl<'a> Watch<'a> {
         }
     }
 
+    pub fn into_outcome(self) -> Watched {
+        Watched {
+            reason: self.reason,
+            stopped_at_ns: self.stopped_at_ns,
+            start_samples: self.start_samples,
+            end_samples: self.end_samples,
+            end_memory: self.end_memory,
+        }
+    }
+
     fn end_window(&mut self, control: &mut ControlClient) {
         self.ended = true;
         // One round trip: the responder's reply carries CPU and memory.
@@ -123,15 +194,22 @@ impl<'a> Watch<'a> {
     }
 
     fn progress(&self) -> Progress {
-        let elapsed = self.timing.epoch.elapsed();
+        let elapsed = self.epoch.elapsed();
+        let now = elapsed.as_nanos() as u64;
+        let warmup_end = self.opened.map(|o| o.0);
         Progress {
             elapsed,
-            in_warmup: elapsed < self.warmup,
+            connecting: warmup_end.is_none(),
+            connected: self.connected(),
+            in_warmup: warmup_end.is_none_or(|w| now < w),
+            measured: warmup_end
+                .filter(|&w| now >= w)
+                .map(|w| Duration::from_nanos(now - w)),
             transactions: (0..self.classes)
                 .map(|c| {
-                    self.published
+                    self.slots
                         .iter()
-                        .map(|w| w[c].load(Ordering::Relaxed))
+                        .map(|w| w.transactions[c].load(Ordering::Relaxed))
                         .sum()
                 })
                 .collect(),

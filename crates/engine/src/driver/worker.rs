@@ -2,7 +2,10 @@
 //! classes. Every kind is one table-driven state machine (neper's `neper_fn`
 //! idea): connect (CRR, or after an error) → send the request → receive the
 //! response → record → next transaction; kinds differ only in what follows a
-//! response (keep the connection, or close it and connect anew).
+//! response (keep the connection, or close it and connect anew), and pacing
+//! (closed loop, think time, open-loop rate: [`super::pace`], transitions in
+//! [`super::flow`]) only in *when* the next request starts. Stop conditions
+//! (the window's end, per-client quotas, abort) compose with all of them.
 //!
 //! Hot path: no allocation and no lock. Sockets are registered once for read
 //! and write readiness (edge-triggered), a short read or write means "drained
@@ -11,91 +14,90 @@
 //! one send, one epoll_wait and one recv. Latencies go to a per-worker
 //! histogram per class; counts to per-worker counters published with a relaxed
 //! atomic store once per loop turn for the live progress line.
+//!
+//! Timers (reconnect back-off, ramp, think times, open-loop send times) live
+//! in the timing wheel; a `timerfd` armed at the wheel's next deadline wakes
+//! epoll exactly then, so a worker whose clients all think sleeps.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
-use stackbench_metrics::{ErrorCounts, LatencyHistogram};
 use stackbench_model::{CrrClose, Kind, SocketOptions};
 
+use super::accum::ClassAccum;
+use super::clock::{Timing, Window};
+use super::pace::{self, Pace};
 use crate::sockopt::IO_CHUNK_BYTES;
-use crate::timer::TimerWheel;
+use crate::timer::{TimerWheel, WakeTimer};
 use crate::transport::{DataStream, Dialer};
 
 /// Wait before reconnecting after a connection error.
-const RECONNECT_BACKOFF_MS: u64 = 10;
+const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
 /// Longest sleep in epoll, so stop requests are seen promptly.
 const MAX_POLL_WAIT: Duration = Duration::from_millis(50);
+/// The wake-up timer's token (slab keys never reach it).
+const WAKE: Token = Token(usize::MAX);
 
 /// What a worker needs to know about one class.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct ClassPlan {
     pub kind: Kind,
     pub request_bytes: u64,
     pub response_bytes: u64,
-    /// Opens this class's data connections (to its test's endpoints).
-    pub dialer: Dialer,
+    pub pace: Pace,
 }
 
-/// The run's clock: nanoseconds since `epoch`.
-#[derive(Debug, Clone, Copy)]
-pub struct Timing {
+/// What every worker of a run shares.
+#[derive(Debug)]
+pub struct Shared<'a> {
+    pub classes: &'a [ClassPlan],
+    /// Per class: opens its data connections (to its test's endpoints).
+    pub dialers: &'a [Dialer],
+    pub socket: SocketOptions,
+    pub spin: bool,
     pub epoch: Instant,
-    /// Transactions completing before this are warm-up and not counted.
-    pub warmup_end_ns: u64,
-    /// End of the measurement window; `None` when bounded by counts only.
-    pub end_ns: Option<u64>,
+    pub window: &'a Window,
+    /// Capacity hint for the per-second counts.
+    pub window_s: usize,
+    /// ns between two connection openings (the ramp); 0: all at once.
+    pub ramp_gap_ns: f64,
+    pub seed: u64,
 }
 
-impl Timing {
-    #[inline]
-    fn now_ns(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
-    }
-
-    #[inline]
-    fn in_window(&self, t_ns: u64) -> bool {
-        t_ns >= self.warmup_end_ns && self.end_ns.is_none_or(|end| t_ns < end)
-    }
+/// One client given to a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Client {
+    pub class: u16,
+    /// Transactions it has to count (`u64::MAX`: unbounded).
+    pub quota: u64,
+    /// Its index in the whole run: its place in the ramp and its random seed.
+    pub index: u64,
 }
 
-/// Everything one class accumulated on one worker.
-#[derive(Debug, Clone, Default)]
-pub struct ClassAccum {
-    pub hist: LatencyHistogram,
-    pub transactions: u64,
-    pub tx_bytes: u64,
-    pub rx_bytes: u64,
-    /// Errors over the whole run, warm-up included.
-    pub errors: ErrorCounts,
-    /// Transactions completed in each whole second of the window.
-    pub per_second: Vec<u64>,
-    /// Completion time of the last counted transaction, ns since the epoch.
-    pub last_completion_ns: u64,
+/// What a worker publishes for the coordinator (relaxed atomics).
+#[derive(Debug, Default)]
+pub struct WorkerSlots {
+    /// Counted transactions per class.
+    pub transactions: Vec<AtomicU64>,
+    /// Clients connected at least once.
+    pub connected: AtomicU64,
 }
 
-impl ClassAccum {
-    pub fn merge(&mut self, o: &ClassAccum) {
-        self.hist.merge(&o.hist);
-        self.transactions += o.transactions;
-        self.tx_bytes += o.tx_bytes;
-        self.rx_bytes += o.rx_bytes;
-        self.errors.add(&o.errors);
-        if self.per_second.len() < o.per_second.len() {
-            self.per_second.resize(o.per_second.len(), 0);
+impl WorkerSlots {
+    pub fn new(classes: usize) -> WorkerSlots {
+        WorkerSlots {
+            transactions: (0..classes).map(|_| AtomicU64::new(0)).collect(),
+            connected: AtomicU64::new(0),
         }
-        for (a, b) in self.per_second.iter_mut().zip(&o.per_second) {
-            *a += b;
-        }
-        self.last_completion_ns = self.last_completion_ns.max(o.last_completion_ns);
     }
 }
 
 /// What one `send` achieved.
-enum Sent {
+pub(super) enum Sent {
     /// The whole request is out.
     Done,
     /// The socket took less than offered: wait for the writable edge.
@@ -105,94 +107,134 @@ enum Sent {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
+pub(super) enum Phase {
     /// Sending the request (also while a new connection's handshake is in flight).
     Sending,
     Receiving,
     /// CRR with server-close: response complete, waiting for the server's FIN
     /// so that the client closes second and TIME_WAIT stays on the server.
     AwaitEof,
-    /// Waiting out the reconnect back-off after an error.
-    Backoff,
+    /// No connection: it opens when its timer fires (ramp, reconnect back-off).
+    Closed,
+    /// Between transactions: the next request starts when its timer fires
+    /// (think time, open-loop schedule; CRR connects then).
+    Waiting,
 }
 
-/// Per-connection state: 32 bytes (see `conn_state_is_small`).
-struct Conn {
-    stream: Option<DataStream>,
-    class: u16,
-    phase: Phase,
+/// `Conn::flags`: the client has connected at least once.
+pub(super) const CONNECTED: u8 = 1;
+/// `Conn::flags`: the client is past the start barrier (the window is open).
+pub(super) const RELEASED: u8 = 2;
+/// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
+pub(super) const NOT_WAITING: u64 = u64::MAX;
+
+/// Per-connection state: 48 bytes (see `conn_state_is_small`; the stream is
+/// its fd alone, 4 bytes, in debug builds too).
+pub(super) struct Conn {
+    pub(super) stream: Option<DataStream>,
+    pub(super) class: u16,
+    pub(super) phase: Phase,
+    pub(super) flags: u8,
     /// Bytes left to send or receive in the current phase.
-    remaining: u64,
-    /// Start of the current transaction, ns since the epoch.
-    start_ns: u64,
+    pub(super) remaining: u64,
+    /// Start of the current transaction (its actual send; for CRR its
+    /// connect), ns since the epoch; while waiting, when the wait began.
+    pub(super) start_ns: u64,
+    /// Paced classes: intended send time of the current or next request.
+    pub(super) due_ns: u64,
     /// Transactions this client still has to count (`u64::MAX`: unbounded).
-    quota: u64,
+    pub(super) quota: u64,
+    /// This client's random state (think times, arrival gaps).
+    pub(super) rng: u64,
 }
 
 /// One driver worker thread's state.
 pub struct Worker<'a> {
-    poll: Poll,
-    classes: &'a [ClassPlan],
-    socket: SocketOptions,
-    spin: bool,
-    timing: Timing,
-    conns: Slab<Conn>,
-    accum: Vec<ClassAccum>,
-    timers: TimerWheel,
+    pub(super) poll: Poll,
+    pub(super) classes: &'a [ClassPlan],
+    dialers: &'a [Dialer],
+    pub(super) socket: SocketOptions,
+    pub(super) spin: bool,
+    pub(super) timing: Timing,
+    window: &'a Window,
+    pub(super) conns: Slab<Conn>,
+    pub(super) accum: Vec<ClassAccum>,
+    pub(super) timers: TimerWheel,
+    wake: Option<WakeTimer>,
     fired: Vec<u32>,
     scratch: Vec<u8>,
     zeros: Vec<u8>,
     /// Connections that still have work (not finished their quota).
-    active: usize,
-    /// Published completed-transaction counts per class (progress display).
-    published: &'a [AtomicU64],
+    pub(super) active: usize,
+    /// Clients connected at least once, on this worker.
+    pub(super) connected: u64,
+    /// Connected clients waiting for the window to open.
+    pub(super) parked: Vec<u32>,
+    slots: &'a WorkerSlots,
 }
 
 impl<'a> Worker<'a> {
-    /// `clients` lists (class index, quota) for each client this worker runs.
+    /// A worker for `clients`; each opens at once, or at its place in the ramp.
     pub fn new(
-        classes: &'a [ClassPlan],
-        clients: &[(u16, u64)],
-        socket: SocketOptions,
-        spin: bool,
-        timing: Timing,
-        published: &'a [AtomicU64],
+        shared: &Shared<'a>,
+        clients: &[Client],
+        slots: &'a WorkerSlots,
     ) -> io::Result<Worker<'a>> {
-        let window_s = timing.end_ns.map_or(0, |e| {
-            (e.saturating_sub(timing.warmup_end_ns) / 1_000_000_000) as usize
-        });
-        let accum = (0..classes.len())
-            .map(|_| ClassAccum {
-                per_second: Vec::with_capacity(window_s + 2),
-                ..ClassAccum::default()
-            })
+        let timing = Timing::new(shared.epoch);
+        let accum = shared
+            .classes
+            .iter()
+            .map(|c| ClassAccum::new(shared.window_s, c.pace.is_paced(), c.pace.is_open()))
             .collect();
+        let poll = Poll::new()?;
+        // Busy-polling looks at the wheel every turn and needs no wake-up.
+        let wake = if shared.spin {
+            None
+        } else {
+            let t = WakeTimer::new(timing.now_ns())?;
+            poll.registry()
+                .register(&mut SourceFd(&t.raw_fd()), WAKE, Interest::READABLE)?;
+            Some(t)
+        };
         let mut w = Worker {
-            poll: Poll::new()?,
-            classes,
-            socket,
-            spin,
+            poll,
+            classes: shared.classes,
+            dialers: shared.dialers,
+            socket: shared.socket,
+            spin: shared.spin,
             timing,
+            window: shared.window,
             conns: Slab::with_capacity(clients.len()),
             accum,
             timers: TimerWheel::new(),
+            wake,
             fired: Vec::new(),
             scratch: vec![0; IO_CHUNK_BYTES],
             zeros: vec![0; IO_CHUNK_BYTES],
             active: 0,
-            published,
+            connected: 0,
+            parked: Vec::with_capacity(clients.len()),
+            slots,
         };
-        for &(class, quota) in clients.iter().filter(|c| c.1 > 0) {
+        for c in clients.iter().filter(|c| c.quota > 0) {
             let key = w.conns.insert(Conn {
                 stream: None,
-                class,
-                phase: Phase::Backoff,
+                class: c.class,
+                phase: Phase::Closed,
+                flags: 0,
                 remaining: 0,
-                start_ns: 0,
-                quota,
+                start_ns: NOT_WAITING,
+                due_ns: 0,
+                quota: c.quota,
+                rng: pace::rng_for(shared.seed, c.index),
             });
             w.active += 1;
-            w.open(key);
+            let at_ns = (c.index as f64 * shared.ramp_gap_ns) as u64;
+            if at_ns == 0 {
+                w.arrive(key);
+            } else {
+                w.timers.schedule(key as u32, at_ns);
+            }
         }
         Ok(w)
     }
@@ -201,6 +243,7 @@ impl<'a> Worker<'a> {
     pub fn run(mut self, abort: &AtomicBool) -> Vec<ClassAccum> {
         let mut events = Events::with_capacity(1024);
         loop {
+            self.refresh_window();
             let now = self.timing.now_ns();
             if abort.load(Ordering::Relaxed)
                 || self.active == 0
@@ -208,45 +251,85 @@ impl<'a> Worker<'a> {
             {
                 break;
             }
-            let mut wait = MAX_POLL_WAIT;
-            if let Some(end) = self.timing.end_ns {
-                wait = wait.min(Duration::from_nanos(end - now));
-            }
-            if !self.timers.is_empty() {
-                wait = wait.min(Duration::from_millis(1));
-            }
-            if self.spin {
-                wait = Duration::ZERO;
-            }
+            let wait = self.poll_wait(now);
             if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;
                 }
             }
+            self.refresh_window();
             for event in events.iter() {
-                self.drive(event.token().0);
+                if event.token() == WAKE {
+                    if let Some(w) = self.wake.as_mut() {
+                        w.fired();
+                    }
+                    continue;
+                }
+                let key = event.token().0;
+                if event.is_writable() && !event.is_error() && !event.is_write_closed() {
+                    self.mark_connected(key);
+                }
+                self.drive(key);
             }
             self.fire_timers();
-            for (slot, acc) in self.published.iter().zip(&self.accum) {
+            for (slot, acc) in self.slots.transactions.iter().zip(&self.accum) {
                 slot.store(acc.transactions, Ordering::Relaxed);
             }
+            self.slots
+                .connected
+                .store(self.connected, Ordering::Relaxed);
         }
         self.accum
+    }
+
+    /// How long epoll may sleep: until the window's end or [`MAX_POLL_WAIT`];
+    /// the wheel's next deadline is armed on the wake-up timer (busy-polling:
+    /// not at all).
+    fn poll_wait(&mut self, now: u64) -> Duration {
+        if self.spin {
+            return Duration::ZERO;
+        }
+        let mut wait = MAX_POLL_WAIT;
+        if let Some(end) = self.timing.end_ns {
+            wait = wait.min(Duration::from_nanos(end - now));
+        }
+        let next = self.timers.next_deadline();
+        if next.is_some_and(|d| d <= now) {
+            return Duration::ZERO;
+        }
+        let armed = self.wake.as_mut().map(|w| w.arm(next));
+        if !matches!(armed, Some(Ok(()))) && next.is_some() {
+            // No timerfd: fall back to millisecond polling.
+            wait = wait.min(Duration::from_millis(1));
+        }
+        wait
+    }
+
+    /// Takes the window once the coordinator opened it, noting how many
+    /// clients of each class were connected then, and releases the clients
+    /// waiting at the start barrier.
+    fn refresh_window(&mut self) {
+        if self.timing.refresh(self.window) {
+            for acc in &mut self.accum {
+                acc.connected_at_window = acc.connected;
+            }
+            for key in std::mem::take(&mut self.parked) {
+                self.release(key as usize);
+            }
+        }
     }
 
     fn fire_timers(&mut self) {
         if self.timers.is_empty() {
             return;
         }
-        self.timers
-            .advance(self.timing.now_ns() / 1_000_000, &mut self.fired);
+        self.timers.advance(self.timing.now_ns(), &mut self.fired);
         while let Some(key) = self.fired.pop() {
-            if self
-                .conns
-                .get(key as usize)
-                .is_some_and(|c| c.phase == Phase::Backoff)
-            {
-                self.open(key as usize);
+            match self.conns.get(key as usize).map(|c| (c.phase, c.flags)) {
+                Some((Phase::Closed, f)) if f & RELEASED == 0 => self.arrive(key as usize),
+                Some((Phase::Closed, _)) => self.open(key as usize),
+                Some((Phase::Waiting, _)) => self.wait_over(key as usize),
+                _ => {}
             }
         }
     }
@@ -256,39 +339,34 @@ impl<'a> Worker<'a> {
     /// if not, `send` says EAGAIN and the connection's writable edge resumes
     /// it (or `send` reports the connect error), which saves the SO_ERROR and
     /// getpeername calls and an epoll round trip per CRR transaction.
-    fn open(&mut self, key: usize) {
-        let classes = self.classes;
-        let plan = &classes[self.conns[key].class as usize];
+    pub(super) fn open(&mut self, key: usize) {
         let started = self.timing.now_ns();
-        let result = plan
-            .dialer
-            .connect(key, &self.socket, plan.response_bytes)
-            .and_then(|mut stream| {
-                self.poll.registry().register(
-                    &mut stream,
-                    Token(key),
-                    Interest::READABLE | Interest::WRITABLE,
-                )?;
-                Ok(stream)
-            });
-        match result {
-            Ok(stream) => {
-                let conn = &mut self.conns[key];
-                conn.stream = Some(stream);
-                conn.phase = Phase::Sending;
-                conn.remaining = plan.request_bytes;
-                conn.start_ns = started;
-            }
-            Err(e) => return self.fail(key, &e),
+        if let Err(e) = self.attach(key) {
+            return self.fail(key, &e);
         }
+        self.begin_request(key, started);
         loop {
             match self.send_chunk(key) {
-                Ok(Sent::More) => {}
-                Ok(Sent::Done | Sent::Blocked) => return,
+                Ok(Sent::More) => self.mark_connected(key),
+                Ok(Sent::Done | Sent::Blocked) => return self.mark_connected(key),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => return self.fail(key, &e),
             }
         }
+    }
+
+    /// Connects client `key` and registers the connection (nothing sent).
+    pub(super) fn attach(&mut self, key: usize) -> io::Result<()> {
+        let class = self.conns[key].class as usize;
+        let response_bytes = self.classes[class].response_bytes;
+        let mut stream = self.dialers[class].connect(key, &self.socket, response_bytes)?;
+        self.poll.registry().register(
+            &mut stream,
+            Token(key),
+            Interest::READABLE | Interest::WRITABLE,
+        )?;
+        self.conns[key].stream = Some(stream);
+        Ok(())
     }
 
     /// One `send` of the current request; moves to receiving when it is all out.
@@ -312,7 +390,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Counts an error, drops the connection and schedules a reconnect.
-    fn fail(&mut self, key: usize, e: &io::Error) {
+    pub(super) fn fail(&mut self, key: usize, e: &io::Error) {
         let conn = &mut self.conns[key];
         let errors = &mut self.accum[conn.class as usize].errors;
         match e.kind() {
@@ -325,18 +403,19 @@ impl<'a> Worker<'a> {
             _ => errors.other += 1,
         }
         conn.stream = None;
-        conn.phase = Phase::Backoff;
-        let due_ms = self.timing.now_ns() / 1_000_000 + RECONNECT_BACKOFF_MS;
-        self.timers.schedule(key as u32, due_ms);
+        conn.phase = Phase::Closed;
+        conn.start_ns = NOT_WAITING;
+        let due_ns = self.timing.now_ns() + RECONNECT_BACKOFF_NS;
+        self.timers.schedule(key as u32, due_ns);
     }
 
     /// A client finished its quota: close and stop counting it as active.
-    fn finish(&mut self, key: usize) {
+    pub(super) fn finish(&mut self, key: usize) {
         self.conns.remove(key);
         self.active -= 1;
     }
 
-    fn drive(&mut self, key: usize) {
+    pub(super) fn drive(&mut self, key: usize) {
         if let Err(e) = self.step(key) {
             if e.kind() != io::ErrorKind::WouldBlock {
                 self.fail(key, &e);
@@ -355,7 +434,8 @@ impl<'a> Worker<'a> {
                 return Ok(());
             };
             match conn.phase {
-                Phase::Backoff => return Ok(()),
+                // A waiting connection acts when its timer fires.
+                Phase::Closed | Phase::Waiting => return Ok(()),
                 Phase::Sending => match self.send_chunk(key)? {
                     Sent::More => {}
                     // After the request, wait for the response's edge.
@@ -400,40 +480,23 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Records a completed transaction.
-    fn complete(&mut self, key: usize, now: u64, counted: bool) {
-        let conn = &mut self.conns[key];
-        if !counted {
-            return;
-        }
-        let acc = &mut self.accum[conn.class as usize];
-        acc.hist.record_ns(now - conn.start_ns);
-        acc.transactions += 1;
-        acc.last_completion_ns = now;
-        let second = ((now - self.timing.warmup_end_ns) / 1_000_000_000) as usize;
-        if acc.per_second.len() <= second {
-            // At most once per second of run time, never per transaction.
-            acc.per_second.resize(second + 1, 0);
-        }
-        acc.per_second[second] += 1;
-        conn.quota = conn.quota.saturating_sub(1);
-    }
-
     /// After a response: start the next transaction on this connection (RR,
-    /// STR), or close it the configured way and connect anew (CRR). Returns
-    /// whether the state machine should keep going on this connection.
+    /// STR), or close it the configured way and connect anew (CRR) — at once,
+    /// or when the class's pacing says. Returns whether the state machine
+    /// should keep going on this connection.
     fn next_transaction(&mut self, key: usize, now: u64) -> io::Result<bool> {
+        self.plan_next(key, now);
         let conn = &mut self.conns[key];
-        let classes = self.classes;
-        let plan = &classes[conn.class as usize];
+        let plan = self.classes[conn.class as usize];
         if plan.kind != Kind::Crr {
             if conn.quota == 0 {
                 self.finish(key);
                 return Ok(false);
             }
-            conn.phase = Phase::Sending;
-            conn.remaining = plan.request_bytes;
-            conn.start_ns = now;
+            if !self.go_now(key, now) {
+                return Ok(false);
+            }
+            self.begin_request(key, now);
             return Ok(true);
         }
         match self.socket.crr_close {
@@ -453,10 +516,12 @@ impl<'a> Worker<'a> {
         Ok(false)
     }
 
+    /// CRR after closing: connect anew now or when the pacing says, unless
+    /// the quota is met.
     fn reopen_or_finish(&mut self, key: usize) {
         if self.conns[key].quota == 0 {
             self.finish(key);
-        } else {
+        } else if self.go_now(key, self.timing.now_ns()) {
             self.open(key);
         }
     }
@@ -467,12 +532,13 @@ mod tests {
     use super::*;
 
     /// The per-connection figure the README states; 256K connections must fit
-    /// comfortably in one process.
+    /// comfortably in one process (the target is ≤ 1 KiB of user-space state
+    /// per connection per side).
     #[test]
     fn conn_state_is_small() {
         // A `DataStream` is its fd alone, in debug builds too (mio's own
-        // socket types add a selector id there); 48 leaves room for that.
-        let limit = if cfg!(debug_assertions) { 48 } else { 32 };
+        // socket types add a selector id there).
+        let limit = if cfg!(debug_assertions) { 64 } else { 48 };
         let size = std::mem::size_of::<Conn>();
         eprintln!(
             "driver per-connection state: {size} bytes (slab entry {} bytes)",

@@ -74,6 +74,9 @@ pub fn effective_options(
                 eff.quickack = false;
                 notes.push("quickack not set: AF_UNIX has no delayed ACK".to_string());
             }
+            if eff.busy_poll_us.take().is_some() {
+                notes.push("busy_poll not set: AF_UNIX has no device queue to poll".to_string());
+            }
             if eff.rcvbuf_bytes.take().is_some() {
                 notes.push(
                     "rcvbuf not set: AF_UNIX stream data is bounded by the sender's sndbuf"

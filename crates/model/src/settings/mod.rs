@@ -12,6 +12,7 @@
 mod socket;
 mod value;
 
+pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use socket::{CrrClose, SocketOptions, Transport};
 pub use value::{Bytes, Confidence, CpuList, IterationBounds, Secs, SettingValue, Text};
 
@@ -184,6 +185,8 @@ run_settings! {
     sndbuf: Option<Bytes> = None, json "sndbuf_bytes", range "1kB" ..= "1GB";
     /// SO_RCVBUF for data sockets, e.g. 256kB [default: kernel autotuning].
     rcvbuf: Option<Bytes> = None, json "rcvbuf_bytes", range "1kB" ..= "1GB";
+    /// SO_BUSY_POLL on data sockets, both sides: the receiver polls the device queue this long before sleeping.
+    busy_poll: Option<Secs> = None, json "busy_poll_s", range "1us" ..= "10ms";
     /// Who closes a CRR connection first: server (TIME_WAIT on the server), client, or abort (RST).
     crr_close: CrrClose = CrrClose::Server, json "crr_close";
     /// Run each workload N times back to back: mean, standard deviation and 95% interval [default: 1].
@@ -192,6 +195,16 @@ run_settings! {
     confidence: Option<Confidence> = None, json "confidence";
     /// Bounds on repetitions with --confidence [default: 3,30].
     iterations: Option<IterationBounds> = None, json "iterations";
+    /// Think time of every client between a response and its next request: 30s, exp:30s or uniform:10s..50s (a class's @THINK in the notation wins).
+    think: Option<ThinkTime> = None, json "think", range "0s" ..= "24h";
+    /// Open loop: this rate per class, spread over its connections, e.g. 50000/s; latency from the intended send time (a class's @RATE wins).
+    rate: Option<PerSecond> = None, json "rate_per_s", range "1/h" ..= "100000000/s";
+    /// Spacing of open-loop sends on each connection: constant or poisson.
+    arrivals: Arrivals = Arrivals::Constant, json "arrivals";
+    /// Open connections at this rate, e.g. 20000/s; the window starts when all are connected [default: all at once].
+    ramp: Option<PerSecond> = None, json "ramp_conns_per_s", range "1/s" ..= "10000000/s";
+    /// Seed of the think-time and arrival draws, for reproducible runs [default: a random seed, stored with the result].
+    seed: Option<u64> = None, json "seed";
 }
 
 impl RunSettings {
@@ -204,6 +217,7 @@ impl RunSettings {
             sndbuf_bytes: self.sndbuf.map(|b| b.0 as u32),
             rcvbuf_bytes: self.rcvbuf.map(|b| b.0 as u32),
             crr_close: self.crr_close,
+            busy_poll_us: self.busy_poll.map(|d| d.0.as_micros() as u32),
         }
     }
 

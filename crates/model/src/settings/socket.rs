@@ -76,4 +76,7 @@ pub struct SocketOptions {
     pub rcvbuf_bytes: Option<u32>,
     /// How CRR connections are closed.
     pub crr_close: CrrClose,
+    /// SO_BUSY_POLL in µs, `None` = off (the kernel's `net.core.busy_read`).
+    #[serde(default)]
+    pub busy_poll_us: Option<u32>,
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::socket::{CrrClose, Transport};
+use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 use crate::units;
 
 /// What a setting's type provides to the settings table.
@@ -125,7 +126,7 @@ pub struct Bytes(pub u64);
 impl SettingValue for Bytes {
     const VALUE_NAME: &'static str = "SIZE";
     fn parse(text: &str) -> Result<Self, String> {
-        crate::size::parse_size(text.trim(), text)
+        units::parse_size(text)
             .map(Bytes)
             .map_err(|e| e.to_string())
     }
@@ -202,6 +203,90 @@ impl SettingValue for Transport {
     }
     fn text(&self) -> String {
         self.name().to_string()
+    }
+}
+
+/// A think time, stored as its text (`"exp:30s"`): a distribution and its
+/// durations do not fit one number with a unit.
+impl SettingValue for ThinkTime {
+    const VALUE_NAME: &'static str = "THINK";
+    fn parse(text: &str) -> Result<Self, String> {
+        ThinkTime::parse(text)
+    }
+    fn text(&self) -> String {
+        self.to_string()
+    }
+    /// The mean, in seconds, for the range check.
+    fn ordered(&self) -> Option<f64> {
+        Some(self.mean().as_secs_f64())
+    }
+}
+
+impl Serialize for ThinkTime {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for ThinkTime {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        ThinkTime::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A rate, stored per second (`*_per_s` keys), written `50000/s`, `2/min`.
+impl SettingValue for PerSecond {
+    const VALUE_NAME: &'static str = "RATE";
+    fn parse(text: &str) -> Result<Self, String> {
+        PerSecond::parse(text)
+    }
+    fn text(&self) -> String {
+        self.to_string()
+    }
+    fn ordered(&self) -> Option<f64> {
+        Some(self.per_s())
+    }
+}
+
+impl Serialize for PerSecond {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.per_s())
+    }
+}
+
+impl<'de> Deserialize<'de> for PerSecond {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let per_s = f64::deserialize(d)?;
+        PerSecond::new(per_s).ok_or_else(|| serde::de::Error::custom("a rate must be more than 0"))
+    }
+}
+
+impl SettingValue for Arrivals {
+    const VALUE_NAME: &'static str = "ARRIVALS";
+    const ALLOWED: &'static [&'static str] = &["constant", "poisson"];
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "constant" => Ok(Arrivals::Constant),
+            "poisson" => Ok(Arrivals::Poisson),
+            _ => Err("unknown arrivals: use constant or poisson".to_string()),
+        }
+    }
+    fn text(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+impl Serialize for Arrivals {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Arrivals {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        <Arrivals as SettingValue>::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -301,6 +386,11 @@ mod tests {
         round_trip::<Transport>("mptcp");
         round_trip::<u32>("4");
         round_trip::<bool>("false");
+        round_trip::<ThinkTime>("uniform:10s..50s");
+        round_trip::<Option<ThinkTime>>("exp:30s");
+        round_trip::<PerSecond>("50000/s");
+        round_trip::<PerSecond>("1/30s");
+        round_trip::<Arrivals>("poisson");
     }
 
     #[test]

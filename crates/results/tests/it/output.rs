@@ -21,6 +21,68 @@ fn human_table() {
 }
 
 #[test]
+fn human_output_of_a_population() {
+    use stackbench_metrics::record::{
+        LagUs, LatencyUs, MemoryFigures, PacingMode, PopulationFigures, SideMemory,
+    };
+    let mut r = fixtures::record(
+        "RR8K(100B/800B)@30s+RR4(100B/100B)@2000/s",
+        272.9,
+        61.0,
+        180.0,
+        0.0,
+    );
+    let side = SideMemory {
+        rss_bytes_per_conn: Some(312.0),
+        kernel_sock_bytes_per_conn: Some(1280.0),
+        ..SideMemory::default()
+    };
+    r.classes[0].memory = Some(MemoryFigures {
+        client: Some(side),
+        server: Some(side),
+    });
+    r.classes[0].population = Some(PopulationFigures {
+        pacing: PacingMode::Think,
+        pacing_text: Some("30s".into()),
+        think_mean_s: Some(30.0),
+        wait_mean_s: Some(30.0012),
+        generator_lag_us: Some(LagUs {
+            p50: 12.0,
+            p99: 48.0,
+            max: 1500.0,
+        }),
+        late: 1,
+        connected: 8192,
+        connect_s: 0.41,
+        ..PopulationFigures::default()
+    });
+    r.classes[1].population = Some(PopulationFigures {
+        pacing: PacingMode::Open,
+        pacing_text: Some("2000/s".into()),
+        offered_rate_tps: Some(2000.0),
+        arrivals: Some("poisson".into()),
+        wait_mean_s: Some(0.00192),
+        latency_uncorrected_us: Some(LatencyUs {
+            mean: 70.0,
+            p50: 55.0,
+            p99: 150.0,
+            ..LatencyUs::default()
+        }),
+        connected: 4,
+        connect_s: 0.002,
+        ..PopulationFigures::default()
+    });
+    let text = output::human(&r);
+    let lines: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("population"))
+        .take_while(|l| !l.starts_with("settings"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!(lines);
+}
+
+#[test]
 fn human_table_marks_an_incomplete_run() {
     let mut r = record();
     r.complete = false;

@@ -142,7 +142,7 @@ fn bad_files_get_one_line_errors_with_file_line_and_fix() {
         ),
         (
             "sndbuf = \"256kb\"\n",
-            "bad.toml:3:10: sndbuf = 256kb: unknown size unit 'kb' in '256kb'",
+            "bad.toml:3:10: sndbuf = 256kb: bad size '256kb': unknown size unit 'kb'",
         ),
         (
             "crr_close = \"later\"\n",
@@ -305,4 +305,32 @@ fn a_failed_or_incomplete_step_stops_the_study() {
         "{err}"
     );
     assert_eq!(stored, 2, "the incomplete run is kept, marked incomplete");
+}
+
+#[test]
+fn tn3270_capacity_example_is_seed_003s_population_sweep() {
+    use stackbench_model::ThinkTime;
+    let s = load_study(&example("tn3270-capacity.toml")).unwrap();
+    let plan = s.plan(&[], "f").unwrap();
+    let workloads: Vec<String> = plan.iter().map(|p| p.workload.to_string()).collect();
+    assert_eq!(
+        workloads,
+        [
+            "RR8K(100B/800B)",
+            "RR16K(100B/800B)",
+            "RR32K(100B/800B)",
+            "RR64K(100B/800B)",
+            "RR128K(100B/800B)",
+            "RR256K(100B/800B)"
+        ]
+    );
+    let step = &plan[5];
+    assert_eq!(
+        step.settings.think,
+        Some(ThinkTime::Constant(std::time::Duration::from_secs(30)))
+    );
+    assert_eq!(step.settings.ramp.map(|r| r.per_s()), Some(20_000.0));
+    // N/(R+Z) at 256K users with R ≪ Z: the seed's ≈ 8,738 tr/s.
+    let n = f64::from(step.workload.classes[0].clients);
+    assert!((n / 30.0 - 8738.0).abs() < 1.0);
 }

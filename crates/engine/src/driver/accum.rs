@@ -1,0 +1,82 @@
+//! What one class accumulates on one worker, merged over workers at the end
+//! (no locks in the hot path). Histograms that only paced classes need (the
+//! uncorrected latency of the open loop, the generator lag) are allocated
+//! only for them.
+
+use stackbench_metrics::{ErrorCounts, LatencyHistogram};
+
+/// Everything one class accumulated on one worker.
+#[derive(Debug, Clone, Default)]
+pub struct ClassAccum {
+    /// Latency of counted transactions; for the open loop from the intended
+    /// send time (coordinated omission corrected).
+    pub hist: LatencyHistogram,
+    pub transactions: u64,
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+    /// Errors over the whole run, warm-up included.
+    pub errors: ErrorCounts,
+    /// Transactions completed in each whole second of the window.
+    pub per_second: Vec<u64>,
+    /// Completion time of the last counted transaction, ns since the epoch.
+    pub last_completion_ns: u64,
+    /// Open loop: latency from the actual send.
+    pub uncorrected: Option<LatencyHistogram>,
+    /// Paced classes: actual − intended send time of requests sent in the window.
+    pub lag: Option<LatencyHistogram>,
+    /// Paced classes: total and number of waits (response → next request)
+    /// that ended in the window.
+    pub wait_ns: u128,
+    pub waits: u64,
+    pub late: u64,
+    pub dropped: u64,
+    /// Clients connected (at least once) so far, and when the last one did.
+    pub connected: u64,
+    pub last_connected_ns: u64,
+    /// Clients connected when this worker saw the window open.
+    pub connected_at_window: u64,
+}
+
+impl ClassAccum {
+    /// An empty accumulator; `paced` and `open` allocate the extra histograms.
+    pub fn new(window_s: usize, paced: bool, open: bool) -> ClassAccum {
+        ClassAccum {
+            per_second: Vec::with_capacity(window_s + 2),
+            uncorrected: open.then(LatencyHistogram::new),
+            lag: paced.then(LatencyHistogram::new),
+            ..ClassAccum::default()
+        }
+    }
+
+    pub fn merge(&mut self, o: &ClassAccum) {
+        self.hist.merge(&o.hist);
+        self.transactions += o.transactions;
+        self.tx_bytes += o.tx_bytes;
+        self.rx_bytes += o.rx_bytes;
+        self.errors.add(&o.errors);
+        if self.per_second.len() < o.per_second.len() {
+            self.per_second.resize(o.per_second.len(), 0);
+        }
+        for (a, b) in self.per_second.iter_mut().zip(&o.per_second) {
+            *a += b;
+        }
+        self.last_completion_ns = self.last_completion_ns.max(o.last_completion_ns);
+        merge_hist(&mut self.uncorrected, &o.uncorrected);
+        merge_hist(&mut self.lag, &o.lag);
+        self.wait_ns += o.wait_ns;
+        self.waits += o.waits;
+        self.late += o.late;
+        self.dropped += o.dropped;
+        self.connected += o.connected;
+        self.last_connected_ns = self.last_connected_ns.max(o.last_connected_ns);
+        self.connected_at_window += o.connected_at_window;
+    }
+}
+
+fn merge_hist(into: &mut Option<LatencyHistogram>, from: &Option<LatencyHistogram>) {
+    match (into.as_mut(), from) {
+        (Some(a), Some(b)) => a.merge(b),
+        (None, Some(b)) => *into = Some(b.clone()),
+        _ => {}
+    }
+}

@@ -1,0 +1,157 @@
+//! The pacing transitions of a worker's state machine: when a client's next
+//! request starts (at once, after a think time, at its open-loop slot), and
+//! what each start and completion records (latency from the intended send,
+//! the uncorrected latency, generator lag, waits, late and dropped sends).
+//! The I/O of the state machine is in [`super::worker`]; the draws and the
+//! schedule arithmetic in [`super::pace`].
+
+use stackbench_model::Kind;
+
+use super::pace::{Pace, LATE_NS};
+use super::worker::{Phase, Worker, CONNECTED, NOT_WAITING, RELEASED};
+
+impl Worker<'_> {
+    /// Client `key`'s place in the ramp came: connect it (a CRR client is a
+    /// connection slot and connects per transaction: it counts as connected
+    /// at once) and park it at the start barrier until the window opens, so
+    /// that nothing is sent before every client is connected.
+    pub(super) fn arrive(&mut self, key: usize) {
+        let class = self.conns[key].class as usize;
+        if self.classes[class].kind == Kind::Crr {
+            self.mark_connected(key);
+        } else if let Err(e) = self.attach(key) {
+            return self.fail(key, &e);
+        }
+        if self.timing.is_known() {
+            return self.release(key);
+        }
+        self.conns[key].phase = Phase::Waiting;
+        self.parked.push(key as u32);
+    }
+
+    /// The window opened: the client starts. A paced client first waits a
+    /// random phase (see `pace`), so a population starts spread out.
+    pub(super) fn release(&mut self, key: usize) {
+        let now = self.timing.now_ns();
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        conn.flags |= RELEASED;
+        let plan = self.classes[conn.class as usize];
+        if plan.pace.is_paced() {
+            conn.due_ns = now + plan.pace.first_wait_ns(&mut conn.rng);
+            conn.start_ns = NOT_WAITING;
+            conn.phase = Phase::Waiting;
+            self.timers.schedule(key as u32, conn.due_ns);
+        } else {
+            conn.due_ns = now;
+            self.wait_over(key);
+        }
+    }
+
+    /// A request starts now: records the wait that ended and the lag behind
+    /// the intended time (paced classes, in the window), then sends.
+    pub(super) fn begin_request(&mut self, key: usize, now: u64) {
+        let conn = &mut self.conns[key];
+        let plan = self.classes[conn.class as usize];
+        if plan.pace.is_paced() && self.timing.in_window(now) {
+            let acc = &mut self.accum[conn.class as usize];
+            if conn.start_ns != NOT_WAITING {
+                acc.wait_ns += u128::from(now.saturating_sub(conn.start_ns));
+                acc.waits += 1;
+            }
+            let lag = now.saturating_sub(conn.due_ns);
+            if let Some(h) = acc.lag.as_mut() {
+                h.record_ns(lag);
+            }
+            acc.late += u64::from(lag > LATE_NS);
+        }
+        conn.phase = Phase::Sending;
+        conn.remaining = plan.request_bytes;
+        conn.start_ns = now;
+    }
+
+    /// After a response at `now`: when the next request is intended (paced
+    /// classes). The wait is measured from now.
+    pub(super) fn plan_next(&mut self, key: usize, now: u64) {
+        let conn = &mut self.conns[key];
+        let pace = self.classes[conn.class as usize].pace;
+        match pace {
+            Pace::Closed => return,
+            Pace::Think(_) => conn.due_ns = now + pace.think_ns(&mut conn.rng),
+            Pace::Open { .. } => {
+                let (due, dropped) = pace.next_send(conn.due_ns, now, &mut conn.rng);
+                conn.due_ns = due;
+                if self.timing.in_window(now) {
+                    self.accum[conn.class as usize].dropped += dropped;
+                }
+            }
+        }
+        conn.start_ns = now;
+    }
+
+    /// Whether the next request may start now; if not, the client waits for
+    /// its timer.
+    pub(super) fn go_now(&mut self, key: usize, now: u64) -> bool {
+        let conn = &mut self.conns[key];
+        if !self.classes[conn.class as usize].pace.is_paced() || conn.due_ns <= now {
+            return true;
+        }
+        conn.phase = Phase::Waiting;
+        self.timers.schedule(key as u32, conn.due_ns);
+        false
+    }
+
+    /// A waiting client's timer fired: send on its connection, or (CRR)
+    /// connect anew and send.
+    pub(super) fn wait_over(&mut self, key: usize) {
+        if self.conns[key].stream.is_none() {
+            return self.open(key);
+        }
+        self.begin_request(key, self.timing.now_ns());
+        self.drive(key);
+    }
+
+    /// Records a completed transaction: latency from the actual send, or for
+    /// the open loop from the intended send (and the actual one apart).
+    pub(super) fn complete(&mut self, key: usize, now: u64, counted: bool) {
+        let conn = &mut self.conns[key];
+        if !counted {
+            return;
+        }
+        let acc = &mut self.accum[conn.class as usize];
+        let busy = now - conn.start_ns;
+        match acc.uncorrected.as_mut() {
+            Some(uncorrected) => {
+                uncorrected.record_ns(busy);
+                acc.hist.record_ns(now - conn.due_ns.min(conn.start_ns));
+            }
+            None => acc.hist.record_ns(busy),
+        }
+        acc.transactions += 1;
+        acc.last_completion_ns = now;
+        let second = ((now - self.timing.warmup_end_ns) / 1_000_000_000) as usize;
+        if acc.per_second.len() <= second {
+            // At most once per second of run time, never per transaction.
+            acc.per_second.resize(second + 1, 0);
+        }
+        acc.per_second[second] += 1;
+        conn.quota = conn.quota.saturating_sub(1);
+    }
+
+    /// The client's connection is up (first writable edge or first bytes
+    /// sent): counted once per client, for the window's start.
+    pub(super) fn mark_connected(&mut self, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        if conn.flags & CONNECTED != 0 {
+            return;
+        }
+        conn.flags |= CONNECTED;
+        let acc = &mut self.accum[conn.class as usize];
+        acc.connected += 1;
+        acc.last_connected_ns = self.timing.now_ns();
+        self.connected += 1;
+    }
+}

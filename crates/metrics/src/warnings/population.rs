@@ -1,0 +1,122 @@
+//! The checks of user-population runs (think time, open loop): Little's law
+//! N = X(R+Z), and whether the driver kept to its schedule.
+
+use super::Warning;
+use crate::record::{ClassResult, PacingMode};
+
+/// Little's law N = X(R+Z) off by more than 2%: for a population in steady
+/// state it holds exactly up to window-edge effects, which are well below 1%
+/// once the window spans many think cycles and hundreds of clients; 2% means
+/// the population was not what was configured (not all connected, errors
+/// cutting cycles) or the driver lagged its schedule.
+pub const LITTLE_LAW_PCT: f64 = 2.0;
+/// Generator lag p99 above 1 ms: with the timer wheel's timerfd wake-ups a
+/// driver with spare CPU sends within tens of µs of the intended time; 1 ms
+/// late at p99 means requests queued behind busy connections or a busy
+/// driver, so the offered load was not the load applied.
+pub const GENERATOR_LAG_P99_US: f64 = 1000.0;
+
+/// Little's law N = X(R+Z) for a think-time or open-loop class: X the
+/// measured rate, R the mean time a request kept its connection busy (for
+/// the open loop the uncorrected latency), Z the measured mean wait between
+/// a response and the next request.
+pub fn check_little_law(class: &ClassResult) -> Option<Warning> {
+    let p = class.population.as_ref()?;
+    if p.pacing == PacingMode::Closed || class.rate_tps <= 0.0 {
+        return None;
+    }
+    let wait_s = p.wait_mean_s?;
+    let busy_us = p
+        .latency_uncorrected_us
+        .as_ref()
+        .unwrap_or(&class.latency_us)
+        .mean;
+    let implied = class.rate_tps * (busy_us / 1e6 + wait_s);
+    let n = f64::from(class.clients);
+    (100.0 * (implied / n - 1.0).abs() > LITTLE_LAW_PCT).then(|| Warning::LittleLawOff {
+        clients: class.clients,
+        implied_clients: implied,
+        connected: p.connected,
+        errors: class.errors,
+        lag_p99_us: p.generator_lag_us.map(|l| l.p99),
+    })
+}
+
+/// Generator lag p99 above its bound, or dropped sends.
+pub fn check_driver_behind(class: &ClassResult) -> Option<Warning> {
+    let p = class.population.as_ref()?;
+    let lag_p99_us = p.generator_lag_us.map_or(0.0, |l| l.p99);
+    (lag_p99_us > GENERATOR_LAG_P99_US || p.dropped > 0).then_some(Warning::DriverBehind {
+        lag_p99_us,
+        late: p.late,
+        dropped: p.dropped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{LagUs, LatencyUs, PopulationFigures};
+
+    fn population(clients: u32, rate_tps: f64, r_us: f64, z_s: f64) -> ClassResult {
+        let mut c = crate::record::tests::sample_class();
+        c.clients = clients;
+        c.rate_tps = rate_tps;
+        c.latency_us.mean = r_us;
+        c.population = Some(PopulationFigures {
+            pacing: PacingMode::Think,
+            wait_mean_s: Some(z_s),
+            connected: clients,
+            generator_lag_us: Some(LagUs {
+                p50: 10.0,
+                p99: 50.0,
+                max: 90.0,
+            }),
+            ..Default::default()
+        });
+        c
+    }
+
+    #[test]
+    fn little_law_within_two_percent_or_says_which_way() {
+        // 8192 users, 30 s think, 100 µs response: X = 8192 / 30.0001.
+        let ok = population(8192, 8192.0 / 30.0001, 100.0, 30.0);
+        assert!(check_little_law(&ok).is_none());
+        let low = population(8192, 0.95 * 8192.0 / 30.0001, 100.0, 30.0);
+        let w = check_little_law(&low).unwrap();
+        assert_eq!(w.code(), "little_law_off");
+        assert!(w.to_string().contains("-5.0%"), "{w}");
+        assert!(w.to_string().contains("fewer clients cycled"), "{w}");
+        let high = population(100, 1.03 * 100.0 / 1.0001, 100.0, 1.0);
+        assert!(check_little_law(&high)
+            .unwrap()
+            .to_string()
+            .contains("window is short"));
+        // Open loop: R is the uncorrected latency (the connection's busy time).
+        let mut open = population(10, 1000.0, 5_000.0, 0.0099);
+        let p = open.population.as_mut().unwrap();
+        p.pacing = PacingMode::Open;
+        p.latency_uncorrected_us = Some(LatencyUs {
+            mean: 100.0,
+            ..Default::default()
+        });
+        assert!(check_little_law(&open).is_none());
+        // Closed-loop classes are not checked.
+        assert!(check_little_law(&crate::record::tests::sample_class()).is_none());
+    }
+
+    #[test]
+    fn driver_behind_on_lag_or_drops() {
+        let mut c = population(10, 1.0, 1.0, 1.0);
+        assert!(check_driver_behind(&c).is_none());
+        c.population.as_mut().unwrap().dropped = 3;
+        assert_eq!(check_driver_behind(&c).unwrap().code(), "driver_behind");
+        let p = c.population.as_mut().unwrap();
+        p.dropped = 0;
+        p.generator_lag_us.as_mut().unwrap().p99 = 1500.0;
+        assert!(check_driver_behind(&c)
+            .unwrap()
+            .to_string()
+            .contains("lag p99 1500 µs"));
+    }
+}
