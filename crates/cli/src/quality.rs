@@ -6,10 +6,12 @@
 use std::time::Duration;
 
 use stackbench_engine::sampling::local_cpu;
+use stackbench_engine::transport::effective_options;
 use stackbench_metrics::cpu::{cpu_set_union, side_cpu, Work};
 use stackbench_metrics::procfs::read_governor;
 use stackbench_metrics::warnings::{self, Warning};
 use stackbench_metrics::{ClassResult, WarningRecord};
+use stackbench_model::settings::{Bytes, RunSettings};
 
 /// Length of the idle baseline.
 const BASELINE: Duration = Duration::from_secs(1);
@@ -54,6 +56,29 @@ pub fn run_warnings(client_cpus: &[usize], server_cpus: &[usize], same_host: boo
     out.extend(warnings::check_governors(&governors));
     out.extend(background_load(&measured));
     out
+}
+
+/// Reduces the socket settings to what the run's transport applies (both
+/// sides do the same) and says what was left out, so the stored settings are
+/// the effective ones and nothing is silently pretended.
+pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
+    let (eff, notes) = effective_options(settings.transport, &settings.socket_options());
+    if notes.is_empty() {
+        return None;
+    }
+    settings.nodelay = eff.nodelay;
+    settings.quickack = eff.quickack;
+    settings.waitall = eff.waitall;
+    settings.rcvbuf = eff.rcvbuf_bytes.map(|b| Bytes(u64::from(b)));
+    settings.sndbuf = eff.sndbuf_bytes.map(|b| Bytes(u64::from(b)));
+    settings.crr_close = eff.crr_close;
+    if eff.busy_poll_us.is_none() {
+        settings.busy_poll = None;
+    }
+    Some(Warning::OptionsNotApplied {
+        transport: settings.transport.name().to_string(),
+        notes,
+    })
 }
 
 /// The per-class checks.

@@ -2,12 +2,13 @@
 //! process unless a target is given, run every workload (with repetitions),
 //! collect warnings, and return the record. Shared by `run` and `study`.
 
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thread};
-use stackbench_engine::{ControlClient, PacingConfig, RunConfig};
+use stackbench_engine::{limits, transport, ControlClient, PacingConfig, RunConfig};
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::{RunRecord, SCHEMA_VERSION};
 use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text};
@@ -202,6 +203,7 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
     if !client_cpus.is_empty() {
         pin_current_thread(&client_cpus).or_else(|e| usage(format!("--client-cpus: {e}")))?;
     }
+    preflight(plan)?;
     // A second installation (a study's later steps) fails harmlessly.
     let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
     let spawned = match &s.target {
@@ -230,6 +232,9 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
             cpu_text(&RunPlan::cpus(&record.settings.server_cpus))
         );
     }
+    if let Some(w) = quality::transport_options(&mut record.settings) {
+        record.warnings.push(quality::report(&w, None));
+    }
     let same_host = control.target().ip().is_loopback();
     for w in quality::run_warnings(
         &RunPlan::cpus(&record.settings.client_cpus),
@@ -248,6 +253,7 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
             client_cpus: client_cpus.clone(),
             socket: s.socket_options(),
             spin: s.spin,
+            transport: s.transport,
             pacing: pacing_config(s),
         };
         let outcome = repeat::run_repeated(&mut control, &cfg, &plan.iterations, &STOP);
@@ -266,6 +272,25 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
         }
     }
     Ok(record)
+}
+
+/// Refuses, before a responder is started, what cannot work: a transport the
+/// target or this kernel cannot carry (unix to another host, mptcp without
+/// MPTCP), or more connections than the file-descriptor limit allows.
+fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
+    let s = &plan.settings;
+    let target = match &s.target {
+        // An unresolvable target gets its error from the control connection.
+        Some(t) => t.0.to_socket_addrs().ok().and_then(|mut a| a.next()),
+        None if s.ipv6 => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
+        None => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+    };
+    if let Some(addr) = target {
+        transport::check_usable(s.transport, addr).or_else(usage)?;
+    }
+    let most = plan.workloads.iter().map(Workload::total_clients).max();
+    limits::reserve_fds(most.unwrap_or(0)).or_else(usage)?;
+    Ok(())
 }
 
 fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bool) -> RunRecord {

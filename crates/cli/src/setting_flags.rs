@@ -150,6 +150,7 @@ mod tests {
         ("sndbuf", "2GB"),
         ("rcvbuf", "10B"),
         ("crr_close", "later"),
+        ("transport", "smc"),
         ("busy_poll", "50"),
         ("busy_poll", "1s"),
         ("repeat", "0"),

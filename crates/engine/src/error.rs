@@ -18,4 +18,10 @@ pub enum EngineError {
     Refused(String),
     #[error("the responder closed the control connection")]
     ResponderGone,
+    /// The transport cannot be used here (one line with the fix).
+    #[error("{0}")]
+    Transport(String),
+    /// Not enough file descriptors for the connections (one line with the fix).
+    #[error("{0}")]
+    Limit(String),
 }

@@ -1,18 +1,23 @@
 //! The engine layer: the control protocol, the responder (`stackbench serve`),
 //! the driver, and the event-driven workers both are built on.
 //!
-//! Layout: `protocol` (versioned control messages), `sockopt` (socket options
-//! and the raw I/O calls of the hot path), `timer` (the timing wheel for
-//! per-connection timers), `affinity` (CPU sets), `responder` and `driver`.
+//! Layout: `protocol` (versioned control messages), `transport` (the seam
+//! every data connection is opened, read, written and closed through: tcp,
+//! unix, mptcp), `sockopt` (socket options and the raw I/O calls under the
+//! fd-based transports), `limits` (file-descriptor budget), `timer` (the
+//! timing wheel for per-connection timers), `affinity` (CPU sets),
+//! `responder` and `driver`.
 
 pub mod affinity;
 pub mod driver;
 pub mod error;
+pub mod limits;
 pub mod protocol;
 pub mod responder;
 pub mod sampling;
 pub mod sockopt;
 pub mod timer;
+pub mod transport;
 
 pub use driver::{run_workload, ControlClient, PacingConfig, Progress, RunConfig, RunOutcome};
 pub use error::EngineError;

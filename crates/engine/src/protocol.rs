@@ -4,8 +4,11 @@
 //! Data connections carry only payload bytes; everything else — sizes, kind,
 //! socket options, the data port, the server's own statistics — travels here.
 //!
-//! Exchange: `hello` → `hello`; then any number of `start` → `ready` (the reply
-//! names a data port that serves exactly that test) and `stop` → `stopped`
+//! Exchange: `hello` → `hello`; then any number of `start` → `ready` and
+//! `stop` → `stopped`. `start` names the transport and the client count (the
+//! responder raises its descriptor limit for them) and how many listener
+//! ports to open; `ready` lists the data endpoints — `IP:port`, or AF_UNIX
+//! socket paths — that serve exactly that test, and `stop` → `stopped`
 //! (with the responder's counters for the test), and `sample` → `sample` (the
 //! responder's own CPU and memory counters at that instant). When the control connection
 //! closes, the responder tears down every test it started, so a killed driver
@@ -16,11 +19,14 @@ use std::io::{self, BufRead, Read, Write};
 use serde::{Deserialize, Serialize};
 use stackbench_metrics::cpu::CpuSample;
 use stackbench_metrics::memory::MemorySample;
-use stackbench_model::{Kind, SocketOptions};
+use stackbench_model::{Kind, SocketOptions, Transport};
+
+use crate::transport::Endpoint;
 
 /// Version of the messages below. A peer with another version is refused with
-/// a message naming both versions.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// a message naming both versions. Version 2: `start` carries the transport,
+/// client count and ports wanted; `ready` carries endpoints, not a bare port.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Longest control line accepted; a longer one is a protocol error, not an
 /// allocation of whatever size the peer chooses.
@@ -46,6 +52,13 @@ pub struct ServerTestStats {
     pub rx_bytes: u64,
     pub tx_bytes: u64,
     pub errors: u64,
+    /// MPTCP connections that fell back to plain TCP (always 0 for others).
+    #[serde(default)]
+    pub mptcp_fallbacks: u64,
+    /// Times accepting stopped for want of file descriptors (EMFILE, ENFILE)
+    /// and was retried later instead of stalling the queued connections.
+    #[serde(default)]
+    pub accept_retries: u64,
 }
 
 impl ServerTestStats {
@@ -55,6 +68,8 @@ impl ServerTestStats {
         self.rx_bytes += o.rx_bytes;
         self.tx_bytes += o.tx_bytes;
         self.errors += o.errors;
+        self.mptcp_fallbacks += o.mptcp_fallbacks;
+        self.accept_retries += o.accept_retries;
     }
 }
 
@@ -68,6 +83,13 @@ pub enum Request {
     },
     Start {
         spec: TestSpec,
+        transport: Transport,
+        /// Connections the driver will open (the responder reserves file
+        /// descriptors for them).
+        clients: u32,
+        /// Listener ports wanted (TCP, MPTCP): the driver spreads its
+        /// connections over them when one port's 4-tuples would run out.
+        ports: u32,
     },
     Stop {
         test_id: u64,
@@ -92,7 +114,8 @@ pub enum Reply {
     },
     Ready {
         test_id: u64,
-        data_port: u16,
+        /// Where to connect; the driver spreads its clients over them.
+        endpoints: Vec<Endpoint>,
     },
     Stopped {
         test_id: u64,
@@ -152,18 +175,30 @@ mod tests {
             spin: false,
         };
         let mut buf = Vec::new();
-        send(&mut buf, &Request::Start { spec }).unwrap();
+        let start = Request::Start {
+            spec,
+            transport: Transport::Unix,
+            clients: 3,
+            ports: 1,
+        };
+        send(&mut buf, &start).unwrap();
         send(&mut buf, &Request::Stop { test_id: 7 }).unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
         assert!(
-            text.starts_with(r#"{"type":"start","spec":{"kind":"CRR""#),
+            text.starts_with(r#"{"type":"start","spec":{"kind":"CRR""#)
+                && text.contains(r#""transport":"unix","clients":3,"ports":1}"#),
             "{text}"
         );
-        let mut r = BufReader::new(&buf[..]);
+        let ready = Reply::Ready {
+            test_id: 1,
+            endpoints: vec![Endpoint::Unix("/tmp/s/w0.sock".into())],
+        };
         assert_eq!(
-            recv::<Request>(&mut r).unwrap(),
-            Some(Request::Start { spec })
+            serde_json::to_string(&ready).unwrap(),
+            r#"{"type":"ready","test_id":1,"endpoints":[{"unix":"/tmp/s/w0.sock"}]}"#
         );
+        let mut r = BufReader::new(&buf[..]);
+        assert_eq!(recv::<Request>(&mut r).unwrap(), Some(start));
         assert_eq!(
             recv::<Request>(&mut r).unwrap(),
             Some(Request::Stop { test_id: 7 })

@@ -1,4 +1,6 @@
-//! Socket set-up and the raw I/O calls of the hot path.
+//! Socket set-up and the raw I/O calls of the hot path, shared by every
+//! fd-based transport (see `transport`, which owns which of them apply where:
+//! AF_UNIX has no TCP options, MPTCP refuses TCP_QUICKACK).
 //!
 //! The options are the ones the seeds' best-practice sections name (seed 001:
 //! delayed ACK, MSG_WAITALL; seed 000: buffer sizes). How each maps to Linux:
@@ -18,7 +20,6 @@
 //!   polled (loopback is not one, so on loopback it costs nothing and gains nothing).
 
 use std::io;
-use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
@@ -35,15 +36,14 @@ pub const IO_CHUNK_BYTES: usize = 128 * 1024;
 /// a stream is bulk transfer anyway and waking per chunk costs nothing.
 pub const RCVLOWAT_CAP_BYTES: u64 = 256 * 1024;
 
-/// Creates a non-blocking TCP socket for `addr`'s family with the buffer sizes
-/// applied (they must precede connect/listen).
-pub fn new_tcp_socket(addr: &SocketAddr, opts: &SocketOptions) -> io::Result<Socket> {
-    let socket = Socket::new(
-        Domain::for_address(*addr),
-        Type::STREAM,
-        Some(Protocol::TCP),
-    )?;
-    socket.set_nonblocking(true)?;
+/// Creates a non-blocking stream socket with the buffer sizes applied (they
+/// must precede connect/listen).
+pub fn new_socket(
+    domain: Domain,
+    protocol: Option<Protocol>,
+    opts: &SocketOptions,
+) -> io::Result<Socket> {
+    let socket = Socket::new(domain, Type::STREAM.nonblocking(), protocol)?;
     if let Some(bytes) = opts.sndbuf_bytes {
         socket.set_send_buffer_size(bytes as usize)?;
     }
@@ -87,12 +87,17 @@ pub fn apply_connected(fd: RawFd, opts: &SocketOptions, recv_message_bytes: u64)
 
 /// Re-arms TCP_QUICKACK. Failure is ignored: it only loses an optimisation.
 #[inline]
-pub fn quickack(fd: RawFd) {
+pub(crate) fn quickack(fd: RawFd) {
     let _ = set_int(fd, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1);
 }
 
 /// setsockopt(2) with an int value, for options socket2 does not wrap.
-fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+pub(crate) fn set_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: plain setsockopt on an open fd with a valid int option value.
     let rc = unsafe {
         libc::setsockopt(
@@ -111,7 +116,7 @@ fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int)
 }
 
 /// Makes the next close send RST instead of FIN (SO_LINGER 0): no TIME_WAIT.
-pub fn set_abortive_close(fd: RawFd) -> io::Result<()> {
+pub(crate) fn set_abortive_close(fd: RawFd) -> io::Result<()> {
     // SAFETY: `fd` is an open socket owned by the caller for the whole call.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     let sock = SockRef::from(&fd);
@@ -120,7 +125,7 @@ pub fn set_abortive_close(fd: RawFd) -> io::Result<()> {
 
 /// One `recv(2)`. Returns `Ok(0)` at end of stream.
 #[inline]
-pub fn recv(fd: RawFd, buf: &mut [u8], waitall: bool) -> io::Result<usize> {
+pub(crate) fn recv(fd: RawFd, buf: &mut [u8], waitall: bool) -> io::Result<usize> {
     let flags = if waitall { libc::MSG_WAITALL } else { 0 };
     // SAFETY: the buffer is valid for `buf.len()` writable bytes.
     let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
@@ -133,7 +138,7 @@ pub fn recv(fd: RawFd, buf: &mut [u8], waitall: bool) -> io::Result<usize> {
 
 /// One `send(2)` with MSG_NOSIGNAL, so a reset peer is an error, not SIGPIPE.
 #[inline]
-pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: the buffer is valid for `buf.len()` readable bytes.
     let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
     if n < 0 {
@@ -141,10 +146,4 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     } else {
         Ok(n as usize)
     }
-}
-
-/// Raw fd of anything that has one (mio and std sockets).
-#[inline]
-pub fn fd_of(s: &impl AsRawFd) -> RawFd {
-    s.as_raw_fd()
 }

@@ -11,7 +11,7 @@ use stackbench_engine::{
     RunConfig, RunOutcome,
 };
 use stackbench_metrics::{ClassResult, PacingMode};
-use stackbench_model::{Arrivals, CrrClose, PerSecond, SocketOptions};
+use stackbench_model::{Arrivals, CrrClose, PerSecond, SocketOptions, Transport};
 
 fn responder(listen: &str) -> ResponderHandle {
     let config = ResponderConfig {
@@ -36,6 +36,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
             seed: 7,
             ..PacingConfig::default()
         },
+        transport: Transport::Tcp,
     }
 }
 
@@ -363,3 +364,7 @@ fn a_ramp_opens_connections_before_the_window() {
     assert!(p.connect_s >= 0.19, "{}", p.connect_s);
     assert!((out.classes[0].duration_s - 0.3).abs() < 1e-9);
 }
+
+/// Transports (tcp, unix, mptcp), connection spreading and descriptor limits.
+#[path = "engine/transport.rs"]
+mod transport;

@@ -106,6 +106,13 @@ pub enum Warning {
         repetitions: u32,
         measures: Vec<(&'static str, Option<f64>)>,
     },
+    /// Socket options the run's transport cannot honour and what was done
+    /// instead (one clause each, e.g. "nodelay not set: AF_UNIX has no Nagle
+    /// algorithm").
+    OptionsNotApplied {
+        transport: String,
+        notes: Vec<String>,
+    },
 }
 
 impl Warning {
@@ -120,6 +127,7 @@ impl Warning {
             Warning::RunTooShort { .. } => "run_too_short",
             Warning::GovernorNotPerformance { .. } => "governor_not_performance",
             Warning::ConfidenceNotReached { .. } => "confidence_not_reached",
+            Warning::OptionsNotApplied { .. } => "options_not_applied",
             Warning::LittleLawOff { .. } => "little_law_off",
             Warning::DriverBehind { .. } => "driver_behind",
         }
@@ -224,6 +232,11 @@ impl fmt::Display for Warning {
                  {level_pct}% interval widths {} exceed {target_width_pct}% of the mean; \
                  allow more iterations, run longer, or quieten the machine",
                 width_list(measures)
+            ),
+            Warning::OptionsNotApplied { transport, notes } => write!(
+                f,
+                "transport {transport}: {}; the stored settings show what was applied",
+                notes.join("; ")
             ),
             Warning::LittleLawOff {
                 clients,
@@ -549,6 +562,10 @@ mod tests {
                 target_width_pct: 5.0,
                 repetitions: 30,
                 measures: vec![("rate", Some(7.5))],
+            },
+            Warning::OptionsNotApplied {
+                transport: "unix".into(),
+                notes: vec!["nodelay not set: AF_UNIX has no Nagle algorithm".into()],
             },
             Warning::LittleLawOff {
                 clients: 100,

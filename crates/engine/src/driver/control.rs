@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::error::EngineError;
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
+use crate::transport::{Endpoint, Transport};
 
 /// How long to wait for the responder to accept the control connection, and
 /// for any control reply.
@@ -60,6 +61,9 @@ impl ControlClient {
                 client.server_cpus = cpus;
                 Ok(client)
             }
+            Reply::Hello { version, .. } => Err(EngineError::Refused(format!(
+                "the responder speaks control protocol version {version}, this driver                  {PROTOCOL_VERSION}: run the same stackbench version on both sides"
+            ))),
             other => Err(unexpected(other)),
         }
     }
@@ -69,10 +73,23 @@ impl ControlClient {
         self.target
     }
 
-    /// Asks for a test; returns its id and data port.
-    pub fn start(&mut self, spec: TestSpec) -> Result<(u64, u16), EngineError> {
-        match self.call(&Request::Start { spec })? {
-            Reply::Ready { test_id, data_port } => Ok((test_id, data_port)),
+    /// Asks for a test of `clients` connections over `transport` with
+    /// `ports` listener ports; returns its id and data endpoints.
+    pub fn start(
+        &mut self,
+        spec: TestSpec,
+        transport: Transport,
+        clients: u32,
+        ports: u32,
+    ) -> Result<(u64, Vec<Endpoint>), EngineError> {
+        let request = Request::Start {
+            spec,
+            transport,
+            clients,
+            ports,
+        };
+        match self.call(&request)? {
+            Reply::Ready { test_id, endpoints } => Ok((test_id, endpoints)),
             other => Err(unexpected(other)),
         }
     }

@@ -25,14 +25,13 @@ mod summary;
 mod watch;
 mod worker;
 
-use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
-use stackbench_model::{SocketOptions, Workload};
+use stackbench_model::{SocketOptions, Transport, Workload};
 
 use accum::ClassAccum;
 use clock::{Timing, Window};
@@ -43,8 +42,10 @@ use watch::{Watch, Watched};
 use worker::{ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::error::EngineError;
+use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sampling::{self, Placement};
+use crate::transport::{self, Dialer};
 
 /// One workload's run settings (already resolved).
 #[derive(Debug, Clone)]
@@ -64,6 +65,8 @@ pub struct RunConfig {
     pub spin: bool,
     /// Think time, open-loop rate, arrivals, ramp and seed.
     pub pacing: PacingConfig,
+    /// What carries the data connections.
+    pub transport: Transport,
 }
 
 /// A live view of a run, for progress displays.
@@ -103,33 +106,25 @@ pub fn run_workload(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
+    transport::check_usable(cfg.transport, control.target()).map_err(EngineError::Transport)?;
+    // Both sides apply only the options the transport supports.
+    let cfg = &RunConfig {
+        socket: transport::effective_options(cfg.transport, &cfg.socket).0,
+        ..cfg.clone()
+    };
+    let _fds = limits::reserve_fds(cfg.workload.total_clients()).map_err(EngineError::Limit)?;
     // Memory before this workload's connections exist: the fixed part.
     let baseline_memory = watch::memory_now(control);
-    let mut test_ids = Vec::new();
-    let mut plans = Vec::new();
-    for class in &cfg.workload.classes {
-        let spec = TestSpec {
-            kind: class.kind,
-            request_bytes: class.request_bytes,
-            response_bytes: class.response_bytes,
-            socket: cfg.socket,
-            spin: cfg.spin,
-        };
-        let (id, port) = control.start(spec)?;
-        test_ids.push(id);
-        plans.push(ClassPlan {
-            kind: class.kind,
-            request_bytes: class.request_bytes,
-            response_bytes: class.response_bytes,
-            data_addr: SocketAddr::new(control.target().ip(), port),
-            pace: Pace::of(class, &cfg.pacing),
-        });
-    }
+    let Started {
+        test_ids,
+        plans,
+        dialers,
+    } = start_tests(control, cfg)?;
     let Driven {
         per_worker,
         watched,
         timing,
-    } = drive(control, cfg, &plans, stop, on_progress);
+    } = drive(control, cfg, (&plans, &dialers), stop, on_progress);
     let Watched {
         mut reason,
         stopped_at_ns,
@@ -156,6 +151,9 @@ pub fn run_workload(
         for id in &test_ids {
             server_stats.push(control.stop(*id)?);
         }
+    }
+    if reason.is_none() {
+        reason = mptcp_shortfall(cfg.transport, &server_stats);
     }
     let workload = cfg.workload.to_string();
     let work = Work {
@@ -194,6 +192,62 @@ pub fn run_workload(
     })
 }
 
+/// The responder tests of a run, one per class.
+struct Started {
+    test_ids: Vec<u64>,
+    plans: Vec<ClassPlan>,
+    /// Per class: spreads its connections over enough paths (see
+    /// `transport::spread`).
+    dialers: Vec<Dialer>,
+}
+
+/// Starts one responder test per class.
+fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
+    let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
+    for class in &cfg.workload.classes {
+        let spec = TestSpec {
+            kind: class.kind,
+            request_bytes: class.request_bytes,
+            response_bytes: class.response_bytes,
+            socket: cfg.socket,
+            spin: cfg.spin,
+        };
+        let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
+        let (id, endpoints) = control.start(spec, cfg.transport, class.clients, spread.ports)?;
+        test_ids.push(id);
+        dialers.push(
+            Dialer::new(cfg.transport, &endpoints, spread.sources)
+                .map_err(EngineError::Transport)?,
+        );
+        plans.push(ClassPlan {
+            kind: class.kind,
+            request_bytes: class.request_bytes,
+            response_bytes: class.response_bytes,
+            pace: Pace::of(class, &cfg.pacing),
+        });
+    }
+    Ok(Started {
+        test_ids,
+        plans,
+        dialers,
+    })
+}
+
+/// An MPTCP run whose connections fell back to plain TCP measured TCP: say
+/// so rather than label TCP figures as MPTCP's.
+fn mptcp_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<String> {
+    let (fallbacks, connections) = stats.iter().fold((0, 0), |(f, c), s| {
+        (f + s.mptcp_fallbacks, c + s.connections)
+    });
+    (transport == Transport::Mptcp && fallbacks > 0).then(|| {
+        format!(
+            "transport mptcp: {fallbacks} of {connections} data connections fell back to plain \
+             TCP, so the figures are not MPTCP's: check net.mptcp.enabled on both hosts and any \
+             middlebox between them"
+        )
+    })
+}
+
 /// What the workers and the coordinator's watch produced.
 struct Driven {
     per_worker: Vec<Result<Vec<ClassAccum>, String>>,
@@ -203,11 +257,12 @@ struct Driven {
 }
 
 /// Spreads the clients over worker threads, runs them, and watches the run
-/// from this thread until every worker is done.
+/// from this thread until every worker is done. `classes`: each class's plan
+/// and dialer.
 fn drive(
     control: &mut ControlClient,
     cfg: &RunConfig,
-    plans: &[ClassPlan],
+    (plans, dialers): (&[ClassPlan], &[Dialer]),
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Driven {
@@ -221,6 +276,7 @@ fn drive(
         .collect::<Vec<_>>();
     let shared = Shared {
         classes: plans,
+        dialers,
         socket: cfg.socket,
         spin: cfg.spin,
         epoch: Instant::now(),

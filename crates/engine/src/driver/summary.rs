@@ -202,6 +202,7 @@ mod tests {
             client_cpus: vec![],
             socket: Default::default(),
             spin: false,
+            transport: Default::default(),
             pacing: PacingConfig::default(),
         }
     }

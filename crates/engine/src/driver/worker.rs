@@ -20,12 +20,9 @@
 //! epoll exactly then, so a worker whose clients all think sleeps.
 
 use std::io;
-use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
@@ -34,8 +31,9 @@ use stackbench_model::{CrrClose, Kind, SocketOptions};
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 use super::pace::{self, Pace};
-use crate::sockopt::{self, IO_CHUNK_BYTES};
+use crate::sockopt::IO_CHUNK_BYTES;
 use crate::timer::{TimerWheel, WakeTimer};
+use crate::transport::{DataStream, Dialer};
 
 /// Wait before reconnecting after a connection error.
 const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
@@ -50,8 +48,6 @@ pub struct ClassPlan {
     pub kind: Kind,
     pub request_bytes: u64,
     pub response_bytes: u64,
-    /// Address of the responder's data listener for this class's test.
-    pub data_addr: SocketAddr,
     pub pace: Pace,
 }
 
@@ -59,6 +55,8 @@ pub struct ClassPlan {
 #[derive(Debug)]
 pub struct Shared<'a> {
     pub classes: &'a [ClassPlan],
+    /// Per class: opens its data connections (to its test's endpoints).
+    pub dialers: &'a [Dialer],
     pub socket: SocketOptions,
     pub spin: bool,
     pub epoch: Instant,
@@ -130,9 +128,10 @@ pub(super) const RELEASED: u8 = 2;
 /// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
 pub(super) const NOT_WAITING: u64 = u64::MAX;
 
-/// Per-connection state: 48 bytes in release builds (see `conn_state_is_small`).
+/// Per-connection state: 48 bytes (see `conn_state_is_small`; the stream is
+/// its fd alone, 4 bytes, in debug builds too).
 pub(super) struct Conn {
-    pub(super) stream: Option<TcpStream>,
+    pub(super) stream: Option<DataStream>,
     pub(super) class: u16,
     pub(super) phase: Phase,
     pub(super) flags: u8,
@@ -153,6 +152,7 @@ pub(super) struct Conn {
 pub struct Worker<'a> {
     pub(super) poll: Poll,
     pub(super) classes: &'a [ClassPlan],
+    dialers: &'a [Dialer],
     pub(super) socket: SocketOptions,
     pub(super) spin: bool,
     pub(super) timing: Timing,
@@ -199,6 +199,7 @@ impl<'a> Worker<'a> {
         let mut w = Worker {
             poll,
             classes: shared.classes,
+            dialers: shared.dialers,
             socket: shared.socket,
             spin: shared.spin,
             timing,
@@ -356,8 +357,9 @@ impl<'a> Worker<'a> {
 
     /// Connects client `key` and registers the connection (nothing sent).
     pub(super) fn attach(&mut self, key: usize) -> io::Result<()> {
-        let plan = self.classes[self.conns[key].class as usize];
-        let mut stream = connect(&plan.data_addr, &self.socket, plan.response_bytes)?;
+        let class = self.conns[key].class as usize;
+        let response_bytes = self.classes[class].response_bytes;
+        let mut stream = self.dialers[class].connect(key, &self.socket, response_bytes)?;
         self.poll.registry().register(
             &mut stream,
             Token(key),
@@ -370,11 +372,11 @@ impl<'a> Worker<'a> {
     /// One `send` of the current request; moves to receiving when it is all out.
     fn send_chunk(&mut self, key: usize) -> io::Result<Sent> {
         let conn = &mut self.conns[key];
-        let Some(stream) = conn.stream.as_ref() else {
+        let Some(stream) = conn.stream.as_mut() else {
             return Ok(Sent::Blocked);
         };
         let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-        let n = sockopt::send(stream.as_raw_fd(), &self.zeros[..want])?;
+        let n = stream.send(&self.zeros[..want])?;
         conn.remaining -= n as u64;
         if self.timing.in_window(self.timing.now_ns()) {
             self.accum[conn.class as usize].tx_bytes += n as u64;
@@ -428,10 +430,9 @@ impl<'a> Worker<'a> {
             let Some(conn) = self.conns.get_mut(key) else {
                 return Ok(());
             };
-            let Some(stream) = conn.stream.as_ref() else {
+            let Some(stream) = conn.stream.as_mut() else {
                 return Ok(());
             };
-            let fd = stream.as_raw_fd();
             match conn.phase {
                 // A waiting connection acts when its timer fires.
                 Phase::Closed | Phase::Waiting => return Ok(()),
@@ -442,12 +443,12 @@ impl<'a> Worker<'a> {
                 },
                 Phase::Receiving => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let n = sockopt::recv(fd, &mut self.scratch[..want], self.socket.waitall)?;
+                    let n = stream.recv(&mut self.scratch[..want], self.socket.waitall)?;
                     if n == 0 {
                         return Err(io::ErrorKind::UnexpectedEof.into());
                     }
                     if self.socket.quickack {
-                        sockopt::quickack(fd);
+                        stream.quickack();
                     }
                     conn.remaining -= n as u64;
                     let now = self.timing.now_ns();
@@ -465,7 +466,7 @@ impl<'a> Worker<'a> {
                     }
                 }
                 Phase::AwaitEof => {
-                    let n = sockopt::recv(fd, &mut self.scratch[..1], false)?;
+                    let n = stream.recv(&mut self.scratch[..1], false)?;
                     if n != 0 {
                         return Err(io::Error::other(
                             "responder sent more than the response size",
@@ -506,7 +507,7 @@ impl<'a> Worker<'a> {
             CrrClose::Client => {}
             CrrClose::Abort => {
                 if let Some(s) = &conn.stream {
-                    sockopt::set_abortive_close(s.as_raw_fd())?;
+                    s.set_abortive_close()?;
                 }
             }
         }
@@ -526,18 +527,6 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// A non-blocking connect, with every socket option set before it.
-fn connect(addr: &SocketAddr, opts: &SocketOptions, response_bytes: u64) -> io::Result<TcpStream> {
-    let socket = sockopt::new_tcp_socket(addr, opts)?;
-    sockopt::apply_connected(socket.as_raw_fd(), opts, response_bytes)?;
-    match socket.connect(&(*addr).into()) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-        Err(e) => return Err(e),
-    }
-    Ok(TcpStream::from_std(socket.into()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -547,7 +536,8 @@ mod tests {
     /// per connection per side).
     #[test]
     fn conn_state_is_small() {
-        // mio adds a selector id to every socket in debug builds only.
+        // A `DataStream` is its fd alone, in debug builds too (mio's own
+        // socket types add a selector id there).
         let limit = if cfg!(debug_assertions) { 64 } else { 48 };
         let size = std::mem::size_of::<Conn>();
         eprintln!(

@@ -3,16 +3,20 @@
 //! connections of every test from every driver at once (seed 000's zERT test:
 //! two client instances of 15 connections each against one server).
 //!
-//! A `start` request creates one SO_REUSEPORT data listener per worker on one
-//! fresh port, bound to the address the control connection arrived on, and
-//! hands one to each worker; `stop` (or the control connection closing)
-//! removes the test from every worker and sums their counters.
+//! A `start` request creates the test's data listeners and hands each worker
+//! its share: for TCP and MPTCP one SO_REUSEPORT listener per worker on each
+//! of the fresh ports asked for, bound to the address the control connection
+//! arrived on; for AF_UNIX (no SO_REUSEPORT) one socket path per worker in a
+//! private directory, the driver spreading its clients over the paths. It
+//! also reserves file descriptors for the test's clients. `stop` (or the
+//! control connection closing) removes the test from every worker, sums their
+//! counters, and removes its socket directory.
 
 mod worker;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufReader, BufWriter};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
@@ -21,12 +25,13 @@ use std::thread::{self, JoinHandle};
 use mio::Waker;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::limits::{self, FdReservation};
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
-use crate::sockopt;
+use crate::transport::{self, DataListener, Endpoint, SocketDir, Transport};
 use worker::{Command, Worker};
 
-/// Listen backlog of data listeners: CRR with many clients connects in bursts.
-const DATA_BACKLOG: i32 = 4096;
+/// Most listener ports one test may ask for (each is one listener per worker).
+const MAX_PORTS: u32 = 256;
 
 /// What the responder runs with.
 #[derive(Debug, Clone)]
@@ -49,8 +54,24 @@ struct WorkerHandle {
 struct Pool {
     workers: Vec<WorkerHandle>,
     next_test_id: AtomicU64,
-    /// Serialises add/remove so that every worker sees tests in one order.
-    lock: Mutex<()>,
+    /// Serialises add/remove so that every worker sees tests in one order,
+    /// and holds what each live test owns besides its listeners.
+    lock: Mutex<HashMap<u64, TestResources>>,
+}
+
+/// What a test holds until it stops: its socket directory (removed on drop)
+/// and its file-descriptor reservation.
+struct TestResources {
+    _dir: Option<SocketDir>,
+    _fds: FdReservation,
+}
+
+/// What `start` asks for, as the control session received it.
+struct StartRequest {
+    spec: TestSpec,
+    transport: Transport,
+    clients: u32,
+    ports: u32,
 }
 
 impl Pool {
@@ -61,29 +82,90 @@ impl Pool {
         }
     }
 
-    fn start(&self, local_ip: std::net::IpAddr, spec: TestSpec) -> io::Result<(u64, u16)> {
-        let _guard = lock(&self.lock);
-        let id = self.next_test_id.fetch_add(1, Ordering::Relaxed);
-        let mut port = 0;
-        let mut listeners = Vec::with_capacity(self.workers.len());
-        for _ in &self.workers {
-            let l = data_listener(SocketAddr::new(local_ip, port), &spec)?;
-            port = l.local_addr()?.port();
-            listeners.push(l);
+    /// Opens a test's listeners and hands them to the workers. The error is
+    /// one line for the driver.
+    fn start(&self, local_ip: IpAddr, req: &StartRequest) -> Result<(u64, Vec<Endpoint>), String> {
+        let mut tests = lock(&self.lock);
+        if req.transport == Transport::Unix && !local_ip.is_loopback() {
+            return Err(
+                "transport unix needs the driver on this host: connect over loopback".to_string(),
+            );
         }
-        for (w, listener) in self.workers.iter().zip(listeners) {
+        if !(1..=MAX_PORTS).contains(&req.ports) {
+            return Err(format!("ports {} out of range 1 to {MAX_PORTS}", req.ports));
+        }
+        let fds = limits::reserve_fds(u64::from(req.clients))
+            .map_err(|e| format!("on the responder's host: {e}"))?;
+        let id = self.next_test_id.fetch_add(1, Ordering::Relaxed);
+        let (spec_opts, _) = transport::effective_options(req.transport, &req.spec.socket);
+        let spec = TestSpec {
+            socket: spec_opts,
+            ..req.spec
+        };
+        let (per_worker, endpoints, dir) = match req.transport {
+            Transport::Unix => self.unix_listeners(&spec)?,
+            t => self.inet_listeners(t, local_ip, req.ports, &spec)?,
+        };
+        for (w, listeners) in self.workers.iter().zip(per_worker) {
             let _ = w.commands.send(Command::AddTest {
                 test_id: id,
                 spec,
-                listener,
+                listeners,
             });
             let _ = w.waker.wake();
         }
-        Ok((id, port))
+        tests.insert(
+            id,
+            TestResources {
+                _dir: dir,
+                _fds: fds,
+            },
+        );
+        Ok((id, endpoints))
+    }
+
+    /// `ports` fresh ports, each with one SO_REUSEPORT listener per worker.
+    fn inet_listeners(
+        &self,
+        t: Transport,
+        ip: IpAddr,
+        ports: u32,
+        spec: &TestSpec,
+    ) -> Result<Listeners, String> {
+        let mut per_worker: Vec<Vec<DataListener>> =
+            self.workers.iter().map(|_| Vec::new()).collect();
+        let mut endpoints = Vec::new();
+        let cannot = |e: io::Error| format!("cannot open a data listener: {e}");
+        for _ in 0..ports {
+            let mut addr = SocketAddr::new(ip, 0);
+            for listeners in per_worker.iter_mut() {
+                let l = transport::listen_inet(t, addr, &spec.socket).map_err(cannot)?;
+                addr = l.local_addr().map_err(cannot)?;
+                listeners.push(l);
+            }
+            endpoints.push(Endpoint::Inet(addr));
+        }
+        Ok((per_worker, endpoints, None))
+    }
+
+    /// One socket path per worker in a fresh private directory.
+    fn unix_listeners(&self, spec: &TestSpec) -> Result<Listeners, String> {
+        let dir = SocketDir::create()?;
+        let mut per_worker = Vec::new();
+        let mut endpoints = Vec::new();
+        for i in 0..self.workers.len() {
+            let path = dir.socket_path(&format!("w{i}.sock"))?;
+            let l = transport::listen_unix(&path, &spec.socket).map_err(|e| {
+                format!("transport unix: cannot listen on '{}': {e}", path.display())
+            })?;
+            per_worker.push(vec![l]);
+            endpoints.push(Endpoint::Unix(path));
+        }
+        Ok((per_worker, endpoints, Some(dir)))
     }
 
     fn stop(&self, test_id: u64) -> ServerTestStats {
-        let _guard = lock(&self.lock);
+        let mut tests = lock(&self.lock);
         let (tx, rx) = mpsc::channel();
         self.send(|| Command::RemoveTest {
             test_id,
@@ -94,6 +176,8 @@ impl Pool {
         for s in rx.iter() {
             total.add(&s);
         }
+        // Every worker has dropped its listeners: remove the socket files.
+        tests.remove(&test_id);
         total
     }
 }
@@ -104,17 +188,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn data_listener(addr: SocketAddr, spec: &TestSpec) -> io::Result<TcpListener> {
-    let socket = sockopt::new_tcp_socket(&addr, &spec.socket)?;
-    socket.set_reuse_port(true)?;
-    socket.set_reuse_address(true)?;
-    if addr.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
-    socket.bind(&addr.into())?;
-    socket.listen(DATA_BACKLOG)?;
-    Ok(socket.into())
-}
+/// Per worker its listeners, the endpoints to announce, and the socket
+/// directory to remove when the test ends.
+type Listeners = (Vec<Vec<DataListener>>, Vec<Endpoint>, Option<SocketDir>);
 
 /// A bound responder, not yet serving.
 pub struct Responder {
@@ -159,7 +235,7 @@ impl Responder {
         let pool = Arc::new(Pool {
             workers,
             next_test_id: AtomicU64::new(1),
-            lock: Mutex::new(()),
+            lock: Mutex::new(HashMap::new()),
         });
         Ok(Responder {
             listener,
@@ -276,15 +352,26 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                     threads,
                     cpus: cpus.to_vec(),
                 },
-                Request::Start { spec } => match pool.start(local_ip, spec) {
-                    Ok((test_id, data_port)) => {
-                        owned.insert(test_id);
-                        Reply::Ready { test_id, data_port }
+                Request::Start {
+                    spec,
+                    transport,
+                    clients,
+                    ports,
+                } => {
+                    let req = StartRequest {
+                        spec,
+                        transport,
+                        clients,
+                        ports,
+                    };
+                    match pool.start(local_ip, &req) {
+                        Ok((test_id, endpoints)) => {
+                            owned.insert(test_id);
+                            Reply::Ready { test_id, endpoints }
+                        }
+                        Err(message) => Reply::Error { message },
                     }
-                    Err(e) => Reply::Error {
-                        message: format!("cannot open a data listener: {e}"),
-                    },
-                },
+                }
                 Request::Sample => match crate::sampling::local_cpu() {
                     Ok(cpu) => Reply::Sample {
                         cpu,

@@ -13,29 +13,37 @@
 //! and write readiness (edge-triggered), so there is no epoll_ctl per
 //! transaction; a short read or write means "drained for now" and the next
 //! edge wakes us.
+//!
+//! Accepting never stalls: when accept fails for want of descriptors
+//! (EMFILE, ENFILE, ENOBUFS, ENOMEM) the connections stay queued, and with
+//! edge-triggered epoll no new edge would come for them, so the listener is
+//! retried every [`ACCEPT_RETRY`] until it drains (each episode counted in
+//! the test's `accept_retries`).
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
-use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
-use stackbench_model::{CrrClose, Kind};
+use stackbench_model::{CrrClose, Kind, Transport};
 
 use crate::protocol::{ServerTestStats, TestSpec};
-use crate::sockopt::{self, IO_CHUNK_BYTES};
+use crate::sockopt::IO_CHUNK_BYTES;
+use crate::transport::{DataListener, DataStream};
 
 /// Token of the waker that announces commands.
 pub const WAKER: Token = Token(usize::MAX);
+/// How soon a listener that ran out of descriptors is tried again.
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 
 /// Commands from the control threads.
 pub enum Command {
     AddTest {
         test_id: u64,
         spec: TestSpec,
-        listener: std::net::TcpListener,
+        /// This worker's listeners for the test (one per port or path).
+        listeners: Vec<DataListener>,
     },
     RemoveTest {
         test_id: u64,
@@ -47,7 +55,6 @@ pub enum Command {
 struct Test {
     id: u64,
     spec: TestSpec,
-    listener_key: usize,
     stats: ServerTestStats,
 }
 
@@ -57,16 +64,16 @@ enum Phase {
     Writing,
 }
 
-/// Per-connection state: 32 bytes (fd, test slot, phase, bytes left).
+/// Per-connection state: 24 bytes (fd, test slot, phase, bytes left).
 struct Conn {
-    stream: TcpStream,
+    stream: DataStream,
     test: u32,
     phase: Phase,
     remaining: u64,
 }
 
 enum Entry {
-    Listener { listener: TcpListener, test: u32 },
+    Listener { listener: DataListener, test: u32 },
     Conn(Conn),
 }
 
@@ -83,6 +90,8 @@ pub struct Worker {
     tests: Slab<Test>,
     scratch: Vec<u8>,
     zeros: Vec<u8>,
+    /// Listeners to accept on again after running out of descriptors.
+    retry_accept: Vec<usize>,
 }
 
 impl Worker {
@@ -94,6 +103,7 @@ impl Worker {
             tests: Slab::new(),
             scratch: vec![0; IO_CHUNK_BYTES],
             zeros: vec![0; IO_CHUNK_BYTES],
+            retry_accept: Vec::new(),
         }
     }
 
@@ -109,7 +119,11 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         loop {
             let spin = self.tests.iter().any(|(_, t)| t.spec.spin);
-            let timeout = if spin { Some(Duration::ZERO) } else { None };
+            let timeout = match (spin, self.retry_accept.is_empty()) {
+                (true, _) => Some(Duration::ZERO),
+                (false, false) => Some(ACCEPT_RETRY),
+                (false, true) => None,
+            };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     eprintln!("stackbench serve: poll failed: {e}");
@@ -126,6 +140,9 @@ impl Worker {
                     Token(key) => self.ready(key),
                 }
             }
+            for key in std::mem::take(&mut self.retry_accept) {
+                self.accept_all(key);
+            }
         }
     }
 
@@ -135,8 +152,8 @@ impl Worker {
                 Command::AddTest {
                     test_id,
                     spec,
-                    listener,
-                } => self.add_test(test_id, spec, listener),
+                    listeners,
+                } => self.add_test(test_id, spec, listeners),
                 Command::RemoveTest { test_id, reply } => {
                     let _ = reply.send(self.remove_test(test_id));
                 }
@@ -146,26 +163,24 @@ impl Worker {
         true
     }
 
-    fn add_test(&mut self, id: u64, spec: TestSpec, listener: std::net::TcpListener) {
-        let mut listener = TcpListener::from_std(listener);
-        let test = self.tests.vacant_key() as u32;
-        let entry = self.entries.vacant_entry();
-        let key = entry.key();
-        if let Err(e) = self
-            .poll
-            .registry()
-            .register(&mut listener, Token(key), Interest::READABLE)
-        {
-            eprintln!("stackbench serve: cannot register listener: {e}");
-            return;
-        }
-        entry.insert(Entry::Listener { listener, test });
-        self.tests.insert(Test {
+    fn add_test(&mut self, id: u64, spec: TestSpec, listeners: Vec<DataListener>) {
+        let test = self.tests.insert(Test {
             id,
             spec,
-            listener_key: key,
             stats: ServerTestStats::default(),
-        });
+        }) as u32;
+        for mut listener in listeners {
+            let entry = self.entries.vacant_entry();
+            if let Err(e) =
+                self.poll
+                    .registry()
+                    .register(&mut listener, Token(entry.key()), Interest::READABLE)
+            {
+                eprintln!("stackbench serve: cannot register listener: {e}");
+                continue;
+            }
+            entry.insert(Entry::Listener { listener, test });
+        }
     }
 
     fn remove_test(&mut self, id: u64) -> ServerTestStats {
@@ -177,7 +192,6 @@ impl Worker {
         self.entries.retain(|_, e| match e {
             Entry::Listener { test, .. } | Entry::Conn(Conn { test, .. }) => *test != slot,
         });
-        debug_assert!(!self.entries.contains(test.listener_key));
         test.stats
     }
 
@@ -202,21 +216,35 @@ impl Worker {
             let Some(Entry::Listener { listener, test }) = self.entries.get(key) else {
                 return;
             };
-            let test = *test;
-            let (mut stream, _) = match listener.accept() {
+            let (test, mptcp) = (*test, listener.transport() == Transport::Mptcp);
+            let mut stream = match listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // Interrupted, or a connection reset while queued: next one.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue
+                }
                 Err(_) => {
-                    // ECONNABORTED, EMFILE...: count and keep serving.
-                    self.tests[test as usize].stats.errors += 1;
+                    // EMFILE, ENFILE, ENOBUFS...: the queue is intact but no
+                    // new edge will announce it; try again soon, never stall.
+                    if !self.retry_accept.contains(&key) {
+                        self.retry_accept.push(key);
+                        self.tests[test as usize].stats.accept_retries += 1;
+                    }
                     return;
                 }
             };
             let t = &mut self.tests[test as usize];
             t.stats.connections += 1;
-            let _ =
-                sockopt::apply_connected(stream.as_raw_fd(), &t.spec.socket, t.spec.request_bytes);
+            if mptcp && !stream.is_mptcp() {
+                t.stats.mptcp_fallbacks += 1;
+            }
+            let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
             let remaining = t.spec.request_bytes;
             let entry = self.entries.vacant_entry();
             let token = Token(entry.key());
@@ -243,13 +271,12 @@ impl Worker {
         };
         let test = &mut self.tests[conn.test as usize];
         let spec = test.spec;
-        let fd = conn.stream.as_raw_fd();
+        let stream = &mut conn.stream;
         loop {
             match conn.phase {
                 Phase::Reading => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let n = match sockopt::recv(fd, &mut self.scratch[..want], spec.socket.waitall)
-                    {
+                    let n = match stream.recv(&mut self.scratch[..want], spec.socket.waitall) {
                         Ok(0) => {
                             // The client closed: normal between transactions
                             // (CRR client close, end of run), an error mid-request.
@@ -261,7 +288,7 @@ impl Worker {
                         Err(e) => return would_block_or_close(&e, spec.kind),
                     };
                     if spec.socket.quickack {
-                        sockopt::quickack(fd);
+                        stream.quickack();
                     }
                     test.stats.rx_bytes += n as u64;
                     conn.remaining -= n as u64;
@@ -274,7 +301,7 @@ impl Worker {
                 }
                 Phase::Writing => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let n = match sockopt::send(fd, &self.zeros[..want]) {
+                    let n = match stream.send(&self.zeros[..want]) {
                         Ok(n) => n,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) => return would_block_or_close(&e, spec.kind),
@@ -309,5 +336,20 @@ fn would_block_or_close(e: &io::Error, kind: Kind) -> Next {
         io::ErrorKind::WouldBlock => Next::Wait,
         io::ErrorKind::ConnectionReset if kind == Kind::Crr => Next::Close { error: false },
         _ => Next::Close { error: true },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The figure the doc comment on `Conn` states.
+    #[test]
+    fn conn_state_is_small() {
+        assert!(
+            std::mem::size_of::<Conn>() <= 24,
+            "{}",
+            std::mem::size_of::<Conn>()
+        );
     }
 }

@@ -13,7 +13,7 @@ mod socket;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
-pub use socket::{CrrClose, SocketOptions};
+pub use socket::{CrrClose, SocketOptions, Transport};
 pub use value::{Bytes, Confidence, CpuList, IterationBounds, Secs, SettingValue, Text};
 
 use serde::{Deserialize, Serialize};
@@ -171,6 +171,8 @@ run_settings! {
     target: Option<Text> = None, json "target";
     /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
     ipv6: bool = false, json "ipv6";
+    /// Data connections over tcp, unix (AF_UNIX, same host) or mptcp (Multipath TCP).
+    transport: Transport = Transport::Tcp, json "transport";
     /// Busy-poll (epoll with zero timeout) instead of sleeping: lower latency, a full CPU per worker.
     spin: bool = false, json "spin";
     /// TCP_NODELAY on every data connection (both sides).

@@ -1,5 +1,5 @@
 //! Socket options the seeds' best-practice sections name, and how a CRR
-//! connection is closed. They are derived from the run settings
+//! connection is closed, and the transport that carries data connections. They are derived from the run settings
 //! ([`super::RunSettings::socket_options`]) and sent to the responder.
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +28,32 @@ impl CrrClose {
             CrrClose::Server => "server",
             CrrClose::Client => "client",
             CrrClose::Abort => "abort",
+        }
+    }
+}
+
+/// How data connections are carried. Chosen per run; the driver and responder
+/// state machines do not depend on it (the engine's `transport` module does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// TCP over IPv4 or IPv6.
+    #[default]
+    Tcp,
+    /// AF_UNIX stream sockets: the memory-to-memory path without TCP/IP (the
+    /// analogue of SMC-D against HiperSockets in seed 000). Same host only.
+    Unix,
+    /// Multipath TCP (IPPROTO_MPTCP, Linux 5.6 or later with
+    /// `net.mptcp.enabled` = 1).
+    Mptcp,
+}
+
+impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Unix => "unix",
+            Transport::Mptcp => "mptcp",
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::socket::CrrClose;
+use super::socket::{CrrClose, Transport};
 use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 use crate::units;
 
@@ -183,6 +183,22 @@ impl SettingValue for CrrClose {
             "client" => Ok(CrrClose::Client),
             "abort" => Ok(CrrClose::Abort),
             _ => Err("unknown close mode: use server, client or abort".to_string()),
+        }
+    }
+    fn text(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+impl SettingValue for Transport {
+    const VALUE_NAME: &'static str = "TRANSPORT";
+    const ALLOWED: &'static [&'static str] = &["tcp", "unix", "mptcp"];
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "tcp" => Ok(Transport::Tcp),
+            "unix" => Ok(Transport::Unix),
+            "mptcp" => Ok(Transport::Mptcp),
+            _ => Err("unknown transport: use tcp, unix or mptcp".to_string()),
         }
     }
     fn text(&self) -> String {
@@ -366,6 +382,8 @@ mod tests {
         round_trip::<Confidence>("99,5");
         round_trip::<IterationBounds>("3,30");
         round_trip::<CrrClose>("abort");
+        round_trip::<Transport>("unix");
+        round_trip::<Transport>("mptcp");
         round_trip::<u32>("4");
         round_trip::<bool>("false");
         round_trip::<ThinkTime>("uniform:10s..50s");
@@ -385,5 +403,8 @@ mod tests {
         assert!(CrrClose::parse("rst")
             .unwrap_err()
             .contains("server, client or abort"));
+        assert!(Transport::parse("smc")
+            .unwrap_err()
+            .contains("tcp, unix or mptcp"));
     }
 }

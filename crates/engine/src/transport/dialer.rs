@@ -1,0 +1,226 @@
+//! The driver's side of a transport: opening data connections to the
+//! endpoints a test's `ready` named, spread so that one driver can hold more
+//! connections than one source address has ephemeral ports.
+//!
+//! Design note: a TCP connection is unique by its 4-tuple, and Linux picks an
+//! ephemeral port per (source address, destination) pair, so one source
+//! address reaches ~28K connections to one responder port (32768–60999). A
+//! class with more clients uses several *paths*: on IPv4 loopback several
+//! source addresses (127.0.0.1 … 127.0.0.N, bound with
+//! IP_BIND_ADDRESS_NO_PORT so the port is still chosen at connect, per
+//! destination); elsewhere (IPv6 has only ::1, a remote responder sees one
+//! driver address) several responder ports. Client `route` uses source
+//! `route % sources` and endpoint `route % endpoints`; the driver passes the
+//! connection's slot, fixed for the client's life, so paths fill evenly.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::fd::AsRawFd;
+
+use socket2::{Domain, Protocol, SockAddr};
+use stackbench_model::{SocketOptions, Transport};
+
+use super::{DataStream, Endpoint};
+use crate::sockopt;
+
+/// Most loopback source addresses used (127.0.0.1 … 127.0.0.254).
+const MAX_SOURCES: u32 = 254;
+/// Connections per path when the port range cannot be read (the default
+/// range 32768–60999 holds 28,232 ports; keep some for everything else).
+const DEFAULT_PER_PATH: u32 = 25_000;
+
+/// How a class's connections are spread: listener ports asked of the
+/// responder, and source addresses the driver binds to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spread {
+    pub ports: u32,
+    pub sources: u32,
+}
+
+/// The spread for `clients` connections of `transport` to a responder at
+/// `target`: one path up to [`connections_per_path`], then source addresses
+/// on IPv4 loopback, responder ports otherwise. AF_UNIX has no ports.
+pub fn spread(transport: Transport, target: IpAddr, clients: u32) -> Spread {
+    let paths = clients.div_ceil(connections_per_path()).max(1);
+    match (transport, target) {
+        (Transport::Unix, _) => Spread {
+            ports: 1,
+            sources: 1,
+        },
+        (_, IpAddr::V4(ip)) if ip.is_loopback() && paths <= MAX_SOURCES => Spread {
+            ports: 1,
+            sources: paths,
+        },
+        _ => Spread {
+            ports: paths,
+            sources: 1,
+        },
+    }
+}
+
+/// Connections one path carries: 7/8 of the ephemeral port range.
+pub fn connections_per_path() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| {
+            let mut it = t.split_whitespace().map(|n| n.parse::<u32>().ok());
+            let (lo, hi) = (it.next()??, it.next()??);
+            Some((hi.saturating_sub(lo) + 1) / 8 * 7)
+        })
+        .filter(|&n| n > 0)
+        .unwrap_or(DEFAULT_PER_PATH)
+}
+
+/// Opens data connections of one class.
+#[derive(Debug, Clone)]
+pub struct Dialer {
+    domain: Domain,
+    protocol: Option<Protocol>,
+    targets: Vec<SockAddr>,
+    /// Empty: the kernel picks the source address.
+    sources: Vec<SockAddr>,
+}
+
+impl Dialer {
+    /// A dialer for `endpoints` (all of `transport`'s kind, as `ready` gave
+    /// them) using `sources` loopback source addresses when above 1.
+    pub fn new(
+        transport: Transport,
+        endpoints: &[Endpoint],
+        sources: u32,
+    ) -> Result<Dialer, String> {
+        let first = endpoints
+            .first()
+            .ok_or("the responder offered no data endpoint")?;
+        let domain = match (transport, first) {
+            (Transport::Unix, Endpoint::Unix(_)) => Domain::UNIX,
+            (Transport::Tcp | Transport::Mptcp, Endpoint::Inet(a)) => Domain::for_address(*a),
+            (t, e) => {
+                return Err(format!(
+                    "the responder offered endpoint {e} for transport {}",
+                    t.name()
+                ))
+            }
+        };
+        let mut targets = Vec::with_capacity(endpoints.len());
+        for e in endpoints {
+            targets.push(match (e, domain) {
+                (Endpoint::Unix(p), Domain::UNIX) => SockAddr::unix(p)
+                    .map_err(|err| format!("bad unix endpoint {}: {err}", p.display()))?,
+                (Endpoint::Inet(a), d) if d == Domain::for_address(*a) => SockAddr::from(*a),
+                _ => return Err(format!("the responder offered mixed endpoints ({e})")),
+            });
+        }
+        let loopback_v4 = matches!(first, Endpoint::Inet(a) if a.is_ipv4() && a.ip().is_loopback());
+        let sources = if sources > 1 && loopback_v4 {
+            (1..=sources.min(MAX_SOURCES) as u8)
+                .map(|i| SockAddr::from(SocketAddr::new(Ipv4Addr::new(127, 0, 0, i).into(), 0)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let protocol = match transport {
+            Transport::Tcp => Some(Protocol::TCP),
+            Transport::Mptcp => Some(Protocol::MPTCP),
+            Transport::Unix => None,
+        };
+        Ok(Dialer {
+            domain,
+            protocol,
+            targets,
+            sources,
+        })
+    }
+
+    /// Source addresses in use (0: the kernel's choice).
+    pub fn sources(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// Starts a non-blocking connect for client `route`, with every socket
+    /// option set before it. A connect still in progress is not an error: the
+    /// first send says EAGAIN, or reports the failure.
+    pub fn connect(
+        &self,
+        route: usize,
+        opts: &SocketOptions,
+        recv_message_bytes: u64,
+    ) -> io::Result<DataStream> {
+        let socket = sockopt::new_socket(self.domain, self.protocol, opts)?;
+        let stream = DataStream::from_socket(socket);
+        stream.apply_options(opts, recv_message_bytes)?;
+        if !self.sources.is_empty() {
+            let fd = stream.as_raw_fd();
+            sockopt::set_int(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;
+            bind(fd, &self.sources[route % self.sources.len()])?;
+        }
+        connect(
+            stream.as_raw_fd(),
+            &self.targets[route % self.targets.len()],
+        )?;
+        Ok(stream)
+    }
+}
+
+fn bind(fd: i32, addr: &SockAddr) -> io::Result<()> {
+    // SAFETY: `addr` is a valid socket address of `addr.len()` bytes.
+    if unsafe { libc::bind(fd, addr.as_ptr().cast(), addr.len()) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn connect(fd: i32, addr: &SockAddr) -> io::Result<()> {
+    // SAFETY: `addr` is a valid socket address of `addr.len()` bytes.
+    if unsafe { libc::connect(fd, addr.as_ptr().cast(), addr.len()) } == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EINPROGRESS) {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_grow_with_clients_and_follow_the_family() {
+        let per = connections_per_path();
+        let v4: IpAddr = "127.0.0.1".parse().unwrap();
+        let v6: IpAddr = "::1".parse().unwrap();
+        let one = Spread {
+            ports: 1,
+            sources: 1,
+        };
+        assert_eq!(spread(Transport::Tcp, v4, per), one);
+        assert_eq!(spread(Transport::Tcp, v4, per + 1).sources, 2);
+        assert_eq!(spread(Transport::Mptcp, v4, 3 * per).sources, 3);
+        assert_eq!(
+            spread(Transport::Tcp, v6, per + 1),
+            Spread {
+                ports: 2,
+                sources: 1
+            }
+        );
+        assert_eq!(spread(Transport::Unix, v4, 10 * per), one);
+        let remote: IpAddr = "192.0.2.1".parse().unwrap();
+        assert_eq!(spread(Transport::Tcp, remote, per + 1).ports, 2);
+    }
+
+    #[test]
+    fn endpoints_must_match_the_transport() {
+        let inet = Endpoint::Inet("127.0.0.1:9".parse().unwrap());
+        let e = Dialer::new(Transport::Unix, std::slice::from_ref(&inet), 1).unwrap_err();
+        assert!(e.contains("for transport unix"), "{e}");
+        assert!(Dialer::new(Transport::Tcp, &[], 1).is_err());
+        assert_eq!(
+            Dialer::new(Transport::Tcp, &[inet], 3).unwrap().sources(),
+            3
+        );
+    }
+}

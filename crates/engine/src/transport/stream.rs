@@ -1,0 +1,156 @@
+//! The data stream and data listener every transport hands to the state
+//! machines. The state machines call only the methods here (send, recv,
+//! quickack, abortive close, mio registration), never a syscall on a raw fd,
+//! so a transport whose read and write are not plain socket calls (TLS next)
+//! fits behind the same methods.
+//!
+//! Design note on size: every transport so far (tcp, unix, mptcp) is a kernel
+//! stream socket driven by send/recv on its fd, so a stream is just its fd —
+//! 4 bytes, and `Option<DataStream>` is 4 bytes too (the fd's niche), which
+//! keeps the driver's per-connection state at 32 bytes. Which TCP options
+//! apply is decided once per run ([`super::effective_options`]), not per call,
+//! so the stream needs no transport tag. A TLS stream will add a boxed session
+//! (an enum with a pointer variant: 16 bytes), justified by the session's own
+//! kilobytes.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use mio::event::Source;
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+use socket2::{SockRef, Socket};
+use stackbench_model::{SocketOptions, Transport};
+
+use crate::sockopt;
+
+/// One connected data socket of any transport, non-blocking.
+#[derive(Debug)]
+pub struct DataStream {
+    fd: OwnedFd,
+}
+
+impl DataStream {
+    pub(crate) fn from_socket(socket: Socket) -> DataStream {
+        DataStream { fd: socket.into() }
+    }
+
+    /// Applies the per-connection options (`opts` already reduced to those
+    /// the run's transport supports). `recv_message_bytes` is the size of the
+    /// message this side receives.
+    pub fn apply_options(&self, opts: &SocketOptions, recv_message_bytes: u64) -> io::Result<()> {
+        sockopt::apply_connected(self.fd.as_raw_fd(), opts, recv_message_bytes)
+    }
+
+    /// Sends what the socket takes of `buf` (never raises SIGPIPE).
+    #[inline]
+    pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        sockopt::send(self.fd.as_raw_fd(), buf)
+    }
+
+    /// Receives into `buf`; `Ok(0)` at end of stream. `waitall` passes
+    /// MSG_WAITALL.
+    #[inline]
+    pub fn recv(&mut self, buf: &mut [u8], waitall: bool) -> io::Result<usize> {
+        sockopt::recv(self.fd.as_raw_fd(), buf, waitall)
+    }
+
+    /// Re-arms TCP_QUICKACK (call only when the run's options ask for it).
+    #[inline]
+    pub fn quickack(&self) {
+        sockopt::quickack(self.fd.as_raw_fd());
+    }
+
+    /// Makes dropping this stream reset the connection (SO_LINGER 0) instead
+    /// of closing it in order.
+    pub fn set_abortive_close(&self) -> io::Result<()> {
+        sockopt::set_abortive_close(self.fd.as_raw_fd())
+    }
+
+    /// Whether this is a Multipath TCP connection that did not fall back to
+    /// plain TCP (MPTCP_INFO: no fallback flag, the peer's key received).
+    /// False for every other transport.
+    pub fn is_mptcp(&self) -> bool {
+        super::mptcp::is_mptcp(self.fd.as_raw_fd())
+    }
+}
+
+impl AsRawFd for DataStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl Source for DataStream {
+    fn register(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
+        SourceFd(&self.fd.as_raw_fd()).register(r, token, interest)
+    }
+    fn reregister(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
+        SourceFd(&self.fd.as_raw_fd()).reregister(r, token, interest)
+    }
+    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
+        SourceFd(&self.fd.as_raw_fd()).deregister(r)
+    }
+}
+
+/// A listening data socket of any transport, non-blocking.
+#[derive(Debug)]
+pub struct DataListener {
+    fd: OwnedFd,
+    transport: Transport,
+}
+
+impl DataListener {
+    pub(crate) fn from_socket(socket: Socket, transport: Transport) -> DataListener {
+        DataListener {
+            fd: socket.into(),
+            transport,
+        }
+    }
+
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The bound address of an IP listener.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        SockRef::from(&self.fd)
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("not an IP listener"))
+    }
+
+    /// Accepts one connection, already non-blocking (one accept4 call).
+    pub fn accept(&self) -> io::Result<DataStream> {
+        // SAFETY: accept4 on an open listening socket; no peer address is
+        // asked for, so the null pointers are allowed.
+        let fd = unsafe {
+            libc::accept4(
+                self.fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: accept4 returned a new fd that nothing else owns.
+        Ok(DataStream {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+}
+
+impl Source for DataListener {
+    fn register(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
+        SourceFd(&self.fd.as_raw_fd()).register(r, token, interest)
+    }
+    fn reregister(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
+        SourceFd(&self.fd.as_raw_fd()).reregister(r, token, interest)
+    }
+    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
+        SourceFd(&self.fd.as_raw_fd()).deregister(r)
+    }
+}
