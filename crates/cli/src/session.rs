@@ -206,22 +206,7 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
     preflight(plan)?;
     // A second installation (a study's later steps) fails harmlessly.
     let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
-    let spawned = match &s.target {
-        Some(_) => None,
-        None => {
-            let listen = if s.ipv6 { "[::1]:0" } else { "127.0.0.1:0" };
-            Some(SpawnedResponder::start(
-                listen,
-                &RunPlan::cpus(&s.server_cpus),
-                s.server_threads.unwrap_or(1) as usize,
-            )?)
-        }
-    };
-    let target = match (&s.target, &spawned) {
-        (Some(t), _) => t.0.clone(),
-        (None, Some(s)) => s.addr.clone(),
-        (None, None) => unreachable!("a responder was spawned when no target was given"),
-    };
+    let (spawned, target) = start_responder(s)?;
     let mut control = ControlClient::connect(&target).or_else(|e| usage(e.to_string()))?;
     let mut record = new_record(plan, &control, &target, spawned.is_some());
     if plan.announce {
@@ -243,34 +228,7 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
     ) {
         record.warnings.push(quality::report(&w, None));
     }
-    for workload in &plan.workloads {
-        let cfg = RunConfig {
-            workload: workload.clone(),
-            duration: s.duration.map(|d| d.0),
-            warmup: s.warmup.map_or(Duration::ZERO, |d| d.0),
-            transactions: s.transactions,
-            threads: plan.threads(),
-            client_cpus: client_cpus.clone(),
-            socket: s.socket_options(),
-            spin: s.spin,
-            transport: s.transport,
-            pacing: pacing_config(s),
-        };
-        let outcome = repeat::run_repeated(&mut control, &cfg, &plan.iterations, &STOP);
-        for class in &outcome.classes {
-            for w in quality::class_warnings(class, plan.threads() as u32) {
-                record
-                    .warnings
-                    .push(quality::report(&w, Some(&class.notation)));
-            }
-        }
-        record.classes.extend(outcome.classes);
-        if !outcome.complete {
-            record.complete = false;
-            record.incomplete_reason = outcome.incomplete_reason;
-            break;
-        }
-    }
+    run_workloads(plan, &mut control, &mut record);
     Ok(record)
 }
 
@@ -291,6 +249,60 @@ fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
     let most = plan.workloads.iter().map(Workload::total_clients).max();
     limits::reserve_fds(most.unwrap_or(0)).or_else(usage)?;
     Ok(())
+}
+/// The responder to drive: the given target, or a `stackbench serve` child
+/// started on loopback (returned so it lives as long as the run).
+fn start_responder(s: &RunSettings) -> anyhow::Result<(Option<SpawnedResponder>, String)> {
+    if let Some(t) = &s.target {
+        return Ok((None, t.0.clone()));
+    }
+    let listen = if s.ipv6 { "[::1]:0" } else { "127.0.0.1:0" };
+    let spawned = SpawnedResponder::start(
+        listen,
+        &RunPlan::cpus(&s.server_cpus),
+        s.server_threads.unwrap_or(1) as usize,
+    )?;
+    let addr = spawned.addr.clone();
+    Ok((Some(spawned), addr))
+}
+
+/// What the engine runs for one workload of the plan.
+fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
+    let s = &plan.settings;
+    RunConfig {
+        workload: workload.clone(),
+        duration: s.duration.map(|d| d.0),
+        warmup: s.warmup.map_or(Duration::ZERO, |d| d.0),
+        transactions: s.transactions,
+        threads: plan.threads(),
+        client_cpus: RunPlan::cpus(&s.client_cpus),
+        socket: s.socket_options(),
+        spin: s.spin,
+        transport: s.transport,
+        pacing: pacing_config(s),
+    }
+}
+
+/// Runs every workload (with its repetitions) into `record`, with each
+/// class's warnings; stops at the first incomplete one.
+fn run_workloads(plan: &RunPlan, control: &mut ControlClient, record: &mut RunRecord) {
+    for workload in &plan.workloads {
+        let cfg = run_config(plan, workload);
+        let outcome = repeat::run_repeated(control, &cfg, &plan.iterations, &STOP);
+        for class in &outcome.classes {
+            for w in quality::class_warnings(class, plan.threads() as u32) {
+                record
+                    .warnings
+                    .push(quality::report(&w, Some(&class.notation)));
+            }
+        }
+        record.classes.extend(outcome.classes);
+        if !outcome.complete {
+            record.complete = false;
+            record.incomplete_reason = outcome.incomplete_reason;
+            break;
+        }
+    }
 }
 
 fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bool) -> RunRecord {

@@ -9,3 +9,4 @@ mod population;
 mod results_cli;
 mod run;
 mod sweep;
+mod transport;
