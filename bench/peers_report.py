@@ -29,13 +29,13 @@ class ParseError(Exception):
 
 
 def parse_stackbench(text, notation=None):
-    """`stackbench run ... --json`: one RunRecord (schema_version 1)."""
+    """`stackbench run ... --json`: one RunRecord (schema_version 1 or 2)."""
     try:
         doc = json.loads(text)
     except ValueError as err:
         raise ParseError("stdout is not one JSON document (%s)" % err) from None
-    if doc.get("schema_version") != 1:
-        raise ParseError("schema_version %r, expected 1" % doc.get("schema_version"))
+    if doc.get("schema_version") not in (1, 2):
+        raise ParseError("schema_version %r, expected 1 or 2" % doc.get("schema_version"))
     if not doc.get("complete", False):
         raise ParseError("run incomplete: %s" % doc.get("incomplete_reason"))
     classes = doc.get("classes") or []
@@ -61,7 +61,9 @@ def parse_stackbench(text, notation=None):
                     if w.get("class") in (None, cls.get("notation"))})
     if codes:
         out["warnings"] = ",".join(codes)
-    socket = (doc.get("settings") or {}).get("socket") or {}
+    # Schema 2 keeps every setting flat in `settings`; schema 1 had `socket`.
+    settings = doc.get("settings") or {}
+    socket = settings.get("socket") or settings
     if "crr_close" in socket:
         out["crr_close"] = socket["crr_close"]
     return out
