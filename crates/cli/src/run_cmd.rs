@@ -171,7 +171,9 @@ fn open_store(args: &RunArgs) -> anyhow::Result<Option<Store>> {
 }
 
 /// The sweep's table and, for a client sweep, its USL fit: each record is
-/// split by workload and labelled as a study's runs would be.
+/// split by workload — by position, as the classes were appended in workload
+/// order (two workloads may print alike at a sweep point) — and labelled as a
+/// study's runs would be.
 fn sweep_summary(
     workloads: &[Workload],
     plans: &[(SweepPoint, session::RunPlan)],
@@ -179,9 +181,12 @@ fn sweep_summary(
 ) -> String {
     let mut runs: Vec<(Labels, RunRecord)> = Vec::new();
     for ((point, plan), record) in plans.iter().zip(records) {
+        let mut at = 0;
         for (base, effective) in workloads.iter().zip(&plan.workloads) {
+            let n = effective.classes.len();
             let mut r = record.clone();
-            r.classes.retain(|c| c.workload == effective.to_string());
+            r.classes = record.classes.iter().skip(at).take(n).cloned().collect();
+            at += n;
             let mut labels: Labels = point.labels().into_iter().collect();
             labels.insert("workload".into(), base.to_string());
             labels.insert("variant".into(), "run".into());

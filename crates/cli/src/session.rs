@@ -177,12 +177,9 @@ pub fn placement(
     // The CPUs the process was started with: later steps of a study run after
     // the main thread has been pinned to the driver's set.
     static AVAILABLE: OnceLock<Vec<usize>> = OnceLock::new();
-    let available = match AVAILABLE.get() {
-        Some(cpus) => cpus.clone(),
-        None => AVAILABLE
-            .get_or_init(|| current_cpus().unwrap_or_default())
-            .clone(),
-    };
+    let available = AVAILABLE
+        .get_or_init(|| current_cpus().unwrap_or_default())
+        .clone();
     if available.is_empty() {
         anyhow::bail!("cannot read this process's CPU affinity");
     }

@@ -69,13 +69,22 @@ pub fn names() -> Vec<&'static str> {
 }
 
 fn check_range<T: SettingValue>(value: &T, lo: &str, hi: &str) -> Result<(), String> {
-    let (Some(v), Ok(l), Ok(h)) = (value.ordered(), T::parse(lo), T::parse(hi)) else {
+    // `None` ("default") has no number to check.
+    let Some(v) = value.ordered() else {
         return Ok(());
     };
-    match (l.ordered(), h.ordered()) {
-        (Some(l), Some(h)) if v < l || v > h => Err(format!("out of range: use {lo} to {hi}")),
-        _ => Ok(()),
+    let bound = |b: &str| T::parse(b).ok().and_then(|x| x.ordered());
+    let (Some(l), Some(h)) = (bound(lo), bound(hi)) else {
+        // A table entry's bounds must parse in its own grammar (a test sets
+        // every bound), never silently switch the check off.
+        return Err(format!(
+            "the range {lo} to {hi} does not parse: fix the settings table"
+        ));
+    };
+    if v < l || v > h {
+        return Err(format!("out of range: use {lo} to {hi}"));
     }
+    Ok(())
 }
 
 /// Declares the settings table: the [`RunSettings`] struct (serde names =
@@ -277,6 +286,20 @@ mod tests {
         assert_eq!(v["duration_s"], 1.5);
         let back: RunSettings = serde_json::from_value(v).unwrap();
         assert_eq!(back, s);
+    }
+
+    /// A range that does not parse, or a type without an order, would switch
+    /// the check off while `--help` still printed the range.
+    #[test]
+    fn every_range_parses_and_is_checked() {
+        for def in SETTINGS {
+            let Some((lo, hi)) = def.range else { continue };
+            let mut s = RunSettings::default();
+            s.set(def.name, lo)
+                .unwrap_or_else(|e| panic!("{}: low bound {lo}: {e}", def.name));
+            s.set(def.name, hi)
+                .unwrap_or_else(|e| panic!("{}: high bound {hi}: {e}", def.name));
+        }
     }
 
     #[test]

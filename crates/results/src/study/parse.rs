@@ -151,10 +151,8 @@ fn sweep(src: &Source, v: &Value) -> Result<Sweep, StudyError> {
             "sweep must be a table: [sweep] then e.g. clients = [1, 2, 4]",
         )
     })?;
-    let mut entries: Vec<_> = table.iter().collect();
-    entries.sort_by_key(|(k, _)| k.span().start);
     let mut dims = Vec::new();
-    for (key, value) in entries {
+    for (key, value) in sorted(table) {
         let items = value.get_ref().as_array().ok_or_else(|| {
             src.at(
                 value.span().start,
