@@ -57,6 +57,7 @@ pub fn run(search: Search) -> anyhow::Result<i32> {
         .unwrap_or(PerSecond::new(START_PER_S).expect("positive"));
     let (mut pass, mut fail): (Option<PerSecond>, Option<PerSecond>) = (None, None);
     let mut steps: Vec<Step> = Vec::new();
+    let mut sessions = session::Sessions::default();
     for n in 1..=search.steps {
         eprintln!(
             "stackbench: find-max-rate step {n}/{}: {rate}",
@@ -65,7 +66,7 @@ pub fn run(search: Search) -> anyhow::Result<i32> {
         let mut s = search.settings.clone();
         s.rate = Some(rate);
         let plan = session::resolve(s, search.workloads.to_vec(), false, !search.json)?;
-        let record = session::execute(&plan)?;
+        let record = sessions.execute(&plan)?;
         if let Some(store) = store.as_deref_mut() {
             let mut labels = search.labels.clone();
             labels.insert("search".into(), "find-max-rate".into());

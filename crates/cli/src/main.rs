@@ -87,7 +87,10 @@ fn main() {
         Command::Results(args) => results_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
-        Command::Study(args) => study_cmd::run(args, &mut session::study_step),
+        Command::Study(args) => {
+            let mut sessions = session::Sessions::default();
+            study_cmd::run(args, &mut |step| sessions.study_step(step))
+        }
         Command::Lab(args) => lab_cmd::run(args),
     };
     std::process::exit(exit::code_for(result));

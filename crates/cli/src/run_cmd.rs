@@ -139,11 +139,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let mut store = open_store(&args)?;
     let mut records = Vec::new();
+    let mut sessions = session::Sessions::default();
     for (point, plan) in &plans {
         if announce && !point.values.is_empty() {
             eprintln!("stackbench: sweep point {}", point.describe());
         }
-        let record = session::execute(plan)?;
+        let record = sessions.execute(plan)?;
         if let Some(store) = store.as_mut() {
             let mut l = labels.clone();
             l.extend(point.labels());

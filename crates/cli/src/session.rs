@@ -193,40 +193,116 @@ pub fn placement(
     })
 }
 
-/// Runs the plan and returns its record (complete or not).
-pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
-    let s = &plan.settings;
-    let client_cpus = RunPlan::cpus(&s.client_cpus);
-    if !client_cpus.is_empty() {
-        pin_current_thread(&client_cpus).or_else(|e| usage(format!("--client-cpus: {e}")))?;
+/// An open responder and control connection, with the run-level warnings
+/// measured when it was opened (the 1 s idle baseline among them).
+struct Session {
+    /// What decides the responder and the measured CPUs: a plan with the same
+    /// key reuses the session.
+    key: String,
+    _spawned: Option<SpawnedResponder>,
+    target: String,
+    spawned: bool,
+    control: ControlClient,
+    warnings: Vec<stackbench_metrics::WarningRecord>,
+}
+
+/// The sessions of one command: consecutive plans that need the same responder
+/// and CPUs (the points of a `--sweep`, the steps of `--find-max-rate` or of a
+/// study) share one responder process, control connection and idle baseline
+/// instead of paying for them per run.
+#[derive(Default)]
+pub struct Sessions {
+    open: Option<Session>,
+}
+
+impl Sessions {
+    /// Runs the plan and returns its record (complete or not).
+    pub fn execute(&mut self, plan: &RunPlan) -> anyhow::Result<RunRecord> {
+        let s = &plan.settings;
+        let client_cpus = RunPlan::cpus(&s.client_cpus);
+        if !client_cpus.is_empty() {
+            pin_current_thread(&client_cpus).or_else(|e| usage(format!("--client-cpus: {e}")))?;
+        }
+        preflight(plan)?;
+        let key = session_key(s);
+        if self.open.as_ref().is_none_or(|o| o.key != key) {
+            self.open = None; // the old responder stops before a new one starts
+            self.open = Some(open_session(plan, key)?);
+        }
+        let session = self.open.as_mut().expect("opened above");
+        let mut record = new_record(plan, &session.control, &session.target, session.spawned);
+        if let Some(w) = quality::transport_options(&mut record.settings) {
+            record.warnings.push(quality::report(&w, None));
+        }
+        record.warnings.extend(session.warnings.iter().cloned());
+        run_workloads(plan, &mut session.control, &mut record);
+        if !record.complete {
+            self.open = None; // a lost responder or an interrupt: start afresh
+        }
+        Ok(record)
     }
-    preflight(plan)?;
+
+    /// Measures one step of a study: its workload with the study's settings
+    /// overlaid by the variant's and the sweep point's, resolved as `run` does.
+    pub fn study_step(&mut self, step: &StudyStep) -> anyhow::Result<RunRecord> {
+        let plan = resolve(
+            step.settings.clone(),
+            vec![step.workload.clone()],
+            false,
+            false,
+        )?;
+        self.execute(&plan)
+    }
+}
+
+/// The settings that decide the responder process and the CPUs measured.
+fn session_key(s: &RunSettings) -> String {
+    [
+        "target",
+        "ipv6",
+        "server_cpus",
+        "server_threads",
+        "client_cpus",
+    ]
+    .iter()
+    .map(|k| s.text_of(k).unwrap_or_default())
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
+/// Starts (or reaches) the responder, connects the control channel and takes
+/// the run-level warnings (shared CPUs, governors, the idle baseline).
+fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
     // A second installation (a study's later steps) fails harmlessly.
     let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
-    let (spawned, target) = start_responder(s)?;
-    let mut control = ControlClient::connect(&target).or_else(|e| usage(e.to_string()))?;
-    let mut record = new_record(plan, &control, &target, spawned.is_some());
+    let (spawned, target) = start_responder(&plan.settings)?;
+    let control = ControlClient::connect(&target).or_else(|e| usage(e.to_string()))?;
+    let record = new_record(plan, &control, &target, spawned.is_some());
+    let (client, server) = (
+        RunPlan::cpus(&record.settings.client_cpus),
+        RunPlan::cpus(&record.settings.server_cpus),
+    );
     if plan.announce {
         eprintln!(
             "stackbench: driver on CPUs {} ({} threads), responder {target} on CPUs {}",
-            cpu_text(&RunPlan::cpus(&record.settings.client_cpus)),
+            cpu_text(&client),
             plan.threads(),
-            cpu_text(&RunPlan::cpus(&record.settings.server_cpus))
+            cpu_text(&server)
         );
     }
-    if let Some(w) = quality::transport_options(&mut record.settings) {
-        record.warnings.push(quality::report(&w, None));
-    }
     let same_host = control.target().ip().is_loopback();
-    for w in quality::run_warnings(
-        &RunPlan::cpus(&record.settings.client_cpus),
-        &RunPlan::cpus(&record.settings.server_cpus),
-        same_host,
-    ) {
-        record.warnings.push(quality::report(&w, None));
-    }
-    run_workloads(plan, &mut control, &mut record);
-    Ok(record)
+    let warnings = quality::run_warnings(&client, &server, same_host)
+        .iter()
+        .map(|w| quality::report(w, None))
+        .collect();
+    Ok(Session {
+        key,
+        spawned: spawned.is_some(),
+        _spawned: spawned,
+        target,
+        control,
+        warnings,
+    })
 }
 
 /// Refuses, before a responder is started, what cannot work: a transport the
@@ -352,16 +428,4 @@ pub fn environment_of(record: &RunRecord) -> Environment {
         &RunPlan::cpus(&s.client_cpus),
         &RunPlan::cpus(&s.server_cpus),
     )
-}
-
-/// Measures one step of a study: its workload with the study's settings
-/// overlaid by the variant's and the sweep point's, resolved as `run` does.
-pub fn study_step(step: &StudyStep) -> anyhow::Result<RunRecord> {
-    let plan = resolve(
-        step.settings.clone(),
-        vec![step.workload.clone()],
-        false,
-        false,
-    )?;
-    execute(&plan)
 }
