@@ -12,7 +12,7 @@ use stackbench_engine::{limits, transport, ControlClient, PacingConfig, RunConfi
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::{RunRecord, SCHEMA_VERSION};
 use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text};
-use stackbench_model::Workload;
+use stackbench_model::{TlsParams, Transport, Workload};
 use stackbench_results::env::Environment;
 use stackbench_results::store::{Labels, Store};
 use stackbench_results::study::StudyStep;
@@ -75,6 +75,10 @@ pub fn resolve(
         return usage("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
     }
     check_pacing(&s, &workloads)?;
+    if let Some(p) = tls_params(&s).or_else(usage)? {
+        // Stored resolved: the version the cipher implies, or 1.3.
+        s.tls_version = Some(p.version);
+    }
     s.seed = s.seed.or_else(|| Some(random_seed()));
     let iterations = iterations(&s)?;
     let remote = s.target.is_some();
@@ -254,6 +258,7 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
             socket: s.socket_options(),
             spin: s.spin,
             transport: s.transport,
+            tls: tls_params(s).ok().flatten(),
             pacing: pacing_config(s),
         };
         let outcome = repeat::run_repeated(&mut control, &cfg, &plan.iterations, &STOP);
@@ -272,6 +277,35 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
         }
     }
     Ok(record)
+}
+
+/// The TLS parameters of a `tls` run; a cipher of the other version, or TLS
+/// settings without `--transport tls`, is refused with the valid choices.
+fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
+    let given = s.tls_version.is_some()
+        || s.cipher.is_some()
+        || s.groups.is_some()
+        || s.cert.is_some()
+        || s.key.is_some();
+    if s.transport != Transport::Tls {
+        if given {
+            return Err(format!(
+                "tls_version, cipher, groups, cert and key apply to transport tls, not {}: \
+                 add --transport tls or drop them",
+                s.transport.name()
+            ));
+        }
+        return Ok(None);
+    }
+    TlsParams::resolve(
+        s.tls_version,
+        s.cipher,
+        s.groups.as_ref(),
+        s.cert_type,
+        s.cert.as_ref().map(|t| t.0.clone()),
+        s.key.as_ref().map(|t| t.0.clone()),
+    )
+    .map(Some)
 }
 
 /// Refuses, before a responder is started, what cannot work: a transport the

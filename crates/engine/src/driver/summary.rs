@@ -203,6 +203,7 @@ mod tests {
             socket: Default::default(),
             spin: false,
             transport: Default::default(),
+            tls: None,
             pacing: PacingConfig::default(),
         }
     }

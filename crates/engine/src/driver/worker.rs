@@ -128,8 +128,8 @@ pub(super) const RELEASED: u8 = 2;
 /// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
 pub(super) const NOT_WAITING: u64 = u64::MAX;
 
-/// Per-connection state: 48 bytes (see `conn_state_is_small`; the stream is
-/// its fd alone, 4 bytes, in debug builds too).
+/// Per-connection state: 56 bytes (see `conn_state_is_small`; the stream is
+/// an fd or a boxed TLS session, 16 bytes, in debug builds too).
 pub(super) struct Conn {
     pub(super) stream: Option<DataStream>,
     pub(super) class: u16,
@@ -536,9 +536,10 @@ mod tests {
     /// per connection per side).
     #[test]
     fn conn_state_is_small() {
-        // A `DataStream` is its fd alone, in debug builds too (mio's own
+        // A `DataStream` is its fd or a boxed TLS session (16 bytes), in
+        // debug builds too (mio's own
         // socket types add a selector id there).
-        let limit = if cfg!(debug_assertions) { 64 } else { 48 };
+        let limit = if cfg!(debug_assertions) { 64 } else { 56 };
         let size = std::mem::size_of::<Conn>();
         eprintln!(
             "driver per-connection state: {size} bytes (slab entry {} bytes)",
