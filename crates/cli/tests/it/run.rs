@@ -706,7 +706,13 @@ fn tls_transport_runs_every_kind() {
     for c in doc["classes"].as_array().unwrap() {
         assert_eq!(c["transactions"], 30, "{}", c["notation"]);
         assert_eq!(c["errors"], 0, "{}", c["notation"]);
+        // What was negotiated, not what was asked for.
+        assert_eq!(c["tls"]["version"], "1.2", "{c}");
+        assert_eq!(c["tls"]["cipher"], "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256");
+        assert_eq!(c["tls"]["cipher_code"], "C02F");
     }
+    let crr = &doc["classes"][1]["tls"];
+    assert_eq!(crr["full_handshakes"], 30, "{crr}");
 }
 
 /// The README documents every run setting's flag and docs/results.md every

@@ -453,6 +453,9 @@ impl<'a> Worker<'a> {
                     conn.remaining -= n as u64;
                     let now = self.timing.now_ns();
                     let counted = self.timing.in_window(now);
+                    if let Some(h) = stream.take_handshake() {
+                        self.accum[conn.class as usize].handshake(&h, counted);
+                    }
                     if counted {
                         self.accum[conn.class as usize].rx_bytes += n as u64;
                     }

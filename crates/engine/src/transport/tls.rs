@@ -62,8 +62,9 @@ pub struct Handshake {
     pub resumed: bool,
     /// "1.2" or "1.3" (or OpenSSL's name of another version).
     pub version: &'static str,
-    /// IANA code of the negotiated suite.
+    /// IANA code and name of the negotiated suite.
     pub cipher: u16,
+    pub cipher_name: &'static str,
 }
 
 /// One TLS connection: the OpenSSL stream and its handshake's timing.
@@ -126,7 +127,9 @@ impl TlsConn {
         self.stream.do_handshake().map_err(to_io)?;
         self.finished = true;
         let ssl = self.stream.ssl();
-        let id = ssl.current_cipher().map_or([0, 0], |c| c.protocol_id());
+        let cipher = ssl.current_cipher();
+        let id = cipher.map_or([0, 0], |c| c.protocol_id());
+        let cipher_name = cipher.and_then(|c| c.standard_name()).unwrap_or("unknown");
         self.done = Some(Handshake {
             ns: self.started.elapsed().as_nanos() as u64,
             resumed: ssl.session_reused(),
@@ -136,6 +139,7 @@ impl TlsConn {
                 other => other,
             },
             cipher: u16::from_be_bytes(id),
+            cipher_name,
         });
         Ok(())
     }
