@@ -286,11 +286,12 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         || s.cipher.is_some()
         || s.groups.is_some()
         || s.cert.is_some()
-        || s.key.is_some();
+        || s.key.is_some()
+        || s.resume_ratio.0 > 0.0;
     if s.transport != Transport::Tls {
         if given {
             return Err(format!(
-                "tls_version, cipher, groups, cert and key apply to transport tls, not {}: \
+                "tls_version, cipher, groups, cert, key and resume_ratio apply to transport tls, not {}: \
                  add --transport tls or drop them",
                 s.transport.name()
             ));
@@ -305,7 +306,12 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         s.cert.as_ref().map(|t| t.0.clone()),
         s.key.as_ref().map(|t| t.0.clone()),
     )
-    .map(Some)
+    .map(|p| {
+        Some(TlsParams {
+            resume_ratio: s.resume_ratio.0,
+            ..p
+        })
+    })
 }
 
 /// Refuses, before a responder is started, what cannot work: a transport the

@@ -157,6 +157,7 @@ mod tests {
         ("cert_type", "rsa1024"),
         ("cert", " "),
         ("key", " "),
+        ("resume_ratio", "1.5"),
         ("busy_poll", "50"),
         ("busy_poll", "1s"),
         ("repeat", "0"),

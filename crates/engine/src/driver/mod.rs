@@ -240,8 +240,8 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         let mut dialer = Dialer::new(cfg.transport, &endpoints, spread.sources)
             .map_err(EngineError::Transport)?;
         if let Some(p) = &tls {
-            dialer =
-                dialer.with_tls(transport::tls::client_context(p).map_err(EngineError::Transport)?);
+            let ctx = transport::tls::client_context(p).map_err(EngineError::Transport)?;
+            dialer = dialer.with_tls(ctx, p.resume_ratio);
         }
         dialers.push(dialer);
         plans.push(ClassPlan {

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+use openssl::ssl::SslSession;
 use slab::Slab;
 use stackbench_model::{CrrClose, Kind, SocketOptions};
 
@@ -171,6 +172,9 @@ pub struct Worker<'a> {
     /// Connected clients waiting for the window to open.
     pub(super) parked: Vec<u32>,
     slots: &'a WorkerSlots,
+    /// TLS: per class, the last session this worker's clients got, offered
+    /// again with the class's resume ratio.
+    sessions: Vec<Option<SslSession>>,
 }
 
 impl<'a> Worker<'a> {
@@ -215,6 +219,7 @@ impl<'a> Worker<'a> {
             connected: 0,
             parked: Vec::with_capacity(clients.len()),
             slots,
+            sessions: vec![None; shared.classes.len()],
         };
         for c in clients.iter().filter(|c| c.quota > 0) {
             let key = w.conns.insert(Conn {
@@ -359,7 +364,13 @@ impl<'a> Worker<'a> {
     pub(super) fn attach(&mut self, key: usize) -> io::Result<()> {
         let class = self.conns[key].class as usize;
         let response_bytes = self.classes[class].response_bytes;
-        let mut stream = self.dialers[class].connect(key, &self.socket, response_bytes)?;
+        let session = self.session_to_offer(key, class);
+        let mut stream = self.dialers[class].connect_resuming(
+            key,
+            &self.socket,
+            response_bytes,
+            session.as_ref(),
+        )?;
         self.poll.registry().register(
             &mut stream,
             Token(key),
@@ -367,6 +378,18 @@ impl<'a> Worker<'a> {
         )?;
         self.conns[key].stream = Some(stream);
         Ok(())
+    }
+
+    /// TLS: the session a new connection of client `key` offers — the last
+    /// one of its class on this worker, with the class's resume ratio (a
+    /// seeded draw when strictly between 0 and 1).
+    fn session_to_offer(&mut self, key: usize, class: usize) -> Option<SslSession> {
+        let ratio = self.dialers[class].resume_ratio();
+        if ratio <= 0.0 {
+            return None;
+        }
+        let offer = ratio >= 1.0 || pace::unit(&mut self.conns[key].rng) < ratio;
+        offer.then(|| self.sessions[class].clone()).flatten()
     }
 
     /// One `send` of the current request; moves to receiving when it is all out.
@@ -454,7 +477,11 @@ impl<'a> Worker<'a> {
                     let now = self.timing.now_ns();
                     let counted = self.timing.in_window(now);
                     if let Some(h) = stream.take_handshake() {
-                        self.accum[conn.class as usize].handshake(&h, counted);
+                        let class = conn.class as usize;
+                        self.accum[class].handshake(&h, counted);
+                        if self.dialers[class].resume_ratio() > 0.0 {
+                            self.sessions[class] = stream.tls_session();
+                        }
                     }
                     if counted {
                         self.accum[conn.class as usize].rx_bytes += n as u64;

@@ -84,6 +84,8 @@ pub struct Dialer {
     sources: Vec<SockAddr>,
     /// The client context of a `tls` class.
     tls: Option<SslContext>,
+    /// Share of connections that offer the last session (0 to 1).
+    resume_ratio: f64,
 }
 
 impl Dialer {
@@ -137,13 +139,21 @@ impl Dialer {
             targets,
             sources,
             tls: None,
+            resume_ratio: 0.0,
         })
     }
 
-    /// Makes every connection a TLS client connection of `ctx`.
-    pub fn with_tls(mut self, ctx: SslContext) -> Dialer {
+    /// Makes every connection a TLS client connection of `ctx`, a share
+    /// `resume_ratio` of them offering the client's last session.
+    pub fn with_tls(mut self, ctx: SslContext, resume_ratio: f64) -> Dialer {
         self.tls = Some(ctx);
+        self.resume_ratio = resume_ratio;
         self
+    }
+
+    /// Share of connections that offer a previous TLS session.
+    pub fn resume_ratio(&self) -> f64 {
+        self.resume_ratio
     }
 
     /// Whether connections are TLS.

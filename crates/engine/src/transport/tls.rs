@@ -204,6 +204,17 @@ impl TlsConn {
     }
 }
 
+/// Closing sends close_notify (one record, never waiting for the peer's):
+/// a proper TLS close, and OpenSSL drops a session from the cache (and marks
+/// it not resumable) when its connection ends without one.
+impl Drop for TlsConn {
+    fn drop(&mut self) {
+        if self.finished {
+            let _ = self.stream.shutdown();
+        }
+    }
+}
+
 /// Applies version, cipher and groups to a context of either side.
 fn restrict(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), String> {
     let v = match p.version {

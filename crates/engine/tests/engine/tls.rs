@@ -151,3 +151,21 @@ fn s_client_negotiates_the_configured_version_and_cipher() {
         assert_eq!(format!("{:X}", ours.cipher), cipher);
     }
 }
+
+/// Resume ratio 1: after a worker's first full handshakes, every CRR
+/// connection offers the last session and gets an abbreviated handshake
+/// (TLS 1.2 session tickets or IDs, TLS 1.3 PSK tickets).
+#[test]
+fn resume_ratio_one_resumes_all_but_the_first_handshakes() {
+    let h = responder("127.0.0.1:0");
+    for cipher in ["C02F", "1301"] {
+        let mut cfg = tls(cipher, CertType::Rsa2048, "CRR4(64B/1kB)", 61);
+        cfg.tls.as_mut().unwrap().resume_ratio = 1.0;
+        let out = run(&h, &cfg);
+        assert_exact(&out, 61);
+        let t = out.classes[0].tls.as_ref().unwrap();
+        assert_eq!(t.full_handshakes + t.resumed_handshakes, 61, "{t:?}");
+        // At most one full handshake per client before a session exists.
+        assert!((1..=4).contains(&t.full_handshakes), "{cipher}: {t:?}");
+    }
+}

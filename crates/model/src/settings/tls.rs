@@ -189,6 +189,40 @@ macro_rules! serde_as_text {
 serde_as_text!(CipherSuite);
 serde_as_text!(TlsGroups);
 
+/// The share of CRR connections that offer the last session for an
+/// abbreviated ("short") handshake: 0 to 1.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ResumeRatio(pub f64);
+
+impl SettingValue for ResumeRatio {
+    const VALUE_NAME: &'static str = "RATIO";
+    fn parse(text: &str) -> Result<Self, String> {
+        let r = crate::units::parse_number(text).map_err(|e| e.to_string())?;
+        if !(0.0..=1.0).contains(&r) {
+            return Err("out of range: use 0 (all full handshakes) to 1 (all resumed)".into());
+        }
+        Ok(ResumeRatio(r))
+    }
+    fn text(&self) -> String {
+        self.0.to_string()
+    }
+    fn ordered(&self) -> Option<f64> {
+        Some(self.0)
+    }
+}
+
+impl Serialize for ResumeRatio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ResumeRatio {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(ResumeRatio(f64::deserialize(d)?))
+    }
+}
+
 /// The kind of certificate a responder makes at start-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -219,7 +253,7 @@ impl SettingValue for CertType {
 
 /// What both sides of a `tls` run need, resolved from the settings and sent
 /// to the responder in `start`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TlsParams {
     pub version: TlsVersion,
     /// IANA code of the one suite allowed; `None`: OpenSSL's defaults.
@@ -230,6 +264,9 @@ pub struct TlsParams {
     /// PEM certificate and key files on the responder's host.
     pub cert: Option<String>,
     pub key: Option<String>,
+    /// Share of connections offering the client's last session (0 to 1).
+    #[serde(default)]
+    pub resume_ratio: f64,
 }
 
 impl TlsParams {
@@ -280,6 +317,7 @@ impl TlsParams {
             cert_type,
             cert,
             key,
+            resume_ratio: 0.0,
         })
     }
 }
