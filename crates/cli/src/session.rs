@@ -11,7 +11,7 @@ use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thr
 use stackbench_engine::{limits, transport, ControlClient, PacingConfig, RunConfig};
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::{RunRecord, SCHEMA_VERSION};
-use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text};
+use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text, TlsMode};
 use stackbench_model::{TlsParams, Transport, Workload};
 use stackbench_results::env::Environment;
 use stackbench_results::store::{Labels, Store};
@@ -287,16 +287,28 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         || s.groups.is_some()
         || s.cert.is_some()
         || s.key.is_some()
-        || s.resume_ratio.0 > 0.0;
+        || s.resume_ratio.0 > 0.0
+        || s.tls_mode != TlsMode::Inline;
     if s.transport != Transport::Tls {
         if given {
             return Err(format!(
-                "tls_version, cipher, groups, cert, key and resume_ratio apply to transport tls, not {}: \
+                "tls_version, cipher, groups, cert, key, resume_ratio and tls_mode apply to transport tls, not {}: \
                  add --transport tls or drop them",
                 s.transport.name()
             ));
         }
         return Ok(None);
+    }
+    match s.tls_mode {
+        TlsMode::Inline => {}
+        TlsMode::Sidecar => {
+            return Err(
+                "tls_mode sidecar (transparent TLS proxies, as AT-TLS) is not built yet: \
+                 use --tls-mode inline"
+                    .to_string(),
+            )
+        }
+        TlsMode::Ktls => transport::tls::ktls_available()?,
     }
     TlsParams::resolve(
         s.tls_version,

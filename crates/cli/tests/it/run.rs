@@ -615,6 +615,15 @@ fn transport_errors_are_one_line_exit_2() {
             "apply to transport tls, not tcp: add --transport tls",
         ),
         (
+            &["--transport", "tls", "--tls-mode", "sidecar"],
+            "tls_mode sidecar (transparent TLS proxies, as AT-TLS) is not built yet",
+        ),
+        // Without CONFIG_TLS: what is missing; with it: not built yet.
+        (
+            &["--transport", "tls", "--tls-mode", "ktls"],
+            "tls_mode ktls: ",
+        ),
+        (
             // TEST-NET-1: refused before any packet is sent.
             &["--transport", "unix", "--target", "192.0.2.1:12870"],
             "transport unix needs the responder on this host",

@@ -215,6 +215,40 @@ impl Drop for TlsConn {
     }
 }
 
+/// Whether this kernel has kernel TLS (CONFIG_TLS): setting the `tls` upper
+/// layer protocol on a TCP socket fails with ENOENT without it (with it, an
+/// unconnected socket says ENOTCONN). The error says what is missing and
+/// what would enable it. Even with it, the `ktls` mode is not built yet.
+pub fn ktls_available() -> Result<(), String> {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .map_err(|e| format!("tls_mode ktls: cannot open a probe socket: {e}"))?;
+    let ulp = b"tls\0";
+    // SAFETY: a valid fd and a NUL-terminated option value of that length.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_TCP,
+            libc::TCP_ULP,
+            ulp.as_ptr().cast(),
+            ulp.len() as libc::socklen_t,
+        )
+    };
+    let err = io::Error::last_os_error();
+    if rc != 0 && err.raw_os_error() == Some(libc::ENOENT) {
+        return Err(
+            "tls_mode ktls: this kernel has no kernel TLS (setsockopt TCP_ULP \"tls\" \
+             fails with ENOENT): it needs CONFIG_TLS (modprobe tls, or a kernel built with it); \
+             use --tls-mode inline"
+                .to_string(),
+        );
+    }
+    Err(
+        "tls_mode ktls: the kernel has TLS, but stackbench's ktls mode is not built yet: \
+         use --tls-mode inline"
+            .to_string(),
+    )
+}
+
 /// Applies version, cipher and groups to a context of either side.
 fn restrict(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), String> {
     let v = match p.version {

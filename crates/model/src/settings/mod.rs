@@ -16,7 +16,7 @@ mod value;
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use socket::{CrrClose, SocketOptions, Transport};
 pub use tls::{
-    CertType, CipherSuite, ResumeRatio, TlsGroups, TlsParams, TlsVersion, CIPHER_SUITES,
+    CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
 };
 pub use value::{Bytes, Confidence, CpuList, IterationBounds, Secs, SettingValue, Text};
 
@@ -189,6 +189,8 @@ run_settings! {
     cert: Option<Text> = None, json "cert";
     /// PEM private key file for the responder (on its host; with --cert).
     key: Option<Text> = None, json "key";
+    /// Where TLS runs: inline (OpenSSL in driver and responder); sidecar and ktls are refused with the reason.
+    tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
     /// Busy-poll (epoll with zero timeout) instead of sleeping: lower latency, a full CPU per worker.

@@ -223,6 +223,39 @@ impl<'de> Deserialize<'de> for ResumeRatio {
     }
 }
 
+/// Where TLS runs: inside driver and responder (`inline`), in transparent
+/// proxy processes (`sidecar`, as AT-TLS), or in the kernel's record layer
+/// after a user-space handshake (`ktls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsMode {
+    #[default]
+    Inline,
+    Sidecar,
+    Ktls,
+}
+
+impl SettingValue for TlsMode {
+    const VALUE_NAME: &'static str = "MODE";
+    const ALLOWED: &'static [&'static str] = &["inline", "sidecar", "ktls"];
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "inline" => Ok(TlsMode::Inline),
+            "sidecar" => Ok(TlsMode::Sidecar),
+            "ktls" => Ok(TlsMode::Ktls),
+            _ => Err("unknown TLS mode: use inline, sidecar or ktls".to_string()),
+        }
+    }
+    fn text(&self) -> String {
+        match self {
+            TlsMode::Inline => "inline",
+            TlsMode::Sidecar => "sidecar",
+            TlsMode::Ktls => "ktls",
+        }
+        .to_string()
+    }
+}
+
 /// The kind of certificate a responder makes at start-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
