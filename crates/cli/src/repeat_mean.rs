@@ -107,6 +107,9 @@ fn mean_class(runs: &Of<ClassResult>) -> ClassResult {
         memory: runs.each(|c| c.memory.as_ref()).map(|m| memory(&m)),
         repetitions: None,
         population: runs.each(|c| c.population.as_ref()).map(|p| population(&p)),
+        // What was negotiated is the same in every repetition; the counts
+        // and handshake latency are the first repetition's.
+        tls: first.tls.clone(),
     }
 }
 
@@ -283,6 +286,7 @@ mod tests {
             }),
             repetitions: None,
             population: None,
+            tls: None,
         }
     }
 

@@ -11,8 +11,8 @@ use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thr
 use stackbench_engine::{limits, transport, ControlClient, PacingConfig, RunConfig};
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::{RunRecord, SCHEMA_VERSION};
-use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text};
-use stackbench_model::Workload;
+use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text, TlsMode};
+use stackbench_model::{TlsParams, Transport, Workload};
 use stackbench_results::env::Environment;
 use stackbench_results::store::{Labels, Store};
 use stackbench_results::study::StudyStep;
@@ -75,6 +75,10 @@ pub fn resolve(
         return usage("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
     }
     check_pacing(&s, &workloads)?;
+    if let Some(p) = tls_params(&s).or_else(usage)? {
+        // Stored resolved: the version the cipher implies, or 1.3.
+        s.tls_version = Some(p.version);
+    }
     s.seed = s.seed.or_else(|| Some(random_seed()));
     let iterations = iterations(&s)?;
     let remote = s.target.is_some();
@@ -305,6 +309,53 @@ fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
     })
 }
 
+/// The TLS parameters of a `tls` run; a cipher of the other version, or TLS
+/// settings without `--transport tls`, is refused with the valid choices.
+fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
+    let given = s.tls_version.is_some()
+        || s.cipher.is_some()
+        || s.groups.is_some()
+        || s.cert.is_some()
+        || s.key.is_some()
+        || s.resume_ratio.0 > 0.0
+        || s.tls_mode != TlsMode::Inline;
+    if s.transport != Transport::Tls {
+        if given {
+            return Err(format!(
+                "tls_version, cipher, groups, cert, key, resume_ratio and tls_mode apply to transport tls, not {}: \
+                 add --transport tls or drop them",
+                s.transport.name()
+            ));
+        }
+        return Ok(None);
+    }
+    match s.tls_mode {
+        TlsMode::Inline => {}
+        TlsMode::Sidecar => {
+            return Err(
+                "tls_mode sidecar (transparent TLS proxies, as AT-TLS) is not built yet: \
+                 use --tls-mode inline"
+                    .to_string(),
+            )
+        }
+        TlsMode::Ktls => transport::tls::ktls_available()?,
+    }
+    TlsParams::resolve(
+        s.tls_version,
+        s.cipher,
+        s.groups.as_ref(),
+        s.cert_type,
+        s.cert.as_ref().map(|t| t.0.clone()),
+        s.key.as_ref().map(|t| t.0.clone()),
+    )
+    .map(|p| {
+        Some(TlsParams {
+            resume_ratio: s.resume_ratio.0,
+            ..p
+        })
+    })
+}
+
 /// Refuses, before a responder is started, what cannot work: a transport the
 /// target or this kernel cannot carry (unix to another host, mptcp without
 /// MPTCP), or more connections than the file-descriptor limit allows.
@@ -352,6 +403,7 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         socket: s.socket_options(),
         spin: s.spin,
         transport: s.transport,
+        tls: tls_params(s).ok().flatten(),
         pacing: pacing_config(s),
     }
 }

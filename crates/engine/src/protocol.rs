@@ -19,7 +19,7 @@ use std::io::{self, BufRead, Read, Write};
 use serde::{Deserialize, Serialize};
 use stackbench_metrics::cpu::CpuSample;
 use stackbench_metrics::memory::MemorySample;
-use stackbench_model::{Kind, SocketOptions, Transport};
+use stackbench_model::{Kind, SocketOptions, TlsParams, Transport};
 
 use crate::transport::Endpoint;
 
@@ -90,6 +90,9 @@ pub enum Request {
         /// Listener ports wanted (TCP, MPTCP): the driver spreads its
         /// connections over them when one port's 4-tuples would run out.
         ports: u32,
+        /// Transport `tls`: version, cipher, groups and certificate.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tls: Option<TlsParams>,
     },
     Stop {
         test_id: u64,
@@ -180,6 +183,7 @@ mod tests {
             transport: Transport::Unix,
             clients: 3,
             ports: 1,
+            tls: None,
         };
         send(&mut buf, &start).unwrap();
         send(&mut buf, &Request::Stop { test_id: 7 }).unwrap();

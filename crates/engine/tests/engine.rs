@@ -37,6 +37,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
             ..PacingConfig::default()
         },
         transport: Transport::Tcp,
+        tls: None,
     }
 }
 
@@ -368,3 +369,6 @@ fn a_ramp_opens_connections_before_the_window() {
 /// Transports (tcp, unix, mptcp), connection spreading and descriptor limits.
 #[path = "engine/transport.rs"]
 mod transport;
+
+#[path = "engine/tls.rs"]
+mod tls;

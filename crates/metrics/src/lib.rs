@@ -19,7 +19,7 @@ pub use memory::{side_memory, MemorySample};
 pub use record::{
     record_from_json, ClassResult, CpuFigures, ErrorCounts, LagUs, LatencyUs, MemoryFigures,
     PacingMode, PopulationFigures, RecordError, Repetitions, RunRecord, RunSettings, SideCpu,
-    SideMemory, WarningRecord, SCHEMA_VERSION,
+    SideMemory, TlsFigures, WarningRecord, SCHEMA_VERSION,
 };
 pub use stats::{Iterations, Verdict};
 pub use warnings::Warning;

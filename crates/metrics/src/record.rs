@@ -144,6 +144,28 @@ pub struct ClassResult {
     /// of a run without a connection ramp, and in records older than it.
     #[serde(default)]
     pub population: Option<PopulationFigures>,
+    /// Transport `tls`: what was negotiated (never just what was asked for)
+    /// and the handshakes of the window; absent for clear text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsFigures>,
+}
+
+/// What a class's TLS connections negotiated, as OpenSSL reported it on the
+/// driver's side, and its handshakes in the window.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TlsFigures {
+    /// Protocol version, e.g. "1.2".
+    pub version: String,
+    /// IANA name of the negotiated suite.
+    pub cipher: String,
+    /// Its IANA code in hex, e.g. "C02F".
+    pub cipher_code: String,
+    /// Connections whose handshake was full ("long") or abbreviated
+    /// ("short", a resumed session), completed in the window.
+    pub full_handshakes: u64,
+    pub resumed_handshakes: u64,
+    /// From connect to the handshake's end, apart from transaction latency.
+    pub handshake_latency_us: LatencyUs,
 }
 
 /// How a class's clients pace their requests.
@@ -439,6 +461,7 @@ pub(crate) mod tests {
             memory: None,
             repetitions: None,
             population: None,
+            tls: None,
         }
     }
 

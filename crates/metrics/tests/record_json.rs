@@ -277,6 +277,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 memory: m,
                 repetitions: r,
                 population: p,
+                tls: None,
             }
         },
     )

@@ -77,6 +77,7 @@ pub fn record(
                 memory: None,
                 repetitions: None,
                 population: None,
+                tls: None,
             }
         })
         .collect();

@@ -12,7 +12,46 @@ fn transport_errors_are_one_line_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--transport", "smc"],
-            "--transport smc: unknown transport: use tcp, unix or mptcp",
+            "--transport smc: unknown transport: use tcp, unix, mptcp or tls",
+        ),
+        (
+            &[
+                "--transport",
+                "tls",
+                "--cipher",
+                "C02F",
+                "--tls-version",
+                "1.3",
+            ],
+            "is a TLS 1.2 suite, not 1.3: with --tls-version 1.3 use 1301",
+        ),
+        (
+            &[
+                "--transport",
+                "tls",
+                "--cipher",
+                "1301",
+                "--tls-version",
+                "1.2",
+            ],
+            "with --tls-version 1.2 use 3C (AES128-SHA256), 9C",
+        ),
+        (
+            &["--transport", "tls", "--cipher", "C030"],
+            "--cipher C030: unknown cipher 'C030': use one of 3C",
+        ),
+        (
+            &["--cipher", "C02F"],
+            "apply to transport tls, not tcp: add --transport tls",
+        ),
+        (
+            &["--transport", "tls", "--tls-mode", "sidecar"],
+            "tls_mode sidecar (transparent TLS proxies, as AT-TLS) is not built yet",
+        ),
+        // Without CONFIG_TLS: what is missing; with it: not built yet.
+        (
+            &["--transport", "tls", "--tls-mode", "ktls"],
+            "tls_mode ktls: ",
         ),
         (
             // TEST-NET-1: refused before any packet is sent.
@@ -81,4 +120,36 @@ fn unix_transport_runs_every_kind_and_says_what_it_skipped() {
             .contains("nodelay not set: AF_UNIX has no Nagle algorithm"),
         "{w}"
     );
+}
+
+/// Issue 11: every kind over TLS, and the resolved version stored.
+#[test]
+fn tls_transport_runs_every_kind() {
+    let doc = json_ok(stackbench().args([
+        "run",
+        "RR3(4kB/4kB)",
+        "CRR3(64B/8kB)",
+        "STR2(1B/2MB)",
+        "--transactions",
+        "30",
+        "--transport",
+        "tls",
+        "--cipher",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "--json",
+        "--no-store",
+    ]));
+    assert_eq!(doc["settings"]["transport"], "tls");
+    assert_eq!(doc["settings"]["cipher"], "C02F");
+    assert_eq!(doc["settings"]["tls_version"], "1.2");
+    for c in doc["classes"].as_array().unwrap() {
+        assert_eq!(c["transactions"], 30, "{}", c["notation"]);
+        assert_eq!(c["errors"], 0, "{}", c["notation"]);
+        // What was negotiated, not what was asked for.
+        assert_eq!(c["tls"]["version"], "1.2", "{c}");
+        assert_eq!(c["tls"]["cipher"], "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256");
+        assert_eq!(c["tls"]["cipher_code"], "C02F");
+    }
+    let crr = &doc["classes"][1]["tls"];
+    assert_eq!(crr["full_handshakes"], 30, "{crr}");
 }

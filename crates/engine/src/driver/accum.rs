@@ -5,6 +5,8 @@
 
 use stackbench_metrics::{ErrorCounts, LatencyHistogram};
 
+use crate::transport::tls::Handshake;
+
 /// Everything one class accumulated on one worker.
 #[derive(Debug, Clone, Default)]
 pub struct ClassAccum {
@@ -35,6 +37,44 @@ pub struct ClassAccum {
     pub last_connected_ns: u64,
     /// Clients connected when this worker saw the window open.
     pub connected_at_window: u64,
+    /// Transport `tls`: from the first finished handshake on.
+    pub tls: Option<TlsAccum>,
+}
+
+/// A class's TLS handshakes on one worker.
+#[derive(Debug, Clone)]
+pub struct TlsAccum {
+    /// What the first handshake negotiated (every connection of a class is
+    /// restricted to the same version and suite).
+    pub version: &'static str,
+    pub cipher_name: &'static str,
+    pub cipher_code: u16,
+    /// Handshakes finished in the window, and their latency.
+    pub full: u64,
+    pub resumed: u64,
+    pub hist: LatencyHistogram,
+}
+
+impl ClassAccum {
+    /// Records a finished handshake (`counted`: in the window).
+    pub fn handshake(&mut self, h: &Handshake, counted: bool) {
+        let t = self.tls.get_or_insert_with(|| TlsAccum {
+            version: h.version,
+            cipher_name: h.cipher_name,
+            cipher_code: h.cipher,
+            full: 0,
+            resumed: 0,
+            hist: LatencyHistogram::new(),
+        });
+        if counted {
+            if h.resumed {
+                t.resumed += 1;
+            } else {
+                t.full += 1;
+            }
+            t.hist.record_ns(h.ns);
+        }
+    }
 }
 
 impl ClassAccum {
@@ -70,6 +110,15 @@ impl ClassAccum {
         self.connected += o.connected;
         self.last_connected_ns = self.last_connected_ns.max(o.last_connected_ns);
         self.connected_at_window += o.connected_at_window;
+        match (self.tls.as_mut(), &o.tls) {
+            (Some(a), Some(b)) => {
+                a.full += b.full;
+                a.resumed += b.resumed;
+                a.hist.merge(&b.hist);
+            }
+            (None, Some(b)) => self.tls = Some(b.clone()),
+            _ => {}
+        }
     }
 }
 

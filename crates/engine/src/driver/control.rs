@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::error::EngineError;
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::transport::{Endpoint, Transport};
+use stackbench_model::TlsParams;
 
 /// How long to wait for the responder to accept the control connection, and
 /// for any control reply.
@@ -82,11 +83,24 @@ impl ControlClient {
         clients: u32,
         ports: u32,
     ) -> Result<(u64, Vec<Endpoint>), EngineError> {
+        self.start_tls(spec, transport, clients, ports, None)
+    }
+
+    /// [`Self::start`] with the TLS parameters of a `tls` run.
+    pub fn start_tls(
+        &mut self,
+        spec: TestSpec,
+        transport: Transport,
+        clients: u32,
+        ports: u32,
+        tls: Option<TlsParams>,
+    ) -> Result<(u64, Vec<Endpoint>), EngineError> {
         let request = Request::Start {
             spec,
             transport,
             clients,
             ports,
+            tls,
         };
         match self.call(&request)? {
             Reply::Ready { test_id, endpoints } => Ok((test_id, endpoints)),

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
-use stackbench_model::{SocketOptions, Transport, Workload};
+use stackbench_model::{SocketOptions, TlsParams, Transport, Workload};
 
 use accum::ClassAccum;
 use clock::{Timing, Window};
@@ -67,6 +67,8 @@ pub struct RunConfig {
     pub pacing: PacingConfig,
     /// What carries the data connections.
     pub transport: Transport,
+    /// Transport `tls`: what both sides use (`None` for the others).
+    pub tls: Option<TlsParams>,
 }
 
 /// A live view of a run, for progress displays.
@@ -201,6 +203,19 @@ struct Started {
     dialers: Vec<Dialer>,
 }
 
+/// The TLS parameters of a `tls` run (the defaults when none were given).
+fn tls_params(cfg: &RunConfig) -> Result<Option<TlsParams>, EngineError> {
+    if cfg.transport != Transport::Tls {
+        return Ok(None);
+    }
+    match &cfg.tls {
+        Some(p) => Ok(Some(p.clone())),
+        None => TlsParams::resolve(None, None, None, Default::default(), None, None)
+            .map(Some)
+            .map_err(EngineError::Transport),
+    }
+}
+
 /// Starts one responder test per class.
 fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
     let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
@@ -213,12 +228,22 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             spin: cfg.spin,
         };
         let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
-        let (id, endpoints) = control.start(spec, cfg.transport, class.clients, spread.ports)?;
+        let tls = tls_params(cfg)?;
+        let (id, endpoints) = control.start_tls(
+            spec,
+            cfg.transport,
+            class.clients,
+            spread.ports,
+            tls.clone(),
+        )?;
         test_ids.push(id);
-        dialers.push(
-            Dialer::new(cfg.transport, &endpoints, spread.sources)
-                .map_err(EngineError::Transport)?,
-        );
+        let mut dialer = Dialer::new(cfg.transport, &endpoints, spread.sources)
+            .map_err(EngineError::Transport)?;
+        if let Some(p) = &tls {
+            let ctx = transport::tls::client_context(p).map_err(EngineError::Transport)?;
+            dialer = dialer.with_tls(ctx, p.resume_ratio);
+        }
+        dialers.push(dialer);
         plans.push(ClassPlan {
             kind: class.kind,
             request_bytes: class.request_bytes,

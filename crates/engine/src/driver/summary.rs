@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use stackbench_metrics::record::{LagUs, PacingMode, PopulationFigures};
+use stackbench_metrics::record::{LagUs, PacingMode, PopulationFigures, TlsFigures};
 use stackbench_metrics::{ClassResult, LatencyHistogram};
 use stackbench_model::{ClassSpec, Pacing};
 
@@ -62,6 +62,14 @@ pub fn class_result(
         memory: None,
         repetitions: None,
         population: None,
+        tls: acc.tls.as_ref().map(|t| TlsFigures {
+            version: t.version.to_string(),
+            cipher: t.cipher_name.to_string(),
+            cipher_code: format!("{:X}", t.cipher_code),
+            full_handshakes: t.full,
+            resumed_handshakes: t.resumed,
+            handshake_latency_us: t.hist.summary_us(),
+        }),
     }
 }
 
@@ -203,6 +211,7 @@ mod tests {
             socket: Default::default(),
             spin: false,
             transport: Default::default(),
+            tls: None,
             pacing: PacingConfig::default(),
         }
     }

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+use openssl::ssl::SslSession;
 use slab::Slab;
 use stackbench_model::{CrrClose, Kind, SocketOptions};
 
@@ -128,8 +129,8 @@ pub(super) const RELEASED: u8 = 2;
 /// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
 pub(super) const NOT_WAITING: u64 = u64::MAX;
 
-/// Per-connection state: 48 bytes (see `conn_state_is_small`; the stream is
-/// its fd alone, 4 bytes, in debug builds too).
+/// Per-connection state: 56 bytes (see `conn_state_is_small`; the stream is
+/// an fd or a boxed TLS session, 16 bytes, in debug builds too).
 pub(super) struct Conn {
     pub(super) stream: Option<DataStream>,
     pub(super) class: u16,
@@ -171,6 +172,9 @@ pub struct Worker<'a> {
     /// Connected clients waiting for the window to open.
     pub(super) parked: Vec<u32>,
     slots: &'a WorkerSlots,
+    /// TLS: per class, the last session this worker's clients got, offered
+    /// again with the class's resume ratio.
+    sessions: Vec<Option<SslSession>>,
 }
 
 impl<'a> Worker<'a> {
@@ -215,6 +219,7 @@ impl<'a> Worker<'a> {
             connected: 0,
             parked: Vec::with_capacity(clients.len()),
             slots,
+            sessions: vec![None; shared.classes.len()],
         };
         for c in clients.iter().filter(|c| c.quota > 0) {
             let key = w.conns.insert(Conn {
@@ -359,7 +364,13 @@ impl<'a> Worker<'a> {
     pub(super) fn attach(&mut self, key: usize) -> io::Result<()> {
         let class = self.conns[key].class as usize;
         let response_bytes = self.classes[class].response_bytes;
-        let mut stream = self.dialers[class].connect(key, &self.socket, response_bytes)?;
+        let session = self.session_to_offer(key, class);
+        let mut stream = self.dialers[class].connect_resuming(
+            key,
+            &self.socket,
+            response_bytes,
+            session.as_ref(),
+        )?;
         self.poll.registry().register(
             &mut stream,
             Token(key),
@@ -367,6 +378,18 @@ impl<'a> Worker<'a> {
         )?;
         self.conns[key].stream = Some(stream);
         Ok(())
+    }
+
+    /// TLS: the session a new connection of client `key` offers — the last
+    /// one of its class on this worker, with the class's resume ratio (a
+    /// seeded draw when strictly between 0 and 1).
+    fn session_to_offer(&mut self, key: usize, class: usize) -> Option<SslSession> {
+        let ratio = self.dialers[class].resume_ratio();
+        if ratio <= 0.0 {
+            return None;
+        }
+        let offer = ratio >= 1.0 || pace::unit(&mut self.conns[key].rng) < ratio;
+        offer.then(|| self.sessions[class].clone()).flatten()
     }
 
     /// One `send` of the current request; moves to receiving when it is all out.
@@ -453,6 +476,13 @@ impl<'a> Worker<'a> {
                     conn.remaining -= n as u64;
                     let now = self.timing.now_ns();
                     let counted = self.timing.in_window(now);
+                    if let Some(h) = stream.take_handshake() {
+                        let class = conn.class as usize;
+                        self.accum[class].handshake(&h, counted);
+                        if self.dialers[class].resume_ratio() > 0.0 {
+                            self.sessions[class] = stream.tls_session();
+                        }
+                    }
                     if counted {
                         self.accum[conn.class as usize].rx_bytes += n as u64;
                     }
@@ -536,9 +566,10 @@ mod tests {
     /// per connection per side).
     #[test]
     fn conn_state_is_small() {
-        // A `DataStream` is its fd alone, in debug builds too (mio's own
+        // A `DataStream` is its fd or a boxed TLS session (16 bytes), in
+        // debug builds too (mio's own
         // socket types add a selector id there).
-        let limit = if cfg!(debug_assertions) { 64 } else { 48 };
+        let limit = if cfg!(debug_assertions) { 64 } else { 56 };
         let size = std::mem::size_of::<Conn>();
         eprintln!(
             "driver per-connection state: {size} bytes (slab entry {} bytes)",

@@ -27,6 +27,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::limits::{self, FdReservation};
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
+use stackbench_model::TlsParams;
+
 use crate::transport::{self, DataListener, Endpoint, SocketDir, Transport};
 use worker::{Command, Worker};
 
@@ -72,6 +74,7 @@ struct StartRequest {
     transport: Transport,
     clients: u32,
     ports: u32,
+    tls: Option<TlsParams>,
 }
 
 impl Pool {
@@ -104,7 +107,7 @@ impl Pool {
         };
         let (per_worker, endpoints, dir) = match req.transport {
             Transport::Unix => self.unix_listeners(&spec)?,
-            t => self.inet_listeners(t, local_ip, req.ports, &spec)?,
+            t => self.inet_listeners(t, local_ip, req, &spec)?,
         };
         for (w, listeners) in self.workers.iter().zip(per_worker) {
             let _ = w.commands.send(Command::AddTest {
@@ -129,17 +132,27 @@ impl Pool {
         &self,
         t: Transport,
         ip: IpAddr,
-        ports: u32,
+        req: &StartRequest,
         spec: &TestSpec,
     ) -> Result<Listeners, String> {
+        let tls = match (t, &req.tls) {
+            (Transport::Tls, Some(p)) => Some(transport::tls::server_context(p)?),
+            (Transport::Tls, None) => {
+                return Err("transport tls: the start request has no TLS parameters".into())
+            }
+            _ => None,
+        };
         let mut per_worker: Vec<Vec<DataListener>> =
             self.workers.iter().map(|_| Vec::new()).collect();
         let mut endpoints = Vec::new();
         let cannot = |e: io::Error| format!("cannot open a data listener: {e}");
-        for _ in 0..ports {
+        for _ in 0..req.ports {
             let mut addr = SocketAddr::new(ip, 0);
             for listeners in per_worker.iter_mut() {
-                let l = transport::listen_inet(t, addr, &spec.socket).map_err(cannot)?;
+                let mut l = transport::listen_inet(t, addr, &spec.socket).map_err(cannot)?;
+                if let Some(ctx) = &tls {
+                    l = l.with_tls(ctx.clone());
+                }
                 addr = l.local_addr().map_err(cannot)?;
                 listeners.push(l);
             }
@@ -357,12 +370,14 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                     transport,
                     clients,
                     ports,
+                    tls,
                 } => {
                     let req = StartRequest {
                         spec,
                         transport,
                         clients,
                         ports,
+                        tls,
                     };
                     match pool.start(local_ip, &req) {
                         Ok((test_id, endpoints)) => {

@@ -20,6 +20,9 @@ use std::os::fd::AsRawFd;
 use socket2::{Domain, Protocol, SockAddr};
 use stackbench_model::{SocketOptions, Transport};
 
+use openssl::ssl::{SslContext, SslSession};
+
+use super::tls::TlsConn;
 use super::{DataStream, Endpoint};
 use crate::sockopt;
 
@@ -79,6 +82,10 @@ pub struct Dialer {
     targets: Vec<SockAddr>,
     /// Empty: the kernel picks the source address.
     sources: Vec<SockAddr>,
+    /// The client context of a `tls` class.
+    tls: Option<SslContext>,
+    /// Share of connections that offer the last session (0 to 1).
+    resume_ratio: f64,
 }
 
 impl Dialer {
@@ -94,7 +101,9 @@ impl Dialer {
             .ok_or("the responder offered no data endpoint")?;
         let domain = match (transport, first) {
             (Transport::Unix, Endpoint::Unix(_)) => Domain::UNIX,
-            (Transport::Tcp | Transport::Mptcp, Endpoint::Inet(a)) => Domain::for_address(*a),
+            (Transport::Tcp | Transport::Mptcp | Transport::Tls, Endpoint::Inet(a)) => {
+                Domain::for_address(*a)
+            }
             (t, e) => {
                 return Err(format!(
                     "the responder offered endpoint {e} for transport {}",
@@ -120,7 +129,7 @@ impl Dialer {
             Vec::new()
         };
         let protocol = match transport {
-            Transport::Tcp => Some(Protocol::TCP),
+            Transport::Tcp | Transport::Tls => Some(Protocol::TCP),
             Transport::Mptcp => Some(Protocol::MPTCP),
             Transport::Unix => None,
         };
@@ -129,7 +138,27 @@ impl Dialer {
             protocol,
             targets,
             sources,
+            tls: None,
+            resume_ratio: 0.0,
         })
+    }
+
+    /// Makes every connection a TLS client connection of `ctx`, a share
+    /// `resume_ratio` of them offering the client's last session.
+    pub fn with_tls(mut self, ctx: SslContext, resume_ratio: f64) -> Dialer {
+        self.tls = Some(ctx);
+        self.resume_ratio = resume_ratio;
+        self
+    }
+
+    /// Share of connections that offer a previous TLS session.
+    pub fn resume_ratio(&self) -> f64 {
+        self.resume_ratio
+    }
+
+    /// Whether connections are TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// Source addresses in use (0: the kernel's choice).
@@ -146,6 +175,17 @@ impl Dialer {
         opts: &SocketOptions,
         recv_message_bytes: u64,
     ) -> io::Result<DataStream> {
+        self.connect_resuming(route, opts, recv_message_bytes, None)
+    }
+
+    /// [`Self::connect`], offering TLS `session` for resumption.
+    pub fn connect_resuming(
+        &self,
+        route: usize,
+        opts: &SocketOptions,
+        recv_message_bytes: u64,
+        session: Option<&SslSession>,
+    ) -> io::Result<DataStream> {
         let socket = sockopt::new_socket(self.domain, self.protocol, opts)?;
         let stream = DataStream::from_socket(socket);
         stream.apply_options(opts, recv_message_bytes)?;
@@ -158,7 +198,12 @@ impl Dialer {
             stream.as_raw_fd(),
             &self.targets[route % self.targets.len()],
         )?;
-        Ok(stream)
+        match (&self.tls, stream) {
+            (Some(ctx), DataStream::Plain(fd)) => Ok(DataStream::Tls(Box::new(TlsConn::new(
+                ctx, fd, true, session,
+            )?))),
+            (_, stream) => Ok(stream),
+        }
     }
 }
 

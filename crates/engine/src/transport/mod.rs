@@ -1,9 +1,10 @@
 //! The transport seam: data connections are opened ([`Dialer`]), accepted
 //! ([`DataListener`]), read, written and closed ([`DataStream`]) through this
 //! module only, for the transport chosen per run — `tcp`, `unix` (AF_UNIX
-//! stream sockets: the memory-to-memory path without TCP/IP) or `mptcp`
-//! (IPPROTO_MPTCP). The driver and responder state machines do not know which
-//! one they drive. TLS and AF_SMC plug in here.
+//! stream sockets: the memory-to-memory path without TCP/IP), `mptcp`
+//! (IPPROTO_MPTCP) or `tls` (OpenSSL over TCP, [`tls`]). The driver and
+//! responder state machines do not know which one they drive. AF_SMC would
+//! plug in here too.
 //!
 //! What each transport supports is decided once per run by
 //! [`effective_options`]: options that do not apply (TCP_NODELAY on AF_UNIX,
@@ -14,6 +15,7 @@
 mod dialer;
 mod mptcp;
 mod stream;
+pub mod tls;
 mod unix_dir;
 
 use std::fmt;
@@ -64,7 +66,7 @@ pub fn effective_options(
     let mut eff = *opts;
     let mut notes = Vec::new();
     match transport {
-        Transport::Tcp => {}
+        Transport::Tcp | Transport::Tls => {}
         Transport::Unix => {
             if eff.nodelay {
                 eff.nodelay = false;
@@ -118,7 +120,7 @@ pub fn effective_options(
 /// with MPTCP enabled. The error is one line with the fix.
 pub fn check_usable(transport: Transport, target: SocketAddr) -> Result<(), String> {
     match transport {
-        Transport::Tcp => Ok(()),
+        Transport::Tcp | Transport::Tls => Ok(()),
         Transport::Unix if target.ip().is_loopback() => {
             // The longest name a responder worker's socket gets.
             SocketDir::create()?.socket_path("w1023.sock").map(drop)

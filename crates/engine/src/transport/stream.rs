@@ -7,11 +7,10 @@
 //! Design note on size: every transport so far (tcp, unix, mptcp) is a kernel
 //! stream socket driven by send/recv on its fd, so a stream is just its fd —
 //! 4 bytes, and `Option<DataStream>` is 4 bytes too (the fd's niche), which
-//! keeps the driver's per-connection state at 32 bytes. Which TCP options
-//! apply is decided once per run ([`super::effective_options`]), not per call,
-//! so the stream needs no transport tag. A TLS stream will add a boxed session
-//! (an enum with a pointer variant: 16 bytes), justified by the session's own
-//! kilobytes.
+//! keeps the driver's per-connection state small. Which TCP options apply is
+//! decided once per run ([`super::effective_options`]), not per call. A TLS
+//! stream is a boxed OpenSSL session instead (the enum is 16 bytes),
+//! justified by the session's own kilobytes.
 
 use std::io;
 use std::net::SocketAddr;
@@ -23,74 +22,108 @@ use mio::{Interest, Registry, Token};
 use socket2::{SockRef, Socket};
 use stackbench_model::{SocketOptions, Transport};
 
+use openssl::ssl::{SslContext, SslSession};
+
+use super::tls::{Handshake, TlsConn};
 use crate::sockopt;
 
 /// One connected data socket of any transport, non-blocking.
 #[derive(Debug)]
-pub struct DataStream {
-    fd: OwnedFd,
+pub enum DataStream {
+    /// A kernel stream socket read and written with recv/send.
+    Plain(OwnedFd),
+    /// TLS over a TCP socket.
+    Tls(Box<TlsConn>),
 }
 
 impl DataStream {
     pub(crate) fn from_socket(socket: Socket) -> DataStream {
-        DataStream { fd: socket.into() }
+        DataStream::Plain(socket.into())
+    }
+
+    /// The finished TLS handshake, once per connection (`None` for clear
+    /// text, before the handshake ends, and after it was taken).
+    #[inline]
+    pub fn take_handshake(&mut self) -> Option<Handshake> {
+        match self {
+            DataStream::Plain(_) => None,
+            DataStream::Tls(t) => t.take_handshake(),
+        }
+    }
+
+    /// The TLS session to offer on the next connection (client side).
+    pub fn tls_session(&self) -> Option<SslSession> {
+        match self {
+            DataStream::Plain(_) => None,
+            DataStream::Tls(t) => t.session(),
+        }
     }
 
     /// Applies the per-connection options (`opts` already reduced to those
     /// the run's transport supports). `recv_message_bytes` is the size of the
     /// message this side receives.
     pub fn apply_options(&self, opts: &SocketOptions, recv_message_bytes: u64) -> io::Result<()> {
-        sockopt::apply_connected(self.fd.as_raw_fd(), opts, recv_message_bytes)
+        sockopt::apply_connected(self.as_raw_fd(), opts, recv_message_bytes)
     }
 
     /// Sends what the socket takes of `buf` (never raises SIGPIPE).
     #[inline]
     pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        sockopt::send(self.fd.as_raw_fd(), buf)
+        match self {
+            DataStream::Plain(fd) => sockopt::send(fd.as_raw_fd(), buf),
+            DataStream::Tls(t) => t.send(buf),
+        }
     }
 
     /// Receives into `buf`; `Ok(0)` at end of stream. `waitall` passes
-    /// MSG_WAITALL.
+    /// MSG_WAITALL (clear text; TLS reads until `buf` is full or the
+    /// socket is drained).
     #[inline]
     pub fn recv(&mut self, buf: &mut [u8], waitall: bool) -> io::Result<usize> {
-        sockopt::recv(self.fd.as_raw_fd(), buf, waitall)
+        match self {
+            DataStream::Plain(fd) => sockopt::recv(fd.as_raw_fd(), buf, waitall),
+            DataStream::Tls(t) => t.recv(buf),
+        }
     }
 
     /// Re-arms TCP_QUICKACK (call only when the run's options ask for it).
     #[inline]
     pub fn quickack(&self) {
-        sockopt::quickack(self.fd.as_raw_fd());
+        sockopt::quickack(self.as_raw_fd());
     }
 
     /// Makes dropping this stream reset the connection (SO_LINGER 0) instead
     /// of closing it in order.
     pub fn set_abortive_close(&self) -> io::Result<()> {
-        sockopt::set_abortive_close(self.fd.as_raw_fd())
+        sockopt::set_abortive_close(self.as_raw_fd())
     }
 
     /// Whether this is a Multipath TCP connection that did not fall back to
     /// plain TCP (MPTCP_INFO: no fallback flag, the peer's key received).
     /// False for every other transport.
     pub fn is_mptcp(&self) -> bool {
-        super::mptcp::is_mptcp(self.fd.as_raw_fd())
+        super::mptcp::is_mptcp(self.as_raw_fd())
     }
 }
 
 impl AsRawFd for DataStream {
     fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        match self {
+            DataStream::Plain(fd) => fd.as_raw_fd(),
+            DataStream::Tls(t) => t.raw_fd(),
+        }
     }
 }
 
 impl Source for DataStream {
     fn register(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
-        SourceFd(&self.fd.as_raw_fd()).register(r, token, interest)
+        SourceFd(&self.as_raw_fd()).register(r, token, interest)
     }
     fn reregister(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
-        SourceFd(&self.fd.as_raw_fd()).reregister(r, token, interest)
+        SourceFd(&self.as_raw_fd()).reregister(r, token, interest)
     }
     fn deregister(&mut self, r: &Registry) -> io::Result<()> {
-        SourceFd(&self.fd.as_raw_fd()).deregister(r)
+        SourceFd(&self.as_raw_fd()).deregister(r)
     }
 }
 
@@ -99,6 +132,8 @@ impl Source for DataStream {
 pub struct DataListener {
     fd: OwnedFd,
     transport: Transport,
+    /// The server context of a `tls` listener.
+    tls: Option<SslContext>,
 }
 
 impl DataListener {
@@ -106,7 +141,14 @@ impl DataListener {
         DataListener {
             fd: socket.into(),
             transport,
+            tls: None,
         }
+    }
+
+    /// Makes every accepted connection a TLS server connection.
+    pub fn with_tls(mut self, ctx: SslContext) -> DataListener {
+        self.tls = Some(ctx);
+        self
     }
 
     pub fn transport(&self) -> Transport {
@@ -137,8 +179,10 @@ impl DataListener {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: accept4 returned a new fd that nothing else owns.
-        Ok(DataStream {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(match &self.tls {
+            None => DataStream::Plain(fd),
+            Some(ctx) => DataStream::Tls(Box::new(TlsConn::new(ctx, fd, false, None)?)),
         })
     }
 }

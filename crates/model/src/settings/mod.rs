@@ -10,10 +10,14 @@
 //! a sweep, because all three go through [`RunSettings::set`].
 
 mod socket;
+mod tls;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use socket::{CrrClose, SocketOptions, Transport};
+pub use tls::{
+    CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
+};
 pub use value::{Bytes, Confidence, CpuList, IterationBounds, Secs, SettingValue, Text};
 
 use serde::{Deserialize, Serialize};
@@ -180,8 +184,24 @@ run_settings! {
     target: Option<Text> = None, json "target";
     /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
     ipv6: bool = false, json "ipv6";
-    /// Data connections over tcp, unix (AF_UNIX, same host) or mptcp (Multipath TCP).
+    /// Data connections over tcp, unix (AF_UNIX, same host), mptcp (Multipath TCP) or tls (TLS over TCP, OpenSSL in both sides).
     transport: Transport = Transport::Tcp, json "transport";
+    /// TLS protocol version, 1.2 or 1.3 (transport tls) [default: the cipher's, else 1.3].
+    tls_version: Option<TlsVersion> = None, json "tls_version";
+    /// TLS cipher suite: IANA hex code (3C, 9C, C027, C02F, 1301, 1302) or OpenSSL/IANA name [default: OpenSSL's choice].
+    cipher: Option<CipherSuite> = None, json "cipher";
+    /// TLS key-exchange groups in preference order: P-256, X25519 or P-256:X25519 [default: OpenSSL's].
+    groups: Option<TlsGroups> = None, json "groups";
+    /// Certificate the responder makes at start-up: rsa2048 or ecdsa-p256 (ignored with --cert/--key).
+    cert_type: CertType = CertType::Rsa2048, json "cert_type";
+    /// PEM certificate file for the responder (on its host; with --key) [default: made at start-up].
+    cert: Option<Text> = None, json "cert";
+    /// PEM private key file for the responder (on its host; with --cert).
+    key: Option<Text> = None, json "key";
+    /// Where TLS runs: inline (OpenSSL in driver and responder); sidecar and ktls are refused with the reason.
+    tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
+    /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
+    resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
     /// Busy-poll (epoll with zero timeout) instead of sleeping: lower latency, a full CPU per worker.
     spin: bool = false, json "spin";
     /// TCP_NODELAY on every data connection (both sides).

@@ -46,6 +46,8 @@ pub enum Transport {
     /// Multipath TCP (IPPROTO_MPTCP, Linux 5.6 or later with
     /// `net.mptcp.enabled` = 1).
     Mptcp,
+    /// TLS over TCP (OpenSSL inside driver and responder; see `TlsParams`).
+    Tls,
 }
 
 impl Transport {
@@ -54,6 +56,7 @@ impl Transport {
             Transport::Tcp => "tcp",
             Transport::Unix => "unix",
             Transport::Mptcp => "mptcp",
+            Transport::Tls => "tls",
         }
     }
 }

@@ -192,13 +192,14 @@ impl SettingValue for CrrClose {
 
 impl SettingValue for Transport {
     const VALUE_NAME: &'static str = "TRANSPORT";
-    const ALLOWED: &'static [&'static str] = &["tcp", "unix", "mptcp"];
+    const ALLOWED: &'static [&'static str] = &["tcp", "unix", "mptcp", "tls"];
     fn parse(text: &str) -> Result<Self, String> {
         match text.trim() {
             "tcp" => Ok(Transport::Tcp),
             "unix" => Ok(Transport::Unix),
             "mptcp" => Ok(Transport::Mptcp),
-            _ => Err("unknown transport: use tcp, unix or mptcp".to_string()),
+            "tls" => Ok(Transport::Tls),
+            _ => Err("unknown transport: use tcp, unix, mptcp or tls".to_string()),
         }
     }
     fn text(&self) -> String {
@@ -405,6 +406,6 @@ mod tests {
             .contains("server, client or abort"));
         assert!(Transport::parse("smc")
             .unwrap_err()
-            .contains("tcp, unix or mptcp"));
+            .contains("tcp, unix, mptcp or tls"));
     }
 }

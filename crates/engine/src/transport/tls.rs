@@ -1,0 +1,355 @@
+//! The `tls` transport: OpenSSL (the `openssl` crate, vendored build) inside
+//! driver and responder, on the same non-blocking sockets and mio loops as
+//! clear text. A TLS stream does its handshake inside the first `send` or
+//! `recv` (WANT_READ/WANT_WRITE become `WouldBlock`, and the state machines
+//! retry on the next readiness edge of either kind, which they already do).
+//!
+//! Edge-triggered epoll needs one rule the state machines rely on: a short
+//! `send`/`recv` means the socket is drained or full. OpenSSL moves one
+//! record per call, so [`TlsConn::send`] and [`TlsConn::recv`] loop until the
+//! buffer is done or the socket says EAGAIN.
+//!
+//! Certificates are not verified (a benchmark against its own responder);
+//! the responder makes a self-signed certificate once per process unless
+//! given PEM files.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use openssl::asn1::Asn1Time;
+use openssl::bn::{BigNum, MsbOption};
+use openssl::ec::{EcGroup, EcKey};
+use openssl::hash::MessageDigest;
+use openssl::nid::Nid;
+use openssl::pkey::{PKey, Private};
+use openssl::rsa::Rsa;
+use openssl::ssl::{
+    ErrorCode, SslContext, SslContextBuilder, SslMethod, SslMode, SslOptions, SslSession,
+    SslStream, SslVerifyMode, SslVersion,
+};
+use openssl::x509::{X509NameBuilder, X509};
+use stackbench_model::settings::{CertType, CipherSuite, TlsVersion};
+use stackbench_model::TlsParams;
+
+use crate::sockopt;
+
+/// The socket under OpenSSL: plain send/recv on the fd.
+#[derive(Debug)]
+pub(crate) struct FdIo(pub(crate) OwnedFd);
+
+impl Read for FdIo {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        sockopt::recv(self.0.as_raw_fd(), buf, false)
+    }
+}
+
+impl Write for FdIo {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        sockopt::send(self.0.as_raw_fd(), buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A finished handshake, as the driver records it once per connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handshake {
+    /// From the connection's start (connect or accept) to the handshake's end.
+    pub ns: u64,
+    pub resumed: bool,
+    /// "1.2" or "1.3" (or OpenSSL's name of another version).
+    pub version: &'static str,
+    /// IANA code and name of the negotiated suite.
+    pub cipher: u16,
+    pub cipher_name: &'static str,
+}
+
+/// One TLS connection: the OpenSSL stream and its handshake's timing.
+#[derive(Debug)]
+pub struct TlsConn {
+    stream: SslStream<FdIo>,
+    started: Instant,
+    /// Set when the handshake finished, taken once by [`Self::take_handshake`].
+    done: Option<Handshake>,
+    finished: bool,
+}
+
+fn to_io(e: openssl::ssl::Error) -> io::Error {
+    let code = e.code();
+    match e.into_io_error() {
+        Ok(io) => io,
+        Err(_) if code == ErrorCode::WANT_READ || code == ErrorCode::WANT_WRITE => {
+            io::ErrorKind::WouldBlock.into()
+        }
+        Err(_) if code == ErrorCode::ZERO_RETURN => io::ErrorKind::UnexpectedEof.into(),
+        Err(e) => io::Error::other(format!("tls: {e}")),
+    }
+}
+
+impl TlsConn {
+    /// Wraps a connected (client) or accepted (server) socket.
+    pub(crate) fn new(
+        ctx: &SslContext,
+        fd: OwnedFd,
+        client: bool,
+        session: Option<&SslSession>,
+    ) -> io::Result<TlsConn> {
+        let mut ssl = openssl::ssl::Ssl::new(ctx).map_err(io::Error::other)?;
+        if client {
+            if let Some(s) = session {
+                // SAFETY: the session comes from a context of the same kind.
+                unsafe { ssl.set_session(s) }.map_err(io::Error::other)?;
+            }
+            ssl.set_connect_state();
+        } else {
+            ssl.set_accept_state();
+        }
+        let stream = SslStream::new(ssl, FdIo(fd)).map_err(io::Error::other)?;
+        Ok(TlsConn {
+            stream,
+            started: Instant::now(),
+            done: None,
+            finished: false,
+        })
+    }
+
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        self.stream.get_ref().0.as_raw_fd()
+    }
+
+    fn handshake(&mut self) -> io::Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.stream.do_handshake().map_err(to_io)?;
+        self.finished = true;
+        let ssl = self.stream.ssl();
+        let cipher = ssl.current_cipher();
+        let id = cipher.map_or([0, 0], |c| c.protocol_id());
+        let cipher_name = cipher.and_then(|c| c.standard_name()).unwrap_or("unknown");
+        self.done = Some(Handshake {
+            ns: self.started.elapsed().as_nanos() as u64,
+            resumed: ssl.session_reused(),
+            version: match ssl.version_str() {
+                "TLSv1.2" => "1.2",
+                "TLSv1.3" => "1.3",
+                other => other,
+            },
+            cipher: u16::from_be_bytes(id),
+            cipher_name,
+        });
+        Ok(())
+    }
+
+    /// Writes all of `buf` or until the socket is full (then what was
+    /// written, or `WouldBlock` if nothing).
+    pub(crate) fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.handshake()?;
+        let mut done = 0;
+        while done < buf.len() {
+            match self.stream.ssl_write(&buf[done..]) {
+                Ok(n) => done += n,
+                Err(e) => {
+                    let e = to_io(e);
+                    if e.kind() == io::ErrorKind::WouldBlock && done > 0 {
+                        break;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// Reads until `buf` is full or the socket is drained; `Ok(0)` at the end
+    /// of the stream (close_notify or a plain FIN).
+    pub(crate) fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.handshake()?;
+        let mut got = 0;
+        while got < buf.len() {
+            match self.stream.ssl_read(&mut buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                // close_notify, or a FIN without one (SYSCALL with no
+                // errno: OpenSSL's "unexpected EOF").
+                Err(e)
+                    if e.code() == ErrorCode::ZERO_RETURN
+                        || (e.code() == ErrorCode::SYSCALL && e.io_error().is_none()) =>
+                {
+                    break
+                }
+                Err(e) => {
+                    let e = to_io(e);
+                    if e.kind() == io::ErrorKind::WouldBlock && got > 0 {
+                        break;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(got)
+    }
+
+    /// The finished handshake, once.
+    pub(crate) fn take_handshake(&mut self) -> Option<Handshake> {
+        self.done.take()
+    }
+
+    /// The session to offer on a later connection (client side).
+    pub(crate) fn session(&self) -> Option<SslSession> {
+        self.stream.ssl().session().map(|s| s.to_owned())
+    }
+}
+
+/// Closing sends close_notify (one record, never waiting for the peer's):
+/// a proper TLS close, and OpenSSL drops a session from the cache (and marks
+/// it not resumable) when its connection ends without one.
+impl Drop for TlsConn {
+    fn drop(&mut self) {
+        if self.finished {
+            let _ = self.stream.shutdown();
+        }
+    }
+}
+
+/// Whether this kernel has kernel TLS (CONFIG_TLS): setting the `tls` upper
+/// layer protocol on a TCP socket fails with ENOENT without it (with it, an
+/// unconnected socket says ENOTCONN). The error says what is missing and
+/// what would enable it. Even with it, the `ktls` mode is not built yet.
+pub fn ktls_available() -> Result<(), String> {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .map_err(|e| format!("tls_mode ktls: cannot open a probe socket: {e}"))?;
+    let ulp = b"tls\0";
+    // SAFETY: a valid fd and a NUL-terminated option value of that length.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_TCP,
+            libc::TCP_ULP,
+            ulp.as_ptr().cast(),
+            ulp.len() as libc::socklen_t,
+        )
+    };
+    let err = io::Error::last_os_error();
+    if rc != 0 && err.raw_os_error() == Some(libc::ENOENT) {
+        return Err(
+            "tls_mode ktls: this kernel has no kernel TLS (setsockopt TCP_ULP \"tls\" \
+             fails with ENOENT): it needs CONFIG_TLS (modprobe tls, or a kernel built with it); \
+             use --tls-mode inline"
+                .to_string(),
+        );
+    }
+    Err(
+        "tls_mode ktls: the kernel has TLS, but stackbench's ktls mode is not built yet: \
+         use --tls-mode inline"
+            .to_string(),
+    )
+}
+
+/// Applies version, cipher and groups to a context of either side.
+fn restrict(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), String> {
+    let v = match p.version {
+        TlsVersion::V12 => SslVersion::TLS1_2,
+        TlsVersion::V13 => SslVersion::TLS1_3,
+    };
+    let e = |what: &str, err: openssl::error::ErrorStack| format!("tls {what}: {err}");
+    b.set_min_proto_version(Some(v))
+        .map_err(|x| e("version", x))?;
+    b.set_max_proto_version(Some(v))
+        .map_err(|x| e("version", x))?;
+    if let Some(suite) = p.cipher.and_then(CipherSuite::by_code) {
+        match suite.version {
+            TlsVersion::V12 => b.set_cipher_list(suite.openssl),
+            TlsVersion::V13 => b.set_ciphersuites(suite.openssl),
+        }
+        .map_err(|x| e("cipher", x))?;
+    }
+    if !p.groups.is_empty() {
+        b.set_groups_list(&p.groups.join(":"))
+            .map_err(|x| e("groups", x))?;
+    }
+    b.set_options(SslOptions::IGNORE_UNEXPECTED_EOF | SslOptions::NO_COMPRESSION);
+    b.set_mode(SslMode::ENABLE_PARTIAL_WRITE | SslMode::ACCEPT_MOVING_WRITE_BUFFER);
+    Ok(())
+}
+
+/// The driver's context for `p` (no certificate verification).
+pub fn client_context(p: &TlsParams) -> Result<SslContext, String> {
+    let mut b = SslContextBuilder::new(SslMethod::tls_client()).map_err(|e| e.to_string())?;
+    restrict(&mut b, p)?;
+    b.set_verify(SslVerifyMode::NONE);
+    b.set_session_cache_mode(openssl::ssl::SslSessionCacheMode::CLIENT);
+    Ok(b.build())
+}
+
+/// The responder's context for `p`: its certificate from `p.cert`/`p.key`,
+/// or the one this process made for `p.cert_type`.
+pub fn server_context(p: &TlsParams) -> Result<SslContext, String> {
+    let mut b = SslContextBuilder::new(SslMethod::tls_server()).map_err(|e| e.to_string())?;
+    restrict(&mut b, p)?;
+    match (&p.cert, &p.key) {
+        (Some(cert), Some(key)) => {
+            b.set_certificate_chain_file(cert)
+                .map_err(|e| format!("tls: cannot use certificate '{cert}': {e}"))?;
+            b.set_private_key_file(key, openssl::ssl::SslFiletype::PEM)
+                .map_err(|e| format!("tls: cannot use key '{key}': {e}"))?;
+        }
+        _ => {
+            let (cert, key) = made_certificate(p.cert_type)?;
+            b.set_certificate(&cert).map_err(|e| e.to_string())?;
+            b.set_private_key(&key).map_err(|e| e.to_string())?;
+        }
+    }
+    b.check_private_key()
+        .map_err(|e| format!("tls: certificate and key do not match: {e}"))?;
+    b.set_session_id_context(b"stackbench")
+        .map_err(|e| e.to_string())?;
+    Ok(b.build())
+}
+
+type Made = (X509, PKey<Private>);
+
+/// The self-signed certificate of `kind`, made once per process.
+pub fn made_certificate(kind: CertType) -> Result<Made, String> {
+    static MADE: OnceLock<Mutex<Vec<(CertType, Made)>>> = OnceLock::new();
+    let mut made = MADE
+        .get_or_init(|| Mutex::new(Vec::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some((_, m)) = made.iter().find(|(k, _)| *k == kind) {
+        return Ok(m.clone());
+    }
+    let m = self_signed(kind).map_err(|e| format!("tls: cannot make a certificate: {e}"))?;
+    made.push((kind, m.clone()));
+    Ok(m)
+}
+
+fn self_signed(kind: CertType) -> Result<Made, openssl::error::ErrorStack> {
+    let key = match kind {
+        CertType::Rsa2048 => PKey::from_rsa(Rsa::generate(2048)?)?,
+        CertType::EcdsaP256 => {
+            let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
+            PKey::from_ec_key(EcKey::generate(&group)?)?
+        }
+    };
+    let mut name = X509NameBuilder::new()?;
+    name.append_entry_by_text("CN", "stackbench")?;
+    let name = name.build();
+    let mut b = X509::builder()?;
+    b.set_version(2)?;
+    let mut serial = BigNum::new()?;
+    serial.rand(64, MsbOption::MAYBE_ZERO, false)?;
+    let serial = serial.to_asn1_integer()?;
+    b.set_serial_number(&serial)?;
+    b.set_subject_name(&name)?;
+    b.set_issuer_name(&name)?;
+    b.set_pubkey(&key)?;
+    let (from, to) = (Asn1Time::days_from_now(0)?, Asn1Time::days_from_now(30)?);
+    b.set_not_before(&from)?;
+    b.set_not_after(&to)?;
+    b.sign(&key, MessageDigest::sha256())?;
+    Ok((b.build(), key))
+}
