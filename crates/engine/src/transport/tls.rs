@@ -281,7 +281,9 @@ pub fn client_context(p: &TlsParams) -> Result<SslContext, String> {
     let mut b = SslContextBuilder::new(SslMethod::tls_client()).map_err(|e| e.to_string())?;
     restrict(&mut b, p)?;
     b.set_verify(SslVerifyMode::NONE);
-    b.set_session_cache_mode(openssl::ssl::SslSessionCacheMode::CLIENT);
+    // The driver keeps the one session it offers per class and worker
+    // itself: no client cache growing with every connection.
+    b.set_session_cache_mode(openssl::ssl::SslSessionCacheMode::OFF);
     Ok(b.build())
 }
 
