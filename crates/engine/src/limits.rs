@@ -70,8 +70,9 @@ fn raise_nofile(need: u64) -> Result<(), (u64, u64)> {
         // SAFETY: setrlimit reads the struct.
         unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) == 0 }
     };
-    // Within the hard limit anyone may raise; above it only root (up to
-    // fs.nr_open), and then the hard limit moves with it.
+    // Within the hard limit anyone may raise; above it only a process with
+    // CAP_SYS_RESOURCE (up to fs.nr_open), and then the hard limit moves with
+    // it. Root in a container may lack it (this sandbox does: EPERM).
     if (need <= hard && set(need, hard)) || set(need, need.max(hard)) {
         Ok(())
     } else {
@@ -88,8 +89,12 @@ fn limit_message(connections: u64, need: u64, soft: u64, hard: u64) -> String {
             "; root may go above the hard limit only up to fs.nr_open = {n}: first \
              `sysctl -w fs.nr_open={need}`"
         ),
-        Some(n) => format!("; root may raise the hard limit up to fs.nr_open = {n}"),
-        None => "; root may raise the hard limit up to fs.nr_open".to_string(),
+        Some(n) => format!(
+            "; a process with CAP_SYS_RESOURCE (root, unless a container drops it) may raise \
+             the hard limit up to fs.nr_open = {n}"
+        ),
+        None => "; a process with CAP_SYS_RESOURCE may raise the hard limit up to fs.nr_open"
+            .to_string(),
     };
     format!(
         "{connections} connections need {need} file descriptors but RLIMIT_NOFILE is {soft} \
