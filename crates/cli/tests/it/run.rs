@@ -288,46 +288,41 @@ fn every_kind_runs_against_a_separate_serve_process() {
     }
 }
 
-#[test]
-fn ctrl_c_ends_the_run_early_with_what_was_measured() {
+/// Starts `run WORKLOAD` for `CUT_RUN_DURATION` with `extra` flags, JSON on
+/// a pipe, and returns once it is measuring (past the idle baseline).
+fn start_cut_run(workload: &str, extra: &[&str]) -> Child {
     let driver = stackbench()
-        .args([
-            "run",
-            "RR2(1B/1B)",
-            "--duration",
-            CUT_RUN_DURATION,
-            "--warmup",
-            "0s",
-            "--json",
-            "--no-store",
-        ])
+        .args(["run", workload, "--duration", CUT_RUN_DURATION])
+        .args(["--warmup", "0s", "--json"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Into the window, then SIGINT as a terminal's Ctrl-C would send it.
     wait_until_measuring(&driver, Duration::from_secs(20));
+    driver
+}
+
+/// Sends `signal` to a measuring run: it must end with exit 3 and keep what
+/// it measured, its reason naming `reason`.
+fn interrupt(signal: libc::c_int, reason: &str) {
+    let driver = start_cut_run("RR2(1B/1B)", &["--no-store"]);
     // SAFETY: plain kill(2) on our own child's pid.
-    unsafe { libc::kill(driver.id() as i32, libc::SIGINT) };
-    assert_partial(assert_incomplete(driver, "interrupted"));
+    unsafe { libc::kill(driver.id() as i32, signal) };
+    assert_partial(assert_incomplete(driver, reason));
+}
+
+#[test]
+fn ctrl_c_ends_the_run_early_with_what_was_measured() {
+    // SIGINT, as a terminal's Ctrl-C sends it.
+    interrupt(libc::SIGINT, "interrupted");
 }
 
 /// SIGTERM (a service manager, `timeout`, `kill`) keeps what was measured
 /// exactly as Ctrl-C does: exit 3, JSON with `"complete": false`.
 #[test]
 fn sigterm_ends_the_run_early_with_what_was_measured() {
-    let driver = stackbench()
-        .args(["run", "RR1(1B/1B)", "--duration", CUT_RUN_DURATION])
-        .args(["--warmup", "0s"])
-        .args(["--json", "--no-store"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_until_measuring(&driver, Duration::from_secs(20));
-    // SAFETY: plain kill(2) on our own child's pid.
-    unsafe { libc::kill(driver.id() as i32, libc::SIGTERM) };
-    assert_partial(assert_incomplete(driver, "SIGTERM"));
+    interrupt(libc::SIGTERM, "SIGTERM");
 }
 
 /// The interrupted run's class kept its figures, over a window cut short.
@@ -346,24 +341,8 @@ fn assert_partial(doc: serde_json::Value) {
 #[test]
 fn killed_responder_ends_the_run_with_status_3() {
     let mut serve = Serve::start();
-    let driver = stackbench()
-        .args([
-            "run",
-            "RR2(1B/1B)",
-            "--duration",
-            CUT_RUN_DURATION,
-            "--warmup",
-            "0s",
-            "--json",
-            "--target",
-            &serve.addr,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // Past the idle baseline and into the window, then the responder dies.
-    wait_until_measuring(&driver, Duration::from_secs(20));
+    let driver = start_cut_run("RR2(1B/1B)", &["--target", &serve.addr]);
     serve.child.kill().unwrap();
     let doc = assert_incomplete(driver, "responder");
     assert!(
