@@ -11,7 +11,7 @@ use stackbench_metrics::cpu::{cpu_set_union, side_cpu, Work};
 use stackbench_metrics::procfs::read_governor;
 use stackbench_metrics::warnings::{self, Warning};
 use stackbench_metrics::{ClassResult, WarningRecord};
-use stackbench_model::settings::{Bytes, RunSettings};
+use stackbench_model::settings::RunSettings;
 
 /// Length of the idle baseline.
 const BASELINE: Duration = Duration::from_secs(1);
@@ -66,15 +66,7 @@ pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
     if notes.is_empty() {
         return None;
     }
-    settings.nodelay = eff.nodelay;
-    settings.quickack = eff.quickack;
-    settings.waitall = eff.waitall;
-    settings.rcvbuf = eff.rcvbuf_bytes.map(|b| Bytes(u64::from(b)));
-    settings.sndbuf = eff.sndbuf_bytes.map(|b| Bytes(u64::from(b)));
-    settings.crr_close = eff.crr_close;
-    if eff.busy_poll_us.is_none() {
-        settings.busy_poll = None;
-    }
+    settings.set_socket_options(&eff);
     Some(Warning::OptionsNotApplied {
         transport: settings.transport.name().to_string(),
         notes,

@@ -250,6 +250,20 @@ impl RunSettings {
         }
     }
 
+    /// The inverse of [`Self::socket_options`]: takes over the options a
+    /// transport actually applied (a `busy_poll` kept keeps its own spelling).
+    pub fn set_socket_options(&mut self, o: &SocketOptions) {
+        self.nodelay = o.nodelay;
+        self.waitall = o.waitall;
+        self.quickack = o.quickack;
+        self.sndbuf = o.sndbuf_bytes.map(|b| Bytes(u64::from(b)));
+        self.rcvbuf = o.rcvbuf_bytes.map(|b| Bytes(u64::from(b)));
+        self.crr_close = o.crr_close;
+        if o.busy_poll_us.is_none() {
+            self.busy_poll = None;
+        }
+    }
+
     /// `(name, canonical text)` of every setting, in table order.
     pub fn describe(&self) -> Vec<(&'static str, String)> {
         SETTINGS
@@ -320,6 +334,25 @@ mod tests {
             s.set(def.name, hi)
                 .unwrap_or_else(|e| panic!("{}: high bound {hi}: {e}", def.name));
         }
+    }
+
+    #[test]
+    fn socket_options_round_trip() {
+        let mut s = RunSettings::default();
+        for (k, v) in [
+            ("nodelay", "true"),
+            ("sndbuf", "256kB"),
+            ("busy_poll", "50us"),
+            ("crr_close", "abort"),
+        ] {
+            s.set(k, v).unwrap();
+        }
+        let mut back = RunSettings {
+            busy_poll: s.busy_poll,
+            ..RunSettings::default()
+        };
+        back.set_socket_options(&s.socket_options());
+        assert_eq!(back, s);
     }
 
     #[test]
