@@ -36,18 +36,35 @@ use stackbench_model::TlsParams;
 use crate::sockopt;
 
 /// The socket under OpenSSL: plain send/recv on the fd.
+///
+/// With read-ahead on, OpenSSL asks for a whole buffer (~16 KiB) per read
+/// and gets every record the socket holds in one `recv`. A read that comes
+/// back short means the socket was drained at that instant, so the next read
+/// returns `WouldBlock` without a system call (`drained`), as the clear-text
+/// streams treat a short read: edge-triggered epoll reports any byte that
+/// arrives later as a new edge. [`TlsConn::send`] and [`TlsConn::recv`]
+/// clear the flag when they start. Without this each record cost two reads
+/// (header, body) and each drain a third that said EAGAIN.
 #[derive(Debug)]
-pub(crate) struct FdIo(pub(crate) OwnedFd);
+pub(crate) struct FdIo {
+    fd: OwnedFd,
+    drained: bool,
+}
 
 impl Read for FdIo {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        sockopt::recv(self.0.as_raw_fd(), buf, false)
+        if self.drained {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = sockopt::recv(self.fd.as_raw_fd(), buf, false)?;
+        self.drained = n < buf.len();
+        Ok(n)
     }
 }
 
 impl Write for FdIo {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        sockopt::send(self.0.as_raw_fd(), buf)
+        sockopt::send(self.fd.as_raw_fd(), buf)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -107,7 +124,7 @@ impl TlsConn {
         } else {
             ssl.set_accept_state();
         }
-        let stream = SslStream::new(ssl, FdIo(fd)).map_err(io::Error::other)?;
+        let stream = SslStream::new(ssl, FdIo { fd, drained: false }).map_err(io::Error::other)?;
         Ok(TlsConn {
             stream,
             started: Instant::now(),
@@ -117,7 +134,7 @@ impl TlsConn {
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {
-        self.stream.get_ref().0.as_raw_fd()
+        self.stream.get_ref().fd.as_raw_fd()
     }
 
     fn handshake(&mut self) -> io::Result<()> {
@@ -147,6 +164,7 @@ impl TlsConn {
     /// Writes all of `buf` or until the socket is full (then what was
     /// written, or `WouldBlock` if nothing).
     pub(crate) fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.get_mut().drained = false;
         self.handshake()?;
         let mut done = 0;
         while done < buf.len() {
@@ -167,6 +185,7 @@ impl TlsConn {
     /// Reads until `buf` is full or the socket is drained; `Ok(0)` at the end
     /// of the stream (close_notify or a plain FIN).
     pub(crate) fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.get_mut().drained = false;
         self.handshake()?;
         let mut got = 0;
         while got < buf.len() {
@@ -273,6 +292,8 @@ fn restrict(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), String> {
     }
     b.set_options(SslOptions::IGNORE_UNEXPECTED_EOF | SslOptions::NO_COMPRESSION);
     b.set_mode(SslMode::ENABLE_PARTIAL_WRITE | SslMode::ACCEPT_MOVING_WRITE_BUFFER);
+    // Whole records (and several) per recv: see [`FdIo`].
+    b.set_read_ahead(true);
     Ok(())
 }
 
