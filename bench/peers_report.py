@@ -452,6 +452,10 @@ def self_test():
     assert parse_server("pingpong", "server transactions=5 cpu_us_per_tr=2.5\n") == \
         {"srv_cpu_us_per_tr": 2.5}
     assert parse_iperf3(SAMPLE_IPERF3)["bulk_bytes_per_s"] == 1e9
+    iperf3 = parse_iperf3('{"end":{"sum_received":{"bits_per_second":8e9,"bytes":1048576000,'
+                          '"seconds":1.0},"cpu_utilization_percent":{"host_total":50.0,'
+                          '"remote_total":25.0}}}')
+    assert iperf3["cli_cpu_us_per_mib"] == 500.0 and iperf3["srv_cpu_us_per_mib"] == 250.0
     sb = parse_stackbench(SAMPLE_SB, "STR3(1B/20MB)")
     assert sb["bulk_bytes_per_s"] == 2.0e9 and sb["crr_close"] == "abort"
     for bad, fn in (("", parse_netperf), ("x=1", parse_neper), ("{}", parse_iperf3),

@@ -204,7 +204,7 @@ run_settings! {
     tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
-    /// Busy-poll (epoll with zero timeout) instead of sleeping on none, driver, responder or both: lower latency; a spinning side shows ~100% CPU per worker.
+    /// Sides that busy-poll (epoll with zero timeout) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides).
     nodelay: bool = false, json "nodelay";
