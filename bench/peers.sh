@@ -374,7 +374,7 @@ peer() {
 }
 
 workload_rr1() {
-  peer rr1 "$1" netperf "$NETPERF" "netperf -t TCP_RR -- -r 1,1" \
+  peer rr1 "$1" netperf "$NETPERF" "netperf -c -C -t TCP_RR -- -r 1,1" \
     run_netperf rr1 "$1" TCP_RR -r 1,1
   peer rr1 "$1" neper "$TCP_RR" "neper tcp_rr -F1 -T1 -Q1 -R1" \
     run_neper rr1 "$1" "$TCP_RR" "-F 1 -T 1 -Q 1 -R 1" "-p 50,99"

@@ -66,11 +66,19 @@ def parse_stackbench(text, notation=None):
                     if w.get("class") in (None, cls.get("notation"))})
     if codes:
         out["warnings"] = ",".join(codes)
+    # Two views of each side's CPU: the CPU set (everything its CPUs ran,
+    # softirq included) and the process (getrusage-like utime + stime), the
+    # view neper, iperf3 and pingpong report.
     cpu = cls.get("cpu") or {}
+    mib = bulk * float(cls.get("duration_s") or 0) / (1024.0 * 1024.0)
     for side, key in (("client", "cli"), ("server", "srv")):
         figures = cpu.get(side) or {}
         out[key + "_cpu_us_per_tr"] = figures.get("cpu_us_per_tran")
         out[key + "_cpu_us_per_mib"] = figures.get("cpu_us_per_mb")
+        out[key + "_proc_cpu_us_per_tr"] = figures.get("process_cpu_us_per_tran")
+        proc_s = (figures.get("process") or {}).get("cpu_seconds")
+        if proc_s is not None and mib > 0:
+            out[key + "_proc_cpu_us_per_mib"] = proc_s * 1e6 / mib
     # Schema 2 keeps every setting flat in `settings`; schema 1 had `socket`.
     settings = doc.get("settings") or {}
     if settings.get("spin") not in (None, False, "none"):
@@ -206,11 +214,14 @@ def parse_sockperf(text):
 
 
 def parse_pingpong(text):
-    """bench/pingpong.c client: `client transactions=N seconds=S rate_tps=R cpu_us_per_tr=C`."""
+    """bench/pingpong.c client: `client transactions=N seconds=S rate_tps=R cpu_us_per_tr=C`.
+    One connection in a closed loop: the mean round trip is 1 / rate."""
     kv = _neper_kv(text.replace(" ", "\n"))
     if "rate_tps" not in kv:
         raise ParseError("no rate_tps= in pingpong output")
-    return {"rate_tps": float(kv["rate_tps"]), "cli_cpu_us_per_tr": float(kv["cpu_us_per_tr"])}
+    rate = float(kv["rate_tps"])
+    return {"rate_tps": rate, "lat_mean_us": 1e6 / rate if rate > 0 else None,
+            "cli_cpu_us_per_tr": float(kv["cpu_us_per_tr"])}
 
 
 def parse_server(tool, text):
@@ -280,6 +291,20 @@ METRICS = [
 ]
 
 
+# Peers whose CPU figures are their processes' getrusage: compared with
+# stackbench's process view (key with `_proc_`), not its CPU-set view.
+PROCESS_VIEW_PEERS = {"neper", "iperf3", "pingpong"}
+# Peers that report no CPU at all: no CPU rows for them.
+NO_CPU_PEERS = {"sockperf"}
+
+
+def stackbench_key(key, peer):
+    """The stackbench figure a peer's figure `key` is compared with."""
+    if peer in PROCESS_VIEW_PEERS and "_cpu_us_per_" in key:
+        return key.replace("_cpu_", "_proc_cpu_")
+    return key
+
+
 def read_tsv(path):
     if not os.path.exists(path):
         return []
@@ -305,8 +330,9 @@ def collect(run_dir):
         kv = read_kv(detail)
         entry["kv"].append(kv)
         for key, _label, _hib in METRICS:
-            if key in kv:
-                entry["values"].setdefault(key, []).append(float(kv[key]))
+            for k in {key, stackbench_key(key, "neper")}:
+                if k in kv:
+                    entry["values"].setdefault(k, []).append(float(kv[k]))
     return series
 
 
@@ -337,9 +363,12 @@ def table_rows(run_dir, series, reps):
         sb = series.get((workload, "stackbench"))
         pe = series.get((workload, peer))
         for key, label, higher_better in METRICS:
-            if key not in figures.split(","):
+            if key not in figures.split(",") or (peer in NO_CPU_PEERS and "_cpu_" in key):
                 continue
-            sb_med, sb_cell = median_cell(sb, key, reps)
+            sb_key = stackbench_key(key, peer)
+            if sb_key != key:
+                label += " (process)"
+            sb_med, sb_cell = median_cell(sb, sb_key, reps)
             pe_med, pe_cell = median_cell(pe, key, reps)
             ratio = "-"
             if sb_med is not None and pe_med:
@@ -364,16 +393,19 @@ def print_table(rows):
 
 TOOL_NOTES = {
     "netperf": "netperf: CPU from -c -C service demand, which covers every CPU of the "
-               "host: on loopback each side's figure is both sides together",
+               "host: on loopback each side's figure is both sides together (stackbench's "
+               "rows: its CPU-set view, one side's CPUs each)",
     "neper": "neper: client CPU from its utime/stime (getrusage, whole process); server "
-             "CPU from its server's log when it printed one",
+             "CPU from its server's log when it printed one; '(process)' rows compare "
+             "with stackbench's process view (utime + stime of its driver/responder)",
     "iperf3": "iperf3: CPU per MiB from cpu_utilization_percent (process CPU, % of the "
               "test's time) x seconds / MiB received",
     "sockperf": "sockperf: rate = 1e6 / (2 x avg-latency): sockperf reports half a round "
                 "trip; latencies doubled to round trips; 14 B messages (its minimum); "
                 "no CPU figures",
     "pingpong": "pingpong: bench/pingpong.c, both sides spinning on non-blocking recv; "
-                "CPU us/tr from getrusage of each side",
+                "CPU us/tr from getrusage of each side (against stackbench's process view); "
+                "latency mean = 1 / rate (one connection, closed loop)",
 }
 
 
@@ -447,7 +479,10 @@ def self_test():
     assert "srv_cpu_us_per_tr" not in netperf
     sockperf = parse_sockperf(SAMPLE_SOCKPERF)
     assert sockperf["rate_tps"] == 20000.0 and sockperf["lat_p99_us"] == 80.0
-    assert parse_pingpong(SAMPLE_PINGPONG) == {"rate_tps": 1000.0, "cli_cpu_us_per_tr": 990.0}
+    assert parse_pingpong(SAMPLE_PINGPONG) == {"rate_tps": 1000.0, "lat_mean_us": 1000.0,
+                                                "cli_cpu_us_per_tr": 990.0}
+    assert stackbench_key("cli_cpu_us_per_tr", "neper") == "cli_proc_cpu_us_per_tr"
+    assert stackbench_key("cli_cpu_us_per_tr", "netperf") == "cli_cpu_us_per_tr"
     assert parse_server("neper", SAMPLE_NEPER_SERVER) == {"srv_cpu_us_per_tr": 1000.0}
     assert parse_server("pingpong", "server transactions=5 cpu_us_per_tr=2.5\n") == \
         {"srv_cpu_us_per_tr": 2.5}
