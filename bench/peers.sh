@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# bench/peers.sh — stackbench side by side with netperf, neper and iperf3.
+# bench/peers.sh — stackbench side by side with netperf, neper, iperf3, sockperf
+# and bench/pingpong.c (a minimal spinning C ping-pong, the busy-poll reference).
 #
 # Runs the same loopback workloads with each tool, pinned the same way (client
 # on CLIENT_CPUS, server on SERVER_CPUS), REPS times interleaved (stackbench,
 # peer, peer, stackbench, ...), and prints the median of each figure and the
-# stackbench/peer ratio of medians. Peers that are not installed are named and
-# skipped. See bench/README.md for what is compared with what and why.
+# stackbench/peer ratio of medians: rates, latencies, and CPU µs per
+# transaction (or per MiB for streams) per side for every tool that reports it.
+# Peers that are not installed are named and skipped. See bench/README.md for
+# what is compared with what and why.
 #
 # Traffic goes to 127.0.0.1 only; every process runs under `timeout`; every
 # server this script starts is stopped by it (also on Ctrl-C).
@@ -22,15 +25,18 @@ usage: bench/peers.sh            (settings come from the environment)
   REPS=3           repetitions of each stackbench/peer pair, interleaved
   CLIENT_CPUS=0    CPU list for the client side (taskset -c syntax)
   SERVER_CPUS=1    CPU list for the server side (default 0 on a 1-CPU machine)
-  WORKLOADS="rr1 rr10 crr10 str3"   which comparisons to run
+  WORKLOADS="rr1 rr10 crr10 str3 spin1"   which comparisons to run; spin1 is
+                   RR1 with stackbench --spin both against bench/pingpong.c
+                   (both sides busy-poll; built here with cc -O2)
   CRR_CLOSE=abort  abort: stackbench --crr-close abort vs neper tcp_crr default
                    (client SO_LINGER 0, RST); client: stackbench --crr-close
                    client vs neper tcp_crr --time-wait (graceful client close)
   PEERS_BIN=/work/peers/bin   where netperf, netserver, tcp_rr, tcp_crr,
-                   tcp_stream, iperf3 are looked for first (then $PATH)
+                   tcp_stream, iperf3, sockperf are looked for first (then $PATH)
   STACKBENCH=target/release/stackbench   binary to test; the default path is
                    built with `cargo build --release` when missing
   NETPERF_PORT=12865 NEPER_PORT=12866 (data port +1) IPERF3_PORT=5201
+  SOCKPERF_PORT=11111 PINGPONG_PORT=12868
   OUT_DIR=$(mktemp -d)   raw outputs of every run are kept here
 
 Exit status: 0 all runs succeeded, 1 some run failed (the table still shows
@@ -54,18 +60,20 @@ REPS=${REPS:-3}
 if [[ $(nproc) -ge 2 ]]; then DEFAULT_SERVER_CPUS=1; else DEFAULT_SERVER_CPUS=0; fi
 CLIENT_CPUS=${CLIENT_CPUS:-0}
 SERVER_CPUS=${SERVER_CPUS:-$DEFAULT_SERVER_CPUS}
-WORKLOADS=${WORKLOADS:-rr1 rr10 crr10 str3}
+WORKLOADS=${WORKLOADS:-rr1 rr10 crr10 str3 spin1}
 CRR_CLOSE=${CRR_CLOSE:-abort}
 PEERS_BIN=${PEERS_BIN:-/work/peers/bin}
 NETPERF_PORT=${NETPERF_PORT:-12865}
 NEPER_PORT=${NEPER_PORT:-12866}
 IPERF3_PORT=${IPERF3_PORT:-5201}
+SOCKPERF_PORT=${SOCKPERF_PORT:-11111}
+PINGPONG_PORT=${PINGPONG_PORT:-12868}
 
 die_usage() { echo "peers.sh: $*" >&2; exit 2; }
 
 check_settings() {
   local name
-  for name in DURATION REPS NETPERF_PORT NEPER_PORT IPERF3_PORT; do
+  for name in DURATION REPS NETPERF_PORT NEPER_PORT IPERF3_PORT SOCKPERF_PORT PINGPONG_PORT; do
     [[ ${!name} =~ ^[1-9][0-9]*$ ]] || die_usage "$name='${!name}' is not a positive whole number"
   done
   [[ $WARMUP =~ ^[0-9]+$ ]] || die_usage "WARMUP='$WARMUP' is not a whole number of seconds; e.g. WARMUP=2"
@@ -75,7 +83,7 @@ check_settings() {
   [[ $CRR_CLOSE == abort || $CRR_CLOSE == client ]] ||
     die_usage "CRR_CLOSE='$CRR_CLOSE' is not abort or client"
   for name in $WORKLOADS; do
-    [[ $name =~ ^(rr1|rr10|crr10|str3)$ ]] || die_usage "WORKLOADS: unknown '$name'; use rr1 rr10 crr10 str3"
+    [[ $name =~ ^(rr1|rr10|crr10|str3|spin1)$ ]] || die_usage "WORKLOADS: unknown '$name'; use rr1 rr10 crr10 str3 spin1"
   done
   command -v python3 >/dev/null || die_usage "python3 is needed to parse outputs; install it"
   command -v taskset >/dev/null || die_usage "taskset (util-linux) is needed for pinning; install it"
@@ -101,6 +109,18 @@ prepare_stackbench() {
   if ! (cd "$ROOT" && cargo build --release -p stackbench) >"$OUT_DIR/cargo-build.log" 2>&1; then
     SB_WHY="cargo build --release failed, see $OUT_DIR/cargo-build.log"
     SB_BIN=""
+  fi
+}
+
+# prepare_pingpong: builds bench/pingpong.c into $OUT_DIR (our own reference,
+# so it is compiled here rather than installed). Sets PINGPONG or PINGPONG_WHY.
+PINGPONG="" PINGPONG_WHY=""
+prepare_pingpong() {
+  if ! command -v cc >/dev/null; then PINGPONG_WHY="no C compiler (cc)"; return 0; fi
+  if cc -O2 -o "$OUT_DIR/pingpong" "$ROOT/bench/pingpong.c" 2>"$OUT_DIR/pingpong-build.log"; then
+    PINGPONG=$OUT_DIR/pingpong
+  else
+    PINGPONG_WHY="cc -O2 bench/pingpong.c failed, see $OUT_DIR/pingpong-build.log"
   fi
 }
 
@@ -145,8 +165,13 @@ start_server() {
   return 1
 }
 
+# stop_server [GRACE]: with GRACE, give a server that ends with its client (and
+# then prints its own figures: neper, pingpong) up to 3 s before killing it.
 stop_server() {
   [[ -n $SERVER_PID ]] || return 0
+  if [[ -n ${1:-} ]]; then
+    for _ in $(seq 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  fi
   kill "$SERVER_PID" 2>/dev/null || true
   wait "$SERVER_PID" 2>/dev/null || true
 }
@@ -154,7 +179,7 @@ stop_server() {
 # --- one run ----------------------------------------------------------------
 
 # record WL TOOL REP STATUS DETAIL: one line of runs.tsv (read by peers_report.py).
-record() { printf '%s\t%s\t%s\t%s\t%s\n' "${NOTATION[$1]}" "${@:2}" >>"$OUT_DIR/runs.tsv"; }
+record() { printf '%s\t%s\t%s\t%s\t%s\n' "$(label "$1")" "${@:2}" >>"$OUT_DIR/runs.tsv"; }
 
 # first_error FILE: the first line mentioning an error (neper marks them with a
 # leading E or F and the date), else the last line.
@@ -162,16 +187,18 @@ first_error() {
   { grep -m 1 -E -i 'error|^[EF][0-9]{4} ' "$1" || grep -v '^[[:space:]]*$' "$1" | tail -n 1; } 2>/dev/null || true
 }
 
-# finish_run WL TOOL REP RC [NOTATION]: parse $OUT_DIR/raw/WL.TOOL.REP.out into
-# a .kv file, or record why the run failed.
+# finish_run WL TOOL REP RC [NOTATION [SERVER-LOG]]: parse $OUT_DIR/raw/WL.TOOL.REP.out
+# (and the server's log, for the server side's CPU) into a .kv file, or record
+# why the run failed.
 finish_run() {
-  local wl=$1 tool=$2 rep=$3 rc=$4 notation=${5:-} base why
+  local wl=$1 tool=$2 rep=$3 rc=$4 notation=${5:-} server_log=${6:-} base why
   base=$OUT_DIR/raw/$wl.$tool.$rep
   if [[ $rc -ne 0 ]]; then
     why="exit status $rc"
     [[ $rc -ne 124 ]] || why+=" (timed out)"
     why+=": $(first_error "$base.err")"
   elif python3 "$REPORT" parse "$tool" "$base.out" "$notation" >"$base.kv" 2>"$base.parse-err"; then
+    [[ -z $server_log ]] || python3 "$REPORT" parse-server "$tool" "$server_log" >>"$base.kv"
     record "$wl" "$tool" "$rep" ok "$base.kv"
     return 0
   else
@@ -229,9 +256,10 @@ run_netperf() {
   [[ $CLIENT_CPUS =~ ^[0-9]+$ && $SERVER_CPUS =~ ^[0-9]+$ ]] && bind=(-T "$CLIENT_CPUS,$SERVER_CPUS")
   if start_server "$NETPERF_PORT" "$OUT_DIR/raw/$wl.netserver.$rep.log" \
     "$NETSERVER" -D -p "$NETPERF_PORT" -L "$HOST"; then
+    # -c -C: local and remote CPU (service demand, µs/transaction).
     client "$wl" netperf "$rep" "$NETPERF" -H "$HOST" -p "$NETPERF_PORT" "${bind[@]}" \
-      -t "$test" -l "$DURATION" -P 0 -- "$@" \
-      -o THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P99_LATENCY || rc=$?
+      -t "$test" -l "$DURATION" -c -C -P 0 -- "$@" \
+      -o THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P99_LATENCY,LOCAL_SD,REMOTE_SD || rc=$?
   else
     rc=1
     cp "$OUT_DIR/raw/$wl.netserver.$rep.log" "$OUT_DIR/raw/$wl.netperf.$rep.err"
@@ -248,16 +276,16 @@ run_neper() {
   read -r -a client_only <<<"${5:-}"
   # --logtostderr: neper otherwise writes a log file into the current directory.
   local ports=(-C "$NEPER_PORT" -P "$((NEPER_PORT + 1))" -l "$DURATION" --logtostderr)
-  if start_server "$NEPER_PORT" "$OUT_DIR/raw/$wl.neper-server.$rep.log" \
-    "$bin" "${ports[@]}" "${both[@]}"; then
+  local log=$OUT_DIR/raw/$wl.neper-server.$rep.log
+  if start_server "$NEPER_PORT" "$log" "$bin" "${ports[@]}" "${both[@]}"; then
     client "$wl" neper "$rep" "$bin" -c -H "$HOST" "${ports[@]}" "${both[@]}" \
       "${client_only[@]}" || rc=$?
   else
     rc=1
-    cp "$OUT_DIR/raw/$wl.neper-server.$rep.log" "$OUT_DIR/raw/$wl.neper.$rep.err"
+    cp "$log" "$OUT_DIR/raw/$wl.neper.$rep.err"
   fi
-  stop_server
-  finish_run "$wl" neper "$rep" "$rc"
+  stop_server grace
+  finish_run "$wl" neper "$rep" "$rc" "" "$log"
 }
 
 # run_iperf3 WL REP CLIENT-ARGS...  (one-off server: -1)
@@ -276,16 +304,51 @@ run_iperf3() {
   finish_run "$wl" iperf3 "$rep" "$rc"
 }
 
+# run_sockperf WL REP: sockperf ping-pong over TCP (its minimum 14 B messages).
+run_sockperf() {
+  local wl=$1 rep=$2 rc=0
+  if start_server "$SOCKPERF_PORT" "$OUT_DIR/raw/$wl.sockperf-server.$rep.log" \
+    "$SOCKPERF" sr --tcp -i "$HOST" -p "$SOCKPERF_PORT"; then
+    client "$wl" sockperf "$rep" "$SOCKPERF" pp --tcp -i "$HOST" -p "$SOCKPERF_PORT" \
+      -m 14 -t "$DURATION" --mps=max || rc=$?
+  else
+    rc=1
+    cp "$OUT_DIR/raw/$wl.sockperf-server.$rep.log" "$OUT_DIR/raw/$wl.sockperf.$rep.err"
+  fi
+  stop_server
+  finish_run "$wl" sockperf "$rep" "$rc"
+}
+
+# run_pingpong WL REP: bench/pingpong.c, both sides spinning, each pinned to
+# the first CPU of its list (pingpong pins itself as well).
+run_pingpong() {
+  local wl=$1 rep=$2 rc=0 log=$OUT_DIR/raw/$1.pingpong-server.$2.log
+  if start_server "$PINGPONG_PORT" "$log" "$PINGPONG" server "$PINGPONG_PORT" "${SERVER_CPUS%%[-,]*}"; then
+    client "$wl" pingpong "$rep" "$PINGPONG" client "$HOST" "$PINGPONG_PORT" \
+      "${CLIENT_CPUS%%[-,]*}" "$DURATION" || rc=$?
+  else
+    rc=1
+    cp "$log" "$OUT_DIR/raw/$wl.pingpong.$rep.err"
+  fi
+  stop_server grace
+  finish_run "$wl" pingpong "$rep" "$rc" "" "$log"
+}
+
 # --- the workloads ----------------------------------------------------------
 
-declare -A NOTATION=([rr1]='RR1(1B/1B)' [rr10]='RR10(4kB/4kB)' [crr10]='CRR10(64B/8kB)' [str3]='STR3(1B/20MB)')
+declare -A NOTATION=([rr1]='RR1(1B/1B)' [rr10]='RR10(4kB/4kB)' [crr10]='CRR10(64B/8kB)' [str3]='STR3(1B/20MB)' [spin1]='RR1(1B/1B)')
+# How a workload is named in the table (spin1 runs the same notation as rr1).
+label() { if [[ $1 == spin1 ]]; then echo "RR1(1B/1B) spin both"; else echo "${NOTATION[$1]}"; fi; }
+# stackbench flags per workload beyond the notation and threads.
+declare -A SB_FLAGS=([spin1]='--spin both')
 # stackbench driver threads, matched to the peer's: neper -T2 for RR10/CRR10;
 # one thread for netperf, neper -T1 and iperf3 (single-threaded before 3.16).
-declare -A THREADS=([rr1]=1 [rr10]=2 [crr10]=2 [str3]=1)
+declare -A THREADS=([rr1]=1 [rr10]=2 [crr10]=2 [str3]=1 [spin1]=1)
 # The figures compared (keys of peers_report.py): bulk throughput for streams,
-# rate and latency for the rest.
-RR_FIGURES=rate_tps,lat_mean_us,lat_p50_us,lat_p99_us
-declare -A FIGURES=([rr1]=$RR_FIGURES [rr10]=$RR_FIGURES [crr10]=$RR_FIGURES [str3]=bulk_bytes_per_s)
+# rate and latency for the rest, and CPU per side (per MiB for streams).
+RR_FIGURES=rate_tps,lat_mean_us,lat_p50_us,lat_p99_us,cli_cpu_us_per_tr,srv_cpu_us_per_tr
+STR_FIGURES=bulk_bytes_per_s,cli_cpu_us_per_mib,srv_cpu_us_per_mib
+declare -A FIGURES=([rr1]=$RR_FIGURES [rr10]=$RR_FIGURES [crr10]=$RR_FIGURES [str3]=$STR_FIGURES [spin1]=$RR_FIGURES)
 declare -A PEERS_OF=() # workload -> number of installed peers
 MISSING=()
 SECONDS_PER_REP=0
@@ -296,25 +359,32 @@ peer() {
   local wl=$1 rep=$2 tool=$3 bin=$4 desc=$5
   shift 5
   if [[ -z $bin ]]; then
-    [[ $rep != 0 ]] || MISSING+=("$desc: ${NOTATION[$wl]} comparison skipped")
+    [[ $rep != 0 ]] || MISSING+=("$desc: $(label "$wl") comparison skipped")
     return 0
   fi
   if [[ $rep == 0 ]]; then
-    printf '%s\t%s\t%s\t%s\n' "${NOTATION[$wl]}" "$tool" "$desc" "${FIGURES[$wl]}" >>"$OUT_DIR/pairs.tsv"
+    printf '%s\t%s\t%s\t%s\n' "$(label "$wl")" "$tool" "$desc" "${FIGURES[$wl]}" >>"$OUT_DIR/pairs.tsv"
     PEERS_OF[$wl]=$((${PEERS_OF[$wl]:-0} + 1))
     SECONDS_PER_REP=$((SECONDS_PER_REP + DURATION + 1))
     [[ $tool != iperf3 ]] || SECONDS_PER_REP=$((SECONDS_PER_REP + WARMUP))
     return 0
   fi
-  echo "[${NOTATION[$wl]} rep $rep/$REPS] $desc" >&2
+  echo "[$(label "$wl") rep $rep/$REPS] $desc" >&2
   "$@"
 }
 
 workload_rr1() {
-  peer rr1 "$1" netperf "$NETPERF" "netperf -t TCP_RR -- -r 1,1" \
+  peer rr1 "$1" netperf "$NETPERF" "netperf -c -C -t TCP_RR -- -r 1,1" \
     run_netperf rr1 "$1" TCP_RR -r 1,1
   peer rr1 "$1" neper "$TCP_RR" "neper tcp_rr -F1 -T1 -Q1 -R1" \
     run_neper rr1 "$1" "$TCP_RR" "-F 1 -T 1 -Q 1 -R 1" "-p 50,99"
+  peer rr1 "$1" sockperf "$SOCKPERF" "sockperf pp --tcp -m 14 (rate from its half-RTT latency)" \
+    run_sockperf rr1 "$1"
+}
+
+workload_spin1() {
+  peer spin1 "$1" pingpong "$PINGPONG" "bench/pingpong.c (spinning C ping-pong)" \
+    run_pingpong spin1 "$1"
 }
 
 workload_rr10() {
@@ -340,8 +410,9 @@ workload_str3() {
 run_workload() {
   local wl=$1 rep flags=()
   [[ $wl != crr10 ]] || flags=(--crr-close "$CRR_CLOSE")
+  read -r -a flags <<<"${flags[*]} ${SB_FLAGS[$wl]:-}"
   for rep in $(seq "$REPS"); do
-    echo "[${NOTATION[$wl]} rep $rep/$REPS] stackbench run '${NOTATION[$wl]}' --threads ${THREADS[$wl]} --server-threads ${THREADS[$wl]} ${flags[*]}" >&2
+    echo "[$(label "$wl") rep $rep/$REPS] stackbench run '${NOTATION[$wl]}' --threads ${THREADS[$wl]} --server-threads ${THREADS[$wl]} ${flags[*]}" >&2
     run_stackbench "$wl" "$rep" "${NOTATION[$wl]}" "${THREADS[$wl]}" "${flags[@]}"
     "workload_$wl" "$rep"
   done
@@ -383,14 +454,16 @@ main() {
   NETPERF=$(find_peer netperf) NETSERVER=$(find_peer netserver)
   [[ -n $NETSERVER ]] || NETPERF=""
   TCP_RR=$(find_peer tcp_rr) TCP_CRR=$(find_peer tcp_crr) TCP_STREAM=$(find_peer tcp_stream)
-  IPERF3=$(find_peer iperf3)
+  IPERF3=$(find_peer iperf3) SOCKPERF=$(find_peer sockperf)
   prepare_stackbench
+  prepare_pingpong
+  [[ -z $PINGPONG_WHY ]] || MISSING+=("bench/pingpong.c: $PINGPONG_WHY")
 
   local wl runnable=()
   for wl in $WORKLOADS; do
     "workload_$wl" 0
     if [[ ${PEERS_OF[$wl]:-0} -eq 0 ]]; then
-      MISSING+=("${NOTATION[$wl]}: no peer installed, stackbench not run for it either")
+      MISSING+=("$(label "$wl"): no peer installed, stackbench not run for it either")
       continue
     fi
     runnable+=("$wl")

@@ -3,14 +3,19 @@
 
 Owns two things the shell script should not do by itself:
   * turning each tool's raw output (stackbench --json, netperf omni CSV, neper
-    key=value lines, iperf3 -J) into the same key=value figures:
-        rate_tps, bulk_bytes_per_s, lat_mean_us, lat_p50_us, lat_p99_us
-    (a figure a tool does not report is simply absent);
+    key=value lines, iperf3 -J, sockperf pp, bench/pingpong.c) into the same
+    key=value figures:
+        rate_tps, bulk_bytes_per_s, lat_mean_us, lat_p50_us, lat_p99_us,
+        cli_cpu_us_per_tr, srv_cpu_us_per_tr (RR, CRR), cli_cpu_us_per_mib,
+        srv_cpu_us_per_mib (streams)
+    (a figure a tool does not report is simply absent); a server's log adds its
+    side's CPU where only the server prints it (neper, pingpong);
   * the side-by-side table: median of each figure over the repetitions and the
     stackbench/peer ratio of medians.
 
 Usage:
-    peers_report.py parse TOOL FILE [NOTATION]   # TOOL: stackbench|netperf|neper|iperf3
+    peers_report.py parse TOOL FILE [NOTATION]   # TOOL: stackbench|netperf|neper|iperf3|sockperf|pingpong
+    peers_report.py parse-server TOOL FILE       # TOOL: neper|pingpong (its server's log)
     peers_report.py table RUN_DIR
     peers_report.py self-test
 
@@ -61,32 +66,58 @@ def parse_stackbench(text, notation=None):
                     if w.get("class") in (None, cls.get("notation"))})
     if codes:
         out["warnings"] = ",".join(codes)
+    # Two views of each side's CPU: the CPU set (everything its CPUs ran,
+    # softirq included) and the process (getrusage-like utime + stime), the
+    # view neper, iperf3 and pingpong report.
+    cpu = cls.get("cpu") or {}
+    mib = bulk * float(cls.get("duration_s") or 0) / (1024.0 * 1024.0)
+    for side, key in (("client", "cli"), ("server", "srv")):
+        figures = cpu.get(side) or {}
+        out[key + "_cpu_us_per_tr"] = figures.get("cpu_us_per_tran")
+        out[key + "_cpu_us_per_mib"] = figures.get("cpu_us_per_mb")
+        out[key + "_proc_cpu_us_per_tr"] = figures.get("process_cpu_us_per_tran")
+        proc_s = (figures.get("process") or {}).get("cpu_seconds")
+        if proc_s is not None and mib > 0:
+            out[key + "_proc_cpu_us_per_mib"] = proc_s * 1e6 / mib
     # Schema 2 keeps every setting flat in `settings`; schema 1 had `socket`.
     settings = doc.get("settings") or {}
+    if settings.get("spin") not in (None, False, "none"):
+        out["spin"] = "both" if settings["spin"] is True else settings["spin"]
     socket = settings.get("socket") or settings
     if "crr_close" in socket:
         out["crr_close"] = socket["crr_close"]
     return out
 
 
-NETPERF_FIELDS = "THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P99_LATENCY"
+NETPERF_FIELDS = "THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P99_LATENCY,LOCAL_SD,REMOTE_SD"
 
 
 def parse_netperf(text):
-    """netperf `-P 0 -- ... -o THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P99_LATENCY`."""
+    """netperf `-c -C -P 0 -- ... -o THROUGHPUT,...,P99_LATENCY,LOCAL_SD,REMOTE_SD`.
+    The service demands (-c -C) of an RR test are µs of CPU per transaction;
+    netperf measures every CPU of each host, so on loopback each side's figure
+    covers both sides (read it against stackbench's cli + srv)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    rows = [ln.split(",") for ln in lines if ln.count(",") == 4]
+    rows = [ln.split(",") for ln in lines if ln.count(",") == 6]
     if not rows:
-        raise ParseError("no 5-field omni CSV line (%s) in output" % NETPERF_FIELDS)
-    thru, units, mean, p50, p99 = rows[-1]
+        raise ParseError("no 7-field omni CSV line (%s) in output" % NETPERF_FIELDS)
+    thru, units, mean, p50, p99, local_sd, remote_sd = rows[-1]
     if units.strip() != "Trans/s":
         raise ParseError("throughput units %r, expected Trans/s" % units)
-    return {
+    out = {
         "rate_tps": float(thru),
         "lat_mean_us": float(mean),
         "lat_p50_us": float(p50),
         "lat_p99_us": float(p99),
     }
+    # netperf prints -1 (or nothing) when it did not measure a side.
+    for key, value in (("cli_cpu_us_per_tr", local_sd), ("srv_cpu_us_per_tr", remote_sd)):
+        try:
+            if float(value) > 0:
+                out[key] = float(value)
+        except ValueError:
+            pass
+    return out
 
 
 def _neper_kv(text):
@@ -109,12 +140,34 @@ def parse_neper(text):
     if "throughput_units" in kv:
         if kv["throughput_units"] != "B/s":
             raise ParseError("throughput_units=%s, expected B/s" % kv["throughput_units"])
-        return {"bulk_bytes_per_s": thru}
+        out = {"bulk_bytes_per_s": thru}
+        out.update(neper_cpu(kv, "cli"))
+        return out
     out = {"rate_tps": thru}
     for key in ("mean", "p50", "p99"):
         if "latency_" + key in kv:
             out["lat_%s_us" % key] = float(kv["latency_" + key]) * 1e6
+    out.update(neper_cpu(kv, "cli"))
     return out
+
+
+def neper_cpu(kv, side):
+    """CPU per transaction (rr, crr: num_transactions) or per MiB (stream:
+    throughput B/s × the test's time) from neper's utime/stime (getrusage of
+    the whole process, before and after the test)."""
+    try:
+        cpu_s = (float(kv["utime_end"]) - float(kv["utime_start"])
+                 + float(kv["stime_end"]) - float(kv["stime_start"]))
+    except (KeyError, ValueError):
+        return {}
+    if "num_transactions" in kv and float(kv["num_transactions"]) > 0:
+        return {side + "_cpu_us_per_tr": cpu_s * 1e6 / float(kv["num_transactions"])}
+    try:
+        seconds = float(kv["time_end"]) - float(kv["time_start"])
+        mib = float(kv["throughput"]) * seconds / (1024.0 * 1024.0)
+    except (KeyError, ValueError):
+        return {}
+    return {side + "_cpu_us_per_mib": cpu_s * 1e6 / mib} if mib > 0 else {}
 
 
 def parse_iperf3(text):
@@ -126,16 +179,68 @@ def parse_iperf3(text):
     if doc.get("error"):
         raise ParseError("iperf3: %s" % doc["error"])
     try:
-        bps = doc["end"]["sum_received"]["bits_per_second"]
+        received = doc["end"]["sum_received"]
+        bps = received["bits_per_second"]
     except (KeyError, TypeError):
         raise ParseError("no end.sum_received.bits_per_second in iperf3 JSON") from None
-    return {"bulk_bytes_per_s": bps / 8.0}
+    out = {"bulk_bytes_per_s": bps / 8.0}
+    # cpu_utilization_percent: each side's process CPU (getrusage) as % of the
+    # test's wall time, so CPU per MiB = % / 100 × seconds / MiB moved.
+    cpu = doc["end"].get("cpu_utilization_percent") or {}
+    mib = float(received.get("bytes", 0)) / (1024.0 * 1024.0)
+    seconds = float(received.get("seconds", 0))
+    for key, side in (("host_total", "cli"), ("remote_total", "srv")):
+        if key in cpu and mib > 0:
+            out[side + "_cpu_us_per_mib"] = cpu[key] / 100.0 * seconds * 1e6 / mib
+    return out
+
+
+def parse_sockperf(text):
+    """sockperf pp (TCP): its latency is half a round trip, so one RR1
+    transaction (a round trip) takes 2 × avg-latency: rate = 1e6 / (2 × avg µs),
+    and the percentiles are doubled to round trips."""
+    out = {}
+    for line in text.splitlines():
+        if "avg-latency=" in line:
+            avg = float(line.split("avg-latency=")[1].split()[0])
+            out["rate_tps"] = 1e6 / (2.0 * avg)
+            out["lat_mean_us"] = 2.0 * avg
+        for pct, key in (("50.000", "lat_p50_us"), ("99.000", "lat_p99_us")):
+            if "percentile %s =" % pct in line:
+                out[key] = 2.0 * float(line.split("=")[-1])
+    if "rate_tps" not in out:
+        raise ParseError("no avg-latency= line in sockperf output")
+    return out
+
+
+def parse_pingpong(text):
+    """bench/pingpong.c client: `client transactions=N seconds=S rate_tps=R cpu_us_per_tr=C`.
+    One connection in a closed loop: the mean round trip is 1 / rate."""
+    kv = _neper_kv(text.replace(" ", "\n"))
+    if "rate_tps" not in kv:
+        raise ParseError("no rate_tps= in pingpong output")
+    rate = float(kv["rate_tps"])
+    return {"rate_tps": rate, "lat_mean_us": 1e6 / rate if rate > 0 else None,
+            "cli_cpu_us_per_tr": float(kv["cpu_us_per_tr"])}
+
+
+def parse_server(tool, text):
+    """The server side's CPU from its log: neper's own key=value lines, or
+    pingpong's `server transactions=N cpu_us_per_tr=C`."""
+    if tool == "neper":
+        return neper_cpu(_neper_kv(text), "srv")
+    if tool == "pingpong":
+        kv = _neper_kv(text.replace(" ", "\n"))
+        return {"srv_cpu_us_per_tr": float(kv["cpu_us_per_tr"])} if "cpu_us_per_tr" in kv else {}
+    return {}
 
 
 PARSERS = {
     "netperf": parse_netperf,
     "neper": parse_neper,
     "iperf3": parse_iperf3,
+    "sockperf": parse_sockperf,
+    "pingpong": parse_pingpong,
 }
 
 
@@ -158,6 +263,18 @@ def cmd_parse(tool, path, notation=None):
     return 0
 
 
+def cmd_parse_server(tool, path):
+    """Prints the server side's figures (maybe none); never fails the run."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            figures = parse_server(tool, fh.read())
+    except (OSError, ValueError, KeyError):
+        figures = {}
+    for key, value in figures.items():
+        print("%s=%s" % (key, value))
+    return 0
+
+
 # --- the table ------------------------------------------------------------
 
 METRICS = [
@@ -167,7 +284,25 @@ METRICS = [
     ("lat_mean_us", "latency mean us", False),
     ("lat_p50_us", "latency p50 us", False),
     ("lat_p99_us", "latency p99 us", False),
+    ("cli_cpu_us_per_tr", "client CPU us/tr", False),
+    ("srv_cpu_us_per_tr", "server CPU us/tr", False),
+    ("cli_cpu_us_per_mib", "client CPU us/MiB", False),
+    ("srv_cpu_us_per_mib", "server CPU us/MiB", False),
 ]
+
+
+# Peers whose CPU figures are their processes' getrusage: compared with
+# stackbench's process view (key with `_proc_`), not its CPU-set view.
+PROCESS_VIEW_PEERS = {"neper", "iperf3", "pingpong"}
+# Peers that report no CPU at all: no CPU rows for them.
+NO_CPU_PEERS = {"sockperf"}
+
+
+def stackbench_key(key, peer):
+    """The stackbench figure a peer's figure `key` is compared with."""
+    if peer in PROCESS_VIEW_PEERS and "_cpu_us_per_" in key:
+        return key.replace("_cpu_", "_proc_cpu_")
+    return key
 
 
 def read_tsv(path):
@@ -195,8 +330,9 @@ def collect(run_dir):
         kv = read_kv(detail)
         entry["kv"].append(kv)
         for key, _label, _hib in METRICS:
-            if key in kv:
-                entry["values"].setdefault(key, []).append(float(kv[key]))
+            for k in {key, stackbench_key(key, "neper")}:
+                if k in kv:
+                    entry["values"].setdefault(k, []).append(float(kv[k]))
     return series
 
 
@@ -227,9 +363,12 @@ def table_rows(run_dir, series, reps):
         sb = series.get((workload, "stackbench"))
         pe = series.get((workload, peer))
         for key, label, higher_better in METRICS:
-            if key not in figures.split(","):
+            if key not in figures.split(",") or (peer in NO_CPU_PEERS and "_cpu_" in key):
                 continue
-            sb_med, sb_cell = median_cell(sb, key, reps)
+            sb_key = stackbench_key(key, peer)
+            if sb_key != key:
+                label += " (process)"
+            sb_med, sb_cell = median_cell(sb, sb_key, reps)
             pe_med, pe_cell = median_cell(pe, key, reps)
             ratio = "-"
             if sb_med is not None and pe_med:
@@ -252,6 +391,24 @@ def print_table(rows):
         prev = r[0]
 
 
+TOOL_NOTES = {
+    "netperf": "netperf: CPU from -c -C service demand, which covers every CPU of the "
+               "host: on loopback each side's figure is both sides together (stackbench's "
+               "rows: its CPU-set view, one side's CPUs each)",
+    "neper": "neper: client CPU from its utime/stime (getrusage, whole process); server "
+             "CPU from its server's log when it printed one; '(process)' rows compare "
+             "with stackbench's process view (utime + stime of its driver/responder)",
+    "iperf3": "iperf3: CPU per MiB from cpu_utilization_percent (process CPU, % of the "
+              "test's time) x seconds / MiB received",
+    "sockperf": "sockperf: rate = 1e6 / (2 x avg-latency): sockperf reports half a round "
+                "trip; latencies doubled to round trips; 14 B messages (its minimum); "
+                "no CPU figures",
+    "pingpong": "pingpong: bench/pingpong.c, both sides spinning on non-blocking recv; "
+                "CPU us/tr from getrusage of each side (against stackbench's process view); "
+                "latency mean = 1 / rate (one connection, closed loop)",
+}
+
+
 def cmd_table(run_dir):
     reps = int(open(os.path.join(run_dir, "reps")).read().strip())
     series = collect(run_dir)
@@ -261,9 +418,15 @@ def cmd_table(run_dir):
     else:
         print("(no figures: every run failed or was skipped)")
     notes = []
+    tools = {tool for (_wl, tool) in series}
+    notes.extend(TOOL_NOTES[t] for t in sorted(tools) if t in TOOL_NOTES)
     for (wl, tool), entry in series.items():
         if tool != "stackbench":
             continue
+        spins = sorted({kv["spin"] for kv in entry["kv"] if "spin" in kv})
+        if spins:
+            notes.append("%s: stackbench spun (spin=%s): its util is ~100%% per spinning "
+                         "worker and its CPU us/tr include the polling" % (wl, ",".join(spins)))
         closes = sorted({kv["crr_close"] for kv in entry["kv"] if "crr_close" in kv})
         if closes and wl.startswith("CRR"):
             notes.append("%s: stackbench record says crr_close=%s" % (wl, ",".join(closes)))
@@ -292,7 +455,12 @@ def cmd_table(run_dir):
 SAMPLE_NEPER_RR = "num_transactions=139267\nlatency_mean=0.000064486\nlatency_p50=0.000063350\n" \
     "latency_p99=0.000103670\nthroughput=15466.81\nlocal_throughput=15466\n"
 SAMPLE_NEPER_STREAM = "throughput=2303856107.60\nthroughput_units=B/s\nlocal_throughput=18430848860\n"
-SAMPLE_NETPERF = "13399.73,Trans/s,74.57,35,1818\n"
+SAMPLE_NETPERF = "13399.73,Trans/s,74.57,35,1818,40.1,-1\n"
+SAMPLE_SOCKPERF = "sockperf: ====> avg-latency=25.000 (std-dev=3.1)\n" \
+    "sockperf: ---> percentile 99.000 =   40.000\nsockperf: ---> percentile 50.000 =   24.000\n"
+SAMPLE_PINGPONG = "client transactions=1000 seconds=1.000 rate_tps=1000.0 cpu_us_per_tr=990.000\n"
+SAMPLE_NEPER_SERVER = "num_transactions=1000\nutime_start=0.5\nutime_end=1.0\n" \
+    "stime_start=0.0\nstime_end=0.5\n"
 SAMPLE_IPERF3 = '{"start":{},"end":{"sum_received":{"bits_per_second":8e9}}}'
 SAMPLE_SB = json.dumps({
     "schema_version": 1, "complete": True,
@@ -306,8 +474,23 @@ def self_test():
     assert parse_neper(SAMPLE_NEPER_RR)["rate_tps"] == 15466.81
     assert abs(parse_neper(SAMPLE_NEPER_RR)["lat_p50_us"] - 63.35) < 1e-6
     assert parse_neper(SAMPLE_NEPER_STREAM) == {"bulk_bytes_per_s": 2303856107.60}
-    assert parse_netperf("junk line\n" + SAMPLE_NETPERF)["lat_p99_us"] == 1818.0
+    netperf = parse_netperf("junk line\n" + SAMPLE_NETPERF)
+    assert netperf["lat_p99_us"] == 1818.0 and netperf["cli_cpu_us_per_tr"] == 40.1
+    assert "srv_cpu_us_per_tr" not in netperf
+    sockperf = parse_sockperf(SAMPLE_SOCKPERF)
+    assert sockperf["rate_tps"] == 20000.0 and sockperf["lat_p99_us"] == 80.0
+    assert parse_pingpong(SAMPLE_PINGPONG) == {"rate_tps": 1000.0, "lat_mean_us": 1000.0,
+                                                "cli_cpu_us_per_tr": 990.0}
+    assert stackbench_key("cli_cpu_us_per_tr", "neper") == "cli_proc_cpu_us_per_tr"
+    assert stackbench_key("cli_cpu_us_per_tr", "netperf") == "cli_cpu_us_per_tr"
+    assert parse_server("neper", SAMPLE_NEPER_SERVER) == {"srv_cpu_us_per_tr": 1000.0}
+    assert parse_server("pingpong", "server transactions=5 cpu_us_per_tr=2.5\n") == \
+        {"srv_cpu_us_per_tr": 2.5}
     assert parse_iperf3(SAMPLE_IPERF3)["bulk_bytes_per_s"] == 1e9
+    iperf3 = parse_iperf3('{"end":{"sum_received":{"bits_per_second":8e9,"bytes":1048576000,'
+                          '"seconds":1.0},"cpu_utilization_percent":{"host_total":50.0,'
+                          '"remote_total":25.0}}}')
+    assert iperf3["cli_cpu_us_per_mib"] == 500.0 and iperf3["srv_cpu_us_per_mib"] == 250.0
     sb = parse_stackbench(SAMPLE_SB, "STR3(1B/20MB)")
     assert sb["bulk_bytes_per_s"] == 2.0e9 and sb["crr_close"] == "abort"
     for bad, fn in (("", parse_netperf), ("x=1", parse_neper), ("{}", parse_iperf3),
@@ -326,6 +509,8 @@ def main(argv):
         return cmd_parse(argv[1], argv[2], argv[3] if len(argv) > 3 else None)
     if len(argv) == 2 and argv[0] == "table":
         return cmd_table(argv[1])
+    if len(argv) == 3 and argv[0] == "parse-server":
+        return cmd_parse_server(argv[1], argv[2])
     if argv == ["self-test"]:
         return self_test()
     print(__doc__.strip().split("\n\n")[2], file=sys.stderr)

@@ -11,7 +11,7 @@ use stackbench_metrics::cpu::{cpu_set_union, side_cpu, Work};
 use stackbench_metrics::procfs::read_governor;
 use stackbench_metrics::warnings::{self, Warning};
 use stackbench_metrics::{ClassResult, WarningRecord};
-use stackbench_model::settings::RunSettings;
+use stackbench_model::settings::{RunSettings, Spin};
 
 /// Length of the idle baseline.
 const BASELINE: Duration = Duration::from_secs(1);
@@ -73,9 +73,9 @@ pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
     })
 }
 
-/// The per-class checks.
-pub fn class_warnings(class: &ClassResult, driver_threads: u32) -> Vec<Warning> {
-    warnings::class_warnings(class, Some(driver_threads))
+/// The per-class checks; a driver that spins is busy by design.
+pub fn class_warnings(class: &ClassResult, driver_threads: u32, spin: Spin) -> Vec<Warning> {
+    warnings::class_warnings(class, Some(driver_threads), spin.driver())
 }
 
 /// Prints a warning on stderr and returns its stored form.

@@ -415,7 +415,7 @@ fn run_workloads(plan: &RunPlan, control: &mut ControlClient, record: &mut RunRe
         let cfg = run_config(plan, workload);
         let outcome = repeat::run_repeated(control, &cfg, &plan.iterations, &STOP);
         for class in &outcome.classes {
-            for w in quality::class_warnings(class, plan.threads() as u32) {
+            for w in quality::class_warnings(class, plan.threads() as u32, plan.settings.spin) {
                 record
                     .warnings
                     .push(quality::report(&w, Some(&class.notation)));

@@ -143,6 +143,7 @@ mod tests {
         ("target", " "),
         ("ipv6", "yes"),
         ("spin", "1"),
+        ("spin", "client"),
         ("nodelay", "on"),
         ("waitall", "maybe"),
         ("quickack", "TRUE"),

@@ -39,7 +39,9 @@ pub struct TestSpec {
     pub request_bytes: u64,
     pub response_bytes: u64,
     pub socket: SocketOptions,
-    /// Busy-poll instead of sleeping in epoll while this test is active.
+    /// The responder busy-polls (epoll with zero timeout) instead of sleeping
+    /// while this test is active: the run's `spin` names the responder
+    /// (`responder` or `both`). The driver's own spinning is not sent.
     pub spin: bool,
 }
 

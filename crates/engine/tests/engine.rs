@@ -11,7 +11,7 @@ use stackbench_engine::{
     RunConfig, RunOutcome,
 };
 use stackbench_metrics::{ClassResult, PacingMode};
-use stackbench_model::{Arrivals, CrrClose, PerSecond, SocketOptions, Transport};
+use stackbench_model::{Arrivals, CrrClose, PerSecond, SocketOptions, Spin, Transport};
 
 fn responder(listen: &str) -> ResponderHandle {
     let config = ResponderConfig {
@@ -31,7 +31,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         threads: 2,
         client_cpus: vec![],
         socket: SocketOptions::default(),
-        spin: false,
+        spin: Spin::None,
         pacing: PacingConfig {
             seed: 7,
             ..PacingConfig::default()
@@ -129,6 +129,21 @@ fn socket_options_are_applied_without_changing_counts() {
         busy_poll_us: Some(50),
     };
     assert_exact(&run(&h, &cfg), 60);
+}
+
+/// Busy-polling changes when a side looks for events, never what it counts:
+/// every side choice keeps RR and CRR counts exact (the responder learns its
+/// part from the start message).
+#[test]
+fn every_spin_choice_keeps_counts_exact() {
+    let h = responder("127.0.0.1:0");
+    for spin in [Spin::Driver, Spin::Responder, Spin::Both] {
+        let mut cfg = config("RR2(1B/1B)+CRR2(64B/1kB)", 300);
+        cfg.spin = spin;
+        let out = run(&h, &cfg);
+        assert_exact(&out, 300);
+        assert_eq!(out.server_stats[0].transactions, 300, "{spin:?}");
+    }
 }
 
 #[test]

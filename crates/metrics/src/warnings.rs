@@ -67,6 +67,9 @@ impl fmt::Display for Side {
 pub enum Warning {
     /// The driver's CPUs (or its threads) were more than 90% busy.
     DriverSaturated { busy_pct: f64 },
+    /// As [`Warning::DriverSaturated`], but the driver busy-polled (`spin`):
+    /// its CPUs are busy by design, so the figure does not show saturation.
+    DriverSpinning { busy_pct: f64 },
     /// Driver and responder share CPUs on one host; empty list = unpinned.
     SharedCpus {
         client_cpus: Vec<usize>,
@@ -120,6 +123,7 @@ impl Warning {
     pub fn code(&self) -> &'static str {
         match self {
             Warning::DriverSaturated { .. } => "driver_saturated",
+            Warning::DriverSpinning { .. } => "driver_spinning",
             Warning::SharedCpus { .. } => "shared_cpus",
             Warning::StealPresent { .. } => "steal_present",
             Warning::BackgroundLoad { .. } => "background_load",
@@ -178,6 +182,13 @@ impl fmt::Display for Warning {
                 "the driver was {busy_pct:.0}% busy (> {DRIVER_SATURATED_PCT:.0}%): the run \
                  measures the load generator, not the stack; give the driver more threads or \
                  CPUs, or lower the offered load"
+            ),
+            Warning::DriverSpinning { busy_pct } => write!(
+                f,
+                "the driver was {busy_pct:.0}% busy because it busy-polls (spin): a spinning \
+                 driver keeps its CPUs busy whatever the load, so this does not show saturation \
+                 and its CPU µs/tr include the polling; to judge saturation or driver cost, run \
+                 once without spinning the driver"
             ),
             Warning::SharedCpus {
                 client_cpus,
@@ -353,13 +364,26 @@ pub fn check_governors(governors: &[(usize, Option<String>)]) -> Option<Warning>
 /// Everything that can be judged from one class's record: run length,
 /// steadiness, driver saturation, steal, unmet confidence. Run-level checks
 /// (shared CPUs, background load, governors) are separate so they appear once.
-pub fn class_warnings(class: &ClassResult, driver_threads: Option<u32>) -> Vec<Warning> {
+/// A driver that spun (`driver_spins`) is busy by design: its saturation
+/// check says so instead of blaming the load ([`Warning::DriverSpinning`]).
+pub fn class_warnings(
+    class: &ClassResult,
+    driver_threads: Option<u32>,
+    driver_spins: bool,
+) -> Vec<Warning> {
     let mut out = Vec::new();
     out.extend(check_run_length(class.duration_s, class.transactions));
     out.extend(check_rate_steadiness(&class.per_second_tps));
     if let Some(cpu) = &class.cpu {
         if let Some(client) = &cpu.client {
-            out.extend(check_driver_saturated(client, driver_threads));
+            out.extend(
+                check_driver_saturated(client, driver_threads).map(|w| match w {
+                    Warning::DriverSaturated { busy_pct } if driver_spins => {
+                        Warning::DriverSpinning { busy_pct }
+                    }
+                    w => w,
+                }),
+            );
             out.extend(check_steal(Side::Client, client));
         }
         if let Some(server) = &cpu.server {

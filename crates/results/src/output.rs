@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use stackbench_metrics::record::{MeasureSummary, PacingMode, PopulationFigures, Repetitions};
 use stackbench_metrics::{ClassResult, RunRecord};
+use stackbench_model::settings::Spin;
 use stackbench_model::size::MIB;
 
 /// Megabytes (MiB, the seeds' MB) per second.
@@ -83,6 +84,7 @@ pub fn human(record: &RunRecord) -> String {
     }
     let mut out = table.to_string();
     out.push('\n');
+    out.push_str(&spin_line(record.settings.spin));
     for c in &record.classes {
         if let Some(rep) = &c.repetitions {
             out.push_str(&repetitions_line(&c.notation, rep));
@@ -102,6 +104,22 @@ pub fn human(record: &RunRecord) -> String {
         );
     }
     out
+}
+
+/// Which side busy-polled, under the table, so its CPU figures are read as
+/// such (empty when neither did).
+fn spin_line(spin: Spin) -> String {
+    let sides = match spin {
+        Spin::None => return String::new(),
+        Spin::Driver => "the driver (cli)",
+        Spin::Responder => "the responder (srv)",
+        Spin::Both => "both sides (cli and srv)",
+    };
+    format!(
+        "spin {}: {sides} busy-polled: its util% is ~100% per worker by design and its \
+         µs/tr include the polling\n",
+        spin.name()
+    )
 }
 
 /// `1.2 ms` or `850 µs`: a latency in µs as a reader would write it.

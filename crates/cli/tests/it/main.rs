@@ -8,5 +8,6 @@ mod plan_errors;
 mod population;
 mod results_cli;
 mod run;
+mod spin;
 mod sweep;
 mod transport;

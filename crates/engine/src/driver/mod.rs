@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
-use stackbench_model::{SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{SocketOptions, Spin, TlsParams, Transport, Workload};
 
 use accum::ClassAccum;
 use clock::{Timing, Window};
@@ -62,7 +62,9 @@ pub struct RunConfig {
     /// CPUs the driver is pinned to (empty: not pinned), for the CPU-set view.
     pub client_cpus: Vec<usize>,
     pub socket: SocketOptions,
-    pub spin: bool,
+    /// Which sides busy-poll: the driver's workers, and the responder's
+    /// (told in each test's start message).
+    pub spin: Spin,
     /// Think time, open-loop rate, arrivals, ramp and seed.
     pub pacing: PacingConfig,
     /// What carries the data connections.
@@ -225,7 +227,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             request_bytes: class.request_bytes,
             response_bytes: class.response_bytes,
             socket: cfg.socket,
-            spin: cfg.spin,
+            spin: cfg.spin.responder(),
         };
         let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
         let tls = tls_params(cfg)?;
@@ -303,7 +305,7 @@ fn drive(
         classes: plans,
         dialers,
         socket: cfg.socket,
-        spin: cfg.spin,
+        spin: cfg.spin.driver(),
         epoch: Instant::now(),
         window,
         window_s: cfg.duration.map_or(0, |d| d.as_secs() as usize),

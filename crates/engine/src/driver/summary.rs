@@ -209,7 +209,7 @@ mod tests {
             threads: 1,
             client_cpus: vec![],
             socket: Default::default(),
-            spin: false,
+            spin: stackbench_model::Spin::None,
             transport: Default::default(),
             tls: None,
             pacing: PacingConfig::default(),

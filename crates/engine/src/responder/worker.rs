@@ -120,11 +120,7 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         loop {
             let spin = self.tests.iter().any(|(_, t)| t.spec.spin);
-            let timeout = match (spin, self.retry_accept.is_empty()) {
-                (true, _) => Some(Duration::ZERO),
-                (false, false) => Some(ACCEPT_RETRY),
-                (false, true) => None,
-            };
+            let timeout = poll_timeout(spin, !self.retry_accept.is_empty());
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     eprintln!("stackbench serve: poll failed: {e}");
@@ -329,6 +325,17 @@ impl Worker {
     }
 }
 
+/// How long epoll may sleep: not at all while a test asks the responder to
+/// spin (busy-polling: `epoll_wait` with timeout 0), [`ACCEPT_RETRY`] while a
+/// listener waits for descriptors, else until an event.
+fn poll_timeout(spin: bool, retrying_accept: bool) -> Option<Duration> {
+    match (spin, retrying_accept) {
+        (true, _) => Some(Duration::ZERO),
+        (false, true) => Some(ACCEPT_RETRY),
+        (false, false) => None,
+    }
+}
+
 /// EAGAIN means wait for the next edge; a reset from a CRR client that closes
 /// abortively is its normal goodbye; anything else closes the connection and
 /// counts as an error.
@@ -343,6 +350,14 @@ fn would_block_or_close(e: &io::Error, kind: Kind) -> Next {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spinning_test_polls_without_blocking() {
+        assert_eq!(poll_timeout(true, false), Some(Duration::ZERO));
+        assert_eq!(poll_timeout(true, true), Some(Duration::ZERO));
+        assert_eq!(poll_timeout(false, true), Some(ACCEPT_RETRY));
+        assert_eq!(poll_timeout(false, false), None);
+    }
 
     /// The figure the doc comment on `Conn` states.
     #[test]

@@ -126,6 +126,7 @@ fn confidence_not_reached() {
 fn codes_are_stable_snake_case_and_records_carry_them() {
     let all = [
         Warning::DriverSaturated { busy_pct: 95.0 },
+        Warning::DriverSpinning { busy_pct: 99.0 },
         Warning::SharedCpus {
             client_cpus: vec![0],
             server_cpus: vec![0],
@@ -183,12 +184,12 @@ fn codes_are_stable_snake_case_and_records_carry_them() {
 #[test]
 fn class_warnings_collects_class_level_checks() {
     let class = crate::record::tests::sample_class();
-    assert!(class_warnings(&class, Some(1)).is_empty());
+    assert!(class_warnings(&class, Some(1), false).is_empty());
     let mut bad = class;
     bad.duration_s = 1.0;
     bad.per_second_tps = vec![100.0, 10.0, 100.0];
     bad.cpu = Some(CpuFigures::combine(Some(side(99.0)), None, None));
-    let codes: Vec<&str> = class_warnings(&bad, None)
+    let codes: Vec<&str> = class_warnings(&bad, None, false)
         .iter()
         .map(Warning::code)
         .collect();
@@ -196,4 +197,9 @@ fn class_warnings_collects_class_level_checks() {
         codes,
         vec!["run_too_short", "rate_unsteady", "driver_saturated"]
     );
+    // A spinning driver is busy by design: the warning says so instead.
+    let spun = class_warnings(&bad, None, true);
+    assert!(spun.iter().all(|w| w.code() != "driver_saturated"));
+    let w = spun.iter().find(|w| w.code() == "driver_spinning").unwrap();
+    assert!(w.to_string().contains("does not show saturation"), "{w}");
 }

@@ -10,11 +10,13 @@
 //! a sweep, because all three go through [`RunSettings::set`].
 
 mod socket;
+mod spin;
 mod tls;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use socket::{CrrClose, SocketOptions, Transport};
+pub use spin::Spin;
 pub use tls::{
     CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
 };
@@ -202,8 +204,8 @@ run_settings! {
     tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
-    /// Busy-poll (epoll with zero timeout) instead of sleeping: lower latency, a full CPU per worker.
-    spin: bool = false, json "spin";
+    /// Sides that busy-poll (epoll with zero timeout) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
+    spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides).
     nodelay: bool = false, json "nodelay";
     /// Receive whole messages: MSG_WAITALL plus SO_RCVLOWAT = message size.

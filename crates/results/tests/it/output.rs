@@ -91,6 +91,31 @@ fn human_table_marks_an_incomplete_run() {
     assert!(text.contains("INCOMPLETE: interrupted (Ctrl-C)"), "{text}");
 }
 
+/// A side that busy-polled is named under the table, so its util% and
+/// µs/tr are read as spin; a run without spin has no such line.
+#[test]
+fn human_table_says_which_side_spun() {
+    use stackbench_model::settings::Spin;
+    assert!(!output::human(&record()).contains("busy-polled"));
+    for (spin, side) in [
+        (Spin::Driver, "spin driver: the driver (cli) busy-polled"),
+        (
+            Spin::Responder,
+            "spin responder: the responder (srv) busy-polled",
+        ),
+        (
+            Spin::Both,
+            "spin both: both sides (cli and srv) busy-polled",
+        ),
+    ] {
+        let mut r = record();
+        r.settings.spin = spin;
+        let text = output::human(&r);
+        assert!(text.contains(side), "{text}");
+        assert!(text.contains("spin="), "settings block: {text}");
+    }
+}
+
 #[test]
 fn csv_rows() {
     insta::assert_snapshot!(output::csv(&record()));
