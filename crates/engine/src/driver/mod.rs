@@ -25,12 +25,14 @@ mod summary;
 mod watch;
 mod worker;
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
+use stackbench_model::settings::TlsMode;
 use stackbench_model::{SocketOptions, TlsParams, Transport, Workload};
 
 use accum::ClassAccum;
@@ -45,6 +47,7 @@ use crate::error::EngineError;
 use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sampling::{self, Placement};
+use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Dialer};
 
 /// One workload's run settings (already resolved).
@@ -121,6 +124,7 @@ pub fn run_workload(
         test_ids,
         plans,
         dialers,
+        proxies,
     } = start_tests(control, cfg)?;
     let Driven {
         per_worker,
@@ -148,6 +152,11 @@ pub fn run_workload(
         // count: never report that as a complete run.
         reason = summary::shortfall(cfg, &merged);
     }
+    // Sidecar: what the client proxies negotiated (their whole life).
+    let proxy_tls: Vec<_> = proxies
+        .into_iter()
+        .map(|p| p.and_then(|p| p.finish()).and_then(|r| r.figures()))
+        .collect();
     let mut server_stats = Vec::new();
     if reason.is_none() || control.is_alive() {
         for id in &test_ids {
@@ -177,12 +186,14 @@ pub fn run_workload(
         .iter()
         .zip(&merged)
         .zip(&plans)
-        .map(|((spec, acc), plan)| {
+        .zip(proxy_tls)
+        .map(|(((spec, acc), plan), proxy_tls)| {
             let window_ns = window_ns(&timing, stopped_at_ns, cfg.transactions, acc);
             let mut class = summary::class_result(&workload, spec, acc, window_ns);
             class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
             class.cpu = cpu.clone();
             class.memory = Some(memory);
+            class.tls = class.tls.take().or(proxy_tls);
             class
         })
         .collect();
@@ -201,6 +212,8 @@ struct Started {
     /// Per class: spreads its connections over enough paths (see
     /// `transport::spread`).
     dialers: Vec<Dialer>,
+    /// Per class: its client TLS proxy (`tls_mode sidecar`).
+    proxies: Vec<Option<SidecarProxy>>,
 }
 
 /// The TLS parameters of a `tls` run (the defaults when none were given).
@@ -219,6 +232,7 @@ fn tls_params(cfg: &RunConfig) -> Result<Option<TlsParams>, EngineError> {
 /// Starts one responder test per class.
 fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
     let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
+    let mut proxies = Vec::new();
     for class in &cfg.workload.classes {
         let spec = TestSpec {
             kind: class.kind,
@@ -237,13 +251,10 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             tls.clone(),
         )?;
         test_ids.push(id);
-        let mut dialer = Dialer::new(cfg.transport, &endpoints, spread.sources)
+        let (dialer, proxy) = class_dialer(cfg, class.clients, &endpoints, spread.sources, tls)
             .map_err(EngineError::Transport)?;
-        if let Some(p) = &tls {
-            let ctx = transport::tls::client_context(p).map_err(EngineError::Transport)?;
-            dialer = dialer.with_tls(ctx, p.resume_ratio);
-        }
         dialers.push(dialer);
+        proxies.push(proxy);
         plans.push(ClassPlan {
             kind: class.kind,
             request_bytes: class.request_bytes,
@@ -255,7 +266,39 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         test_ids,
         plans,
         dialers,
+        proxies,
     })
+}
+
+/// The dialer of one class to the endpoints `ready` named: TLS inside the
+/// driver (`inline`), or clear text to a client TLS proxy started here for
+/// the class (`sidecar`), returned with it.
+fn class_dialer(
+    cfg: &RunConfig,
+    clients: u32,
+    endpoints: &[transport::Endpoint],
+    sources: u32,
+    tls: Option<TlsParams>,
+) -> Result<(Dialer, Option<SidecarProxy>), String> {
+    let Some(p) = tls else {
+        return Ok((Dialer::new(cfg.transport, endpoints, sources)?, None));
+    };
+    if p.mode != TlsMode::Sidecar {
+        let ctx = transport::tls::client_context(&p)?;
+        let dialer = Dialer::new(cfg.transport, endpoints, sources)?;
+        return Ok((dialer.with_tls(ctx, p.resume_ratio), None));
+    }
+    let proxy = SidecarProxy::start(&ProxyConfig {
+        role: Role::Client,
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        upstream: endpoints.to_vec(),
+        tls: p,
+        socket: cfg.socket,
+        cpus: cfg.client_cpus.clone(),
+        clients,
+    })?;
+    let clear = [transport::Endpoint::Inet(proxy.addr())];
+    Ok((Dialer::new(Transport::Tcp, &clear, sources)?, Some(proxy)))
 }
 
 /// An MPTCP run whose connections fell back to plain TCP measured TCP: say
