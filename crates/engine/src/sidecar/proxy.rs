@@ -280,11 +280,14 @@ impl Proxy {
             Role::Client => &mut pair.dialed,
         };
         let handshake = tls_end.take_handshake();
-        if handshake.is_some() && self.role == Role::Client && self.dialer.resume_ratio() > 0.0 {
-            self.session = tls_end.tls_session();
-        }
         let aborted = down.is_err();
         let ended = pair.up.shut && pair.down.shut;
+        // The session to offer next is taken when a pair ends: TLS 1.3
+        // tickets arrive after the handshake, with the first bytes.
+        let resumes = self.role == Role::Client && self.dialer.resume_ratio() > 0.0;
+        if resumes && (aborted || ended) {
+            self.session = tls_end.tls_session().or(self.session.take());
+        }
         if let Some(h) = handshake {
             self.record(&h);
         }
