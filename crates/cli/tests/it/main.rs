@@ -8,5 +8,6 @@ mod plan_errors;
 mod population;
 mod results_cli;
 mod run;
+mod sidecar;
 mod sweep;
 mod transport;

@@ -436,6 +436,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                     Ok(cpu) => Reply::Sample {
                         cpu,
                         memory: crate::sampling::local_memory(),
+                        pids: crate::sidecar::side_pids(),
                     },
                     Err(e) => Reply::Error {
                         message: format!("cannot sample CPU counters: {e}"),
