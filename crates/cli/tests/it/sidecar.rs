@@ -15,7 +15,7 @@ use stackbench_model::settings::{CertType, CipherSuite, SettingValue, TlsMode};
 use stackbench_model::{Kind, SocketOptions, TlsParams, Transport};
 
 use crate::common::*;
-use crate::run::Serve;
+use crate::run::{assert_incomplete, start_cut_run, Serve};
 
 /// Pids of live `__tls-proxy` processes of this build's binary.
 fn live_proxies() -> Vec<u32> {
@@ -169,8 +169,23 @@ fn server_proxy_is_counted_and_speaks_the_configured_suite() {
     assert_no_proxy_left("after the responder was killed");
 }
 
+/// Ctrl-C reaches the terminal's whole process group: the proxies ignore
+/// it, the driver stops them, their report still arrives, none is left.
+fn ctrl_c_leaves_no_proxy() {
+    let sidecar = ["--transport", "tls", "--tls-mode", "sidecar", "--no-store"];
+    let driver = start_cut_run("RR2(1B/1B)", &sidecar);
+    for pid in std::iter::once(driver.id()).chain(live_proxies()) {
+        // SAFETY: plain kill(2) on our own processes.
+        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    }
+    let doc = assert_incomplete(driver, "interrupted");
+    assert_eq!(doc["classes"][0]["tls"]["full_handshakes"], 2, "{doc}");
+    assert_no_proxy_left("after Ctrl-C");
+}
+
 #[test]
 fn sidecar_tls_through_proxy_processes() {
     rr_and_crr_count_exactly();
     server_proxy_is_counted_and_speaks_the_configured_suite();
+    ctrl_c_leaves_no_proxy();
 }
