@@ -82,7 +82,10 @@ fn quiet_broken_pipe() {
 /// and its help).
 fn tls_proxy_or_continue() {
     let mut args = std::env::args_os().skip(1);
-    if args.next().is_some_and(|a| a == stackbench_engine::sidecar::PROXY_SUBCOMMAND) {
+    if args
+        .next()
+        .is_some_and(|a| a == stackbench_engine::sidecar::PROXY_SUBCOMMAND)
+    {
         let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
         std::process::exit(stackbench_engine::sidecar::proxy_main(&rest));
     }

@@ -81,8 +81,8 @@ fn rr_and_crr_count_exactly() {
         assert_eq!(c["tx_bytes"], 60 * req, "{workload}");
         assert_eq!(c["rx_bytes"], 60 * resp, "{workload}");
         let tls = &c["tls"];
-        let handshakes = tls["full_handshakes"].as_u64().unwrap()
-            + tls["resumed_handshakes"].as_u64().unwrap();
+        let handshakes =
+            tls["full_handshakes"].as_u64().unwrap() + tls["resumed_handshakes"].as_u64().unwrap();
         if workload.starts_with("CRR") {
             assert_eq!(tls["version"], "1.3", "{tls}");
             assert!(handshakes >= 60, "one handshake per connection: {tls}");

@@ -159,8 +159,8 @@ impl Proxy {
                 (l, Dialer::new(Transport::Tcp, &cfg.upstream, 1)?)
             }
             Role::Client => {
-                let l = transport::listen_inet(Transport::Tcp, cfg.listen, &socket)
-                    .map_err(cannot)?;
+                let l =
+                    transport::listen_inet(Transport::Tcp, cfg.listen, &socket).map_err(cannot)?;
                 let ctx = tls::client_context(&cfg.tls)?;
                 let d = Dialer::new(Transport::Tls, &cfg.upstream, 1)?
                     .with_tls(ctx, cfg.tls.resume_ratio);
