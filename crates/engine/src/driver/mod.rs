@@ -138,15 +138,7 @@ pub fn run_workload(
         end_samples,
         end_memory,
     } = watched;
-    let mut merged: Vec<ClassAccum> = plans.iter().map(|_| ClassAccum::default()).collect();
-    for result in per_worker {
-        match result {
-            Ok(accums) => merged.iter_mut().zip(&accums).for_each(|(m, a)| m.merge(a)),
-            Err(e) => {
-                reason.get_or_insert(e);
-            }
-        }
-    }
+    let merged = merge_workers(plans.len(), per_worker, &mut reason);
     if reason.is_none() {
         // Not cut short, yet a class may have measured nothing or missed its
         // count: never report that as a complete run.
@@ -167,17 +159,7 @@ pub fn run_workload(
         reason = mptcp_shortfall(cfg.transport, &server_stats);
     }
     let workload = cfg.workload.to_string();
-    let work = Work {
-        transactions: merged.iter().map(|a| a.transactions).sum(),
-        payload_bytes: merged.iter().map(|a| a.tx_bytes + a.rx_bytes).sum(),
-    };
-    let place = Placement {
-        client_cpus: cfg.client_cpus.clone(),
-        server_cpus: control.server_cpus.clone(),
-        same_host: control.target().ip().is_loopback(),
-    };
-    let cpu = (start_samples.client.is_some() && end_samples.client.is_some())
-        .then(|| sampling::cpu_figures(&start_samples, &end_samples, &place, work));
+    let cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
     let memory =
         sampling::memory_figures(&end_memory, &baseline_memory, cfg.workload.total_clients());
     let classes = cfg
@@ -203,6 +185,46 @@ pub fn run_workload(
         complete: reason.is_none(),
         incomplete_reason: reason,
     })
+}
+
+/// Sums the workers' figures per class; a worker's failure becomes the
+/// run's `reason` unless it has one.
+fn merge_workers(
+    classes: usize,
+    per_worker: Vec<Result<Vec<ClassAccum>, String>>,
+    reason: &mut Option<String>,
+) -> Vec<ClassAccum> {
+    let mut merged: Vec<ClassAccum> = (0..classes).map(|_| ClassAccum::default()).collect();
+    for result in per_worker {
+        match result {
+            Ok(accums) => merged.iter_mut().zip(&accums).for_each(|(m, a)| m.merge(a)),
+            Err(e) => {
+                reason.get_or_insert(e);
+            }
+        }
+    }
+    merged
+}
+
+/// The window's CPU figures from its (start, end) samples; `None` when the
+/// driver's own samples are missing.
+fn cpu_of(
+    control: &ControlClient,
+    cfg: &RunConfig,
+    merged: &[ClassAccum],
+    (start, end): (&sampling::SidePair, &sampling::SidePair),
+) -> Option<stackbench_metrics::CpuFigures> {
+    let work = Work {
+        transactions: merged.iter().map(|a| a.transactions).sum(),
+        payload_bytes: merged.iter().map(|a| a.tx_bytes + a.rx_bytes).sum(),
+    };
+    let place = Placement {
+        client_cpus: cfg.client_cpus.clone(),
+        server_cpus: control.server_cpus.clone(),
+        same_host: control.target().ip().is_loopback(),
+    };
+    (start.client.is_some() && end.client.is_some())
+        .then(|| sampling::cpu_figures(start, end, &place, work))
 }
 
 /// The responder tests of a run, one per class.
