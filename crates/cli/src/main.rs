@@ -77,7 +77,22 @@ fn quiet_broken_pipe() {
     }));
 }
 
+/// The hidden `__tls-proxy` subcommand: the TLS proxy process of `tls_mode
+/// sidecar`, started by driver and responder (never by hand, so outside clap
+/// and its help).
+fn tls_proxy_or_continue() {
+    let mut args = std::env::args_os().skip(1);
+    if args
+        .next()
+        .is_some_and(|a| a == stackbench_engine::sidecar::PROXY_SUBCOMMAND)
+    {
+        let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+        std::process::exit(stackbench_engine::sidecar::proxy_main(&rest));
+    }
+}
+
 fn main() {
+    tls_proxy_or_continue();
     quiet_broken_pipe();
     let cli = parse_or_exit();
     let result = match cli.command {

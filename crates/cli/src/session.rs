@@ -329,16 +329,8 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         }
         return Ok(None);
     }
-    match s.tls_mode {
-        TlsMode::Inline => {}
-        TlsMode::Sidecar => {
-            return Err(
-                "tls_mode sidecar (transparent TLS proxies, as AT-TLS) is not built yet: \
-                 use --tls-mode inline"
-                    .to_string(),
-            )
-        }
-        TlsMode::Ktls => transport::tls::ktls_available()?,
+    if s.tls_mode == TlsMode::Ktls {
+        transport::tls::ktls_available()?;
     }
     TlsParams::resolve(
         s.tls_version,
@@ -351,6 +343,7 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
     .map(|p| {
         Some(TlsParams {
             resume_ratio: s.resume_ratio.0,
+            mode: s.tls_mode,
             ..p
         })
     })

@@ -6,7 +6,8 @@
 //! unix, mptcp), `sockopt` (socket options and the raw I/O calls under the
 //! fd-based transports), `limits` (file-descriptor budget), `timer` (the
 //! timing wheel for per-connection timers), `affinity` (CPU sets),
-//! `responder` and `driver`.
+//! `sidecar` (the TLS proxy processes of `tls_mode sidecar`), `responder`
+//! and `driver`.
 
 pub mod affinity;
 pub mod driver;
@@ -15,6 +16,7 @@ pub mod limits;
 pub mod protocol;
 pub mod responder;
 pub mod sampling;
+pub mod sidecar;
 pub mod sockopt;
 pub mod timer;
 pub mod transport;

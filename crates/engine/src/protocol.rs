@@ -130,6 +130,10 @@ pub enum Reply {
         cpu: CpuSample,
         /// `None` when /proc could not be read.
         memory: Option<MemorySample>,
+        /// The processes summed in `cpu` and `memory`: the responder and
+        /// its TLS proxies (`tls_mode sidecar`).
+        #[serde(default)]
+        pids: Vec<u32>,
     },
     Error {
         message: String,

@@ -9,14 +9,16 @@ use stackbench_metrics::cpu::{self, CpuSample, ProcessSource, Work};
 use stackbench_metrics::memory::{self, MemorySample};
 use stackbench_metrics::{CpuFigures, MemoryFigures, SideCpu};
 
-/// This process's CPU counters (every CPU, plus the process itself).
+/// This side's CPU counters (every CPU, plus this process and the TLS
+/// proxies it runs for `tls_mode sidecar`, see [`crate::sidecar::side_pids`]).
 pub fn local_cpu() -> Result<CpuSample, cpu::CpuError> {
-    CpuSample::take(&ProcessSource::Pids(vec![std::process::id()]))
+    CpuSample::take(&ProcessSource::Pids(crate::sidecar::side_pids()))
 }
 
-/// This process's memory and the host's socket memory; `None` if unreadable.
+/// This side's memory (with its TLS proxies) and the host's socket memory;
+/// `None` if unreadable.
 pub fn local_memory() -> Option<MemorySample> {
-    MemorySample::take(&[std::process::id()]).ok()
+    MemorySample::take(&crate::sidecar::side_pids()).ok()
 }
 
 /// Samples of both sides at one instant.

@@ -123,6 +123,13 @@ pub(crate) fn set_abortive_close(fd: RawFd) -> io::Result<()> {
     sock.set_linger(Some(std::time::Duration::ZERO))
 }
 
+/// `shutdown(SHUT_WR)`: a FIN, receiving goes on.
+pub(crate) fn shutdown_write(fd: RawFd) -> io::Result<()> {
+    // SAFETY: `fd` is an open socket owned by the caller for the whole call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    SockRef::from(&fd).shutdown(std::net::Shutdown::Write)
+}
+
 /// One `recv(2)`. Returns `Ok(0)` at end of stream.
 #[inline]
 pub(crate) fn recv(fd: RawFd, buf: &mut [u8], waitall: bool) -> io::Result<usize> {

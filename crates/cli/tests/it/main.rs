@@ -8,6 +8,7 @@ mod plan_errors;
 mod population;
 mod results_cli;
 mod run;
+mod sidecar;
 mod spin;
 mod sweep;
 mod transport;

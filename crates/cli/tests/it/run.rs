@@ -67,7 +67,7 @@ const CUT_RUN_DURATION: &str = "300s";
 
 /// Waits for a run that was cut short: it must end (within `HANG_CHECK`),
 /// exit 3, and say why (`reason` in `incomplete_reason`).
-fn assert_incomplete(driver: Child, reason: &str) -> serde_json::Value {
+pub(crate) fn assert_incomplete(driver: Child, reason: &str) -> serde_json::Value {
     let out = wait_bounded(driver, HANG_CHECK);
     assert_eq!(
         out.status.code(),
@@ -290,7 +290,7 @@ fn every_kind_runs_against_a_separate_serve_process() {
 
 /// Starts `run WORKLOAD` for `CUT_RUN_DURATION` with `extra` flags, JSON on
 /// a pipe, and returns once it is measuring (past the idle baseline).
-fn start_cut_run(workload: &str, extra: &[&str]) -> Child {
+pub(crate) fn start_cut_run(workload: &str, extra: &[&str]) -> Child {
     let driver = stackbench()
         .args(["run", workload, "--duration", CUT_RUN_DURATION])
         .args(["--warmup", "0s", "--json"])

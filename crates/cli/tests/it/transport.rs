@@ -44,10 +44,6 @@ fn transport_errors_are_one_line_exit_2() {
             &["--cipher", "C02F"],
             "apply to transport tls, not tcp: add --transport tls",
         ),
-        (
-            &["--transport", "tls", "--tls-mode", "sidecar"],
-            "tls_mode sidecar (transparent TLS proxies, as AT-TLS) is not built yet",
-        ),
         // Without CONFIG_TLS: what is missing; with it: not built yet.
         (
             &["--transport", "tls", "--tls-mode", "ktls"],

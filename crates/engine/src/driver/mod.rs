@@ -25,12 +25,14 @@ mod summary;
 mod watch;
 mod worker;
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
+use stackbench_model::settings::TlsMode;
 use stackbench_model::{SocketOptions, Spin, TlsParams, Transport, Workload};
 
 use accum::ClassAccum;
@@ -45,6 +47,7 @@ use crate::error::EngineError;
 use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sampling::{self, Placement};
+use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Dialer};
 
 /// One workload's run settings (already resolved).
@@ -123,6 +126,7 @@ pub fn run_workload(
         test_ids,
         plans,
         dialers,
+        proxies,
     } = start_tests(control, cfg)?;
     let Driven {
         per_worker,
@@ -136,20 +140,17 @@ pub fn run_workload(
         end_samples,
         end_memory,
     } = watched;
-    let mut merged: Vec<ClassAccum> = plans.iter().map(|_| ClassAccum::default()).collect();
-    for result in per_worker {
-        match result {
-            Ok(accums) => merged.iter_mut().zip(&accums).for_each(|(m, a)| m.merge(a)),
-            Err(e) => {
-                reason.get_or_insert(e);
-            }
-        }
-    }
+    let merged = merge_workers(plans.len(), per_worker, &mut reason);
     if reason.is_none() {
         // Not cut short, yet a class may have measured nothing or missed its
         // count: never report that as a complete run.
         reason = summary::shortfall(cfg, &merged);
     }
+    // Sidecar: what the client proxies negotiated (their whole life).
+    let proxy_tls: Vec<_> = proxies
+        .into_iter()
+        .map(|p| p.and_then(|p| p.finish()).and_then(|r| r.figures()))
+        .collect();
     let mut server_stats = Vec::new();
     if reason.is_none() || control.is_alive() {
         for id in &test_ids {
@@ -160,17 +161,7 @@ pub fn run_workload(
         reason = mptcp_shortfall(cfg.transport, &server_stats);
     }
     let workload = cfg.workload.to_string();
-    let work = Work {
-        transactions: merged.iter().map(|a| a.transactions).sum(),
-        payload_bytes: merged.iter().map(|a| a.tx_bytes + a.rx_bytes).sum(),
-    };
-    let place = Placement {
-        client_cpus: cfg.client_cpus.clone(),
-        server_cpus: control.server_cpus.clone(),
-        same_host: control.target().ip().is_loopback(),
-    };
-    let cpu = (start_samples.client.is_some() && end_samples.client.is_some())
-        .then(|| sampling::cpu_figures(&start_samples, &end_samples, &place, work));
+    let cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
     let memory =
         sampling::memory_figures(&end_memory, &baseline_memory, cfg.workload.total_clients());
     let classes = cfg
@@ -179,12 +170,14 @@ pub fn run_workload(
         .iter()
         .zip(&merged)
         .zip(&plans)
-        .map(|((spec, acc), plan)| {
+        .zip(proxy_tls)
+        .map(|(((spec, acc), plan), proxy_tls)| {
             let window_ns = window_ns(&timing, stopped_at_ns, cfg.transactions, acc);
             let mut class = summary::class_result(&workload, spec, acc, window_ns);
             class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
             class.cpu = cpu.clone();
             class.memory = Some(memory);
+            class.tls = class.tls.take().or(proxy_tls);
             class
         })
         .collect();
@@ -196,6 +189,46 @@ pub fn run_workload(
     })
 }
 
+/// Sums the workers' figures per class; a worker's failure becomes the
+/// run's `reason` unless it has one.
+fn merge_workers(
+    classes: usize,
+    per_worker: Vec<Result<Vec<ClassAccum>, String>>,
+    reason: &mut Option<String>,
+) -> Vec<ClassAccum> {
+    let mut merged: Vec<ClassAccum> = (0..classes).map(|_| ClassAccum::default()).collect();
+    for result in per_worker {
+        match result {
+            Ok(accums) => merged.iter_mut().zip(&accums).for_each(|(m, a)| m.merge(a)),
+            Err(e) => {
+                reason.get_or_insert(e);
+            }
+        }
+    }
+    merged
+}
+
+/// The window's CPU figures from its (start, end) samples; `None` when the
+/// driver's own samples are missing.
+fn cpu_of(
+    control: &ControlClient,
+    cfg: &RunConfig,
+    merged: &[ClassAccum],
+    (start, end): (&sampling::SidePair, &sampling::SidePair),
+) -> Option<stackbench_metrics::CpuFigures> {
+    let work = Work {
+        transactions: merged.iter().map(|a| a.transactions).sum(),
+        payload_bytes: merged.iter().map(|a| a.tx_bytes + a.rx_bytes).sum(),
+    };
+    let place = Placement {
+        client_cpus: cfg.client_cpus.clone(),
+        server_cpus: control.server_cpus.clone(),
+        same_host: control.target().ip().is_loopback(),
+    };
+    (start.client.is_some() && end.client.is_some())
+        .then(|| sampling::cpu_figures(start, end, &place, work))
+}
+
 /// The responder tests of a run, one per class.
 struct Started {
     test_ids: Vec<u64>,
@@ -203,6 +236,8 @@ struct Started {
     /// Per class: spreads its connections over enough paths (see
     /// `transport::spread`).
     dialers: Vec<Dialer>,
+    /// Per class: its client TLS proxy (`tls_mode sidecar`).
+    proxies: Vec<Option<SidecarProxy>>,
 }
 
 /// The TLS parameters of a `tls` run (the defaults when none were given).
@@ -221,6 +256,7 @@ fn tls_params(cfg: &RunConfig) -> Result<Option<TlsParams>, EngineError> {
 /// Starts one responder test per class.
 fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
     let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
+    let mut proxies = Vec::new();
     for class in &cfg.workload.classes {
         let spec = TestSpec {
             kind: class.kind,
@@ -239,13 +275,10 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             tls.clone(),
         )?;
         test_ids.push(id);
-        let mut dialer = Dialer::new(cfg.transport, &endpoints, spread.sources)
+        let (dialer, proxy) = class_dialer(cfg, class.clients, &endpoints, spread.sources, tls)
             .map_err(EngineError::Transport)?;
-        if let Some(p) = &tls {
-            let ctx = transport::tls::client_context(p).map_err(EngineError::Transport)?;
-            dialer = dialer.with_tls(ctx, p.resume_ratio);
-        }
         dialers.push(dialer);
+        proxies.push(proxy);
         plans.push(ClassPlan {
             kind: class.kind,
             request_bytes: class.request_bytes,
@@ -257,7 +290,39 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         test_ids,
         plans,
         dialers,
+        proxies,
     })
+}
+
+/// The dialer of one class to the endpoints `ready` named: TLS inside the
+/// driver (`inline`), or clear text to a client TLS proxy started here for
+/// the class (`sidecar`), returned with it.
+fn class_dialer(
+    cfg: &RunConfig,
+    clients: u32,
+    endpoints: &[transport::Endpoint],
+    sources: u32,
+    tls: Option<TlsParams>,
+) -> Result<(Dialer, Option<SidecarProxy>), String> {
+    let Some(p) = tls else {
+        return Ok((Dialer::new(cfg.transport, endpoints, sources)?, None));
+    };
+    if p.mode != TlsMode::Sidecar {
+        let ctx = transport::tls::client_context(&p)?;
+        let dialer = Dialer::new(cfg.transport, endpoints, sources)?;
+        return Ok((dialer.with_tls(ctx, p.resume_ratio), None));
+    }
+    let proxy = SidecarProxy::start(&ProxyConfig {
+        role: Role::Client,
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        upstream: endpoints.to_vec(),
+        tls: p,
+        socket: cfg.socket,
+        cpus: cfg.client_cpus.clone(),
+        clients,
+    })?;
+    let clear = [transport::Endpoint::Inet(proxy.addr())];
+    Ok((Dialer::new(Transport::Tcp, &clear, sources)?, Some(proxy)))
 }
 
 /// An MPTCP run whose connections fell back to plain TCP measured TCP: say

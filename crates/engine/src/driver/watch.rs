@@ -222,7 +222,7 @@ impl<'a> Watch<'a> {
 fn sample(control: &mut ControlClient) -> (SidePair, MemoryPair) {
     let client = sampling::local_cpu().ok();
     let (server, server_memory) = match control.sample() {
-        Ok(Reply::Sample { cpu, memory }) => (Some(cpu), memory),
+        Ok(Reply::Sample { cpu, memory, .. }) => (Some(cpu), memory),
         _ => (None, None),
     };
     (

@@ -27,8 +27,10 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::limits::{self, FdReservation};
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
+use stackbench_model::settings::TlsMode;
 use stackbench_model::TlsParams;
 
+use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, DataListener, Endpoint, SocketDir, Transport};
 use worker::{Command, Worker};
 
@@ -61,11 +63,13 @@ struct Pool {
     lock: Mutex<HashMap<u64, TestResources>>,
 }
 
-/// What a test holds until it stops: its socket directory (removed on drop)
-/// and its file-descriptor reservation.
+/// What a test holds until it stops: its socket directory (removed on drop),
+/// its file-descriptor reservation and its TLS proxy (`tls_mode sidecar`,
+/// stopped and reaped on drop).
 struct TestResources {
     _dir: Option<SocketDir>,
     _fds: FdReservation,
+    _proxy: Option<SidecarProxy>,
 }
 
 /// What `start` asks for, as the control session received it.
@@ -75,6 +79,16 @@ struct StartRequest {
     clients: u32,
     ports: u32,
     tls: Option<TlsParams>,
+    /// The responder's CPUs (a sidecar proxy is pinned to them).
+    cpus: Vec<usize>,
+}
+
+impl StartRequest {
+    /// The TLS parameters of a `tls_mode sidecar` test.
+    fn sidecar(&self) -> Option<&TlsParams> {
+        let p = self.tls.as_ref()?;
+        (self.transport == Transport::Tls && p.mode == TlsMode::Sidecar).then_some(p)
+    }
 }
 
 impl Pool {
@@ -105,10 +119,15 @@ impl Pool {
             socket: spec_opts,
             ..req.spec
         };
-        let (per_worker, endpoints, dir) = match req.transport {
+        let (per_worker, mut endpoints, dir) = match req.transport {
             Transport::Unix => self.unix_listeners(&spec)?,
+            // Sidecar: the workers serve clear text behind the proxy.
+            Transport::Tls if req.sidecar().is_some() => {
+                self.inet_listeners(Transport::Tcp, local_ip, req, &spec)?
+            }
             t => self.inet_listeners(t, local_ip, req, &spec)?,
         };
+        let proxy = server_proxy(local_ip, req, &spec, &mut endpoints)?;
         for (w, listeners) in self.workers.iter().zip(per_worker) {
             let _ = w.commands.send(Command::AddTest {
                 test_id: id,
@@ -122,6 +141,7 @@ impl Pool {
             TestResources {
                 _dir: dir,
                 _fds: fds,
+                _proxy: proxy,
             },
         );
         Ok((id, endpoints))
@@ -193,6 +213,30 @@ impl Pool {
         tests.remove(&test_id);
         total
     }
+}
+
+/// `tls_mode sidecar`: starts the test's server proxy in front of the clear
+/// `endpoints`, which become the proxy's (`None` for other tests).
+fn server_proxy(
+    local_ip: IpAddr,
+    req: &StartRequest,
+    spec: &TestSpec,
+    endpoints: &mut Vec<Endpoint>,
+) -> Result<Option<SidecarProxy>, String> {
+    let Some(tls) = req.sidecar() else {
+        return Ok(None);
+    };
+    let proxy = SidecarProxy::start(&ProxyConfig {
+        role: Role::Server,
+        listen: SocketAddr::new(local_ip, 0),
+        upstream: std::mem::take(endpoints),
+        tls: tls.clone(),
+        socket: spec.socket,
+        cpus: req.cpus.clone(),
+        clients: req.clients,
+    })?;
+    *endpoints = vec![Endpoint::Inet(proxy.addr())];
+    Ok(Some(proxy))
 }
 
 /// Locks a mutex, ignoring poisoning: the data behind these locks stays
@@ -378,6 +422,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                         clients,
                         ports,
                         tls,
+                        cpus: cpus.to_vec(),
                     };
                     match pool.start(local_ip, &req) {
                         Ok((test_id, endpoints)) => {
@@ -391,6 +436,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                     Ok(cpu) => Reply::Sample {
                         cpu,
                         memory: crate::sampling::local_memory(),
+                        pids: crate::sidecar::side_pids(),
                     },
                     Err(e) => Reply::Error {
                         message: format!("cannot sample CPU counters: {e}"),

@@ -98,6 +98,15 @@ impl DataStream {
         sockopt::set_abortive_close(self.as_raw_fd())
     }
 
+    /// Ends this side's sending (a FIN; TLS sends close_notify first) and
+    /// keeps receiving: the half-close a transparent proxy passes through.
+    pub fn close_write(&mut self) -> io::Result<()> {
+        match self {
+            DataStream::Plain(fd) => sockopt::shutdown_write(fd.as_raw_fd()),
+            DataStream::Tls(t) => t.close_write(),
+        }
+    }
+
     /// Whether this is a Multipath TCP connection that did not fall back to
     /// plain TCP (MPTCP_INFO: no fallback flag, the peer's key received).
     /// False for every other transport.

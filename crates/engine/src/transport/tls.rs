@@ -217,6 +217,16 @@ impl TlsConn {
         self.done.take()
     }
 
+    /// Ends this side's sending: close_notify (once the handshake finished),
+    /// then a FIN. Reading goes on until the peer ends too.
+    pub(crate) fn close_write(&mut self) -> io::Result<()> {
+        if self.finished {
+            // One record; never waits for the peer's close_notify.
+            let _ = self.stream.shutdown();
+        }
+        sockopt::shutdown_write(self.raw_fd())
+    }
+
     /// The session to offer on a later connection (client side).
     pub(crate) fn session(&self) -> Option<SslSession> {
         self.stream.ssl().session().map(|s| s.to_owned())

@@ -300,6 +300,10 @@ pub struct TlsParams {
     /// Share of connections offering the client's last session (0 to 1).
     #[serde(default)]
     pub resume_ratio: f64,
+    /// Where TLS runs: `sidecar` makes the responder put a TLS proxy process
+    /// in front of clear-text listeners.
+    #[serde(default)]
+    pub mode: TlsMode,
 }
 
 impl TlsParams {
@@ -351,6 +355,7 @@ impl TlsParams {
             cert,
             key,
             resume_ratio: 0.0,
+            mode: TlsMode::Inline,
         })
     }
 }
