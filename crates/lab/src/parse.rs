@@ -286,10 +286,7 @@ fn link(src: &Source, v: &Value) -> Result<Link> {
             "via" => out.via = Some(string(src, "via", value)?),
             "priority_classes" => {
                 out.priority_classes = value.get_ref().as_bool().ok_or_else(|| {
-                    src.at(
-                        value.span().start,
-                        "priority_classes: write true or false",
-                    )
+                    src.at(value.span().start, "priority_classes: write true or false")
                 })?;
             }
             _ => return Err(unknown(src, key, "[[link]]", LINK_KEYS)),

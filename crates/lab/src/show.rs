@@ -11,11 +11,11 @@ use serde::Serialize;
 use stackbench_model::units::{format_bit_rate, format_size};
 
 use crate::error::Result;
+use crate::htb::{self, ClassStats};
 use crate::layout::{layout, End, Layout};
 use crate::parse::cpus_text;
 use crate::spec::{IpNet, Lab, Offloads};
 use crate::up::nl_error;
-use crate::htb::{self, ClassStats};
 use crate::{ethtool, netns, qdisc, rtnl};
 
 /// The kernel's view of a lab.

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
-use stackbench_model::{SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{ClassPriorities, SocketOptions, TlsParams, Transport, Workload};
 
 use accum::ClassAccum;
 use clock::{Timing, Window};
@@ -69,6 +69,8 @@ pub struct RunConfig {
     pub transport: Transport,
     /// Transport `tls`: what both sides use (`None` for the others).
     pub tls: Option<TlsParams>,
+    /// One priority level per class, in mix order (`None`: sockets untouched).
+    pub priority: Option<ClassPriorities>,
 }
 
 /// A live view of a run, for progress displays.
@@ -219,12 +221,21 @@ fn tls_params(cfg: &RunConfig) -> Result<Option<TlsParams>, EngineError> {
 /// Starts one responder test per class.
 fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
     let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
-    for class in &cfg.workload.classes {
+    for (index, class) in cfg.workload.classes.iter().enumerate() {
+        // The class's level travels to the responder in its test's options.
+        let priority = cfg.priority.as_ref().and_then(|p| p.level(index));
+        let (socket, _) = transport::effective_options(
+            cfg.transport,
+            &SocketOptions {
+                priority,
+                ..cfg.socket
+            },
+        );
         let spec = TestSpec {
             kind: class.kind,
             request_bytes: class.request_bytes,
             response_bytes: class.response_bytes,
-            socket: cfg.socket,
+            socket,
             spin: cfg.spin,
         };
         let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
@@ -249,6 +260,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             request_bytes: class.request_bytes,
             response_bytes: class.response_bytes,
             pace: Pace::of(class, &cfg.pacing),
+            priority: socket.priority,
         });
     }
     Ok(Started {

@@ -212,6 +212,7 @@ mod tests {
             spin: false,
             transport: Default::default(),
             tls: None,
+            priority: None,
             pacing: PacingConfig::default(),
         }
     }

@@ -19,7 +19,11 @@ fn send(addr: SocketAddr, level: Option<u8>, count: usize) {
     let socket = UdpSocket::bind("0.0.0.0:0").unwrap();
     if let Some(level) = level {
         for (opt_level, name, value) in [
-            (libc::IPPROTO_IP, libc::IP_TOS, u32::from(priority_tos(level))),
+            (
+                libc::IPPROTO_IP,
+                libc::IP_TOS,
+                u32::from(priority_tos(level)),
+            ),
             (libc::SOL_SOCKET, libc::SO_PRIORITY, priority_class(level)),
         ] {
             let value = value as libc::c_int;
@@ -33,7 +37,12 @@ fn send(addr: SocketAddr, level: Option<u8>, count: usize) {
                     std::mem::size_of::<libc::c_int>() as libc::socklen_t,
                 )
             };
-            assert_eq!(rc, 0, "setsockopt {name}: {}", std::io::Error::last_os_error());
+            assert_eq!(
+                rc,
+                0,
+                "setsockopt {name}: {}",
+                std::io::Error::last_os_error()
+            );
         }
     }
     for _ in 0..count {

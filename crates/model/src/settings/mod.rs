@@ -15,7 +15,9 @@ mod tls;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
-pub use priority::{priority_class, priority_tos, ClassPriorities, MAX_LEVEL as MAX_PRIORITY_LEVEL};
+pub use priority::{
+    priority_class, priority_tos, ClassPriorities, MAX_LEVEL as MAX_PRIORITY_LEVEL,
+};
 pub use socket::{CrrClose, SocketOptions, Transport};
 pub use tls::{
     CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
@@ -251,8 +253,9 @@ impl RunSettings {
             rcvbuf_bytes: self.rcvbuf.map(|b| b.0 as u32),
             crr_close: self.crr_close,
             busy_poll_us: self.busy_poll.map(|d| d.0.as_micros() as u32),
-            // Per class: the driver sets each class's level (see `priority`).
-            priority: None,
+            // The driver sets each class's own level; at run level the first
+            // one stands for all, so `effective_options` can drop them.
+            priority: self.priority.as_ref().and_then(|p| p.level(0)),
         }
     }
 
@@ -267,6 +270,9 @@ impl RunSettings {
         self.crr_close = o.crr_close;
         if o.busy_poll_us.is_none() {
             self.busy_poll = None;
+        }
+        if o.priority.is_none() {
+            self.priority = None;
         }
     }
 

@@ -88,6 +88,8 @@ pub struct SocketOptions {
     pub busy_poll_us: Option<u32>,
     /// Priority level of this test's sockets (one class): DSCP and
     /// SO_PRIORITY as `settings::priority` documents; `None` = untouched.
+    /// In a run's options, the first class's level (the driver sets each
+    /// class's own), so a transport without priorities can drop them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u8>,
 }
