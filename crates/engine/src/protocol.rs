@@ -38,6 +38,8 @@ pub struct TestSpec {
     pub kind: Kind,
     pub request_bytes: u64,
     pub response_bytes: u64,
+    /// Options for the test's sockets, with its class's priority level
+    /// (`priority`), which the responder sets on every accepted socket.
     pub socket: SocketOptions,
     /// Busy-poll instead of sleeping in epoll while this test is active.
     pub spin: bool,
