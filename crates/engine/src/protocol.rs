@@ -57,6 +57,10 @@ pub struct ServerTestStats {
     /// MPTCP connections that fell back to plain TCP (always 0 for others).
     #[serde(default)]
     pub mptcp_fallbacks: u64,
+    /// SMC connections that fell back to TCP, of the first ones checked
+    /// (`transport::smc::CHECKED_PER_TEST`; always 0 for others).
+    #[serde(default)]
+    pub smc_fallbacks: u64,
     /// Times accepting stopped for want of file descriptors (EMFILE, ENFILE)
     /// and was retried later instead of stalling the queued connections.
     #[serde(default)]
@@ -71,6 +75,7 @@ impl ServerTestStats {
         self.tx_bytes += o.tx_bytes;
         self.errors += o.errors;
         self.mptcp_fallbacks += o.mptcp_fallbacks;
+        self.smc_fallbacks += o.smc_fallbacks;
         self.accept_retries += o.accept_retries;
     }
 }

@@ -157,7 +157,8 @@ pub fn run_workload(
         }
     }
     if reason.is_none() {
-        reason = mptcp_shortfall(cfg.transport, &server_stats);
+        reason = mptcp_shortfall(cfg.transport, &server_stats)
+            .or_else(|| smc_shortfall(cfg.transport, &server_stats));
     }
     let workload = cfg.workload.to_string();
     let work = Work {
@@ -281,6 +282,18 @@ fn mptcp_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<St
             "transport mptcp: {fallbacks} of {connections} data connections fell back to plain \
              TCP, so the figures are not MPTCP's: check net.mptcp.enabled on both hosts and any \
              middlebox between them"
+        )
+    })
+}
+
+/// An SMC run whose checked connections fell back to TCP measured TCP.
+fn smc_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<String> {
+    let fallbacks: u64 = stats.iter().map(|s| s.smc_fallbacks).sum();
+    (transport == Transport::Smc && fallbacks > 0).then(|| {
+        format!(
+            "transport smc: {fallbacks} checked data connections fell back to TCP, so the \
+             figures are not SMC's: both hosts need an SMC-capable device (RoCE RDMA or ISM) \
+             on the path, and `smcss` shows each connection's mode"
         )
     })
 }

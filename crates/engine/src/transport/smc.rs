@@ -13,17 +13,37 @@
 //! no SMC-capable device on both hosts (an RDMA NIC with RoCE, or ISM on
 //! s390) falls back to TCP during the handshake and still works.
 //!
-//! Fallback: not yet checked per connection. The kernel reports it through
-//! the SMC_DIAG sock_diag family (`smc_diag_msg.diag_mode` =
-//! `SMC_DIAG_MODE_FALLBACK_TCP`, with `diag_fallback` holding the reason
-//! code), keyed by inode; that needs a kernel with SMC to develop against, and
-//! this machine's lacks it. Until then a run over `smc` on a kernel that has
-//! it may be TCP figures under the smc label: `smcss` (smc-tools) shows the
-//! mode of each connection.
+//! Fallback: SOL_SMC has no getsockopt that reports it, so [`fell_back`]
+//! asks the SMC_DIAG sock_diag family (CONFIG_SMC_DIAG; what `smcss` uses):
+//! a `SOCK_DIAG_BY_FAMILY` dump for AF_SMC, whose `struct smc_diag_msg` rows
+//! carry `diag_mode` (0 SMC-R, 1 fallback to TCP, 2 SMC-D) and the socket's
+//! inode, matched against the connection's `fstat` inode. The responder checks
+//! the first [`CHECKED_PER_TEST`] connections of each test (a dump lists every
+//! SMC socket of the namespace, too dear per CRR connection), and a fallback
+//! makes the run incomplete, as for MPTCP. Written against the uapi headers
+//! (linux/smc_diag.h, linux/inet_diag.h); this machine's kernel has no SMC, so
+//! only the message layout is tested here.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::sockopt::AF_SMC;
+
+/// Connections checked with [`fell_back`] per responder test.
+pub const CHECKED_PER_TEST: u64 = 64;
+const NETLINK_SOCK_DIAG: i32 = 4;
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const NLM_F_REQUEST: u16 = 1;
+const NLM_F_DUMP: u16 = 0x300;
+/// `struct smc_diag_req`: family, 2 pad, ext, `struct inet_diag_sockid` (48).
+const REQ_BYTES: usize = 52;
+/// `struct smc_diag_msg` up to and including `diag_inode` (offset 56).
+const MSG_MIN_BYTES: usize = 64;
+const SMC_DIAG_MODE_FALLBACK_TCP: u8 = 1;
 
 /// `SMCPROTO_SMC` and `SMCPROTO_SMC6` from `linux/smc.h`.
 const SMCPROTO_SMC: i32 = 0;
@@ -62,6 +82,97 @@ fn explain(e: &std::io::Error) -> String {
     }
 }
 
+/// Whether SMC connection `fd` fell back to TCP; `None` when it cannot be
+/// told (no SMC_DIAG, the socket not listed).
+pub fn fell_back(fd: RawFd) -> Option<bool> {
+    // SAFETY: fstat on an open descriptor into a zeroed struct.
+    let inode = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd, &mut st) == 0).then_some(st.st_ino)?
+    };
+    let modes = dump_modes().ok()?;
+    modes
+        .iter()
+        .find(|(i, _)| *i == inode)
+        .map(|(_, mode)| *mode == SMC_DIAG_MODE_FALLBACK_TCP)
+}
+
+/// Every SMC socket of this namespace as (inode, diag_mode).
+fn dump_modes() -> io::Result<Vec<(u64, u8)>> {
+    // SAFETY: socket(2) with constant arguments; the fd is owned below.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            NETLINK_SOCK_DIAG,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a fresh descriptor nobody else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    let req = request();
+    // SAFETY: sends `req.len()` readable bytes to the kernel (default address).
+    if unsafe { libc::send(sock.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        // SAFETY: receives at most `buf.len()` bytes into `buf`.
+        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if parse(&buf[..n as usize], &mut out)? {
+            return Ok(out);
+        }
+    }
+}
+
+/// The dump request: `nlmsghdr` + `struct smc_diag_req` for AF_SMC.
+fn request() -> Vec<u8> {
+    let len = 16 + REQ_BYTES;
+    let mut b = vec![0u8; len];
+    b[0..4].copy_from_slice(&(len as u32).to_ne_bytes());
+    b[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    b[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+    b[16] = AF_SMC as u8;
+    b
+}
+
+/// Adds the (inode, mode) rows of one datagram; `true` at the dump's end.
+fn parse(mut data: &[u8], out: &mut Vec<(u64, u8)>) -> io::Result<bool> {
+    while data.len() >= 16 {
+        let len = u32::from_ne_bytes(data[0..4].try_into().expect("4 bytes")) as usize;
+        let kind = u16::from_ne_bytes([data[4], data[5]]);
+        if len < 16 || len > data.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "bad netlink length",
+            ));
+        }
+        let payload = &data[16..len];
+        match kind {
+            NLMSG_DONE => return Ok(true),
+            NLMSG_ERROR => {
+                let errno = payload
+                    .get(..4)
+                    .map_or(0, |e| i32::from_ne_bytes(e.try_into().expect("4 bytes")));
+                return Err(io::Error::from_raw_os_error(-errno));
+            }
+            SOCK_DIAG_BY_FAMILY if payload.len() >= MSG_MIN_BYTES => {
+                let inode = u64::from_ne_bytes(payload[56..64].try_into().expect("8 bytes"));
+                out.push((inode, payload[2]));
+            }
+            _ => {}
+        }
+        data = &data[((len + 3) & !3).min(data.len())..];
+    }
+    Ok(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +190,26 @@ mod tests {
         );
         assert!(!e.contains('\n'));
         assert_eq!(domain_protocol(Domain::IPV6).1, Protocol::from(1));
+    }
+
+    #[test]
+    fn diag_rows_give_inode_and_mode() {
+        let req = request();
+        assert_eq!(req.len(), 68);
+        assert_eq!(req[16], 43);
+        let mut row = vec![0u8; 16 + 72];
+        row[0..4].copy_from_slice(&88u32.to_ne_bytes());
+        row[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        row[16 + 2] = SMC_DIAG_MODE_FALLBACK_TCP;
+        row[16 + 56..16 + 64].copy_from_slice(&4711u64.to_ne_bytes());
+        let mut done = vec![0u8; 20];
+        done[0..4].copy_from_slice(&20u32.to_ne_bytes());
+        done[4..6].copy_from_slice(&NLMSG_DONE.to_ne_bytes());
+        let mut out = Vec::new();
+        assert!(!parse(&row, &mut out).unwrap());
+        assert!(parse(&done, &mut out).unwrap());
+        assert_eq!(out, vec![(4711, SMC_DIAG_MODE_FALLBACK_TCP)]);
+        // No SMC here: the dump fails or lists nothing, never panics.
+        let _ = dump_modes();
     }
 }
