@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thread};
-use stackbench_engine::{limits, transport, ControlClient, PacingConfig, RunConfig};
+use stackbench_engine::{limits, sockopt, transport, ControlClient, PacingConfig, RunConfig};
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::{RunRecord, SCHEMA_VERSION};
 use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text, TlsMode};
@@ -75,6 +75,7 @@ pub fn resolve(
         return usage("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
     }
     check_pacing(&s, &workloads)?;
+    sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(usage)?;
     if let Some(p) = tls_params(&s).or_else(usage)? {
         // Stored resolved: the version the cipher implies, or 1.3.
         s.tls_version = Some(p.version);
@@ -397,6 +398,7 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         spin: s.spin,
         transport: s.transport,
         tls: tls_params(s).ok().flatten(),
+        priority: s.priority.clone(),
         pacing: pacing_config(s),
     }
 }

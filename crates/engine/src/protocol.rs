@@ -38,6 +38,8 @@ pub struct TestSpec {
     pub kind: Kind,
     pub request_bytes: u64,
     pub response_bytes: u64,
+    /// Options for the test's sockets, with its class's priority level
+    /// (`priority`), which the responder sets on every accepted socket.
     pub socket: SocketOptions,
     /// The responder busy-polls (epoll with zero timeout) instead of sleeping
     /// while this test is active: the run's `spin` names the responder
@@ -57,6 +59,10 @@ pub struct ServerTestStats {
     /// MPTCP connections that fell back to plain TCP (always 0 for others).
     #[serde(default)]
     pub mptcp_fallbacks: u64,
+    /// SMC connections that fell back to TCP, of the first ones checked
+    /// (`transport::smc::CHECKED_PER_TEST`; always 0 for others).
+    #[serde(default)]
+    pub smc_fallbacks: u64,
     /// Times accepting stopped for want of file descriptors (EMFILE, ENFILE)
     /// and was retried later instead of stalling the queued connections.
     #[serde(default)]
@@ -71,6 +77,7 @@ impl ServerTestStats {
         self.tx_bytes += o.tx_bytes;
         self.errors += o.errors;
         self.mptcp_fallbacks += o.mptcp_fallbacks;
+        self.smc_fallbacks += o.smc_fallbacks;
         self.accept_retries += o.accept_retries;
     }
 }

@@ -18,12 +18,20 @@
 //!   blocking receive polls the device queue before sleeping. It needs root (or
 //!   CAP_NET_ADMIN) to exceed `net.core.busy_read`, and only NAPI devices are
 //!   polled (loopback is not one, so on loopback it costs nothing and gains nothing).
+//! - `priority` (per class) → IP_TOS / IPV6_TCLASS = DSCP CS<level>, then
+//!   SO_PRIORITY = htb class id `1:1<level>` (see
+//!   `stackbench_model::settings::priority_class`), on every data socket of
+//!   the class, both sides. The order matters: IP_TOS resets the priority.
+//!   Set before connect, so the SYN is marked too; on accepted sockets from
+//!   the first response on. [`check_priority`] refuses, before a run, a count
+//!   that does not match the mix and a process that may not set it.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
-use stackbench_model::SocketOptions;
+use stackbench_model::settings::{priority_class, priority_tos};
+use stackbench_model::{ClassPriorities, SocketOptions, Transport, Workload};
 
 /// Bytes moved per `send`/`recv` call on both sides, and the size of each
 /// worker's two buffers (shared by all its connections). 128 KiB, iperf3's
@@ -82,7 +90,92 @@ pub fn apply_connected(fd: RawFd, opts: &SocketOptions, recv_message_bytes: u64)
             us as libc::c_int,
         )?;
     }
+    if let Some(level) = opts.priority {
+        set_priority(fd.as_raw_fd(), level)?;
+    }
     Ok(())
+}
+
+/// DSCP, then SO_PRIORITY, for priority level `level` (module doc).
+pub(crate) fn set_priority(fd: RawFd, level: u8) -> io::Result<()> {
+    let tos = libc::c_int::from(priority_tos(level));
+    let (domain, protocol) = (
+        get_int(fd, libc::SOL_SOCKET, libc::SO_DOMAIN)?,
+        get_int(fd, libc::SOL_SOCKET, libc::SO_PROTOCOL)?,
+    );
+    // AF_SMC passes IP options to its TCP socket; protocol 1 is SMCPROTO_SMC6.
+    let v6 = domain == libc::AF_INET6 || (domain == AF_SMC && protocol == 1);
+    if v6 {
+        set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, tos)?;
+    } else if domain == libc::AF_INET || domain == AF_SMC {
+        set_int(fd, libc::IPPROTO_IP, libc::IP_TOS, tos)?;
+    }
+    set_int(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_PRIORITY,
+        priority_class(level) as libc::c_int,
+    )
+}
+
+/// `AF_SMC` (not in libc).
+pub(crate) const AF_SMC: libc::c_int = 43;
+
+/// Checks a run's priority setting before it starts: one level per class of
+/// every workload, and a process allowed to set SO_PRIORITY above 6. The
+/// error is one line with the fix.
+pub fn check_priority(
+    priority: Option<&ClassPriorities>,
+    workloads: &[Workload],
+    transport: Transport,
+) -> Result<(), String> {
+    let Some(p) = priority else {
+        return Ok(());
+    };
+    for w in workloads {
+        p.check_classes(&w.to_string(), w.classes.len())?;
+    }
+    if transport == Transport::Unix {
+        return Ok(()); // not applied (a warning says so)
+    }
+    probe_priority(p.0.iter().copied().max().unwrap_or(0))
+}
+
+/// Sets level `level` on a probe socket: whether this process may.
+pub fn probe_priority(level: u8) -> Result<(), String> {
+    let probe = Socket::new(Domain::IPV4, Type::STREAM, None)
+        .map_err(|e| format!("priority: cannot open a probe socket: {e}"))?;
+    match set_priority(probe.as_raw_fd(), level) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(format!(
+            "priority level {level}: SO_PRIORITY {:#x} (htb class 1:{:x}) needs CAP_NET_ADMIN: \
+             run as root (lab runs are) or drop priority",
+            priority_class(level),
+            priority_class(level) & 0xffff,
+        )),
+        Err(e) => Err(format!("priority: cannot set SO_PRIORITY: {e}")),
+    }
+}
+
+/// getsockopt(2) of an int option.
+fn get_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `value`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(value)
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Re-arms TCP_QUICKACK. Failure is ignored: it only loses an optimisation.
@@ -152,5 +245,41 @@ pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
         Err(io::Error::last_os_error())
     } else {
         Ok(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    fn get(fd: RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
+        get_int(fd, level, name).unwrap()
+    }
+
+    /// The level becomes DSCP CS<L> and SO_PRIORITY 1:1L, in that order (IP_TOS
+    /// alone would leave the priority at rt_tos2priority's value); needs
+    /// CAP_NET_ADMIN, else skipped.
+    #[test]
+    fn priority_sets_dscp_then_the_class_id() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let conn = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let fd = conn.as_raw_fd();
+        match set_priority(fd, 6) {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                eprintln!("skipped: SO_PRIORITY above 6 needs CAP_NET_ADMIN");
+                return;
+            }
+            other => other.unwrap(),
+        }
+        assert_eq!(get(fd, libc::IPPROTO_IP, libc::IP_TOS) & 0xfc, 0xc0);
+        assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_PRIORITY), 0x0001_0016);
+        let opts = SocketOptions {
+            priority: Some(0),
+            ..SocketOptions::default()
+        };
+        apply_connected(fd, &opts, 100).unwrap();
+        assert_eq!(get(fd, libc::IPPROTO_IP, libc::IP_TOS) & 0xfc, 0);
+        assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_PRIORITY), 0x0001_0010);
     }
 }

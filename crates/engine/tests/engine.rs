@@ -38,6 +38,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         },
         transport: Transport::Tcp,
         tls: None,
+        priority: None,
     }
 }
 
@@ -127,6 +128,7 @@ fn socket_options_are_applied_without_changing_counts() {
         rcvbuf_bytes: Some(128 * 1024),
         crr_close: CrrClose::Server,
         busy_poll_us: Some(50),
+        priority: None,
     };
     assert_exact(&run(&h, &cfg), 60);
 }

@@ -56,16 +56,19 @@
 //!   addresses — taken before the measurement window and read again after it
 //!   (a typed warning if anything changed). The report's environment section
 //!   prints them; `compare` can then say which link setting two sides differ in.
-//! - **Priorities (issue 12, item 3).** The root qdisc becomes an htb whose
-//!   parent class has the link rate and whose children map `SO_PRIORITY`
-//!   values (`skb->priority` = class id `1:N`) to bands; [`qdisc::replace_root`]
-//!   already takes any kind with its options, and [`up::qdisc_error`] names
+//! - **Priorities (issue 12, item 3; built).** A link with
+//!   `priority_classes = true` gets an htb root whose parent class has the
+//!   link rate and whose children `1:10`…`1:16` are the priority levels 0…6;
+//!   the run setting `priority` sets SO_PRIORITY to those class ids
+//!   (`skb->priority` = class id picks the band) and DSCP CS0…CS6. The
+//!   [`htb`] module documents the mapping; [`up::qdisc_error`] names
 //!   `CONFIG_NET_SCH_HTB` where it is missing (this kernel has htb, not prio).
 
 mod check;
 pub mod down;
 pub mod error;
 pub mod ethtool;
+pub mod htb;
 pub mod layout;
 pub mod netlink;
 pub mod netns;

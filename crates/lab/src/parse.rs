@@ -20,7 +20,7 @@ use crate::spec::{
 const LAB_KEYS: &str = "name, description, [[host]], [[router]], [[link]]";
 const HOST_KEYS: &str = "name, cpus, address";
 const ROUTER_KEYS: &str = "name";
-const LINK_KEYS: &str = "a, b, rate, mtu, offloads, via";
+const LINK_KEYS: &str = "a, b, rate, mtu, offloads, via, priority_classes";
 /// Bit rates a link may be shaped to, in bit/s (1 Mbit to 1000 Gbit; below
 /// 1 Mbit tbf's burst time would not fit its 32-bit tick count).
 const RATE_RANGE_BPS: std::ops::RangeInclusive<u64> = 1_000_000..=1_000_000_000_000;
@@ -273,6 +273,7 @@ fn link(src: &Source, v: &Value) -> Result<Link> {
         mtu: DEFAULT_MTU,
         offloads: Offloads::default(),
         via: None,
+        priority_classes: false,
     };
     let table = v.get_ref().as_table().expect("checked by table_items");
     for (key, value) in sorted(table) {
@@ -283,6 +284,11 @@ fn link(src: &Source, v: &Value) -> Result<Link> {
             "mtu" => out.mtu = mtu(src, value)?,
             "offloads" => out.offloads = offloads(src, value)?,
             "via" => out.via = Some(string(src, "via", value)?),
+            "priority_classes" => {
+                out.priority_classes = value.get_ref().as_bool().ok_or_else(|| {
+                    src.at(value.span().start, "priority_classes: write true or false")
+                })?;
+            }
             _ => return Err(unknown(src, key, "[[link]]", LINK_KEYS)),
         }
     }
@@ -290,6 +296,12 @@ fn link(src: &Source, v: &Value) -> Result<Link> {
         return Err(src.at(
             v.span().start,
             "[[link]] needs both ends: add a = \"HOST\" and b = \"HOST\"",
+        ));
+    }
+    if out.priority_classes && out.rate_bps.is_none() {
+        return Err(src.at(
+            v.span().start,
+            "priority_classes needs a rate to share: add e.g. rate = \"100Mbit\" to the link",
         ));
     }
     Ok(out)

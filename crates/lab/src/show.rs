@@ -11,6 +11,7 @@ use serde::Serialize;
 use stackbench_model::units::{format_bit_rate, format_size};
 
 use crate::error::Result;
+use crate::htb::{self, ClassStats};
 use crate::layout::{layout, End, Layout};
 use crate::parse::cpus_text;
 use crate::spec::{IpNet, Lab, Offloads};
@@ -55,6 +56,9 @@ pub struct EndState {
     pub rate_bps: Option<u64>,
     pub burst_bytes: Option<u64>,
     pub limit_bytes: Option<u64>,
+    /// The htb's classes with their counters, when the root qdisc is an htb
+    /// (priority classes); `rate_bps` is then its link class's rate.
+    pub classes: Vec<ClassStats>,
     pub offloads: Option<Offloads>,
 }
 
@@ -118,6 +122,7 @@ fn absent(link: usize, end: &End) -> EndState {
         rate_bps: None,
         burst_bytes: None,
         limit_bytes: None,
+        classes: Vec::new(),
         offloads: None,
     }
 }
@@ -148,6 +153,13 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
         let root = qdisc::root(&mut nl, info.index)
             .map_err(|e| nl_error(format!("{name}/{}: read qdisc", end.ifname), e))?;
         let tbf = root.as_ref().and_then(|q| q.tbf);
+        let classes = if root.as_ref().is_some_and(|q| q.kind == "htb") {
+            htb::classes(&mut nl, info.index)
+                .map_err(|e| nl_error(format!("{name}/{}: read classes", end.ifname), e))?
+        } else {
+            Vec::new()
+        };
+        let htb_rate = classes.iter().find(|c| c.id == htb::LINK_CLASS);
         states.push(EndState {
             link,
             ns: end.ns.clone(),
@@ -159,9 +171,10 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
             addresses: rtnl::addresses(&mut nl, info.index)
                 .map_err(|e| nl_error(format!("{name}/{}: read addresses", end.ifname), e))?,
             qdisc: root.map(|q| q.kind).unwrap_or_default(),
-            rate_bps: tbf.map(|t| t.rate_bps),
+            rate_bps: tbf.map(|t| t.rate_bps).or(htb_rate.map(|c| c.rate_bps)),
             burst_bytes: tbf.map(|t| t.burst_bytes),
             limit_bytes: tbf.map(|t| t.limit_bytes),
+            classes,
             offloads: ethtool::get(&end.ifname).ok(),
         });
     }
@@ -201,8 +214,13 @@ pub fn render(lab: &Lab, back: &Readback) -> String {
         let rate = link
             .rate_bps
             .map_or("unshaped".to_string(), format_bit_rate);
+        let classes = if link.priority_classes {
+            ", priority classes 1:10-1:16"
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "link {i}: {} <-> {}{via}: rate {rate}, mtu {}, offloads {}\n",
+            "link {i}: {} <-> {}{via}: rate {rate}{classes}, mtu {}, offloads {}\n",
             link.a, link.b, link.mtu, link.offloads
         ));
         let ends = plan
@@ -268,6 +286,16 @@ fn route_lines(plan: &Layout, back: &Readback, out: &mut String) -> usize {
     missing
 }
 
+/// `1:10 N pkts, …, 1:16 N pkts`: where each level's packets went.
+fn class_counts(classes: &[ClassStats]) -> String {
+    let leaves: Vec<String> = classes
+        .iter()
+        .filter(|c| htb::leaf_ids().any(|id| id == c.id))
+        .map(|c| format!("{} {} pkts", c.name(), c.packets))
+        .collect();
+    leaves.join(", ")
+}
+
 /// One interface's line and its number of differences from the file.
 fn end_line(end: &End, state: Option<&EndState>, link: &crate::spec::Link) -> (String, usize) {
     let name = format!("  {}/{}", end.ns, end.ifname);
@@ -304,10 +332,20 @@ fn end_line(end: &End, state: Option<&EndState>, link: &crate::spec::Link) -> (S
             format_size(b),
             format_size(l)
         ),
+        (Some(r), _, _) if s.qdisc == "htb" => format!("htb {}", format_bit_rate(r)),
         _ if s.qdisc.is_empty() || s.qdisc == "noqueue" => "unshaped".to_string(),
         _ => format!("qdisc {}", s.qdisc),
     };
     let rate = format!("{rate}{}", mark(s.rate_bps == link.rate_bps, want_rate));
+    let has_classes = s.qdisc == "htb" && s.classes.len() > htb::leaf_ids().count();
+    let rate = match (link.priority_classes, has_classes) {
+        (true, true) => format!("{rate} [{}]", class_counts(&s.classes)),
+        (want, has) => {
+            let configured = if want { "with" } else { "without" };
+            let note = mark(want == has, format!("{configured} priority classes"));
+            format!("{rate}{note}")
+        }
+    };
     let addrs: Vec<String> = s.addresses.iter().map(ToString::to_string).collect();
     let want_addrs: Vec<String> = end.addresses.iter().map(ToString::to_string).collect();
     let same_addrs = s.addresses.len() == end.addresses.len()

@@ -62,6 +62,9 @@ pub struct Link {
     pub offloads: Offloads,
     /// Router the link passes through (a multi-hop path), if any.
     pub via: Option<String>,
+    /// Priority classes: an htb with one class per priority level instead
+    /// of the tbf (see the `htb` module); needs a rate.
+    pub priority_classes: bool,
 }
 
 /// Segmentation and checksum offloads of a link's interfaces (`ethtool -k`

@@ -20,7 +20,7 @@ use crate::layout::{layout, End, Layout, Namespace, VethPair};
 use crate::netlink::{Netlink, NlError};
 use crate::parse::cpus_text;
 use crate::spec::{Lab, Link};
-use crate::{down, ethtool, netns, qdisc, rtnl};
+use crate::{down, ethtool, htb, netns, qdisc, rtnl};
 
 /// Longest wait for a new link's carrier (the kernel's link watch usually
 /// takes microseconds for a veth, at most a second when busy).
@@ -246,17 +246,21 @@ fn configure_end(end: &End, link: &Link) -> Result<()> {
     })
 }
 
-/// Puts the link's tbf on link `index`, or removes the root qdisc when the
-/// link has no rate.
+/// Puts the link's tbf (or, with priority classes, its htb) on link
+/// `index`, or removes the root qdisc when the link has no rate.
 fn shape(nl: &mut Netlink, index: u32, link: &Link) -> Result<()> {
     let Some(rate_bps) = link.rate_bps else {
         return qdisc::delete_root(nl, index).map_err(|e| nl_error("remove qdisc", e));
     };
+    let tbf = qdisc::tbf_for(rate_bps, link.mtu);
+    if link.priority_classes {
+        return htb::replace_htb(nl, index, &tbf)
+            .map_err(|e| qdisc_error("htb", "set priority classes", e));
+    }
     let current = qdisc::root(nl, index).map_err(|e| nl_error("read qdisc", e))?;
     if current.is_some_and(|q| q.kind != "tbf") {
         qdisc::delete_root(nl, index).map_err(|e| nl_error("remove qdisc", e))?;
     }
-    let tbf = qdisc::tbf_for(rate_bps, link.mtu);
     qdisc::replace_tbf(nl, index, &tbf).map_err(|e| qdisc_error("tbf", "set rate", e))
 }
 

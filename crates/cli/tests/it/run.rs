@@ -511,6 +511,26 @@ fn bad_repetition_flags_exit_2() {
 }
 
 #[test]
+fn priority_and_smc_are_refused_with_the_reason() {
+    assert_usage_errors(&[
+        (
+            &["--priority", "6,0"],
+            "priority 6,0 gives 2 levels but RR1(1B/1B) has 1 class: give one level",
+        ),
+        (&["--priority", "9"], "--priority 9: bad level '9'"),
+    ]);
+    // SAFETY: socket(2) with constant arguments; the descriptor is closed at once.
+    let fd = unsafe { libc::socket(43, libc::SOCK_STREAM, 0) };
+    if fd >= 0 {
+        // SAFETY: closes the descriptor just opened.
+        unsafe { libc::close(fd) };
+        eprintln!("skipped the smc refusal: this kernel has AF_SMC");
+        return;
+    }
+    assert_usage_errors(&[(&["--transport", "smc"], "CONFIG_SMC")]);
+}
+
+#[test]
 fn run_is_stored_with_labels_and_study_runs_against_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");

@@ -11,8 +11,8 @@ use crate::run::assert_usage_errors;
 fn transport_errors_are_one_line_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (
-            &["--transport", "smc"],
-            "--transport smc: unknown transport: use tcp, unix, mptcp or tls",
+            &["--transport", "sctp"],
+            "--transport sctp: unknown transport: use tcp, unix, mptcp, tls or smc",
         ),
         (
             &[

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
 use stackbench_model::settings::TlsMode;
-use stackbench_model::{SocketOptions, Spin, TlsParams, Transport, Workload};
+use stackbench_model::{ClassPriorities, SocketOptions, Spin, TlsParams, Transport, Workload};
 
 use accum::ClassAccum;
 use clock::{Timing, Window};
@@ -74,6 +74,8 @@ pub struct RunConfig {
     pub transport: Transport,
     /// Transport `tls`: what both sides use (`None` for the others).
     pub tls: Option<TlsParams>,
+    /// One priority level per class, in mix order (`None`: sockets untouched).
+    pub priority: Option<ClassPriorities>,
 }
 
 /// A live view of a run, for progress displays.
@@ -158,7 +160,8 @@ pub fn run_workload(
         }
     }
     if reason.is_none() {
-        reason = mptcp_shortfall(cfg.transport, &server_stats);
+        reason = mptcp_shortfall(cfg.transport, &server_stats)
+            .or_else(|| smc_shortfall(cfg.transport, &server_stats));
     }
     let workload = cfg.workload.to_string();
     let cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
@@ -257,12 +260,21 @@ fn tls_params(cfg: &RunConfig) -> Result<Option<TlsParams>, EngineError> {
 fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
     let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
     let mut proxies = Vec::new();
-    for class in &cfg.workload.classes {
+    for (index, class) in cfg.workload.classes.iter().enumerate() {
+        // The class's level travels to the responder in its test's options.
+        let priority = cfg.priority.as_ref().and_then(|p| p.level(index));
+        let (socket, _) = transport::effective_options(
+            cfg.transport,
+            &SocketOptions {
+                priority,
+                ..cfg.socket
+            },
+        );
         let spec = TestSpec {
             kind: class.kind,
             request_bytes: class.request_bytes,
             response_bytes: class.response_bytes,
-            socket: cfg.socket,
+            socket,
             spin: cfg.spin.responder(),
         };
         let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
@@ -284,6 +296,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             request_bytes: class.request_bytes,
             response_bytes: class.response_bytes,
             pace: Pace::of(class, &cfg.pacing),
+            priority: socket.priority,
         });
     }
     Ok(Started {
@@ -336,6 +349,18 @@ fn mptcp_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<St
             "transport mptcp: {fallbacks} of {connections} data connections fell back to plain \
              TCP, so the figures are not MPTCP's: check net.mptcp.enabled on both hosts and any \
              middlebox between them"
+        )
+    })
+}
+
+/// An SMC run whose checked connections fell back to TCP measured TCP.
+fn smc_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<String> {
+    let fallbacks: u64 = stats.iter().map(|s| s.smc_fallbacks).sum();
+    (transport == Transport::Smc && fallbacks > 0).then(|| {
+        format!(
+            "transport smc: {fallbacks} checked data connections fell back to TCP, so the \
+             figures are not SMC's: both hosts need an SMC-capable device (RoCE RDMA or ISM) \
+             on the path, and `smcss` shows each connection's mode"
         )
     })
 }

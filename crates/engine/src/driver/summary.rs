@@ -212,6 +212,7 @@ mod tests {
             spin: stackbench_model::Spin::None,
             transport: Default::default(),
             tls: None,
+            priority: None,
             pacing: PacingConfig::default(),
         }
     }

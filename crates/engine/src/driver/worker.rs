@@ -50,6 +50,8 @@ pub struct ClassPlan {
     pub request_bytes: u64,
     pub response_bytes: u64,
     pub pace: Pace,
+    /// Priority level of the class's sockets (see `sockopt`).
+    pub priority: Option<u8>,
 }
 
 /// What every worker of a run shares.
@@ -365,12 +367,12 @@ impl<'a> Worker<'a> {
         let class = self.conns[key].class as usize;
         let response_bytes = self.classes[class].response_bytes;
         let session = self.session_to_offer(key, class);
-        let mut stream = self.dialers[class].connect_resuming(
-            key,
-            &self.socket,
-            response_bytes,
-            session.as_ref(),
-        )?;
+        let opts = SocketOptions {
+            priority: self.classes[class].priority,
+            ..self.socket
+        };
+        let mut stream =
+            self.dialers[class].connect_resuming(key, &opts, response_bytes, session.as_ref())?;
         self.poll.registry().register(
             &mut stream,
             Token(key),

@@ -28,6 +28,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::limits::{self, FdReservation};
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use stackbench_model::settings::TlsMode;
+use crate::sockopt;
 use stackbench_model::TlsParams;
 
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
@@ -115,6 +116,10 @@ impl Pool {
             .map_err(|e| format!("on the responder's host: {e}"))?;
         let id = self.next_test_id.fetch_add(1, Ordering::Relaxed);
         let (spec_opts, _) = transport::effective_options(req.transport, &req.spec.socket);
+        if let Some(level) = spec_opts.priority {
+            // Accepted sockets ignore option errors: refuse here instead.
+            sockopt::probe_priority(level).map_err(|e| format!("on the responder's host: {e}"))?;
+        }
         let spec = TestSpec {
             socket: spec_opts,
             ..req.spec

@@ -21,6 +21,7 @@
 //! the test's `accept_retries`).
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
@@ -30,7 +31,7 @@ use stackbench_model::{CrrClose, Kind, Transport};
 
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::IO_CHUNK_BYTES;
-use crate::transport::{DataListener, DataStream};
+use crate::transport::{self, DataListener, DataStream};
 
 /// Token of the waker that announces commands.
 pub const WAKER: Token = Token(usize::MAX);
@@ -214,6 +215,7 @@ impl Worker {
                 return;
             };
             let (test, mptcp) = (*test, listener.transport() == Transport::Mptcp);
+            let smc = listener.transport() == Transport::Smc;
             let mut stream = match listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -240,6 +242,12 @@ impl Worker {
             t.stats.connections += 1;
             if mptcp && !stream.is_mptcp() {
                 t.stats.mptcp_fallbacks += 1;
+            }
+            if smc
+                && t.stats.connections <= transport::smc::CHECKED_PER_TEST
+                && transport::smc::fell_back(stream.as_raw_fd()) == Some(true)
+            {
+                t.stats.smc_fallbacks += 1;
             }
             let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
             let remaining = t.spec.request_bytes;

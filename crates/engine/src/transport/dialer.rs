@@ -101,9 +101,10 @@ impl Dialer {
             .ok_or("the responder offered no data endpoint")?;
         let domain = match (transport, first) {
             (Transport::Unix, Endpoint::Unix(_)) => Domain::UNIX,
-            (Transport::Tcp | Transport::Mptcp | Transport::Tls, Endpoint::Inet(a)) => {
-                Domain::for_address(*a)
-            }
+            (
+                Transport::Tcp | Transport::Mptcp | Transport::Tls | Transport::Smc,
+                Endpoint::Inet(a),
+            ) => Domain::for_address(*a),
             (t, e) => {
                 return Err(format!(
                     "the responder offered endpoint {e} for transport {}",
@@ -128,10 +129,15 @@ impl Dialer {
         } else {
             Vec::new()
         };
-        let protocol = match transport {
-            Transport::Tcp | Transport::Tls => Some(Protocol::TCP),
-            Transport::Mptcp => Some(Protocol::MPTCP),
-            Transport::Unix => None,
+        let (domain, protocol) = match transport {
+            Transport::Tcp | Transport::Tls => (domain, Some(Protocol::TCP)),
+            Transport::Mptcp => (domain, Some(Protocol::MPTCP)),
+            Transport::Unix => (domain, None),
+            // Connects to the same sockaddr_in/in6 targets.
+            Transport::Smc => {
+                let (d, p) = super::smc::domain_protocol(domain);
+                (d, Some(p))
+            }
         };
         Ok(Dialer {
             domain,

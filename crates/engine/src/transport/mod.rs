@@ -2,9 +2,9 @@
 //! ([`DataListener`]), read, written and closed ([`DataStream`]) through this
 //! module only, for the transport chosen per run — `tcp`, `unix` (AF_UNIX
 //! stream sockets: the memory-to-memory path without TCP/IP), `mptcp`
-//! (IPPROTO_MPTCP) or `tls` (OpenSSL over TCP, [`tls`]). The driver and
-//! responder state machines do not know which one they drive. AF_SMC would
-//! plug in here too.
+//! (IPPROTO_MPTCP), `tls` (OpenSSL over TCP, [`tls`]) or `smc` (AF_SMC where
+//! the kernel has it, [`smc`]). The driver and responder state machines do
+//! not know which one they drive.
 //!
 //! What each transport supports is decided once per run by
 //! [`effective_options`]: options that do not apply (TCP_NODELAY on AF_UNIX,
@@ -14,6 +14,7 @@
 
 mod dialer;
 mod mptcp;
+pub mod smc;
 mod stream;
 pub mod tls;
 mod unix_dir;
@@ -66,8 +67,13 @@ pub fn effective_options(
     let mut eff = *opts;
     let mut notes = Vec::new();
     match transport {
-        Transport::Tcp | Transport::Tls => {}
+        Transport::Tcp | Transport::Tls | Transport::Smc => {}
         Transport::Unix => {
+            if eff.priority.take().is_some() {
+                notes.push(
+                    "priority not set: AF_UNIX has no IP header (DSCP) and no qdisc".to_string(),
+                );
+            }
             if eff.nodelay {
                 eff.nodelay = false;
                 notes.push("nodelay not set: AF_UNIX has no Nagle algorithm".to_string());
@@ -131,6 +137,7 @@ pub fn check_usable(transport: Transport, target: SocketAddr) -> Result<(), Stri
              or use --transport tcp"
         )),
         Transport::Mptcp => mptcp::probe(Domain::for_address(target)),
+        Transport::Smc => smc::probe(Domain::for_address(target)),
     }
 }
 
@@ -141,11 +148,12 @@ pub fn listen_inet(
     addr: SocketAddr,
     opts: &SocketOptions,
 ) -> std::io::Result<DataListener> {
-    let protocol = match transport {
-        Transport::Mptcp => Protocol::MPTCP,
-        _ => Protocol::TCP,
+    let (domain, protocol) = match transport {
+        Transport::Mptcp => (Domain::for_address(addr), Protocol::MPTCP),
+        Transport::Smc => smc::domain_protocol(Domain::for_address(addr)),
+        _ => (Domain::for_address(addr), Protocol::TCP),
     };
-    let socket = sockopt::new_socket(Domain::for_address(addr), Some(protocol), opts)?;
+    let socket = sockopt::new_socket(domain, Some(protocol), opts)?;
     socket.set_reuse_port(true)?;
     socket.set_reuse_address(true)?;
     if addr.is_ipv6() {

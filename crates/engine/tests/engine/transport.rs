@@ -315,3 +315,52 @@ fn an_old_driver_is_refused_naming_both_versions() {
         "{line}"
     );
 }
+
+/// Over `smc` where the kernel has AF_SMC; here (no CONFIG_SMC) the refusal
+/// is asserted to be one line naming the kernel option.
+#[test]
+fn smc_runs_where_the_kernel_has_it_and_is_refused_with_the_reason_otherwise() {
+    let target = "127.0.0.1:1".parse().unwrap();
+    if let Err(e) = stackbench_engine::transport::check_usable(Transport::Smc, target) {
+        assert!(e.starts_with("transport smc: "), "{e}");
+        assert!(e.contains("CONFIG_SMC") && !e.contains('\n'), "{e}");
+        eprintln!("skipped the RR over smc: {e}");
+        return;
+    }
+    // Without an RDMA or ISM device SMC falls back to TCP and still runs;
+    // the fallback is not checked yet (see transport::smc).
+    let h = responder("127.0.0.1:0");
+    let out = run(&h, &over(Transport::Smc, "RR2(100B/800B)", 200));
+    assert_exact(&out, 200);
+}
+
+/// Per-class priority: both classes of a mix run with their own level
+/// (DSCP and SO_PRIORITY on both sides) and count exactly; where the
+/// process may not set SO_PRIORITY above 6 the pre-run check says why.
+#[test]
+fn a_mix_with_per_class_priority_runs() {
+    use stackbench_model::ClassPriorities;
+    let mut cfg = config("RR1(100B/800B)+RR2(100B/800B)", 150);
+    cfg.priority = Some(ClassPriorities(vec![6, 0]));
+    let workloads = [cfg.workload.clone()];
+    let check = stackbench_engine::sockopt::check_priority(
+        cfg.priority.as_ref(),
+        &workloads,
+        cfg.transport,
+    );
+    if let Err(e) = check {
+        assert!(e.contains("CAP_NET_ADMIN"), "{e}");
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let h = responder("127.0.0.1:0");
+    assert_exact(&run(&h, &cfg), 150);
+    let three = [("RR1(1B/1B)+RR1(1B/1B)+RR1(1B/1B)".parse().unwrap())];
+    let e =
+        stackbench_engine::sockopt::check_priority(cfg.priority.as_ref(), &three, cfg.transport)
+            .unwrap_err();
+    assert!(
+        e.contains("gives 2 levels but") && e.contains("3 classes"),
+        "{e}"
+    );
+}

@@ -5,4 +5,5 @@
 mod common;
 mod kernel;
 mod parse;
+mod priority;
 mod rate;

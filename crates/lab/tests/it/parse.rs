@@ -18,6 +18,9 @@ fn examples_parse() {
     let hop = read_lab(&examples().join("lab-router.toml")).unwrap();
     assert_eq!(hop.links[0].via.as_deref(), Some("r1"));
     assert_eq!(hop.links[0].mtu, 9000);
+    let prio = read_lab(&examples().join("lab-prio.toml")).unwrap();
+    assert!(prio.links[0].priority_classes);
+    assert!(!pair.links[0].priority_classes);
 }
 
 #[test]
@@ -115,7 +118,17 @@ fn bad_entries_are_refused_with_place_and_fix() {
         (
             link("speed = \"1Gbit\""),
             "12:1",
-            "unknown key 'speed' in [[link]]: use a, b, rate, mtu, offloads, via",
+            "unknown key 'speed' in [[link]]: use a, b, rate, mtu, offloads, via, priority_classes",
+        ),
+        (
+            link("priority_classes = true"),
+            "9:1",
+            "priority_classes needs a rate to share: add e.g. rate = \"100Mbit\"",
+        ),
+        (
+            link("rate = \"1Gbit\"\npriority_classes = \"yes\""),
+            "13:20",
+            "priority_classes: write true or false",
         ),
     ] {
         refused(&text, at, needle);

@@ -9,12 +9,16 @@
 //! in the engine. A bad value gets the same message from a flag, a study key or
 //! a sweep, because all three go through [`RunSettings::set`].
 
+mod priority;
 mod socket;
 mod spin;
 mod tls;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
+pub use priority::{
+    priority_class, priority_tos, ClassPriorities, MAX_LEVEL as MAX_PRIORITY_LEVEL,
+};
 pub use socket::{CrrClose, SocketOptions, Transport};
 pub use spin::Spin;
 pub use tls::{
@@ -186,7 +190,7 @@ run_settings! {
     target: Option<Text> = None, json "target";
     /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
     ipv6: bool = false, json "ipv6";
-    /// Data connections over tcp, unix (AF_UNIX, same host), mptcp (Multipath TCP) or tls (TLS over TCP, OpenSSL in both sides).
+    /// Data connections over tcp, unix (AF_UNIX, same host), mptcp (Multipath TCP), tls (TLS over TCP, OpenSSL in both sides) or smc (AF_SMC, where the kernel has it).
     transport: Transport = Transport::Tcp, json "transport";
     /// TLS protocol version, 1.2 or 1.3 (transport tls) [default: the cipher's, else 1.3].
     tls_version: Option<TlsVersion> = None, json "tls_version";
@@ -204,6 +208,8 @@ run_settings! {
     tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
+    /// Per-class priority level 0-6 in mix order, e.g. 6,0: DSCP CS<L> and SO_PRIORITY = htb class 1:1L of a lab link with priority_classes (needs CAP_NET_ADMIN).
+    priority: Option<ClassPriorities> = None, json "priority";
     /// Sides that busy-poll (epoll with zero timeout) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides).
@@ -249,6 +255,9 @@ impl RunSettings {
             rcvbuf_bytes: self.rcvbuf.map(|b| b.0 as u32),
             crr_close: self.crr_close,
             busy_poll_us: self.busy_poll.map(|d| d.0.as_micros() as u32),
+            // The driver sets each class's own level; at run level the first
+            // one stands for all, so `effective_options` can drop them.
+            priority: self.priority.as_ref().and_then(|p| p.level(0)),
         }
     }
 
@@ -263,6 +272,9 @@ impl RunSettings {
         self.crr_close = o.crr_close;
         if o.busy_poll_us.is_none() {
             self.busy_poll = None;
+        }
+        if o.priority.is_none() {
+            self.priority = None;
         }
     }
 

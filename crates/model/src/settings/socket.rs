@@ -48,6 +48,9 @@ pub enum Transport {
     Mptcp,
     /// TLS over TCP (OpenSSL inside driver and responder; see `TlsParams`).
     Tls,
+    /// AF_SMC (SMC-R/SMC-D, seed 000), where the kernel has it: a TCP
+    /// handshake, then data over RDMA or ISM; falls back to TCP otherwise.
+    Smc,
 }
 
 impl Transport {
@@ -57,6 +60,7 @@ impl Transport {
             Transport::Unix => "unix",
             Transport::Mptcp => "mptcp",
             Transport::Tls => "tls",
+            Transport::Smc => "smc",
         }
     }
 }
@@ -82,4 +86,10 @@ pub struct SocketOptions {
     /// SO_BUSY_POLL in µs, `None` = off (the kernel's `net.core.busy_read`).
     #[serde(default)]
     pub busy_poll_us: Option<u32>,
+    /// Priority level of this test's sockets (one class): DSCP and
+    /// SO_PRIORITY as `settings::priority` documents; `None` = untouched.
+    /// In a run's options, the first class's level (the driver sets each
+    /// class's own), so a transport without priorities can drop them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
 }

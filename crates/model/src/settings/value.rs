@@ -192,14 +192,15 @@ impl SettingValue for CrrClose {
 
 impl SettingValue for Transport {
     const VALUE_NAME: &'static str = "TRANSPORT";
-    const ALLOWED: &'static [&'static str] = &["tcp", "unix", "mptcp", "tls"];
+    const ALLOWED: &'static [&'static str] = &["tcp", "unix", "mptcp", "tls", "smc"];
     fn parse(text: &str) -> Result<Self, String> {
         match text.trim() {
             "tcp" => Ok(Transport::Tcp),
             "unix" => Ok(Transport::Unix),
             "mptcp" => Ok(Transport::Mptcp),
             "tls" => Ok(Transport::Tls),
-            _ => Err("unknown transport: use tcp, unix, mptcp or tls".to_string()),
+            "smc" => Ok(Transport::Smc),
+            _ => Err("unknown transport: use tcp, unix, mptcp, tls or smc".to_string()),
         }
     }
     fn text(&self) -> String {
@@ -385,6 +386,7 @@ mod tests {
         round_trip::<CrrClose>("abort");
         round_trip::<Transport>("unix");
         round_trip::<Transport>("mptcp");
+        round_trip::<Transport>("smc");
         round_trip::<u32>("4");
         round_trip::<bool>("false");
         round_trip::<ThinkTime>("uniform:10s..50s");
@@ -404,8 +406,8 @@ mod tests {
         assert!(CrrClose::parse("rst")
             .unwrap_err()
             .contains("server, client or abort"));
-        assert!(Transport::parse("smc")
+        assert!(Transport::parse("sctp")
             .unwrap_err()
-            .contains("tcp, unix, mptcp or tls"));
+            .contains("tcp, unix, mptcp, tls or smc"));
     }
 }

@@ -1,0 +1,215 @@
+//! AF_SMC (Shared Memory Communications, SMC-R over RDMA / SMC-D over ISM,
+//! seed 000's SMC-Rv2 and HiperSockets comparisons), where the kernel has it.
+//!
+//! An SMC socket is `socket(AF_SMC = 43, SOCK_STREAM, SMCPROTO_SMC = 0)` for
+//! IPv4 or `SMCPROTO_SMC6 = 1` for IPv6; it binds, listens and connects with
+//! ordinary `sockaddr_in`/`sockaddr_in6` addresses and forwards IP and TCP
+//! options to its internal TCP socket, so the rest of the transport seam
+//! (options, spreading, the responder's listeners) treats it as TCP.
+//!
+//! Detection is at run time: a kernel without CONFIG_SMC answers socket()
+//! with EAFNOSUPPORT (no address family 43) or EPROTONOSUPPORT, and [`probe`]
+//! turns that into one line naming the option. An SMC connection that finds
+//! no SMC-capable device on both hosts (an RDMA NIC with RoCE, or ISM on
+//! s390) falls back to TCP during the handshake and still works.
+//!
+//! Fallback: SOL_SMC has no getsockopt that reports it, so [`fell_back`]
+//! asks the SMC_DIAG sock_diag family (CONFIG_SMC_DIAG; what `smcss` uses):
+//! a `SOCK_DIAG_BY_FAMILY` dump for AF_SMC, whose `struct smc_diag_msg` rows
+//! carry `diag_mode` (0 SMC-R, 1 fallback to TCP, 2 SMC-D) and the socket's
+//! inode, matched against the connection's `fstat` inode. The responder checks
+//! the first [`CHECKED_PER_TEST`] connections of each test (a dump lists every
+//! SMC socket of the namespace, too dear per CRR connection), and a fallback
+//! makes the run incomplete, as for MPTCP. Written against the uapi headers
+//! (linux/smc_diag.h, linux/inet_diag.h); this machine's kernel has no SMC, so
+//! only the message layout is tested here.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::sockopt::AF_SMC;
+
+/// Connections checked with [`fell_back`] per responder test.
+pub const CHECKED_PER_TEST: u64 = 64;
+const NETLINK_SOCK_DIAG: i32 = 4;
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const NLM_F_REQUEST: u16 = 1;
+const NLM_F_DUMP: u16 = 0x300;
+/// `struct smc_diag_req`: family, 2 pad, ext, `struct inet_diag_sockid` (48).
+const REQ_BYTES: usize = 52;
+/// `struct smc_diag_msg` up to and including `diag_inode` (offset 56).
+const MSG_MIN_BYTES: usize = 64;
+const SMC_DIAG_MODE_FALLBACK_TCP: u8 = 1;
+
+/// `SMCPROTO_SMC` and `SMCPROTO_SMC6` from `linux/smc.h`.
+const SMCPROTO_SMC: i32 = 0;
+const SMCPROTO_SMC6: i32 = 1;
+
+/// The socket domain and protocol of an SMC socket for `inet` (the
+/// address family of the peer's address).
+pub fn domain_protocol(inet: Domain) -> (Domain, Protocol) {
+    let proto = if inet == Domain::IPV6 {
+        SMCPROTO_SMC6
+    } else {
+        SMCPROTO_SMC
+    };
+    (Domain::from(AF_SMC), Protocol::from(proto))
+}
+
+/// Opens (and closes) one SMC socket for peers of `inet`. The error is one
+/// line naming what is missing and the fix.
+pub fn probe(inet: Domain) -> Result<(), String> {
+    let (domain, protocol) = domain_protocol(inet);
+    match Socket::new(domain, Type::STREAM, Some(protocol)) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(explain(&e)),
+    }
+}
+
+/// The message for a failed AF_SMC socket().
+fn explain(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EAFNOSUPPORT) | Some(libc::EPROTONOSUPPORT) => format!(
+            "transport smc: this kernel has no AF_SMC (socket(AF_SMC): {e}): use a kernel built \
+             with CONFIG_SMC (and CONFIG_SMC_DIAG; `modprobe smc` where it is a module), plus an \
+             RDMA (RoCE) or ISM device on both hosts for SMC proper, or --transport tcp"
+        ),
+        _ => format!("transport smc: cannot open an AF_SMC socket: {e}"),
+    }
+}
+
+/// Whether SMC connection `fd` fell back to TCP; `None` when it cannot be
+/// told (no SMC_DIAG, the socket not listed).
+pub fn fell_back(fd: RawFd) -> Option<bool> {
+    // SAFETY: fstat on an open descriptor into a zeroed struct.
+    let inode = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd, &mut st) == 0).then_some(st.st_ino)?
+    };
+    let modes = dump_modes().ok()?;
+    modes
+        .iter()
+        .find(|(i, _)| *i == inode)
+        .map(|(_, mode)| *mode == SMC_DIAG_MODE_FALLBACK_TCP)
+}
+
+/// Every SMC socket of this namespace as (inode, diag_mode).
+fn dump_modes() -> io::Result<Vec<(u64, u8)>> {
+    // SAFETY: socket(2) with constant arguments; the fd is owned below.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            NETLINK_SOCK_DIAG,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a fresh descriptor nobody else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    let req = request();
+    // SAFETY: sends `req.len()` readable bytes to the kernel (default address).
+    if unsafe { libc::send(sock.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        // SAFETY: receives at most `buf.len()` bytes into `buf`.
+        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if parse(&buf[..n as usize], &mut out)? {
+            return Ok(out);
+        }
+    }
+}
+
+/// The dump request: `nlmsghdr` + `struct smc_diag_req` for AF_SMC.
+fn request() -> Vec<u8> {
+    let len = 16 + REQ_BYTES;
+    let mut b = vec![0u8; len];
+    b[0..4].copy_from_slice(&(len as u32).to_ne_bytes());
+    b[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    b[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+    b[16] = AF_SMC as u8;
+    b
+}
+
+/// Adds the (inode, mode) rows of one datagram; `true` at the dump's end.
+fn parse(mut data: &[u8], out: &mut Vec<(u64, u8)>) -> io::Result<bool> {
+    while data.len() >= 16 {
+        let len = u32::from_ne_bytes(data[0..4].try_into().expect("4 bytes")) as usize;
+        let kind = u16::from_ne_bytes([data[4], data[5]]);
+        if len < 16 || len > data.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "bad netlink length",
+            ));
+        }
+        let payload = &data[16..len];
+        match kind {
+            NLMSG_DONE => return Ok(true),
+            NLMSG_ERROR => {
+                let errno = payload
+                    .get(..4)
+                    .map_or(0, |e| i32::from_ne_bytes(e.try_into().expect("4 bytes")));
+                return Err(io::Error::from_raw_os_error(-errno));
+            }
+            SOCK_DIAG_BY_FAMILY if payload.len() >= MSG_MIN_BYTES => {
+                let inode = u64::from_ne_bytes(payload[56..64].try_into().expect("8 bytes"));
+                out.push((inode, payload[2]));
+            }
+            _ => {}
+        }
+        data = &data[((len + 3) & !3).min(data.len())..];
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_family_names_the_kernel_option() {
+        let e = explain(&std::io::Error::from_raw_os_error(libc::EAFNOSUPPORT));
+        assert!(
+            e.starts_with("transport smc: this kernel has no AF_SMC"),
+            "{e}"
+        );
+        assert!(
+            e.contains("CONFIG_SMC") && e.contains("--transport tcp"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+        assert_eq!(domain_protocol(Domain::IPV6).1, Protocol::from(1));
+    }
+
+    #[test]
+    fn diag_rows_give_inode_and_mode() {
+        let req = request();
+        assert_eq!(req.len(), 68);
+        assert_eq!(req[16], 43);
+        let mut row = vec![0u8; 16 + 72];
+        row[0..4].copy_from_slice(&88u32.to_ne_bytes());
+        row[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        row[16 + 2] = SMC_DIAG_MODE_FALLBACK_TCP;
+        row[16 + 56..16 + 64].copy_from_slice(&4711u64.to_ne_bytes());
+        let mut done = vec![0u8; 20];
+        done[0..4].copy_from_slice(&20u32.to_ne_bytes());
+        done[4..6].copy_from_slice(&NLMSG_DONE.to_ne_bytes());
+        let mut out = Vec::new();
+        assert!(!parse(&row, &mut out).unwrap());
+        assert!(parse(&done, &mut out).unwrap());
+        assert_eq!(out, vec![(4711, SMC_DIAG_MODE_FALLBACK_TCP)]);
+        // No SMC here: the dump fails or lists nothing, never panics.
+        let _ = dump_modes();
+    }
+}
