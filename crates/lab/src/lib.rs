@@ -70,6 +70,7 @@ pub mod layout;
 pub mod netlink;
 pub mod netns;
 pub mod parse;
+pub mod path;
 pub mod qdisc;
 pub mod rtnl;
 pub mod show;
