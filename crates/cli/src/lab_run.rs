@@ -154,7 +154,7 @@ impl LabRun {
                     rate_bps: e.rate_bps,
                     burst_bytes: e.burst_bytes,
                     qdisc: e.qdisc.clone(),
-                    offloads: e.offloads.map_or_else(Vec::new, |o| {
+                    offloads: e.offloads.map_or_else(Default::default, |o| {
                         Offloads::NAMES
                             .iter()
                             .zip(o.values())

@@ -4,6 +4,8 @@
 //! measurement window and again after it. Serde defaults throughout, so
 //! environments stored before labs existed (no `lab` at all) still read.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// The lab part of a run's environment.
@@ -43,7 +45,7 @@ pub struct LabInterface {
     pub qdisc: String,
     /// Offload → on/off (`tso`, `gso`, `gro`, `tx_csum`, `rx_csum`); empty
     /// when unreadable.
-    pub offloads: Vec<(String, bool)>,
+    pub offloads: BTreeMap<String, bool>,
     /// Addresses with prefix lengths.
     pub addresses: Vec<String>,
     /// Bytes sent and received by the end of the read (the kernel's counters).
@@ -124,7 +126,7 @@ mod tests {
             mtu_bytes: mtu,
             rate_bps: Some(100_000_000),
             qdisc: "tbf".into(),
-            offloads: vec![("tso".into(), true)],
+            offloads: [("tso".to_string(), true)].into(),
             addresses: vec!["10.77.1.1/24".into()],
             tx_bytes: Some(tx),
             ..LabInterface::default()
