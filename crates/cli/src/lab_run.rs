@@ -29,7 +29,13 @@ pub struct LabRun {
 }
 
 /// Settings that only mean something with `lab`.
-const LAB_ONLY: [&str; 5] = ["lab_from", "lab_to", "link_rate", "link_mtu", "link_offloads"];
+const LAB_ONLY: [&str; 5] = [
+    "lab_from",
+    "lab_to",
+    "link_rate",
+    "link_mtu",
+    "link_offloads",
+];
 
 /// Checks the lab settings and resolves them; fills the CPU sets from the
 /// hosts unless the run gives its own. `None` when the run uses no lab.

@@ -387,7 +387,10 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
 fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
     let s = &plan.settings;
     let target = match &s.target {
-        _ if plan.lab.is_some() => plan.lab.as_ref().map(|l| SocketAddr::new(l.responder_ip, 0)),
+        _ if plan.lab.is_some() => plan
+            .lab
+            .as_ref()
+            .map(|l| SocketAddr::new(l.responder_ip, 0)),
         // An unresolvable target gets its error from the control connection.
         Some(t) => t.0.to_socket_addrs().ok().and_then(|mut a| a.next()),
         None if s.ipv6 => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),

@@ -48,7 +48,10 @@ fn help_of(def: &SettingDef) -> String {
 const ALIASES: &[(&str, &str)] = &[("lab_from", "from"), ("lab_to", "to")];
 
 fn arg_of(def: &'static SettingDef) -> Arg {
-    let aliases = ALIASES.iter().filter(|(n, _)| *n == def.name).map(|(_, a)| *a);
+    let aliases = ALIASES
+        .iter()
+        .filter(|(n, _)| *n == def.name)
+        .map(|(_, a)| *a);
     let arg = Arg::new(def.name)
         .long(def.name.replace('_', "-"))
         .visible_aliases(aliases)

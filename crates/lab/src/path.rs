@@ -140,9 +140,7 @@ pub fn with_overrides(lab: &Lab, link: usize, o: &LinkOverrides) -> Result<Lab, 
     let l = &mut out.links[link];
     if let Some(rate) = o.rate_bps {
         if !RATE_RANGE_BPS.contains(&rate) {
-            return Err(format!(
-                "link_rate {rate} bit/s: use 1Mbit to 1000Gbit"
-            ));
+            return Err(format!("link_rate {rate} bit/s: use 1Mbit to 1000Gbit"));
         }
         l.rate_bps = Some(rate);
     }
@@ -211,14 +209,22 @@ via = "r1"
         assert_eq!(names, ["hop-0b", "hop-0rb", "hop-0ra", "hop-0a"]);
         assert_eq!(p.interfaces[0].0, "sb-hop-server");
         let e = path(&lab, "client", "nobody").unwrap_err();
-        assert!(e.contains("lab_to 'nobody'") && e.contains("hosts client, server, lonely"), "{e}");
+        assert!(
+            e.contains("lab_to 'nobody'") && e.contains("hosts client, server, lonely"),
+            "{e}"
+        );
         let e = path(&lab, "client", "lonely").unwrap_err();
-        assert!(e.contains("not joined") && e.contains("client <-> server via r1"), "{e}");
+        assert!(
+            e.contains("not joined") && e.contains("client <-> server via r1"),
+            "{e}"
+        );
         assert_eq!(
             address(&lab, "client", true).unwrap().to_string(),
             "fd77:1::1"
         );
-        assert!(address(&lab, "server", true).unwrap_err().contains("no IPv6"));
+        assert!(address(&lab, "server", true)
+            .unwrap_err()
+            .contains("no IPv6"));
     }
 
     #[test]
@@ -237,7 +243,9 @@ via = "r1"
             mtu: Some(1000),
             ..LinkOverrides::default()
         };
-        assert!(with_overrides(&lab, 0, &small).unwrap_err().contains("IPv6"));
+        assert!(with_overrides(&lab, 0, &small)
+            .unwrap_err()
+            .contains("IPv6"));
         let no_csum = LinkOverrides {
             offloads: [None, None, None, Some(false), None],
             ..LinkOverrides::default()

@@ -147,7 +147,10 @@ mod tests {
         env.interfaces_after = vec![end(9000, 99)];
         let c = env.changes();
         assert_eq!(c.len(), 1);
-        assert!(c[0].contains("MTU 1500, rate 100Mbit") && c[0].contains("MTU 9000"), "{c:?}");
+        assert!(
+            c[0].contains("MTU 1500, rate 100Mbit") && c[0].contains("MTU 9000"),
+            "{c:?}"
+        );
         assert_eq!(env.path_text(), "lab pair: client → server, direct");
         let old: LabEnvironment = serde_json::from_str("{\"name\":\"x\"}").unwrap();
         assert!(old.interfaces.is_empty());

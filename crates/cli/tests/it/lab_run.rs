@@ -17,7 +17,15 @@ fn a_host_the_lab_lacks_is_one_line() {
     let out = stackbench()
         .args(["run", "--lab"])
         .arg(&file)
-        .args(["--from", "client", "--to", "nobody", "RR1(1B/1B)", "--duration", "1s"])
+        .args([
+            "--from",
+            "client",
+            "--to",
+            "nobody",
+            "RR1(1B/1B)",
+            "--duration",
+            "1s",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -34,7 +42,10 @@ fn a_host_the_lab_lacks_is_one_line() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("lab_from apply to a lab run: add --lab FILE"), "{err}");
+    assert!(
+        err.contains("lab_from apply to a lab run: add --lab FILE"),
+        "{err}"
+    );
 }
 
 /// The sum of a counter over the path's interfaces.
@@ -78,7 +89,11 @@ fn a_run_across_the_lab_stores_its_path() {
     let _ = lab("down", &file).output();
     let shown = run_across(&file);
     let down = lab("down", &file).output().unwrap();
-    assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
 
     let record = &shown["record"];
     assert_eq!(record["settings"]["lab_from"], "client");
@@ -104,5 +119,8 @@ fn a_run_across_the_lab_stores_its_path() {
     let sent = bytes(after, "tx_bytes") - bytes(before, "tx_bytes");
     let transactions = record["classes"][0]["transactions"].as_u64().unwrap();
     assert!(transactions > 0, "{record}");
-    assert!(sent >= 2 * 66 * transactions, "{sent} bytes for {transactions} transactions");
+    assert!(
+        sent >= 2 * 66 * transactions,
+        "{sent} bytes for {transactions} transactions"
+    );
 }
