@@ -10,7 +10,8 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 use stackbench_lab::path::{LabPath, LinkOverrides};
-use stackbench_lab::{netns, Lab, Offloads};
+use stackbench_lab::netlink::Netlink;
+use stackbench_lab::{netns, rtnl, Lab, LabError, Offloads};
 use stackbench_metrics::{LabEnvironment, LabInterface, Warning, WarningRecord};
 use stackbench_model::settings::{CpuList, RunSettings};
 use stackbench_model::Transport;
@@ -102,6 +103,21 @@ fn overrides(s: &RunSettings) -> LinkOverrides {
     }
 }
 
+/// The kernel's byte counters of interface `ifname` in namespace `ns`
+/// (left out of the lab's read-back, which compares configurations).
+fn counters(ns: &str, ifname: &str) -> LabInterface {
+    let link = netns::run_in(ns, || {
+        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink socket", e))?;
+        Ok(rtnl::link(&mut nl, ifname).ok().flatten())
+    });
+    let link = link.ok().flatten();
+    LabInterface {
+        rx_bytes: link.as_ref().and_then(|l| l.rx_bytes),
+        tx_bytes: link.as_ref().and_then(|l| l.tx_bytes),
+        ..LabInterface::default()
+    }
+}
+
 impl LabRun {
     /// Makes the kernel state equal the lab with the run's overrides (in
     /// place: namespaces and pairs stay, so a running responder stays).
@@ -168,8 +184,7 @@ impl LabRun {
                             .collect()
                     }),
                     addresses: e.addresses.iter().map(ToString::to_string).collect(),
-                    tx_bytes: e.tx_bytes,
-                    rx_bytes: e.rx_bytes,
+                    ..counters(ns, ifname)
                 })
             })
             .collect()

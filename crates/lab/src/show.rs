@@ -56,9 +56,6 @@ pub struct EndState {
     pub burst_bytes: Option<u64>,
     pub limit_bytes: Option<u64>,
     pub offloads: Option<Offloads>,
-    /// The kernel's byte counters at the read.
-    pub rx_bytes: Option<u64>,
-    pub tx_bytes: Option<u64>,
 }
 
 /// Reads the lab's namespaces and interfaces from the kernel.
@@ -122,8 +119,6 @@ fn absent(link: usize, end: &End) -> EndState {
         burst_bytes: None,
         limit_bytes: None,
         offloads: None,
-        rx_bytes: None,
-        tx_bytes: None,
     }
 }
 
@@ -168,8 +163,6 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
             burst_bytes: tbf.map(|t| t.burst_bytes),
             limit_bytes: tbf.map(|t| t.limit_bytes),
             offloads: ethtool::get(&end.ifname).ok(),
-            rx_bytes: info.rx_bytes,
-            tx_bytes: info.tx_bytes,
         });
     }
     let state = NsState {
