@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
-use stackbench_lab::path::{LabPath, LinkOverrides};
 use stackbench_lab::netlink::Netlink;
+use stackbench_lab::path::{LabPath, LinkOverrides};
 use stackbench_lab::{netns, rtnl, Lab, LabError, Offloads};
 use stackbench_metrics::{LabEnvironment, LabInterface, Warning, WarningRecord};
 use stackbench_model::settings::{CpuList, RunSettings};
