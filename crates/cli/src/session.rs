@@ -319,7 +319,8 @@ fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
             cpu_text(&server)
         );
     }
-    let same_host = control.target().ip().is_loopback();
+    // A lab's hosts are namespaces of this machine: both sides share its CPUs.
+    let same_host = plan.lab.is_some() || control.target().ip().is_loopback();
     let warnings = quality::run_warnings(&client, &server, same_host)
         .iter()
         .map(|w| quality::report(w, None))
@@ -386,15 +387,12 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
 /// MPTCP), or more connections than the file-descriptor limit allows.
 fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
     let s = &plan.settings;
-    let target = match &s.target {
-        _ if plan.lab.is_some() => plan
-            .lab
-            .as_ref()
-            .map(|l| SocketAddr::new(l.responder_ip, 0)),
+    let target = match (&plan.lab, &s.target) {
+        (Some(lab), _) => Some(SocketAddr::new(lab.responder_ip, 0)),
         // An unresolvable target gets its error from the control connection.
-        Some(t) => t.0.to_socket_addrs().ok().and_then(|mut a| a.next()),
-        None if s.ipv6 => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
-        None => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+        (None, Some(t)) => t.0.to_socket_addrs().ok().and_then(|mut a| a.next()),
+        (None, None) if s.ipv6 => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
+        (None, None) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
     };
     if let Some(addr) = target {
         transport::check_usable(s.transport, addr).or_else(usage)?;
@@ -403,8 +401,10 @@ fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
     limits::reserve_fds(most.unwrap_or(0)).or_else(usage)?;
     Ok(())
 }
+
 /// The responder to drive: the given target, or a `stackbench serve` child
-/// started on loopback (returned so it lives as long as the run).
+/// started on loopback, or in host B of a lab run (returned so it lives as
+/// long as the run).
 fn start_responder(
     s: &RunSettings,
     lab: Option<&LabRun>,
