@@ -8,6 +8,7 @@ mod compare_cmd;
 mod exit;
 mod find_rate;
 mod lab_cmd;
+mod lab_run;
 mod plan_cmd;
 mod progress;
 mod quality;

@@ -18,6 +18,7 @@ use stackbench_results::store::{Labels, Store};
 use stackbench_results::study::StudyStep;
 
 use crate::exit::usage;
+use crate::lab_run::LabRun;
 use crate::spawn::SpawnedResponder;
 use crate::{quality, repeat};
 
@@ -33,6 +34,8 @@ pub struct RunPlan {
     pub iterations: Iterations,
     /// Print the placement line on stderr.
     pub announce: bool,
+    /// The lab the run crosses (`lab`, `lab_from`, `lab_to`), resolved.
+    pub lab: Option<LabRun>,
 }
 
 /// What the driver runs with: CPUs, threads and the window of the settings.
@@ -82,6 +85,7 @@ pub fn resolve(
     }
     s.seed = s.seed.or_else(|| Some(random_seed()));
     let iterations = iterations(&s)?;
+    let lab = crate::lab_run::resolve(&mut s)?;
     let remote = s.target.is_some();
     let place = placement(
         s.client_cpus.take().map(|c| c.0),
@@ -99,6 +103,7 @@ pub fn resolve(
         settings: s,
         iterations,
         announce,
+        lab,
     })
 }
 
@@ -229,6 +234,9 @@ impl Sessions {
             pin_current_thread(&client_cpus).or_else(|e| usage(format!("--client-cpus: {e}")))?;
         }
         preflight(plan)?;
+        if let Some(lab) = &plan.lab {
+            lab.up()?; // the step's overrides; in place, the responder stays
+        }
         let key = session_key(s);
         if self.open.as_ref().is_none_or(|o| o.key != key) {
             self.open = None; // the old responder stops before a new one starts
@@ -240,7 +248,17 @@ impl Sessions {
             record.warnings.push(quality::report(&w, None));
         }
         record.warnings.extend(session.warnings.iter().cloned());
-        run_workloads(plan, &mut session.control, &mut record);
+        match &plan.lab {
+            None => run_workloads(plan, &mut session.control, &mut record),
+            Some(lab) => {
+                let before = lab.read();
+                // The driver's threads are made in host A's namespace.
+                lab.in_from(|| run_workloads(plan, &mut session.control, &mut record))?;
+                let (env, warning) = lab.environment(before, lab.read());
+                record.warnings.extend(warning);
+                record.lab = Some(env);
+            }
+        }
         if !record.complete {
             self.open = None; // a lost responder or an interrupt: start afresh
         }
@@ -264,6 +282,9 @@ impl Sessions {
 fn session_key(s: &RunSettings) -> String {
     [
         "target",
+        "lab",
+        "lab_from",
+        "lab_to",
         "ipv6",
         "server_cpus",
         "server_threads",
@@ -280,8 +301,12 @@ fn session_key(s: &RunSettings) -> String {
 fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
     // A second installation (a study's later steps) fails harmlessly.
     let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
-    let (spawned, target) = start_responder(&plan.settings)?;
-    let control = ControlClient::connect(&target).or_else(|e| usage(e.to_string()))?;
+    let (spawned, target) = start_responder(&plan.settings, plan.lab.as_ref())?;
+    let connect = || ControlClient::connect(&target).or_else(|e| usage(e.to_string()));
+    let control = match &plan.lab {
+        None => connect()?,
+        Some(lab) => lab.in_from(connect)??, // the control socket is A's
+    };
     let record = new_record(plan, &control, &target, spawned.is_some());
     let (client, server) = (
         RunPlan::cpus(&record.settings.client_cpus),
@@ -295,7 +320,8 @@ fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
             cpu_text(&server)
         );
     }
-    let same_host = control.target().ip().is_loopback();
+    // A lab's hosts are namespaces of this machine: both sides share its CPUs.
+    let same_host = plan.lab.is_some() || control.target().ip().is_loopback();
     let warnings = quality::run_warnings(&client, &server, same_host)
         .iter()
         .map(|w| quality::report(w, None))
@@ -355,11 +381,12 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
 /// MPTCP), or more connections than the file-descriptor limit allows.
 fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
     let s = &plan.settings;
-    let target = match &s.target {
+    let target = match (&plan.lab, &s.target) {
+        (Some(lab), _) => Some(SocketAddr::new(lab.responder_ip, 0)),
         // An unresolvable target gets its error from the control connection.
-        Some(t) => t.0.to_socket_addrs().ok().and_then(|mut a| a.next()),
-        None if s.ipv6 => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
-        None => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+        (None, Some(t)) => t.0.to_socket_addrs().ok().and_then(|mut a| a.next()),
+        (None, None) if s.ipv6 => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
+        (None, None) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
     };
     if let Some(addr) = target {
         transport::check_usable(s.transport, addr).or_else(usage)?;
@@ -368,17 +395,30 @@ fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
     limits::reserve_fds(most.unwrap_or(0)).or_else(usage)?;
     Ok(())
 }
+
 /// The responder to drive: the given target, or a `stackbench serve` child
-/// started on loopback (returned so it lives as long as the run).
-fn start_responder(s: &RunSettings) -> anyhow::Result<(Option<SpawnedResponder>, String)> {
+/// started on loopback, or in host B of a lab run (returned so it lives as
+/// long as the run).
+fn start_responder(
+    s: &RunSettings,
+    lab: Option<&LabRun>,
+) -> anyhow::Result<(Option<SpawnedResponder>, String)> {
     if let Some(t) = &s.target {
         return Ok((None, t.0.clone()));
     }
-    let listen = if s.ipv6 { "[::1]:0" } else { "127.0.0.1:0" };
+    let listen = match lab {
+        Some(lab) => lab.listen(),
+        None if s.ipv6 => "[::1]:0".to_string(),
+        None => "127.0.0.1:0".to_string(),
+    };
+    // Spawned from this (long-lived) thread: the child's PR_SET_PDEATHSIG
+    // fires when the thread that forked it ends.
+    let netns = lab.map(|l| l.netns_file(&l.path.to));
     let spawned = SpawnedResponder::start(
-        listen,
+        &listen,
         &RunPlan::cpus(&s.server_cpus),
         s.server_threads.unwrap_or(1) as usize,
+        netns.as_deref(),
     )?;
     let addr = spawned.addr.clone();
     Ok((Some(spawned), addr))
@@ -445,6 +485,7 @@ fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bo
         responder: if spawned { "spawned" } else { "remote" }.to_string(),
         classes: Vec::new(),
         warnings: Vec::new(),
+        lab: None,
     }
 }
 
@@ -470,9 +511,16 @@ fn cpu_text(cpus: &[usize]) -> String {
 pub fn environment_of(record: &RunRecord) -> Environment {
     let s = &record.settings;
     let target = s.target.as_ref().map_or("", |t| t.0.as_str());
-    Environment::capture(
+    let mut env = Environment::capture(
         target,
         &RunPlan::cpus(&s.client_cpus),
         &RunPlan::cpus(&s.server_cpus),
-    )
+    );
+    if let Some(lab) = &record.lab {
+        // The route to the lab's address is in host A, not here: the lab's
+        // own read-back describes the interfaces.
+        env.interface = None;
+        env.lab = Some(lab.clone());
+    }
+    env
 }

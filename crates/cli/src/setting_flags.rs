@@ -44,9 +44,17 @@ fn help_of(def: &SettingDef) -> String {
     help
 }
 
+/// Short spellings of a few flags: `run --lab FILE --from A --to B`.
+const ALIASES: &[(&str, &str)] = &[("lab_from", "from"), ("lab_to", "to")];
+
 fn arg_of(def: &'static SettingDef) -> Arg {
+    let aliases = ALIASES
+        .iter()
+        .filter(|(n, _)| *n == def.name)
+        .map(|(_, a)| *a);
     let arg = Arg::new(def.name)
         .long(def.name.replace('_', "-"))
+        .visible_aliases(aliases)
         .help(help_of(def))
         .value_name(def.value_name)
         .action(ArgAction::Set)
@@ -140,6 +148,15 @@ mod tests {
         ("client_cpus", "0-x"),
         ("client_cpus", "3-1"),
         ("server_cpus", "5000"),
+        ("lab", " "),
+        ("lab_from", " "),
+        ("lab_to", " "),
+        ("link_rate", "100mb"),
+        ("link_rate", "10kbit"),
+        ("link_mtu", "40"),
+        ("link_mtu", "9k0"),
+        ("link_offloads", "fast"),
+        ("link_offloads", "tso=maybe"),
         ("target", " "),
         ("ipv6", "yes"),
         ("spin", "1"),

@@ -1,12 +1,18 @@
 //! Starts the responder as a separate `stackbench serve` process on loopback,
 //! pinned to the server CPU set, so that each side's CPU is accounted apart.
 //!
+//! In a lab run (`--lab`) the child is started inside host B's network
+//! namespace: the parent opens the namespace file before forking and the
+//! child calls setns(2) between fork and exec, so `serve` binds B's address.
+//!
 //! The child runs in its own process group (a terminal Ctrl-C reaches only the
 //! driver, which then ends the run cleanly) and gets SIGKILL from the kernel if
 //! the driver dies (PR_SET_PDEATHSIG), so no orphan responder is left behind.
 
 use std::io::{BufRead, BufReader};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{bail, Context};
@@ -22,8 +28,23 @@ pub struct SpawnedResponder {
 }
 
 impl SpawnedResponder {
-    /// Spawns `stackbench serve` on `listen` (port 0) and waits for its address.
-    pub fn start(listen: &str, cpus: &[usize], threads: usize) -> anyhow::Result<SpawnedResponder> {
+    /// Spawns `stackbench serve` on `listen` (port 0), inside the network
+    /// namespace file `netns` when given, and waits for its address.
+    pub fn start(
+        listen: &str,
+        cpus: &[usize],
+        threads: usize,
+        netns: Option<&Path>,
+    ) -> anyhow::Result<SpawnedResponder> {
+        let ns: Option<OwnedFd> = match netns {
+            Some(p) => Some(
+                std::fs::File::open(p)
+                    .with_context(|| format!("cannot open network namespace {}", p.display()))?
+                    .into(),
+            ),
+            None => None,
+        };
+        let ns_fd = ns.as_ref().map(|f| f.as_raw_fd());
         let exe = std::env::current_exe().context("cannot find the stackbench executable")?;
         let mut cmd = Command::new(exe);
         cmd.args([
@@ -40,14 +61,21 @@ impl SpawnedResponder {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .process_group(0);
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        // SAFETY: prctl and setns are async-signal-safe system calls; nothing
+        // else runs between fork and exec. `ns` outlives the spawn below.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if let Some(fd) = ns_fd {
+                    if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
         let mut child = cmd.spawn().context("cannot start the responder process")?;
+        drop(ns);
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut line = String::new();
         BufReader::new(stdout)

@@ -15,11 +15,13 @@
 //! interfaces `<lab>-<link><end>`. Labs therefore never collide, and `down`
 //! finds what a killed `up` left by the prefix alone.
 //!
-//! # Design note: runs across a lab (not built yet)
+//! # Design note: runs across a lab
 //!
 //! `stackbench run --lab FILE --from A --to B WORKLOAD` (and the study keys
-//! `lab`, `lab_from`, `lab_to`) will drive from host A to a responder in host
-//! B over the lab's link. It waits for the engine's transport seam (issue 10):
+//! `lab`, `lab_from`, `lab_to`) drives from host A to a responder in host
+//! B over the lab's link. Built as below in crates/cli/src/lab_run.rs, with
+//! [`path`] (the path A→B, B's address, the overrides checked as the file's
+//! values are); the byte counters of the path's interfaces are stored too:
 //!
 //! - **Settings.** `lab` (a path), `lab_from` and `lab_to` (host names) join
 //!   the settings table, so flags, study keys and the stored `settings` come
@@ -73,6 +75,7 @@ pub mod layout;
 pub mod netlink;
 pub mod netns;
 pub mod parse;
+pub mod path;
 pub mod qdisc;
 pub mod rtnl;
 pub mod show;

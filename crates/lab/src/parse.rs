@@ -21,9 +21,7 @@ const LAB_KEYS: &str = "name, description, [[host]], [[router]], [[link]]";
 const HOST_KEYS: &str = "name, cpus, address";
 const ROUTER_KEYS: &str = "name";
 const LINK_KEYS: &str = "a, b, rate, mtu, offloads, via, priority_classes";
-/// Bit rates a link may be shaped to, in bit/s (1 Mbit to 1000 Gbit; below
-/// 1 Mbit tbf's burst time would not fit its 32-bit tick count).
-const RATE_RANGE_BPS: std::ops::RangeInclusive<u64> = 1_000_000..=1_000_000_000_000;
+use crate::path::RATE_RANGE_BPS;
 
 pub(crate) type Value<'i> = Spanned<DeValue<'i>>;
 type Key<'i> = Spanned<Cow<'i, str>>;

@@ -20,6 +20,8 @@ const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFLA_LINK: u16 = 5;
 const IFLA_LINKINFO: u16 = 18;
+/// `struct rtnl_link_stats64`: rx_packets, tx_packets, rx_bytes, tx_bytes, …
+const IFLA_STATS64: u16 = 23;
 const IFLA_NET_NS_FD: u16 = 28;
 const IFLA_INFO_KIND: u16 = 1;
 const IFLA_INFO_DATA: u16 = 2;
@@ -52,6 +54,9 @@ pub struct LinkInfo {
     pub kind: Option<String>,
     /// `IFLA_LINK`: for a veth, its peer's index (in the peer's namespace).
     pub peer_index: Option<u32>,
+    /// Bytes received and sent (`IFLA_STATS64`), when reported.
+    pub rx_bytes: Option<u64>,
+    pub tx_bytes: Option<u64>,
 }
 
 /// A `struct ifinfomsg` (family, type, index, flags, change mask).
@@ -72,12 +77,18 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
         running: u32_at(payload, 8) & IFF_RUNNING != 0,
         kind: None,
         peer_index: None,
+        rx_bytes: None,
+        tx_bytes: None,
     };
     for (kind, data) in attrs(payload.get(16..).unwrap_or_default()) {
         match kind {
             IFLA_IFNAME => info.name = text(data),
             IFLA_MTU => info.mtu = u32_at(data, 0),
             IFLA_LINK => info.peer_index = Some(u32_at(data, 0)),
+            IFLA_STATS64 if data.len() >= 32 => {
+                let at = |i: usize| u64::from_ne_bytes(data[i..i + 8].try_into().expect("8 bytes"));
+                (info.rx_bytes, info.tx_bytes) = (Some(at(16)), Some(at(24)));
+            }
             IFLA_LINKINFO => {
                 info.kind = attrs(data)
                     .find(|(k, _)| *k == IFLA_INFO_KIND)

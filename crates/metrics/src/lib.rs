@@ -5,6 +5,7 @@
 //! engine.
 
 pub mod cpu;
+pub mod lab;
 pub mod latency;
 pub mod memory;
 pub mod migrate;
@@ -14,6 +15,7 @@ pub mod stats;
 pub mod warnings;
 
 pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
+pub use lab::{LabEnvironment, LabInterface};
 pub use latency::LatencyHistogram;
 pub use memory::{side_memory, MemorySample};
 pub use record::{

@@ -45,6 +45,10 @@ pub struct RunRecord {
     /// stderr). Empty when none applied; absent in records older than it.
     #[serde(default)]
     pub warnings: Vec<WarningRecord>,
+    /// The lab a `--lab` run crossed, carried to the stored environment
+    /// (`environment.lab`), not part of the record's own JSON.
+    #[serde(skip)]
+    pub lab: Option<crate::lab::LabEnvironment>,
 }
 
 /// Latency of one transaction, from the first byte of the request being handed
@@ -495,6 +499,7 @@ pub(crate) mod tests {
             responder: "spawned".into(),
             classes: vec![sample_class()],
             warnings: vec![],
+            lab: None,
         };
         let mut json = serde_json::to_value(&run).unwrap();
         json.as_object_mut().unwrap().remove("warnings");

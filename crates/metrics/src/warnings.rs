@@ -116,6 +116,9 @@ pub enum Warning {
         transport: String,
         notes: Vec<String>,
     },
+    /// A lab interface on the run's path read back differently after the
+    /// window than before it (`before → after`, one per interface).
+    LabChanged { changes: Vec<String> },
 }
 
 impl Warning {
@@ -134,6 +137,7 @@ impl Warning {
             Warning::OptionsNotApplied { .. } => "options_not_applied",
             Warning::LittleLawOff { .. } => "little_law_off",
             Warning::DriverBehind { .. } => "driver_behind",
+            Warning::LabChanged { .. } => "lab_changed",
         }
     }
 
@@ -248,6 +252,12 @@ impl fmt::Display for Warning {
                 f,
                 "transport {transport}: {}; the stored settings show what was applied",
                 notes.join("; ")
+            ),
+            Warning::LabChanged { changes } => write!(
+                f,
+                "the lab link changed during the window ({}): something else reconfigured it; \
+                 keep other `lab up` runs and tools off the lab while measuring and run again",
+                changes.join("; ")
             ),
             Warning::LittleLawOff {
                 clients,

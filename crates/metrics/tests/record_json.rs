@@ -343,6 +343,7 @@ fn run_record() -> impl Strategy<Value = RunRecord> {
                 responder: "spawned".into(),
                 classes,
                 warnings,
+                lab: None,
             },
         )
 }

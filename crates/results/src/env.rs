@@ -97,6 +97,10 @@ pub struct Environment {
     pub interface: Option<InterfaceInfo>,
     /// Sysctl name (`net.ipv4.tcp_rmem`) → value, whitespace collapsed.
     pub sysctls: BTreeMap<String, String>,
+    /// The lab the run crossed (`run --lab`): its path and the kernel's
+    /// values of each interface on it; absent for loopback and remote runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<stackbench_metrics::LabEnvironment>,
 }
 
 impl Environment {
@@ -121,6 +125,7 @@ impl Environment {
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             interface,
             sysctls: read_sysctls(Path::new("/proc/sys")),
+            lab: None,
         }
     }
 
@@ -138,6 +143,9 @@ impl Environment {
         if let Some(i) = &self.interface {
             let mtu = i.mtu_bytes.map_or("?".to_string(), |m| m.to_string());
             parts.push(format!("{} MTU {mtu}", i.name));
+        }
+        if let Some(lab) = &self.lab {
+            parts.push(lab.path_text());
         }
         parts.join(" · ")
     }

@@ -91,6 +91,7 @@ pub fn record(
         responder: "spawned".into(),
         classes,
         warnings: Vec::new(),
+        lab: None,
     }
 }
 
@@ -159,5 +160,6 @@ pub fn environment(kernel: &str) -> Environment {
             offload_source: "ethtool".into(),
         }),
         sysctls,
+        lab: None,
     }
 }

@@ -153,6 +153,18 @@ fn environment_items(input: &StudyInput, v: &Variants, keys: &[String]) -> Vec<S
             Some(format!("{}, MTU {mtu}{off}", i.name))
         }),
     );
+    add(
+        "Lab path",
+        v.per_variant(|r| r.env.lab.as_ref().map(|l| l.path_text())),
+    );
+    add(
+        "Lab link (kernel's values)",
+        v.per_variant(|r| {
+            let lab = r.env.lab.as_ref()?;
+            let ends: Vec<String> = lab.interfaces.iter().map(|i| i.summary()).collect();
+            Some(ends.join("; "))
+        }),
+    );
     let sysctl = |name: &'static str| move |r: &StoredRun| r.env.sysctls.get(name).cloned();
     add(
         "TCP congestion control",

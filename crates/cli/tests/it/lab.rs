@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::common::{examples, stackbench};
 
 /// Whether this process may make network namespaces; says why not otherwise.
-fn can_make_namespaces(test: &str) -> bool {
+pub(crate) fn can_make_namespaces(test: &str) -> bool {
     let probe = std::thread::spawn(|| {
         // SAFETY: unshare(2) on this short-lived thread only.
         (unsafe { libc::unshare(libc::CLONE_NEWNET) } == 0)
@@ -31,7 +31,7 @@ fn can_make_namespaces(test: &str) -> bool {
 }
 
 /// `stackbench lab ACTION FILE`.
-fn lab(action: &str, file: &Path) -> Command {
+pub(crate) fn lab(action: &str, file: &Path) -> Command {
     let mut cmd = stackbench();
     cmd.args(["lab", action]).arg(file);
     cmd

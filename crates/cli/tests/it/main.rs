@@ -3,6 +3,7 @@
 
 mod common;
 mod lab;
+mod lab_run;
 mod plan;
 mod plan_errors;
 mod population;

@@ -9,6 +9,7 @@
 //! in the engine. A bad value gets the same message from a flag, a study key or
 //! a sweep, because all three go through [`RunSettings::set`].
 
+mod link;
 mod priority;
 mod socket;
 mod spin;
@@ -19,6 +20,7 @@ pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use priority::{
     priority_class, priority_tos, ClassPriorities, MAX_LEVEL as MAX_PRIORITY_LEVEL,
 };
+pub use link::{BitRate, LinkOffloads};
 pub use socket::{CrrClose, SocketOptions, Transport};
 pub use spin::Spin;
 pub use tls::{
@@ -240,6 +242,18 @@ run_settings! {
     arrivals: Arrivals = Arrivals::Constant, json "arrivals";
     /// Open connections at this rate, e.g. 20000/s; the window starts when all are connected [default: all at once].
     ramp: Option<PerSecond> = None, json "ramp_conns_per_s", range "1/s" ..= "10000000/s";
+    /// Lab file (TOML, see `stackbench lab`): drive from host --lab-from to a responder in host --lab-to over the lab's link (needs root).
+    lab: Option<Text> = None, json "lab";
+    /// Lab host the driver runs in (with --lab).
+    lab_from: Option<Text> = None, json "lab_from";
+    /// Lab host the responder runs in (with --lab).
+    lab_to: Option<Text> = None, json "lab_to";
+    /// Rate of every link on the lab path, e.g. 100Mbit or 10Gbit (tbf) [default: the lab file's].
+    link_rate: Option<BitRate> = None, json "link_rate_bps", range "1Mbit" ..= "1000Gbit";
+    /// MTU of every interface on the lab path, in bytes, e.g. 9000 [default: the lab file's].
+    link_mtu: Option<u32> = None, json "link_mtu_bytes", range "68" ..= "65535";
+    /// Offloads of every interface on the lab path: on, off or e.g. tso=off,gso=off (tso, gso, gro, tx_csum, rx_csum) [default: the lab file's].
+    link_offloads: Option<LinkOffloads> = None, json "link_offloads";
     /// Seed of the think-time and arrival draws, for reproducible runs [default: a random seed, stored with the result].
     seed: Option<u64> = None, json "seed";
 }

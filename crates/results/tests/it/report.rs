@@ -148,6 +148,63 @@ fn markdown_report_snapshot() {
         .all(|(f, svg)| f.starts_with("figures/figure-") && svg.starts_with("<svg")));
 }
 
+/// A lab study (issue 12): the environment section prints each variant's
+/// path and the kernel's values of its link.
+#[test]
+fn lab_runs_show_their_path_and_link() {
+    let with_lab = |variant: &str, rate_bps: u64, first_id: i64| {
+        let mut runs = stored(
+            "lab-link-rate",
+            variant,
+            "6.6.0",
+            runs(1, 1.0, 1.0, 5),
+            first_id,
+        );
+        for r in &mut runs {
+            r.env.interface = None;
+            r.env.lab = Some(stackbench_metrics::LabEnvironment {
+                name: "pair".into(),
+                from: "client".into(),
+                to: "server".into(),
+                interfaces: vec![stackbench_metrics::LabInterface {
+                    namespace: "sb-pair-client".into(),
+                    name: "pair-0a".into(),
+                    mtu_bytes: 1500,
+                    rate_bps: Some(rate_bps),
+                    qdisc: "tbf".into(),
+                    offloads: [("tso".to_string(), true)].into(),
+                    addresses: vec!["10.77.1.1/24".into()],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        }
+        runs
+    };
+    let mut all = with_lab("100Mbit", 100_000_000, 1);
+    all.extend(with_lab("1Gbit", 1_000_000_000, 100));
+    let studies = vec![StudyInput {
+        name: "lab-link-rate".into(),
+        description: String::new(),
+        study: None,
+        runs: all,
+    }];
+    let opts = ReportOptions {
+        title: "Lab".into(),
+        generated: "2024-05-01".into(),
+        margins: Margins::default(),
+    };
+    let md = build_report(&studies, &opts).unwrap().markdown;
+    assert!(
+        md.contains("Lab path: lab pair: client → server, direct"),
+        "{md}"
+    );
+    assert!(
+        md.contains("100Mbit: sb-pair-client/pair-0a: MTU 1500, rate 100Mbit, tso on, 10.77.1.1/24; 1Gbit: sb-pair-client/pair-0a: MTU 1500, rate 1Gbit"),
+        "{md}"
+    );
+}
+
 #[test]
 fn html_report_is_self_contained() {
     let html = sample_report().html;

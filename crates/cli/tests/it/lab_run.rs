@@ -1,0 +1,150 @@
+//! `run --lab FILE --from A --to B` (issue 12, item 2): a host name the lab
+//! does not have is one line and exit 2 (root or not), and — as root — a short
+//! run across the two-host example lab stores `environment.lab` with the
+//! path's interfaces, whose byte counters show that the data crossed the lab
+//! link and the responder listened on host B's address.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{examples, json_ok, stackbench};
+use crate::lab::{can_make_namespaces, lab};
+
+#[test]
+fn a_host_the_lab_lacks_is_one_line() {
+    let file = examples().join("lab-two-hosts.toml");
+    let out = stackbench()
+        .args(["run", "--lab"])
+        .arg(&file)
+        .args([
+            "--from",
+            "client",
+            "--to",
+            "nobody",
+            "RR1(1B/1B)",
+            "--duration",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(
+        err.contains("lab_to 'nobody' is not a host of lab pair")
+            && err.contains("hosts client, server; links client <-> server"),
+        "{err}"
+    );
+    let out = stackbench()
+        .args(["run", "--from", "client", "RR1(1B/1B)"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("lab_from apply to a lab run: add --lab FILE"),
+        "{err}"
+    );
+}
+
+#[test]
+fn without_root_a_lab_run_says_to_use_sudo() {
+    let mut cmd = stackbench();
+    cmd.args(["run", "--lab"])
+        .arg(examples().join("lab-two-hosts.toml"))
+        .args(["--from", "client", "--to", "server", "RR1(1B/1B)"]);
+    // SAFETY: geteuid(2) has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.uid(65534).gid(65534); // nobody
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(126)
+        || err.contains("Permission denied (os error 13)") && !err.contains("stackbench")
+    {
+        eprintln!("skipped without_root_a_lab_run_says_to_use_sudo: user nobody cannot run the test binary here");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains("lab runs need root"), "{err}");
+}
+
+/// The sum of a counter over the path's interfaces.
+fn bytes(interfaces: &Value, counter: &str) -> u64 {
+    interfaces
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i[counter].as_u64().unwrap_or(0))
+        .sum()
+}
+
+fn run_across(file: &Path) -> Value {
+    let out = stackbench()
+        .args(["run", "--lab"])
+        .arg(file)
+        .args(["--from", "client", "--to", "server", "RR1(1B/1B)"])
+        .args(["--duration", "1s", "--warmup", "100ms", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("stackbench: stored as run "))
+        .unwrap_or_else(|| panic!("no stored run: {err}"));
+    json_ok(stackbench().args(["results", "show", id.trim(), "--json"]))
+}
+
+#[test]
+fn a_run_across_the_lab_stores_its_path() {
+    if !can_make_namespaces("a_run_across_the_lab_stores_its_path") {
+        return;
+    }
+    // The example's lab under a name of this test's own, so that other
+    // tests' `lab down pair` never pulls it away mid-run.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.toml");
+    let text = std::fs::read_to_string(examples().join("lab-two-hosts.toml")).unwrap();
+    std::fs::write(&file, text.replace("name = \"pair\"", "name = \"trun\"")).unwrap();
+    let _ = lab("down", &file).output();
+    let shown = run_across(&file);
+    let down = lab("down", &file).output().unwrap();
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+
+    let record = &shown["record"];
+    assert_eq!(record["settings"]["lab_from"], "client");
+    assert!(record["settings"]["target"]
+        .as_str()
+        .unwrap()
+        .starts_with("10.77.1.2:"));
+    let env = &shown["env"]["lab"];
+    assert_eq!(env["name"], "trun");
+    assert_eq!(env["from"], "client");
+    assert_eq!(env["to"], "server");
+    assert_eq!(env["hops"], serde_json::json!([]));
+    assert_eq!(env["responder_address"], "10.77.1.2");
+    let before = &env["interfaces"];
+    let after = &env["interfaces_after"];
+    assert_eq!(before[0]["namespace"], "sb-trun-client");
+    assert_eq!(before[0]["name"], "trun-0a");
+    assert_eq!(before[1]["name"], "trun-0b");
+    assert_eq!(before[0]["mtu_bytes"], 1500);
+    assert_eq!(before[0]["rate_bps"], 100_000_000);
+    assert_eq!(before[0]["offloads"]["tso"], true);
+    // Thousands of transactions of at least 66 bytes each way crossed the link.
+    let sent = bytes(after, "tx_bytes") - bytes(before, "tx_bytes");
+    let transactions = record["classes"][0]["transactions"].as_u64().unwrap();
+    assert!(transactions > 0, "{record}");
+    assert!(
+        sent >= 2 * 66 * transactions,
+        "{sent} bytes for {transactions} transactions"
+    );
+}
