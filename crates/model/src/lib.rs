@@ -14,7 +14,7 @@ pub mod units;
 pub use error::NotationError;
 pub use notation::{ClassSpec, Kind, StreamDirection, Workload};
 pub use pacing::{Arrivals, Pacing, PerSecond, ThinkTime};
-pub use settings::{CrrClose, SocketOptions, TlsParams, Transport};
+pub use settings::{CrrClose, IoMode, SocketOptions, TlsParams, Transport};
 
 /// Largest client count one class may ask for (1024K): the user-population work
 /// targets 256K connections in one process, so 4× that is a generous ceiling

@@ -14,7 +14,7 @@ mod tls;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
-pub use socket::{CrrClose, SocketOptions, Transport};
+pub use socket::{CrrClose, IoMode, SocketOptions, Transport};
 pub use tls::{
     CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
 };
@@ -202,6 +202,8 @@ run_settings! {
     tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
+    /// I/O backend of driver and responder: epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning).
+    io: IoMode = IoMode::Epoll, json "io";
     /// Busy-poll (epoll with zero timeout) instead of sleeping: lower latency, a full CPU per worker.
     spin: bool = false, json "spin";
     /// TCP_NODELAY on every data connection (both sides).
