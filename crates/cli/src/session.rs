@@ -404,6 +404,7 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         spin: s.spin,
         transport: s.transport,
         tls: tls_params(s).ok().flatten(),
+        io: s.io,
         pacing: pacing_config(s),
     }
 }

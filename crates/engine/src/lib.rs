@@ -6,11 +6,13 @@
 //! unix, mptcp), `sockopt` (socket options and the raw I/O calls under the
 //! fd-based transports), `limits` (file-descriptor budget), `timer` (the
 //! timing wheel for per-connection timers), `affinity` (CPU sets),
-//! `responder` and `driver`.
+//! `responder` and `driver`, `iomode` (epoll or io_uring, and when io_uring
+//! falls back).
 
 pub mod affinity;
 pub mod driver;
 pub mod error;
+pub mod iomode;
 pub mod limits;
 pub mod protocol;
 pub mod responder;

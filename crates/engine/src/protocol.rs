@@ -19,7 +19,7 @@ use std::io::{self, BufRead, Read, Write};
 use serde::{Deserialize, Serialize};
 use stackbench_metrics::cpu::CpuSample;
 use stackbench_metrics::memory::MemorySample;
-use stackbench_model::{Kind, SocketOptions, TlsParams, Transport};
+use stackbench_model::{IoMode, Kind, SocketOptions, TlsParams, Transport};
 
 use crate::transport::Endpoint;
 
@@ -41,6 +41,10 @@ pub struct TestSpec {
     pub socket: SocketOptions,
     /// Busy-poll instead of sleeping in epoll while this test is active.
     pub spin: bool,
+    /// The I/O backend the responder serves this test's connections with
+    /// (the driver's effective one; absent from older drivers: epoll).
+    #[serde(default)]
+    pub io: IoMode,
 }
 
 /// The responder's counters for one test, over the test's whole life
@@ -176,6 +180,7 @@ mod tests {
             response_bytes: 8192,
             socket: SocketOptions::default(),
             spin: false,
+            io: IoMode::Epoll,
         };
         let mut buf = Vec::new();
         let start = Request::Start {

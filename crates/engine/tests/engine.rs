@@ -11,7 +11,7 @@ use stackbench_engine::{
     RunConfig, RunOutcome,
 };
 use stackbench_metrics::{ClassResult, PacingMode};
-use stackbench_model::{Arrivals, CrrClose, PerSecond, SocketOptions, Transport};
+use stackbench_model::{Arrivals, CrrClose, IoMode, PerSecond, SocketOptions, Transport};
 
 fn responder(listen: &str) -> ResponderHandle {
     let config = ResponderConfig {
@@ -38,6 +38,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         },
         transport: Transport::Tcp,
         tls: None,
+        io: IoMode::Epoll,
     }
 }
 
@@ -372,3 +373,7 @@ mod transport;
 
 #[path = "engine/tls.rs"]
 mod tls;
+
+/// The io_uring backend (`io = uring`) and its fallbacks.
+#[path = "engine/uring.rs"]
+mod uring;

@@ -22,6 +22,7 @@ mod control;
 mod flow;
 mod pace;
 mod summary;
+mod uring;
 mod watch;
 mod worker;
 
@@ -31,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
-use stackbench_model::{SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{IoMode, SocketOptions, TlsParams, Transport, Workload};
 
 use accum::ClassAccum;
 use clock::{Timing, Window};
@@ -69,6 +70,9 @@ pub struct RunConfig {
     pub transport: Transport,
     /// Transport `tls`: what both sides use (`None` for the others).
     pub tls: Option<TlsParams>,
+    /// The I/O backend asked for; [`crate::iomode::effective`] decides the
+    /// one both sides use.
+    pub io: IoMode,
 }
 
 /// A live view of a run, for progress displays.
@@ -112,6 +116,7 @@ pub fn run_workload(
     // Both sides apply only the options the transport supports.
     let cfg = &RunConfig {
         socket: transport::effective_options(cfg.transport, &cfg.socket).0,
+        io: crate::iomode::effective(cfg).0,
         ..cfg.clone()
     };
     let _fds = limits::reserve_fds(cfg.workload.total_clients()).map_err(EngineError::Limit)?;
@@ -226,6 +231,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             response_bytes: class.response_bytes,
             socket: cfg.socket,
             spin: cfg.spin,
+            io: cfg.io,
         };
         let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
         let tls = tls_params(cfg)?;
@@ -304,6 +310,7 @@ fn drive(
         dialers,
         socket: cfg.socket,
         spin: cfg.spin,
+        io: cfg.io,
         epoch: Instant::now(),
         window,
         window_s: cfg.duration.map_or(0, |d| d.as_secs() as usize),

@@ -212,6 +212,7 @@ mod tests {
             spin: false,
             transport: Default::default(),
             tls: None,
+            io: Default::default(),
             pacing: PacingConfig::default(),
         }
     }
