@@ -10,7 +10,11 @@
 //! `io_uring_setup` call (ENOSYS: not built in; EPERM: refused, e.g. by a
 //! seccomp filter in a container).
 
+use std::io;
 use std::sync::OnceLock;
+use std::time::Duration;
+
+use io_uring::{types, IoUring};
 
 use stackbench_model::{IoMode, Kind, Transport};
 
@@ -83,6 +87,39 @@ fn uring_unsupported(cfg: &RunConfig) -> Option<String> {
         return Some("CRR is not covered by the io_uring backend (RR and STR are)".into());
     }
     None
+}
+
+/// A ring with the cheapest completion handling this kernel offers: task
+/// work run only when this (single) thread enters to reap (Linux 6.1), else
+/// cooperative task work (5.19), else the plain ring. Every enter of both
+/// sides asks for completions ([`enter`]), busy-polling ones with a zero
+/// wait, so deferred work is always run.
+pub(crate) fn build(entries: u32) -> io::Result<IoUring> {
+    let cq = entries * 2;
+    let deferred = IoUring::builder()
+        .setup_cqsize(cq)
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(entries);
+    if let Ok(r) = deferred {
+        return Ok(r);
+    }
+    IoUring::builder()
+        .setup_cqsize(cq)
+        .setup_coop_taskrun()
+        .build(entries)
+        .or_else(|_| IoUring::builder().setup_cqsize(cq).build(entries))
+}
+
+/// Submits what is queued on `ring` and waits up to `wait` (zero: not at
+/// all, but completions are still reaped) for a completion, in one
+/// `io_uring_enter`. ETIME (the wait ended), EINTR and EBUSY (completions to
+/// reap first) all mean: go on with the loop.
+pub(crate) fn enter(ring: &IoUring, wait: Duration) {
+    let ts = types::Timespec::from(wait);
+    let _ = ring
+        .submitter()
+        .submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
 }
 
 #[cfg(test)]

@@ -32,6 +32,8 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
+use crate::iomode::{build, enter};
+
 use super::accum::ClassAccum;
 use super::worker::{Got, Phase, Worker, CONNECT_QUEUED, RECV_QUEUED, SEND_QUEUED};
 use crate::sockopt::IO_CHUNK_BYTES;
@@ -91,28 +93,6 @@ impl Ring {
     }
 }
 
-/// A ring with the cheapest completion handling this kernel offers: task
-/// work run only when this (single) thread enters to reap (Linux 6.1), else
-/// cooperative task work (5.19), else the plain ring. Every enter of both
-/// sides asks for completions ([`enter`]), busy-polling ones with a zero
-/// wait, so deferred work is always run.
-pub(crate) fn build(entries: u32) -> io::Result<IoUring> {
-    let cq = entries * 2;
-    let deferred = IoUring::builder()
-        .setup_cqsize(cq)
-        .setup_single_issuer()
-        .setup_defer_taskrun()
-        .build(entries);
-    if let Ok(r) = deferred {
-        return Ok(r);
-    }
-    IoUring::builder()
-        .setup_cqsize(cq)
-        .setup_coop_taskrun()
-        .build(entries)
-        .or_else(|_| IoUring::builder().setup_cqsize(cq).build(entries))
-}
-
 impl Worker<'_> {
     /// The io_uring loop: submit everything queued and wait for the next
     /// completions in one call, handle them, fire due timers.
@@ -126,7 +106,10 @@ impl Worker<'_> {
             let wait = self.uring_wait(now);
             enter(&self.ring.as_ref().expect("ring").ring, wait);
             self.refresh_window();
-            let ring: &mut Ring = self.ring.as_deref_mut().expect("the io_uring path has a ring");
+            let ring: &mut Ring = self
+                .ring
+                .as_deref_mut()
+                .expect("the io_uring path has a ring");
             ring.done
                 .extend(ring.ring.completion().map(|c| (c.user_data(), c.result())));
             let mut done = std::mem::take(&mut ring.done);
@@ -141,18 +124,6 @@ impl Worker<'_> {
         self.drain();
         self.accum
     }
-
-}
-
-/// Submits what is queued on `ring` and waits up to `wait` (zero: not at
-/// all, but completions are still reaped) for a completion, in one
-/// `io_uring_enter`. ETIME (the wait ended), EINTR and EBUSY (completions to
-/// reap first) all mean: go on with the loop.
-pub(crate) fn enter(ring: &IoUring, wait: Duration) {
-    let ts = types::Timespec::from(wait);
-    let _ = ring
-        .submitter()
-        .submit_with_args(1, &types::SubmitArgs::new().timespec(&ts));
 }
 
 impl Worker<'_> {
