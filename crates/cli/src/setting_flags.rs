@@ -151,6 +151,7 @@ mod tests {
         ("rcvbuf", "10B"),
         ("crr_close", "later"),
         ("transport", "smc"),
+        ("io", "aio"),
         ("tls_version", "1.1"),
         ("cipher", "C030"),
         ("groups", "P-384"),

@@ -113,6 +113,9 @@ pub enum Warning {
         transport: String,
         notes: Vec<String>,
     },
+    /// `io uring` was asked for but the run measured epoll: `reason` names
+    /// the case (a transport, pacing, CRR, or a kernel without io_uring).
+    IoFallback { reason: String },
 }
 
 impl Warning {
@@ -128,6 +131,7 @@ impl Warning {
             Warning::GovernorNotPerformance { .. } => "governor_not_performance",
             Warning::ConfidenceNotReached { .. } => "confidence_not_reached",
             Warning::OptionsNotApplied { .. } => "options_not_applied",
+            Warning::IoFallback { .. } => "io_fallback",
             Warning::LittleLawOff { .. } => "little_law_off",
             Warning::DriverBehind { .. } => "driver_behind",
         }
@@ -233,6 +237,9 @@ impl fmt::Display for Warning {
                  allow more iterations, run longer, or quieten the machine",
                 width_list(measures)
             ),
+            Warning::IoFallback { reason } => {
+                write!(f, "{reason}; the stored settings say io epoll")
+            }
             Warning::OptionsNotApplied { transport, notes } => write!(
                 f,
                 "transport {transport}: {}; the stored settings show what was applied",
