@@ -35,7 +35,9 @@ use io_uring::{opcode, squeue, types, IoUring};
 use crate::iomode::{build, enter};
 
 use super::accum::ClassAccum;
-use super::worker::{Got, Phase, Worker, CONNECT_QUEUED, RECV_QUEUED, SEND_QUEUED};
+use super::worker::{
+    Got, Phase, Worker, CONNECT_QUEUED, LAST_QUEUED, RECV_QUEUED, SEND_QUEUED,
+};
 use crate::sockopt::IO_CHUNK_BYTES;
 
 /// Operation tags in the low byte of a completion's user data (the client's
@@ -43,6 +45,9 @@ use crate::sockopt::IO_CHUNK_BYTES;
 const OP_SEND: u64 = 1;
 const OP_RECV: u64 = 2;
 const OP_CONNECT: u64 = 3;
+/// A request's last send with no completion on success: only a failure
+/// (an error, or a short MSG_WAITALL send) reports.
+const OP_SEND_LAST: u64 = 4;
 /// Largest submission queue (completions: twice that, and the kernel keeps
 /// any overflow: IORING_FEAT_NODROP).
 const MAX_ENTRIES: u32 = 4096;
@@ -58,6 +63,10 @@ pub(in crate::driver) struct Ring {
     in_flight: usize,
     /// One turn's completions: (user data, result).
     done: Vec<(u64, i32)>,
+    /// The kernel posts no completion for a successful last send
+    /// (IOSQE_CQE_SKIP_SUCCESS, Linux 5.17), so one transaction wakes the
+    /// worker once, for its response.
+    skip_ok: bool,
     /// Where every receive lands (counted, never read).
     sink: Box<[u8]>,
 }
@@ -71,6 +80,7 @@ impl Ring {
         let ring = build(entries)?;
         let _ = ring.submitter().register_ring_fd();
         Ok(Ring {
+            skip_ok: ring.params().is_feature_skip_cqe_on_success(),
             ring,
             in_flight: 0,
             done: Vec::with_capacity(entries as usize * 2),
@@ -81,6 +91,12 @@ impl Ring {
     /// Queues one operation, submitting what is queued first when the
     /// submission queue is full.
     fn push(&mut self, entry: &squeue::Entry) {
+        self.push_silent(entry);
+        self.in_flight += 1;
+    }
+
+    /// Queues an operation that posts no completion when it succeeds.
+    fn push_silent(&mut self, entry: &squeue::Entry) {
         // SAFETY: every buffer an entry points into (the sink, the worker's
         // zero buffer) lives until the ring is drained (`Worker::drain`) or
         // dropped (declared before those buffers).
@@ -89,7 +105,6 @@ impl Ring {
                 std::thread::yield_now();
             }
         }
-        self.in_flight += 1;
     }
 }
 
@@ -170,6 +185,9 @@ impl Worker<'_> {
             Phase::Sending if conn.flags & SEND_QUEUED == 0 => {
                 let len = conn.remaining.min(IO_CHUNK_BYTES as u64);
                 let last = len == conn.remaining && conn.flags & RECV_QUEUED == 0;
+                if last && ring.skip_ok {
+                    return self.queue_last_send(key, fd, len as u32);
+                }
                 let mut send = opcode::Send::new(fd, self.zeros.as_ptr(), len as u32)
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
@@ -192,6 +210,24 @@ impl Worker<'_> {
         }
     }
 
+    /// Queues the request's last chunk as one MSG_WAITALL send that reports
+    /// only a failure, linked to the response's receive, and books it as
+    /// sent now (the epoll path books a send when the call returns; here
+    /// the kernel completes it before the response can arrive).
+    fn queue_last_send(&mut self, key: usize, fd: types::Fd, len: u32) {
+        let ring: &mut Ring = self.ring.as_deref_mut().expect("ring");
+        let send = opcode::Send::new(fd, self.zeros.as_ptr(), len)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(((key as u64) << 8) | OP_SEND_LAST);
+        ring.push_silent(&send);
+        self.conns[key].flags |= LAST_QUEUED;
+        self.mark_connected(key);
+        self.sent(key, len as usize, len as usize);
+        self.queue_io(key);
+    }
+
     /// Watches a new connection's handshake (one-shot POLLOUT).
     pub(super) fn watch_connect(&mut self, key: usize) {
         let conn = &mut self.conns[key];
@@ -207,8 +243,11 @@ impl Worker<'_> {
 
     /// Handles one completion.
     fn on_completion(&mut self, data: u64, res: i32) {
-        self.ring.as_mut().expect("ring").in_flight -= 1;
         let (key, op) = ((data >> 8) as usize, data & 0xff);
+        if op == OP_SEND_LAST {
+            return self.on_last_send_failed(key, res);
+        }
+        self.ring.as_mut().expect("ring").in_flight -= 1;
         let bit = match op {
             OP_SEND => SEND_QUEUED,
             OP_RECV => RECV_QUEUED,
@@ -221,6 +260,10 @@ impl Worker<'_> {
             return; // stale: its connection failed and was shut down
         }
         conn.flags &= !bit;
+        if op == OP_RECV {
+            // The send linked before it is over too.
+            conn.flags &= !LAST_QUEUED;
+        }
         if res == -libc::ECANCELED {
             return; // a receive whose linked send failed: the send reports it
         }
@@ -232,6 +275,24 @@ impl Worker<'_> {
             OP_RECV => self.on_received(key, res),
             _ => self.on_connected(key, res),
         }
+    }
+
+    /// A request's last send failed or went out short: the connection
+    /// fails (its linked receive is cancelled).
+    fn on_last_send_failed(&mut self, key: usize, res: i32) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        if conn.flags & LAST_QUEUED == 0 || conn.stream.is_none() {
+            return; // stale: its connection failed and was shut down
+        }
+        conn.flags &= !LAST_QUEUED;
+        let e = if res < 0 {
+            io::Error::from_raw_os_error(-res)
+        } else {
+            io::Error::from(io::ErrorKind::WriteZero)
+        };
+        self.fail(key, &e);
     }
 
     fn on_sent(&mut self, key: usize, res: i32) {
@@ -286,13 +347,14 @@ impl Worker<'_> {
     /// queued operations complete now, and forget them.
     pub(super) fn abandon_queued(&mut self, key: usize) {
         let conn = &mut self.conns[key];
-        if conn.flags & (SEND_QUEUED | RECV_QUEUED | CONNECT_QUEUED) != 0 {
+        let queued = SEND_QUEUED | RECV_QUEUED | CONNECT_QUEUED | LAST_QUEUED;
+        if conn.flags & queued != 0 {
             if let Some(s) = conn.stream.as_ref() {
                 // SAFETY: shutdown on the connection's own open socket.
                 unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };
             }
         }
-        conn.flags &= !(SEND_QUEUED | RECV_QUEUED | CONNECT_QUEUED);
+        conn.flags &= !queued;
     }
 
     /// End of run: shut every socket down and wait (bounded) until the

@@ -143,6 +143,9 @@ pub(super) const RELEASED: u8 = 2;
 pub(super) const SEND_QUEUED: u8 = 4;
 pub(super) const RECV_QUEUED: u8 = 8;
 pub(super) const CONNECT_QUEUED: u8 = 16;
+/// A last send that reports only failure is in flight (it is over when the
+/// receive linked to it completes).
+pub(super) const LAST_QUEUED: u8 = 32;
 /// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
 pub(super) const NOT_WAITING: u64 = u64::MAX;
 

@@ -42,9 +42,13 @@ const OP_SEND: u64 = 2;
 const OP_RECV: u64 = 3;
 const OP_WAKE: u64 = 4;
 const OP_CANCEL: u64 = 5;
+/// A response's last send with no completion on success (see `queue_io`).
+const OP_SEND_LAST: u64 = 6;
 /// `UConn::queued`: a send, a receive in flight.
 const SEND_QUEUED: u8 = 1;
 const RECV_QUEUED: u8 = 2;
+/// A last send that reports only failure; over when its linked receive is.
+const LAST_QUEUED: u8 = 4;
 /// Submission queue size (completion queue twice that; the kernel keeps any
 /// overflow).
 const ENTRIES: u32 = 4096;
@@ -88,6 +92,8 @@ pub struct UringWorker {
     done: Vec<(u64, i32, u32)>,
     sink: Box<[u8]>,
     zeros: Box<[u8]>,
+    /// IOSQE_CQE_SKIP_SUCCESS works here (Linux 5.17).
+    skip_ok: bool,
 }
 
 /// An eventfd to wake a [`UringWorker`] with (`wake_up` writes it).
@@ -115,6 +121,7 @@ impl UringWorker {
         let ring = build(ENTRIES)?;
         let _ = ring.submitter().register_ring_fd();
         Ok(UringWorker {
+            skip_ok: ring.params().is_feature_skip_cqe_on_success(),
             ring,
             commands,
             wake,
@@ -169,6 +176,12 @@ impl UringWorker {
         self.in_flight += 1;
     }
 
+    /// Queues an operation that posts no completion when it succeeds.
+    fn push_silent(&mut self, entry: &squeue::Entry) {
+        self.push(entry);
+        self.in_flight -= 1;
+    }
+
     fn arm_wake(&mut self) {
         let read = opcode::Read::new(
             types::Fd(self.wake.as_raw_fd()),
@@ -204,10 +217,14 @@ impl UringWorker {
     /// Handles one completion; false on `Shutdown`.
     fn on_completion(&mut self, data: u64, res: i32, flags: u32) -> bool {
         let more = cqueue::more(flags);
+        let key = (data >> 8) as usize;
+        if data & 0xff == OP_SEND_LAST {
+            self.on_last_send_failed(key, res);
+            return true;
+        }
         if !more {
             self.in_flight -= 1;
         }
-        let key = (data >> 8) as usize;
         match data & 0xff {
             OP_WAKE => {
                 if !self.handle_commands() {
@@ -383,6 +400,9 @@ impl UringWorker {
             Phase::Writing if c.queued & SEND_QUEUED == 0 => {
                 let len = c.remaining.min(IO_CHUNK_BYTES as u64);
                 let last = len == c.remaining && c.queued & RECV_QUEUED == 0;
+                if last && self.skip_ok && spec.kind != Kind::Crr {
+                    return self.queue_last_send(key, fd, len as u32);
+                }
                 let send = opcode::Send::new(fd, self.zeros.as_ptr(), len as u32)
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
@@ -405,6 +425,47 @@ impl UringWorker {
         }
     }
 
+    /// Queues the response's last chunk as one MSG_WAITALL send that
+    /// reports only a failure, linked to the next request's receive, and
+    /// books it now (its success is known when that receive completes).
+    fn queue_last_send(&mut self, key: usize, fd: types::Fd, len: u32) {
+        let send = opcode::Send::new(fd, self.zeros.as_ptr(), len)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(((key as u64) << 8) | OP_SEND_LAST);
+        self.push_silent(&send);
+        if let Some(Entry::Conn(c)) = self.entries.get_mut(key) {
+            c.queued |= LAST_QUEUED;
+        }
+        self.on_sent(key, len as i32);
+        self.queue_io(key);
+    }
+
+    /// A response's last send failed or went out short: close, an error.
+    fn on_last_send_failed(&mut self, key: usize, res: i32) {
+        let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
+            return;
+        };
+        if c.queued & LAST_QUEUED == 0 {
+            return;
+        }
+        c.queued &= !LAST_QUEUED;
+        if c.closing {
+            if c.queued == 0 {
+                self.entries.remove(key);
+            }
+            return;
+        }
+        let kind = self.tests[c.test as usize].spec.kind;
+        let error = res >= 0
+            || matches!(
+                would_block_or_close(&io::Error::from_raw_os_error(-res), kind),
+                Next::Close { error: true }
+            );
+        self.close(key, error);
+    }
+
     fn on_io(&mut self, key: usize, op: u64, res: i32) {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
             return;
@@ -412,7 +473,7 @@ impl UringWorker {
         c.queued &= !if op == OP_SEND {
             SEND_QUEUED
         } else {
-            RECV_QUEUED
+            RECV_QUEUED | LAST_QUEUED
         };
         if c.closing {
             if c.queued == 0 {
