@@ -35,9 +35,8 @@ use io_uring::{opcode, squeue, types, IoUring};
 use crate::iomode::{build, enter};
 
 use super::accum::ClassAccum;
-use super::worker::{
-    Got, Phase, Worker, CONNECT_QUEUED, LAST_QUEUED, RECV_QUEUED, SEND_QUEUED,
-};
+use super::flow::Got;
+use super::worker::{Phase, Worker, CONNECT_QUEUED, LAST_QUEUED, RECV_QUEUED, SEND_QUEUED};
 use crate::sockopt::IO_CHUNK_BYTES;
 
 /// Operation tags in the low byte of a completion's user data (the client's

@@ -18,6 +18,7 @@
 //! Timers (reconnect back-off, ramp, think times, open-loop send times) live
 //! in the timing wheel; a `timerfd` armed at the wheel's next deadline wakes
 //! epoll exactly then, so a worker whose clients all think sleeps.
+//! With `io = uring` the same worker runs [`super::uring`]'s loop instead.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,6 +32,7 @@ use stackbench_model::{CrrClose, IoMode, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
+use super::flow::Got;
 use super::pace::{self, Pace};
 use super::uring::Ring;
 use crate::sockopt::IO_CHUNK_BYTES;
@@ -100,16 +102,6 @@ impl WorkerSlots {
     }
 }
 
-/// What a received chunk did to the current transaction.
-pub(super) enum Got {
-    /// More of the response is due.
-    More,
-    /// The response is complete and the next request has begun.
-    Next,
-    /// The response is complete; the connection waits, closed or finished.
-    Stop,
-}
-
 /// What one `send` achieved.
 pub(super) enum Sent {
     /// The whole request is out.
@@ -143,8 +135,7 @@ pub(super) const RELEASED: u8 = 2;
 pub(super) const SEND_QUEUED: u8 = 4;
 pub(super) const RECV_QUEUED: u8 = 8;
 pub(super) const CONNECT_QUEUED: u8 = 16;
-/// A last send that reports only failure is in flight (it is over when the
-/// receive linked to it completes).
+/// A last send that reports only failure (over when its linked receive is).
 pub(super) const LAST_QUEUED: u8 = 32;
 /// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
 pub(super) const NOT_WAITING: u64 = u64::MAX;
@@ -176,7 +167,7 @@ pub struct Worker<'a> {
     pub(super) ring: Option<Box<Ring>>,
     pub(super) poll: Poll,
     pub(super) classes: &'a [ClassPlan],
-    dialers: &'a [Dialer],
+    pub(super) dialers: &'a [Dialer],
     pub(super) socket: SocketOptions,
     pub(super) spin: bool,
     pub(super) timing: Timing,
@@ -197,7 +188,7 @@ pub struct Worker<'a> {
     slots: &'a WorkerSlots,
     /// TLS: per class, the last session this worker's clients got, offered
     /// again with the class's resume ratio.
-    sessions: Vec<Option<SslSession>>,
+    pub(super) sessions: Vec<Option<SslSession>>,
 }
 
 impl<'a> Worker<'a> {
@@ -452,61 +443,6 @@ impl<'a> Worker<'a> {
         Ok(self.sent(key, n, want))
     }
 
-    /// Books `n` sent bytes of client `key`'s request (of `want` offered; the
-    /// epoll and io_uring paths share it); moves to receiving when it is all
-    /// out.
-    pub(super) fn sent(&mut self, key: usize, n: usize, want: usize) -> Sent {
-        let conn = &mut self.conns[key];
-        conn.remaining -= n as u64;
-        if self.timing.in_window(self.timing.now_ns()) {
-            self.accum[conn.class as usize].tx_bytes += n as u64;
-        }
-        if conn.remaining == 0 {
-            conn.phase = Phase::Receiving;
-            conn.remaining = self.classes[conn.class as usize].response_bytes;
-            return Sent::Done;
-        }
-        if n < want {
-            Sent::Blocked
-        } else {
-            Sent::More
-        }
-    }
-
-    /// Books `n` received bytes of client `key`'s response (the epoll and
-    /// io_uring paths share it): byte counts, the TLS handshake, and on the
-    /// last byte the transaction and what follows it.
-    pub(super) fn received(&mut self, key: usize, n: usize) -> io::Result<Got> {
-        let conn = &mut self.conns[key];
-        if self.socket.quickack {
-            if let Some(s) = conn.stream.as_ref() {
-                s.quickack();
-            }
-        }
-        conn.remaining -= n as u64;
-        let now = self.timing.now_ns();
-        let counted = self.timing.in_window(now);
-        if let Some(h) = conn.stream.as_mut().and_then(|s| s.take_handshake()) {
-            let class = conn.class as usize;
-            self.accum[class].handshake(&h, counted);
-            if self.dialers[class].resume_ratio() > 0.0 {
-                self.sessions[class] = conn.stream.as_ref().and_then(|s| s.tls_session());
-            }
-        }
-        if counted {
-            self.accum[conn.class as usize].rx_bytes += n as u64;
-        }
-        if conn.remaining > 0 {
-            return Ok(Got::More);
-        }
-        self.complete(key, now, counted);
-        Ok(if self.next_transaction(key, now)? {
-            Got::Next
-        } else {
-            Got::Stop
-        })
-    }
-
     /// Counts an error, drops the connection and schedules a reconnect.
     pub(super) fn fail(&mut self, key: usize, e: &io::Error) {
         if self.ring.is_some() {
@@ -597,7 +533,7 @@ impl<'a> Worker<'a> {
     /// STR), or close it the configured way and connect anew (CRR) — at once,
     /// or when the class's pacing says. Returns whether the state machine
     /// should keep going on this connection.
-    fn next_transaction(&mut self, key: usize, now: u64) -> io::Result<bool> {
+    pub(super) fn next_transaction(&mut self, key: usize, now: u64) -> io::Result<bool> {
         self.plan_next(key, now);
         let conn = &mut self.conns[key];
         let plan = self.classes[conn.class as usize];
