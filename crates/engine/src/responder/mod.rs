@@ -151,7 +151,15 @@ impl Pool {
             socket: spec_opts,
             ..req.spec
         };
-        let workers = self.workers_for(spec.io);
+        // The io_uring workers serve plain-socket RR and STR only (the
+        // driver asks for nothing else; see `crate::iomode`).
+        let plain = matches!(req.transport, Transport::Tcp | Transport::Unix);
+        let io = if plain && spec.kind != stackbench_model::Kind::Crr {
+            spec.io
+        } else {
+            IoMode::Epoll
+        };
+        let workers = self.workers_for(io);
         let (per_worker, endpoints, dir) = match req.transport {
             Transport::Unix => unix_listeners(workers.len(), &spec)?,
             t => inet_listeners(workers.len(), t, local_ip, req, &spec)?,
