@@ -5,13 +5,16 @@
 
 use std::time::Duration;
 
+use stackbench_engine::iomode;
 use stackbench_engine::sampling::local_cpu;
 use stackbench_engine::transport::effective_options;
+use stackbench_engine::RunConfig;
 use stackbench_metrics::cpu::{cpu_set_union, side_cpu, Work};
 use stackbench_metrics::procfs::read_governor;
 use stackbench_metrics::warnings::{self, Warning};
 use stackbench_metrics::{ClassResult, WarningRecord};
 use stackbench_model::settings::{RunSettings, Spin};
+use stackbench_model::IoMode;
 
 /// Length of the idle baseline.
 const BASELINE: Duration = Duration::from_secs(1);
@@ -71,6 +74,16 @@ pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
         transport: settings.transport.name().to_string(),
         notes,
     })
+}
+
+/// The backend the plan's workloads run with: when `io uring` cannot be used
+/// for one of them (a case it does not cover, or no io_uring here), the whole
+/// run measures epoll, the stored setting says so, and the warning names the
+/// case.
+pub fn io_fallback(settings: &mut RunSettings, configs: &[RunConfig]) -> Option<Warning> {
+    let reason = configs.iter().find_map(|c| iomode::effective(c).1)?;
+    settings.io = IoMode::Epoll;
+    Some(Warning::IoFallback { reason })
 }
 
 /// The per-class checks; a driver that spins is busy by design.

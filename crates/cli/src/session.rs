@@ -247,6 +247,10 @@ impl Sessions {
         if let Some(w) = quality::transport_options(&mut record.settings) {
             record.warnings.push(quality::report(&w, None));
         }
+        let configs: Vec<RunConfig> = plan.workloads.iter().map(|w| run_config(plan, w)).collect();
+        if let Some(w) = quality::io_fallback(&mut record.settings, &configs) {
+            record.warnings.push(quality::report(&w, None));
+        }
         record.warnings.extend(session.warnings.iter().cloned());
         match &plan.lab {
             None => run_workloads(plan, &mut session.control, &mut record),
@@ -439,6 +443,7 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         transport: s.transport,
         tls: tls_params(s).ok().flatten(),
         priority: s.priority.clone(),
+        io: s.io,
         pacing: pacing_config(s),
     }
 }
@@ -447,7 +452,11 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
 /// class's warnings; stops at the first incomplete one.
 fn run_workloads(plan: &RunPlan, control: &mut ControlClient, record: &mut RunRecord) {
     for workload in &plan.workloads {
-        let cfg = run_config(plan, workload);
+        let cfg = RunConfig {
+            // The effective backend (`quality::io_fallback`), for every workload.
+            io: record.settings.io,
+            ..run_config(plan, workload)
+        };
         let outcome = repeat::run_repeated(control, &cfg, &plan.iterations, &STOP);
         for class in &outcome.classes {
             for w in quality::class_warnings(class, plan.threads() as u32, plan.settings.spin) {

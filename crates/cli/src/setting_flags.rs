@@ -169,6 +169,7 @@ mod tests {
         ("rcvbuf", "10B"),
         ("crr_close", "later"),
         ("transport", "sctp"),
+        ("io", "aio"),
         ("tls_version", "1.1"),
         ("cipher", "C030"),
         ("groups", "P-384"),

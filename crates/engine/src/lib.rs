@@ -7,11 +7,13 @@
 //! fd-based transports), `limits` (file-descriptor budget), `timer` (the
 //! timing wheel for per-connection timers), `affinity` (CPU sets),
 //! `sidecar` (the TLS proxy processes of `tls_mode sidecar`), `responder`
-//! and `driver`.
+//! and `driver`, `iomode` (epoll or io_uring, and when io_uring falls
+//! back).
 
 pub mod affinity;
 pub mod driver;
 pub mod error;
+pub mod iomode;
 pub mod limits;
 pub mod protocol;
 pub mod responder;

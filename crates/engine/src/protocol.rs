@@ -19,7 +19,7 @@ use std::io::{self, BufRead, Read, Write};
 use serde::{Deserialize, Serialize};
 use stackbench_metrics::cpu::CpuSample;
 use stackbench_metrics::memory::MemorySample;
-use stackbench_model::{Kind, SocketOptions, TlsParams, Transport};
+use stackbench_model::{IoMode, Kind, SocketOptions, TlsParams, Transport};
 
 use crate::transport::Endpoint;
 
@@ -45,6 +45,10 @@ pub struct TestSpec {
     /// while this test is active: the run's `spin` names the responder
     /// (`responder` or `both`). The driver's own spinning is not sent.
     pub spin: bool,
+    /// The I/O backend the responder serves this test's connections with
+    /// (the driver's effective one; absent from older drivers: epoll).
+    #[serde(default)]
+    pub io: IoMode,
 }
 
 /// The responder's counters for one test, over the test's whole life
@@ -189,6 +193,7 @@ mod tests {
             response_bytes: 8192,
             socket: SocketOptions::default(),
             spin: false,
+            io: IoMode::Epoll,
         };
         let mut buf = Vec::new();
         let start = Request::Start {

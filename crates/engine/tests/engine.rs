@@ -11,7 +11,7 @@ use stackbench_engine::{
     RunConfig, RunOutcome,
 };
 use stackbench_metrics::{ClassResult, PacingMode};
-use stackbench_model::{Arrivals, CrrClose, PerSecond, SocketOptions, Spin, Transport};
+use stackbench_model::{Arrivals, CrrClose, IoMode, PerSecond, SocketOptions, Spin, Transport};
 
 fn responder(listen: &str) -> ResponderHandle {
     let config = ResponderConfig {
@@ -39,6 +39,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         transport: Transport::Tcp,
         tls: None,
         priority: None,
+        io: IoMode::Epoll,
     }
 }
 
@@ -389,3 +390,7 @@ mod transport;
 
 #[path = "engine/tls.rs"]
 mod tls;
+
+/// The io_uring backend (`io = uring`) and its fallbacks.
+#[path = "engine/uring.rs"]
+mod uring;

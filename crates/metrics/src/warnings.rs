@@ -119,6 +119,9 @@ pub enum Warning {
     /// A lab interface on the run's path read back differently after the
     /// window than before it (`before → after`, one per interface).
     LabChanged { changes: Vec<String> },
+    /// `io uring` was asked for but the run measured epoll: `reason` names
+    /// the case (a transport, pacing, CRR, or a kernel without io_uring).
+    IoFallback { reason: String },
 }
 
 impl Warning {
@@ -135,6 +138,7 @@ impl Warning {
             Warning::GovernorNotPerformance { .. } => "governor_not_performance",
             Warning::ConfidenceNotReached { .. } => "confidence_not_reached",
             Warning::OptionsNotApplied { .. } => "options_not_applied",
+            Warning::IoFallback { .. } => "io_fallback",
             Warning::LittleLawOff { .. } => "little_law_off",
             Warning::DriverBehind { .. } => "driver_behind",
             Warning::LabChanged { .. } => "lab_changed",
@@ -248,6 +252,9 @@ impl fmt::Display for Warning {
                  allow more iterations, run longer, or quieten the machine",
                 width_list(measures)
             ),
+            Warning::IoFallback { reason } => {
+                write!(f, "{reason}; the stored settings say io epoll")
+            }
             Warning::OptionsNotApplied { transport, notes } => write!(
                 f,
                 "transport {transport}: {}; the stored settings show what was applied",

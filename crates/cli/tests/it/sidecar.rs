@@ -124,6 +124,7 @@ fn start_sidecar_test(control: &mut ControlClient) -> (u64, String) {
         response_bytes: 20,
         socket: SocketOptions::default(),
         spin: false,
+        io: Default::default(),
     };
     let (id, endpoints) = control
         .start_tls(spec, Transport::Tls, 1, 1, Some(tls))

@@ -149,3 +149,41 @@ fn tls_transport_runs_every_kind() {
     let crr = &doc["classes"][1]["tls"];
     assert_eq!(crr["full_handshakes"], 30, "{crr}");
 }
+
+/// Issue 14: `--io uring` stores uring where it ran; a case it does not
+/// cover (CRR) runs on epoll, stores `io` epoll and says why.
+#[test]
+fn io_uring_is_stored_as_measured() {
+    let run = |workload: &str| {
+        json_ok(stackbench().args([
+            "run",
+            workload,
+            "--transactions",
+            "40",
+            "--io",
+            "uring",
+            "--json",
+            "--no-store",
+        ]))
+    };
+    let doc = run("RR2(64B/1kB)");
+    let warnings = doc["warnings"].as_array().unwrap();
+    let fallback = warnings.iter().find(|w| w["code"] == "io_fallback");
+    if let Some(w) = fallback {
+        // A kernel or sandbox without io_uring: the message says so.
+        eprintln!("io_uring unavailable here: {w}");
+        assert_eq!(doc["settings"]["io"], "epoll");
+    } else {
+        assert_eq!(doc["settings"]["io"], "uring");
+    }
+    assert_eq!(doc["classes"][0]["transactions"], 40);
+    let doc = run("CRR2(64B/1kB)");
+    assert_eq!(doc["settings"]["io"], "epoll");
+    assert_eq!(doc["classes"][0]["transactions"], 40);
+    let warnings = doc["warnings"].as_array().unwrap();
+    let w = warnings
+        .iter()
+        .find(|w| w["code"] == "io_fallback")
+        .unwrap_or_else(|| panic!("{warnings:?}"));
+    assert!(w["message"].as_str().unwrap().contains("CRR"), "{w}");
+}

@@ -2,13 +2,27 @@
 //! request starts (at once, after a think time, at its open-loop slot), and
 //! what each start and completion records (latency from the intended send,
 //! the uncorrected latency, generator lag, waits, late and dropped sends).
-//! The I/O of the state machine is in [`super::worker`]; the draws and the
+//! Also the booking of sent and received bytes both I/O paths share. The
+//! I/O of the state machine is in [`super::worker`] (epoll) and
+//! [`super::uring`] (io_uring); the draws and the
 //! schedule arithmetic in [`super::pace`].
 
 use stackbench_model::Kind;
 
 use super::pace::{Pace, LATE_NS};
-use super::worker::{Phase, Worker, CONNECTED, NOT_WAITING, RELEASED};
+use std::io;
+
+use super::worker::{Phase, Sent, Worker, CONNECTED, NOT_WAITING, RELEASED};
+
+/// What a received chunk did to the current transaction.
+pub(super) enum Got {
+    /// More of the response is due.
+    More,
+    /// The response is complete and the next request has begun.
+    Next,
+    /// The response is complete; the connection waits, closed or finished.
+    Stop,
+}
 
 impl Worker<'_> {
     /// Client `key`'s place in the ramp came: connect it (a CRR client is a
@@ -153,5 +167,60 @@ impl Worker<'_> {
         acc.connected += 1;
         acc.last_connected_ns = self.timing.now_ns();
         self.connected += 1;
+    }
+
+    /// Books `n` sent bytes of client `key`'s request (of `want` offered; the
+    /// epoll and io_uring paths share it); moves to receiving when it is all
+    /// out.
+    pub(super) fn sent(&mut self, key: usize, n: usize, want: usize) -> Sent {
+        let conn = &mut self.conns[key];
+        conn.remaining -= n as u64;
+        if self.timing.in_window(self.timing.now_ns()) {
+            self.accum[conn.class as usize].tx_bytes += n as u64;
+        }
+        if conn.remaining == 0 {
+            conn.phase = Phase::Receiving;
+            conn.remaining = self.classes[conn.class as usize].response_bytes;
+            return Sent::Done;
+        }
+        if n < want {
+            Sent::Blocked
+        } else {
+            Sent::More
+        }
+    }
+
+    /// Books `n` received bytes of client `key`'s response (the epoll and
+    /// io_uring paths share it): byte counts, the TLS handshake, and on the
+    /// last byte the transaction and what follows it.
+    pub(super) fn received(&mut self, key: usize, n: usize) -> io::Result<Got> {
+        let conn = &mut self.conns[key];
+        if self.socket.quickack {
+            if let Some(s) = conn.stream.as_ref() {
+                s.quickack();
+            }
+        }
+        conn.remaining -= n as u64;
+        let now = self.timing.now_ns();
+        let counted = self.timing.in_window(now);
+        if let Some(h) = conn.stream.as_mut().and_then(|s| s.take_handshake()) {
+            let class = conn.class as usize;
+            self.accum[class].handshake(&h, counted);
+            if self.dialers[class].resume_ratio() > 0.0 {
+                self.sessions[class] = conn.stream.as_ref().and_then(|s| s.tls_session());
+            }
+        }
+        if counted {
+            self.accum[conn.class as usize].rx_bytes += n as u64;
+        }
+        if conn.remaining > 0 {
+            return Ok(Got::More);
+        }
+        self.complete(key, now, counted);
+        Ok(if self.next_transaction(key, now)? {
+            Got::Next
+        } else {
+            Got::Stop
+        })
     }
 }

@@ -22,6 +22,7 @@ mod control;
 mod flow;
 mod pace;
 mod summary;
+mod uring;
 mod watch;
 mod worker;
 
@@ -33,7 +34,9 @@ use std::time::{Duration, Instant};
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::ClassResult;
 use stackbench_model::settings::TlsMode;
-use stackbench_model::{ClassPriorities, SocketOptions, Spin, TlsParams, Transport, Workload};
+use stackbench_model::{
+    ClassPriorities, IoMode, SocketOptions, Spin, TlsParams, Transport, Workload,
+};
 
 use accum::ClassAccum;
 use clock::{Timing, Window};
@@ -76,6 +79,9 @@ pub struct RunConfig {
     pub tls: Option<TlsParams>,
     /// One priority level per class, in mix order (`None`: sockets untouched).
     pub priority: Option<ClassPriorities>,
+    /// The I/O backend asked for; [`crate::iomode::effective`] decides the
+    /// one both sides use.
+    pub io: IoMode,
 }
 
 /// A live view of a run, for progress displays.
@@ -119,6 +125,7 @@ pub fn run_workload(
     // Both sides apply only the options the transport supports.
     let cfg = &RunConfig {
         socket: transport::effective_options(cfg.transport, &cfg.socket).0,
+        io: crate::iomode::effective(cfg).0,
         ..cfg.clone()
     };
     let _fds = limits::reserve_fds(cfg.workload.total_clients()).map_err(EngineError::Limit)?;
@@ -276,6 +283,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             response_bytes: class.response_bytes,
             socket,
             spin: cfg.spin.responder(),
+            io: cfg.io,
         };
         let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
         let tls = tls_params(cfg)?;
@@ -396,6 +404,7 @@ fn drive(
         dialers,
         socket: cfg.socket,
         spin: cfg.spin.driver(),
+        io: cfg.io,
         epoch: Instant::now(),
         window,
         window_s: cfg.duration.map_or(0, |d| d.as_secs() as usize),

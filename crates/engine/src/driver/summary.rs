@@ -213,6 +213,7 @@ mod tests {
             transport: Default::default(),
             tls: None,
             priority: None,
+            io: Default::default(),
             pacing: PacingConfig::default(),
         }
     }

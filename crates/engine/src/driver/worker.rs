@@ -18,6 +18,7 @@
 //! Timers (reconnect back-off, ramp, think times, open-loop send times) live
 //! in the timing wheel; a `timerfd` armed at the wheel's next deadline wakes
 //! epoll exactly then, so a worker whose clients all think sleeps.
+//! With `io = uring` the same worker runs [`super::uring`]'s loop instead.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,11 +28,13 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use openssl::ssl::SslSession;
 use slab::Slab;
-use stackbench_model::{CrrClose, Kind, SocketOptions};
+use stackbench_model::{CrrClose, IoMode, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
+use super::flow::Got;
 use super::pace::{self, Pace};
+use super::uring::Ring;
 use crate::sockopt::IO_CHUNK_BYTES;
 use crate::timer::{TimerWheel, WakeTimer};
 use crate::transport::{DataStream, Dialer};
@@ -62,6 +65,8 @@ pub struct Shared<'a> {
     pub dialers: &'a [Dialer],
     pub socket: SocketOptions,
     pub spin: bool,
+    /// The effective I/O backend (see `crate::iomode`).
+    pub io: IoMode,
     pub epoch: Instant,
     pub window: &'a Window,
     /// Capacity hint for the per-second counts.
@@ -128,6 +133,12 @@ pub(super) enum Phase {
 pub(super) const CONNECTED: u8 = 1;
 /// `Conn::flags`: the client is past the start barrier (the window is open).
 pub(super) const RELEASED: u8 = 2;
+/// `Conn::flags` (io_uring): a send, a receive, a connect watch in flight.
+pub(super) const SEND_QUEUED: u8 = 4;
+pub(super) const RECV_QUEUED: u8 = 8;
+pub(super) const CONNECT_QUEUED: u8 = 16;
+/// A last send that reports only failure (over when its linked receive is).
+pub(super) const LAST_QUEUED: u8 = 32;
 /// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
 pub(super) const NOT_WAITING: u64 = u64::MAX;
 
@@ -153,9 +164,12 @@ pub(super) struct Conn {
 
 /// One driver worker thread's state.
 pub struct Worker<'a> {
+    /// `io = uring`: the ring its I/O goes through (declared before the
+    /// buffers it points into, so it is dropped first).
+    pub(super) ring: Option<Box<Ring>>,
     pub(super) poll: Poll,
     pub(super) classes: &'a [ClassPlan],
-    dialers: &'a [Dialer],
+    pub(super) dialers: &'a [Dialer],
     pub(super) socket: SocketOptions,
     pub(super) spin: bool,
     pub(super) timing: Timing,
@@ -166,7 +180,7 @@ pub struct Worker<'a> {
     wake: Option<WakeTimer>,
     fired: Vec<u32>,
     scratch: Vec<u8>,
-    zeros: Vec<u8>,
+    pub(super) zeros: Vec<u8>,
     /// Connections that still have work (not finished their quota).
     pub(super) active: usize,
     /// Clients connected at least once, on this worker.
@@ -176,7 +190,7 @@ pub struct Worker<'a> {
     slots: &'a WorkerSlots,
     /// TLS: per class, the last session this worker's clients got, offered
     /// again with the class's resume ratio.
-    sessions: Vec<Option<SslSession>>,
+    pub(super) sessions: Vec<Option<SslSession>>,
 }
 
 impl<'a> Worker<'a> {
@@ -202,7 +216,12 @@ impl<'a> Worker<'a> {
                 .register(&mut SourceFd(&t.raw_fd()), WAKE, Interest::READABLE)?;
             Some(t)
         };
+        let ring = match shared.io {
+            IoMode::Uring => Some(Box::new(Ring::new(clients.len())?)),
+            IoMode::Epoll => None,
+        };
         let mut w = Worker {
+            ring,
             poll,
             classes: shared.classes,
             dialers: shared.dialers,
@@ -248,14 +267,14 @@ impl<'a> Worker<'a> {
 
     /// Runs until the window ends, every quota is met, or `abort` is set.
     pub fn run(mut self, abort: &AtomicBool) -> Vec<ClassAccum> {
+        if self.ring.is_some() {
+            return self.run_uring(abort);
+        }
         let mut events = Events::with_capacity(1024);
         loop {
             self.refresh_window();
             let now = self.timing.now_ns();
-            if abort.load(Ordering::Relaxed)
-                || self.active == 0
-                || self.timing.end_ns.is_some_and(|e| now >= e)
-            {
+            if self.should_stop(abort, now) {
                 break;
             }
             let wait = self.poll_wait(now);
@@ -279,14 +298,26 @@ impl<'a> Worker<'a> {
                 self.drive(key);
             }
             self.fire_timers();
-            for (slot, acc) in self.slots.transactions.iter().zip(&self.accum) {
-                slot.store(acc.transactions, Ordering::Relaxed);
-            }
-            self.slots
-                .connected
-                .store(self.connected, Ordering::Relaxed);
+            self.publish();
         }
         self.accum
+    }
+
+    /// Whether the loop ends: aborted, every quota met, or the window over.
+    pub(super) fn should_stop(&self, abort: &AtomicBool, now: u64) -> bool {
+        abort.load(Ordering::Relaxed)
+            || self.active == 0
+            || self.timing.end_ns.is_some_and(|e| now >= e)
+    }
+
+    /// Publishes the counts for the coordinator, once per loop turn.
+    pub(super) fn publish(&self) {
+        for (slot, acc) in self.slots.transactions.iter().zip(&self.accum) {
+            slot.store(acc.transactions, Ordering::Relaxed);
+        }
+        self.slots
+            .connected
+            .store(self.connected, Ordering::Relaxed);
     }
 
     /// How long epoll may sleep: until the window's end or [`MAX_POLL_WAIT`];
@@ -315,7 +346,7 @@ impl<'a> Worker<'a> {
     /// Takes the window once the coordinator opened it, noting how many
     /// clients of each class were connected then, and releases the clients
     /// waiting at the start barrier.
-    fn refresh_window(&mut self) {
+    pub(super) fn refresh_window(&mut self) {
         if self.timing.refresh(self.window) {
             for acc in &mut self.accum {
                 acc.connected_at_window = acc.connected;
@@ -326,7 +357,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn fire_timers(&mut self) {
+    pub(super) fn fire_timers(&mut self) {
         if self.timers.is_empty() {
             return;
         }
@@ -352,6 +383,9 @@ impl<'a> Worker<'a> {
             return self.fail(key, &e);
         }
         self.begin_request(key, started);
+        if self.ring.is_some() {
+            return self.queue_io(key);
+        }
         loop {
             match self.send_chunk(key) {
                 Ok(Sent::More) => self.mark_connected(key),
@@ -373,12 +407,18 @@ impl<'a> Worker<'a> {
         };
         let mut stream =
             self.dialers[class].connect_resuming(key, &opts, response_bytes, session.as_ref())?;
-        self.poll.registry().register(
-            &mut stream,
-            Token(key),
-            Interest::READABLE | Interest::WRITABLE,
-        )?;
+        if self.ring.is_none() {
+            self.poll.registry().register(
+                &mut stream,
+                Token(key),
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+        }
         self.conns[key].stream = Some(stream);
+        if self.ring.is_some() && self.conns[key].flags & RELEASED == 0 {
+            // Before the window: the connection counts once connected.
+            self.watch_connect(key);
+        }
         Ok(())
     }
 
@@ -402,20 +442,14 @@ impl<'a> Worker<'a> {
         };
         let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
         let n = stream.send(&self.zeros[..want])?;
-        conn.remaining -= n as u64;
-        if self.timing.in_window(self.timing.now_ns()) {
-            self.accum[conn.class as usize].tx_bytes += n as u64;
-        }
-        if conn.remaining == 0 {
-            conn.phase = Phase::Receiving;
-            conn.remaining = self.classes[conn.class as usize].response_bytes;
-            return Ok(Sent::Done);
-        }
-        Ok(if n < want { Sent::Blocked } else { Sent::More })
+        Ok(self.sent(key, n, want))
     }
 
     /// Counts an error, drops the connection and schedules a reconnect.
     pub(super) fn fail(&mut self, key: usize, e: &io::Error) {
+        if self.ring.is_some() {
+            self.abandon_queued(key);
+        }
         let conn = &mut self.conns[key];
         let errors = &mut self.accum[conn.class as usize].errors;
         match e.kind() {
@@ -441,6 +475,9 @@ impl<'a> Worker<'a> {
     }
 
     pub(super) fn drive(&mut self, key: usize) {
+        if self.ring.is_some() {
+            return self.queue_io(key);
+        }
         if let Err(e) = self.step(key) {
             if e.kind() != io::ErrorKind::WouldBlock {
                 self.fail(key, &e);
@@ -472,29 +509,11 @@ impl<'a> Worker<'a> {
                     if n == 0 {
                         return Err(io::ErrorKind::UnexpectedEof.into());
                     }
-                    if self.socket.quickack {
-                        stream.quickack();
-                    }
-                    conn.remaining -= n as u64;
-                    let now = self.timing.now_ns();
-                    let counted = self.timing.in_window(now);
-                    if let Some(h) = stream.take_handshake() {
-                        let class = conn.class as usize;
-                        self.accum[class].handshake(&h, counted);
-                        if self.dialers[class].resume_ratio() > 0.0 {
-                            self.sessions[class] = stream.tls_session();
-                        }
-                    }
-                    if counted {
-                        self.accum[conn.class as usize].rx_bytes += n as u64;
-                    }
-                    if conn.remaining == 0 {
-                        self.complete(key, now, counted);
-                        if !self.next_transaction(key, now)? {
-                            return Ok(());
-                        }
-                    } else if n < want {
-                        return Ok(());
+                    match self.received(key, n)? {
+                        Got::Next => {}
+                        Got::Stop => return Ok(()),
+                        Got::More if n < want => return Ok(()),
+                        Got::More => {}
                     }
                 }
                 Phase::AwaitEof => {
@@ -516,7 +535,7 @@ impl<'a> Worker<'a> {
     /// STR), or close it the configured way and connect anew (CRR) — at once,
     /// or when the class's pacing says. Returns whether the state machine
     /// should keep going on this connection.
-    fn next_transaction(&mut self, key: usize, now: u64) -> io::Result<bool> {
+    pub(super) fn next_transaction(&mut self, key: usize, now: u64) -> io::Result<bool> {
         self.plan_next(key, now);
         let conn = &mut self.conns[key];
         let plan = self.classes[conn.class as usize];
@@ -575,6 +594,7 @@ mod tests {
                 dialers: &[],
                 socket: SocketOptions::default(),
                 spin,
+                io: Default::default(),
                 epoch: Instant::now(),
                 window: &window,
                 window_s: 0,

@@ -12,14 +12,16 @@
 //! control connection closing) removes the test from every worker, sums their
 //! counters, and removes its socket directory.
 
+mod uring;
 mod worker;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufReader, BufWriter};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 
 use mio::Waker;
@@ -27,9 +29,9 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::limits::{self, FdReservation};
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
-use stackbench_model::settings::TlsMode;
 use crate::sockopt;
-use stackbench_model::TlsParams;
+use stackbench_model::settings::TlsMode;
+use stackbench_model::{IoMode, TlsParams};
 
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, DataListener, Endpoint, SocketDir, Transport};
@@ -52,12 +54,33 @@ pub struct ResponderConfig {
 
 struct WorkerHandle {
     commands: Sender<Command>,
-    waker: Waker,
+    waker: Wake,
 }
 
-/// The worker pool shared by all control threads.
+/// How a worker is woken for its commands.
+enum Wake {
+    Epoll(Waker),
+    /// An io_uring worker keeps a read of this eventfd armed.
+    Uring(Arc<OwnedFd>),
+}
+
+impl WorkerHandle {
+    fn command(&self, cmd: Command) {
+        let _ = self.commands.send(cmd);
+        match &self.waker {
+            Wake::Epoll(w) => drop(w.wake()),
+            Wake::Uring(fd) => uring::wake_up(fd),
+        }
+    }
+}
+
+/// The worker pool shared by all control threads: the epoll workers, and
+/// as many io_uring workers, started when a test first asks for them.
 struct Pool {
     workers: Vec<WorkerHandle>,
+    /// `Err`: io_uring is not usable here (said once; tests run on epoll).
+    uring: OnceLock<Result<Vec<WorkerHandle>, String>>,
+    uring_threads: Mutex<Vec<JoinHandle<()>>>,
     next_test_id: AtomicU64,
     /// Serialises add/remove so that every worker sees tests in one order,
     /// and holds what each live test owns besides its listeners.
@@ -94,9 +117,32 @@ impl StartRequest {
 
 impl Pool {
     fn send(&self, cmd_for: impl Fn() -> Command) {
-        for w in &self.workers {
-            let _ = w.commands.send(cmd_for());
-            let _ = w.waker.wake();
+        let uring = self.uring.get().and_then(|u| u.as_ref().ok());
+        for w in self.workers.iter().chain(uring.into_iter().flatten()) {
+            w.command(cmd_for());
+        }
+    }
+
+    /// The workers that serve a test of backend `io`: io_uring tests go to
+    /// the io_uring workers (started on first use), unless io_uring is not
+    /// usable here, and then to the epoll workers.
+    fn workers_for(&self, io: IoMode) -> &[WorkerHandle] {
+        if io == IoMode::Epoll {
+            return &self.workers;
+        }
+        let uring = self.uring.get_or_init(|| {
+            let started = start_uring_workers(self.workers.len());
+            started.map(|(handles, threads)| {
+                lock(&self.uring_threads).extend(threads);
+                handles
+            })
+        });
+        match uring {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("stackbench serve: io uring not used, serving on epoll: {e}");
+                &self.workers
+            }
         }
     }
 
@@ -124,22 +170,30 @@ impl Pool {
             socket: spec_opts,
             ..req.spec
         };
+        // The io_uring workers serve plain-socket RR and STR only (the
+        // driver asks for nothing else; see `crate::iomode`).
+        let plain = matches!(req.transport, Transport::Tcp | Transport::Unix);
+        let io = if plain && spec.kind != stackbench_model::Kind::Crr {
+            spec.io
+        } else {
+            IoMode::Epoll
+        };
+        let workers = self.workers_for(io);
         let (per_worker, mut endpoints, dir) = match req.transport {
-            Transport::Unix => self.unix_listeners(&spec)?,
+            Transport::Unix => unix_listeners(workers.len(), &spec)?,
             // Sidecar: the workers serve clear text behind the proxy.
             Transport::Tls if req.sidecar().is_some() => {
-                self.inet_listeners(Transport::Tcp, local_ip, req, &spec)?
+                inet_listeners(workers.len(), Transport::Tcp, local_ip, req, &spec)?
             }
-            t => self.inet_listeners(t, local_ip, req, &spec)?,
+            t => inet_listeners(workers.len(), t, local_ip, req, &spec)?,
         };
         let proxy = server_proxy(local_ip, req, &spec, &mut endpoints)?;
-        for (w, listeners) in self.workers.iter().zip(per_worker) {
-            let _ = w.commands.send(Command::AddTest {
+        for (w, listeners) in workers.iter().zip(per_worker) {
+            w.command(Command::AddTest {
                 test_id: id,
                 spec,
                 listeners,
             });
-            let _ = w.waker.wake();
         }
         tests.insert(
             id,
@@ -151,57 +205,57 @@ impl Pool {
         );
         Ok((id, endpoints))
     }
+}
 
-    /// `ports` fresh ports, each with one SO_REUSEPORT listener per worker.
-    fn inet_listeners(
-        &self,
-        t: Transport,
-        ip: IpAddr,
-        req: &StartRequest,
-        spec: &TestSpec,
-    ) -> Result<Listeners, String> {
-        let tls = match (t, &req.tls) {
-            (Transport::Tls, Some(p)) => Some(transport::tls::server_context(p)?),
-            (Transport::Tls, None) => {
-                return Err("transport tls: the start request has no TLS parameters".into())
-            }
-            _ => None,
-        };
-        let mut per_worker: Vec<Vec<DataListener>> =
-            self.workers.iter().map(|_| Vec::new()).collect();
-        let mut endpoints = Vec::new();
-        let cannot = |e: io::Error| format!("cannot open a data listener: {e}");
-        for _ in 0..req.ports {
-            let mut addr = SocketAddr::new(ip, 0);
-            for listeners in per_worker.iter_mut() {
-                let mut l = transport::listen_inet(t, addr, &spec.socket).map_err(cannot)?;
-                if let Some(ctx) = &tls {
-                    l = l.with_tls(ctx.clone());
-                }
-                addr = l.local_addr().map_err(cannot)?;
-                listeners.push(l);
-            }
-            endpoints.push(Endpoint::Inet(addr));
+/// `ports` fresh ports, each with one SO_REUSEPORT listener per worker.
+fn inet_listeners(
+    workers: usize,
+    t: Transport,
+    ip: IpAddr,
+    req: &StartRequest,
+    spec: &TestSpec,
+) -> Result<Listeners, String> {
+    let tls = match (t, &req.tls) {
+        (Transport::Tls, Some(p)) => Some(transport::tls::server_context(p)?),
+        (Transport::Tls, None) => {
+            return Err("transport tls: the start request has no TLS parameters".into())
         }
-        Ok((per_worker, endpoints, None))
-    }
-
-    /// One socket path per worker in a fresh private directory.
-    fn unix_listeners(&self, spec: &TestSpec) -> Result<Listeners, String> {
-        let dir = SocketDir::create()?;
-        let mut per_worker = Vec::new();
-        let mut endpoints = Vec::new();
-        for i in 0..self.workers.len() {
-            let path = dir.socket_path(&format!("w{i}.sock"))?;
-            let l = transport::listen_unix(&path, &spec.socket).map_err(|e| {
-                format!("transport unix: cannot listen on '{}': {e}", path.display())
-            })?;
-            per_worker.push(vec![l]);
-            endpoints.push(Endpoint::Unix(path));
+        _ => None,
+    };
+    let mut per_worker: Vec<Vec<DataListener>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut endpoints = Vec::new();
+    let cannot = |e: io::Error| format!("cannot open a data listener: {e}");
+    for _ in 0..req.ports {
+        let mut addr = SocketAddr::new(ip, 0);
+        for listeners in per_worker.iter_mut() {
+            let mut l = transport::listen_inet(t, addr, &spec.socket).map_err(cannot)?;
+            if let Some(ctx) = &tls {
+                l = l.with_tls(ctx.clone());
+            }
+            addr = l.local_addr().map_err(cannot)?;
+            listeners.push(l);
         }
-        Ok((per_worker, endpoints, Some(dir)))
+        endpoints.push(Endpoint::Inet(addr));
     }
+    Ok((per_worker, endpoints, None))
+}
 
+/// One socket path per worker in a fresh private directory.
+fn unix_listeners(workers: usize, spec: &TestSpec) -> Result<Listeners, String> {
+    let dir = SocketDir::create()?;
+    let mut per_worker = Vec::new();
+    let mut endpoints = Vec::new();
+    for i in 0..workers {
+        let path = dir.socket_path(&format!("w{i}.sock"))?;
+        let l = transport::listen_unix(&path, &spec.socket)
+            .map_err(|e| format!("transport unix: cannot listen on '{}': {e}", path.display()))?;
+        per_worker.push(vec![l]);
+        endpoints.push(Endpoint::Unix(path));
+    }
+    Ok((per_worker, endpoints, Some(dir)))
+}
+
+impl Pool {
     fn stop(&self, test_id: u64) -> ServerTestStats {
         let mut tests = lock(&self.lock);
         let (tx, rx) = mpsc::channel();
@@ -242,6 +296,31 @@ fn server_proxy(
     })?;
     *endpoints = vec![Endpoint::Inet(proxy.addr())];
     Ok(Some(proxy))
+}
+
+/// Starts `n` io_uring workers (their rings are built on their own
+/// threads); the error says why io_uring cannot be used.
+fn start_uring_workers(n: usize) -> Result<(Vec<WorkerHandle>, Vec<JoinHandle<()>>), String> {
+    crate::iomode::uring_available()?;
+    let (mut handles, mut threads) = (Vec::new(), Vec::new());
+    for i in 0..n.max(1) {
+        let wake = uring::eventfd().map_err(|e| format!("eventfd: {e}"))?;
+        let (tx, rx) = mpsc::channel();
+        let fd = Arc::clone(&wake);
+        let thread = thread::Builder::new()
+            .name(format!("serve-u{i}"))
+            .spawn(move || match uring::UringWorker::new(rx, fd) {
+                Ok(w) => w.run(),
+                Err(e) => eprintln!("stackbench serve: io_uring worker {i}: {e}"),
+            })
+            .map_err(|e| format!("cannot start an io_uring worker: {e}"))?;
+        threads.push(thread);
+        handles.push(WorkerHandle {
+            commands: tx,
+            waker: Wake::Uring(wake),
+        });
+    }
+    Ok((handles, threads))
 }
 
 /// Locks a mutex, ignoring poisoning: the data behind these locks stays
@@ -291,11 +370,13 @@ impl Responder {
             );
             workers.push(WorkerHandle {
                 commands: tx,
-                waker,
+                waker: Wake::Epoll(waker),
             });
         }
         let pool = Arc::new(Pool {
             workers,
+            uring: OnceLock::new(),
+            uring_threads: Mutex::new(Vec::new()),
             next_test_id: AtomicU64::new(1),
             lock: Mutex::new(HashMap::new()),
         });
@@ -345,7 +426,8 @@ impl Responder {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
         self.pool.send(|| Command::Shutdown);
-        for t in self.threads {
+        let uring_threads = std::mem::take(&mut *lock(&self.pool.uring_threads));
+        for t in self.threads.into_iter().chain(uring_threads) {
             let _ = t.join();
         }
         Ok(())

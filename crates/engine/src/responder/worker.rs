@@ -53,14 +53,14 @@ pub enum Command {
     Shutdown,
 }
 
-struct Test {
-    id: u64,
-    spec: TestSpec,
-    stats: ServerTestStats,
+pub(super) struct Test {
+    pub(super) id: u64,
+    pub(super) spec: TestSpec,
+    pub(super) stats: ServerTestStats,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub(super) enum Phase {
     Reading,
     Writing,
 }
@@ -80,7 +80,7 @@ enum Entry {
 }
 
 /// What a connection wants after being driven.
-enum Next {
+pub(super) enum Next {
     Wait,
     Close { error: bool },
 }
@@ -347,7 +347,7 @@ fn poll_timeout(spin: bool, retrying_accept: bool) -> Option<Duration> {
 /// EAGAIN means wait for the next edge; a reset from a CRR client that closes
 /// abortively is its normal goodbye; anything else closes the connection and
 /// counts as an error.
-fn would_block_or_close(e: &io::Error, kind: Kind) -> Next {
+pub(super) fn would_block_or_close(e: &io::Error, kind: Kind) -> Next {
     match e.kind() {
         io::ErrorKind::WouldBlock => Next::Wait,
         io::ErrorKind::ConnectionReset if kind == Kind::Crr => Next::Close { error: false },

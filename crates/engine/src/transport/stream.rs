@@ -196,6 +196,12 @@ impl DataListener {
     }
 }
 
+impl AsRawFd for DataListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
 impl Source for DataListener {
     fn register(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
         SourceFd(&self.fd.as_raw_fd()).register(r, token, interest)

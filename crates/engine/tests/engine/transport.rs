@@ -61,6 +61,7 @@ fn unix_socket_directories_are_removed_when_tests_stop() {
         response_bytes: 1,
         socket: SocketOptions::default(),
         spin: false,
+        io: Default::default(),
     };
     let (id, endpoints) = control.start(spec, Transport::Unix, 1, 1).unwrap();
     // One path per responder worker, in one private directory.
@@ -109,6 +110,7 @@ fn ipv6_spreads_over_responder_ports() {
         response_bytes: 1,
         socket: SocketOptions::default(),
         spin: false,
+        io: Default::default(),
     };
     let (id, endpoints) = control.start(spec, Transport::Tcp, 3, 3).unwrap();
     assert_eq!(endpoints.len(), 3, "{endpoints:?}");
@@ -247,6 +249,7 @@ fn emfile_scenario() {
         response_bytes: 1,
         socket: SocketOptions::default(),
         spin: false,
+        io: Default::default(),
     };
     let (id, endpoints) = control
         .start(spec, Transport::Tcp, CLIENTS as u32, 1)

@@ -17,11 +17,11 @@ mod tls;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
+pub use link::{BitRate, LinkOffloads};
 pub use priority::{
     priority_class, priority_tos, ClassPriorities, MAX_LEVEL as MAX_PRIORITY_LEVEL,
 };
-pub use link::{BitRate, LinkOffloads};
-pub use socket::{CrrClose, SocketOptions, Transport};
+pub use socket::{CrrClose, IoMode, SocketOptions, Transport};
 pub use spin::Spin;
 pub use tls::{
     CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
@@ -212,6 +212,8 @@ run_settings! {
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
     /// Per-class priority level 0-6 in mix order, e.g. 6,0: DSCP CS<L> and SO_PRIORITY = htb class 1:1L of a lab link with priority_classes (needs CAP_NET_ADMIN).
     priority: Option<ClassPriorities> = None, json "priority";
+    /// I/O backend of driver and responder: epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning).
+    io: IoMode = IoMode::Epoll, json "io";
     /// Sides that busy-poll (epoll with zero timeout) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides).

@@ -65,6 +65,29 @@ impl Transport {
     }
 }
 
+/// How the driver and responder workers wait for and do their socket I/O.
+/// A run asks for one; cases the io_uring backend does not cover run on
+/// epoll, and the effective value is stored with the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoMode {
+    /// Readiness (edge-triggered epoll) plus one send or recv call each.
+    #[default]
+    Epoll,
+    /// Completions: sends and receives queued on an io_uring, submitted in
+    /// batches with one `io_uring_enter` per loop turn.
+    Uring,
+}
+
+impl IoMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoMode::Epoll => "epoll",
+            IoMode::Uring => "uring",
+        }
+    }
+}
+
 /// Socket options applied on both sides of every data connection. The driver
 /// sends them to the responder over the control connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

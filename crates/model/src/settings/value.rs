@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::socket::{CrrClose, Transport};
+use super::socket::{CrrClose, IoMode, Transport};
 use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 use crate::units;
 
@@ -183,6 +183,21 @@ impl SettingValue for CrrClose {
             "client" => Ok(CrrClose::Client),
             "abort" => Ok(CrrClose::Abort),
             _ => Err("unknown close mode: use server, client or abort".to_string()),
+        }
+    }
+    fn text(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+impl SettingValue for IoMode {
+    const VALUE_NAME: &'static str = "IO";
+    const ALLOWED: &'static [&'static str] = &["epoll", "uring"];
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "epoll" => Ok(IoMode::Epoll),
+            "uring" => Ok(IoMode::Uring),
+            _ => Err("unknown I/O backend: use epoll or uring".to_string()),
         }
     }
     fn text(&self) -> String {
@@ -385,6 +400,8 @@ mod tests {
         round_trip::<IterationBounds>("3,30");
         round_trip::<CrrClose>("abort");
         round_trip::<Transport>("unix");
+        round_trip::<IoMode>("uring");
+        round_trip::<IoMode>("epoll");
         round_trip::<Transport>("mptcp");
         round_trip::<Transport>("smc");
         round_trip::<u32>("4");

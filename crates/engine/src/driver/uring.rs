@@ -1,0 +1,383 @@
+//! The driver worker's io_uring path (`io = uring`): the same state machine,
+//! clients and per-transaction bookkeeping as the epoll path
+//! ([`Worker::sent`], [`Worker::received`], and the pacing transitions in
+//! [`super::flow`]), with the I/O done by completions instead of readiness.
+//!
+//! Per transaction each connection queues its request's last `send` linked
+//! (IOSQE_IO_LINK) to the `recv` of the response, and all of a worker's
+//! connections' operations go to the kernel together in the one
+//! `io_uring_enter` that also waits for the next completions: one system call
+//! per loop turn, carrying the work of every connection that completed in the
+//! turn before, instead of a send, a recv and an epoll_wait per transaction.
+//! A short send or receive just queues the rest; the link never fails on a
+//! short send (no MSG_WAITALL on sends), so the receive is always armed.
+//!
+//! Design notes. Received bytes are counted, never read, so every receive of
+//! a worker lands in one shared sink buffer; sends read the worker's zero
+//! buffer. At most one send and one receive per connection are in flight
+//! (flags in `Conn::flags`, so the connection state does not grow), plus a
+//! one-shot POLLOUT watch while a new connection's handshake completes (it
+//! counts the client as connected for the start barrier). A failed
+//! connection's socket is shut down before it is closed, so its queued
+//! operations complete at once (the ring holds its own reference to the
+//! socket) and are recognised as stale by their cleared flags; at the end
+//! the worker shuts every socket down and drains the ring before the buffers
+//! are freed. Timers (reconnect back-off) bound the wait through the enter's
+//! timeout.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use crate::iomode::{build, enter};
+
+use super::accum::ClassAccum;
+use super::flow::Got;
+use super::worker::{Phase, Worker, CONNECT_QUEUED, LAST_QUEUED, RECV_QUEUED, SEND_QUEUED};
+use crate::sockopt::IO_CHUNK_BYTES;
+
+/// Operation tags in the low byte of a completion's user data (the client's
+/// key above it).
+const OP_SEND: u64 = 1;
+const OP_RECV: u64 = 2;
+const OP_CONNECT: u64 = 3;
+/// A request's last send with no completion on success: only a failure
+/// (an error, or a short MSG_WAITALL send) reports.
+const OP_SEND_LAST: u64 = 4;
+/// Largest submission queue (completions: twice that, and the kernel keeps
+/// any overflow: IORING_FEAT_NODROP).
+const MAX_ENTRIES: u32 = 4096;
+/// Longest wait in one enter, so stop requests are seen promptly.
+const MAX_WAIT: Duration = Duration::from_millis(50);
+/// How long the end of a run waits for shut-down sockets' operations.
+const DRAIN_WAIT: Duration = Duration::from_millis(200);
+
+/// A worker's ring and what its operations point into.
+pub(in crate::driver) struct Ring {
+    ring: IoUring,
+    /// Operations queued or submitted whose completion was not seen yet.
+    in_flight: usize,
+    /// One turn's completions: (user data, result).
+    done: Vec<(u64, i32)>,
+    /// The kernel posts no completion for a successful last send
+    /// (IOSQE_CQE_SKIP_SUCCESS, Linux 5.17), so one transaction wakes the
+    /// worker once, for its response.
+    skip_ok: bool,
+    /// Where every receive lands (counted, never read).
+    sink: Box<[u8]>,
+}
+
+impl Ring {
+    /// A ring for a worker of `conns` connections.
+    pub(in crate::driver) fn new(conns: usize) -> io::Result<Ring> {
+        let entries = ((conns * 2 + 8) as u32)
+            .next_power_of_two()
+            .min(MAX_ENTRIES);
+        let ring = build(entries)?;
+        let _ = ring.submitter().register_ring_fd();
+        Ok(Ring {
+            skip_ok: ring.params().is_feature_skip_cqe_on_success(),
+            ring,
+            in_flight: 0,
+            done: Vec::with_capacity(entries as usize * 2),
+            sink: vec![0; IO_CHUNK_BYTES].into_boxed_slice(),
+        })
+    }
+
+    /// Queues one operation, submitting what is queued first when the
+    /// submission queue is full.
+    fn push(&mut self, entry: &squeue::Entry) {
+        self.push_silent(entry);
+        self.in_flight += 1;
+    }
+
+    /// Queues an operation that posts no completion when it succeeds.
+    fn push_silent(&mut self, entry: &squeue::Entry) {
+        // SAFETY: every buffer an entry points into (the sink, the worker's
+        // zero buffer) lives until the ring is drained (`Worker::drain`) or
+        // dropped (declared before those buffers).
+        while unsafe { self.ring.submission().push(entry) }.is_err() {
+            if self.ring.submit().is_err() {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+impl Worker<'_> {
+    /// The io_uring loop: submit everything queued and wait for the next
+    /// completions in one call, handle them, fire due timers.
+    pub(super) fn run_uring(mut self, abort: &AtomicBool) -> Vec<ClassAccum> {
+        loop {
+            self.refresh_window();
+            let now = self.timing.now_ns();
+            if self.should_stop(abort, now) {
+                break;
+            }
+            let wait = self.uring_wait(now);
+            enter(&self.ring.as_ref().expect("ring").ring, wait);
+            self.refresh_window();
+            let ring: &mut Ring = self
+                .ring
+                .as_deref_mut()
+                .expect("the io_uring path has a ring");
+            ring.done
+                .extend(ring.ring.completion().map(|c| (c.user_data(), c.result())));
+            let mut done = std::mem::take(&mut ring.done);
+            for &(data, res) in &done {
+                self.on_completion(data, res);
+            }
+            done.clear();
+            self.ring.as_mut().expect("ring").done = done;
+            self.fire_timers();
+            self.publish();
+        }
+        self.drain();
+        self.accum
+    }
+}
+
+impl Worker<'_> {
+    /// How long the enter may wait: until the window's end, the wheel's next
+    /// deadline or [`MAX_WAIT`]; busy-polling: not at all.
+    fn uring_wait(&mut self, now: u64) -> Duration {
+        if self.spin {
+            return Duration::ZERO;
+        }
+        let mut wait = MAX_WAIT;
+        if let Some(end) = self.timing.end_ns {
+            wait = wait.min(Duration::from_nanos(end - now));
+        }
+        if let Some(next) = self.timers.next_deadline() {
+            wait = wait.min(Duration::from_nanos(next.saturating_sub(now)));
+        }
+        wait
+    }
+
+    /// Queues what client `key`'s phase needs and is not in flight yet: the
+    /// next chunk of the request (its last one linked to the response's
+    /// receive), or the next receive.
+    pub(super) fn queue_io(&mut self, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        let Some(fd) = conn.stream.as_ref().map(|s| types::Fd(s.as_raw_fd())) else {
+            return;
+        };
+        let plan = self.classes[conn.class as usize];
+        let ring: &mut Ring = self.ring.as_deref_mut().expect("ring");
+        let data = (key as u64) << 8;
+        let sink = ring.sink.as_mut_ptr();
+        let waitall = self.socket.waitall;
+        let recv = |remaining: u64| {
+            let len = remaining.min(IO_CHUNK_BYTES as u64) as u32;
+            let flags = if waitall { libc::MSG_WAITALL } else { 0 };
+            opcode::Recv::new(fd, sink, len)
+                .flags(flags)
+                .build()
+                .user_data(data | OP_RECV)
+        };
+        match conn.phase {
+            Phase::Sending if conn.flags & SEND_QUEUED == 0 => {
+                let len = conn.remaining.min(IO_CHUNK_BYTES as u64);
+                let last = len == conn.remaining && conn.flags & RECV_QUEUED == 0;
+                if last && ring.skip_ok {
+                    return self.queue_last_send(key, fd, len as u32);
+                }
+                let mut send = opcode::Send::new(fd, self.zeros.as_ptr(), len as u32)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+                    .user_data(data | OP_SEND);
+                if last {
+                    send = send.flags(squeue::Flags::IO_LINK);
+                }
+                ring.push(&send);
+                conn.flags |= SEND_QUEUED;
+                if last {
+                    ring.push(&recv(plan.response_bytes));
+                    conn.flags |= RECV_QUEUED;
+                }
+            }
+            Phase::Receiving if conn.flags & RECV_QUEUED == 0 => {
+                ring.push(&recv(conn.remaining));
+                conn.flags |= RECV_QUEUED;
+            }
+            _ => {}
+        }
+    }
+
+    /// Queues the request's last chunk as one MSG_WAITALL send that reports
+    /// only a failure, linked to the response's receive, and books it as
+    /// sent now (the epoll path books a send when the call returns; here
+    /// the kernel completes it before the response can arrive).
+    fn queue_last_send(&mut self, key: usize, fd: types::Fd, len: u32) {
+        let ring: &mut Ring = self.ring.as_deref_mut().expect("ring");
+        let send = opcode::Send::new(fd, self.zeros.as_ptr(), len)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(((key as u64) << 8) | OP_SEND_LAST);
+        ring.push_silent(&send);
+        self.conns[key].flags |= LAST_QUEUED;
+        self.mark_connected(key);
+        self.sent(key, len as usize, len as usize);
+        self.queue_io(key);
+    }
+
+    /// Watches a new connection's handshake (one-shot POLLOUT).
+    pub(super) fn watch_connect(&mut self, key: usize) {
+        let conn = &mut self.conns[key];
+        let Some(fd) = conn.stream.as_ref().map(|s| s.as_raw_fd()) else {
+            return;
+        };
+        let poll = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32)
+            .build()
+            .user_data(((key as u64) << 8) | OP_CONNECT);
+        self.ring.as_mut().expect("ring").push(&poll);
+        conn.flags |= CONNECT_QUEUED;
+    }
+
+    /// Handles one completion.
+    fn on_completion(&mut self, data: u64, res: i32) {
+        let (key, op) = ((data >> 8) as usize, data & 0xff);
+        if op == OP_SEND_LAST {
+            return self.on_last_send_failed(key, res);
+        }
+        self.ring.as_mut().expect("ring").in_flight -= 1;
+        let bit = match op {
+            OP_SEND => SEND_QUEUED,
+            OP_RECV => RECV_QUEUED,
+            _ => CONNECT_QUEUED,
+        };
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        if conn.flags & bit == 0 || conn.stream.is_none() {
+            return; // stale: its connection failed and was shut down
+        }
+        conn.flags &= !bit;
+        if op == OP_RECV {
+            // The send linked before it is over too.
+            conn.flags &= !LAST_QUEUED;
+        }
+        if res == -libc::ECANCELED {
+            return; // a receive whose linked send failed: the send reports it
+        }
+        if res == -libc::EAGAIN || res == -libc::EINTR {
+            return self.queue_io(key);
+        }
+        match op {
+            OP_SEND => self.on_sent(key, res),
+            OP_RECV => self.on_received(key, res),
+            _ => self.on_connected(key, res),
+        }
+    }
+
+    /// A request's last send failed or went out short: the connection
+    /// fails (its linked receive is cancelled).
+    fn on_last_send_failed(&mut self, key: usize, res: i32) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        if conn.flags & LAST_QUEUED == 0 || conn.stream.is_none() {
+            return; // stale: its connection failed and was shut down
+        }
+        conn.flags &= !LAST_QUEUED;
+        let e = if res < 0 {
+            io::Error::from_raw_os_error(-res)
+        } else {
+            io::Error::from(io::ErrorKind::WriteZero)
+        };
+        self.fail(key, &e);
+    }
+
+    fn on_sent(&mut self, key: usize, res: i32) {
+        if res < 0 {
+            return self.fail(key, &io::Error::from_raw_os_error(-res));
+        }
+        self.mark_connected(key);
+        let want = self.conns[key].remaining.min(IO_CHUNK_BYTES as u64) as usize;
+        self.sent(key, res as usize, want);
+        self.queue_io(key);
+    }
+
+    fn on_received(&mut self, key: usize, res: i32) {
+        if res < 0 {
+            return self.fail(key, &io::Error::from_raw_os_error(-res));
+        }
+        if res == 0 {
+            return self.fail(key, &io::ErrorKind::UnexpectedEof.into());
+        }
+        if self.conns[key].phase != Phase::Receiving {
+            let e = io::Error::other("responder answered before the request was complete");
+            return self.fail(key, &e);
+        }
+        match self.received(key, res as usize) {
+            Ok(Got::More | Got::Next) => self.queue_io(key),
+            Ok(Got::Stop) => {}
+            Err(e) => self.fail(key, &e),
+        }
+    }
+
+    /// The handshake of a new connection ended: connected, or refused.
+    fn on_connected(&mut self, key: usize, revents: i32) {
+        if revents < 0 || revents & (libc::POLLERR | libc::POLLHUP) as i32 != 0 {
+            let e = self.conns[key]
+                .stream
+                .as_ref()
+                .and_then(|s| {
+                    // SAFETY: the connection's fd is open while borrowed.
+                    let fd = unsafe { BorrowedFd::borrow_raw(s.as_raw_fd()) };
+                    socket2::SockRef::from(&fd).take_error().ok().flatten()
+                })
+                .unwrap_or_else(|| io::ErrorKind::ConnectionRefused.into());
+            if self.conns[key].flags & SEND_QUEUED == 0 {
+                self.fail(key, &e);
+            }
+            return;
+        }
+        self.mark_connected(key);
+    }
+
+    /// Before `fail` drops client `key`'s socket: shut it down so that its
+    /// queued operations complete now, and forget them.
+    pub(super) fn abandon_queued(&mut self, key: usize) {
+        let conn = &mut self.conns[key];
+        let queued = SEND_QUEUED | RECV_QUEUED | CONNECT_QUEUED | LAST_QUEUED;
+        if conn.flags & queued != 0 {
+            if let Some(s) = conn.stream.as_ref() {
+                // SAFETY: shutdown on the connection's own open socket.
+                unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+        }
+        conn.flags &= !queued;
+    }
+
+    /// End of run: shut every socket down and wait (bounded) until the
+    /// kernel has finished with every queued operation, so none writes into
+    /// a freed buffer.
+    fn drain(&mut self) {
+        for (_, conn) in self.conns.iter() {
+            if let Some(s) = conn.stream.as_ref() {
+                // SAFETY: shutdown on an open socket this worker owns.
+                unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };
+            }
+        }
+        let Some(ring) = self.ring.as_mut() else {
+            return;
+        };
+        let deadline = Instant::now() + DRAIN_WAIT;
+        while ring.in_flight > 0 && Instant::now() < deadline {
+            enter(&ring.ring, Duration::from_millis(10));
+            let seen = ring.ring.completion().count();
+            ring.in_flight = ring.in_flight.saturating_sub(seen);
+        }
+        if ring.in_flight > 0 {
+            // Never free what the kernel may still write into.
+            std::mem::forget(self.ring.take());
+        }
+    }
+}
