@@ -372,3 +372,6 @@ mod transport;
 
 #[path = "engine/tls.rs"]
 mod tls;
+
+#[path = "engine/tls_rekey.rs"]
+mod tls_rekey;

@@ -166,6 +166,37 @@ pub struct TlsFigures {
     pub resumed_handshakes: u64,
     /// From connect to the handshake's end, apart from transaction latency.
     pub handshake_latency_us: LatencyUs,
+    /// `--rekey`: key updates the driver's connections of the class started
+    /// in the window (0 without it, and in records older than it).
+    #[serde(default)]
+    pub rekeys: u64,
+    /// Key updates the responder's connections of the class started, over
+    /// the test's whole life (warm-up included).
+    #[serde(default)]
+    pub server_rekeys: u64,
+    /// Thread CPU µs per handshake, per side; absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake_cpu_us: Option<HandshakeCpuUs>,
+}
+
+/// Mean thread CPU µs of one handshake, full ("long") or resumed ("short"),
+/// on each side: the CPU of the calls that advanced it (key exchange,
+/// signatures, certificate), not the connect or accept. The driver's are
+/// over the window's handshakes, the responder's over the test's whole life.
+/// `None` where no handshake of that kind happened.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct HandshakeCpuUs {
+    pub client_full: Option<f64>,
+    pub client_resumed: Option<f64>,
+    pub server_full: Option<f64>,
+    pub server_resumed: Option<f64>,
+}
+
+impl HandshakeCpuUs {
+    /// Mean µs of `count` handshakes that took `total_ns`.
+    pub fn per_handshake(total_ns: u64, count: u64) -> Option<f64> {
+        (count > 0).then(|| total_ns as f64 / count as f64 / 1e3)
+    }
 }
 
 /// How a class's clients pace their requests.

@@ -400,9 +400,12 @@ impl<'a> Worker<'a> {
         };
         let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
         let n = stream.send(&self.zeros[..want])?;
+        let rekeys = stream.take_rekeys();
         conn.remaining -= n as u64;
         if self.timing.in_window(self.timing.now_ns()) {
-            self.accum[conn.class as usize].tx_bytes += n as u64;
+            let acc = &mut self.accum[conn.class as usize];
+            acc.tx_bytes += n as u64;
+            acc.rekeys += u64::from(rekeys);
         }
         if conn.remaining == 0 {
             conn.phase = Phase::Receiving;

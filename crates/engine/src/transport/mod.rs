@@ -16,6 +16,7 @@ mod dialer;
 mod mptcp;
 mod stream;
 pub mod tls;
+pub mod tls_acct;
 mod unix_dir;
 
 use std::fmt;

@@ -202,6 +202,8 @@ run_settings! {
     tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
+    /// TLS: re-key each connection after every SIZE bytes it sends, e.g. 1MB (TLS 1.3 KeyUpdate); 0B: never.
+    rekey: Bytes = Bytes(0), json "rekey_bytes", range "0B" ..= "64GB";
     /// Busy-poll (epoll with zero timeout) instead of sleeping: lower latency, a full CPU per worker.
     spin: bool = false, json "spin";
     /// TCP_NODELAY on every data connection (both sides).

@@ -300,6 +300,9 @@ pub struct TlsParams {
     /// Share of connections offering the client's last session (0 to 1).
     #[serde(default)]
     pub resume_ratio: f64,
+    /// Re-key a connection after every this many bytes it sent; 0: never.
+    #[serde(default)]
+    pub rekey_bytes: u64,
 }
 
 impl TlsParams {
@@ -351,6 +354,7 @@ impl TlsParams {
             cert,
             key,
             resume_ratio: 0.0,
+            rekey_bytes: 0,
         })
     }
 }
