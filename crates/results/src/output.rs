@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
-use stackbench_metrics::record::{MeasureSummary, PacingMode, PopulationFigures, Repetitions};
+use stackbench_metrics::record::{
+    MeasureSummary, PacingMode, PopulationFigures, Repetitions, TlsFigures,
+};
 use stackbench_metrics::{ClassResult, RunRecord};
 use stackbench_model::size::MIB;
 
@@ -93,6 +95,11 @@ pub fn human(record: &RunRecord) -> String {
             out.push_str(&population_lines(c, p));
         }
     }
+    for c in &record.classes {
+        if let Some(t) = &c.tls {
+            out.push_str(&tls_line(&c.notation, t));
+        }
+    }
     out.push_str(&settings_block(record));
     if !record.complete {
         let reason = record.incomplete_reason.as_deref().unwrap_or("unknown");
@@ -101,6 +108,40 @@ pub fn human(record: &RunRecord) -> String {
             "INCOMPLETE: {reason}; the figures above cover only what was measured."
         );
     }
+    out
+}
+
+/// A TLS class's line under the table: what was negotiated, its
+/// handshakes, CPU µs per handshake per side, and key updates.
+pub fn tls_line(notation: &str, t: &TlsFigures) -> String {
+    let mut out = format!(
+        "tls {notation}: TLS {} {} ({}); handshakes {} full, {} resumed, p50/p99 {}/{}",
+        t.version,
+        t.cipher,
+        t.cipher_code,
+        t.full_handshakes,
+        t.resumed_handshakes,
+        micros(t.handshake_latency_us.p50),
+        micros(t.handshake_latency_us.p99)
+    );
+    if let Some(cpu) = &t.handshake_cpu_us {
+        let _ = write!(
+            out,
+            "; CPU µs per handshake full/resumed: client {}/{}, server {}/{}",
+            opt(cpu.client_full, 0),
+            opt(cpu.client_resumed, 0),
+            opt(cpu.server_full, 0),
+            opt(cpu.server_resumed, 0)
+        );
+    }
+    if t.rekeys + t.server_rekeys > 0 {
+        let _ = write!(
+            out,
+            "; key updates: client {}, server {}",
+            t.rekeys, t.server_rekeys
+        );
+    }
+    out.push('\n');
     out
 }
 
@@ -331,4 +372,34 @@ pub fn csv(record: &RunRecord) -> String {
         row
     });
     csv_document(&header, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stackbench_metrics::record::HandshakeCpuUs;
+
+    #[test]
+    fn tls_line_names_cipher_handshake_cpu_and_key_updates() {
+        let t = TlsFigures {
+            version: "1.2".into(),
+            cipher: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into(),
+            cipher_code: "C02F".into(),
+            full_handshakes: 40,
+            rekeys: 3,
+            handshake_cpu_us: Some(HandshakeCpuUs {
+                client_full: Some(410.4),
+                server_full: Some(1320.0),
+                ..HandshakeCpuUs::default()
+            }),
+            ..TlsFigures::default()
+        };
+        let line = tls_line("CRR4(64B/1kB)", &t);
+        assert!(
+            line.starts_with("tls CRR4(64B/1kB): TLS 1.2 TLS_ECDHE_RSA"),
+            "{line}"
+        );
+        assert!(line.contains("client 410/-, server 1320/-"), "{line}");
+        assert!(line.contains("key updates: client 3, server 0"), "{line}");
+    }
 }

@@ -45,6 +45,21 @@ fn transport_errors_are_one_line_exit_2() {
             "apply to transport tls, not tcp: add --transport tls",
         ),
         (
+            &["--rekey", "1MB"],
+            "rekey and tls_mode apply to transport tls, not tcp",
+        ),
+        (
+            &[
+                "--transport",
+                "tls",
+                "--tls-version",
+                "1.2",
+                "--rekey",
+                "1MB",
+            ],
+            "rekey with TLS 1.2 needs renegotiation",
+        ),
+        (
             &["--transport", "tls", "--tls-mode", "sidecar"],
             "tls_mode sidecar (transparent TLS proxies, as AT-TLS) is not built yet",
         ),
