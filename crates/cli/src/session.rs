@@ -350,7 +350,7 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         s.key.as_ref().map(|t| t.0.clone()),
     )
     .and_then(|p| {
-        transport::tls::check_rekey(p.version, s.rekey.0)?;
+        transport::tls_acct::check_rekey(p.version, s.rekey.0)?;
         Ok(Some(TlsParams {
             resume_ratio: s.resume_ratio.0,
             rekey_bytes: s.rekey.0,

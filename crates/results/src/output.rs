@@ -145,6 +145,39 @@ pub fn tls_line(notation: &str, t: &TlsFigures) -> String {
     out
 }
 
+/// What a run's TLS classes negotiated (`TLS 1.2 NAME (C02F)`), `clear
+/// text` for a run without TLS; `None` when the record has no class.
+pub fn tls_negotiated(record: &RunRecord) -> Option<String> {
+    record.classes.first()?;
+    let mut seen: Vec<String> = Vec::new();
+    for t in record.classes.iter().filter_map(|c| c.tls.as_ref()) {
+        let text = format!("TLS {} {} ({})", t.version, t.cipher, t.cipher_code);
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    Some(if seen.is_empty() {
+        "clear text".to_string()
+    } else {
+        seen.join(", ")
+    })
+}
+
+/// The first TLS class's CPU µs per handshake, `full/resumed` per side.
+pub fn tls_handshake_cpu(record: &RunRecord) -> Option<String> {
+    let cpu = record
+        .classes
+        .iter()
+        .find_map(|c| c.tls.as_ref()?.handshake_cpu_us)?;
+    Some(format!(
+        "full/resumed: client {}/{}, server {}/{}",
+        opt(cpu.client_full, 0),
+        opt(cpu.client_resumed, 0),
+        opt(cpu.server_full, 0),
+        opt(cpu.server_resumed, 0)
+    ))
+}
+
 /// `1.2 ms` or `850 µs`: a latency in µs as a reader would write it.
 fn micros(us: f64) -> String {
     if us >= 10_000.0 {

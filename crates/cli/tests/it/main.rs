@@ -9,4 +9,5 @@ mod population;
 mod results_cli;
 mod run;
 mod sweep;
+mod tls_examples;
 mod transport;
