@@ -5,9 +5,9 @@ use assert_cmd::prelude::*;
 
 use crate::common::{examples, stackbench};
 
-/// Runs `file` as a study with tiny durations plus `extra` flags, renders
-/// the report and returns its Markdown.
-fn study_report(file: &str, study: &str, extra: &[&str]) -> String {
+/// Runs `file` as a study with a tiny window after `warmup` plus `extra`
+/// flags, renders the report and returns its Markdown.
+fn study_report(file: &str, study: &str, warmup: &str, extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();
@@ -18,7 +18,7 @@ fn study_report(file: &str, study: &str, extra: &[&str]) -> String {
             "--duration",
             "300ms",
             "--warmup",
-            "0s",
+            warmup,
             "--repetitions",
             "1",
         ])
@@ -37,7 +37,7 @@ fn study_report(file: &str, study: &str, extra: &[&str]) -> String {
 
 #[test]
 fn tls_handshakes_example_reports_each_negotiated_cipher() {
-    let md = study_report("tls-handshakes.toml", "tls-handshakes", &[]);
+    let md = study_report("tls-handshakes.toml", "tls-handshakes", "0s", &[]);
     for (variant, negotiated) in [
         (
             "c02f-long",
@@ -68,10 +68,12 @@ fn tls_handshakes_example_reports_each_negotiated_cipher() {
 
 #[test]
 fn tls_population_example_compares_clear_and_inline_tls() {
-    // A short think time so that 300 ms windows see transactions.
+    // A short think time so that 300 ms windows see transactions, after a
+    // warm-up long enough for 1000 full handshakes in a debug build.
     let md = study_report(
         "tls-population.toml",
         "tls-population",
+        "5s",
         &["--think", "exp:20ms"],
     );
     assert!(md.contains("Variant clear (baseline)"), "{md}");
