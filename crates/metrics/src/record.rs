@@ -572,4 +572,16 @@ pub(crate) mod tests {
         let back: ClassResult = serde_json::from_value(json).unwrap();
         assert_eq!(back, class);
     }
+
+    /// Records from before `--rekey` and the CPU per handshake still read.
+    #[test]
+    fn tls_figures_without_rekeys_or_handshake_cpu_read() {
+        let old = r#"{"version":"1.3","cipher":"TLS_AES_128_GCM_SHA256","cipher_code":"1301",
+            "full_handshakes":4,"resumed_handshakes":0,
+            "handshake_latency_us":{"mean":1.0,"stdev":0.0,"min":1.0,"p50":1.0,"p90":1.0,
+            "p99":1.0,"p999":1.0,"max":1.0}}"#;
+        let t: TlsFigures = serde_json::from_str(old).unwrap();
+        assert_eq!((t.rekeys, t.server_rekeys), (0, 0));
+        assert_eq!(t.handshake_cpu_us, None);
+    }
 }
