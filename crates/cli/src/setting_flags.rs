@@ -158,7 +158,7 @@ mod tests {
         ("cert", " "),
         ("key", " "),
         ("resume_ratio", "1.5"),
-        ("rekey", "1MiB"),
+        ("rekey", "65GB"),
         ("tls_mode", "hardware"),
         ("busy_poll", "50"),
         ("busy_poll", "1s"),
