@@ -349,11 +349,12 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         || s.cert.is_some()
         || s.key.is_some()
         || s.resume_ratio.0 > 0.0
+        || s.rekey.0 > 0
         || s.tls_mode != TlsMode::Inline;
     if s.transport != Transport::Tls {
         if given {
             return Err(format!(
-                "tls_version, cipher, groups, cert, key, resume_ratio and tls_mode apply to transport tls, not {}: \
+                "tls_version, cipher, groups, cert, key, resume_ratio, rekey and tls_mode apply to transport tls, not {}: \
                  add --transport tls or drop them",
                 s.transport.name()
             ));
@@ -371,12 +372,14 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         s.cert.as_ref().map(|t| t.0.clone()),
         s.key.as_ref().map(|t| t.0.clone()),
     )
-    .map(|p| {
-        Some(TlsParams {
+    .and_then(|p| {
+        transport::tls_acct::check_rekey(p.version, s.rekey.0)?;
+        Ok(Some(TlsParams {
             resume_ratio: s.resume_ratio.0,
             mode: s.tls_mode,
+            rekey_bytes: s.rekey.0,
             ..p
-        })
+        }))
     })
 }
 

@@ -177,6 +177,7 @@ mod tests {
         ("cert", " "),
         ("key", " "),
         ("resume_ratio", "1.5"),
+        ("rekey", "65GB"),
         ("tls_mode", "hardware"),
         ("priority", "7"),
         ("priority", "6,high"),

@@ -71,6 +71,18 @@ pub struct ServerTestStats {
     /// and was retried later instead of stalling the queued connections.
     #[serde(default)]
     pub accept_retries: u64,
+    /// Transport `tls`: handshakes finished, full and resumed, and the
+    /// thread CPU ns their steps took; key updates this side started.
+    #[serde(default)]
+    pub tls_full_handshakes: u64,
+    #[serde(default)]
+    pub tls_resumed_handshakes: u64,
+    #[serde(default)]
+    pub tls_full_cpu_ns: u64,
+    #[serde(default)]
+    pub tls_resumed_cpu_ns: u64,
+    #[serde(default)]
+    pub tls_rekeys: u64,
 }
 
 impl ServerTestStats {
@@ -83,6 +95,22 @@ impl ServerTestStats {
         self.mptcp_fallbacks += o.mptcp_fallbacks;
         self.smc_fallbacks += o.smc_fallbacks;
         self.accept_retries += o.accept_retries;
+        self.tls_full_handshakes += o.tls_full_handshakes;
+        self.tls_resumed_handshakes += o.tls_resumed_handshakes;
+        self.tls_full_cpu_ns += o.tls_full_cpu_ns;
+        self.tls_resumed_cpu_ns += o.tls_resumed_cpu_ns;
+        self.tls_rekeys += o.tls_rekeys;
+    }
+
+    /// Counts a finished server handshake.
+    pub fn handshake(&mut self, h: &crate::transport::tls::Handshake) {
+        if h.resumed {
+            self.tls_resumed_handshakes += 1;
+            self.tls_resumed_cpu_ns += h.cpu_ns;
+        } else {
+            self.tls_full_handshakes += 1;
+            self.tls_full_cpu_ns += h.cpu_ns;
+        }
     }
 }
 

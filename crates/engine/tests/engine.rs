@@ -391,6 +391,8 @@ mod transport;
 #[path = "engine/tls.rs"]
 mod tls;
 
+#[path = "engine/tls_rekey.rs"]
+mod tls_rekey;
 /// The io_uring backend (`io = uring`) and its fallbacks.
 #[path = "engine/uring.rs"]
 mod uring;

@@ -19,9 +19,9 @@ pub use lab::{LabEnvironment, LabInterface};
 pub use latency::LatencyHistogram;
 pub use memory::{side_memory, MemorySample};
 pub use record::{
-    record_from_json, ClassResult, CpuFigures, ErrorCounts, LagUs, LatencyUs, MemoryFigures,
-    PacingMode, PopulationFigures, RecordError, Repetitions, RunRecord, RunSettings, SideCpu,
-    SideMemory, TlsFigures, WarningRecord, SCHEMA_VERSION,
+    record_from_json, ClassResult, CpuFigures, ErrorCounts, HandshakeCpuUs, LagUs, LatencyUs,
+    MemoryFigures, PacingMode, PopulationFigures, RecordError, Repetitions, RunRecord, RunSettings,
+    SideCpu, SideMemory, TlsFigures, WarningRecord, SCHEMA_VERSION,
 };
 pub use stats::{Iterations, Verdict};
 pub use warnings::Warning;

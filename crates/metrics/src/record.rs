@@ -170,6 +170,37 @@ pub struct TlsFigures {
     pub resumed_handshakes: u64,
     /// From connect to the handshake's end, apart from transaction latency.
     pub handshake_latency_us: LatencyUs,
+    /// `--rekey`: key updates the driver's connections of the class started
+    /// in the window (0 without it, and in records older than it).
+    #[serde(default)]
+    pub rekeys: u64,
+    /// Key updates the responder's connections of the class started, over
+    /// the test's whole life (warm-up included).
+    #[serde(default)]
+    pub server_rekeys: u64,
+    /// Thread CPU µs per handshake, per side; absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake_cpu_us: Option<HandshakeCpuUs>,
+}
+
+/// Mean thread CPU µs of one handshake, full ("long") or resumed ("short"),
+/// on each side: the CPU of the calls that advanced it (key exchange,
+/// signatures, certificate), not the connect or accept. The driver's are
+/// over the window's handshakes, the responder's over the test's whole life.
+/// `None` where no handshake of that kind happened.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct HandshakeCpuUs {
+    pub client_full: Option<f64>,
+    pub client_resumed: Option<f64>,
+    pub server_full: Option<f64>,
+    pub server_resumed: Option<f64>,
+}
+
+impl HandshakeCpuUs {
+    /// Mean µs of `count` handshakes that took `total_ns`.
+    pub fn per_handshake(total_ns: u64, count: u64) -> Option<f64> {
+        (count > 0).then(|| total_ns as f64 / count as f64 / 1e3)
+    }
 }
 
 /// How a class's clients pace their requests.
@@ -545,5 +576,17 @@ pub(crate) mod tests {
         }
         let back: ClassResult = serde_json::from_value(json).unwrap();
         assert_eq!(back, class);
+    }
+
+    /// Records from before `--rekey` and the CPU per handshake still read.
+    #[test]
+    fn tls_figures_without_rekeys_or_handshake_cpu_read() {
+        let old = r#"{"version":"1.3","cipher":"TLS_AES_128_GCM_SHA256","cipher_code":"1301",
+            "full_handshakes":4,"resumed_handshakes":0,
+            "handshake_latency_us":{"mean":1.0,"stdev":0.0,"min":1.0,"p50":1.0,"p90":1.0,
+            "p99":1.0,"p999":1.0,"max":1.0}}"#;
+        let t: TlsFigures = serde_json::from_str(old).unwrap();
+        assert_eq!((t.rekeys, t.server_rekeys), (0, 0));
+        assert_eq!(t.handshake_cpu_us, None);
     }
 }

@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
-use stackbench_metrics::record::{MeasureSummary, PacingMode, PopulationFigures, Repetitions};
+use stackbench_metrics::record::{
+    MeasureSummary, PacingMode, PopulationFigures, Repetitions, TlsFigures,
+};
 use stackbench_metrics::{ClassResult, RunRecord};
 use stackbench_model::settings::Spin;
 use stackbench_model::size::MIB;
@@ -95,6 +97,11 @@ pub fn human(record: &RunRecord) -> String {
             out.push_str(&population_lines(c, p));
         }
     }
+    for c in &record.classes {
+        if let Some(t) = &c.tls {
+            out.push_str(&tls_line(&c.notation, t));
+        }
+    }
     out.push_str(&settings_block(record));
     if !record.complete {
         let reason = record.incomplete_reason.as_deref().unwrap_or("unknown");
@@ -120,6 +127,73 @@ fn spin_line(spin: Spin) -> String {
          µs/tr include the polling\n",
         spin.name()
     )
+}
+
+/// A TLS class's line under the table: what was negotiated, its
+/// handshakes, CPU µs per handshake per side, and key updates.
+pub fn tls_line(notation: &str, t: &TlsFigures) -> String {
+    let mut out = format!(
+        "tls {notation}: TLS {} {} ({}); handshakes {} full, {} resumed, p50/p99 {}/{}",
+        t.version,
+        t.cipher,
+        t.cipher_code,
+        t.full_handshakes,
+        t.resumed_handshakes,
+        micros(t.handshake_latency_us.p50),
+        micros(t.handshake_latency_us.p99)
+    );
+    if let Some(cpu) = &t.handshake_cpu_us {
+        let _ = write!(
+            out,
+            "; CPU µs per handshake full/resumed: client {}/{}, server {}/{}",
+            opt(cpu.client_full, 0),
+            opt(cpu.client_resumed, 0),
+            opt(cpu.server_full, 0),
+            opt(cpu.server_resumed, 0)
+        );
+    }
+    if t.rekeys + t.server_rekeys > 0 {
+        let _ = write!(
+            out,
+            "; key updates: client {}, server {}",
+            t.rekeys, t.server_rekeys
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// What a run's TLS classes negotiated (`TLS 1.2 NAME (C02F)`), `clear
+/// text` for a run without TLS; `None` when the record has no class.
+pub fn tls_negotiated(record: &RunRecord) -> Option<String> {
+    record.classes.first()?;
+    let mut seen: Vec<String> = Vec::new();
+    for t in record.classes.iter().filter_map(|c| c.tls.as_ref()) {
+        let text = format!("TLS {} {} ({})", t.version, t.cipher, t.cipher_code);
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    Some(if seen.is_empty() {
+        "clear text".to_string()
+    } else {
+        seen.join(", ")
+    })
+}
+
+/// The first TLS class's CPU µs per handshake, `full/resumed` per side.
+pub fn tls_handshake_cpu(record: &RunRecord) -> Option<String> {
+    let cpu = record
+        .classes
+        .iter()
+        .find_map(|c| c.tls.as_ref()?.handshake_cpu_us)?;
+    Some(format!(
+        "full/resumed: client {}/{}, server {}/{}",
+        opt(cpu.client_full, 0),
+        opt(cpu.client_resumed, 0),
+        opt(cpu.server_full, 0),
+        opt(cpu.server_resumed, 0)
+    ))
 }
 
 /// `1.2 ms` or `850 µs`: a latency in µs as a reader would write it.
@@ -349,4 +423,34 @@ pub fn csv(record: &RunRecord) -> String {
         row
     });
     csv_document(&header, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stackbench_metrics::record::HandshakeCpuUs;
+
+    #[test]
+    fn tls_line_names_cipher_handshake_cpu_and_key_updates() {
+        let t = TlsFigures {
+            version: "1.2".into(),
+            cipher: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into(),
+            cipher_code: "C02F".into(),
+            full_handshakes: 40,
+            rekeys: 3,
+            handshake_cpu_us: Some(HandshakeCpuUs {
+                client_full: Some(410.4),
+                server_full: Some(1320.0),
+                ..HandshakeCpuUs::default()
+            }),
+            ..TlsFigures::default()
+        };
+        let line = tls_line("CRR4(64B/1kB)", &t);
+        assert!(
+            line.starts_with("tls CRR4(64B/1kB): TLS 1.2 TLS_ECDHE_RSA"),
+            "{line}"
+        );
+        assert!(line.contains("client 410/-, server 1320/-"), "{line}");
+        assert!(line.contains("key updates: client 3, server 0"), "{line}");
+    }
 }

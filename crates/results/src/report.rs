@@ -172,6 +172,18 @@ fn environment_items(input: &StudyInput, v: &Variants, keys: &[String]) -> Vec<S
     );
     add("tcp_rmem", v.per_variant(sysctl("net.ipv4.tcp_rmem")));
     add("tcp_wmem", v.per_variant(sysctl("net.ipv4.tcp_wmem")));
+    // TLS items only when some variant ran TLS (clear text says so then).
+    let tls = v.groups.iter().flat_map(|g| &g.1);
+    if tls.flat_map(|r| &r.record.classes).any(|c| c.tls.is_some()) {
+        add(
+            "TLS negotiated",
+            v.per_variant(|r| crate::output::tls_negotiated(&r.record)),
+        );
+        add(
+            "TLS CPU µs per handshake",
+            v.per_variant(|r| crate::output::tls_handshake_cpu(&r.record)),
+        );
+    }
     add("Workloads", Some(keys.join(", ")));
     add(
         "Runs",

@@ -12,4 +12,5 @@ mod run;
 mod sidecar;
 mod spin;
 mod sweep;
+mod tls_examples;
 mod transport;

@@ -44,6 +44,21 @@ fn transport_errors_are_one_line_exit_2() {
             &["--cipher", "C02F"],
             "apply to transport tls, not tcp: add --transport tls",
         ),
+        (
+            &["--rekey", "1MB"],
+            "rekey and tls_mode apply to transport tls, not tcp",
+        ),
+        (
+            &[
+                "--transport",
+                "tls",
+                "--tls-version",
+                "1.2",
+                "--rekey",
+                "1MB",
+            ],
+            "rekey with TLS 1.2 needs renegotiation",
+        ),
         // Without CONFIG_TLS: what is missing; with it: not built yet.
         (
             &["--transport", "tls", "--tls-mode", "ktls"],

@@ -39,6 +39,9 @@ pub struct ClassAccum {
     pub connected_at_window: u64,
     /// Transport `tls`: from the first finished handshake on.
     pub tls: Option<TlsAccum>,
+    /// `--rekey`: key updates started in the window (also before the first
+    /// handshake was recorded: a request's first send finishes it).
+    pub rekeys: u64,
 }
 
 /// A class's TLS handshakes on one worker.
@@ -53,6 +56,9 @@ pub struct TlsAccum {
     pub full: u64,
     pub resumed: u64,
     pub hist: LatencyHistogram,
+    /// Thread CPU ns of those handshakes, full and resumed.
+    pub full_cpu_ns: u64,
+    pub resumed_cpu_ns: u64,
 }
 
 impl ClassAccum {
@@ -65,12 +71,16 @@ impl ClassAccum {
             full: 0,
             resumed: 0,
             hist: LatencyHistogram::new(),
+            full_cpu_ns: 0,
+            resumed_cpu_ns: 0,
         });
         if counted {
             if h.resumed {
                 t.resumed += 1;
+                t.resumed_cpu_ns += h.cpu_ns;
             } else {
                 t.full += 1;
+                t.full_cpu_ns += h.cpu_ns;
             }
             t.hist.record_ns(h.ns);
         }
@@ -110,11 +120,14 @@ impl ClassAccum {
         self.connected += o.connected;
         self.last_connected_ns = self.last_connected_ns.max(o.last_connected_ns);
         self.connected_at_window += o.connected_at_window;
+        self.rekeys += o.rekeys;
         match (self.tls.as_mut(), &o.tls) {
             (Some(a), Some(b)) => {
                 a.full += b.full;
                 a.resumed += b.resumed;
                 a.hist.merge(&b.hist);
+                a.full_cpu_ns += b.full_cpu_ns;
+                a.resumed_cpu_ns += b.resumed_cpu_ns;
             }
             (None, Some(b)) => self.tls = Some(b.clone()),
             _ => {}

@@ -190,6 +190,13 @@ pub fn run_workload(
             class.tls = class.tls.take().or(proxy_tls);
             class
         })
+        .zip(server_stats.iter().map(Some).chain(std::iter::repeat(None)))
+        .map(|(mut class, stats)| {
+            if let (Some(tls), Some(s)) = (class.tls.as_mut(), stats) {
+                summary::add_server_tls(tls, s);
+            }
+            class
+        })
         .collect();
     Ok(RunOutcome {
         classes,

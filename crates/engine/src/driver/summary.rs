@@ -5,13 +5,16 @@
 
 use std::time::Duration;
 
-use stackbench_metrics::record::{LagUs, PacingMode, PopulationFigures, TlsFigures};
+use stackbench_metrics::record::{
+    HandshakeCpuUs, LagUs, PacingMode, PopulationFigures, TlsFigures,
+};
 use stackbench_metrics::{ClassResult, LatencyHistogram};
 use stackbench_model::{ClassSpec, Pacing};
 
 use super::accum::ClassAccum;
 use super::pace::{Pace, PacingConfig};
 use super::RunConfig;
+use crate::protocol::ServerTestStats;
 
 /// At or above this message size, a class with no transaction probably needs
 /// more time than the window per transaction.
@@ -69,8 +72,27 @@ pub fn class_result(
             full_handshakes: t.full,
             resumed_handshakes: t.resumed,
             handshake_latency_us: t.hist.summary_us(),
+            rekeys: acc.rekeys,
+            server_rekeys: 0,
+            handshake_cpu_us: Some(HandshakeCpuUs {
+                client_full: HandshakeCpuUs::per_handshake(t.full_cpu_ns, t.full),
+                client_resumed: HandshakeCpuUs::per_handshake(t.resumed_cpu_ns, t.resumed),
+                ..HandshakeCpuUs::default()
+            }),
         }),
     }
+}
+
+/// Adds the responder's side of a `tls` class: its key updates and CPU
+/// per handshake (over the test's whole life).
+pub fn add_server_tls(tls: &mut TlsFigures, s: &ServerTestStats) {
+    tls.server_rekeys = s.tls_rekeys;
+    let cpu = tls
+        .handshake_cpu_us
+        .get_or_insert_with(HandshakeCpuUs::default);
+    cpu.server_full = HandshakeCpuUs::per_handshake(s.tls_full_cpu_ns, s.tls_full_handshakes);
+    cpu.server_resumed =
+        HandshakeCpuUs::per_handshake(s.tls_resumed_cpu_ns, s.tls_resumed_handshakes);
 }
 
 /// The population figures of a paced class, or of any class of a ramped

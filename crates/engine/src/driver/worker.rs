@@ -442,6 +442,11 @@ impl<'a> Worker<'a> {
         };
         let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
         let n = stream.send(&self.zeros[..want])?;
+        let rekeys = stream.take_rekeys();
+        if rekeys > 0 && self.timing.in_window(self.timing.now_ns()) {
+            let class = self.conns[key].class as usize;
+            self.accum[class].rekeys += u64::from(rekeys);
+        }
         Ok(self.sent(key, n, want))
     }
 

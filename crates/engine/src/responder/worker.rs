@@ -295,6 +295,9 @@ impl Worker {
                     if spec.socket.quickack {
                         stream.quickack();
                     }
+                    if let Some(h) = stream.take_handshake() {
+                        test.stats.handshake(&h);
+                    }
                     test.stats.rx_bytes += n as u64;
                     conn.remaining -= n as u64;
                     if conn.remaining == 0 {
@@ -312,6 +315,7 @@ impl Worker {
                         Err(e) => return would_block_or_close(&e, spec.kind),
                     };
                     test.stats.tx_bytes += n as u64;
+                    test.stats.tls_rekeys += u64::from(stream.take_rekeys());
                     conn.remaining -= n as u64;
                     if conn.remaining == 0 {
                         test.stats.transactions += 1;

@@ -17,6 +17,7 @@ mod mptcp;
 pub mod smc;
 mod stream;
 pub mod tls;
+pub mod tls_acct;
 mod unix_dir;
 
 use std::fmt;

@@ -51,6 +51,16 @@ impl DataStream {
         }
     }
 
+    /// TLS key updates this side started since the last call (0 for clear
+    /// text and without `--rekey`).
+    #[inline]
+    pub fn take_rekeys(&mut self) -> u32 {
+        match self {
+            DataStream::Plain(_) => 0,
+            DataStream::Tls(t) => t.take_rekeys(),
+        }
+    }
+
     /// The TLS session to offer on the next connection (client side).
     pub fn tls_session(&self) -> Option<SslSession> {
         match self {

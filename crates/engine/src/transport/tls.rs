@@ -33,6 +33,7 @@ use openssl::x509::{X509NameBuilder, X509};
 use stackbench_model::settings::{CertType, CipherSuite, TlsVersion};
 use stackbench_model::TlsParams;
 
+use super::tls_acct::{self, Rekey};
 use crate::sockopt;
 
 /// The socket under OpenSSL: plain send/recv on the fd.
@@ -82,6 +83,8 @@ pub struct Handshake {
     /// IANA code and name of the negotiated suite.
     pub cipher: u16,
     pub cipher_name: &'static str,
+    /// Thread CPU time of the calls that advanced the handshake.
+    pub cpu_ns: u64,
 }
 
 /// One TLS connection: the OpenSSL stream and its handshake's timing.
@@ -92,6 +95,9 @@ pub struct TlsConn {
     /// Set when the handshake finished, taken once by [`Self::take_handshake`].
     done: Option<Handshake>,
     finished: bool,
+    /// CPU time of the handshake's steps so far.
+    handshake_cpu_ns: u64,
+    rekey: Rekey,
 }
 
 fn to_io(e: openssl::ssl::Error) -> io::Error {
@@ -130,6 +136,8 @@ impl TlsConn {
             started: Instant::now(),
             done: None,
             finished: false,
+            handshake_cpu_ns: 0,
+            rekey: Rekey::of(ctx),
         })
     }
 
@@ -141,7 +149,10 @@ impl TlsConn {
         if self.finished {
             return Ok(());
         }
-        self.stream.do_handshake().map_err(to_io)?;
+        let cpu_ns = tls_acct::thread_cpu_ns();
+        let step = self.stream.do_handshake();
+        self.handshake_cpu_ns += tls_acct::thread_cpu_ns().saturating_sub(cpu_ns);
+        step.map_err(to_io)?;
         self.finished = true;
         let ssl = self.stream.ssl();
         let cipher = ssl.current_cipher();
@@ -157,6 +168,7 @@ impl TlsConn {
             },
             cipher: u16::from_be_bytes(id),
             cipher_name,
+            cpu_ns: self.handshake_cpu_ns,
         });
         Ok(())
     }
@@ -179,6 +191,7 @@ impl TlsConn {
                 }
             }
         }
+        self.rekey.sent(self.stream.ssl(), done);
         Ok(done)
     }
 
@@ -210,6 +223,11 @@ impl TlsConn {
             }
         }
         Ok(got)
+    }
+
+    /// Key updates this side started since the last call.
+    pub(crate) fn take_rekeys(&mut self) -> u32 {
+        self.rekey.take()
     }
 
     /// The finished handshake, once.
@@ -300,6 +318,7 @@ fn restrict(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), String> {
         b.set_groups_list(&p.groups.join(":"))
             .map_err(|x| e("groups", x))?;
     }
+    tls_acct::set_rekey(b, p.rekey_bytes);
     b.set_options(SslOptions::IGNORE_UNEXPECTED_EOF | SslOptions::NO_COMPRESSION);
     b.set_mode(SslMode::ENABLE_PARTIAL_WRITE | SslMode::ACCEPT_MOVING_WRITE_BUFFER);
     // Whole records (and several) per recv: see [`FdIo`].

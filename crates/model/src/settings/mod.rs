@@ -210,6 +210,8 @@ run_settings! {
     tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
+    /// TLS: re-key each connection after every SIZE bytes it sends, e.g. 1MB (TLS 1.3 KeyUpdate); 0B: never.
+    rekey: Bytes = Bytes(0), json "rekey_bytes", range "0B" ..= "64GB";
     /// Per-class priority level 0-6 in mix order, e.g. 6,0: DSCP CS<L> and SO_PRIORITY = htb class 1:1L of a lab link with priority_classes (needs CAP_NET_ADMIN).
     priority: Option<ClassPriorities> = None, json "priority";
     /// I/O backend of driver and responder: epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning).

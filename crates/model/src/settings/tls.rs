@@ -304,6 +304,9 @@ pub struct TlsParams {
     /// in front of clear-text listeners.
     #[serde(default)]
     pub mode: TlsMode,
+    /// Re-key a connection after every this many bytes it sent; 0: never.
+    #[serde(default)]
+    pub rekey_bytes: u64,
 }
 
 impl TlsParams {
@@ -356,6 +359,7 @@ impl TlsParams {
             key,
             resume_ratio: 0.0,
             mode: TlsMode::Inline,
+            rekey_bytes: 0,
         })
     }
 }

@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# bench/tls.sh — issue 11's TLS targets, measured in one go on loopback.
+#
+# Pinned like bench/peers.sh (client side on CLIENT_CPUS, server side on
+# SERVER_CPUS), REPS rounds interleaved (every measurement once per round),
+# medians printed with the ratios the issue sets as targets:
+#
+#   full-handshake CRR C02F server rate  >= 0.85 x openssl speed rsa2048 signs/s
+#                                        >= 1.2  x openssl s_time -new (s_server)
+#   resumed handshakes per second        >= 5    x full handshakes per second
+#   TLS RR10(4kB/4kB) rate               >= 0.9  x clear RR10
+#   TLS STR3(1B/20MB) GET throughput     >= 0.8  x clear STR3
+#
+# One RSA-2048 certificate, made here with `openssl req`, serves both
+# stackbench (--cert/--key) and `openssl s_server`. Traffic goes to 127.0.0.1
+# only; every process runs under `timeout`; the s_server this script starts is
+# stopped by it (also on Ctrl-C).
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: bench/tls.sh            (settings come from the environment)
+
+  DURATION=10      seconds measured per run (stackbench --duration, openssl
+                   speed -seconds, s_time -time)
+  WARMUP=2         seconds of warm-up (stackbench only)
+  REPS=3           rounds, each running every measurement once (interleaved)
+  CLIENT_CPUS=0    CPU list for the client side (taskset -c syntax)
+  SERVER_CPUS=1    CPU list for the server side (default 0 on a 1-CPU machine)
+  CRR=CRR8(64B/1kB)  the handshake workload (one handshake per transaction)
+  CIPHER=C02F      TLS 1.2 suite of the handshake and TLS-vs-clear runs
+  OPENSSL=openssl  the openssl command (speed, req, s_server, s_time)
+  SSL_PORT=14433   s_server's port
+  STACKBENCH=target/release/stackbench   binary to test; the default path is
+                   built with `cargo build --release` when missing
+  OUT_DIR=$(mktemp -d)   raw outputs of every run are kept here
+
+Exit status: 0 all runs succeeded, 1 some run failed (the table still shows
+the rest), 2 bad settings.
+EOF
+}
+
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then usage; exit 0; fi
+if [[ $# -gt 0 ]]; then
+  echo "tls.sh: no arguments expected (got '$1'); settings come from env vars, see --help" >&2
+  exit 2
+fi
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HOST=127.0.0.1 # loopback only, by design
+
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+REPS=${REPS:-3}
+if [[ $(nproc) -ge 2 ]]; then DEFAULT_SERVER_CPUS=1; else DEFAULT_SERVER_CPUS=0; fi
+CLIENT_CPUS=${CLIENT_CPUS:-0}
+SERVER_CPUS=${SERVER_CPUS:-$DEFAULT_SERVER_CPUS}
+CRR=${CRR:-CRR8(64B/1kB)}
+CIPHER=${CIPHER:-C02F}
+OPENSSL=${OPENSSL:-openssl}
+SSL_PORT=${SSL_PORT:-14433}
+
+# OpenSSL's name of each TLS 1.2 suite --cipher takes (s_server/s_time need it).
+declare -A OPENSSL_NAME=([3C]=AES128-SHA256 [9C]=AES128-GCM-SHA256
+  [C027]=ECDHE-RSA-AES128-SHA256 [C02F]=ECDHE-RSA-AES128-GCM-SHA256)
+
+die_usage() { echo "tls.sh: $*" >&2; exit 2; }
+
+check_settings() {
+  local name
+  for name in DURATION REPS SSL_PORT; do
+    [[ ${!name} =~ ^[1-9][0-9]*$ ]] || die_usage "$name='${!name}' is not a positive whole number"
+  done
+  [[ $WARMUP =~ ^[0-9]+$ ]] || die_usage "WARMUP='$WARMUP' is not a whole number of seconds; e.g. WARMUP=2"
+  for name in CLIENT_CPUS SERVER_CPUS; do
+    [[ ${!name} =~ ^[0-9]+([-,][0-9]+)*$ ]] || die_usage "$name='${!name}' is not a CPU list; e.g. $name=0 or $name=2-3"
+  done
+  [[ -n ${OPENSSL_NAME[$CIPHER]:-} ]] ||
+    die_usage "CIPHER='$CIPHER' is not a TLS 1.2 suite here: use 3C, 9C, C027 or C02F"
+  [[ $CRR =~ ^CRR[0-9]+ ]] || die_usage "CRR='$CRR' is not a CRR workload; e.g. CRR=CRR8(64B/1kB)"
+  command -v "$OPENSSL" >/dev/null || die_usage "OPENSSL=$OPENSSL not found; install openssl or set OPENSSL"
+  command -v python3 >/dev/null || die_usage "python3 is needed to parse outputs; install it"
+  command -v taskset >/dev/null || die_usage "taskset (util-linux) is needed for pinning; install it"
+}
+
+SB_BIN="" SB_WHY=""
+prepare_stackbench() {
+  if [[ -n ${STACKBENCH:-} ]]; then
+    SB_BIN=$(command -v "$STACKBENCH" || true)
+    [[ -n $SB_BIN ]] || SB_WHY="STACKBENCH=$STACKBENCH is not an executable"
+    return 0
+  fi
+  SB_BIN=$ROOT/target/release/stackbench
+  [[ -x $SB_BIN ]] && return 0
+  echo "building stackbench: cargo build --release -p stackbench" >&2
+  if ! (cd "$ROOT" && cargo build --release -p stackbench) >"$OUT_DIR/cargo-build.log" 2>&1; then
+    SB_WHY="cargo build --release failed, see $OUT_DIR/cargo-build.log"
+    SB_BIN=""
+  fi
+}
+
+SERVER_PID="" CLIENT_PID=""
+cleanup() {
+  local pid
+  for pid in $CLIENT_PID $SERVER_PID; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# bounded BASE CMD...: CMD under a time bound, stdout to BASE.out, stderr to
+# BASE.err; waited for in the background so Ctrl-C reaches the trap at once.
+bounded() {
+  local base=$1 rc=0
+  shift
+  timeout $((DURATION + WARMUP + 60)) "$@" >"$base.out" 2>"$base.err" &
+  CLIENT_PID=$!
+  wait "$CLIENT_PID" || rc=$?
+  CLIENT_PID=""
+  return "$rc"
+}
+
+# value NAME REP VALUE-OR-EMPTY BASE: records one figure, or the failure.
+value() {
+  if [[ -n $3 ]]; then
+    printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$OUT_DIR/values.tsv"
+  else
+    echo "$1 run failed (raw output: $4.*)" >&2
+    FAILED=1
+  fi
+}
+
+# json_figure FILE EXPR: a figure of the first class of a stackbench --json
+# output (EXPR over `c`, the class object).
+json_figure() {
+  python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["classes"][0]; print(eval(sys.argv[2]))' \
+    "$1" "$2" 2>/dev/null || true
+}
+
+# sb NAME REP EXPR NOTATION FLAGS...: one stackbench run, pinned, one figure.
+sb() {
+  local name=$1 rep=$2 expr=$3 notation=$4 base
+  shift 4
+  base=$OUT_DIR/raw/$name.$rep
+  if [[ -z $SB_BIN ]]; then value "$name" "$rep" "" "$base ($SB_WHY)"; return 0; fi
+  echo "[rep $rep/$REPS] $name: stackbench run '$notation' $*" >&2
+  bounded "$base" "$SB_BIN" run "$notation" --duration "${DURATION}s" --warmup "${WARMUP}s" \
+    --client-cpus "$CLIENT_CPUS" --server-cpus "$SERVER_CPUS" --nodelay --no-store --json "$@" || true
+  value "$name" "$rep" "$(json_figure "$base.out" "$expr")" "$base"
+}
+
+TLS_FLAGS=()
+make_certificate() {
+  TLS_FLAGS=(--transport tls --cipher "$CIPHER" --cert "$OUT_DIR/cert.pem" --key "$OUT_DIR/key.pem")
+  "$OPENSSL" req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=stackbench \
+    -keyout "$OUT_DIR/key.pem" -out "$OUT_DIR/cert.pem" >"$OUT_DIR/req.log" 2>&1 ||
+    die_usage "cannot make a certificate with $OPENSSL req (see $OUT_DIR/req.log)"
+}
+
+rsa_signs() {
+  local base=$OUT_DIR/raw/rsa_signs.$1
+  echo "[rep $1/$REPS] openssl speed -seconds $DURATION rsa2048 on CPUs $SERVER_CPUS" >&2
+  bounded "$base" taskset -c "$SERVER_CPUS" "$OPENSSL" speed -seconds "$DURATION" rsa2048 || true
+  value rsa_signs "$1" "$(awk '/^rsa *2048 bits/ {print $6; exit}' "$base.out")" "$base"
+}
+
+s_time() {
+  local base=$OUT_DIR/raw/s_time.$1 name=${OPENSSL_NAME[$CIPHER]}
+  echo "[rep $1/$REPS] openssl s_server + s_time -new -cipher $name" >&2
+  timeout $((DURATION + 60)) taskset -c "$SERVER_CPUS" "$OPENSSL" s_server -quiet -www \
+    -accept "$HOST:$SSL_PORT" -cert "$OUT_DIR/cert.pem" -key "$OUT_DIR/key.pem" \
+    -tls1_2 -cipher "$name" -no_ticket >"$base.server" 2>&1 &
+  SERVER_PID=$!
+  sleep 1
+  bounded "$base" taskset -c "$CLIENT_CPUS" "$OPENSSL" s_time -connect "$HOST:$SSL_PORT" \
+    -new -time "$DURATION" -cipher "$name" || true
+  kill "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+  # "N connections in S real seconds, ...": connections per second.
+  value s_time "$1" "$(awk '/connections in [0-9]+ real seconds/ {if ($4 > 0) print $1 / $4; exit}' "$base.out")" "$base"
+}
+
+round() {
+  local rep=$1 rate='c["rate_tps"]' rx='c["rx_bytes_per_s"]'
+  rsa_signs "$rep"
+  sb full_crr "$rep" "$rate" "$CRR" "${TLS_FLAGS[@]}" --resume-ratio 0
+  s_time "$rep"
+  sb resumed_crr "$rep" "$rate" "$CRR" "${TLS_FLAGS[@]}" --resume-ratio 1
+  sb tls_rr10 "$rep" "$rate" 'RR10(4kB/4kB)' "${TLS_FLAGS[@]}"
+  sb clear_rr10 "$rep" "$rate" 'RR10(4kB/4kB)'
+  sb tls_str3 "$rep" "$rx" 'STR3(1B/20MB)' "${TLS_FLAGS[@]}"
+  sb clear_str3 "$rep" "$rx" 'STR3(1B/20MB)'
+}
+
+report() {
+  python3 - "$OUT_DIR/values.tsv" <<'EOF'
+import statistics, sys
+vals = {}
+for line in open(sys.argv[1]):
+    name, _rep, v = line.rstrip("\n").split("\t")
+    vals.setdefault(name, []).append(float(v))
+med = {k: statistics.median(v) for k, v in vals.items()}
+units = {"rsa_signs": "signs/s", "s_time": "conn/s", "full_crr": "tr/s",
+         "resumed_crr": "tr/s", "tls_rr10": "tr/s", "clear_rr10": "tr/s",
+         "tls_str3": "MiB/s", "clear_str3": "MiB/s"}
+print(f"{'figure':<14}{'median':>14}  unit     runs")
+for k in units:
+    if k in med:
+        v = med[k] / 2**20 if k.endswith("str3") else med[k]
+        print(f"{k:<14}{v:>14.1f}  {units[k]:<8} {len(vals[k])}")
+print()
+targets = [
+    ("full_crr", "rsa_signs", 0.85, "full-handshake CRR rate / openssl speed rsa2048 signs/s"),
+    ("full_crr", "s_time", 1.2, "full-handshake CRR rate / openssl s_time -new"),
+    ("resumed_crr", "full_crr", 5.0, "resumed / full handshake CRR rate"),
+    ("tls_rr10", "clear_rr10", 0.9, "TLS / clear RR10(4kB/4kB) rate"),
+    ("tls_str3", "clear_str3", 0.8, "TLS / clear STR3(1B/20MB) GET throughput"),
+]
+for a, b, target, what in targets:
+    if a in med and b in med and med[b] > 0:
+        r = med[a] / med[b]
+        verdict = "met" if r >= target else "NOT met"
+        print(f"{what}: {r:.2f} (target >= {target}) {verdict}")
+    else:
+        print(f"{what}: not measured (a run failed)")
+EOF
+}
+
+main() {
+  check_settings
+  OUT_DIR=${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/stackbench-tls.XXXXXX")}
+  mkdir -p "$OUT_DIR/raw"
+  : >"$OUT_DIR/values.tsv"
+  FAILED=0
+  prepare_stackbench
+  make_certificate
+  echo "stackbench TLS targets on loopback $HOST"
+  echo "  client CPUs $CLIENT_CPUS, server CPUs $SERVER_CPUS ($(nproc) CPUs online)"
+  echo "  $DURATION s per run, $REPS rounds interleaved, medians; stackbench warm-up $WARMUP s, --nodelay"
+  echo "  handshakes: $CRR, cipher $CIPHER (${OPENSSL_NAME[$CIPHER]}), RSA-2048 certificate $OUT_DIR/cert.pem"
+  echo "  stackbench: ${SB_BIN:-unavailable ($SB_WHY)} (its OpenSSL: the vendored build)"
+  echo "  openssl command: $("$OPENSSL" version)"
+  echo "  raw outputs: $OUT_DIR"
+  echo "  estimated time: ~$(((REPS * (8 * DURATION + 6 * WARMUP + 10) + 59) / 60)) min"
+  echo
+  local rep
+  for rep in $(seq "$REPS"); do round "$rep"; done
+  report
+  return "$FAILED"
+}
+
+main
