@@ -31,6 +31,7 @@ usage: bench/peers.sh            (settings come from the environment)
   CRR_CLOSE=abort  abort: stackbench --crr-close abort vs neper tcp_crr default
                    (client SO_LINGER 0, RST); client: stackbench --crr-close
                    client vs neper tcp_crr --time-wait (graceful client close)
+  SB_EXTRA=""      extra flags for every stackbench run, e.g. "--io uring"
   PEERS_BIN=/work/peers/bin   where netperf, netserver, tcp_rr, tcp_crr,
                    tcp_stream, iperf3, sockperf are looked for first (then $PATH)
   STACKBENCH=target/release/stackbench   binary to test; the default path is
@@ -410,7 +411,7 @@ workload_str3() {
 run_workload() {
   local wl=$1 rep flags=()
   [[ $wl != crr10 ]] || flags=(--crr-close "$CRR_CLOSE")
-  read -r -a flags <<<"${flags[*]} ${SB_FLAGS[$wl]:-}"
+  read -r -a flags <<<"${flags[*]} ${SB_FLAGS[$wl]:-} ${SB_EXTRA:-}"
   for rep in $(seq "$REPS"); do
     echo "[$(label "$wl") rep $rep/$REPS] stackbench run '${NOTATION[$wl]}' --threads ${THREADS[$wl]} --server-threads ${THREADS[$wl]} ${flags[*]}" >&2
     run_stackbench "$wl" "$rep" "${NOTATION[$wl]}" "${THREADS[$wl]}" "${flags[@]}"

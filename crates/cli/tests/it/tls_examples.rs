@@ -67,7 +67,7 @@ fn tls_handshakes_example_reports_each_negotiated_cipher() {
 }
 
 #[test]
-fn tls_population_example_compares_clear_and_inline_tls() {
+fn tls_population_example_compares_clear_inline_and_transparent_tls() {
     // A short think time so that 300 ms windows see transactions, after a
     // warm-up long enough for 1000 full handshakes in a debug build.
     let md = study_report(
@@ -81,6 +81,11 @@ fn tls_population_example_compares_clear_and_inline_tls() {
     assert!(md.contains("clear: clear text"), "{md}");
     assert!(
         md.contains("tls-inline: TLS 1.2 TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (C02F)"),
+        "{md}"
+    );
+    assert!(md.contains("Variant tls-sidecar"), "{md}");
+    assert!(
+        md.contains("tls-sidecar: TLS 1.2 TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (C02F)"),
         "{md}"
     );
 }
