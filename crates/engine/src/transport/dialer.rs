@@ -206,7 +206,11 @@ impl Dialer {
         )?;
         match (&self.tls, stream) {
             (Some(ctx), DataStream::Plain(fd)) => Ok(DataStream::Tls(Box::new(TlsConn::new(
-                ctx, fd, true, session,
+                ctx,
+                fd,
+                true,
+                session,
+                recv_message_bytes,
             )?))),
             (_, stream) => Ok(stream),
         }

@@ -201,7 +201,7 @@ impl DataListener {
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         Ok(match &self.tls {
             None => DataStream::Plain(fd),
-            Some(ctx) => DataStream::Tls(Box::new(TlsConn::new(ctx, fd, false, None)?)),
+            Some(ctx) => DataStream::Tls(Box::new(TlsConn::new(ctx, fd, false, None, 0)?)),
         })
     }
 }

@@ -113,14 +113,18 @@ fn to_io(e: openssl::ssl::Error) -> io::Error {
 }
 
 impl TlsConn {
-    /// Wraps a connected (client) or accepted (server) socket.
+    /// Wraps a connected (client) or accepted (server) socket; a connection
+    /// that receives messages of `recv_message_bytes` gets a read-ahead
+    /// buffer to match (0: OpenSSL's default).
     pub(crate) fn new(
         ctx: &SslContext,
         fd: OwnedFd,
         client: bool,
         session: Option<&SslSession>,
+        recv_message_bytes: u64,
     ) -> io::Result<TlsConn> {
         let mut ssl = openssl::ssl::Ssl::new(ctx).map_err(io::Error::other)?;
+        super::tls_acct::set_read_buffer(&mut ssl, recv_message_bytes);
         if client {
             if let Some(s) = session {
                 // SAFETY: the session comes from a context of the same kind.

@@ -46,6 +46,27 @@ type MsgCallback = unsafe extern "C" fn(
 extern "C" {
     fn SSL_key_update(ssl: *mut openssl_sys::SSL, updatetype: c_int) -> c_int;
     fn SSL_CTX_set_msg_callback(ctx: *mut openssl_sys::SSL_CTX, cb: Option<MsgCallback>);
+    fn SSL_set_default_read_buffer_len(ssl: *mut openssl_sys::SSL, len: usize);
+}
+
+/// Largest read-ahead buffer a connection gets (see [`set_read_buffer`]).
+const MAX_READ_BUFFER_BYTES: usize = 128 * 1024;
+
+/// With read-ahead, how much one `recv` may pull into OpenSSL's buffer.
+/// OpenSSL's default holds one full record (~16 KiB); a connection that
+/// receives larger messages (a stream) gets a buffer of its message size up
+/// to 128 KiB, so one system call takes several records. TLS STR3(1B/20MB)
+/// GET here: +24% with the buffer on every connection (49-51 → 60-63 tr/s,
+/// 3 interleaved pairs, quiet machine); with it on stream receivers only (this
+/// code) the median of 9 noisier pairs gained +10%. Small-message
+/// connections keep the default, so a large population holds no more memory.
+pub(crate) fn set_read_buffer(ssl: &mut openssl::ssl::SslRef, message_bytes: u64) {
+    const RECORD_BYTES: u64 = 16 * 1024;
+    if message_bytes > RECORD_BYTES {
+        let len = (message_bytes as usize).min(MAX_READ_BUFFER_BYTES);
+        // SAFETY: a valid SSL not yet reading; the call only stores a length.
+        unsafe { SSL_set_default_read_buffer_len(ssl.as_ptr(), len) };
+    }
 }
 
 /// KeyUpdate messages received by every re-keying context of this process.
