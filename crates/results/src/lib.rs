@@ -13,6 +13,7 @@ pub mod metric;
 pub mod observe;
 pub mod output;
 pub mod report;
+mod report_env;
 pub mod store;
 pub mod study;
 pub mod sweep;

@@ -181,6 +181,22 @@ pub fn tls_negotiated(record: &RunRecord) -> Option<String> {
     })
 }
 
+/// Resident memory each connection holds per side (the first class with
+/// memory figures), e.g. `client 41.3 kB, server 38.0 kB`: seed 003's
+/// storage per (secure) connection, compared across variants.
+pub fn storage_per_conn(record: &RunRecord) -> Option<String> {
+    let m = record.classes.iter().find_map(|c| c.memory.as_ref())?;
+    let side = |s: &Option<stackbench_metrics::record::SideMemory>| {
+        let bytes = s.as_ref().and_then(|s| s.rss_bytes_per_conn);
+        bytes.map_or("-".to_string(), |b| format!("{:.1} kB", b / 1000.0))
+    };
+    Some(format!(
+        "client {}, server {}",
+        side(&m.client),
+        side(&m.server)
+    ))
+}
+
 /// The first TLS class's CPU µs per handshake, `full/resumed` per side.
 pub fn tls_handshake_cpu(record: &RunRecord) -> Option<String> {
     let cpu = record

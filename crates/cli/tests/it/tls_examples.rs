@@ -84,6 +84,8 @@ fn tls_population_example_compares_clear_inline_and_transparent_tls() {
         "{md}"
     );
     assert!(md.contains("Variant tls-sidecar"), "{md}");
+    // Seed 003's storage per (secure) connection, per variant and side.
+    assert!(md.contains("RSS per connection"), "{md}");
     assert!(
         md.contains("tls-sidecar: TLS 1.2 TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (C02F)"),
         "{md}"
