@@ -374,6 +374,15 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
     )
     .and_then(|p| {
         transport::tls_acct::check_rekey(p.version, s.rekey.0)?;
+        if s.rekey.0 > 0 && s.tls_mode == TlsMode::Sidecar {
+            // The proxies would re-key, but their reports carry no counts:
+            // a stored `rekeys` of 0 would be wrong.
+            return Err(
+                "rekey with tls_mode sidecar: the proxies' key updates are not \
+                        counted yet: use --tls-mode inline or drop --rekey"
+                    .to_string(),
+            );
+        }
         Ok(Some(TlsParams {
             resume_ratio: s.resume_ratio.0,
             mode: s.tls_mode,

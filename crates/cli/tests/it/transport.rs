@@ -59,6 +59,17 @@ fn transport_errors_are_one_line_exit_2() {
             ],
             "rekey with TLS 1.2 needs renegotiation",
         ),
+        (
+            &[
+                "--transport",
+                "tls",
+                "--tls-mode",
+                "sidecar",
+                "--rekey",
+                "1MB",
+            ],
+            "rekey with tls_mode sidecar: the proxies' key updates are not counted yet",
+        ),
         // Without CONFIG_TLS: what is missing; with it: not built yet.
         (
             &["--transport", "tls", "--tls-mode", "ktls"],
