@@ -29,9 +29,9 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use slab::Slab;
-use stackbench_model::{CrrClose, Kind};
+use stackbench_model::Kind;
 
-use super::worker::{would_block_or_close, Command, Next, Phase, Test};
+use super::worker::{book_received, book_sent, would_block_or_close, Command, Next, Phase, Test};
 use crate::iomode::{build, enter};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::IO_CHUNK_BYTES;
@@ -516,12 +516,13 @@ impl UringWorker {
         if spec.socket.quickack {
             c.stream.quickack();
         }
-        test.stats.rx_bytes += res as u64;
-        c.remaining -= res as u64;
-        if c.remaining == 0 {
-            c.phase = Phase::Writing;
-            c.remaining = spec.response_bytes;
-        }
+        book_received(
+            &mut c.phase,
+            &mut c.remaining,
+            res as u64,
+            &spec,
+            &mut test.stats,
+        );
         Next::Wait
     }
 
@@ -535,17 +536,16 @@ impl UringWorker {
         if res < 0 {
             return would_block_or_close(&io::Error::from_raw_os_error(-res), spec.kind);
         }
-        test.stats.tx_bytes += res as u64;
-        c.remaining -= res as u64;
-        if c.remaining == 0 {
-            test.stats.transactions += 1;
-            if spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server {
-                return Next::Close { error: false };
-            }
-            c.phase = Phase::Reading;
-            c.remaining = spec.request_bytes;
+        match book_sent(
+            &mut c.phase,
+            &mut c.remaining,
+            res as u64,
+            &spec,
+            &mut test.stats,
+        ) {
+            Some(true) => Next::Close { error: false },
+            _ => Next::Wait,
         }
-        Next::Wait
     }
 
     /// Closes connection `key` (counting an error if `error`); one with

@@ -298,12 +298,10 @@ impl Worker {
                     if let Some(h) = stream.take_handshake() {
                         test.stats.handshake(&h);
                     }
-                    test.stats.rx_bytes += n as u64;
-                    conn.remaining -= n as u64;
-                    if conn.remaining == 0 {
-                        conn.phase = Phase::Writing;
-                        conn.remaining = spec.response_bytes;
-                    } else if n < want {
+                    let (phase, remaining) = (&mut conn.phase, &mut conn.remaining);
+                    if !book_received(phase, remaining, n as u64, &spec, &mut test.stats)
+                        && n < want
+                    {
                         return Next::Wait;
                     }
                 }
@@ -314,22 +312,16 @@ impl Worker {
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) => return would_block_or_close(&e, spec.kind),
                     };
-                    test.stats.tx_bytes += n as u64;
                     test.stats.tls_rekeys += u64::from(stream.take_rekeys());
-                    conn.remaining -= n as u64;
-                    if conn.remaining == 0 {
-                        test.stats.transactions += 1;
-                        if spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server {
-                            return Next::Close { error: false };
-                        }
+                    let (phase, remaining) = (&mut conn.phase, &mut conn.remaining);
+                    match book_sent(phase, remaining, n as u64, &spec, &mut test.stats) {
+                        Some(true) => return Next::Close { error: false },
                         // The next request cannot arrive before the client has
                         // this response, so its arrival is a fresh edge: wait
                         // for it instead of a read that would say EAGAIN.
-                        conn.phase = Phase::Reading;
-                        conn.remaining = spec.request_bytes;
-                        return Next::Wait;
-                    } else if n < want {
-                        return Next::Wait;
+                        Some(false) => return Next::Wait,
+                        None if n < want => return Next::Wait,
+                        None => {}
                     }
                 }
             }
@@ -357,6 +349,49 @@ pub(super) fn would_block_or_close(e: &io::Error, kind: Kind) -> Next {
         io::ErrorKind::ConnectionReset if kind == Kind::Crr => Next::Close { error: false },
         _ => Next::Close { error: true },
     }
+}
+
+/// Books `n` received bytes of a request (the epoll and io_uring workers
+/// share it): true when the request is complete and the response is due.
+pub(super) fn book_received(
+    phase: &mut Phase,
+    remaining: &mut u64,
+    n: u64,
+    spec: &TestSpec,
+    stats: &mut ServerTestStats,
+) -> bool {
+    stats.rx_bytes += n;
+    *remaining -= n;
+    if *remaining > 0 {
+        return false;
+    }
+    *phase = Phase::Writing;
+    *remaining = spec.response_bytes;
+    true
+}
+
+/// Books `n` sent bytes of a response: `None` while some is still to go;
+/// at its end the transaction counts and `Some(close)` says whether a CRR
+/// server close ends the connection (else the next request is awaited).
+pub(super) fn book_sent(
+    phase: &mut Phase,
+    remaining: &mut u64,
+    n: u64,
+    spec: &TestSpec,
+    stats: &mut ServerTestStats,
+) -> Option<bool> {
+    stats.tx_bytes += n;
+    *remaining -= n;
+    if *remaining > 0 {
+        return None;
+    }
+    stats.transactions += 1;
+    if spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server {
+        return Some(true);
+    }
+    *phase = Phase::Reading;
+    *remaining = spec.request_bytes;
+    Some(false)
 }
 
 #[cfg(test)]
