@@ -77,6 +77,9 @@ pub fn resolve(
     if s.ipv6 && s.target.is_some() {
         return usage("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
     }
+    if s.kernel.is_guest() {
+        return usage("kernel: guest kernels are being built (issue 13); use --kernel host");
+    }
     check_pacing(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(usage)?;
     if let Some(p) = tls_params(&s).or_else(usage)? {

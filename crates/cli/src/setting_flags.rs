@@ -132,6 +132,10 @@ mod tests {
     /// One or more bad values per setting; every setting must have one, so a
     /// new setting cannot skip this table.
     const BAD: &[(&str, &str)] = &[
+        ("kernel", "6.1"),
+        ("guest_vcpus", "0"),
+        ("guest_memory", "1MiB"),
+        ("guest_accel", "hvf"),
         ("duration", "10"),
         ("duration", "-1s"),
         ("duration", "25h"),

@@ -9,6 +9,7 @@
 //! in the engine. A bad value gets the same message from a flag, a study key or
 //! a sweep, because all three go through [`RunSettings::set`].
 
+mod guest;
 mod link;
 mod priority;
 mod socket;
@@ -17,6 +18,7 @@ mod tls;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
+pub use guest::{GuestAccel, KernelSpec};
 pub use link::{BitRate, LinkOffloads};
 pub use priority::{
     priority_class, priority_tos, ClassPriorities, MAX_LEVEL as MAX_PRIORITY_LEVEL,
@@ -258,6 +260,14 @@ run_settings! {
     link_mtu: Option<u32> = None, json "link_mtu_bytes", range "68" ..= "65535";
     /// Offloads of every interface on the lab path: on, off or e.g. tso=off,gso=off (tso, gso, gro, tx_csum, rx_csum) [default: the lab file's].
     link_offloads: Option<LinkOffloads> = None, json "link_offloads";
+    /// Kernel the step runs on: host, or a Debian kernel package (linux-image-…, fetched with apt-get download) or vmlinuz path booted in a guest VM that runs the whole step.
+    kernel: KernelSpec = KernelSpec::Host, json "kernel";
+    /// Virtual CPUs of the guest (with --kernel).
+    guest_vcpus: u32 = 2, json "guest_vcpus", range "1" ..= "64";
+    /// Memory of the guest (with --kernel), e.g. 2GiB.
+    guest_memory: Bytes = Bytes(2 << 30), json "guest_memory_bytes", range "256MiB" ..= "256GiB";
+    /// Guest CPU: auto (KVM when a guest boots with it, else TCG), kvm, or tcg (emulated: results are functional only).
+    guest_accel: GuestAccel = GuestAccel::Auto, json "guest_accel";
     /// Seed of the think-time and arrival draws, for reproducible runs [default: a random seed, stored with the result].
     seed: Option<u64> = None, json "seed";
 }
