@@ -510,6 +510,7 @@ fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bo
         classes: Vec::new(),
         warnings: Vec::new(),
         lab: None,
+        environment: None,
     }
 }
 
@@ -531,8 +532,14 @@ fn cpu_text(cpus: &[usize]) -> String {
     }
 }
 
-/// The environment a record was measured in (captured now, on this host).
+/// The environment a record was measured in: the guest's when it ran in one,
+/// else captured now, on this host.
 pub fn environment_of(record: &RunRecord) -> Environment {
+    if let Some(env) = record.environment.as_ref() {
+        if let Ok(env) = serde_json::from_value::<Environment>(env.clone()) {
+            return env; // measured in a guest (crate::guest_step)
+        }
+    }
     let s = &record.settings;
     let target = s.target.as_ref().map_or("", |t| t.0.as_str());
     let mut env = Environment::capture(

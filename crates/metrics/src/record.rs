@@ -49,6 +49,11 @@ pub struct RunRecord {
     /// (`environment.lab`), not part of the record's own JSON.
     #[serde(skip)]
     pub lab: Option<crate::lab::LabEnvironment>,
+    /// The environment measured where the run ran when that is not this
+    /// process's machine (a guest VM booted with the `kernel` setting): the
+    /// store keeps it instead of one captured here. Not part of the JSON.
+    #[serde(skip)]
+    pub environment: Option<serde_json::Value>,
 }
 
 /// Latency of one transaction, from the first byte of the request being handed
@@ -531,6 +536,7 @@ pub(crate) mod tests {
             classes: vec![sample_class()],
             warnings: vec![],
             lab: None,
+            environment: None,
         };
         let mut json = serde_json::to_value(&run).unwrap();
         json.as_object_mut().unwrap().remove("warnings");

@@ -344,6 +344,7 @@ fn run_record() -> impl Strategy<Value = RunRecord> {
                 classes,
                 warnings,
                 lab: None,
+                environment: None,
             },
         )
 }

@@ -92,6 +92,7 @@ pub fn record(
         classes,
         warnings: Vec::new(),
         lab: None,
+        environment: None,
     }
 }
 
