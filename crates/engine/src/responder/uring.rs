@@ -31,7 +31,9 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use slab::Slab;
 use stackbench_model::Kind;
 
-use super::worker::{book_received, book_sent, would_block_or_close, Command, Next, Phase, Test};
+use super::worker::{
+    book_received, book_sent, would_block_or_close, Command, Commanded, Next, Phase, Test,
+};
 use crate::iomode::{build, enter};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::IO_CHUNK_BYTES;
@@ -237,81 +239,6 @@ impl UringWorker {
             _ => {}
         }
         true
-    }
-
-    fn handle_commands(&mut self) -> bool {
-        while let Ok(cmd) = self.commands.try_recv() {
-            match cmd {
-                Command::AddTest {
-                    test_id,
-                    spec,
-                    listeners,
-                } => self.add_test(test_id, spec, listeners),
-                Command::RemoveTest { test_id, reply } => {
-                    let _ = reply.send(self.remove_test(test_id));
-                }
-                Command::Shutdown => return false,
-            }
-        }
-        true
-    }
-
-    fn add_test(&mut self, id: u64, spec: TestSpec, listeners: Vec<DataListener>) {
-        let test = self.tests.insert(Test {
-            id,
-            spec,
-            stats: ServerTestStats::default(),
-        }) as u32;
-        for listener in listeners {
-            let key = self.entries.insert(Entry::Listener {
-                listener,
-                test,
-                armed: false,
-                closing: false,
-            });
-            self.arm_accept(key);
-        }
-    }
-
-    /// Ends a test: its counters now, its sockets closed as their
-    /// operations complete.
-    fn remove_test(&mut self, id: u64) -> ServerTestStats {
-        let Some((slot, _)) = self.tests.iter().find(|(_, t)| t.id == id) else {
-            return ServerTestStats::default();
-        };
-        let stats = self.tests.remove(slot).stats;
-        let slot = slot as u32;
-        let keys: Vec<usize> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| match e {
-                Entry::Listener { test, closing, .. } => *test == slot && !closing,
-                Entry::Conn(c) => c.test == slot && !c.closing,
-            })
-            .map(|(k, _)| k)
-            .collect();
-        for key in keys {
-            match self.entries.get_mut(key) {
-                Some(Entry::Listener {
-                    armed: true,
-                    closing,
-                    ..
-                }) => {
-                    *closing = true;
-                    let target = ((key as u64) << 8) | OP_ACCEPT;
-                    let cancel = opcode::AsyncCancel::new(target)
-                        .build()
-                        .user_data(OP_CANCEL);
-                    self.push(&cancel);
-                }
-                Some(Entry::Listener { .. }) => {
-                    self.entries.remove(key);
-                }
-                Some(Entry::Conn(_)) => self.close(key, false),
-                None => {}
-            }
-        }
-        stats
     }
 
     fn on_accept(&mut self, key: usize, res: i32, more: bool) {
@@ -589,5 +516,69 @@ impl UringWorker {
             // Never free what the kernel may still write into.
             std::mem::forget(self);
         }
+    }
+}
+
+impl Commanded for UringWorker {
+    fn commands(&self) -> &Receiver<Command> {
+        &self.commands
+    }
+
+    fn add_test(&mut self, id: u64, spec: TestSpec, listeners: Vec<DataListener>) {
+        let test = self.tests.insert(Test {
+            id,
+            spec,
+            stats: ServerTestStats::default(),
+        }) as u32;
+        for listener in listeners {
+            let key = self.entries.insert(Entry::Listener {
+                listener,
+                test,
+                armed: false,
+                closing: false,
+            });
+            self.arm_accept(key);
+        }
+    }
+
+    /// Ends a test: its counters now, its sockets closed as their
+    /// operations complete.
+    fn remove_test(&mut self, id: u64) -> ServerTestStats {
+        let Some((slot, _)) = self.tests.iter().find(|(_, t)| t.id == id) else {
+            return ServerTestStats::default();
+        };
+        let stats = self.tests.remove(slot).stats;
+        let slot = slot as u32;
+        let keys: Vec<usize> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| match e {
+                Entry::Listener { test, closing, .. } => *test == slot && !closing,
+                Entry::Conn(c) => c.test == slot && !c.closing,
+            })
+            .map(|(k, _)| k)
+            .collect();
+        for key in keys {
+            match self.entries.get_mut(key) {
+                Some(Entry::Listener {
+                    armed: true,
+                    closing,
+                    ..
+                }) => {
+                    *closing = true;
+                    let target = ((key as u64) << 8) | OP_ACCEPT;
+                    let cancel = opcode::AsyncCancel::new(target)
+                        .build()
+                        .user_data(OP_CANCEL);
+                    self.push(&cancel);
+                }
+                Some(Entry::Listener { .. }) => {
+                    self.entries.remove(key);
+                }
+                Some(Entry::Conn(_)) => self.close(key, false),
+                None => {}
+            }
+        }
+        stats
     }
 }

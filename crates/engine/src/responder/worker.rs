@@ -53,6 +53,33 @@ pub enum Command {
     Shutdown,
 }
 
+/// What a worker of either backend (epoll here, io_uring in `uring.rs`) does
+/// with the control threads' commands: the dispatch is written once, the
+/// backend-specific halves are `add_test` and `remove_test`.
+pub(super) trait Commanded {
+    fn commands(&self) -> &Receiver<Command>;
+    fn add_test(&mut self, id: u64, spec: TestSpec, listeners: Vec<DataListener>);
+    fn remove_test(&mut self, id: u64) -> ServerTestStats;
+
+    /// Applies every pending command; false when told to shut down.
+    fn handle_commands(&mut self) -> bool {
+        while let Ok(cmd) = self.commands().try_recv() {
+            match cmd {
+                Command::AddTest {
+                    test_id,
+                    spec,
+                    listeners,
+                } => self.add_test(test_id, spec, listeners),
+                Command::RemoveTest { test_id, reply } => {
+                    let _ = reply.send(self.remove_test(test_id));
+                }
+                Command::Shutdown => return false,
+            }
+        }
+        true
+    }
+}
+
 pub(super) struct Test {
     pub(super) id: u64,
     pub(super) spec: TestSpec,
@@ -142,55 +169,6 @@ impl Worker {
                 self.accept_all(key);
             }
         }
-    }
-
-    fn handle_commands(&mut self) -> bool {
-        while let Ok(cmd) = self.commands.try_recv() {
-            match cmd {
-                Command::AddTest {
-                    test_id,
-                    spec,
-                    listeners,
-                } => self.add_test(test_id, spec, listeners),
-                Command::RemoveTest { test_id, reply } => {
-                    let _ = reply.send(self.remove_test(test_id));
-                }
-                Command::Shutdown => return false,
-            }
-        }
-        true
-    }
-
-    fn add_test(&mut self, id: u64, spec: TestSpec, listeners: Vec<DataListener>) {
-        let test = self.tests.insert(Test {
-            id,
-            spec,
-            stats: ServerTestStats::default(),
-        }) as u32;
-        for mut listener in listeners {
-            let entry = self.entries.vacant_entry();
-            if let Err(e) =
-                self.poll
-                    .registry()
-                    .register(&mut listener, Token(entry.key()), Interest::READABLE)
-            {
-                eprintln!("stackbench serve: cannot register listener: {e}");
-                continue;
-            }
-            entry.insert(Entry::Listener { listener, test });
-        }
-    }
-
-    fn remove_test(&mut self, id: u64) -> ServerTestStats {
-        let Some((slot, _)) = self.tests.iter().find(|(_, t)| t.id == id) else {
-            return ServerTestStats::default();
-        };
-        let test = self.tests.remove(slot);
-        let slot = slot as u32;
-        self.entries.retain(|_, e| match e {
-            Entry::Listener { test, .. } | Entry::Conn(Conn { test, .. }) => *test != slot,
-        });
-        test.stats
     }
 
     fn ready(&mut self, key: usize) {
@@ -326,6 +304,44 @@ impl Worker {
                 }
             }
         }
+    }
+}
+
+impl Commanded for Worker {
+    fn commands(&self) -> &Receiver<Command> {
+        &self.commands
+    }
+
+    fn add_test(&mut self, id: u64, spec: TestSpec, listeners: Vec<DataListener>) {
+        let test = self.tests.insert(Test {
+            id,
+            spec,
+            stats: ServerTestStats::default(),
+        }) as u32;
+        for mut listener in listeners {
+            let entry = self.entries.vacant_entry();
+            if let Err(e) =
+                self.poll
+                    .registry()
+                    .register(&mut listener, Token(entry.key()), Interest::READABLE)
+            {
+                eprintln!("stackbench serve: cannot register listener: {e}");
+                continue;
+            }
+            entry.insert(Entry::Listener { listener, test });
+        }
+    }
+
+    fn remove_test(&mut self, id: u64) -> ServerTestStats {
+        let Some((slot, _)) = self.tests.iter().find(|(_, t)| t.id == id) else {
+            return ServerTestStats::default();
+        };
+        let test = self.tests.remove(slot);
+        let slot = slot as u32;
+        self.entries.retain(|_, e| match e {
+            Entry::Listener { test, .. } | Entry::Conn(Conn { test, .. }) => *test != slot,
+        });
+        test.stats
     }
 }
 
