@@ -47,16 +47,12 @@ fi
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPORT="$ROOT/bench/cpu_report.py"
 HOST=127.0.0.1 # loopback only, by design
+BENCH_NAME=cpu_vs_netperf.sh
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
-DURATION=${DURATION:-10}
-WARMUP=${WARMUP:-2}
-REPS=${REPS:-3}
-if [[ $(nproc) -ge 2 ]]; then DEFAULT_SERVER_CPUS=1; else DEFAULT_SERVER_CPUS=0; fi
-CLIENT_CPUS=${CLIENT_CPUS:-0}
-SERVER_CPUS=${SERVER_CPUS:-$DEFAULT_SERVER_CPUS}
 WORKLOADS=${WORKLOADS:-rr1 rr4k}
 TARGET_PCT=${TARGET_PCT:-5}
-PEERS_BIN=${PEERS_BIN:-/work/peers/bin}
 NETPERF_PORT=${NETPERF_PORT:-12865}
 
 declare -A NOTATION=([rr1]='RR1(1B/1B)' [rr4k]='RR1(4kB/4kB)')
@@ -64,14 +60,9 @@ declare -A RR_SIZES=([rr1]='1,1' [rr4k]='4096,4096')
 # The omni fields parse_netperf in cpu_report.py expects, in this order.
 NETPERF_FIELDS=THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_CPU_UTIL,REMOTE_CPU_UTIL,LOCAL_SD,REMOTE_SD,LOCAL_CPU_COUNT,REMOTE_CPU_COUNT,LOCAL_CPU_METHOD,LOCAL_CPU_PERCENT_IOWAIT
 
-die_usage() { echo "cpu_vs_netperf.sh: $*" >&2; exit 2; }
-
 check_settings() {
   local name
-  for name in DURATION REPS NETPERF_PORT; do
-    [[ ${!name} =~ ^[1-9][0-9]*$ ]] || die_usage "$name='${!name}' is not a positive whole number"
-  done
-  [[ $WARMUP =~ ^[0-9]+$ ]] || die_usage "WARMUP='$WARMUP' is not a whole number of seconds; e.g. WARMUP=2"
+  check_common NETPERF_PORT
   [[ $TARGET_PCT =~ ^[0-9]+([.][0-9]+)?$ ]] || die_usage "TARGET_PCT='$TARGET_PCT' is not a number; e.g. TARGET_PCT=5"
   for name in CLIENT_CPUS SERVER_CPUS; do
     [[ ${!name} =~ ^[0-9]+$ ]] ||
@@ -87,26 +78,13 @@ check_settings() {
   done
 }
 
-# find_peer NAME: path of NAME in $PEERS_BIN, else in $PATH, else empty.
-find_peer() {
-  if [[ -x $PEERS_BIN/$1 ]]; then echo "$PEERS_BIN/$1"; else command -v "$1" || true; fi
-}
-
 prepare_tools() {
   NETPERF=$(find_peer netperf)
   NETSERVER=$(find_peer netserver)
   [[ -n $NETPERF && -n $NETSERVER ]] ||
     die_usage "netperf and netserver not found in PEERS_BIN=$PEERS_BIN or \$PATH; build netperf 2.7 (see bench/README.md)"
-  if [[ -n ${STACKBENCH:-} ]]; then
-    SB_BIN=$(command -v "$STACKBENCH" || true)
-    [[ -n $SB_BIN ]] || die_usage "STACKBENCH=$STACKBENCH is not an executable"
-    return 0
-  fi
-  SB_BIN=$ROOT/target/release/stackbench
-  [[ -x $SB_BIN ]] && return 0
-  echo "building stackbench: cargo build --release -p stackbench" >&2
-  (cd "$ROOT" && cargo build --release -p stackbench) >"$OUT_DIR/cargo-build.log" 2>&1 ||
-    die_usage "cargo build --release failed, see $OUT_DIR/cargo-build.log"
+  prepare_stackbench
+  [[ -n $SB_BIN ]] || die_usage "$SB_WHY"
 }
 
 # --- processes ----------------------------------------------------------------

@@ -54,64 +54,31 @@ fi
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPORT="$ROOT/bench/peers_report.py"
 HOST=127.0.0.1 # loopback only, by design
+BENCH_NAME=peers.sh
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
-DURATION=${DURATION:-10}
-WARMUP=${WARMUP:-2}
-REPS=${REPS:-3}
-if [[ $(nproc) -ge 2 ]]; then DEFAULT_SERVER_CPUS=1; else DEFAULT_SERVER_CPUS=0; fi
-CLIENT_CPUS=${CLIENT_CPUS:-0}
-SERVER_CPUS=${SERVER_CPUS:-$DEFAULT_SERVER_CPUS}
 WORKLOADS=${WORKLOADS:-rr1 rr10 crr10 str3 spin1}
 CRR_CLOSE=${CRR_CLOSE:-abort}
-PEERS_BIN=${PEERS_BIN:-/work/peers/bin}
 NETPERF_PORT=${NETPERF_PORT:-12865}
 NEPER_PORT=${NEPER_PORT:-12866}
 IPERF3_PORT=${IPERF3_PORT:-5201}
 SOCKPERF_PORT=${SOCKPERF_PORT:-11111}
 PINGPONG_PORT=${PINGPONG_PORT:-12868}
 
-die_usage() { echo "peers.sh: $*" >&2; exit 2; }
-
 check_settings() {
   local name
-  for name in DURATION REPS NETPERF_PORT NEPER_PORT IPERF3_PORT SOCKPERF_PORT PINGPONG_PORT; do
-    [[ ${!name} =~ ^[1-9][0-9]*$ ]] || die_usage "$name='${!name}' is not a positive whole number"
-  done
-  [[ $WARMUP =~ ^[0-9]+$ ]] || die_usage "WARMUP='$WARMUP' is not a whole number of seconds; e.g. WARMUP=2"
-  for name in CLIENT_CPUS SERVER_CPUS; do
-    [[ ${!name} =~ ^[0-9]+([-,][0-9]+)*$ ]] || die_usage "$name='${!name}' is not a CPU list; e.g. $name=0 or $name=2-3"
-  done
+  check_common NETPERF_PORT NEPER_PORT IPERF3_PORT SOCKPERF_PORT PINGPONG_PORT
+  check_cpu_lists
   [[ $CRR_CLOSE == abort || $CRR_CLOSE == client ]] ||
     die_usage "CRR_CLOSE='$CRR_CLOSE' is not abort or client"
   for name in $WORKLOADS; do
     [[ $name =~ ^(rr1|rr10|crr10|str3|spin1)$ ]] || die_usage "WORKLOADS: unknown '$name'; use rr1 rr10 crr10 str3 spin1"
   done
-  command -v python3 >/dev/null || die_usage "python3 is needed to parse outputs; install it"
-  command -v taskset >/dev/null || die_usage "taskset (util-linux) is needed for pinning; install it"
 }
 
 # --- tools ------------------------------------------------------------------
 
-# find_peer NAME: path of NAME in $PEERS_BIN, else in $PATH, else empty.
-find_peer() {
-  if [[ -x $PEERS_BIN/$1 ]]; then echo "$PEERS_BIN/$1"; else command -v "$1" || true; fi
-}
-
-SB_BIN="" SB_WHY=""
-prepare_stackbench() {
-  if [[ -n ${STACKBENCH:-} ]]; then
-    SB_BIN=$(command -v "$STACKBENCH" || true)
-    [[ -n $SB_BIN ]] || SB_WHY="STACKBENCH=$STACKBENCH is not an executable"
-    return 0
-  fi
-  SB_BIN=$ROOT/target/release/stackbench
-  [[ -x $SB_BIN ]] && return 0
-  echo "building stackbench: cargo build --release -p stackbench" >&2
-  if ! (cd "$ROOT" && cargo build --release -p stackbench) >"$OUT_DIR/cargo-build.log" 2>&1; then
-    SB_WHY="cargo build --release failed, see $OUT_DIR/cargo-build.log"
-    SB_BIN=""
-  fi
-}
 
 # prepare_pingpong: builds bench/pingpong.c into $OUT_DIR (our own reference,
 # so it is compiled here rather than installed). Sets PINGPONG or PINGPONG_WHY.

@@ -51,13 +51,10 @@ fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HOST=127.0.0.1 # loopback only, by design
+BENCH_NAME=tls.sh
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
-DURATION=${DURATION:-10}
-WARMUP=${WARMUP:-2}
-REPS=${REPS:-3}
-if [[ $(nproc) -ge 2 ]]; then DEFAULT_SERVER_CPUS=1; else DEFAULT_SERVER_CPUS=0; fi
-CLIENT_CPUS=${CLIENT_CPUS:-0}
-SERVER_CPUS=${SERVER_CPUS:-$DEFAULT_SERVER_CPUS}
 CRR=${CRR:-CRR8(64B/1kB)}
 CIPHER=${CIPHER:-C02F}
 OPENSSL=${OPENSSL:-openssl}
@@ -67,40 +64,15 @@ SSL_PORT=${SSL_PORT:-14433}
 declare -A OPENSSL_NAME=([3C]=AES128-SHA256 [9C]=AES128-GCM-SHA256
   [C027]=ECDHE-RSA-AES128-SHA256 [C02F]=ECDHE-RSA-AES128-GCM-SHA256)
 
-die_usage() { echo "tls.sh: $*" >&2; exit 2; }
-
 check_settings() {
-  local name
-  for name in DURATION REPS SSL_PORT; do
-    [[ ${!name} =~ ^[1-9][0-9]*$ ]] || die_usage "$name='${!name}' is not a positive whole number"
-  done
-  [[ $WARMUP =~ ^[0-9]+$ ]] || die_usage "WARMUP='$WARMUP' is not a whole number of seconds; e.g. WARMUP=2"
-  for name in CLIENT_CPUS SERVER_CPUS; do
-    [[ ${!name} =~ ^[0-9]+([-,][0-9]+)*$ ]] || die_usage "$name='${!name}' is not a CPU list; e.g. $name=0 or $name=2-3"
-  done
+  check_common SSL_PORT
+  check_cpu_lists
   [[ -n ${OPENSSL_NAME[$CIPHER]:-} ]] ||
     die_usage "CIPHER='$CIPHER' is not a TLS 1.2 suite here: use 3C, 9C, C027 or C02F"
   [[ $CRR =~ ^CRR[0-9]+ ]] || die_usage "CRR='$CRR' is not a CRR workload; e.g. CRR=CRR8(64B/1kB)"
   command -v "$OPENSSL" >/dev/null || die_usage "OPENSSL=$OPENSSL not found; install openssl or set OPENSSL"
-  command -v python3 >/dev/null || die_usage "python3 is needed to parse outputs; install it"
-  command -v taskset >/dev/null || die_usage "taskset (util-linux) is needed for pinning; install it"
 }
 
-SB_BIN="" SB_WHY=""
-prepare_stackbench() {
-  if [[ -n ${STACKBENCH:-} ]]; then
-    SB_BIN=$(command -v "$STACKBENCH" || true)
-    [[ -n $SB_BIN ]] || SB_WHY="STACKBENCH=$STACKBENCH is not an executable"
-    return 0
-  fi
-  SB_BIN=$ROOT/target/release/stackbench
-  [[ -x $SB_BIN ]] && return 0
-  echo "building stackbench: cargo build --release -p stackbench" >&2
-  if ! (cd "$ROOT" && cargo build --release -p stackbench) >"$OUT_DIR/cargo-build.log" 2>&1; then
-    SB_WHY="cargo build --release failed, see $OUT_DIR/cargo-build.log"
-    SB_BIN=""
-  fi
-}
 
 SERVER_PID="" CLIENT_PID=""
 cleanup() {
