@@ -10,7 +10,7 @@
 
 use stackbench_metrics::RunRecord;
 
-use crate::compare::{compare, Comparison, Margins};
+use crate::compare::{compare, emulated_sides, is_emulated, Comparison, Margins};
 use crate::compare_output::{format_pct, format_value, summary_sentences};
 use crate::doc::{render_html, render_markdown, Block};
 use crate::figure::{workload_figure, FigureError, VariantSamples};
@@ -76,6 +76,25 @@ impl<'a> Variants<'a> {
 
     fn records(&self, i: usize) -> Vec<RunRecord> {
         self.groups[i].1.iter().map(|r| r.record.clone()).collect()
+    }
+
+    /// True when any run of variant `i` was measured in a TCG-emulated guest.
+    pub(crate) fn emulated(&self, i: usize) -> bool {
+        self.groups[i]
+            .1
+            .iter()
+            .any(|r| is_emulated(&r.record, Some(&r.env)))
+    }
+
+    /// Variant `i` compared with the baseline (variant 0), verdicts refused
+    /// when either side was emulated.
+    pub(crate) fn compare_with_baseline(&self, i: usize, margins: Margins) -> Comparison {
+        let (a, b) = (&self.groups[0].0, &self.groups[i].0);
+        let mut c = compare(a, &self.records(0), b, &self.records(i), margins);
+        if let Some(side) = emulated_sides(a, self.emulated(0), b, self.emulated(i)) {
+            c.refuse_verdicts(&side);
+        }
+        c
     }
 
     /// `value` if every variant gives the same, else `A: x; B: y`.
@@ -197,13 +216,7 @@ impl Builder<'_> {
         }
         let mut comps = Vec::new();
         for i in 1..v.groups.len() {
-            let c = compare(
-                &v.groups[0].0,
-                &v.records(0),
-                &v.groups[i].0,
-                &v.records(i),
-                self.opts.margins,
-            );
+            let c = v.compare_with_baseline(i, self.opts.margins);
             self.p(conclusion(&c));
             let mut items = workload_sentences(&c);
             items.extend(summary_sentences(&c));
@@ -259,6 +272,9 @@ impl Builder<'_> {
                 c.b_name, c.a_name
             ));
             self.blocks.push(comparison_table(&c));
+            if let Some(reason) = &c.no_verdict_reason {
+                self.p(format!("Note: {reason}."));
+            }
             self.comparisons.push((input.name.clone(), c));
         }
         if let Some(s) = sweep {
