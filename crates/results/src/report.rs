@@ -1,6 +1,7 @@
 //! The performance summary report (seed 000's shape): per study its purpose,
 //! environment configuration, observations generated from the verdicts,
-//! numbered figures, and the comparison tables; then a summary table across
+//! numbered figures, the comparison tables and, when the variants differ by
+//! kernel, the kernel comparison (seed 001's release table); then a summary table across
 //! studies in the seed-001 form and an appendix on notation and CPU cost.
 //!
 //! [`build_report`] is a pure function from stored runs to the HTML page, the
@@ -16,6 +17,7 @@ use crate::doc::{render_html, render_markdown, Block};
 use crate::figure::{workload_figure, FigureError, VariantSamples};
 use crate::metric::{Metric, Samples};
 use crate::observe::{conclusion, workload_sentences};
+use crate::release_table::{ratio_figure, release_table, variant_kernels, ReleaseTable};
 use crate::report_env::environment_items;
 use crate::store::{Labels, StoredRun};
 use crate::study::Study;
@@ -266,6 +268,14 @@ impl Builder<'_> {
                 svg,
             );
         }
+        let release: Vec<ReleaseTable> = variant_kernels(&v.groups)
+            .map(|k| {
+                let tables = comps.iter().enumerate();
+                tables
+                    .map(|(i, c)| release_table(c, &k[0], &k[i + 1]))
+                    .collect()
+            })
+            .unwrap_or_default();
         for c in comps {
             self.p(format!(
                 "{} compared with {} (baseline):",
@@ -277,8 +287,23 @@ impl Builder<'_> {
             }
             self.comparisons.push((input.name.clone(), c));
         }
+        self.release(&input.name, &release)?;
         if let Some(s) = sweep {
             self.sweep(s);
+        }
+        Ok(())
+    }
+
+    /// The kernel comparison of a study whose variants differ by `kernel`
+    /// (see `release_table`): one table and one figure per candidate.
+    fn release(&mut self, study: &str, tables: &[ReleaseTable]) -> Result<(), FigureError> {
+        if tables.is_empty() {
+            return Ok(());
+        }
+        self.h(3, "Kernel comparison", None);
+        for t in tables {
+            self.blocks.extend(t.blocks());
+            self.figure(t.figure_caption(study), ratio_figure(t)?);
         }
         Ok(())
     }
