@@ -149,3 +149,24 @@ fn results_show_prints_the_guest() {
         "guest: guest kernel 6.1.0-48-cloud-amd64 (linux-image-6.1.0-48-cloud-amd64-unsigned), tcg — emulated (TCG): timings are functional only, 2 vCPUs, 2048 MiB, qemu 7.2.9, on host kernel 6.8.0-test"
     ), "{text}");
 }
+
+/// docs/results.md and the README name every field of the stored guest
+/// environment (the serde names of `GuestEnvironment`).
+#[test]
+fn docs_name_every_guest_field() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let results = std::fs::read_to_string(root.join("docs/results.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let fields = serde_json::to_value(stackbench_metrics::GuestEnvironment::default()).unwrap();
+    for name in fields
+        .as_object()
+        .unwrap()
+        .keys()
+        .chain(["guest".to_string()].iter())
+    {
+        let quoted = format!("`{name}`");
+        assert!(results.contains(&quoted), "docs/results.md lacks {quoted}");
+        assert!(readme.contains(&quoted), "README.md lacks {quoted}");
+    }
+    assert!(results.contains("\"no_verdict_reason\"") && results.contains("EMULATED"));
+}
