@@ -260,38 +260,89 @@ impl ReleaseTable {
     }
 }
 
-/// One bar chart: per workload class, the three ratios side by side, with a
-/// reference line at 1.
-pub fn ratio_figure(t: &ReleaseTable) -> Result<String, FigureError> {
-    let err = |e: &dyn std::fmt::Display| FigureError(e.to_string());
-    let n = t.rows.len().max(1);
+type Chart<'a> = ChartContext<
+    'a,
+    SVGBackend<'a>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+fn plot_err(e: &dyn std::fmt::Display) -> FigureError {
+    FigureError(e.to_string())
+}
+
+/// The y range: every ratio and 1, padded, with room for the legend.
+fn y_range(t: &ReleaseTable) -> std::ops::Range<f64> {
     let ratios = t
         .rows
         .iter()
         .flat_map(|r| r.figures.iter().filter_map(|f| f.ratio));
     let (lo, hi) = ratios.fold((1.0f64, 1.0f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
     let pad = ((hi - lo) * 0.25).max(0.02);
-    let y = (lo - pad).max(0.0)..hi + pad * 2.0;
+    (lo - pad).max(0.0)..hi + pad * 2.0
+}
+
+/// One bar per figure and workload class, from 1 to the ratio, and the line
+/// at 1.
+fn draw_bars(chart: &mut Chart, t: &ReleaseTable) -> Result<(), FigureError> {
+    let bar_w = 0.7 / 3.0;
+    for (si, (_, label)) in METRICS.iter().enumerate() {
+        let colour = VARIANT_COLOURS[si];
+        let bars = t.rows.iter().enumerate().filter_map(move |(i, r)| {
+            let ratio = r.figures[si].ratio?;
+            let x = i as f64 - 0.35 + bar_w * si as f64;
+            Some(Rectangle::new(
+                [(x + 0.02, 1.0), (x + bar_w - 0.02, ratio)],
+                colour.filled(),
+            ))
+        });
+        chart
+            .draw_series(bars)
+            .map_err(|e| plot_err(&e))?
+            .label(*label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
+    }
+    let n = t.rows.len().max(1) as f64;
+    chart
+        .draw_series(LineSeries::new(
+            [(-0.5, 1.0), (n - 0.5, 1.0)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(|e| plot_err(&e))?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font((FONT, 13))
+        .draw()
+        .map_err(|e| plot_err(&e))?;
+    Ok(())
+}
+
+/// One bar chart: per workload class, the three ratios side by side, with a
+/// reference line at 1.
+pub fn ratio_figure(t: &ReleaseTable) -> Result<String, FigureError> {
+    let n = t.rows.len().max(1);
     let width = (160 * n as u32 + 160).clamp(640, 1400);
+    let names: Vec<String> = t.rows.iter().map(|r| r.workload.clone()).collect();
+    let label_of = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() > 1e-6 || i < 0.0 {
+            return String::new();
+        }
+        names.get(i as usize).cloned().unwrap_or_default()
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, 380)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
+        root.fill(&WHITE).map_err(|e| plot_err(&e))?;
         let mut chart = ChartBuilder::on(&root)
             .caption("New kernel relative to old", (FONT, 17))
             .margin(12)
             .x_label_area_size(48)
             .y_label_area_size(62)
-            .build_cartesian_2d(-0.5f64..n as f64 - 0.5, y)
-            .map_err(|e| err(&e))?;
-        let names: Vec<String> = t.rows.iter().map(|r| r.workload.clone()).collect();
-        let label_of = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() > 1e-6 || i < 0.0 {
-                return String::new();
-            }
-            names.get(i as usize).cloned().unwrap_or_default()
-        };
+            .build_cartesian_2d(-0.5f64..n as f64 - 0.5, y_range(t))
+            .map_err(|e| plot_err(&e))?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -305,41 +356,9 @@ pub fn ratio_figure(t: &ReleaseTable) -> Result<String, FigureError> {
             .label_style((FONT, 13))
             .axis_desc_style((FONT, 14))
             .draw()
-            .map_err(|e| err(&e))?;
-        let bar_w = 0.7 / 3.0;
-        for (si, (_, label)) in METRICS.iter().enumerate() {
-            let colour = VARIANT_COLOURS[si];
-            let bars = t.rows.iter().enumerate().filter_map(move |(i, r)| {
-                let ratio = r.figures[si].ratio?;
-                let x = i as f64 - 0.35 + bar_w * si as f64;
-                Some(Rectangle::new(
-                    [(x + 0.02, 1.0), (x + bar_w - 0.02, ratio)],
-                    colour.filled(),
-                ))
-            });
-            chart
-                .draw_series(bars)
-                .map_err(|e| err(&e))?
-                .label(*label)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled())
-                });
-        }
-        chart
-            .draw_series(LineSeries::new(
-                [(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
-                BLACK.stroke_width(1),
-            ))
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
+            .map_err(|e| plot_err(&e))?;
+        draw_bars(&mut chart, t)?;
+        root.present().map_err(|e| plot_err(&e))?;
     }
     Ok(svg)
 }
