@@ -1,6 +1,7 @@
 //! `stackbench compare A B`: two sets of runs — stored runs selected by labels,
 //! or JSON files of run records — compared per workload and metric with a
-//! verdict. Exit status 1 when any verdict is WORSE, so it can gate CI.
+//! verdict. Exit status 1 when any verdict is WORSE, so it can gate CI. Runs
+//! measured in a TCG-emulated guest get their figures but no verdict.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,7 @@ use clap::Args;
 use serde_json::Value;
 use stackbench_metrics::record::record_from_json;
 use stackbench_metrics::RunRecord;
-use stackbench_results::compare::{compare, Margins};
+use stackbench_results::compare::{compare, emulated_sides, is_emulated, Margins};
 use stackbench_results::compare_output::{render_json, render_markdown, render_table};
 use stackbench_results::store::{parse_labels, Labels, Store};
 
@@ -76,15 +77,19 @@ fn read_json_runs(path: &Path) -> anyhow::Result<Vec<RunRecord>> {
         .collect()
 }
 
+/// One side's records, and whether any was measured in a TCG-emulated guest
+/// (from the stored environment; from the settings for JSON files).
 fn side(
     spec: &str,
     common: &Labels,
     store: &mut Option<Store>,
     db: Option<&Path>,
-) -> anyhow::Result<Vec<RunRecord>> {
+) -> anyhow::Result<(Vec<RunRecord>, bool)> {
     let path = Path::new(spec);
     if path.is_file() {
-        return read_json_runs(path);
+        let runs = read_json_runs(path)?;
+        let emulated = runs.iter().any(|r| is_emulated(r, None));
+        return Ok((runs, emulated));
     }
     let mut filter = common.clone();
     let own = parse_labels(&spec.split(',').collect::<Vec<_>>()).or_else(|_| {
@@ -107,7 +112,8 @@ fn side(
                 .join(",")
         ));
     }
-    Ok(runs.into_iter().map(|r| r.record).collect())
+    let emulated = runs.iter().any(|r| is_emulated(&r.record, Some(&r.env)));
+    Ok((runs.into_iter().map(|r| r.record).collect(), emulated))
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
@@ -124,14 +130,17 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     let common =
         parse_labels(&args.filter).or_else(|e| crate::exit::usage(format!("--where: {e}")))?;
     let mut store = None;
-    let a = side(&args.a, &common, &mut store, args.db.as_deref())?;
-    let b = side(&args.b, &common, &mut store, args.db.as_deref())?;
+    let (a, a_emulated) = side(&args.a, &common, &mut store, args.db.as_deref())?;
+    let (b, b_emulated) = side(&args.b, &common, &mut store, args.db.as_deref())?;
     let margins = Margins {
         rate_pct: args.margin,
         latency_pct: args.latency_margin,
         cpu_pct: args.margin,
     };
-    let c = compare(&args.a, &a, &args.b, &b, margins);
+    let mut c = compare(&args.a, &a, &args.b, &b, margins);
+    if let Some(sides) = emulated_sides(&args.a, a_emulated, &args.b, b_emulated) {
+        c.refuse_verdicts(&sides);
+    }
     if c.rows.is_empty() {
         return crate::exit::usage(format!(
             "{} and {} share no workload: compare runs of the same workloads",

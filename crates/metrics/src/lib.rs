@@ -5,6 +5,7 @@
 //! engine.
 
 pub mod cpu;
+pub mod guest;
 pub mod lab;
 pub mod latency;
 pub mod memory;
@@ -15,6 +16,7 @@ pub mod stats;
 pub mod warnings;
 
 pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
+pub use guest::{GuestEnvironment, EMULATED_NOTE};
 pub use lab::{LabEnvironment, LabInterface};
 pub use latency::LatencyHistogram;
 pub use memory::{side_memory, MemorySample};

@@ -15,9 +15,11 @@
 //! wide, which is why rows with fewer than 5 runs per side carry a note.
 
 use serde::Serialize;
-use stackbench_metrics::RunRecord;
+use stackbench_metrics::{RunRecord, EMULATED_NOTE};
+use stackbench_model::settings::GuestAccel;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+use crate::env::Environment;
 use crate::metric::{MarginKind, Metric, Samples};
 
 /// Runs per side below which a row carries a note.
@@ -60,6 +62,9 @@ pub enum Verdict {
     Better,
     Worse,
     Inconclusive,
+    /// No verdict: a side was measured in a TCG-emulated guest, whose
+    /// timings are functional only (the figures are still shown).
+    Emulated,
 }
 
 impl Verdict {
@@ -69,6 +74,7 @@ impl Verdict {
             Verdict::Better => "BETTER",
             Verdict::Worse => "WORSE",
             Verdict::Inconclusive => "INCONCLUSIVE",
+            Verdict::Emulated => "emulated",
         }
     }
 }
@@ -180,12 +186,28 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     pub summary: Summary,
     pub notes: Vec<String>,
+    /// Why the rows carry no performance verdict (`verdict` = `EMULATED`):
+    /// absent when the verdicts stand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_verdict_reason: Option<String>,
 }
 
 impl Comparison {
     /// True when any verdict is WORSE (exit status 1).
     pub fn any_worse(&self) -> bool {
         self.rows.iter().any(|r| r.verdict == Verdict::Worse)
+    }
+
+    /// Withdraws every verdict (each becomes [`Verdict::Emulated`]) because
+    /// `side` was measured in a TCG-emulated guest; the figures stay, and
+    /// the reason becomes a note under the table.
+    pub fn refuse_verdicts(&mut self, side: &str) {
+        for r in &mut self.rows {
+            r.verdict = Verdict::Emulated;
+        }
+        let reason = format!("{side} {EMULATED_NOTE}");
+        self.notes.push(reason.clone());
+        self.no_verdict_reason = Some(reason);
     }
 
     /// The row of one workload and metric.
@@ -298,6 +320,29 @@ pub fn compare(
         rows,
         summary,
         notes,
+        no_verdict_reason: None,
+    }
+}
+
+/// True when a run was measured in a TCG-emulated guest: its stored
+/// environment says `guest.emulated`, or (a record without its environment,
+/// e.g. a JSON file) its settings ran a guest kernel with `guest_accel = tcg`.
+pub fn is_emulated(record: &RunRecord, env: Option<&Environment>) -> bool {
+    if let Some(g) = env.and_then(|e| e.guest.as_ref()) {
+        return g.emulated;
+    }
+    let s = &record.settings;
+    s.kernel.is_guest() && s.guest_accel == GuestAccel::Tcg
+}
+
+/// Which of two sides were emulated, as the subject of the refusal note
+/// (`"A"`, `"A and B"`); `None` when neither was.
+pub fn emulated_sides(a_name: &str, a: bool, b_name: &str, b: bool) -> Option<String> {
+    match (a, b) {
+        (true, true) => Some(format!("{a_name} and {b_name} were")),
+        (true, false) => Some(format!("{a_name} was")),
+        (false, true) => Some(format!("{b_name} was")),
+        (false, false) => None,
     }
 }
 

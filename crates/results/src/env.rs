@@ -101,6 +101,11 @@ pub struct Environment {
     /// values of each interface on it; absent for loopback and remote runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<stackbench_metrics::LabEnvironment>,
+    /// The guest VM the run executed in (`kernel` other than `host`): its
+    /// kernel, accelerator (`emulated` under TCG), size and qemu; absent for
+    /// runs on this machine's kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<stackbench_metrics::GuestEnvironment>,
 }
 
 impl Environment {
@@ -126,6 +131,7 @@ impl Environment {
             interface,
             sysctls: read_sysctls(Path::new("/proc/sys")),
             lab: None,
+            guest: None,
         }
     }
 
@@ -146,6 +152,13 @@ impl Environment {
         }
         if let Some(lab) = &self.lab {
             parts.push(lab.path_text());
+        }
+        if let Some(g) = &self.guest {
+            let emulated = if g.emulated { ", emulated" } else { "" };
+            parts.push(format!(
+                "guest kernel {} ({}{emulated})",
+                g.kernel_release, g.accel
+            ));
         }
         parts.join(" · ")
     }

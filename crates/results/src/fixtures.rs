@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use stackbench_metrics::{
-    ClassResult, CpuFigures, ErrorCounts, LatencyUs, RunRecord, RunSettings, SideCpu,
+    ClassResult, CpuFigures, ErrorCounts, GuestEnvironment, LatencyUs, RunRecord, RunSettings,
+    SideCpu,
 };
 
 /// The settings a fixture record says it ran with.
@@ -162,5 +163,44 @@ pub fn environment(kernel: &str) -> Environment {
         }),
         sysctls,
         lab: None,
+        guest: None,
     }
+}
+
+/// A guest environment: `release` booted from package `linux-image-<release>-unsigned`
+/// with 2 vCPUs and 2048 MiB under `accel` (`"tcg"` is emulated).
+pub fn guest_environment(release: &str, accel: &str) -> GuestEnvironment {
+    GuestEnvironment {
+        kernel: format!("linux-image-{release}-unsigned"),
+        kernel_release: release.to_string(),
+        accel: accel.to_string(),
+        emulated: accel == "tcg",
+        vcpus: 2,
+        memory_mib: 2048,
+        qemu_version: "7.2.9".into(),
+        host_kernel_release: "6.8.0-test".into(),
+        boot_s: 4.0,
+    }
+}
+
+/// The fixed environment of a run inside a guest (see [`guest_environment`]):
+/// the guest's kernel release is the environment's too.
+pub fn guest_run_environment(release: &str, accel: &str) -> Environment {
+    Environment {
+        kernel_release: Some(release.to_string()),
+        guest: Some(guest_environment(release, accel)),
+        ..environment(release)
+    }
+}
+
+/// The record as run with `kernel` (the setting's text) under `accel`.
+pub fn with_kernel(record: &RunRecord, kernel: &str, accel: &str) -> RunRecord {
+    let mut out = record.clone();
+    out.settings
+        .set("kernel", kernel)
+        .expect("fixture kernels are valid");
+    out.settings
+        .set("guest_accel", accel)
+        .expect("fixture accelerators are valid");
+    out
 }

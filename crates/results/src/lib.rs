@@ -12,6 +12,7 @@ pub mod fixtures;
 pub mod metric;
 pub mod observe;
 pub mod output;
+pub mod release_table;
 pub mod report;
 mod report_env;
 pub mod store;

@@ -34,6 +34,9 @@ fn rate_phrase(r: &Row, a: &str) -> String {
         Verdict::Inconclusive => {
             format!("differs from {a} in transaction rate by an inconclusive amount ({i})")
         }
+        Verdict::Emulated => {
+            format!("differs from {a} in transaction rate by {i} under emulation (no verdict)")
+        }
     }
 }
 
@@ -52,6 +55,10 @@ fn cpu_phrase(r: &Row, side: &str) -> String {
             "its {side} CPU per transaction changes by an inconclusive amount ({})",
             interval(r)
         ),
+        Verdict::Emulated => format!(
+            "its {side} CPU per transaction changes by {} under emulation (no verdict)",
+            interval(r)
+        ),
     }
 }
 
@@ -60,7 +67,7 @@ fn latency_phrase(r: &Row) -> Option<String> {
     match r.verdict {
         Verdict::Better => Some(format!("has {change:.2}% lower p99 latency")),
         Verdict::Worse => Some(format!("has {change:.2}% higher p99 latency")),
-        Verdict::Equivalent | Verdict::Inconclusive => None,
+        Verdict::Equivalent | Verdict::Inconclusive | Verdict::Emulated => None,
     }
 }
 
@@ -121,6 +128,9 @@ pub fn conclusion(c: &Comparison) -> String {
         .collect();
     if rows.is_empty() {
         return format!("No workload was measured under both {a} and {b}.");
+    }
+    if let Some(reason) = &c.no_verdict_reason {
+        return format!("No performance verdict for {b} against {a}: {reason}.");
     }
     if rows.iter().all(|r| r.verdict == Verdict::Equivalent) {
         return format!("Based on the results, {b} performs as equivalent to {a}.");

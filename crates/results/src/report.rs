@@ -1,6 +1,7 @@
 //! The performance summary report (seed 000's shape): per study its purpose,
 //! environment configuration, observations generated from the verdicts,
-//! numbered figures, and the comparison tables; then a summary table across
+//! numbered figures, the comparison tables and, when the variants differ by
+//! kernel, the kernel comparison (seed 001's release table); then a summary table across
 //! studies in the seed-001 form and an appendix on notation and CPU cost.
 //!
 //! [`build_report`] is a pure function from stored runs to the HTML page, the
@@ -10,12 +11,13 @@
 
 use stackbench_metrics::RunRecord;
 
-use crate::compare::{compare, Comparison, Margins};
+use crate::compare::{compare, emulated_sides, is_emulated, Comparison, Margins};
 use crate::compare_output::{format_pct, format_value, summary_sentences};
 use crate::doc::{render_html, render_markdown, Block};
 use crate::figure::{workload_figure, FigureError, VariantSamples};
 use crate::metric::{Metric, Samples};
 use crate::observe::{conclusion, workload_sentences};
+use crate::release_table::{ratio_figure, release_table, variant_kernels, ReleaseTable};
 use crate::report_env::environment_items;
 use crate::store::{Labels, StoredRun};
 use crate::study::Study;
@@ -76,6 +78,25 @@ impl<'a> Variants<'a> {
 
     fn records(&self, i: usize) -> Vec<RunRecord> {
         self.groups[i].1.iter().map(|r| r.record.clone()).collect()
+    }
+
+    /// True when any run of variant `i` was measured in a TCG-emulated guest.
+    pub(crate) fn emulated(&self, i: usize) -> bool {
+        self.groups[i]
+            .1
+            .iter()
+            .any(|r| is_emulated(&r.record, Some(&r.env)))
+    }
+
+    /// Variant `i` compared with the baseline (variant 0), verdicts refused
+    /// when either side was emulated.
+    pub(crate) fn compare_with_baseline(&self, i: usize, margins: Margins) -> Comparison {
+        let (a, b) = (&self.groups[0].0, &self.groups[i].0);
+        let mut c = compare(a, &self.records(0), b, &self.records(i), margins);
+        if let Some(side) = emulated_sides(a, self.emulated(0), b, self.emulated(i)) {
+            c.refuse_verdicts(&side);
+        }
+        c
     }
 
     /// `value` if every variant gives the same, else `A: x; B: y`.
@@ -197,13 +218,7 @@ impl Builder<'_> {
         }
         let mut comps = Vec::new();
         for i in 1..v.groups.len() {
-            let c = compare(
-                &v.groups[0].0,
-                &v.records(0),
-                &v.groups[i].0,
-                &v.records(i),
-                self.opts.margins,
-            );
+            let c = v.compare_with_baseline(i, self.opts.margins);
             self.p(conclusion(&c));
             let mut items = workload_sentences(&c);
             items.extend(summary_sentences(&c));
@@ -253,16 +268,42 @@ impl Builder<'_> {
                 svg,
             );
         }
+        let release: Vec<ReleaseTable> = variant_kernels(&v.groups)
+            .map(|k| {
+                let tables = comps.iter().enumerate();
+                tables
+                    .map(|(i, c)| release_table(c, &k[0], &k[i + 1]))
+                    .collect()
+            })
+            .unwrap_or_default();
         for c in comps {
             self.p(format!(
                 "{} compared with {} (baseline):",
                 c.b_name, c.a_name
             ));
             self.blocks.push(comparison_table(&c));
+            if let Some(reason) = &c.no_verdict_reason {
+                self.p(format!("Note: {reason}."));
+            }
             self.comparisons.push((input.name.clone(), c));
         }
+        self.release(&input.name, &release)?;
         if let Some(s) = sweep {
             self.sweep(s);
+        }
+        Ok(())
+    }
+
+    /// The kernel comparison of a study whose variants differ by `kernel`
+    /// (see `release_table`): one table and one figure per candidate.
+    fn release(&mut self, study: &str, tables: &[ReleaseTable]) -> Result<(), FigureError> {
+        if tables.is_empty() {
+            return Ok(());
+        }
+        self.h(3, "Kernel comparison", None);
+        for t in tables {
+            self.blocks.extend(t.blocks());
+            self.figure(t.figure_caption(study), ratio_figure(t)?);
         }
         Ok(())
     }

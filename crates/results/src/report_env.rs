@@ -1,6 +1,6 @@
 //! The environment section of a study in the report: the configuration
-//! each variant ran with (hosts, CPUs, lab links, sysctls, TLS, storage per
-//! connection), one line per item, per variant where they differ.
+//! each variant ran with (hosts, CPUs, guest VM, lab links, sysctls, TLS,
+//! storage per connection), one line per item, per variant where they differ.
 
 use crate::report::{StudyInput, Variants};
 use crate::store::StoredRun;
@@ -42,6 +42,10 @@ pub(crate) fn environment_items(input: &StudyInput, v: &Variants, keys: &[String
         }),
     );
     add("Kernel", v.per_variant(|r| r.env.kernel_release.clone()));
+    add(
+        "Guest VM",
+        v.per_variant(|r| r.env.guest.as_ref().map(|g| g.summary())),
+    );
     add(
         "Frequency governor",
         v.per_variant(|r| r.env.governor.clone()),

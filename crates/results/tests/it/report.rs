@@ -19,7 +19,7 @@ use stackbench_results::sweep_usl::fit_usl;
 
 /// Runs of one variant: `n` repetitions per workload with ±0.3% noise.
 /// `scale` multiplies rate, `cpu` multiplies CPU per transaction.
-fn runs(n: usize, scale: f64, cpu: f64, seed: u64) -> Vec<RunRecord> {
+pub(crate) fn runs(n: usize, scale: f64, cpu: f64, seed: u64) -> Vec<RunRecord> {
     let workloads = [
         ("RR60(4kB/4kB)", 95_000.0, 500.0, 1_400.0, 9.0, 8.0),
         ("CRR40(64B/8kB)", 21_000.0, 1_700.0, 4_800.0, 38.0, 45.0),
@@ -49,7 +49,7 @@ fn runs(n: usize, scale: f64, cpu: f64, seed: u64) -> Vec<RunRecord> {
     out
 }
 
-fn stored(
+pub(crate) fn stored(
     study: &str,
     variant: &str,
     kernel: &str,

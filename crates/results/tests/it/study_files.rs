@@ -48,6 +48,57 @@ fn release_to_release_example_is_the_seeds_suite() {
 }
 
 #[test]
+fn kernel_release_example_has_one_kernel_per_variant() {
+    let s = load_study(&example("kernel-release.toml")).unwrap();
+    let w: Vec<String> = s.workloads.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        w,
+        [
+            "RR1(1B/1B)",
+            "RR10(4kB/4kB)",
+            "CRR10(64B/8kB)",
+            "STR1(1B/2MB)"
+        ]
+    );
+    let plan = s.plan(&[], "f").unwrap();
+    assert_eq!(plan.len(), 2 * 4 * 2, "variants × workloads × repetitions");
+    let kernel = |v: &str| {
+        let step = plan.iter().find(|p| p.variant == v).unwrap();
+        step.settings.text_of("kernel").unwrap()
+    };
+    assert_eq!(
+        kernel("6.1.0-47"),
+        "linux-image-6.1.0-47-cloud-amd64-unsigned"
+    );
+    assert_eq!(
+        kernel("6.1.0-48"),
+        "linux-image-6.1.0-48-cloud-amd64-unsigned"
+    );
+    assert!(plan.iter().all(|p| p.settings.kernel.is_guest()));
+}
+
+/// Every study file in `examples/` parses (labs, plans and ratings have
+/// their own readers and tests).
+#[test]
+fn every_study_example_parses() {
+    let dir = example("");
+    let mut studies = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let other = ["lab-", "plan-", "ratings"]
+            .iter()
+            .any(|p| name.starts_with(p));
+        if !name.ends_with(".toml") || other {
+            continue;
+        }
+        load_study(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        studies += 1;
+    }
+    assert!(studies >= 8, "{studies} study examples");
+}
+
+#[test]
 fn best_practices_example_sets_socket_options() {
     let s = load_study(&example("best-practices.toml")).unwrap();
     assert_eq!(s.variants.len(), 4);
