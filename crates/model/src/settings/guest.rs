@@ -40,7 +40,8 @@ impl SettingValue for KernelSpec {
             Ok(KernelSpec::Path(t.to_string()))
         } else if t.starts_with("linux-image-")
             && t.len() > "linux-image-".len()
-            && t.chars().all(|c| c.is_ascii_alphanumeric() || "-+.~".contains(c))
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-+.~".contains(c))
         {
             Ok(KernelSpec::Package(t.to_string()))
         } else {
@@ -145,7 +146,9 @@ mod tests {
             assert_eq!(k.is_guest(), text != "host");
         }
         for bad in ["", "6.1", "linux-image-", "linux-image-x;rm"] {
-            assert!(KernelSpec::parse(bad).unwrap_err().contains("apt-cache search"));
+            assert!(KernelSpec::parse(bad)
+                .unwrap_err()
+                .contains("apt-cache search"));
         }
     }
 
@@ -154,6 +157,8 @@ mod tests {
         for a in [GuestAccel::Auto, GuestAccel::Kvm, GuestAccel::Tcg] {
             assert_eq!(GuestAccel::parse(a.name()).unwrap(), a);
         }
-        assert!(GuestAccel::parse("hvf").unwrap_err().contains("auto, kvm or tcg"));
+        assert!(GuestAccel::parse("hvf")
+            .unwrap_err()
+            .contains("auto, kvm or tcg"));
     }
 }
