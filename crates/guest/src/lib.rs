@@ -59,6 +59,8 @@ pub struct GuestSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
     /// The arguments after the program name, e.g. `["run", "RR1(1B/1B)", "--json"]`.
+    /// A first argument that is an absolute path runs that guest program
+    /// instead of stackbench (`["/bin/sh", "-c", "modprobe tls"]`).
     pub args: Vec<String>,
     /// (host file, absolute guest path) pairs copied into the guest.
     pub files: Vec<(PathBuf, String)>,
