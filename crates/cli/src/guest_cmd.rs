@@ -80,7 +80,9 @@ fn parse_memory_mib(text: &str) -> Result<u64, String> {
     let bytes = parse_size(text).map_err(|e| e.to_string())?;
     let mib = bytes >> 20;
     if !(256..=64 << 10).contains(&mib) {
-        return Err(format!("'{text}' is not a guest memory size: use 256MiB to 64GiB"));
+        return Err(format!(
+            "'{text}' is not a guest memory size: use 256MiB to 64GiB"
+        ));
     }
     Ok(mib)
 }
@@ -88,7 +90,9 @@ fn parse_memory_mib(text: &str) -> Result<u64, String> {
 fn parse_timeout(text: &str) -> Result<Duration, String> {
     let d = parse_duration(text).map_err(|e| e.to_string())?;
     if d < Duration::from_secs(1) {
-        return Err(format!("'{text}' is too short a guest timeout: use 1s or more (e.g. 10m)"));
+        return Err(format!(
+            "'{text}' is too short a guest timeout: use 1s or more (e.g. 10m)"
+        ));
     }
     Ok(d)
 }
@@ -136,7 +140,11 @@ fn run_exec(exec: ExecArgs) -> anyhow::Result<i32> {
     let mut err = std::io::stderr();
     err.write_all(&out.stderr)?;
     let info = &out.info;
-    let emulated = if info.emulated { " (emulated: timings are functional only)" } else { "" };
+    let emulated = if info.emulated {
+        " (emulated: timings are functional only)"
+    } else {
+        ""
+    };
     writeln!(
         err,
         "guest: kernel {}, {} vCPU, {} MiB, {}{emulated}, boot {:.1} s, timeout {}",
@@ -157,13 +165,18 @@ mod tests {
     #[test]
     fn flag_values_parse_with_the_unit_grammars() {
         assert_eq!(parse_memory_mib("2GiB"), Ok(2048));
-        assert!(parse_memory_mib("1MB").unwrap_err().contains("256MiB to 64GiB"));
+        assert!(parse_memory_mib("1MB")
+            .unwrap_err()
+            .contains("256MiB to 64GiB"));
         assert!(parse_memory_mib("2gb").is_err());
         assert_eq!(parse_timeout("90s"), Ok(Duration::from_secs(90)));
         assert!(parse_timeout("1ms").is_err());
         assert_eq!(parse_vcpus("4"), Ok(4));
         assert!(parse_vcpus("0").is_err());
-        assert_eq!(parse_file("a.toml=/work/a.toml"), Ok((PathBuf::from("a.toml"), "/work/a.toml".to_string())));
+        assert_eq!(
+            parse_file("a.toml=/work/a.toml"),
+            Ok((PathBuf::from("a.toml"), "/work/a.toml".to_string()))
+        );
         assert!(parse_file("a.toml=work").is_err());
     }
 }

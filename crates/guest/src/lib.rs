@@ -129,19 +129,15 @@ pub fn run_job(spec: &GuestSpec, job: &Job) -> Result<JobOutput, GuestError> {
     };
     if try_kvm {
         boot.kvm = true;
-        match qemu::boot_and_wait(&qemu, &boot, Some(KVM_READY), job.timeout)? {
-            Outcome::NotReady if spec.accel == Accel::Auto => {
+        let outcome = qemu::boot_and_wait(&qemu, &boot, Some(KVM_READY), job.timeout)?;
+        match kvm_failure(&outcome) {
+            None => return finish(spec, job, &boot, &version, outcome),
+            Some(why) if spec.accel == Accel::Kvm => return Err(GuestError::Kvm(why)),
+            Some(_) => {
                 remember_kvm_hangs(&version);
                 eprintln!("{KVM_FALLBACK}");
                 boot.kvm = false;
             }
-            Outcome::NotReady => {
-                let s = KVM_READY.as_secs();
-                return Err(GuestError::Kvm(format!(
-                    "the guest did not boot within {s} s"
-                )));
-            }
-            outcome => return finish(spec, job, &boot, &version, outcome),
         }
     }
     let outcome = qemu::boot_and_wait(&qemu, &boot, None, job.timeout)?;
@@ -212,6 +208,28 @@ fn finish(
     }
 }
 
+/// Why a KVM boot failed before the guest said ready, if it did.
+fn kvm_failure(outcome: &Outcome) -> Option<String> {
+    match outcome {
+        Outcome::NotReady => Some(format!(
+            "the guest did not boot within {} s",
+            KVM_READY.as_secs()
+        )),
+        Outcome::Exited {
+            frames,
+            qemu_stderr,
+        } if !frames.ready => {
+            let line = qemu_stderr.lines().find(|l| !l.trim().is_empty());
+            Some(
+                line.map_or("qemu exited before the guest booted".into(), |l| {
+                    format!("qemu: {}", l.trim())
+                }),
+            )
+        }
+        _ => None,
+    }
+}
+
 fn open_kvm() -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .read(true)
@@ -219,7 +237,7 @@ fn open_kvm() -> std::io::Result<std::fs::File> {
         .open("/dev/kvm")
 }
 
-/// The cached verdict "KVM guests hang here", per host kernel and qemu version.
+/// The cached verdict "KVM guests do not boot here", per host kernel and qemu version.
 fn kvm_verdict_path(qemu_version: &str) -> PathBuf {
     let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     cache_dir().join(format!("kvm-hangs-{}-qemu-{qemu_version}", host.trim()))
