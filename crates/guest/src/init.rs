@@ -83,7 +83,7 @@ fn run(port: &mut Option<File>) -> Result<Vec<u8>, String> {
         .env("STACKBENCH_IN_GUEST", "1")
         .current_dir("/root")
         .output()
-        .map_err(|e| format!("start {program} {}: {e}", args.join(" ")))?;
+        .map_err(|e| format!("start {program}: {e}"))?;
     let status = out.status.code().unwrap_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
         128 + out.status.signal().unwrap_or(0)

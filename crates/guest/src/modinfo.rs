@@ -194,6 +194,17 @@ mod tests {
     }
 
     #[test]
+    fn reads_a_real_module_when_the_dev_kernel_is_there() {
+        let tls = "/work/kern/x/lib/modules/6.1.0-48-cloud-amd64/kernel/net/tls/tls.ko";
+        let Ok(bytes) = std::fs::read(tls) else {
+            eprintln!("skipped reads_a_real_module_when_the_dev_kernel_is_there: no {tls}");
+            return;
+        };
+        let info = modinfo_of_elf(&bytes).unwrap();
+        assert!(info.aliases.iter().any(|a| a == "tcp-ulp-tls"), "{info:?}");
+    }
+
+    #[test]
     fn non_elf_bytes_are_an_error() {
         assert!(modinfo_of_elf(b"not an elf").is_err());
     }

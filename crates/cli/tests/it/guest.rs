@@ -40,19 +40,17 @@ fn guest_tools(test: &str) -> bool {
 
 /// `stackbench guest exec --accel tcg --kernel KERNEL -- ARGS…`.
 fn exec(kernel: &str, args: &[&str]) -> Output {
+    exec_within("3m", kernel, args)
+}
+
+/// As [`exec`] with `--timeout TIMEOUT`.
+fn exec_within(timeout: &str, kernel: &str, args: &[&str]) -> Output {
     let mut cmd: Command = stackbench();
+    let flags = ["--accel", "tcg", "--timeout", timeout, "--kernel", kernel];
     cmd.env("STACKBENCH_CACHE", CACHE)
-        .args([
-            "guest",
-            "exec",
-            "--accel",
-            "tcg",
-            "--timeout",
-            "3m",
-            "--kernel",
-            kernel,
-            "--",
-        ])
+        .args(["guest", "exec"])
+        .args(flags)
+        .arg("--")
         .args(args);
     cmd.output().unwrap()
 }
@@ -153,6 +151,21 @@ fn a_bad_kernel_is_one_line_and_exit_2() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(needle), "{err}");
     }
+}
+
+#[test]
+fn a_timeout_kills_the_guest_and_quotes_its_console() {
+    if !guest_tools("a_timeout_kills_the_guest_and_quotes_its_console") {
+        return;
+    }
+    let out = exec_within("2s", KERNEL, &["/bin/sh", "-c", "sleep 600"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("timed out after 2 s (raise --timeout); console:"),
+        "{err}"
+    );
 }
 
 #[test]
