@@ -7,6 +7,7 @@ mod clap_error;
 mod compare_cmd;
 mod exit;
 mod find_rate;
+mod guest_cmd;
 mod lab_cmd;
 mod lab_run;
 mod plan_cmd;
@@ -56,6 +57,9 @@ enum Command {
     /// Lab hosts and links: network namespaces as hosts, veth pairs with
     /// rate, MTU and offloads as links (needs root).
     Lab(lab_cmd::LabArgs),
+    /// Run one stackbench command inside a guest VM booted with a chosen
+    /// Linux kernel (features this host's kernel lacks: kTLS, ESP, netem).
+    Guest(guest_cmd::GuestArgs),
 }
 
 /// A closed stdout (`stackbench … | head`) ends the program quietly, as
@@ -93,6 +97,9 @@ fn tls_proxy_or_continue() {
 }
 
 fn main() {
+    if stackbench_guest::is_guest_init() {
+        stackbench_guest::guest_init_main()
+    }
     tls_proxy_or_continue();
     quiet_broken_pipe();
     let cli = parse_or_exit();
@@ -108,6 +115,7 @@ fn main() {
             study_cmd::run(args, &mut |step| sessions.study_step(step))
         }
         Command::Lab(args) => lab_cmd::run(args),
+        Command::Guest(args) => guest_cmd::run(args),
     };
     std::process::exit(exit::code_for(result));
 }

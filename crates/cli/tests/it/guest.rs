@@ -1,0 +1,188 @@
+//! `stackbench guest exec|fetch` (issue 13): a run inside a TCG guest with a
+//! Debian kernel brings its record back; the job's exit status and stderr
+//! pass through; modules load by name and by alias (modules.dep and
+//! modules.alias are generated on the host); a bad kernel is one line, exit 2.
+//! Tests skip with a message where qemu-system-x86_64, busybox or apt-get are
+//! missing (CI installs them). The kernel package is fetched once into a
+//! stable cache directory, not per test.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::common::{json_of, stackbench};
+
+const KERNEL: &str = "linux-image-6.1.0-48-cloud-amd64-unsigned";
+const RELEASE: &str = "6.1.0-48-cloud-amd64";
+/// The kernel unpacked by hand on the development machine (optional).
+const DEV_KERNEL: &str = "/work/kern/x/boot/vmlinuz-6.1.0-48-cloud-amd64";
+/// Shared by the tests and across runs, so the package downloads once.
+const CACHE: &str = "/tmp/stackbench-cache";
+
+fn on_path(tool: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|d| d.join(tool).is_file())
+}
+
+/// Whether guests can boot here; says why not otherwise.
+fn guest_tools(test: &str) -> bool {
+    let missing: Vec<&str> = ["qemu-system-x86_64", "busybox", "apt-get"]
+        .into_iter()
+        .filter(|t| !on_path(t))
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "skipped {test}: {} not installed (apt-get install qemu-system-x86 busybox-static)",
+            missing.join(", ")
+        );
+    }
+    missing.is_empty()
+}
+
+/// `stackbench guest exec --accel tcg --kernel KERNEL -- ARGS…`.
+fn exec(kernel: &str, args: &[&str]) -> Output {
+    exec_within("3m", kernel, args)
+}
+
+/// As [`exec`] with `--timeout TIMEOUT`.
+fn exec_within(timeout: &str, kernel: &str, args: &[&str]) -> Output {
+    let mut cmd: Command = stackbench();
+    let flags = ["--accel", "tcg", "--timeout", timeout, "--kernel", kernel];
+    cmd.env("STACKBENCH_CACHE", CACHE)
+        .args(["guest", "exec"])
+        .args(flags)
+        .arg("--")
+        .args(args);
+    cmd.output().unwrap()
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_run_in_a_guest_brings_its_record_back() {
+    if !guest_tools("a_run_in_a_guest_brings_its_record_back") {
+        return;
+    }
+    let args = [
+        "run",
+        "RR1(1B/1B)",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--json",
+    ];
+    let out = exec(KERNEL, &args);
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    let record = json_of(&out);
+    assert!(record["schema_version"].is_number(), "{record}");
+    assert!(record.to_string().contains("RR1(1B/1B)"), "{record}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("guest: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains(&format!("kernel {RELEASE}")), "{line}");
+    assert!(line.contains("tcg (emulated"), "{line}");
+}
+
+#[test]
+fn exit_status_and_stderr_pass_through() {
+    if !guest_tools("exit_status_and_stderr_pass_through") {
+        return;
+    }
+    let out = exec(KERNEL, &["lab", "show", "/nonexistent/lab.toml"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("stackbench: error:") && err.contains("/nonexistent/lab.toml"),
+        "{err}"
+    );
+    assert!(err.lines().any(|l| l.starts_with("guest: kernel")), "{err}");
+}
+
+#[test]
+fn modules_load_by_name_and_by_alias() {
+    let kernel = if Path::new(DEV_KERNEL).exists() {
+        DEV_KERNEL
+    } else {
+        KERNEL
+    };
+    if !guest_tools("modules_load_by_name_and_by_alias") {
+        return;
+    }
+    // tcp-ulp-tls and xfrm-type-2-50 are what the kernel's request_module asks
+    // for on TCP_ULP "tls" and an ESP state: they resolve through modules.alias.
+    let script =
+        "modprobe tls && modprobe esp4 && modprobe tcp-ulp-tls && modprobe xfrm-type-2-50 \
+                  && cat /proc/sys/kernel/modprobe && lsmod; echo to-stderr >&2; exit 7";
+    let out = exec(kernel, &["/bin/sh", "-c", script]);
+    let (stdout, err) = (String::from_utf8_lossy(&out.stdout), stderr_of(&out));
+    assert_eq!(out.status.code(), Some(7), "{stdout}{err}");
+    assert!(stdout.contains("/sbin/modprobe"), "{stdout}");
+    for module in ["tls", "esp4", "xfrm_algo"] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&format!("{module} "))),
+            "{module}: {stdout}"
+        );
+    }
+    assert!(err.starts_with("to-stderr\n"), "{err}");
+}
+
+#[test]
+fn a_bad_kernel_is_one_line_and_exit_2() {
+    if !guest_tools("a_bad_kernel_is_one_line_and_exit_2") {
+        return;
+    }
+    for (kernel, needle) in [
+        (
+            "linux-image-0.0.0-none-amd64",
+            "apt-cache search linux-image",
+        ),
+        (
+            "/nonexistent/boot/vmlinuz-1",
+            "'/nonexistent/boot/vmlinuz-1': no such file",
+        ),
+    ] {
+        let out = exec(kernel, &["--version"]);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{err}");
+    }
+}
+
+#[test]
+fn a_timeout_kills_the_guest_and_quotes_its_console() {
+    if !guest_tools("a_timeout_kills_the_guest_and_quotes_its_console") {
+        return;
+    }
+    let out = exec_within("2s", KERNEL, &["/bin/sh", "-c", "sleep 600"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("timed out after 2 s (raise --timeout); console:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn fetch_prints_the_kernel() {
+    if !guest_tools("fetch_prints_the_kernel") {
+        return;
+    }
+    let out = stackbench()
+        .env("STACKBENCH_CACHE", CACHE)
+        .args(["guest", "fetch", KERNEL])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(text.contains(&format!("release {RELEASE}\n")), "{text}");
+    assert!(
+        text.contains(&format!("/lib/modules/{RELEASE}\n")),
+        "{text}"
+    );
+}
