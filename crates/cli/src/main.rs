@@ -8,6 +8,7 @@ mod compare_cmd;
 mod exit;
 mod find_rate;
 mod guest_cmd;
+mod guest_step;
 mod lab_cmd;
 mod lab_run;
 mod plan_cmd;
@@ -96,11 +97,25 @@ fn tls_proxy_or_continue() {
     }
 }
 
+/// The hidden `__guest-step` subcommand: one step of a run or study on
+/// another kernel, run by the guest VM's init (see [`guest_step`]).
+fn guest_step_or_continue() {
+    let mut args = std::env::args().skip(1);
+    if args
+        .next()
+        .is_some_and(|a| a == guest_step::STEP_SUBCOMMAND)
+    {
+        let rest: Vec<String> = args.collect();
+        std::process::exit(exit::code_for(guest_step::step_main(&rest)));
+    }
+}
+
 fn main() {
     if stackbench_guest::is_guest_init() {
         stackbench_guest::guest_init_main()
     }
     tls_proxy_or_continue();
+    guest_step_or_continue();
     quiet_broken_pipe();
     let cli = parse_or_exit();
     let result = match cli.command {

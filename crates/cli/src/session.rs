@@ -77,9 +77,6 @@ pub fn resolve(
     if s.ipv6 && s.target.is_some() {
         return usage("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
     }
-    if s.kernel.is_guest() {
-        return usage("kernel: guest kernels are being built (issue 13); use --kernel host");
-    }
     check_pacing(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(usage)?;
     if let Some(p) = tls_params(&s).or_else(usage)? {
@@ -88,6 +85,9 @@ pub fn resolve(
     }
     s.seed = s.seed.or_else(|| Some(random_seed()));
     let iterations = iterations(&s)?;
+    if s.kernel.is_guest() {
+        return guest_plan(s, workloads, iterations, announce);
+    }
     let lab = crate::lab_run::resolve(&mut s)?;
     let remote = s.target.is_some();
     let place = placement(
@@ -231,6 +231,10 @@ pub struct Sessions {
 impl Sessions {
     /// Runs the plan and returns its record (complete or not).
     pub fn execute(&mut self, plan: &RunPlan) -> anyhow::Result<RunRecord> {
+        if plan.settings.kernel.is_guest() {
+            self.open = None; // the guest starts its own responder
+            return crate::guest_step::execute(plan);
+        }
         let s = &plan.settings;
         let client_cpus = RunPlan::cpus(&s.client_cpus);
         if !client_cpus.is_empty() {
@@ -283,6 +287,40 @@ impl Sessions {
         )?;
         self.execute(&plan)
     }
+}
+
+/// A step on another kernel: what depends on the machine (placement,
+/// threads, the lab's namespaces, the kernel's features) is resolved by the
+/// guest, which runs the step whole ([`crate::guest_step`]); here only what
+/// the files name is checked, so a typo costs no boot.
+fn guest_plan(
+    s: RunSettings,
+    workloads: Vec<Workload>,
+    iterations: Iterations,
+    announce: bool,
+) -> anyhow::Result<RunPlan> {
+    if s.target.is_some() {
+        return usage(
+            "kernel and target exclude each other: a step on another kernel runs whole in \
+             its guest (driver and responder); drop target, or kernel",
+        );
+    }
+    for (name, path) in [("lab", &s.lab), ("cert", &s.cert), ("key", &s.key)] {
+        if let Some(Text(p)) = path {
+            if !std::path::Path::new(p).is_file() {
+                return usage(format!(
+                    "{name} {p}: no such file (with kernel, it is copied into the guest)"
+                ));
+            }
+        }
+    }
+    Ok(RunPlan {
+        workloads,
+        settings: s,
+        iterations,
+        announce,
+        lab: None,
+    })
 }
 
 /// The settings that decide the responder process and the CPUs measured.
@@ -364,7 +402,8 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         }
         return Ok(None);
     }
-    if s.tls_mode == TlsMode::Ktls {
+    if s.tls_mode == TlsMode::Ktls && !s.kernel.is_guest() {
+        // A guest's kernel is checked in the guest.
         transport::tls::ktls_available()?;
     }
     TlsParams::resolve(

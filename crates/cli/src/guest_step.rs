@@ -1,0 +1,221 @@
+//! Steps on another kernel (`kernel` = a Debian kernel package or a vmlinuz
+//! path). On Linux the network stack is the kernel, so a step measured on
+//! another kernel runs *whole* inside a guest VM booted with it: driver,
+//! responder, and a lab's namespaces and links (whose kTLS, ESP, netem, fq
+//! and AF_SMC come from the guest's kernel, not this machine's). The guest
+//! runs the hidden `__guest-step` subcommand on the step's settings (with
+//! `kernel = host`), which resolves and executes the step exactly as `run`
+//! does there and prints the record and the environment it measured; both
+//! come back over the guest's serial port (`stackbench-guest`).
+//!
+//! The stored environment is the guest's (its kernel release, CPUs,
+//! sysctls, lab read-back) plus `guest` (kernel spec, accelerator, whether
+//! the CPU was emulated, the host's kernel). Under TCG every timing is the
+//! emulator's: the record carries an `emulated_guest` warning and compare and
+//! the report give no performance verdict on it.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use stackbench_guest::{Accel, GuestSpec, Job, JobOutput};
+use stackbench_metrics::{record_from_json, GuestEnvironment, RunRecord, WarningRecord};
+use stackbench_model::settings::{GuestAccel, KernelSpec, RunSettings, SettingValue, Text};
+use stackbench_model::Workload;
+use stackbench_results::env::Environment;
+
+use crate::exit::usage;
+use crate::session::{self, RunPlan};
+
+/// The hidden subcommand the guest's init runs (outside clap and its help).
+pub const STEP_SUBCOMMAND: &str = "__guest-step";
+/// Where the step file lands in the guest.
+const STEP_FILE: &str = "/stackbench/step.json";
+/// Seconds a TCG guest needs beyond the windows: boot (~4 s), the
+/// responder's start and its RSA key (seconds when emulated), the idle
+/// baseline (1 s) per responder, and the read-back — measured ~15 s here for
+/// a one-workload step; four times that before the step counts as hung.
+const GUEST_OVERHEAD_S: u64 = 60;
+
+/// One step, as the guest's `__guest-step` reads it.
+#[derive(Debug, Serialize, Deserialize)]
+struct StepFile {
+    settings: RunSettings,
+    /// Canonical notation of each workload (the plan's, already resolved).
+    workloads: Vec<String>,
+}
+
+/// What `__guest-step` prints on stdout.
+#[derive(Debug, Serialize, Deserialize)]
+struct StepResult {
+    record: serde_json::Value,
+    environment: Environment,
+}
+
+/// Runs `plan` in a guest booted with its `kernel` and returns the record,
+/// whose stored environment is the guest's.
+pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
+    let s = &plan.settings;
+    let kernel = s.kernel.text();
+    let (inner, mut files) = guest_settings(s);
+    let step = StepFile {
+        settings: inner,
+        workloads: plan.workloads.iter().map(Workload::to_string).collect(),
+    };
+    let mut step_file = tempfile::NamedTempFile::new()?;
+    serde_json::to_writer(&mut step_file, &step)?;
+    step_file.flush()?;
+    files.push((step_file.path().to_path_buf(), STEP_FILE.to_string()));
+    let spec = GuestSpec {
+        kernel: kernel.clone(),
+        vcpus: s.guest_vcpus,
+        memory_mib: s.guest_memory.0 >> 20,
+        accel: match s.guest_accel {
+            GuestAccel::Auto => Accel::Auto,
+            GuestAccel::Kvm => Accel::Kvm,
+            GuestAccel::Tcg => Accel::Tcg,
+        },
+    };
+    let job = Job {
+        args: vec![STEP_SUBCOMMAND.to_string(), STEP_FILE.to_string()],
+        files,
+        timeout: step_timeout(plan),
+    };
+    if plan.announce {
+        eprintln!(
+            "stackbench: kernel {kernel}: booting a guest ({} vCPUs, {} MiB) for the step",
+            spec.vcpus, spec.memory_mib
+        );
+    }
+    let out = stackbench_guest::run_job(&spec, &job)
+        .or_else(|e| usage(format!("kernel {kernel}: {e}")))?;
+    // The guest's progress lines, warnings and errors, as `run` prints them.
+    let _ = std::io::stderr().write_all(&out.stderr);
+    if out.status != 0 {
+        return usage(format!(
+            "kernel {kernel}: the step failed in the guest (kernel {}, exit status {}); \
+             its error is above",
+            out.info.kernel_release, out.status
+        ));
+    }
+    record_of(s, &out)
+}
+
+/// The step's settings for the guest: `kernel = host` there, and each file
+/// the step names (lab file, certificate, key) copied in at a fixed path.
+fn guest_settings(s: &RunSettings) -> (RunSettings, Vec<(PathBuf, String)>) {
+    let mut inner = s.clone();
+    inner.kernel = KernelSpec::Host;
+    let mut files = Vec::new();
+    for (name, slot) in [
+        ("lab.toml", &mut inner.lab),
+        ("cert.pem", &mut inner.cert),
+        ("key.pem", &mut inner.key),
+    ] {
+        if let Some(Text(path)) = slot.as_ref() {
+            let guest = format!("/stackbench/{name}");
+            files.push((PathBuf::from(path), guest.clone()));
+            *slot = Some(Text(guest));
+        }
+    }
+    (inner, files)
+}
+
+/// Generous: the windows and warm-ups of every workload and repetition, plus
+/// the guest's fixed costs (see [`GUEST_OVERHEAD_S`]).
+fn step_timeout(plan: &RunPlan) -> Duration {
+    let s = &plan.settings;
+    let window = s.duration.map_or(Duration::from_secs(60), |d| d.0)
+        + s.warmup.map_or(Duration::ZERO, |d| d.0);
+    let reps = plan.iterations.max;
+    let per_workload = window * reps.max(1) + Duration::from_secs(GUEST_OVERHEAD_S);
+    per_workload * plan.workloads.len().max(1) as u32 * 2
+}
+
+/// The guest's record with the host's view of the settings restored (the
+/// kernel and the files as the user named them) and its environment made
+/// the one stored.
+fn record_of(s: &RunSettings, out: &JobOutput) -> anyhow::Result<RunRecord> {
+    let result: StepResult = serde_json::from_slice::<StepResult>(&out.stdout).or_else(|e| {
+        usage(format!(
+            "kernel {}: the guest's step printed no result ({e}); console tail:\n{}",
+            s.kernel.text(),
+            out.console_tail
+        ))
+    })?;
+    let mut record = record_from_json(result.record)?;
+    let info = &out.info;
+    for name in [
+        "kernel",
+        "guest_vcpus",
+        "guest_memory",
+        "lab",
+        "cert",
+        "key",
+    ] {
+        let text = s.text_of(name).unwrap_or_default();
+        let _ = record.settings.set(name, &text);
+    }
+    // The accelerator that ran, never `auto`: a record read without its
+    // environment (a JSON file) still says whether it was emulated.
+    record.settings.guest_accel = GuestAccel::parse(&info.accel).unwrap_or(s.guest_accel);
+    let mut env = result.environment;
+    env.guest = Some(GuestEnvironment {
+        kernel: s.kernel.text(),
+        kernel_release: info.kernel_release.clone(),
+        accel: info.accel.clone(),
+        emulated: info.emulated,
+        vcpus: info.vcpus,
+        memory_mib: info.memory_mib,
+        qemu_version: info.qemu_version.clone(),
+        host_kernel_release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|t| t.trim().to_string())
+            .unwrap_or_default(),
+        boot_s: info.boot_s,
+    });
+    if info.emulated {
+        let w = WarningRecord {
+            code: "emulated_guest".to_string(),
+            message: format!(
+                "measured in a guest whose CPU was emulated ({}, kernel {}): timings, rates \
+                 and CPU figures are the emulator's, functional only; use a KVM guest \
+                 (--guest-accel kvm where it works) or --kernel host for performance",
+                info.accel, info.kernel_release
+            ),
+            class: None,
+        };
+        eprintln!("stackbench: warning: {}", w.message);
+        record.warnings.push(w);
+    }
+    record.environment = Some(serde_json::to_value(&env)?);
+    Ok(record)
+}
+
+/// The guest side: `stackbench __guest-step FILE` — resolve and execute the
+/// step as `run` does, and print `{record, environment}` on stdout.
+pub fn step_main(args: &[String]) -> anyhow::Result<i32> {
+    let [path] = args else {
+        return usage(format!("{STEP_SUBCOMMAND}: expected one step file"));
+    };
+    let text = std::fs::read_to_string(path)?;
+    let step: StepFile = serde_json::from_str(&text)?;
+    let workloads = step
+        .workloads
+        .iter()
+        .map(|w| {
+            w.parse::<Workload>()
+                .or_else(|e| usage(format!("{w}: {e}")))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let plan = session::resolve(step.settings, workloads, false, true)?;
+    let mut sessions = session::Sessions::default();
+    let record = sessions.execute(&plan)?;
+    let environment = session::environment_of(&record);
+    let result = StepResult {
+        record: serde_json::from_str(&stackbench_results::output::json(&record))?,
+        environment,
+    };
+    println!("{}", serde_json::to_string(&result)?);
+    Ok(crate::exit::OK)
+}
