@@ -2,6 +2,7 @@
 //! `stackbench` binary for one area; `common` holds the shared helpers.
 
 mod common;
+mod guest_ktls;
 mod lab;
 mod lab_run;
 mod plan;

@@ -28,9 +28,9 @@ use mio::Waker;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::limits::{self, FdReservation};
-use stackbench_metrics::record::KtlsCounters;
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::sockopt;
+use stackbench_metrics::record::KtlsCounters;
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{IoMode, TlsParams};
 

@@ -203,8 +203,7 @@ pub(crate) fn prepare(ssl: &mut SslRef) {
 /// client random needs no matching).
 fn keylog(ssl: &SslRef, line: &str) {
     let mut words = line.split(' ');
-    let (Some(label), Some(_random), Some(hex)) = (words.next(), words.next(), words.next())
-    else {
+    let (Some(label), Some(_random), Some(hex)) = (words.next(), words.next(), words.next()) else {
         return;
     };
     let Some(slot) = ssl.ex_data(secrets_index()) else {
@@ -338,8 +337,7 @@ fn keys_of(ssl: &SslRef) -> Result<(u16, DirKeys, DirKeys), String> {
     let code = ssl
         .current_cipher()
         .map_or(0, |c| u16::from_be_bytes(c.protocol_id()));
-    let (key_len, hash) =
-        suite(code).ok_or_else(|| format!("suite {code:X} is not AES-GCM"))?;
+    let (key_len, hash) = suite(code).ok_or_else(|| format!("suite {code:X} is not AES-GCM"))?;
     if ssl.version_str() == "TLSv1.3" {
         let slot = ssl
             .ex_data(secrets_index())

@@ -98,7 +98,10 @@ fn params(version: TlsVersion, cipher: Option<u16>) -> TlsParams {
 fn what_the_kernel_cannot_carry_is_refused_in_one_line() {
     for cbc in [0x3C, 0xC027] {
         let e = check(&params(TlsVersion::V12, Some(cbc))).unwrap_err();
-        assert!(e.contains("C02F") && e.contains("1301") && !e.contains('\n'), "{e}");
+        assert!(
+            e.contains("C02F") && e.contains("1301") && !e.contains('\n'),
+            "{e}"
+        );
     }
     assert!(check(&params(TlsVersion::V12, Some(0xC02F))).is_ok());
     assert!(check(&params(TlsVersion::V13, None)).is_ok());

@@ -30,15 +30,15 @@ use openssl::nid::Nid;
 use openssl::pkey::{PKey, Private};
 use openssl::rsa::Rsa;
 use openssl::ssl::{
-    ErrorCode, ShutdownState, SslContext, SslContextBuilder, SslMethod, SslMode, SslOptions, SslSession,
-    SslStream, SslVerifyMode, SslVersion,
+    ErrorCode, ShutdownState, SslContext, SslContextBuilder, SslMethod, SslMode, SslOptions,
+    SslSession, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::{X509NameBuilder, X509};
 use stackbench_model::settings::{CertType, CipherSuite, TlsVersion};
 use stackbench_model::TlsParams;
 
-pub use super::ktls::ktls_available;
 use super::ktls;
+pub use super::ktls::ktls_available;
 use super::tls_acct::{self, Rekey};
 use crate::sockopt;
 
@@ -325,7 +325,9 @@ impl Drop for TlsConn {
 fn ktls_recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     sockopt::recv(fd, buf, false).map_err(|e| {
         if e.raw_os_error() == Some(libc::EIO) {
-            io::Error::other("tls_mode ktls: the peer sent a TLS control record (alert or key update)")
+            io::Error::other(
+                "tls_mode ktls: the peer sent a TLS control record (alert or key update)",
+            )
         } else {
             e
         }

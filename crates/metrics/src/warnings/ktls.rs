@@ -33,7 +33,7 @@ pub fn check_ktls(class: &ClassResult) -> Option<Warning> {
     if decrypt_errors > 0 {
         why.push(format!("{decrypt_errors} records failed to decrypt"));
     }
-    (!why.is_empty()).then(|| Warning::KtlsNotCarried { why })
+    (!why.is_empty()).then_some(Warning::KtlsNotCarried { why })
 }
 
 #[cfg(test)]
@@ -78,6 +78,9 @@ mod tests {
             }),
             ..good
         };
-        assert!(check_ktls(&class(bad)).unwrap().to_string().contains("3 records"));
+        assert!(check_ktls(&class(bad))
+            .unwrap()
+            .to_string()
+            .contains("3 records"));
     }
 }
