@@ -12,13 +12,22 @@ use serde_json::Value;
 
 /// (label, workload and flags) of each guest run.
 const RUNS: &[(&str, &str)] = &[
-    ("1.3 1301", "RR10(4kB/4kB) --tls-version 1.3 --cipher 1301"),
-    ("1.3 1302", "RR10(4kB/4kB) --tls-version 1.3 --cipher 1302"),
-    ("1.2 C02F", "RR10(4kB/4kB) --tls-version 1.2 --cipher C02F"),
-    ("1.2 9C", "RR10(4kB/4kB) --tls-version 1.2 --cipher 9C"),
+    (
+        "1.3 1301",
+        "'RR10(4kB/4kB)' --tls-version 1.3 --cipher 1301",
+    ),
+    (
+        "1.3 1302",
+        "'RR10(4kB/4kB)' --tls-version 1.3 --cipher 1302",
+    ),
+    (
+        "1.2 C02F",
+        "'RR10(4kB/4kB)' --tls-version 1.2 --cipher C02F",
+    ),
+    ("1.2 9C", "'RR10(4kB/4kB)' --tls-version 1.2 --cipher 9C"),
     (
         "1.2 resumed",
-        "CRR4(64B/1kB) --tls-version 1.2 --cipher C02F --resume-ratio 0.5",
+        "'CRR4(64B/1kB)' --tls-version 1.2 --cipher C02F --resume-ratio 0.5",
     ),
 ];
 
@@ -27,7 +36,7 @@ fn script() -> String {
     for (label, args) in RUNS {
         s += &format!(
             "echo '@@begin {label}'\nstackbench run {args} --transport tls --tls-mode ktls \
-             --duration 2s --warmup 0s --json --no-store 2>/dev/null\necho '@@end'\n"
+             --duration 2s --warmup 2s --json --no-store 2>/dev/null\necho '@@end'\n"
         );
     }
     s
@@ -39,15 +48,21 @@ fn record(console: &str, label: &str) -> Value {
         .find(&format!("@@begin {label}\n"))
         .unwrap_or_else(|| panic!("no output for {label}: {console}"));
     let rest = &console[start..];
-    let body = &rest[rest.find('\n').unwrap() + 1..rest.find("@@end").unwrap()];
+    let end = rest
+        .find("@@end")
+        .unwrap_or_else(|| panic!("{label} did not end: {console}"));
+    let body = &rest[rest.find('\n').unwrap() + 1..end];
     let body: String = body.lines().filter(|l| !l.starts_with('[')).collect();
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{label}: {e}: {body}"))
 }
 
 fn check(label: &str, doc: &Value) {
     let class = &doc["classes"][0];
-    assert!(class["transactions"].as_u64().unwrap() > 0, "{label}");
-    assert_eq!(class["errors"], 0, "{label}");
+    assert!(
+        class["transactions"].as_u64().unwrap() > 0,
+        "{label}: {doc}"
+    );
+    assert_eq!(class["errors"], 0, "{label}: {doc}");
     let k = &class["tls"]["ktls"];
     assert!(k["connections"].as_u64().unwrap() > 0, "{label}: {k}");
     assert!(
