@@ -402,10 +402,6 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         }
         return Ok(None);
     }
-    if s.tls_mode == TlsMode::Ktls && !s.kernel.is_guest() {
-        // A guest's kernel is checked in the guest.
-        transport::tls::ktls_available()?;
-    }
     TlsParams::resolve(
         s.tls_version,
         s.cipher,
@@ -425,12 +421,19 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
                     .to_string(),
             );
         }
-        Ok(Some(TlsParams {
+        let p = TlsParams {
             resume_ratio: s.resume_ratio.0,
             mode: s.tls_mode,
             rekey_bytes: s.rekey.0,
             ..p
-        }))
+        };
+        // What the kernel's TLS cannot carry first, then whether it exists.
+        transport::ktls::check(&p)?;
+        if p.mode == TlsMode::Ktls && !s.kernel.is_guest() {
+            // A guest's kernel is probed in the guest.
+            transport::ktls::ktls_available()?;
+        }
+        Ok(Some(p))
     })
 }
 

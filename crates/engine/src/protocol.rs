@@ -83,6 +83,12 @@ pub struct ServerTestStats {
     pub tls_resumed_cpu_ns: u64,
     #[serde(default)]
     pub tls_rekeys: u64,
+    /// `tls_mode ktls`: connections switched to kTLS, and the responder's
+    /// `/proc/net/tls_stat` deltas over the test's life.
+    #[serde(default)]
+    pub tls_ktls_connections: u64,
+    #[serde(default)]
+    pub ktls: Option<stackbench_metrics::record::KtlsCounters>,
 }
 
 impl ServerTestStats {
@@ -100,10 +106,13 @@ impl ServerTestStats {
         self.tls_full_cpu_ns += o.tls_full_cpu_ns;
         self.tls_resumed_cpu_ns += o.tls_resumed_cpu_ns;
         self.tls_rekeys += o.tls_rekeys;
+        self.tls_ktls_connections += o.tls_ktls_connections;
+        self.ktls = self.ktls.or(o.ktls);
     }
 
     /// Counts a finished server handshake.
     pub fn handshake(&mut self, h: &crate::transport::tls::Handshake) {
+        self.tls_ktls_connections += u64::from(h.ktls);
         if h.resumed {
             self.tls_resumed_handshakes += 1;
             self.tls_resumed_cpu_ns += h.cpu_ns;

@@ -13,8 +13,10 @@ use serde::{Deserialize, Serialize};
 pub use stackbench_model::settings::RunSettings;
 use stackbench_model::{Kind, StreamDirection};
 
+mod ktls;
 mod schema;
 
+pub use ktls::{KtlsCounters, KtlsFigures};
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
 
 /// Version of the record layout below.
@@ -186,6 +188,9 @@ pub struct TlsFigures {
     /// Thread CPU µs per handshake, per side; absent in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handshake_cpu_us: Option<HandshakeCpuUs>,
+    /// `tls_mode ktls`: the kernel's part; absent in other modes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ktls: Option<KtlsFigures>,
 }
 
 /// Mean thread CPU µs of one handshake, full ("long") or resumed ("short"),

@@ -10,7 +10,10 @@ use std::fmt;
 use crate::record::{ClassResult, SideCpu, WarningRecord};
 use crate::stats::cv_pct;
 
+mod ktls;
 mod population;
+
+pub use ktls::check_ktls;
 
 pub use population::{check_driver_behind, check_little_law, GENERATOR_LAG_P99_US, LITTLE_LAW_PCT};
 
@@ -122,6 +125,9 @@ pub enum Warning {
     /// `io uring` was asked for but the run measured epoll: `reason` names
     /// the case (a transport, pacing, CRR, or a kernel without io_uring).
     IoFallback { reason: String },
+    /// `tls_mode ktls`, yet the kernel did not visibly carry the records:
+    /// one clause per failed check ([`check_ktls`]).
+    KtlsNotCarried { why: Vec<String> },
 }
 
 impl Warning {
@@ -142,6 +148,7 @@ impl Warning {
             Warning::LittleLawOff { .. } => "little_law_off",
             Warning::DriverBehind { .. } => "driver_behind",
             Warning::LabChanged { .. } => "lab_changed",
+            Warning::KtlsNotCarried { .. } => "ktls_not_carried",
         }
     }
 
@@ -251,6 +258,12 @@ impl fmt::Display for Warning {
                  {level_pct}% interval widths {} exceed {target_width_pct}% of the mean; \
                  allow more iterations, run longer, or quieten the machine",
                 width_list(measures)
+            ),
+            Warning::KtlsNotCarried { why } => write!(
+                f,
+                "tls_mode ktls: {}: the figures may not be kernel TLS's; check the kernel's \
+                 CONFIG_TLS and the run's errors, and run again",
+                why.join("; ")
             ),
             Warning::IoFallback { reason } => {
                 write!(f, "{reason}; the stored settings say io epoll")
@@ -412,6 +425,7 @@ pub fn class_warnings(
     }
     out.extend(check_little_law(class));
     out.extend(check_driver_behind(class));
+    out.extend(check_ktls(class));
     out
 }
 

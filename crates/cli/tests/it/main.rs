@@ -3,6 +3,7 @@
 
 mod common;
 mod guest;
+mod guest_ktls;
 mod lab;
 mod lab_run;
 mod plan;

@@ -70,10 +70,29 @@ fn transport_errors_are_one_line_exit_2() {
             ],
             "rekey with tls_mode sidecar: the proxies' key updates are not counted yet",
         ),
-        // Without CONFIG_TLS: what is missing; with it: not built yet.
+        // What the kernel's TLS cannot carry: refused before the kernel probe.
         (
-            &["--transport", "tls", "--tls-mode", "ktls"],
-            "tls_mode ktls: ",
+            &["--transport", "tls", "--tls-mode", "ktls", "--cipher", "3C"],
+            "cipher 3C with tls_mode ktls: the kernel's TLS carries AES-GCM suites only: use --cipher 9C or C02F",
+        ),
+        (
+            &["--transport", "tls", "--tls-mode", "ktls", "--cipher", "C027"],
+            "cipher C027 with tls_mode ktls: the kernel's TLS carries AES-GCM suites only",
+        ),
+        (
+            &[
+                "--transport",
+                "tls",
+                "--tls-mode",
+                "ktls",
+                "--resume-ratio",
+                "0.5",
+            ],
+            "resume_ratio with tls_mode ktls and TLS 1.3: resumption needs session tickets",
+        ),
+        (
+            &["--transport", "tls", "--tls-mode", "ktls", "--rekey", "1MB"],
+            "rekey with tls_mode ktls: the kernel's TLS has no key update",
         ),
         (
             // TEST-NET-1: refused before any packet is sent.
@@ -82,6 +101,13 @@ fn transport_errors_are_one_line_exit_2() {
         ),
     ];
     assert_usage_errors(cases);
+    // Without CONFIG_TLS (this host): what is missing and what enables it.
+    if stackbench_engine::transport::ktls::ktls_available().is_err() {
+        assert_usage_errors(&[(
+            &["--transport", "tls", "--tls-mode", "ktls"],
+            "tls_mode ktls: this kernel has no kernel TLS (setsockopt TCP_ULP \"tls\" fails with ENOENT): it needs CONFIG_TLS (modprobe tls",
+        )]);
+    }
     let long = std::env::temp_dir().join(format!("{}-{}", "d".repeat(90), std::process::id()));
     std::fs::create_dir_all(&long).unwrap();
     for (dir, want) in [

@@ -59,6 +59,8 @@ pub struct TlsAccum {
     /// Thread CPU ns of those handshakes, full and resumed.
     pub full_cpu_ns: u64,
     pub resumed_cpu_ns: u64,
+    /// Connections switched to kTLS (`tls_mode ktls`), window or not.
+    pub ktls: u64,
 }
 
 impl ClassAccum {
@@ -73,7 +75,9 @@ impl ClassAccum {
             hist: LatencyHistogram::new(),
             full_cpu_ns: 0,
             resumed_cpu_ns: 0,
+            ktls: 0,
         });
+        t.ktls += u64::from(h.ktls);
         if counted {
             if h.resumed {
                 t.resumed += 1;
@@ -128,6 +132,7 @@ impl ClassAccum {
                 a.hist.merge(&b.hist);
                 a.full_cpu_ns += b.full_cpu_ns;
                 a.resumed_cpu_ns += b.resumed_cpu_ns;
+                a.ktls += b.ktls;
             }
             (None, Some(b)) => self.tls = Some(b.clone()),
             _ => {}

@@ -129,6 +129,9 @@ pub fn run_workload(
         ..cfg.clone()
     };
     let _fds = limits::reserve_fds(cfg.workload.total_clients()).map_err(EngineError::Limit)?;
+    let ktls = cfg.tls.as_ref().is_some_and(|p| p.mode == TlsMode::Ktls);
+    // Before any connection of the run: the kernel's kTLS counters here.
+    let ktls_before = ktls.then(|| transport::ktls::tls_stat().unwrap_or_default());
     // Memory before this workload's connections exist: the fixed part.
     let baseline_memory = watch::memory_now(control);
     let Started {
@@ -170,6 +173,7 @@ pub fn run_workload(
         reason = mptcp_shortfall(cfg.transport, &server_stats)
             .or_else(|| smc_shortfall(cfg.transport, &server_stats));
     }
+    let ktls_client = ktls_before.and_then(|b| Some(transport::ktls::tls_stat()?.since(&b)));
     let workload = cfg.workload.to_string();
     let cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
     let memory =
@@ -191,9 +195,13 @@ pub fn run_workload(
             class
         })
         .zip(server_stats.iter().map(Some).chain(std::iter::repeat(None)))
-        .map(|(mut class, stats)| {
+        .zip(&merged)
+        .map(|((mut class, stats), acc)| {
             if let (Some(tls), Some(s)) = (class.tls.as_mut(), stats) {
                 summary::add_server_tls(tls, s);
+            }
+            if let (Some(tls), true) = (class.tls.as_mut(), ktls) {
+                summary::add_ktls(tls, acc, stats, ktls_client);
             }
             class
         })

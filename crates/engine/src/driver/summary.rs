@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use stackbench_metrics::record::{
-    HandshakeCpuUs, LagUs, PacingMode, PopulationFigures, TlsFigures,
+    HandshakeCpuUs, KtlsCounters, KtlsFigures, LagUs, PacingMode, PopulationFigures, TlsFigures,
 };
 use stackbench_metrics::{ClassResult, LatencyHistogram};
 use stackbench_model::{ClassSpec, Pacing};
@@ -79,6 +79,7 @@ pub fn class_result(
                 client_resumed: HandshakeCpuUs::per_handshake(t.resumed_cpu_ns, t.resumed),
                 ..HandshakeCpuUs::default()
             }),
+            ktls: None,
         }),
     }
 }
@@ -93,6 +94,22 @@ pub fn add_server_tls(tls: &mut TlsFigures, s: &ServerTestStats) {
     cpu.server_full = HandshakeCpuUs::per_handshake(s.tls_full_cpu_ns, s.tls_full_handshakes);
     cpu.server_resumed =
         HandshakeCpuUs::per_handshake(s.tls_resumed_cpu_ns, s.tls_resumed_handshakes);
+}
+
+/// `tls_mode ktls`: the class's switched connections on each side and the
+/// kernel counters' deltas (`client`: the driver's namespace over the run).
+pub fn add_ktls(
+    tls: &mut TlsFigures,
+    acc: &ClassAccum,
+    s: Option<&ServerTestStats>,
+    client: Option<KtlsCounters>,
+) {
+    tls.ktls = Some(KtlsFigures {
+        connections: acc.tls.as_ref().map_or(0, |t| t.ktls),
+        server_connections: s.map_or(0, |s| s.tls_ktls_connections),
+        client,
+        server: s.and_then(|s| s.ktls),
+    });
 }
 
 /// The population figures of a paced class, or of any class of a ramped

@@ -30,6 +30,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::limits::{self, FdReservation};
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::sockopt;
+use stackbench_metrics::record::KtlsCounters;
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{IoMode, TlsParams};
 
@@ -94,6 +95,8 @@ struct TestResources {
     _dir: Option<SocketDir>,
     _fds: FdReservation,
     _proxy: Option<SidecarProxy>,
+    /// `tls_mode ktls`: the kernel's kTLS counters when the test started.
+    ktls_before: Option<KtlsCounters>,
 }
 
 /// What `start` asks for, as the control session received it.
@@ -201,6 +204,11 @@ impl Pool {
                 _dir: dir,
                 _fds: fds,
                 _proxy: proxy,
+                ktls_before: req
+                    .tls
+                    .as_ref()
+                    .filter(|p| req.transport == Transport::Tls && p.mode == TlsMode::Ktls)
+                    .map(|_| transport::ktls::tls_stat().unwrap_or_default()),
             },
         );
         Ok((id, endpoints))
@@ -269,7 +277,8 @@ impl Pool {
             total.add(&s);
         }
         // Every worker has dropped its listeners: remove the socket files.
-        tests.remove(&test_id);
+        let before = tests.remove(&test_id).and_then(|r| r.ktls_before);
+        total.ktls = before.and_then(|b| Some(transport::ktls::tls_stat()?.since(&b)));
         total
     }
 }

@@ -103,6 +103,7 @@ impl ProxyReport {
             handshake_cpu_us: None,
             rekeys: 0,
             server_rekeys: 0,
+            ktls: None,
         })
     }
 }

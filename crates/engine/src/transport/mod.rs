@@ -13,6 +13,7 @@
 //! the control protocol: `IP:port` or a unix socket path.
 
 mod dialer;
+pub mod ktls;
 mod mptcp;
 pub mod smc;
 mod stream;

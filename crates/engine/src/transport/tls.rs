@@ -9,6 +9,10 @@
 //! record per call, so [`TlsConn::send`] and [`TlsConn::recv`] loop until the
 //! buffer is done or the socket says EAGAIN.
 //!
+//! `tls_mode ktls` uses the same handshake, then hands the record layer to
+//! the kernel ([`super::ktls`]): from then on `send`/`recv` are plain system
+//! calls on the socket and OpenSSL is out of the data path.
+//!
 //! Certificates are not verified (a benchmark against its own responder);
 //! the responder makes a self-signed certificate once per process unless
 //! given PEM files.
@@ -26,13 +30,15 @@ use openssl::nid::Nid;
 use openssl::pkey::{PKey, Private};
 use openssl::rsa::Rsa;
 use openssl::ssl::{
-    ErrorCode, SslContext, SslContextBuilder, SslMethod, SslMode, SslOptions, SslSession,
-    SslStream, SslVerifyMode, SslVersion,
+    ErrorCode, ShutdownState, SslContext, SslContextBuilder, SslMethod, SslMode, SslOptions,
+    SslSession, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::{X509NameBuilder, X509};
 use stackbench_model::settings::{CertType, CipherSuite, TlsVersion};
 use stackbench_model::TlsParams;
 
+use super::ktls;
+pub use super::ktls::ktls_available;
 use super::tls_acct::{self, Rekey};
 use crate::sockopt;
 
@@ -85,6 +91,8 @@ pub struct Handshake {
     pub cipher_name: &'static str,
     /// Thread CPU time of the calls that advanced the handshake.
     pub cpu_ns: u64,
+    /// The record layer went to the kernel (`tls_mode ktls`).
+    pub ktls: bool,
 }
 
 /// One TLS connection: the OpenSSL stream and its handshake's timing.
@@ -98,6 +106,10 @@ pub struct TlsConn {
     /// CPU time of the handshake's steps so far.
     handshake_cpu_ns: u64,
     rekey: Rekey,
+    /// `tls_mode ktls`: switch to the kernel when the handshake finishes.
+    wants_ktls: bool,
+    /// Switched: data moves by plain send/recv, OpenSSL is bypassed.
+    ktls: bool,
 }
 
 fn to_io(e: openssl::ssl::Error) -> io::Error {
@@ -125,6 +137,10 @@ impl TlsConn {
     ) -> io::Result<TlsConn> {
         let mut ssl = openssl::ssl::Ssl::new(ctx).map_err(io::Error::other)?;
         super::tls_acct::set_read_buffer(&mut ssl, recv_message_bytes);
+        let wants_ktls = ktls::enabled(ctx);
+        if wants_ktls {
+            ktls::prepare(&mut ssl);
+        }
         if client {
             if let Some(s) = session {
                 // SAFETY: the session comes from a context of the same kind.
@@ -142,6 +158,8 @@ impl TlsConn {
             finished: false,
             handshake_cpu_ns: 0,
             rekey: Rekey::of(ctx),
+            wants_ktls,
+            ktls: false,
         })
     }
 
@@ -158,6 +176,17 @@ impl TlsConn {
         self.handshake_cpu_ns += tls_acct::thread_cpu_ns().saturating_sub(cpu_ns);
         step.map_err(to_io)?;
         self.finished = true;
+        if self.wants_ktls {
+            ktls::switch(self.raw_fd(), self.stream.ssl(), self.client())?;
+            self.ktls = true;
+            // OpenSSL may never write again (its records would go out as
+            // data under the kernel's keys), and a connection freed without
+            // a shutdown has its session marked not resumable: mark the
+            // shutdown done. (No close_notify is sent, which TLS 1.2 no
+            // longer ties to resumption, RFC 5246 §7.2.1.)
+            self.stream
+                .set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+        }
         let ssl = self.stream.ssl();
         let cipher = ssl.current_cipher();
         let id = cipher.map_or([0, 0], |c| c.protocol_id());
@@ -173,15 +202,27 @@ impl TlsConn {
             cipher: u16::from_be_bytes(id),
             cipher_name,
             cpu_ns: self.handshake_cpu_ns,
+            ktls: self.ktls,
         });
         Ok(())
     }
 
+    fn client(&self) -> bool {
+        !self.stream.ssl().is_server()
+    }
+
     /// Writes all of `buf` or until the socket is full (then what was
-    /// written, or `WouldBlock` if nothing).
+    /// written, or `WouldBlock` if nothing). With kTLS: one `send`, which
+    /// the kernel turns into records (a short one means the socket is full).
     pub(crate) fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.ktls {
+            return sockopt::send(self.raw_fd(), buf);
+        }
         self.stream.get_mut().drained = false;
         self.handshake()?;
+        if self.ktls {
+            return sockopt::send(self.raw_fd(), buf);
+        }
         let mut done = 0;
         while done < buf.len() {
             match self.stream.ssl_write(&buf[done..]) {
@@ -202,8 +243,14 @@ impl TlsConn {
     /// Reads until `buf` is full or the socket is drained; `Ok(0)` at the end
     /// of the stream (close_notify or a plain FIN).
     pub(crate) fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.ktls {
+            return ktls_recv(self.raw_fd(), buf);
+        }
         self.stream.get_mut().drained = false;
         self.handshake()?;
+        if self.ktls {
+            return ktls_recv(self.raw_fd(), buf);
+        }
         let mut got = 0;
         while got < buf.len() {
             match self.stream.ssl_read(&mut buf[got..]) {
@@ -241,8 +288,11 @@ impl TlsConn {
 
     /// Ends this side's sending: close_notify (once the handshake finished),
     /// then a FIN. Reading goes on until the peer ends too.
+    /// With kTLS: a plain FIN without close_notify (the kernel would send
+    /// one only as a control record, which the peer's plain `recv` reports
+    /// as EIO); both sides of a ktls run read a FIN as the end.
     pub(crate) fn close_write(&mut self) -> io::Result<()> {
-        if self.finished {
+        if self.finished && !self.ktls {
             // One record; never waits for the peer's close_notify.
             let _ = self.stream.shutdown();
         }
@@ -260,44 +310,28 @@ impl TlsConn {
 /// it not resumable) when its connection ends without one.
 impl Drop for TlsConn {
     fn drop(&mut self) {
-        if self.finished {
+        // With kTLS, OpenSSL's close_notify would go out as application
+        // data under the kernel's keys: a plain close instead.
+        if self.finished && !self.ktls {
             let _ = self.stream.shutdown();
         }
     }
 }
 
-/// Whether this kernel has kernel TLS (CONFIG_TLS): setting the `tls` upper
-/// layer protocol on a TCP socket fails with ENOENT without it (with it, an
-/// unconnected socket says ENOTCONN). The error says what is missing and
-/// what would enable it. Even with it, the `ktls` mode is not built yet.
-pub fn ktls_available() -> Result<(), String> {
-    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
-        .map_err(|e| format!("tls_mode ktls: cannot open a probe socket: {e}"))?;
-    let ulp = b"tls\0";
-    // SAFETY: a valid fd and a NUL-terminated option value of that length.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_TCP,
-            libc::TCP_ULP,
-            ulp.as_ptr().cast(),
-            ulp.len() as libc::socklen_t,
-        )
-    };
-    let err = io::Error::last_os_error();
-    if rc != 0 && err.raw_os_error() == Some(libc::ENOENT) {
-        return Err(
-            "tls_mode ktls: this kernel has no kernel TLS (setsockopt TCP_ULP \"tls\" \
-             fails with ENOENT): it needs CONFIG_TLS (modprobe tls, or a kernel built with it); \
-             use --tls-mode inline"
-                .to_string(),
-        );
-    }
-    Err(
-        "tls_mode ktls: the kernel has TLS, but stackbench's ktls mode is not built yet: \
-         use --tls-mode inline"
-            .to_string(),
-    )
+/// One `recv` on a kTLS socket: the kernel decrypts whole records and
+/// returns what is ready (a short read means no further record is ready).
+/// EIO means a record other than application data (an alert or a
+/// post-handshake message), which plain `recv` cannot take.
+fn ktls_recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    sockopt::recv(fd, buf, false).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EIO) {
+            io::Error::other(
+                "tls_mode ktls: the peer sent a TLS control record (alert or key update)",
+            )
+        } else {
+            e
+        }
+    })
 }
 
 /// Applies version, cipher and groups to a context of either side.
@@ -327,7 +361,8 @@ fn restrict(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), String> {
     b.set_mode(SslMode::ENABLE_PARTIAL_WRITE | SslMode::ACCEPT_MOVING_WRITE_BUFFER);
     // Whole records (and several) per recv: see [`FdIo`].
     b.set_read_ahead(true);
-    Ok(())
+    // ktls: read-ahead off, GCM only, secrets kept (see `ktls::configure`).
+    ktls::configure(b, p)
 }
 
 /// The driver's context for `p` (no certificate verification).

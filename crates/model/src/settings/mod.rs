@@ -208,7 +208,7 @@ run_settings! {
     cert: Option<Text> = None, json "cert";
     /// PEM private key file for the responder (on its host; with --cert).
     key: Option<Text> = None, json "key";
-    /// Where TLS runs: inline (OpenSSL in driver and responder), sidecar (a TLS proxy process per side, as AT-TLS); ktls is refused with the reason.
+    /// Where TLS runs: inline (OpenSSL in driver and responder), sidecar (a TLS proxy process per side, as AT-TLS), ktls (OpenSSL handshake, then the kernel record layer; needs CONFIG_TLS).
     tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";
