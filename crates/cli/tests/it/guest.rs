@@ -11,12 +11,14 @@ use std::process::{Command, Output};
 
 use crate::common::{json_of, stackbench};
 
-const KERNEL: &str = "linux-image-6.1.0-48-cloud-amd64-unsigned";
+/// The Debian kernel the guest tests boot (bookworm's cloud kernel; the
+/// archive keeps several ABIs of it, `apt-cache search linux-image` lists them).
+pub const KERNEL: &str = "linux-image-6.1.0-48-cloud-amd64-unsigned";
 const RELEASE: &str = "6.1.0-48-cloud-amd64";
 /// The kernel unpacked by hand on the development machine (optional).
 const DEV_KERNEL: &str = "/work/kern/x/boot/vmlinuz-6.1.0-48-cloud-amd64";
 /// Shared by the tests and across runs, so the package downloads once.
-const CACHE: &str = "/tmp/stackbench-cache";
+pub const CACHE: &str = "/tmp/stackbench-cache";
 
 fn on_path(tool: &str) -> bool {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -24,7 +26,7 @@ fn on_path(tool: &str) -> bool {
 }
 
 /// Whether guests can boot here; says why not otherwise.
-fn guest_tools(test: &str) -> bool {
+pub fn guest_tools(test: &str) -> bool {
     let missing: Vec<&str> = ["qemu-system-x86_64", "busybox", "apt-get"]
         .into_iter()
         .filter(|t| !on_path(t))

@@ -3,7 +3,7 @@
 
 mod common;
 mod guest;
-mod guest_ktls;
+mod guest_tier;
 mod lab;
 mod lab_run;
 mod plan;
