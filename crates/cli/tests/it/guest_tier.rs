@@ -155,3 +155,55 @@ fn ktls_tls12_with_resumed_handshakes_in_the_guest_kernel() {
     let tls = &record["classes"][0]["tls"];
     assert!(tls["resumed_handshakes"].as_u64().unwrap() > 0, "{tls}");
 }
+
+#[test]
+fn the_kernel_release_example_renders_its_release_table() {
+    if !guest_tools("the_kernel_release_example_renders_its_release_table") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let out = stackbench()
+        .env("STACKBENCH_CACHE", CACHE)
+        .arg("study")
+        .arg(crate::common::examples().join("kernel-release.toml"))
+        .args(["--duration", "1s", "--warmup", "0s", "--repetitions", "1"])
+        .args(["--guest-accel", "tcg", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = dir.path().join("report");
+    let out = stackbench()
+        .args(["report", "--study", "kernel-release", "--db"])
+        .arg(&db)
+        .arg("-o")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("Throughput new/old"), "{md}");
+    assert!(
+        md.contains("release 6.1.0-47-cloud-amd64, the baseline"),
+        "{md}"
+    );
+    for workload in [
+        "RR1(1B/1B)",
+        "RR10(4kB/4kB)",
+        "CRR10(64B/8kB)",
+        "STR1(1B/2MB)",
+    ] {
+        assert!(md.contains(workload), "{workload}: {md}");
+    }
+    assert!(md.contains("Average (geometric mean)"), "{md}");
+    assert!(md.contains("no performance verdict"), "emulated: {md}");
+}
