@@ -215,7 +215,8 @@ impl Pool {
     }
 }
 
-/// `ports` fresh ports, each with one SO_REUSEPORT listener per worker.
+/// `ports` fresh ports, each with one SO_REUSEPORT listener per worker (over
+/// AF_SMC, `ports` fresh ports per worker).
 fn inet_listeners(
     workers: usize,
     t: Transport,
@@ -233,17 +234,28 @@ fn inet_listeners(
     let mut per_worker: Vec<Vec<DataListener>> = (0..workers).map(|_| Vec::new()).collect();
     let mut endpoints = Vec::new();
     let cannot = |e: io::Error| format!("cannot open a data listener: {e}");
+    // AF_SMC has no SO_REUSEPORT: a port of its own per worker (as AF_UNIX
+    // has a path per worker), the driver spreading clients over them.
+    let shared = t != Transport::Smc;
     for _ in 0..req.ports {
         let mut addr = SocketAddr::new(ip, 0);
         for listeners in per_worker.iter_mut() {
+            if !shared {
+                addr = SocketAddr::new(ip, 0);
+            }
             let mut l = transport::listen_inet(t, addr, &spec.socket).map_err(cannot)?;
             if let Some(ctx) = &tls {
                 l = l.with_tls(ctx.clone());
             }
             addr = l.local_addr().map_err(cannot)?;
             listeners.push(l);
+            if !shared {
+                endpoints.push(Endpoint::Inet(addr));
+            }
         }
-        endpoints.push(Endpoint::Inet(addr));
+        if shared {
+            endpoints.push(Endpoint::Inet(addr));
+        }
     }
     Ok((per_worker, endpoints, None))
 }

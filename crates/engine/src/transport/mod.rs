@@ -144,7 +144,8 @@ pub fn check_usable(transport: Transport, target: SocketAddr) -> Result<(), Stri
 }
 
 /// Creates a data listener of `transport` on `addr` (port 0 picks one;
-/// SO_REUSEPORT so every responder worker can listen on the same port).
+/// SO_REUSEPORT so every responder worker can listen on the same port,
+/// except over AF_SMC, which refuses it).
 pub fn listen_inet(
     transport: Transport,
     addr: SocketAddr,
@@ -156,13 +157,20 @@ pub fn listen_inet(
         _ => (Domain::for_address(addr), Protocol::TCP),
     };
     let socket = sockopt::new_socket(domain, Some(protocol), opts)?;
-    socket.set_reuse_port(true)?;
-    socket.set_reuse_address(true)?;
+    let step = |what: &str, r: std::io::Result<()>| {
+        r.map_err(|e| std::io::Error::new(e.kind(), format!("{what}: {e}")))
+    };
+    // AF_SMC sockets refuse SO_REUSEPORT (EOPNOTSUPP, Linux 6.1): the
+    // responder gives each worker its own port instead.
+    if transport != Transport::Smc {
+        step("SO_REUSEPORT", socket.set_reuse_port(true))?;
+    }
+    step("SO_REUSEADDR", socket.set_reuse_address(true))?;
     if addr.is_ipv6() {
         socket.set_only_v6(true)?;
     }
-    socket.bind(&addr.into())?;
-    socket.listen(DATA_BACKLOG)?;
+    step("bind", socket.bind(&addr.into()))?;
+    step("listen", socket.listen(DATA_BACKLOG))?;
     Ok(DataListener::from_socket(socket, transport))
 }
 
