@@ -15,7 +15,7 @@ pub mod stats;
 pub mod warnings;
 
 pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
-pub use lab::{LabEnvironment, LabInterface};
+pub use lab::{LabEnvironment, LabInterface, LabIpsec, LabNetem, LabSa};
 pub use latency::LatencyHistogram;
 pub use memory::{side_memory, MemorySample};
 pub use record::{
