@@ -74,7 +74,7 @@ pub fn netem_qopt(netem: &Netem, limit: u32) -> [u8; 24] {
 }
 
 /// Writes netem's options: the struct, then the exact 64-bit times.
-fn netem_options(msg: &mut Message, netem: &Netem, limit: u32) {
+pub fn netem_options(msg: &mut Message, netem: &Netem, limit: u32) {
     msg.raw(&netem_qopt(netem, limit));
     let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
     msg.attr(TCA_NETEM_LATENCY64, &ns(netem.delay).to_ne_bytes());

@@ -10,9 +10,9 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::error::{LabError, Result};
 use crate::ipsec;
-use crate::spec::{IpsecAlgorithm, IpsecMode, Lab, LinkQdisc};
+use crate::spec::{IpsecAlgorithm, IpsecMode, Lab, LinkQdisc, Netem};
 use crate::up::{netlink, nl_error, qdisc_error};
-use crate::{qdisc, rtnl, xfrm};
+use crate::{netem, qdisc, rtnl, xfrm};
 
 /// What the lab needs of the kernel beyond namespaces, veth and tbf.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -68,11 +68,19 @@ fn try_all(lab: &str, needs: &Needs) -> Result<()> {
     let lo = rtnl::link(&mut nl, "lo")
         .map_err(|e| nl_error("scratch namespace: read lo", e))?
         .map_or(1, |l| l.index);
-    for (kind, needed) in [("netem", needs.netem), ("fq", needs.fq)] {
+    let uses = [
+        ("netem", needs.netem, "delay, jitter or loss"),
+        ("fq", needs.fq, "pacing (qdisc fq)"),
+    ];
+    for (kind, needed, what) in uses {
         if needed {
-            let action = format!("lab {lab}: {kind} qdisc for a link's delay, loss or pacing");
-            qdisc::replace_root(&mut nl, lo, kind, |_| {})
-                .map_err(|e| qdisc_error(kind, &action, e))?;
+            let action = format!("lab {lab}: {kind} qdisc for a link's {what}");
+            qdisc::replace_root(&mut nl, lo, kind, |m| {
+                if kind == "netem" {
+                    netem::netem_options(m, &Netem::default(), 1000);
+                }
+            })
+            .map_err(|e| qdisc_error(kind, &action, e))?;
             qdisc::delete_root(&mut nl, lo).map_err(|e| nl_error(action, e))?;
         }
     }

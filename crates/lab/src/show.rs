@@ -382,7 +382,7 @@ fn end_line(end: &End, state: Option<&EndState>, link: &crate::spec::Link) -> (S
             format_size(l)
         ),
         (Some(r), _, _) if s.qdisc == "htb" => format!("htb {}", format_bit_rate(r)),
-        _ if s.qdisc.is_empty() || s.qdisc == "noqueue" => "unshaped".to_string(),
+        _ if ["", "noqueue", "netem", "fq"].contains(&s.qdisc.as_str()) => "unshaped".to_string(),
         _ => format!("qdisc {}", s.qdisc),
     };
     let rate = format!("{rate}{}", mark(s.rate_bps == link.rate_bps, want_rate));

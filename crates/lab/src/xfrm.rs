@@ -85,9 +85,12 @@ fn mode_byte(mode: IpsecMode) -> u8 {
     }
 }
 
-/// `struct xfrm_lifetime_cfg`: eight limits, all infinite.
+/// `struct xfrm_lifetime_cfg`: the byte and packet limits infinite
+/// (`XFRM_INF`), the four time limits 0 = none (a time of `XFRM_INF` would
+/// overflow the kernel's expiry sum and expire the SA at once), as `ip
+/// xfrm` writes it.
 fn infinite_lifetime(b: &mut [u8]) {
-    for i in 0..8 {
+    for i in 0..4 {
         b[i * 8..i * 8 + 8].copy_from_slice(&XFRM_INF.to_ne_bytes());
     }
 }
@@ -230,10 +233,13 @@ fn read_address(b: &[u8], family: u16) -> IpAddr {
 pub fn parse_sa(p: &[u8]) -> Option<SaState> {
     let info = p.get(..SA_INFO_LEN)?;
     let fam = u16::from_ne_bytes([info[212], info[213]]);
+    // In a fixed order (the kernel dumps authentication before encryption).
     let mut names = Vec::new();
-    for (kind, data) in attrs(&p[SA_INFO_LEN..]) {
-        if matches!(kind, XFRMA_ALG_AEAD | XFRMA_ALG_CRYPT | XFRMA_ALG_AUTH_TRUNC) {
-            names.push(text(data.get(..ALG_NAME_LEN).unwrap_or(data)));
+    for want in [XFRMA_ALG_AEAD, XFRMA_ALG_CRYPT, XFRMA_ALG_AUTH_TRUNC] {
+        for (kind, data) in attrs(&p[SA_INFO_LEN..]) {
+            if kind == want {
+                names.push(text(data.get(..ALG_NAME_LEN).unwrap_or(data)));
+            }
         }
     }
     Some(SaState {
@@ -298,7 +304,9 @@ mod tests {
         assert_eq!(b[76], 50, "id.proto ESP");
         assert_eq!(&b[80..84], &[10, 77, 1, 1], "saddr");
         assert_eq!(u64_at(&b, 96), u64::MAX, "lft.soft_byte_limit");
-        assert_eq!(u64_at(&b, 152), u64::MAX, "lft.hard_use_expires_seconds");
+        assert_eq!(u64_at(&b, 120), u64::MAX, "lft.hard_packet_limit");
+        assert_eq!(u64_at(&b, 128), 0, "lft.soft_add_expires_seconds: none");
+        assert_eq!(u64_at(&b, 152), 0, "lft.hard_use_expires_seconds: none");
         assert_eq!(u64_at(&b, 160), 0, "curlft.bytes");
         assert_eq!(field(&b, 208), 1000, "reqid");
         assert_eq!(u16::from_ne_bytes([b[212], b[213]]), 2, "family AF_INET");
@@ -306,6 +314,14 @@ mod tests {
         let back = parse_sa(&b).unwrap();
         assert_eq!((back.spi, back.mode.as_str()), (0x5b00_0100, "tunnel"));
         assert_eq!(back.dst, s.dst);
+        // Names in a fixed order, whatever the kernel's attribute order.
+        let cbc = sa(IpsecAlgorithm::AesCbc128Sha256);
+        let mut msg = Message::new(0, 0, &sa_info(&cbc));
+        for (kind, data) in algorithm_attrs(&cbc).into_iter().rev() {
+            msg.attr(kind, &data);
+        }
+        let back = parse_sa(msg.body()).unwrap();
+        assert_eq!(back.algorithm, kernel_name(IpsecAlgorithm::AesCbc128Sha256));
     }
 
     #[test]
