@@ -286,11 +286,17 @@ impl LabRun {
         let mut warnings = Vec::new();
         let changes = env.changes();
         if !changes.is_empty() {
-            warnings.push(crate::quality::report(&Warning::LabChanged { changes }, None));
+            warnings.push(crate::quality::report(
+                &Warning::LabChanged { changes },
+                None,
+            ));
         }
         let interfaces = env.ipsec_idle();
         if !interfaces.is_empty() {
-            warnings.push(crate::quality::report(&Warning::IpsecIdle { interfaces }, None));
+            warnings.push(crate::quality::report(
+                &Warning::IpsecIdle { interfaces },
+                None,
+            ));
         }
         (env, warnings)
     }

@@ -85,7 +85,10 @@ pub fn address_pairs(lab: &Lab, i: usize) -> Vec<(IpAddr, IpAddr)> {
     a.addresses
         .iter()
         .filter_map(|x| {
-            let y = b.addresses.iter().find(|y| y.addr.is_ipv4() == x.addr.is_ipv4())?;
+            let y = b
+                .addresses
+                .iter()
+                .find(|y| y.addr.is_ipv4() == x.addr.is_ipv4())?;
             Some((x.addr, y.addr))
         })
         .collect()
@@ -200,9 +203,8 @@ fn install(ns: &str, lab: &Lab, i: usize, sas: &[Sa], own: &[IpAddr]) -> Result<
         }
         for (src, dst, dir) in dirs {
             let t = xfrm::tmpl(src, dst, reqid, link.ipsec_mode);
-            xfrm::update_policy(&mut nl, (src, dst, dir), &t).map_err(|e| {
-                nl_error(format!("{ns}: IPsec policy {src} -> {dst} {dir:?}"), e)
-            })?;
+            xfrm::update_policy(&mut nl, (src, dst, dir), &t)
+                .map_err(|e| nl_error(format!("{ns}: IPsec policy {src} -> {dst} {dir:?}"), e))?;
         }
     }
     Ok(())

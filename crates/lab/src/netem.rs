@@ -51,7 +51,8 @@ const UNSHAPED_BPS: u64 = 10_000_000_000;
 /// netem's queue for `netem` on a link of `rate_bps` (module doc).
 pub fn limit_packets(netem: &Netem, rate_bps: Option<u64>) -> u32 {
     let window = netem.delay + netem.jitter + Duration::from_millis(20);
-    let bytes = u128::from(rate_bps.unwrap_or(UNSHAPED_BPS) / 8) * window.as_nanos() / 1_000_000_000;
+    let bytes =
+        u128::from(rate_bps.unwrap_or(UNSHAPED_BPS) / 8) * window.as_nanos() / 1_000_000_000;
     let packets = u64::try_from(bytes / 1500).unwrap_or(u64::MAX);
     packets.clamp(MIN_LIMIT_PACKETS, MAX_LIMIT_PACKETS) as u32
 }
@@ -157,8 +158,14 @@ pub fn replace_chain(
     kinds: &[&'static str],
 ) -> Result<(), (&'static str, NlError)> {
     let have = qdisc::qdiscs(nl, index).map_err(|e| ("", e))?;
-    let same = chain(&have).iter().map(|q| q.kind.as_str()).eq(kinds.iter().copied())
-        && chain(&have).iter().zip(kinds).all(|(q, k)| q.handle == handle(k));
+    let same = chain(&have)
+        .iter()
+        .map(|q| q.kind.as_str())
+        .eq(kinds.iter().copied())
+        && chain(&have)
+            .iter()
+            .zip(kinds)
+            .all(|(q, k)| q.handle == handle(k));
     if !same {
         qdisc::delete_root(nl, index).map_err(|e| ("", e))?;
     }
@@ -230,7 +237,10 @@ mod tests {
         assert_eq!(limit_packets(&netem(0, 0, 1.0), Some(1_000_000)), 1000);
         // 10 Gbit/s × 30 ms = 37.5 MB = 25 000 packets.
         assert_eq!(limit_packets(&netem(10, 0, 0.0), None), 25_000);
-        assert_eq!(limit_packets(&netem(10_000, 0, 0.0), Some(1_000_000_000_000)), 1_000_000);
+        assert_eq!(
+            limit_packets(&netem(10_000, 0, 0.0), Some(1_000_000_000_000)),
+            1_000_000
+        );
     }
 
     #[test]
@@ -251,7 +261,11 @@ mod tests {
             kind: kind.into(),
             options: Vec::new(),
         };
-        let all = [q(FQ, NETEM | 1, "fq"), q(TBF, TC_H_ROOT, "tbf"), q(NETEM, TBF | 1, "netem")];
+        let all = [
+            q(FQ, NETEM | 1, "fq"),
+            q(TBF, TC_H_ROOT, "tbf"),
+            q(NETEM, TBF | 1, "netem"),
+        ];
         let kinds: Vec<&str> = chain(&all).iter().map(|q| q.kind.as_str()).collect();
         assert_eq!(kinds, ["tbf", "netem", "fq"]);
         assert!(chain(&[]).is_empty());

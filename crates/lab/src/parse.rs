@@ -286,8 +286,8 @@ fn property(src: &Source, out: &mut Link, key: &str, value: &Value) -> Result<bo
         "jitter" => out.netem.jitter = duration(src, key, value)?,
         "loss" => {
             let text = string(src, key, value)?;
-            out.netem.loss_pct = parse_pct(&text)
-                .map_err(|e| src.at(value.span().start, format!("loss: {e}")))?;
+            out.netem.loss_pct =
+                parse_pct(&text).map_err(|e| src.at(value.span().start, format!("loss: {e}")))?;
         }
         "qdisc" => out.qdisc = typed::<LinkQdisc>(src, key, value)?,
         "fq_maxrate" => {

@@ -201,8 +201,11 @@ fn properties(l: &mut crate::spec::Link, o: &LinkOverrides) -> Result<(), String
     }
     l.ipsec = o.ipsec.unwrap_or(l.ipsec);
     l.ipsec_mode = o.ipsec_mode.unwrap_or(l.ipsec_mode);
-    l.check_properties()
-        .map_err(|m| format!("link overrides (link_delay, link_jitter, link_loss, link_qdisc, link_fq_maxrate): {m}"))
+    l.check_properties().map_err(|m| {
+        format!(
+            "link overrides (link_delay, link_jitter, link_loss, link_qdisc, link_fq_maxrate): {m}"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -305,6 +308,9 @@ via = "r1"
             ..LinkOverrides::default()
         };
         let e = with_overrides(&lab, 0, &bad).unwrap_err();
-        assert!(e.contains("jitter") && e.contains("larger than the delay"), "{e}");
+        assert!(
+            e.contains("jitter") && e.contains("larger than the delay"),
+            "{e}"
+        );
     }
 }

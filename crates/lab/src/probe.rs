@@ -95,7 +95,10 @@ fn try_sa(lab: &str, algorithm: IpsecAlgorithm, v6: bool) -> Result<()> {
     let action = format!("lab {lab}: IPsec {}", algorithm.name());
     let mut nl = ipsec::open(&action)?;
     let (src, dst) = if v6 {
-        ("fd00::1".parse().expect("IPv6"), "fd00::2".parse().expect("IPv6"))
+        (
+            "fd00::1".parse().expect("IPv6"),
+            "fd00::2".parse().expect("IPv6"),
+        )
     } else {
         (
             IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),

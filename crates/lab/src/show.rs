@@ -13,10 +13,10 @@ use stackbench_model::units::{format_bit_rate, format_size};
 use crate::error::Result;
 use crate::htb::{self, ClassStats};
 use crate::layout::{layout, End, Layout};
+use crate::netem::NetemState;
 use crate::parse::cpus_text;
 use crate::spec::{IpNet, Lab, Offloads};
 use crate::up::nl_error;
-use crate::netem::NetemState;
 use crate::xfrm::SaState;
 use crate::{ethtool, netem, netns, qdisc, rtnl};
 
@@ -146,7 +146,10 @@ fn absent(link: usize, end: &End) -> EndState {
 /// The qdisc chain of link `index`: kinds, netem, fq and its cap.
 type ChainState = (Vec<String>, Option<NetemState>, bool, Option<u64>);
 
-fn read_chain(nl: &mut crate::netlink::Netlink, index: u32) -> Result<ChainState, crate::netlink::NlError> {
+fn read_chain(
+    nl: &mut crate::netlink::Netlink,
+    index: u32,
+) -> Result<ChainState, crate::netlink::NlError> {
     let all = qdisc::qdiscs(nl, index)?;
     let chain = netem::chain(&all);
     let find = |kind: &str| chain.iter().find(|q| q.kind == kind);
@@ -279,7 +282,10 @@ pub fn render(lab: &Lab, back: &Readback) -> String {
             let (line, n) = end_line(end, state, link);
             diffs += n;
             out.push_str(&line);
-            let host_end = plan.namespaces.iter().any(|n| n.name == end.ns && !n.router);
+            let host_end = plan
+                .namespaces
+                .iter()
+                .any(|n| n.name == end.ns && !n.router);
             if let Some(s) = state.filter(|s| s.present) {
                 let (line, n) = property_line(s, link, host_end);
                 diffs += n;

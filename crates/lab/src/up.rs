@@ -74,7 +74,10 @@ pub fn up(lab: &Lab) -> Result<UpReport> {
             report.pairs_created += 1;
         }
         for end in &pair.ends {
-            let host_end = plan.namespaces.iter().any(|n| n.name == end.ns && !n.router);
+            let host_end = plan
+                .namespaces
+                .iter()
+                .any(|n| n.name == end.ns && !n.router);
             configure_end(end, &lab.links[pair.link], host_end)?;
         }
     }

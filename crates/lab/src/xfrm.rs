@@ -331,7 +331,11 @@ mod tests {
         assert_eq!(p.len(), 168, "sizeof(struct xfrm_userpolicy_info)");
         assert_eq!(&p[0..16], &address(b), "sel.daddr");
         assert_eq!(&p[16..32], &address(a), "sel.saddr");
-        assert_eq!(u16::from_ne_bytes([p[40], p[41]]), 10, "sel.family AF_INET6");
+        assert_eq!(
+            u16::from_ne_bytes([p[40], p[41]]),
+            10,
+            "sel.family AF_INET6"
+        );
         assert_eq!((p[42], p[43]), (128, 128), "prefix lengths");
         assert_eq!(p[160], 2, "dir fwd");
         assert_eq!(p[161], 0, "action allow");
@@ -351,7 +355,11 @@ mod tests {
         assert_eq!(gcm.len(), 1);
         let (kind, data) = &gcm[0];
         assert_eq!(*kind, XFRMA_ALG_AEAD);
-        assert_eq!(data.len(), 72 + 20, "struct xfrm_algo_aead + 128-bit key + salt");
+        assert_eq!(
+            data.len(),
+            72 + 20,
+            "struct xfrm_algo_aead + 128-bit key + salt"
+        );
         assert_eq!(text(&data[..64]), "rfc4106(gcm(aes))");
         assert_eq!((field(data, 64), field(data, 68)), (160, 128));
         let cbc = algorithm_attrs(&sa(IpsecAlgorithm::AesCbc128Sha256));

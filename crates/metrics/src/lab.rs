@@ -219,9 +219,8 @@ impl LabEnvironment {
                         x.esp_packets_in.saturating_sub(before.esp_packets_in),
                     )
                 });
-                (out == 0 || inn == 0).then(|| {
-                    format!("{}/{} (out +{out}, in +{inn})", a.namespace, a.name)
-                })
+                (out == 0 || inn == 0)
+                    .then(|| format!("{}/{} (out +{out}, in +{inn})", a.namespace, a.name))
             })
             .collect()
     }
@@ -304,7 +303,12 @@ mod tests {
         assert!(env.changes().is_empty());
         assert!(env.ipsec_idle().is_empty());
         env.interfaces_after = vec![with(900, 5)];
-        assert_eq!(env.ipsec_idle(), ["sb-pair-client/pair-0a (out +895, in +0)"]);
-        assert!(env.interfaces[0].summary().contains("ipsec aes-gcm-128 transport"));
+        assert_eq!(
+            env.ipsec_idle(),
+            ["sb-pair-client/pair-0a (out +895, in +0)"]
+        );
+        assert!(env.interfaces[0]
+            .summary()
+            .contains("ipsec aes-gcm-128 transport"));
     }
 }

@@ -262,7 +262,9 @@ mod tests {
             assert_eq!(IpsecAlgorithm::parse(&v.text()).unwrap(), *v);
         }
         assert_eq!(IpsecMode::parse("tunnel").unwrap(), IpsecMode::Tunnel);
-        assert!(IpsecMode::parse("beet").unwrap_err().contains("transport, tunnel"));
+        assert!(IpsecMode::parse("beet")
+            .unwrap_err()
+            .contains("transport, tunnel"));
         assert_eq!(LinkQdisc::parse("fq").unwrap(), LinkQdisc::Fq);
         let json = serde_json::to_string(&IpsecAlgorithm::AesGcm128).unwrap();
         assert_eq!(json, "\"aes-gcm-128\"");
