@@ -65,6 +65,14 @@
 //!   (`skb->priority` = class id picks the band) and DSCP CS0…CS6. The
 //!   [`htb`] module documents the mapping; [`up::qdisc_error`] names
 //!   `CONFIG_NET_SCH_HTB` where it is missing (this kernel has htb, not prio).
+//! - **Delay, loss, pacing, IPsec (issue 13, item 2; built).** Link keys
+//!   `delay`, `jitter`, `loss`, `qdisc = "fq"`, `fq_maxrate`, `ipsec`,
+//!   `ipsec_mode` and the run overrides `link_*` of the same names: the
+//!   [`netem`] module builds the qdisc chain tbf → netem → fq (delay one
+//!   way, on both hosts' sending ends), [`ipsec`] the ESP states and
+//!   policies over NETLINK_XFRM ([`xfrm`]); [`probe`] tries each feature in a
+//!   scratch namespace before `up` builds anything, so a kernel without
+//!   netem, fq or ESP is refused in one line naming the option.
 
 mod check;
 pub mod down;
