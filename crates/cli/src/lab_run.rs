@@ -1,6 +1,7 @@
 //! Runs across a lab (`run --lab FILE --lab-from A --lab-to B`, study keys
 //! `lab`, `lab_from`, `lab_to`, and the link overrides `link_rate`,
-//! `link_mtu`, `link_offloads`): the checks `session::resolve` makes, the
+//! `link_mtu`, `link_offloads`, `link_delay`, `link_jitter`, `link_loss`,
+//! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`): the checks `session::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
 //! lab crate).
@@ -11,8 +12,11 @@ use std::path::PathBuf;
 
 use stackbench_lab::netlink::Netlink;
 use stackbench_lab::path::{LabPath, LinkOverrides};
-use stackbench_lab::{netns, rtnl, Lab, LabError, Offloads};
-use stackbench_metrics::{LabEnvironment, LabInterface, Warning, WarningRecord};
+use stackbench_lab::show::EndState;
+use stackbench_lab::{netns, rtnl, IpsecAlgorithm, Lab, LabError, Link, Offloads};
+use stackbench_metrics::{
+    LabEnvironment, LabInterface, LabIpsec, LabNetem, LabSa, Warning, WarningRecord,
+};
 use stackbench_model::settings::{CpuList, RunSettings};
 use stackbench_model::Transport;
 
@@ -30,12 +34,19 @@ pub struct LabRun {
 }
 
 /// Settings that only mean something with `lab`.
-const LAB_ONLY: [&str; 5] = [
+const LAB_ONLY: [&str; 12] = [
     "lab_from",
     "lab_to",
     "link_rate",
     "link_mtu",
     "link_offloads",
+    "link_delay",
+    "link_jitter",
+    "link_loss",
+    "link_qdisc",
+    "link_fq_maxrate",
+    "link_ipsec",
+    "link_ipsec_mode",
 ];
 
 /// Checks the lab settings and resolves them; fills the CPU sets from the
@@ -100,6 +111,81 @@ fn overrides(s: &RunSettings) -> LinkOverrides {
         rate_bps: s.link_rate.map(|r| r.0),
         mtu: s.link_mtu,
         offloads,
+        delay: s.link_delay.map(|d| d.0),
+        jitter: s.link_jitter.map(|d| d.0),
+        loss_pct: s.link_loss.map(|p| p.0),
+        qdisc: s.link_qdisc,
+        fq_maxrate_bps: s.link_fq_maxrate.map(|r| r.0),
+        ipsec: s.link_ipsec,
+        ipsec_mode: s.link_ipsec_mode,
+    }
+}
+
+/// The IPsec part of an interface's read-back: the link's transform and
+/// the SAs of its host, split into out (to the peer) and in.
+fn ipsec_of(link: &Link, host_end: bool, e: &EndState) -> Option<LabIpsec> {
+    if e.sas.is_empty() && (!host_end || link.ipsec == IpsecAlgorithm::Off) {
+        return None;
+    }
+    let mut out = LabIpsec {
+        algorithm: link.ipsec.name().to_string(),
+        mode: link.ipsec_mode.name().to_string(),
+        ..LabIpsec::default()
+    };
+    for sa in &e.sas {
+        let inbound = e.addresses.iter().any(|a| a.addr == sa.dst);
+        if inbound {
+            out.esp_packets_in += sa.packets;
+            out.esp_bytes_in += sa.bytes;
+        } else {
+            out.esp_packets_out += sa.packets;
+            out.esp_bytes_out += sa.bytes;
+        }
+        out.sas.push(LabSa {
+            spi: sa.spi,
+            direction: if inbound { "in" } else { "out" }.to_string(),
+            src: sa.src.to_string(),
+            dst: sa.dst.to_string(),
+            kernel_algorithm: sa.algorithm.clone(),
+            mode: sa.mode.clone(),
+            packets: sa.packets,
+            bytes: sa.bytes,
+        });
+    }
+    Some(out)
+}
+
+/// One path interface's read-back as the environment stores it.
+fn interface(link: &Link, host_end: bool, e: &EndState) -> LabInterface {
+    LabInterface {
+        namespace: e.ns.clone(),
+        name: e.ifname.clone(),
+        mtu_bytes: e.mtu,
+        rate_bps: e.rate_bps,
+        burst_bytes: e.burst_bytes,
+        qdisc: e.qdisc.clone(),
+        offloads: e.offloads.map_or_else(Default::default, |o| {
+            Offloads::NAMES
+                .iter()
+                .zip(o.values())
+                .map(|(n, on)| (n.to_string(), on))
+                .collect()
+        }),
+        addresses: e.addresses.iter().map(ToString::to_string).collect(),
+        qdiscs: if e.qdiscs.len() > 1 {
+            e.qdiscs.clone()
+        } else {
+            Vec::new()
+        },
+        netem: e.netem.map(|n| LabNetem {
+            delay_s: n.delay.as_secs_f64(),
+            jitter_s: n.jitter.as_secs_f64(),
+            loss_pct: n.loss_pct,
+            limit_packets: n.limit_packets,
+        }),
+        fq_maxrate_bps: e.fq_maxrate_bps,
+        ipsec: ipsec_of(link, host_end, e),
+        ..counters(&e.ns, &e.ifname)
     }
 }
 
@@ -161,6 +247,11 @@ impl LabRun {
         let Ok(back) = stackbench_lab::read(&self.lab) else {
             return Vec::new();
         };
+        let link = &self.lab.links[self.path.link];
+        let hosts = [
+            self.lab.namespace(&self.path.from),
+            self.lab.namespace(&self.path.to),
+        ];
         self.path
             .interfaces
             .iter()
@@ -169,34 +260,19 @@ impl LabRun {
                     .ends
                     .iter()
                     .find(|e| e.ns == *ns && e.ifname == *ifname && e.present)?;
-                Some(LabInterface {
-                    namespace: e.ns.clone(),
-                    name: e.ifname.clone(),
-                    mtu_bytes: e.mtu,
-                    rate_bps: e.rate_bps,
-                    burst_bytes: e.burst_bytes,
-                    qdisc: e.qdisc.clone(),
-                    offloads: e.offloads.map_or_else(Default::default, |o| {
-                        Offloads::NAMES
-                            .iter()
-                            .zip(o.values())
-                            .map(|(n, on)| (n.to_string(), on))
-                            .collect()
-                    }),
-                    addresses: e.addresses.iter().map(ToString::to_string).collect(),
-                    ..counters(ns, ifname)
-                })
+                Some(interface(link, hosts.contains(ns), e))
             })
             .collect()
     }
 
     /// The environment entry from the reads before and after the window,
-    /// and the warning when the link changed in between.
+    /// and the warnings: the link changed in between, or its IPsec SAs
+    /// counted no ESP packets.
     pub fn environment(
         &self,
         before: Vec<LabInterface>,
         after: Vec<LabInterface>,
-    ) -> (LabEnvironment, Option<WarningRecord>) {
+    ) -> (LabEnvironment, Vec<WarningRecord>) {
         let env = LabEnvironment {
             name: self.lab.name.clone(),
             file: self.file.clone(),
@@ -207,9 +283,21 @@ impl LabRun {
             interfaces: before,
             interfaces_after: after,
         };
+        let mut warnings = Vec::new();
         let changes = env.changes();
-        let warning = (!changes.is_empty())
-            .then(|| crate::quality::report(&Warning::LabChanged { changes }, None));
-        (env, warning)
+        if !changes.is_empty() {
+            warnings.push(crate::quality::report(
+                &Warning::LabChanged { changes },
+                None,
+            ));
+        }
+        let interfaces = env.ipsec_idle();
+        if !interfaces.is_empty() {
+            warnings.push(crate::quality::report(
+                &Warning::IpsecIdle { interfaces },
+                None,
+            ));
+        }
+        (env, warnings)
     }
 }

@@ -65,27 +65,39 @@
 //!   (`skb->priority` = class id picks the band) and DSCP CS0…CS6. The
 //!   [`htb`] module documents the mapping; [`up::qdisc_error`] names
 //!   `CONFIG_NET_SCH_HTB` where it is missing (this kernel has htb, not prio).
+//! - **Delay, loss, pacing, IPsec (issue 13, item 2; built).** Link keys
+//!   `delay`, `jitter`, `loss`, `qdisc = "fq"`, `fq_maxrate`, `ipsec`,
+//!   `ipsec_mode` and the run overrides `link_*` of the same names: the
+//!   [`netem`] module builds the qdisc chain tbf → netem → fq (delay one
+//!   way, on both hosts' sending ends), [`ipsec`] the ESP states and
+//!   policies over NETLINK_XFRM ([`xfrm`]); [`probe`] tries each feature in a
+//!   scratch namespace before `up` builds anything, so a kernel without
+//!   netem, fq or ESP is refused in one line naming the option.
 
 mod check;
 pub mod down;
 pub mod error;
 pub mod ethtool;
 pub mod htb;
+pub mod ipsec;
 pub mod layout;
+pub mod netem;
 pub mod netlink;
 pub mod netns;
 pub mod parse;
 pub mod path;
+pub mod probe;
 pub mod qdisc;
 pub mod rtnl;
 pub mod show;
 pub mod spec;
 pub mod up;
+pub mod xfrm;
 
 pub use down::down;
 pub use error::LabError;
 pub use layout::{layout, Layout};
 pub use parse::{parse_lab, read_lab};
 pub use show::{read, render, Readback};
-pub use spec::{Host, IpNet, Lab, Link, Offloads};
+pub use spec::{Host, IpNet, IpsecAlgorithm, IpsecMode, Lab, Link, LinkQdisc, Netem, Offloads};
 pub use up::{up, UpReport};

@@ -1,4 +1,5 @@
-//! A small synchronous NETLINK_ROUTE client: build a request (header, fixed
+//! A small synchronous netlink client (NETLINK_ROUTE, and NETLINK_XFRM for
+//! the IPsec states): build a request (header, fixed
 //! struct, attributes, nests), send it, and read the kernel's ack, single
 //! reply or dump, with the kernel's extended-ack message on errors.
 //!
@@ -172,14 +173,20 @@ pub struct Netlink {
 }
 
 impl Netlink {
-    /// Opens a socket with extended acks (the kernel's reason for an error).
+    /// Opens a NETLINK_ROUTE socket with extended acks (the kernel's reason
+    /// for an error).
     pub fn open() -> io::Result<Netlink> {
+        Netlink::open_protocol(libc::NETLINK_ROUTE)
+    }
+
+    /// Opens a socket of netlink family `protocol` (`NETLINK_XFRM` for IPsec).
+    pub fn open_protocol(protocol: libc::c_int) -> io::Result<Netlink> {
         // SAFETY: plain socket(2); the returned descriptor is owned below.
         let fd = unsafe {
             libc::socket(
                 libc::AF_NETLINK,
                 libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
+                protocol,
             )
         };
         if fd < 0 {

@@ -7,20 +7,24 @@
 
 use std::borrow::Cow;
 
-use stackbench_model::units::{format_cpu_list, parse_bit_rate, parse_cpu_list};
+use stackbench_model::settings::SettingValue;
+use stackbench_model::units::{
+    format_cpu_list, parse_bit_rate, parse_cpu_list, parse_duration, parse_pct,
+};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use crate::check;
 use crate::error::{LabError, Result};
 use crate::spec::{
-    IpNet, Lab, Link, Offloads, DEFAULT_MTU, MAX_HOST_NAME, MAX_LAB_NAME, MAX_LINKS, MTU_RANGE,
+    IpNet, IpsecAlgorithm, IpsecMode, Lab, Link, LinkQdisc, Offloads, MAX_HOST_NAME, MAX_LAB_NAME,
+    MAX_LINKS, MTU_RANGE,
 };
 
 const LAB_KEYS: &str = "name, description, [[host]], [[router]], [[link]]";
 const HOST_KEYS: &str = "name, cpus, address";
 const ROUTER_KEYS: &str = "name";
-const LINK_KEYS: &str = "a, b, rate, mtu, offloads, via, priority_classes";
+const LINK_KEYS: &str = "a, b, rate, mtu, offloads, via, priority_classes, delay, jitter, loss, qdisc, fq_maxrate, ipsec, ipsec_mode";
 use crate::path::RATE_RANGE_BPS;
 
 pub(crate) type Value<'i> = Spanned<DeValue<'i>>;
@@ -263,18 +267,49 @@ fn mtu(src: &Source, v: &Value) -> Result<u32> {
         })
 }
 
+/// A value in one of the settings' grammars (`SettingValue`), so a lab
+/// file and a run's override read alike.
+fn typed<T: SettingValue>(src: &Source, key: &str, v: &Value) -> Result<T> {
+    let text = string(src, key, v)?;
+    T::parse(&text).map_err(|e| src.at(v.span().start, format!("{key}: {e}")))
+}
+
+fn duration(src: &Source, key: &str, v: &Value) -> Result<std::time::Duration> {
+    let text = string(src, key, v)?;
+    parse_duration(&text).map_err(|e| src.at(v.span().start, format!("{key}: {e}")))
+}
+
+/// The keys of a link's delay, loss, fq and IPsec; `false` when `key` is none of them.
+fn property(src: &Source, out: &mut Link, key: &str, value: &Value) -> Result<bool> {
+    match key {
+        "delay" => out.netem.delay = duration(src, key, value)?,
+        "jitter" => out.netem.jitter = duration(src, key, value)?,
+        "loss" => {
+            let text = string(src, key, value)?;
+            out.netem.loss_pct =
+                parse_pct(&text).map_err(|e| src.at(value.span().start, format!("loss: {e}")))?;
+        }
+        "qdisc" => out.qdisc = typed::<LinkQdisc>(src, key, value)?,
+        "fq_maxrate" => {
+            let text = string(src, key, value)?;
+            let bps = parse_bit_rate(&text)
+                .map_err(|e| src.at(value.span().start, format!("fq_maxrate: {e}")))?;
+            out.fq_maxrate_bps = Some(bps);
+        }
+        "ipsec" => out.ipsec = typed::<IpsecAlgorithm>(src, key, value)?,
+        "ipsec_mode" => out.ipsec_mode = typed::<IpsecMode>(src, key, value)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
 fn link(src: &Source, v: &Value) -> Result<Link> {
-    let mut out = Link {
-        a: String::new(),
-        b: String::new(),
-        rate_bps: None,
-        mtu: DEFAULT_MTU,
-        offloads: Offloads::default(),
-        via: None,
-        priority_classes: false,
-    };
+    let mut out = Link::new("", "");
     let table = v.get_ref().as_table().expect("checked by table_items");
     for (key, value) in sorted(table) {
+        if property(src, &mut out, key.get_ref(), value)? {
+            continue;
+        }
         match key.get_ref().as_ref() {
             "a" => out.a = string(src, "a", value)?,
             "b" => out.b = string(src, "b", value)?,
@@ -302,6 +337,14 @@ fn link(src: &Source, v: &Value) -> Result<Link> {
             "priority_classes needs a rate to share: add e.g. rate = \"100Mbit\" to the link",
         ));
     }
+    if table.contains_key("ipsec_mode") && out.ipsec == IpsecAlgorithm::Off {
+        return Err(src.at(
+            v.span().start,
+            "ipsec_mode without ipsec: add e.g. ipsec = \"aes-gcm-128\" or drop ipsec_mode",
+        ));
+    }
+    out.check_properties()
+        .map_err(|m| src.at(v.span().start, m))?;
     Ok(out)
 }
 

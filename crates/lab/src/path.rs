@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use crate::layout::layout;
-use crate::spec::{Lab, Offloads, IPV6_MIN_MTU, MTU_RANGE};
+use crate::spec::{IpsecAlgorithm, IpsecMode, Lab, LinkQdisc, Offloads, IPV6_MIN_MTU, MTU_RANGE};
 
 /// Bit rates a link may be shaped to, in bit/s (1 Mbit to 1000 Gbit; below
 /// 1 Mbit tbf's burst time would not fit its 32-bit tick count), in the lab
@@ -36,6 +36,14 @@ pub struct LinkOverrides {
     pub mtu: Option<u32>,
     /// `(name, on)` pairs, names as [`Offloads::NAMES`].
     pub offloads: [Option<bool>; 5],
+    pub delay: Option<std::time::Duration>,
+    pub jitter: Option<std::time::Duration>,
+    pub loss_pct: Option<f64>,
+    pub qdisc: Option<LinkQdisc>,
+    /// Also makes the leaf qdisc fq.
+    pub fq_maxrate_bps: Option<u64>,
+    pub ipsec: Option<IpsecAlgorithm>,
+    pub ipsec_mode: Option<IpsecMode>,
 }
 
 fn listing(lab: &Lab) -> String {
@@ -168,6 +176,7 @@ pub fn with_overrides(lab: &Lab, link: usize, o: &LinkOverrides) -> Result<Lab, 
             l.offloads.set(name, on);
         }
     }
+    properties(l, o)?;
     if l.offloads.tso && !l.offloads.tx_csum {
         return Err(format!(
             "link_offloads: tso on needs tx_csum on (the kernel drops TSO without checksum offload); the link has {}: add tso=off or tx_csum=on",
@@ -175,6 +184,28 @@ pub fn with_overrides(lab: &Lab, link: usize, o: &LinkOverrides) -> Result<Lab, 
         ));
     }
     Ok(out)
+}
+
+/// The delay, loss, fq and IPsec overrides, checked as the file's are.
+fn properties(l: &mut crate::spec::Link, o: &LinkOverrides) -> Result<(), String> {
+    l.netem.delay = o.delay.unwrap_or(l.netem.delay);
+    l.netem.jitter = o.jitter.unwrap_or(l.netem.jitter);
+    l.netem.loss_pct = o.loss_pct.unwrap_or(l.netem.loss_pct);
+    l.qdisc = o.qdisc.unwrap_or(l.qdisc);
+    if let Some(rate) = o.fq_maxrate_bps {
+        l.fq_maxrate_bps = Some(rate);
+        l.qdisc = LinkQdisc::Fq;
+    }
+    if l.qdisc != LinkQdisc::Fq {
+        l.fq_maxrate_bps = None; // link_qdisc fifo drops the file's fq_maxrate
+    }
+    l.ipsec = o.ipsec.unwrap_or(l.ipsec);
+    l.ipsec_mode = o.ipsec_mode.unwrap_or(l.ipsec_mode);
+    l.check_properties().map_err(|m| {
+        format!(
+            "link overrides (link_delay, link_jitter, link_loss, link_qdisc, link_fq_maxrate): {m}"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -234,6 +265,7 @@ via = "r1"
             rate_bps: Some(10_000_000_000),
             mtu: Some(9000),
             offloads: [Some(false), None, Some(false), None, None],
+            ..LinkOverrides::default()
         };
         let changed = with_overrides(&lab, 0, &o).unwrap();
         assert_eq!(changed.links[0].rate_bps, Some(10_000_000_000));
@@ -253,5 +285,32 @@ via = "r1"
         assert!(with_overrides(&lab, 0, &no_csum)
             .unwrap_err()
             .contains("tso on needs tx_csum"));
+    }
+
+    #[test]
+    fn property_overrides_apply_and_are_checked() {
+        let lab = parse_lab(ROUTED, "t.toml").unwrap();
+        let ms = std::time::Duration::from_millis;
+        let o = LinkOverrides {
+            delay: Some(ms(10)),
+            loss_pct: Some(0.5),
+            fq_maxrate_bps: Some(1_000_000_000),
+            ipsec: Some(IpsecAlgorithm::AesGcm128),
+            ..LinkOverrides::default()
+        };
+        let l = &with_overrides(&lab, 0, &o).unwrap().links[0];
+        assert_eq!(l.netem.delay, ms(10));
+        assert_eq!(l.qdisc, LinkQdisc::Fq);
+        assert_eq!(l.qdisc_chain(true), ["netem", "fq"]);
+        assert_eq!(l.ipsec_mode, IpsecMode::Transport);
+        let bad = LinkOverrides {
+            jitter: Some(ms(5)),
+            ..LinkOverrides::default()
+        };
+        let e = with_overrides(&lab, 0, &bad).unwrap_err();
+        assert!(
+            e.contains("jitter") && e.contains("larger than the delay"),
+            "{e}"
+        );
     }
 }

@@ -24,7 +24,8 @@ const TCA_OPTIONS: u16 = 2;
 const TCA_TBF_PARMS: u16 = 1;
 const TCA_TBF_RATE64: u16 = 4;
 const TCA_TBF_BURST: u16 = 6;
-const TC_H_ROOT: u32 = 0xffff_ffff;
+/// The parent of a root qdisc.
+pub const TC_H_ROOT: u32 = 0xffff_ffff;
 /// Handle `1:` for the lab's root qdisc.
 const HANDLE: u32 = 0x0001_0000;
 const TC_LINKLAYER_ETHERNET: u8 = 1;
@@ -59,10 +60,15 @@ pub fn tbf_for(rate_bps: u64, mtu: u32) -> Tbf {
 
 /// A `struct tcmsg` for the root of link `index`.
 fn tcmsg(index: u32, handle: u32) -> [u8; 20] {
+    tcmsg_at(index, handle, TC_H_ROOT)
+}
+
+/// A `struct tcmsg` for qdisc `handle` under `parent` on link `index`.
+fn tcmsg_at(index: u32, handle: u32, parent: u32) -> [u8; 20] {
     let mut b = [0u8; 20];
     b[4..8].copy_from_slice(&index.to_ne_bytes());
     b[8..12].copy_from_slice(&handle.to_ne_bytes());
-    b[12..16].copy_from_slice(&TC_H_ROOT.to_ne_bytes());
+    b[12..16].copy_from_slice(&parent.to_ne_bytes());
     b
 }
 
@@ -89,7 +95,23 @@ pub fn replace_root(
     kind: &str,
     options: impl FnOnce(&mut Message),
 ) -> Result<(), NlError> {
-    let mut msg = Message::new(RTM_NEWQDISC, F_CREATE | F_REPLACE, &tcmsg(index, HANDLE));
+    replace(nl, index, (HANDLE, TC_H_ROOT), kind, options)
+}
+
+/// Puts `kind` with `handle` under `parent` (a class `X:1`, or
+/// [`TC_H_ROOT`]) on link `index`, changing it in place when it is there.
+pub fn replace(
+    nl: &mut Netlink,
+    index: u32,
+    (handle, parent): (u32, u32),
+    kind: &str,
+    options: impl FnOnce(&mut Message),
+) -> Result<(), NlError> {
+    let mut msg = Message::new(
+        RTM_NEWQDISC,
+        F_CREATE | F_REPLACE,
+        &tcmsg_at(index, handle, parent),
+    );
     msg.attr_str(TCA_KIND, kind);
     let nest = msg.nest(TCA_OPTIONS);
     options(&mut msg);
@@ -97,9 +119,19 @@ pub fn replace_root(
     nl.request(msg)
 }
 
-/// Shapes link `index` with `tbf`.
+/// Shapes link `index` with `tbf` as its root.
 pub fn replace_tbf(nl: &mut Netlink, index: u32, tbf: &Tbf) -> Result<(), NlError> {
-    replace_root(nl, index, "tbf", |msg| {
+    replace_tbf_at(nl, index, (HANDLE, TC_H_ROOT), tbf)
+}
+
+/// Shapes link `index` with `tbf`, as qdisc `handle` under `parent`.
+pub fn replace_tbf_at(
+    nl: &mut Netlink,
+    index: u32,
+    at: (u32, u32),
+    tbf: &Tbf,
+) -> Result<(), NlError> {
+    replace(nl, index, at, "tbf", |msg| {
         msg.attr(TCA_TBF_PARMS, &tbf_qopt(tbf));
         let bytes_per_s = tbf.rate_bps / 8;
         if bytes_per_s > u64::from(u32::MAX) {
@@ -125,6 +157,41 @@ pub struct RootQdisc {
     pub kind: String,
     /// The tbf's parameters, when it is one.
     pub tbf: Option<Tbf>,
+}
+
+/// One qdisc of a link as the kernel reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QdiscEntry {
+    pub handle: u32,
+    pub parent: u32,
+    pub kind: String,
+    /// The `TCA_OPTIONS` payload.
+    pub options: Vec<u8>,
+}
+
+/// Every qdisc of link `index`.
+pub fn qdiscs(nl: &mut Netlink, index: u32) -> Result<Vec<QdiscEntry>, NlError> {
+    let replies = nl.dump(Message::new(RTM_GETQDISC, 0, &[0u8; 20]))?;
+    Ok(replies
+        .iter()
+        .filter(|p| u32_at(p, 4) == index)
+        .map(|p| {
+            let mut out = QdiscEntry {
+                handle: u32_at(p, 8),
+                parent: u32_at(p, 12),
+                kind: String::new(),
+                options: Vec::new(),
+            };
+            for (kind, data) in attrs(p.get(20..).unwrap_or_default()) {
+                match kind {
+                    TCA_KIND => out.kind = text(data),
+                    TCA_OPTIONS => out.options = data.to_vec(),
+                    _ => {}
+                }
+            }
+            out
+        })
+        .collect())
 }
 
 /// Link `index`'s root qdisc, if the kernel reports one.
@@ -155,7 +222,8 @@ fn parse_root(payload: &[u8]) -> RootQdisc {
     out
 }
 
-fn parse_tbf(options: &[u8]) -> Option<Tbf> {
+/// A tbf's parameters from its `TCA_OPTIONS`.
+pub fn parse_tbf(options: &[u8]) -> Option<Tbf> {
     let parms = attrs(options).find(|(k, _)| *k == TCA_TBF_PARMS)?.1;
     let rate64 = attrs(options)
         .find(|(k, _)| *k == TCA_TBF_RATE64)

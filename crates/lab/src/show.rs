@@ -13,10 +13,12 @@ use stackbench_model::units::{format_bit_rate, format_size};
 use crate::error::Result;
 use crate::htb::{self, ClassStats};
 use crate::layout::{layout, End, Layout};
+use crate::netem::NetemState;
 use crate::parse::cpus_text;
 use crate::spec::{IpNet, Lab, Offloads};
 use crate::up::nl_error;
-use crate::{ethtool, netns, qdisc, rtnl};
+use crate::xfrm::SaState;
+use crate::{ethtool, netem, netns, qdisc, rtnl};
 
 /// The kernel's view of a lab.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,6 +62,15 @@ pub struct EndState {
     /// (priority classes); `rate_bps` is then its link class's rate.
     pub classes: Vec<ClassStats>,
     pub offloads: Option<Offloads>,
+    /// The qdisc chain, root first (`tbf`, `netem`, `fq`; see [`crate::netem`]).
+    pub qdiscs: Vec<String>,
+    /// netem's delay, jitter, loss and queue, when the chain has one.
+    pub netem: Option<NetemState>,
+    /// Whether the chain has an fq, and its per-flow cap.
+    pub fq: bool,
+    pub fq_maxrate_bps: Option<u64>,
+    /// The IPsec SAs of the end's namespace, with their counters.
+    pub sas: Vec<SaState>,
 }
 
 /// Reads the lab's namespaces and interfaces from the kernel.
@@ -124,7 +135,30 @@ fn absent(link: usize, end: &End) -> EndState {
         limit_bytes: None,
         classes: Vec::new(),
         offloads: None,
+        qdiscs: Vec::new(),
+        netem: None,
+        fq: false,
+        fq_maxrate_bps: None,
+        sas: Vec::new(),
     }
+}
+
+/// The qdisc chain of link `index`: kinds, netem, fq and its cap.
+type ChainState = (Vec<String>, Option<NetemState>, bool, Option<u64>);
+
+fn read_chain(
+    nl: &mut crate::netlink::Netlink,
+    index: u32,
+) -> Result<ChainState, crate::netlink::NlError> {
+    let all = qdisc::qdiscs(nl, index)?;
+    let chain = netem::chain(&all);
+    let find = |kind: &str| chain.iter().find(|q| q.kind == kind);
+    Ok((
+        chain.iter().map(|q| q.kind.clone()).collect(),
+        find("netem").and_then(|q| netem::parse_netem(&q.options)),
+        find("fq").is_some(),
+        find("fq").and_then(|q| netem::parse_fq_maxrate(&q.options)),
+    ))
 }
 
 /// Reads one namespace (on a thread inside it).
@@ -144,6 +178,7 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
         .collect();
     let forwarding =
         fs::read_to_string("/proc/sys/net/ipv4/ip_forward").is_ok_and(|s| s.trim() == "1");
+    let sas = crate::ipsec::read_sas(name)?.unwrap_or_default();
     let mut states = Vec::new();
     for &(link, end) in ends {
         let Some(info) = links.iter().find(|l| l.name == end.ifname) else {
@@ -160,6 +195,8 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
             Vec::new()
         };
         let htb_rate = classes.iter().find(|c| c.id == htb::LINK_CLASS);
+        let (qdiscs, netem, fq, fq_maxrate_bps) = read_chain(&mut nl, info.index)
+            .map_err(|e| nl_error(format!("{name}/{}: read qdiscs", end.ifname), e))?;
         states.push(EndState {
             link,
             ns: end.ns.clone(),
@@ -176,6 +213,11 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
             limit_bytes: tbf.map(|t| t.limit_bytes),
             classes,
             offloads: ethtool::get(&end.ifname).ok(),
+            qdiscs,
+            netem,
+            fq,
+            fq_maxrate_bps,
+            sas: sas.clone(),
         });
     }
     let state = NsState {
@@ -220,8 +262,12 @@ pub fn render(lab: &Lab, back: &Readback) -> String {
             ""
         };
         out.push_str(&format!(
-            "link {i}: {} <-> {}{via}: rate {rate}{classes}, mtu {}, offloads {}\n",
-            link.a, link.b, link.mtu, link.offloads
+            "link {i}: {} <-> {}{via}: rate {rate}{classes}, mtu {}, offloads {}{}\n",
+            link.a,
+            link.b,
+            link.mtu,
+            link.offloads,
+            configured_properties(link)
         ));
         let ends = plan
             .pairs
@@ -236,6 +282,15 @@ pub fn render(lab: &Lab, back: &Readback) -> String {
             let (line, n) = end_line(end, state, link);
             diffs += n;
             out.push_str(&line);
+            let host_end = plan
+                .namespaces
+                .iter()
+                .any(|n| n.name == end.ns && !n.router);
+            if let Some(s) = state.filter(|s| s.present) {
+                let (line, n) = property_line(s, link, host_end);
+                diffs += n;
+                out.push_str(&line);
+            }
         }
     }
     diffs += route_lines(&plan, back, &mut out);
@@ -333,7 +388,7 @@ fn end_line(end: &End, state: Option<&EndState>, link: &crate::spec::Link) -> (S
             format_size(l)
         ),
         (Some(r), _, _) if s.qdisc == "htb" => format!("htb {}", format_bit_rate(r)),
-        _ if s.qdisc.is_empty() || s.qdisc == "noqueue" => "unshaped".to_string(),
+        _ if ["", "noqueue", "netem", "fq"].contains(&s.qdisc.as_str()) => "unshaped".to_string(),
         _ => format!("qdisc {}", s.qdisc),
     };
     let rate = format!("{rate}{}", mark(s.rate_bps == link.rate_bps, want_rate));
@@ -366,4 +421,96 @@ fn end_line(end: &End, state: Option<&EndState>, link: &crate::spec::Link) -> (S
         format!("{name}: {up}, {mtu}, {rate}, {addrs}, {offloads}\n"),
         diffs,
     )
+}
+
+fn netem_text(delay: std::time::Duration, jitter: std::time::Duration, loss_pct: f64) -> String {
+    let ms = |d: std::time::Duration| format!("{}ms", d.as_secs_f64() * 1000.0);
+    let jitter = if jitter.is_zero() {
+        String::new()
+    } else {
+        format!(" ± {}", ms(jitter))
+    };
+    format!("delay {}{jitter}, loss {loss_pct}%", ms(delay))
+}
+
+/// `, delay 10ms, loss 0%, fq, ipsec aes-gcm-128 transport` for the link line.
+fn configured_properties(link: &crate::spec::Link) -> String {
+    let mut out = String::new();
+    let n = &link.netem;
+    if n.active() {
+        out.push_str(&format!(", {}", netem_text(n.delay, n.jitter, n.loss_pct)));
+    }
+    if link.qdisc == crate::spec::LinkQdisc::Fq {
+        out.push_str(", fq");
+        if let Some(r) = link.fq_maxrate_bps {
+            out.push_str(&format!(" maxrate {}", format_bit_rate(r)));
+        }
+    }
+    if link.ipsec != crate::spec::IpsecAlgorithm::Off {
+        out.push_str(&format!(
+            ", ipsec {} {}",
+            link.ipsec.name(),
+            link.ipsec_mode.name()
+        ));
+    }
+    out
+}
+
+/// The end's qdisc chain, netem, fq and IPsec SAs as read back (a line
+/// when any is present or configured) and its differences from the file.
+fn property_line(s: &EndState, link: &crate::spec::Link, host_end: bool) -> (String, usize) {
+    let want: Vec<&str> = link.qdisc_chain(host_end);
+    let mut diffs = 0;
+    let mut parts = Vec::new();
+    if want.len() > 1 || s.qdiscs.len() > 1 || s.netem.is_some() || s.fq {
+        let same = s.qdiscs.iter().map(String::as_str).eq(want.iter().copied());
+        diffs += usize::from(!same);
+        let note = if same {
+            String::new()
+        } else {
+            format!(" (configured {})", want.join(" > "))
+        };
+        parts.push(format!("qdiscs {}{note}", s.qdiscs.join(" > ")));
+    }
+    if let Some(n) = &s.netem {
+        let same = n.delay == link.netem.delay
+            && n.jitter == link.netem.jitter
+            && (n.loss_pct - link.netem.loss_pct).abs() < 1e-6;
+        diffs += usize::from(!same);
+        let note = if same { "" } else { " (differs from the file)" };
+        parts.push(format!(
+            "netem {}, limit {} pkts{note}",
+            netem_text(n.delay, n.jitter, n.loss_pct),
+            n.limit_packets
+        ));
+    }
+    if s.fq {
+        let cap = s.fq_maxrate_bps.map_or("none".to_string(), format_bit_rate);
+        diffs += usize::from(s.fq_maxrate_bps != link.fq_maxrate_bps);
+        parts.push(format!("fq maxrate {cap}"));
+    }
+    let want_sas = host_end && link.ipsec != crate::spec::IpsecAlgorithm::Off;
+    if want_sas || !s.sas.is_empty() {
+        diffs += usize::from(want_sas == s.sas.is_empty());
+        let sas: Vec<String> = s
+            .sas
+            .iter()
+            .map(|sa| {
+                format!(
+                    "{:#x} {} -> {} {} {} {} pkts",
+                    sa.spi, sa.src, sa.dst, sa.algorithm, sa.mode, sa.packets
+                )
+            })
+            .collect();
+        let text = if sas.is_empty() {
+            "none (configured)".to_string()
+        } else {
+            sas.join("; ")
+        };
+        parts.push(format!("ipsec SAs: {text}"));
+    }
+    if parts.is_empty() {
+        return (String::new(), diffs);
+    }
+    (format!("    {}\n", parts.join(", ")), diffs)
 }

@@ -4,8 +4,10 @@
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
 
 use serde::Serialize;
+pub use stackbench_model::settings::{IpsecAlgorithm, IpsecMode, LinkQdisc};
 
 /// Longest lab name: it prefixes every interface name, and Linux allows 15
 /// bytes for those (`<lab>-<link><end>`, e.g. `demo-12ra`).
@@ -20,6 +22,10 @@ pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=65_535;
 pub const IPV6_MIN_MTU: u32 = 1280;
 /// The MTU of a link that does not name one (Ethernet's).
 pub const DEFAULT_MTU: u32 = 1500;
+/// Longest netem delay or jitter of a link.
+pub const MAX_DELAY: Duration = Duration::from_secs(10);
+/// fq's per-flow maximum rate is a 32-bit count of bytes per second.
+pub const FQ_MAXRATE_RANGE_BPS: std::ops::RangeInclusive<u64> = 1_000_000..=34_000_000_000;
 
 /// A lab: its hosts, routers and the links between them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -65,6 +71,105 @@ pub struct Link {
     /// Priority classes: an htb with one class per priority level instead
     /// of the tbf (see the `htb` module); needs a rate.
     pub priority_classes: bool,
+    /// Delay, jitter and loss (netem) on every sending end of the hosts.
+    pub netem: Netem,
+    /// The leaf qdisc of every sending end (fq for per-flow pacing).
+    pub qdisc: LinkQdisc,
+    /// fq's per-flow maximum rate, bit/s (`None`: TCP's own pacing only).
+    pub fq_maxrate_bps: Option<u64>,
+    /// ESP between the two hosts (`Off`: clear text).
+    pub ipsec: IpsecAlgorithm,
+    pub ipsec_mode: IpsecMode,
+}
+
+/// netem's parameters on a link (see the `netem` module for placement).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Netem {
+    /// One-way delay added in each direction.
+    pub delay: Duration,
+    /// Uniform random variation of the delay, ± this.
+    pub jitter: Duration,
+    /// Random loss in each direction, percent.
+    pub loss_pct: f64,
+}
+
+impl Netem {
+    /// Whether the link needs a netem at all.
+    pub fn active(&self) -> bool {
+        !self.delay.is_zero() || !self.jitter.is_zero() || self.loss_pct > 0.0
+    }
+}
+
+impl Link {
+    /// A link between `a` and `b` with every property at its default.
+    pub fn new(a: &str, b: &str) -> Link {
+        Link {
+            a: a.to_string(),
+            b: b.to_string(),
+            rate_bps: None,
+            mtu: DEFAULT_MTU,
+            offloads: Offloads::default(),
+            via: None,
+            priority_classes: false,
+            netem: Netem::default(),
+            qdisc: LinkQdisc::Fifo,
+            fq_maxrate_bps: None,
+            ipsec: IpsecAlgorithm::Off,
+            ipsec_mode: IpsecMode::Transport,
+        }
+    }
+
+    /// The qdisc chain of a sending end, root first: `tbf` (rate), `netem`
+    /// (delay, jitter, loss; on `host_end`s only, see the `netem` module) and
+    /// `fq` (pacing), each present or not; `htb` alone with priority classes.
+    pub fn qdisc_chain(&self, host_end: bool) -> Vec<&'static str> {
+        if self.priority_classes && self.rate_bps.is_some() {
+            return vec!["htb"];
+        }
+        let mut out = Vec::new();
+        if self.rate_bps.is_some() {
+            out.push("tbf");
+        }
+        if host_end && self.netem.active() {
+            out.push("netem");
+        }
+        if self.qdisc == LinkQdisc::Fq {
+            out.push("fq");
+        }
+        out
+    }
+
+    /// Checks the delay, loss, fq and IPsec properties together (the lab
+    /// file and a run's overrides alike); the message names the key and the fix.
+    pub fn check_properties(&self) -> Result<(), String> {
+        let n = &self.netem;
+        if n.delay > MAX_DELAY || n.jitter > MAX_DELAY {
+            return Err("delay and jitter: use 0s to 10s".into());
+        }
+        if n.jitter > n.delay {
+            return Err(format!(
+                "jitter {:?} is larger than the delay {:?}: netem would send packets before their time; lower jitter or raise delay",
+                n.jitter, n.delay
+            ));
+        }
+        if !(0.0..=100.0).contains(&n.loss_pct) {
+            return Err(format!("loss {}%: use 0% to 100%", n.loss_pct));
+        }
+        if let Some(r) = self.fq_maxrate_bps {
+            if !FQ_MAXRATE_RANGE_BPS.contains(&r) {
+                return Err(format!(
+                    "fq_maxrate {r} bit/s: use 1Mbit to 34Gbit (fq counts bytes per second in 32 bits)"
+                ));
+            }
+            if self.qdisc != LinkQdisc::Fq {
+                return Err("fq_maxrate needs qdisc = \"fq\": add it or drop fq_maxrate".into());
+            }
+        }
+        if self.priority_classes && (n.active() || self.qdisc == LinkQdisc::Fq) {
+            return Err("priority_classes cannot be combined with delay, jitter, loss or qdisc fq (each htb leaf keeps its own fifo): drop one of them".into());
+        }
+        Ok(())
+    }
 }
 
 /// Segmentation and checksum offloads of a link's interfaces (`ethtool -k`

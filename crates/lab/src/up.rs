@@ -4,7 +4,10 @@
 //! missing; each veth pair is kept when both ends exist and are each other's
 //! peers, and otherwise (a half-built lab, a changed file) replaced; MTU,
 //! addresses, qdisc, offloads and routes are then set to the file's values
-//! whether or not they already were. Namespaces, and lab interfaces inside
+//! whether or not they already were; IPsec states are kept when they match
+//! (see [`crate::ipsec`]). A lab needing netem, fq or ESP is first checked
+//! against the kernel in a scratch namespace ([`crate::probe`]), so a kernel
+//! without them refuses before anything is built. Namespaces, and lab interfaces inside
 //! them, that the file no longer names are removed. A `up` killed half-way
 //! therefore leaves only whole objects named with the lab's prefix, which a
 //! second `up` completes and `down` removes.
@@ -20,7 +23,7 @@ use crate::layout::{layout, End, Layout, Namespace, VethPair};
 use crate::netlink::{Netlink, NlError};
 use crate::parse::cpus_text;
 use crate::spec::{Lab, Link};
-use crate::{down, ethtool, htb, netns, qdisc, rtnl};
+use crate::{down, ethtool, htb, ipsec, netem, netns, probe, qdisc, rtnl};
 
 /// Longest wait for a new link's carrier (the kernel's link watch usually
 /// takes microseconds for a veth, at most a second when busy).
@@ -52,6 +55,7 @@ pub(crate) fn nl_error(action: impl Into<String>, e: NlError) -> LabError {
 /// Brings lab `lab` up (see the module doc).
 pub fn up(lab: &Lab) -> Result<UpReport> {
     check_cpus(lab)?;
+    probe::features(lab)?; // before anything is built: no half-built lab
     let plan = layout(lab);
     let mut report = UpReport {
         namespaces: plan.namespaces.len(),
@@ -70,7 +74,11 @@ pub fn up(lab: &Lab) -> Result<UpReport> {
             report.pairs_created += 1;
         }
         for end in &pair.ends {
-            configure_end(end, &lab.links[pair.link])?;
+            let host_end = plan
+                .namespaces
+                .iter()
+                .any(|n| n.name == end.ns && !n.router);
+            configure_end(end, &lab.links[pair.link], host_end)?;
         }
     }
     for ns in plan.namespaces.iter().filter(|n| !n.routes.is_empty()) {
@@ -78,6 +86,9 @@ pub fn up(lab: &Lab) -> Result<UpReport> {
     }
     for ns in &plan.namespaces {
         wait_running(&plan, &ns.name)?;
+    }
+    for i in 0..lab.links.len() {
+        ipsec::apply(lab, i)?;
     }
     Ok(report)
 }
@@ -207,7 +218,7 @@ fn ensure_pair(pair: &VethPair, mtu: u32) -> Result<bool> {
 }
 
 /// MTU, up, addresses, rate and offloads of one end, as the link says.
-fn configure_end(end: &End, link: &Link) -> Result<()> {
+fn configure_end(end: &End, link: &Link, host_end: bool) -> Result<()> {
     netns::run_in(&end.ns, || {
         let at = |what: &str| format!("{}/{}: {what}", end.ns, end.ifname);
         let mut nl = netlink()?;
@@ -231,7 +242,7 @@ fn configure_end(end: &End, link: &Link) -> Result<()> {
             rtnl::add_address(&mut nl, info.index, net)
                 .map_err(|e| nl_error(at(&format!("add address {net}")), e))?;
         }
-        shape(&mut nl, info.index, link).map_err(|e| match e {
+        shape(&mut nl, info.index, link, host_end).map_err(|e| match e {
             LabError::KernelFeature {
                 feature, config, ..
             } => LabError::KernelFeature {
@@ -246,22 +257,23 @@ fn configure_end(end: &End, link: &Link) -> Result<()> {
     })
 }
 
-/// Puts the link's tbf (or, with priority classes, its htb) on link
-/// `index`, or removes the root qdisc when the link has no rate.
-fn shape(nl: &mut Netlink, index: u32, link: &Link) -> Result<()> {
-    let Some(rate_bps) = link.rate_bps else {
+/// Puts the link's qdiscs on link `index` (see [`netem`]): the tbf, netem
+/// and fq chain, or with priority classes the htb; removes the root qdisc
+/// when the link needs none.
+fn shape(nl: &mut Netlink, index: u32, link: &Link, host_end: bool) -> Result<()> {
+    let kinds = link.qdisc_chain(host_end);
+    if kinds.is_empty() {
         return qdisc::delete_root(nl, index).map_err(|e| nl_error("remove qdisc", e));
-    };
-    let tbf = qdisc::tbf_for(rate_bps, link.mtu);
-    if link.priority_classes {
+    }
+    if kinds == ["htb"] {
+        let tbf = qdisc::tbf_for(link.rate_bps.unwrap_or(0), link.mtu);
         return htb::replace_htb(nl, index, &tbf)
             .map_err(|e| qdisc_error("htb", "set priority classes", e));
     }
-    let current = qdisc::root(nl, index).map_err(|e| nl_error("read qdisc", e))?;
-    if current.is_some_and(|q| q.kind != "tbf") {
-        qdisc::delete_root(nl, index).map_err(|e| nl_error("remove qdisc", e))?;
-    }
-    qdisc::replace_tbf(nl, index, &tbf).map_err(|e| qdisc_error("tbf", "set rate", e))
+    netem::replace_chain(nl, index, link, &kinds).map_err(|(kind, e)| match kind {
+        "" => nl_error("read or remove qdisc", e),
+        kind => qdisc_error(kind, &format!("set {kind} qdisc"), e),
+    })
 }
 
 /// A veth creation's error; an unknown link kind names the kernel option.
@@ -278,7 +290,7 @@ pub fn veth_error(action: &str, e: NlError) -> LabError {
 
 /// A qdisc request's error; an unknown kind names the kernel option.
 pub fn qdisc_error(kind: &str, action: &str, e: NlError) -> LabError {
-    if e.errno() == Some(libc::ENOENT) {
+    if matches!(e.errno(), Some(libc::ENOENT) | Some(libc::EOPNOTSUPP)) {
         return LabError::KernelFeature {
             action: action.to_string(),
             feature: format!("{kind} qdisc"),
@@ -364,7 +376,7 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            "create veth pair: the kernel has no veth devices: build it with CONFIG_VETH (or load its module)"
+            "create veth pair: the kernel has no veth devices: build it with CONFIG_VETH (or load its module), or use a kernel that has it, e.g. a guest (`--kernel linux-image-6.1.0-48-cloud-amd64-unsigned`)"
         );
         let e = qdisc_error(
             "htb",

@@ -1,7 +1,9 @@
 //! The lab a run crossed (`run --lab FILE --from A --to B`), as stored in
 //! its environment: the lab's name, the path A→B (routers on it) and, for
 //! each interface on the path, the kernel's values read back before the
-//! measurement window and again after it. Serde defaults throughout, so
+//! measurement window and again after it — rate, MTU, offloads, the qdisc
+//! chain with netem's delay/jitter/loss and fq's cap, and the IPsec SAs with
+//! their ESP packet and byte counters. Serde defaults throughout, so
 //! environments stored before labs existed (no `lab` at all) still read.
 
 use std::collections::BTreeMap;
@@ -31,7 +33,7 @@ pub struct LabEnvironment {
 }
 
 /// One interface on the path, as the kernel reported it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LabInterface {
     /// Namespace, `sb-<lab>-<host>`.
@@ -51,6 +53,81 @@ pub struct LabInterface {
     /// Bytes sent and received by the end of the read (the kernel's counters).
     pub tx_bytes: Option<u64>,
     pub rx_bytes: Option<u64>,
+    /// The qdisc chain, root first (`tbf`, `netem`, `fq`); empty with one
+    /// qdisc or none.
+    pub qdiscs: Vec<String>,
+    /// netem's parameters, when the interface has one.
+    pub netem: Option<LabNetem>,
+    /// fq's per-flow cap, when the chain has an fq with one.
+    pub fq_maxrate_bps: Option<u64>,
+    /// The IPsec SAs of the interface's host, with their ESP counters.
+    pub ipsec: Option<LabIpsec>,
+}
+
+/// netem as read back from the kernel.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LabNetem {
+    /// One-way delay added on this sending end.
+    pub delay_s: f64,
+    pub jitter_s: f64,
+    pub loss_pct: f64,
+    pub limit_packets: u32,
+}
+
+/// IPsec on the interface's host: the configured transform and the ESP
+/// counters of its SAs (out: the SA to the peer; in: the peer's to it).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LabIpsec {
+    /// `aes-gcm-128` or `aes-cbc-128-sha256`.
+    pub algorithm: String,
+    /// `transport` or `tunnel`.
+    pub mode: String,
+    pub esp_packets_out: u64,
+    pub esp_bytes_out: u64,
+    pub esp_packets_in: u64,
+    pub esp_bytes_in: u64,
+    /// Each SA: SPI, addresses, the kernel's algorithm names, counters.
+    pub sas: Vec<LabSa>,
+}
+
+/// One IPsec SA as read back.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LabSa {
+    pub spi: u32,
+    /// `out` or `in`, seen from this host.
+    pub direction: String,
+    pub src: String,
+    pub dst: String,
+    /// The kernel's names, e.g. `rfc4106(gcm(aes))`.
+    pub kernel_algorithm: String,
+    pub mode: String,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl LabIpsec {
+    /// Without the counters (the configuration).
+    fn config(&self) -> LabIpsec {
+        LabIpsec {
+            esp_packets_out: 0,
+            esp_bytes_out: 0,
+            esp_packets_in: 0,
+            esp_bytes_in: 0,
+            sas: self
+                .sas
+                .iter()
+                .map(|s| LabSa {
+                    packets: 0,
+                    bytes: 0,
+                    ..s.clone()
+                })
+                .collect(),
+            ..self.clone()
+        }
+    }
 }
 
 impl LabInterface {
@@ -60,6 +137,7 @@ impl LabInterface {
         LabInterface {
             tx_bytes: None,
             rx_bytes: None,
+            ipsec: self.ipsec.as_ref().map(LabIpsec::config),
             ..self.clone()
         }
     }
@@ -79,8 +157,26 @@ impl LabInterface {
         } else {
             offloads.join(" ")
         };
+        let mut extra = String::new();
+        if let Some(n) = &self.netem {
+            extra.push_str(&format!(
+                ", netem delay {}ms jitter {}ms loss {}%",
+                n.delay_s * 1000.0,
+                n.jitter_s * 1000.0,
+                n.loss_pct
+            ));
+        }
+        if self.qdiscs.iter().any(|q| q == "fq") {
+            let cap = self.fq_maxrate_bps.map_or("none".to_string(), |r| {
+                stackbench_model::units::format_bit_rate(r)
+            });
+            extra.push_str(&format!(", fq maxrate {cap}"));
+        }
+        if let Some(i) = &self.ipsec {
+            extra.push_str(&format!(", ipsec {} {}", i.algorithm, i.mode));
+        }
         format!(
-            "{}/{}: MTU {}, {rate}, {offloads}, {}",
+            "{}/{}: MTU {}, {rate}, {offloads}{extra}, {}",
             self.namespace,
             self.name,
             self.mtu_bytes,
@@ -101,6 +197,31 @@ impl LabEnvironment {
             .zip(&self.interfaces_after)
             .filter(|(a, b)| a.config() != b.config())
             .map(|(a, b)| format!("{} → {}", a.summary(), b.summary()))
+            .collect()
+    }
+
+    /// Interfaces with IPsec whose ESP packet counters (out or in) did not
+    /// rise between the reads before and after the window, as
+    /// `namespace/name (out +0, in +0)`.
+    pub fn ipsec_idle(&self) -> Vec<String> {
+        self.interfaces
+            .iter()
+            .filter_map(|a| {
+                let before = a.ipsec.as_ref()?;
+                let after = self
+                    .interfaces_after
+                    .iter()
+                    .find(|b| b.namespace == a.namespace && b.name == a.name)
+                    .and_then(|b| b.ipsec.as_ref());
+                let (out, inn) = after.map_or((0, 0), |x| {
+                    (
+                        x.esp_packets_out.saturating_sub(before.esp_packets_out),
+                        x.esp_packets_in.saturating_sub(before.esp_packets_in),
+                    )
+                });
+                (out == 0 || inn == 0)
+                    .then(|| format!("{}/{} (out +{out}, in +{inn})", a.namespace, a.name))
+            })
             .collect()
     }
 
@@ -154,5 +275,40 @@ mod tests {
         assert_eq!(env.path_text(), "lab pair: client → server, direct");
         let old: LabEnvironment = serde_json::from_str("{\"name\":\"x\"}").unwrap();
         assert!(old.interfaces.is_empty());
+    }
+
+    #[test]
+    fn idle_ipsec_is_found_and_counters_are_not_changes() {
+        let with = |out: u64, inn: u64| {
+            let mut e = end(1500, 10);
+            e.ipsec = Some(LabIpsec {
+                algorithm: "aes-gcm-128".into(),
+                mode: "transport".into(),
+                esp_packets_out: out,
+                esp_packets_in: inn,
+                sas: vec![LabSa {
+                    spi: 1,
+                    packets: out,
+                    ..LabSa::default()
+                }],
+                ..LabIpsec::default()
+            });
+            e
+        };
+        let mut env = LabEnvironment {
+            interfaces: vec![with(5, 5)],
+            interfaces_after: vec![with(900, 880)],
+            ..LabEnvironment::default()
+        };
+        assert!(env.changes().is_empty());
+        assert!(env.ipsec_idle().is_empty());
+        env.interfaces_after = vec![with(900, 5)];
+        assert_eq!(
+            env.ipsec_idle(),
+            ["sb-pair-client/pair-0a (out +895, in +0)"]
+        );
+        assert!(env.interfaces[0]
+            .summary()
+            .contains("ipsec aes-gcm-128 transport"));
     }
 }

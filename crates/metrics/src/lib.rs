@@ -17,7 +17,7 @@ pub mod warnings;
 
 pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
-pub use lab::{LabEnvironment, LabInterface};
+pub use lab::{LabEnvironment, LabInterface, LabIpsec, LabNetem, LabSa};
 pub use latency::LatencyHistogram;
 pub use memory::{side_memory, MemorySample};
 pub use record::{

@@ -122,6 +122,9 @@ pub enum Warning {
     /// A lab interface on the run's path read back differently after the
     /// window than before it (`before → after`, one per interface).
     LabChanged { changes: Vec<String> },
+    /// A lab link had IPsec but the ESP counters of these interfaces' SAs
+    /// did not rise during the window (`namespace/name (out +N, in +N)`).
+    IpsecIdle { interfaces: Vec<String> },
     /// `io uring` was asked for but the run measured epoll: `reason` names
     /// the case (a transport, pacing, CRR, or a kernel without io_uring).
     IoFallback { reason: String },
@@ -149,6 +152,7 @@ impl Warning {
             Warning::DriverBehind { .. } => "driver_behind",
             Warning::LabChanged { .. } => "lab_changed",
             Warning::KtlsNotCarried { .. } => "ktls_not_carried",
+            Warning::IpsecIdle { .. } => "ipsec_idle",
         }
     }
 
@@ -278,6 +282,13 @@ impl fmt::Display for Warning {
                 "the lab link changed during the window ({}): something else reconfigured it; \
                  keep other `lab up` runs and tools off the lab while measuring and run again",
                 changes.join("; ")
+            ),
+            Warning::IpsecIdle { interfaces } => write!(
+                f,
+                "the lab link has IPsec but the ESP counters did not rise during the window ({}): \
+                 the traffic did not pass through the SAs, so the run measured clear text; check \
+                 `stackbench lab show` for the SAs and policies and run again",
+                interfaces.join("; ")
             ),
             Warning::LittleLawOff {
                 clients,

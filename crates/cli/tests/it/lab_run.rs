@@ -148,3 +148,45 @@ fn a_run_across_the_lab_stores_its_path() {
         "{sent} bytes for {transactions} transactions"
     );
 }
+
+/// Issue 13: a run asking for a link property this kernel lacks (netem, fq,
+/// ESP) is one line naming the kernel option, exit 2, and builds nothing.
+#[test]
+fn a_missing_kernel_feature_is_one_line() {
+    if !can_make_namespaces("a_missing_kernel_feature_is_one_line") {
+        return;
+    }
+    // A lab of its own, so no other test's lab is touched.
+    let text = std::fs::read_to_string(examples().join("lab-two-hosts.toml"))
+        .unwrap()
+        .replace("name = \"pair\"", "name = \"tmiss\"");
+    let file = std::env::temp_dir().join(format!("tmiss-{}.toml", std::process::id()));
+    std::fs::write(&file, text).unwrap();
+    for (flag, value, config) in [
+        ("--link-delay", "10ms", "CONFIG_NET_SCH_NETEM"),
+        ("--link-qdisc", "fq", "CONFIG_NET_SCH_FQ"),
+        ("--link-ipsec", "aes-cbc-128-sha256", "CONFIG_"),
+    ] {
+        let out = stackbench()
+            .args(["run", "--lab"])
+            .arg(&file)
+            .args(["--from", "client", "--to", "server", flag, value])
+            .args(["RR1(1B/1B)", "--duration", "1s", "--warmup", "0s"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            eprintln!("{flag} {value}: this kernel has it; refusal not exercised");
+            let _ = lab("down", &file).output();
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+        assert!(err.contains(config) && err.contains("--kernel"), "{err}");
+        assert!(
+            !Path::new("/run/netns/sb-tmiss-client").exists(),
+            "a refused run left the lab built"
+        );
+    }
+    let _ = std::fs::remove_file(&file);
+}

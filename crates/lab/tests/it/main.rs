@@ -6,4 +6,5 @@ mod common;
 mod kernel;
 mod parse;
 mod priority;
+mod props;
 mod rate;

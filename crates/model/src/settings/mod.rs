@@ -19,7 +19,7 @@ mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use guest::{GuestAccel, KernelSpec};
-pub use link::{BitRate, LinkOffloads};
+pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct};
 pub use priority::{
     priority_class, priority_tos, ClassPriorities, MAX_LEVEL as MAX_PRIORITY_LEVEL,
 };
@@ -260,6 +260,20 @@ run_settings! {
     link_mtu: Option<u32> = None, json "link_mtu_bytes", range "68" ..= "65535";
     /// Offloads of every interface on the lab path: on, off or e.g. tso=off,gso=off (tso, gso, gro, tx_csum, rx_csum) [default: the lab file's].
     link_offloads: Option<LinkOffloads> = None, json "link_offloads";
+    /// One-way delay (netem) on every link on the lab path, each direction, e.g. 10ms; 0s for none [default: the lab file's].
+    link_delay: Option<Secs> = None, json "link_delay_s", range "0s" ..= "10s";
+    /// Jitter (netem, uniform ± this, at most the delay) on every link on the lab path [default: the lab file's].
+    link_jitter: Option<Secs> = None, json "link_jitter_s", range "0s" ..= "10s";
+    /// Random packet loss (netem) on every link on the lab path, each direction, e.g. 0.1% [default: the lab file's].
+    link_loss: Option<Pct> = None, json "link_loss_pct", range "0" ..= "100";
+    /// Leaf qdisc of every sending end on the lab path: fq (per-flow pacing) or fifo [default: the lab file's].
+    link_qdisc: Option<LinkQdisc> = None, json "link_qdisc";
+    /// Per-flow pacing cap of fq on the lab path, e.g. 1Gbit (implies link_qdisc fq) [default: the lab file's].
+    link_fq_maxrate: Option<BitRate> = None, json "link_fq_maxrate_bps", range "1Mbit" ..= "34Gbit";
+    /// IPsec (ESP) between the lab path's hosts: off, aes-gcm-128 or aes-cbc-128-sha256 [default: the lab file's].
+    link_ipsec: Option<IpsecAlgorithm> = None, json "link_ipsec";
+    /// IPsec mode on the lab path: transport or tunnel [default: the lab file's, else transport].
+    link_ipsec_mode: Option<IpsecMode> = None, json "link_ipsec_mode";
     /// Kernel the step runs on: host, or a Debian kernel package (linux-image-…, fetched with apt-get download) or vmlinuz path booted in a guest VM that runs the whole step.
     kernel: KernelSpec = KernelSpec::Host, json "kernel";
     /// Virtual CPUs of the guest (with --kernel).
