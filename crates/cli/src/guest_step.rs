@@ -161,6 +161,9 @@ fn record_of(s: &RunSettings, out: &JobOutput) -> anyhow::Result<RunRecord> {
     // environment (a JSON file) still says whether it was emulated.
     record.settings.guest_accel = GuestAccel::parse(&info.accel).unwrap_or(s.guest_accel);
     let mut env = result.environment;
+    if let (Some(lab), Some(Text(path))) = (env.lab.as_mut(), &s.lab) {
+        lab.file = path.clone(); // the user's file, not its copy in the guest
+    }
     env.guest = Some(GuestEnvironment {
         kernel: s.kernel.text(),
         kernel_release: info.kernel_release.clone(),

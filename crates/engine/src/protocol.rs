@@ -67,6 +67,10 @@ pub struct ServerTestStats {
     /// (`transport::smc::CHECKED_PER_TEST`; always 0 for others).
     #[serde(default)]
     pub smc_fallbacks: u64,
+    /// Of those checked, SMC connections whose mode SMC_DIAG did not give
+    /// (no smc_diag, or the socket not listed): not known to be SMC.
+    #[serde(default)]
+    pub smc_unchecked: u64,
     /// Times accepting stopped for want of file descriptors (EMFILE, ENFILE)
     /// and was retried later instead of stalling the queued connections.
     #[serde(default)]
@@ -100,6 +104,7 @@ impl ServerTestStats {
         self.errors += o.errors;
         self.mptcp_fallbacks += o.mptcp_fallbacks;
         self.smc_fallbacks += o.smc_fallbacks;
+        self.smc_unchecked += o.smc_unchecked;
         self.accept_retries += o.accept_retries;
         self.tls_full_handshakes += o.tls_full_handshakes;
         self.tls_resumed_handshakes += o.tls_resumed_handshakes;

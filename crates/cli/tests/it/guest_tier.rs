@@ -207,3 +207,95 @@ fn the_kernel_release_example_renders_its_release_table() {
     assert!(md.contains("Average (geometric mean)"), "{md}");
     assert!(md.contains("no performance verdict"), "emulated: {md}");
 }
+
+#[test]
+fn netem_delay_and_esp_are_seen_across_a_lab_in_the_guest_kernel() {
+    if !guest_tools("netem_delay_and_esp_are_seen_across_a_lab_in_the_guest_kernel") {
+        return;
+    }
+    let lab = crate::common::examples().join("lab-two-hosts.toml");
+    let lab = lab.to_str().unwrap();
+    let args = [
+        "RR1(1B/1B)",
+        "--lab",
+        lab,
+        "--from",
+        "client",
+        "--to",
+        "server",
+        "--link-delay",
+        "10ms",
+        "--link-ipsec",
+        "aes-gcm-128",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+    ];
+    let (out, stored) = run_in_guest(&args);
+    let record = ok_record(&out);
+    let class = &record["classes"][0];
+    assert!(class["transactions"].as_u64().unwrap() > 0, "{record}");
+    // 10 ms one way in each direction: a round trip of at least 20 ms.
+    let p50 = class["latency_us"]["p50"].as_f64().unwrap();
+    assert!(
+        p50 >= 20_000.0,
+        "RR p50 {p50} µs with a 10 ms netem delay each way"
+    );
+    let lab_env = &stored.unwrap()["env"]["lab"];
+    assert_eq!(
+        lab_env["file"], lab,
+        "the user's lab file, not its copy in the guest"
+    );
+    let after = lab_env["interfaces_after"].as_array().unwrap();
+    let client = after
+        .iter()
+        .find(|i| i["namespace"] == "sb-pair-client")
+        .expect("client interface");
+    assert_eq!(client["netem"]["delay_s"], 0.01, "{client}");
+    let ipsec = &client["ipsec"];
+    assert_eq!(ipsec["algorithm"], "aes-gcm-128", "{ipsec}");
+    let before = lab_env["interfaces"].as_array().unwrap();
+    let before = before
+        .iter()
+        .find(|i| i["namespace"] == "sb-pair-client")
+        .unwrap();
+    for dir in ["esp_packets_out", "esp_packets_in"] {
+        let (b, a) = (
+            before["ipsec"][dir].as_u64().unwrap(),
+            ipsec[dir].as_u64().unwrap(),
+        );
+        assert!(
+            a > b,
+            "{dir}: ESP counter {b} → {a}: the transactions were not carried by ESP"
+        );
+    }
+}
+
+#[test]
+fn af_smc_in_the_guest_kernel_runs_or_says_why_not_smc() {
+    if !guest_tools("af_smc_in_the_guest_kernel_runs_or_says_why_not_smc") {
+        return;
+    }
+    let (out, _) = run_in_guest(&[
+        "RR1(1B/1B)",
+        "--transport",
+        "smc",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+    ]);
+    let record = json_of(&out);
+    if record["complete"] == true {
+        // SMC proper (an ISM or RoCE device): SMC_DIAG saw no fallback.
+        assert!(record["classes"][0]["transactions"].as_u64().unwrap() > 0);
+    } else {
+        // Debian's 6.1 cloud kernel has AF_SMC but no SMC device in the
+        // guest (no SMC-D loopback before 6.11, no rdma_rxe): the kernel
+        // falls back to TCP and the run says so instead of passing as SMC.
+        let reason = record["incomplete_reason"].as_str().unwrap();
+        assert!(reason.contains("fell back to TCP"), "{reason}");
+        assert_eq!(out.status.code(), Some(3), "an incomplete run");
+    }
+}

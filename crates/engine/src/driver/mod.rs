@@ -379,11 +379,23 @@ fn mptcp_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<St
 /// An SMC run whose checked connections fell back to TCP measured TCP.
 fn smc_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<String> {
     let fallbacks: u64 = stats.iter().map(|s| s.smc_fallbacks).sum();
-    (transport == Transport::Smc && fallbacks > 0).then(|| {
-        format!(
+    let unchecked: u64 = stats.iter().map(|s| s.smc_unchecked).sum();
+    if transport != Transport::Smc {
+        return None;
+    }
+    if fallbacks > 0 {
+        return Some(format!(
             "transport smc: {fallbacks} checked data connections fell back to TCP, so the \
              figures are not SMC's: both hosts need an SMC-capable device (RoCE RDMA or ISM) \
              on the path, and `smcss` shows each connection's mode"
+        ));
+    }
+    // Never claim SMC on no evidence.
+    (unchecked > 0).then(|| {
+        format!(
+            "transport smc: SMC_DIAG did not give the mode of {unchecked} checked data \
+             connections, so they are not known to have run over SMC: load smc_diag \
+             (CONFIG_SMC_DIAG) and check with `smcss`"
         )
     })
 }

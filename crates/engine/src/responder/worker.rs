@@ -221,11 +221,12 @@ impl Worker {
             if mptcp && !stream.is_mptcp() {
                 t.stats.mptcp_fallbacks += 1;
             }
-            if smc
-                && t.stats.connections <= transport::smc::CHECKED_PER_TEST
-                && transport::smc::fell_back(stream.as_raw_fd()) == Some(true)
-            {
-                t.stats.smc_fallbacks += 1;
+            if smc && t.stats.connections <= transport::smc::CHECKED_PER_TEST {
+                match transport::smc::fell_back(stream.as_raw_fd()) {
+                    Some(true) => t.stats.smc_fallbacks += 1,
+                    Some(false) => {}
+                    None => t.stats.smc_unchecked += 1,
+                }
             }
             let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
             let remaining = t.spec.request_bytes;
