@@ -36,6 +36,12 @@ usage: bench/tls.sh            (settings come from the environment)
   SSL_PORT=14433   s_server's port
   STACKBENCH=target/release/stackbench   binary to test; the default path is
                    built with `cargo build --release` when missing
+  LINK_RATE=       empty: the TLS-vs-clear runs go over loopback, CPU-bound
+                   (AES-GCM's own cost caps the ratio near 0.67 there). A
+                   rate (e.g. 1Gbit): they cross examples/lab-two-hosts.toml
+                   at that rate instead (needs root), network-bound as the
+                   seeds measured: the ratio shows what TLS costs in rate,
+                   the CPU figures what it costs in CPU
   OUT_DIR=$(mktemp -d)   raw outputs of every run are kept here
 
 Exit status: 0 all runs succeeded, 1 some run failed (the table still shows
@@ -71,8 +77,11 @@ check_settings() {
     die_usage "CIPHER='$CIPHER' is not a TLS 1.2 suite here: use 3C, 9C, C027 or C02F"
   [[ $CRR =~ ^CRR[0-9]+ ]] || die_usage "CRR='$CRR' is not a CRR workload; e.g. CRR=CRR8(64B/1kB)"
   command -v "$OPENSSL" >/dev/null || die_usage "OPENSSL=$OPENSSL not found; install openssl or set OPENSSL"
+  if [[ -n ${LINK_RATE:-} ]]; then
+    [[ $LINK_RATE =~ ^[0-9]+[KMG]bit$ ]] || die_usage "LINK_RATE='$LINK_RATE' is not a rate; e.g. LINK_RATE=1Gbit"
+    [[ $(id -u) == 0 ]] || die_usage "LINK_RATE needs root (the runs cross a lab of network namespaces)"
+  fi
 }
-
 
 SERVER_PID="" CLIENT_PID=""
 cleanup() {
@@ -81,6 +90,10 @@ cleanup() {
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
+  # The lab the LINK_RATE runs brought up.
+  if [[ -n ${LINK_RATE:-} && -n ${SB_BIN:-} ]]; then
+    "$SB_BIN" lab down "$ROOT/examples/lab-two-hosts.toml" >/dev/null 2>&1 || true
+  fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -173,6 +186,12 @@ s_time() {
   value s_time "$1" "$(awk '/connections in [0-9]+ real seconds/ {if ($4 > 0) print $1 / $4; exit}' "$base.out")" "$base"
 }
 
+# LINK_RATE set: the TLS-vs-clear runs cross a lab link at that rate.
+LINK_FLAGS=()
+if [[ -n ${LINK_RATE:-} ]]; then
+  LINK_FLAGS=(--lab "$ROOT/examples/lab-two-hosts.toml" --from client --to server --link-rate "$LINK_RATE")
+fi
+
 round() {
   local rep=$1 rate='c["rate_tps"]' rx='c["rx_bytes_per_s"]'
   rsa_signs "$rep"
@@ -180,10 +199,10 @@ round() {
   sb full_crr "$rep" "$rate" "$CRR" "${TLS_FLAGS[@]}" --resume-ratio 0
   s_time "$rep"
   sb resumed_crr "$rep" "$rate" "$CRR" "${TLS_FLAGS[@]}" --resume-ratio 1
-  sb tls_rr10 "$rep" "$rate" 'RR10(4kB/4kB)' "${TLS_FLAGS[@]}"
-  sb clear_rr10 "$rep" "$rate" 'RR10(4kB/4kB)'
-  sb tls_str3 "$rep" "$rx" 'STR3(1B/20MB)' "${TLS_FLAGS[@]}"
-  sb clear_str3 "$rep" "$rx" 'STR3(1B/20MB)'
+  sb tls_rr10 "$rep" "$rate" 'RR10(4kB/4kB)' "${TLS_FLAGS[@]}" "${LINK_FLAGS[@]}"
+  sb clear_rr10 "$rep" "$rate" 'RR10(4kB/4kB)' "${LINK_FLAGS[@]}"
+  sb tls_str3 "$rep" "$rx" 'STR3(1B/20MB)' "${TLS_FLAGS[@]}" "${LINK_FLAGS[@]}"
+  sb clear_str3 "$rep" "$rx" 'STR3(1B/20MB)' "${LINK_FLAGS[@]}"
 }
 
 report() {
@@ -229,7 +248,7 @@ main() {
   FAILED=0
   prepare_stackbench
   make_certificate
-  echo "stackbench TLS targets on loopback $HOST"
+  echo "stackbench TLS targets on loopback $HOST${LINK_RATE:+ (TLS vs clear across a $LINK_RATE lab link)}"
   echo "  client CPUs $CLIENT_CPUS, server CPUs $SERVER_CPUS ($(nproc) CPUs online)"
   echo "  $DURATION s per run, $REPS rounds interleaved, medians; stackbench warm-up $WARMUP s, --nodelay"
   echo "  handshakes: $CRR, cipher $CIPHER (${OPENSSL_NAME[$CIPHER]}), RSA-2048 certificate $OUT_DIR/cert.pem"
