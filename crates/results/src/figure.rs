@@ -161,16 +161,23 @@ fn panel(
             .map_err(|e| err(&e))?;
     }
     if series.iter().any(|s| s.legend.is_some()) {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(|e| err(&e))?;
+        draw_legend(&mut chart)?;
     }
     Ok(())
+}
+
+/// The legend of a figure's series, upper right, in the report's style.
+pub(crate) fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> Result<(), FigureError> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font((FONT, 13))
+        .draw()
+        .map_err(|e| FigureError(e.to_string()))
 }
 
 /// Whether any variant has a value of `m` for `workload`.

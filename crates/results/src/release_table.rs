@@ -20,7 +20,7 @@ use plotters::prelude::*;
 use crate::compare::{Comparison, Verdict};
 use crate::compare_output::format_pct;
 use crate::doc::Block;
-use crate::figure::{FigureError, FONT, VARIANT_COLOURS};
+use crate::figure::{draw_legend, FigureError, FONT, VARIANT_COLOURS};
 use crate::metric::Metric;
 use crate::store::StoredRun;
 
@@ -308,15 +308,7 @@ fn draw_bars(chart: &mut Chart, t: &ReleaseTable) -> Result<(), FigureError> {
             BLACK.stroke_width(1),
         ))
         .map_err(|e| plot_err(&e))?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font((FONT, 13))
-        .draw()
-        .map_err(|e| plot_err(&e))?;
-    Ok(())
+    draw_legend(chart)
 }
 
 /// One bar chart: per workload class, the three ratios side by side, with a

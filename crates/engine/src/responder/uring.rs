@@ -525,11 +525,7 @@ impl Commanded for UringWorker {
     }
 
     fn add_test(&mut self, id: u64, spec: TestSpec, listeners: Vec<DataListener>) {
-        let test = self.tests.insert(Test {
-            id,
-            spec,
-            stats: ServerTestStats::default(),
-        }) as u32;
+        let test = self.tests.insert(Test::new(id, spec)) as u32;
         for listener in listeners {
             let key = self.entries.insert(Entry::Listener {
                 listener,

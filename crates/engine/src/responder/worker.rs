@@ -86,6 +86,16 @@ pub(super) struct Test {
     pub(super) stats: ServerTestStats,
 }
 
+impl Test {
+    pub(super) fn new(id: u64, spec: TestSpec) -> Test {
+        Test {
+            id,
+            spec,
+            stats: ServerTestStats::default(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
     Reading,
@@ -314,11 +324,7 @@ impl Commanded for Worker {
     }
 
     fn add_test(&mut self, id: u64, spec: TestSpec, listeners: Vec<DataListener>) {
-        let test = self.tests.insert(Test {
-            id,
-            spec,
-            stats: ServerTestStats::default(),
-        }) as u32;
+        let test = self.tests.insert(Test::new(id, spec)) as u32;
         for mut listener in listeners {
             let entry = self.entries.vacant_entry();
             if let Err(e) =
