@@ -101,7 +101,7 @@ pub fn render_show(run: &StoredRun) -> String {
     out.push_str(&format!("labels: {}\n", labels.join(" ")));
     out.push_str(&format!("environment: {}\n", run.env.summary()));
     if let Some(g) = &run.env.guest {
-        out.push_str(&format!("guest: {}\n", g.summary()));
+        out.push_str(&format!("{}\n", g.summary()));
     }
     let settings = serde_json::to_string(&r.settings).expect("settings serialize");
     out.push_str(&format!("settings: {settings}\n"));
