@@ -38,18 +38,13 @@ Exit status: 0 every comparison within TARGET_PCT, 1 some run failed,
 EOF
 }
 
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then usage; exit 0; fi
-if [[ $# -gt 0 ]]; then
-  echo "cpu_vs_netperf.sh: no arguments expected (got '$1'); settings come from env vars, see --help" >&2
-  exit 2
-fi
-
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPORT="$ROOT/bench/cpu_report.py"
 HOST=127.0.0.1 # loopback only, by design
 BENCH_NAME=cpu_vs_netperf.sh
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
+bench_args "$@"
 
 WORKLOADS=${WORKLOADS:-rr1 rr4k}
 TARGET_PCT=${TARGET_PCT:-5}

@@ -15,6 +15,16 @@ PEERS_BIN=${PEERS_BIN:-/work/peers/bin}
 
 die_usage() { echo "$BENCH_NAME: $*" >&2; exit 2; }
 
+# bench_args "$@": --help prints the script's usage(); any argument else is
+# refused (settings come from the environment).
+bench_args() {
+  if [[ ${1:-} == -h || ${1:-} == --help ]]; then usage; exit 0; fi
+  if [[ $# -gt 0 ]]; then
+    echo "$BENCH_NAME: no arguments expected (got '$1'); settings come from env vars, see --help" >&2
+    exit 2
+  fi
+}
+
 # check_common [NAME...]: DURATION, REPS and each NAME positive whole numbers,
 # WARMUP a whole number of seconds, python3 and taskset present. CPU lists are
 # checked by each script (netperf's -T needs one CPU, the others take lists).

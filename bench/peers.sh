@@ -45,18 +45,13 @@ the rest), 2 bad settings.
 EOF
 }
 
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then usage; exit 0; fi
-if [[ $# -gt 0 ]]; then
-  echo "peers.sh: no arguments expected (got '$1'); settings come from env vars, see --help" >&2
-  exit 2
-fi
-
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPORT="$ROOT/bench/peers_report.py"
 HOST=127.0.0.1 # loopback only, by design
 BENCH_NAME=peers.sh
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
+bench_args "$@"
 
 WORKLOADS=${WORKLOADS:-rr1 rr10 crr10 str3 spin1}
 CRR_CLOSE=${CRR_CLOSE:-abort}

@@ -49,17 +49,12 @@ the rest), 2 bad settings.
 EOF
 }
 
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then usage; exit 0; fi
-if [[ $# -gt 0 ]]; then
-  echo "tls.sh: no arguments expected (got '$1'); settings come from env vars, see --help" >&2
-  exit 2
-fi
-
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HOST=127.0.0.1 # loopback only, by design
 BENCH_NAME=tls.sh
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
+bench_args "$@"
 
 CRR=${CRR:-CRR8(64B/1kB)}
 CIPHER=${CIPHER:-C02F}

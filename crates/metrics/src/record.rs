@@ -15,9 +15,11 @@ use stackbench_model::{Kind, StreamDirection};
 
 mod ktls;
 mod schema;
+mod tls;
 
 pub use ktls::{KtlsCounters, KtlsFigures};
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
+pub use tls::{HandshakeCpuUs, TlsFigures};
 
 /// Version of the record layout below.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -159,58 +161,6 @@ pub struct ClassResult {
     /// and the handshakes of the window; absent for clear text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsFigures>,
-}
-
-/// What a class's TLS connections negotiated, as OpenSSL reported it on the
-/// driver's side, and its handshakes in the window.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct TlsFigures {
-    /// Protocol version, e.g. "1.2".
-    pub version: String,
-    /// IANA name of the negotiated suite.
-    pub cipher: String,
-    /// Its IANA code in hex, e.g. "C02F".
-    pub cipher_code: String,
-    /// Connections whose handshake was full ("long") or abbreviated
-    /// ("short", a resumed session), completed in the window.
-    pub full_handshakes: u64,
-    pub resumed_handshakes: u64,
-    /// From connect to the handshake's end, apart from transaction latency.
-    pub handshake_latency_us: LatencyUs,
-    /// `--rekey`: key updates the driver's connections of the class started
-    /// in the window (0 without it, and in records older than it).
-    #[serde(default)]
-    pub rekeys: u64,
-    /// Key updates the responder's connections of the class started, over
-    /// the test's whole life (warm-up included).
-    #[serde(default)]
-    pub server_rekeys: u64,
-    /// Thread CPU µs per handshake, per side; absent in older records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handshake_cpu_us: Option<HandshakeCpuUs>,
-    /// `tls_mode ktls`: the kernel's part; absent in other modes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ktls: Option<KtlsFigures>,
-}
-
-/// Mean thread CPU µs of one handshake, full ("long") or resumed ("short"),
-/// on each side: the CPU of the calls that advanced it (key exchange,
-/// signatures, certificate), not the connect or accept. The driver's are
-/// over the window's handshakes, the responder's over the test's whole life.
-/// `None` where no handshake of that kind happened.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct HandshakeCpuUs {
-    pub client_full: Option<f64>,
-    pub client_resumed: Option<f64>,
-    pub server_full: Option<f64>,
-    pub server_resumed: Option<f64>,
-}
-
-impl HandshakeCpuUs {
-    /// Mean µs of `count` handshakes that took `total_ns`.
-    pub fn per_handshake(total_ns: u64, count: u64) -> Option<f64> {
-        (count > 0).then(|| total_ns as f64 / count as f64 / 1e3)
-    }
 }
 
 /// How a class's clients pace their requests.

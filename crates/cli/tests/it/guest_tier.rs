@@ -103,27 +103,32 @@ fn assert_ktls(label: &str, record: &Value) {
     assert!(!warned, "{label}: {record}");
 }
 
-#[test]
-fn ktls_tls13_records_are_carried_by_the_guest_kernel() {
-    if !guest_tools("ktls_tls13_records_are_carried_by_the_guest_kernel") {
-        return;
-    }
+/// A kTLS run of `workload` with TLS `version` and `extra` flags in the
+/// guest, checked by [`assert_ktls`]; its record.
+fn ktls_run(label: &str, workload: &str, version: &str, extra: &[&str]) -> Value {
     let flags = [
         "--transport",
         "tls",
         "--tls-mode",
         "ktls",
         "--tls-version",
-        "1.3",
+        version,
     ];
-    let window = ["--cipher", "1301", "--duration", "2s", "--warmup", "1s"];
-    let (out, _) = run_in_guest(&[&["RR2(4kB/4kB)"][..], &flags, &window].concat());
+    let window = ["--duration", "2s", "--warmup", "1s"];
+    let (out, _) = run_in_guest(&[&[workload][..], &flags, extra, &window].concat());
     let record = ok_record(&out);
-    assert_ktls("1.3 1301", &record);
-    assert_eq!(
-        record["classes"][0]["tls"]["cipher"],
-        "TLS_AES_128_GCM_SHA256"
-    );
+    assert_ktls(label, &record);
+    record
+}
+
+#[test]
+fn ktls_tls13_records_are_carried_by_the_guest_kernel() {
+    if !guest_tools("ktls_tls13_records_are_carried_by_the_guest_kernel") {
+        return;
+    }
+    let record = ktls_run("1.3 1301", "RR2(4kB/4kB)", "1.3", &["--cipher", "1301"]);
+    let cipher = &record["classes"][0]["tls"]["cipher"];
+    assert_eq!(cipher, "TLS_AES_128_GCM_SHA256");
 }
 
 #[test]
@@ -131,27 +136,8 @@ fn ktls_tls12_with_resumed_handshakes_in_the_guest_kernel() {
     if !guest_tools("ktls_tls12_with_resumed_handshakes_in_the_guest_kernel") {
         return;
     }
-    let flags = [
-        "--transport",
-        "tls",
-        "--tls-mode",
-        "ktls",
-        "--tls-version",
-        "1.2",
-    ];
-    let rest = [
-        "--cipher",
-        "C02F",
-        "--resume-ratio",
-        "0.5",
-        "--duration",
-        "2s",
-        "--warmup",
-        "1s",
-    ];
-    let (out, _) = run_in_guest(&[&["CRR2(64B/1kB)"][..], &flags, &rest].concat());
-    let record = ok_record(&out);
-    assert_ktls("1.2 C02F resumed", &record);
+    let extra = ["--cipher", "C02F", "--resume-ratio", "0.5"];
+    let record = ktls_run("1.2 C02F resumed", "CRR2(64B/1kB)", "1.2", &extra);
     let tls = &record["classes"][0]["tls"];
     assert!(tls["resumed_handshakes"].as_u64().unwrap() > 0, "{tls}");
 }

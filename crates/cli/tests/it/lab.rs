@@ -73,22 +73,32 @@ fn bad_lab_files_are_one_line_errors() {
     );
 }
 
-#[test]
-fn without_root_lab_up_says_to_use_sudo() {
-    let mut cmd = lab("up", &examples().join("lab-two-hosts.toml"));
+/// Runs `cmd` as an unprivileged user (nobody, when the tests run as root)
+/// and returns its status and stderr; `None` (the test skips, saying so)
+/// when user nobody cannot even run the test binary here.
+pub fn output_without_root(mut cmd: Command, test: &str) -> Option<(Option<i32>, String)> {
     // SAFETY: geteuid(2) has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         cmd.uid(65534).gid(65534); // nobody
     }
     let out = cmd.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     if out.status.code() == Some(126)
         || err.contains("Permission denied (os error 13)") && !err.contains("stackbench")
     {
-        eprintln!("skipped without_root_lab_up_says_to_use_sudo: user nobody cannot run the test binary here");
-        return;
+        eprintln!("skipped {test}: user nobody cannot run the test binary here");
+        return None;
     }
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    Some((out.status.code(), err))
+}
+
+#[test]
+fn without_root_lab_up_says_to_use_sudo() {
+    let cmd = lab("up", &examples().join("lab-two-hosts.toml"));
+    let Some((code, err)) = output_without_root(cmd, "without_root_lab_up_says_to_use_sudo") else {
+        return;
+    };
+    assert_eq!(code, Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(
         err.contains("permission denied: lab commands need root"),

@@ -4,13 +4,12 @@
 //! path's interfaces, whose byte counters show that the data crossed the lab
 //! link and the responder listened on host B's address.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::common::{examples, json_ok, stackbench};
-use crate::lab::{can_make_namespaces, lab};
+use crate::lab::{can_make_namespaces, lab, output_without_root};
 
 #[test]
 fn a_host_the_lab_lacks_is_one_line() {
@@ -55,19 +54,11 @@ fn without_root_a_lab_run_says_to_use_sudo() {
     cmd.args(["run", "--lab"])
         .arg(examples().join("lab-two-hosts.toml"))
         .args(["--from", "client", "--to", "server", "RR1(1B/1B)"]);
-    // SAFETY: geteuid(2) has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        cmd.uid(65534).gid(65534); // nobody
-    }
-    let out = cmd.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(126)
-        || err.contains("Permission denied (os error 13)") && !err.contains("stackbench")
-    {
-        eprintln!("skipped without_root_a_lab_run_says_to_use_sudo: user nobody cannot run the test binary here");
+    let Some((code, err)) = output_without_root(cmd, "without_root_a_lab_run_says_to_use_sudo")
+    else {
         return;
-    }
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    };
+    assert_eq!(code, Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
     assert!(err.contains("lab runs need root"), "{err}");
 }
