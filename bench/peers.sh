@@ -348,6 +348,10 @@ workload_rr1() {
 workload_spin1() {
   peer spin1 "$1" pingpong "$PINGPONG" "bench/pingpong.c (spinning C ping-pong)" \
     run_pingpong spin1 "$1"
+  # netperf cannot busy-poll: this row says what spinning buys against the
+  # blocking reference, at what host CPU per transaction.
+  peer spin1 "$1" netperf "$NETPERF" "netperf -c -C -t TCP_RR -- -r 1,1 (blocking; it has no busy-poll)" \
+    run_netperf spin1 "$1" TCP_RR -r 1,1
 }
 
 workload_rr10() {

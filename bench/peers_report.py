@@ -6,12 +6,16 @@ Owns two things the shell script should not do by itself:
     key=value lines, iperf3 -J, sockperf pp, bench/pingpong.c) into the same
     key=value figures:
         rate_tps, bulk_bytes_per_s, lat_mean_us, lat_p50_us, lat_p99_us,
-        cli_cpu_us_per_tr, srv_cpu_us_per_tr (RR, CRR), cli_cpu_us_per_mib,
-        srv_cpu_us_per_mib (streams)
+        cli_cpu_us_per_tr, srv_cpu_us_per_tr (RR, CRR), host_cpu_us_per_tr
+        (both sides together: netperf's only CPU figure on loopback),
+        cli_cpu_us_per_mib, srv_cpu_us_per_mib (streams)
     (a figure a tool does not report is simply absent); a server's log adds its
     side's CPU where only the server prints it (neper, pingpong);
-  * the side-by-side table: median of each figure over the repetitions and the
-    stackbench/peer ratio of medians.
+  * the side-by-side table: median of each figure over the repetitions, the
+    stackbench/peer ratio of medians, and the paired ratios (stackbench's rep i
+    against the peer's rep i, run next to it): their median and range. On a
+    shared VM whose speed drifts between runs the paired figure is the one to
+    read — drift moves both halves of a pair alike.
 
 Usage:
     peers_report.py parse TOOL FILE [NOTATION]   # TOOL: stackbench|netperf|neper|iperf3|sockperf|pingpong
@@ -79,6 +83,9 @@ def parse_stackbench(text, notation=None):
         proc_s = (figures.get("process") or {}).get("cpu_seconds")
         if proc_s is not None and mib > 0:
             out[key + "_proc_cpu_us_per_mib"] = proc_s * 1e6 / mib
+    # Both sides' CPU sets together (each CPU counted once when the sets
+    # overlap): what netperf's service demand measures on loopback.
+    out["host_cpu_us_per_tr"] = cpu.get("total_cpu_us_per_tran")
     # Schema 2 keeps every setting flat in `settings`; schema 1 had `socket`.
     settings = doc.get("settings") or {}
     if settings.get("spin") not in (None, False, "none"):
@@ -96,7 +103,8 @@ def parse_netperf(text):
     """netperf `-c -C -P 0 -- ... -o THROUGHPUT,...,P99_LATENCY,LOCAL_SD,REMOTE_SD`.
     The service demands (-c -C) of an RR test are µs of CPU per transaction;
     netperf measures every CPU of each host, so on loopback each side's figure
-    covers both sides (read it against stackbench's cli + srv)."""
+    covers both sides: it is reported as host_cpu_us_per_tr (the local one;
+    the remote one measures the same CPUs), never as one side's CPU."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     rows = [ln.split(",") for ln in lines if ln.count(",") == 6]
     if not rows:
@@ -111,10 +119,11 @@ def parse_netperf(text):
         "lat_p99_us": float(p99),
     }
     # netperf prints -1 (or nothing) when it did not measure a side.
-    for key, value in (("cli_cpu_us_per_tr", local_sd), ("srv_cpu_us_per_tr", remote_sd)):
+    for value in (local_sd, remote_sd):
         try:
             if float(value) > 0:
-                out[key] = float(value)
+                out["host_cpu_us_per_tr"] = float(value)
+                break
         except ValueError:
             pass
     return out
@@ -286,6 +295,7 @@ METRICS = [
     ("lat_p99_us", "latency p99 us", False),
     ("cli_cpu_us_per_tr", "client CPU us/tr", False),
     ("srv_cpu_us_per_tr", "server CPU us/tr", False),
+    ("host_cpu_us_per_tr", "host CPU us/tr (both sides)", False),
     ("cli_cpu_us_per_mib", "client CPU us/MiB", False),
     ("srv_cpu_us_per_mib", "server CPU us/MiB", False),
 ]
@@ -319,10 +329,12 @@ def read_kv(path):
 
 def collect(run_dir):
     """runs.tsv rows: workload, tool, rep, ok|fail, kv file or reason.
-    Returns {(workload, tool): {"values": {metric: [..]}, "fails": [..], "kv": [..]}}."""
+    Returns {(workload, tool): {"values": {metric: {rep: value}}, "fails": [..],
+    "kv": [..]}}; the rep numbers pair each stackbench run with the peer runs
+    of its round."""
     series = {}
     for row in read_tsv(os.path.join(run_dir, "runs.tsv")):
-        workload, tool, _rep, status, detail = (row + [""] * 5)[:5]
+        workload, tool, rep, status, detail = (row + [""] * 5)[:5]
         entry = series.setdefault((workload, tool), {"values": {}, "fails": [], "kv": []})
         if status != "ok":
             entry["fails"].append(detail)
@@ -332,7 +344,7 @@ def collect(run_dir):
         for key, _label, _hib in METRICS:
             for k in {key, stackbench_key(key, "neper")}:
                 if k in kv:
-                    entry["values"].setdefault(k, []).append(float(kv[k]))
+                    entry["values"].setdefault(k, {})[rep] = float(kv[k])
     return series
 
 
@@ -343,12 +355,18 @@ def fmt(value):
     return "-" if value is None else "{:,.1f}".format(value)
 
 
-def median_cell(entry, key, reps):
-    """Median over the successful reps (bulk shown in MiB/s, 1 MiB = 1024^2 B),
-    and its cell text; "(n/reps)" marks a median over fewer than all reps."""
-    vals = (entry or {}).get("values", {}).get(key, [])
+def values_of(entry, key):
+    """{rep: value} of one figure (bulk in MiB/s, 1 MiB = 1024^2 B)."""
+    vals = (entry or {}).get("values", {}).get(key, {})
     if key == "bulk_bytes_per_s":
-        vals = [v / MIB for v in vals]
+        return {rep: v / MIB for rep, v in vals.items()}
+    return vals
+
+
+def median_cell(entry, key, reps):
+    """Median over the successful reps and its cell text; "(n/reps)" marks a
+    median over fewer than all reps."""
+    vals = list(values_of(entry, key).values())
     if not vals:
         return None, "failed" if entry and entry["fails"] else "-"
     med = statistics.median(vals)
@@ -356,14 +374,45 @@ def median_cell(entry, key, reps):
     return med, fmt(med) + suffix
 
 
+def paired_cell(sb_vals, pe_vals):
+    """Median and range of stackbench/peer over the rounds where both ran."""
+    ratios = sorted(sb_vals[rep] / pe_vals[rep] for rep in sb_vals
+                    if rep in pe_vals and pe_vals[rep])
+    if not ratios:
+        return "-"
+    if len(ratios) == 1:
+        return "%.3f" % ratios[0]
+    return "%.3f [%.2f-%.2f] n=%d" % (statistics.median(ratios), ratios[0], ratios[-1],
+                                      len(ratios))
+
+
+# Peers whose only CPU figure covers both sides (netperf on loopback: its
+# service demand counts every CPU of the host): compared on the host row only.
+HOST_CPU_PEERS = {"netperf"}
+
+
+def wanted(key, peer, figures):
+    """Whether the table has a row for figure `key` of this pair."""
+    if key not in figures.split(",") and not (key == "host_cpu_us_per_tr"
+                                               and peer in HOST_CPU_PEERS):
+        return False
+    if "_cpu_" not in key:
+        return True
+    if peer in NO_CPU_PEERS:
+        return False
+    if key == "host_cpu_us_per_tr":
+        return peer in HOST_CPU_PEERS
+    return peer not in HOST_CPU_PEERS
+
+
 def table_rows(run_dir, series, reps):
-    rows = []
     """pairs.tsv rows: workload, peer tool, peer command, comma list of figures."""
+    rows = []
     for workload, peer, peer_desc, figures in read_tsv(os.path.join(run_dir, "pairs.tsv")):
         sb = series.get((workload, "stackbench"))
         pe = series.get((workload, peer))
         for key, label, higher_better in METRICS:
-            if key not in figures.split(",") or (peer in NO_CPU_PEERS and "_cpu_" in key):
+            if not wanted(key, peer, figures):
                 continue
             sb_key = stackbench_key(key, peer)
             if sb_key != key:
@@ -372,13 +421,16 @@ def table_rows(run_dir, series, reps):
             pe_med, pe_cell = median_cell(pe, key, reps)
             ratio = "-"
             if sb_med is not None and pe_med:
-                ratio = "%.3f%s" % (sb_med / pe_med, "" if higher_better else " (lower=better)")
-            rows.append([workload, peer_desc, label, sb_cell, pe_cell, ratio])
+                ratio = "%.3f" % (sb_med / pe_med)
+            paired = paired_cell(values_of(sb, sb_key), values_of(pe, key))
+            better = "higher" if higher_better else "lower"
+            rows.append([workload, peer_desc, label, better, sb_cell, pe_cell, ratio, paired])
     return rows
 
 
 def print_table(rows):
-    head = ["workload", "peer (command)", "figure", "stackbench", "peer", "stackbench/peer"]
+    head = ["workload", "peer (command)", "figure", "better", "stackbench", "peer",
+            "ratio of medians", "paired ratios: median [range]"]
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
     print(line(head))
@@ -393,8 +445,8 @@ def print_table(rows):
 
 TOOL_NOTES = {
     "netperf": "netperf: CPU from -c -C service demand, which covers every CPU of the "
-               "host: on loopback each side's figure is both sides together (stackbench's "
-               "rows: its CPU-set view, one side's CPUs each)",
+               "host: on loopback that is both sides together, so it is compared only "
+               "with stackbench's client + server CPU-set views (host CPU row)",
     "neper": "neper: client CPU from its utime/stime (getrusage, whole process); server "
              "CPU from its server's log when it printed one; '(process)' rows compare "
              "with stackbench's process view (utime + stime of its driver/responder)",
@@ -475,8 +527,17 @@ def self_test():
     assert abs(parse_neper(SAMPLE_NEPER_RR)["lat_p50_us"] - 63.35) < 1e-6
     assert parse_neper(SAMPLE_NEPER_STREAM) == {"bulk_bytes_per_s": 2303856107.60}
     netperf = parse_netperf("junk line\n" + SAMPLE_NETPERF)
-    assert netperf["lat_p99_us"] == 1818.0 and netperf["cli_cpu_us_per_tr"] == 40.1
-    assert "srv_cpu_us_per_tr" not in netperf
+    assert netperf["lat_p99_us"] == 1818.0 and netperf["host_cpu_us_per_tr"] == 40.1
+    assert "cli_cpu_us_per_tr" not in netperf and "srv_cpu_us_per_tr" not in netperf
+    rr = "rate_tps,cli_cpu_us_per_tr,srv_cpu_us_per_tr"
+    assert wanted("host_cpu_us_per_tr", "netperf", rr)
+    assert not wanted("cli_cpu_us_per_tr", "netperf", rr)
+    assert wanted("cli_cpu_us_per_tr", "neper", rr) and not wanted("host_cpu_us_per_tr", "neper", rr)
+    assert not wanted("cli_cpu_us_per_tr", "sockperf", rr) and wanted("rate_tps", "sockperf", rr)
+    # Pairs are matched by rep; a rep one side lacks is left out.
+    assert paired_cell({"1": 2.0, "2": 3.0, "3": 9.0}, {"1": 1.0, "2": 2.0}) == \
+        "1.750 [1.50-2.00] n=2"
+    assert paired_cell({"1": 2.0}, {"2": 1.0}) == "-"
     sockperf = parse_sockperf(SAMPLE_SOCKPERF)
     assert sockperf["rate_tps"] == 20000.0 and sockperf["lat_p99_us"] == 80.0
     assert parse_pingpong(SAMPLE_PINGPONG) == {"rate_tps": 1000.0, "lat_mean_us": 1000.0,
