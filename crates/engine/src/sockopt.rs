@@ -236,6 +236,19 @@ pub(crate) fn recv(fd: RawFd, buf: &mut [u8], waitall: bool) -> io::Result<usize
     }
 }
 
+/// Blocking with send and receive timeouts of `wait` (`Some`), or
+/// non-blocking (`None`): see `DataStream::set_direct_wait`.
+pub(crate) fn set_direct_wait(fd: RawFd, wait: Option<std::time::Duration>) -> io::Result<()> {
+    // SAFETY: `fd` is an open socket owned by the caller for the whole call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let sock = SockRef::from(&fd);
+    if wait.is_some() {
+        sock.set_read_timeout(wait)?;
+        sock.set_write_timeout(wait)?;
+    }
+    sock.set_nonblocking(wait.is_none())
+}
+
 /// One `send(2)` with MSG_NOSIGNAL, so a reset peer is an error, not SIGPIPE.
 #[inline]
 pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {

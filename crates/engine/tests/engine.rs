@@ -14,9 +14,13 @@ use stackbench_metrics::{ClassResult, PacingMode};
 use stackbench_model::{Arrivals, CrrClose, IoMode, PerSecond, SocketOptions, Spin, Transport};
 
 fn responder(listen: &str) -> ResponderHandle {
+    responder_threads(listen, 2)
+}
+
+fn responder_threads(listen: &str, threads: usize) -> ResponderHandle {
     let config = ResponderConfig {
         listen: listen.parse().unwrap(),
-        threads: 2,
+        threads,
         cpus: vec![],
     };
     Responder::bind(config).unwrap().spawn().unwrap()
@@ -168,6 +172,35 @@ fn two_drivers_share_one_responder() {
         let b = s.spawn(|| run(&h, &config("RR15(200B/1000B)", 3000)));
         assert_exact(&a.join().unwrap(), 3000);
         assert_exact(&b.join().unwrap(), 3000);
+    });
+}
+
+#[test]
+fn a_directly_served_connection_does_not_hold_up_new_ones() {
+    // One responder worker: driver A's single RR1 connection has it to
+    // itself, so both sides serve it with blocking calls (direct waiting).
+    // Driver B's connections arrive meanwhile and must be accepted and
+    // served while A still runs, with exact counts on both.
+    let h = responder_threads("127.0.0.1:0", 1);
+    let a_done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let a = s.spawn(|| {
+            let mut cfg = timed("RR1(1B/1B)", 0, 3000);
+            cfg.threads = 1;
+            let out = run(&h, &cfg);
+            a_done.store(true, std::sync::atomic::Ordering::SeqCst);
+            out
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let b = run(&h, &config("RR4(100B/1000B)+STR1(1B/2MB)", 200));
+        assert!(
+            !a_done.load(std::sync::atomic::Ordering::SeqCst),
+            "B was served only after A's 3 s run ended"
+        );
+        assert_exact(&b, 200);
+        let a = a.join().unwrap();
+        assert!(a.complete, "{:?}", a.incomplete_reason);
+        assert!(a.classes[0].transactions > 0 && a.classes[0].errors == 0);
     });
 }
 

@@ -19,6 +19,7 @@
 mod accum;
 mod clock;
 mod control;
+mod direct;
 mod flow;
 mod pace;
 mod summary;

@@ -11,14 +11,17 @@
 //! and write readiness (edge-triggered), a short read or write means "drained
 //! for now", and after a request is sent we wait for the response's edge
 //! rather than try a read that would say EAGAIN: per RR transaction that is
-//! one send, one epoll_wait and one recv. Latencies go to a per-worker
+//! one send, one epoll_wait and one recv (one send and one recv when the
+//! worker has a single connection: [`super::direct`]). Latencies go to a per-worker
 //! histogram per class; counts to per-worker counters published with a relaxed
 //! atomic store once per loop turn for the live progress line.
 //!
 //! Timers (reconnect back-off, ramp, think times, open-loop send times) live
 //! in the timing wheel; a `timerfd` armed at the wheel's next deadline wakes
 //! epoll exactly then, so a worker whose clients all think sleeps.
-//! With `io = uring` the same worker runs [`super::uring`]'s loop instead.
+//! With `io = uring` the same worker runs [`super::uring`]'s loop instead;
+//! a worker left with one closed-loop connection waits in its `recv`
+//! ([`super::direct`]).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -299,6 +302,11 @@ impl<'a> Worker<'a> {
             }
             self.fire_timers();
             self.publish();
+            if let Some(key) = self.direct_candidate() {
+                if self.run_direct(key, abort) {
+                    break;
+                }
+            }
         }
         self.accum
     }

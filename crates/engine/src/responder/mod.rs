@@ -12,6 +12,7 @@
 //! control connection closing) removes the test from every worker, sums their
 //! counters, and removes its socket directory.
 
+mod direct;
 mod uring;
 mod worker;
 

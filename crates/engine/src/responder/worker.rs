@@ -104,14 +104,14 @@ pub(super) enum Phase {
 
 /// Per-connection state: 32 bytes (stream: an fd or a boxed TLS session;
 /// test slot, phase, bytes left).
-struct Conn {
-    stream: DataStream,
-    test: u32,
+pub(super) struct Conn {
+    pub(super) stream: DataStream,
+    pub(super) test: u32,
     phase: Phase,
     remaining: u64,
 }
 
-enum Entry {
+pub(super) enum Entry {
     Listener { listener: DataListener, test: u32 },
     Conn(Conn),
 }
@@ -123,10 +123,12 @@ pub(super) enum Next {
 }
 
 pub struct Worker {
-    poll: Poll,
+    pub(super) poll: Poll,
     commands: Receiver<Command>,
-    entries: Slab<Entry>,
-    tests: Slab<Test>,
+    pub(super) entries: Slab<Entry>,
+    pub(super) tests: Slab<Test>,
+    /// Data connections among `entries`.
+    pub(super) conns: usize,
     scratch: Vec<u8>,
     zeros: Vec<u8>,
     /// Listeners to accept on again after running out of descriptors.
@@ -140,6 +142,7 @@ impl Worker {
             commands,
             entries: Slab::new(),
             tests: Slab::new(),
+            conns: 0,
             scratch: vec![0; IO_CHUNK_BYTES],
             zeros: vec![0; IO_CHUNK_BYTES],
             retry_accept: Vec::new(),
@@ -153,13 +156,17 @@ impl Worker {
         Ok((poll, waker))
     }
 
-    /// Runs until a `Shutdown` command.
+    /// Runs until a `Shutdown` command. A worker left with one connection
+    /// serves it with blocking calls until something else needs it
+    /// ([`super::direct`]).
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         loop {
-            let spin = self.tests.iter().any(|(_, t)| t.spec.spin);
-            let timeout = poll_timeout(spin, !self.retry_accept.is_empty());
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
+            let polled = match self.direct_candidate() {
+                Some(key) => self.run_direct(key, &mut events),
+                None => self.poll.poll(&mut events, self.timeout()),
+            };
+            if let Err(e) = polled {
                 if e.kind() != io::ErrorKind::Interrupted {
                     eprintln!("stackbench serve: poll failed: {e}");
                     return;
@@ -181,19 +188,31 @@ impl Worker {
         }
     }
 
+    /// How long epoll may sleep (see [`poll_timeout`]).
+    pub(super) fn timeout(&self) -> Option<Duration> {
+        let spin = self.tests.iter().any(|(_, t)| t.spec.spin);
+        poll_timeout(spin, !self.retry_accept.is_empty())
+    }
+
     fn ready(&mut self, key: usize) {
         match self.entries.get(key) {
             Some(Entry::Listener { .. }) => self.accept_all(key),
             Some(Entry::Conn(_)) => {
                 if let Next::Close { error } = self.drive(key) {
-                    if let Entry::Conn(conn) = self.entries.remove(key) {
-                        if let Some(t) = self.tests.get_mut(conn.test as usize) {
-                            t.stats.errors += u64::from(error);
-                        }
-                    }
+                    self.close(key, error);
                 }
             }
             None => {}
+        }
+    }
+
+    /// Drops connection `key`, counting an error against its test if `error`.
+    pub(super) fn close(&mut self, key: usize, error: bool) {
+        if let Entry::Conn(conn) = self.entries.remove(key) {
+            self.conns -= 1;
+            if let Some(t) = self.tests.get_mut(conn.test as usize) {
+                t.stats.errors += u64::from(error);
+            }
         }
     }
 
@@ -254,12 +273,13 @@ impl Worker {
                     phase: Phase::Reading,
                     remaining,
                 }));
+                self.conns += 1;
             }
         }
     }
 
     /// Runs one connection's state machine as far as the socket allows.
-    fn drive(&mut self, key: usize) -> Next {
+    pub(super) fn drive(&mut self, key: usize) -> Next {
         let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
             return Next::Wait;
         };
@@ -348,6 +368,11 @@ impl Commanded for Worker {
         self.entries.retain(|_, e| match e {
             Entry::Listener { test, .. } | Entry::Conn(Conn { test, .. }) => *test != slot,
         });
+        self.conns = self
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e, Entry::Conn(_)))
+            .count();
         test.stats
     }
 }

@@ -108,6 +108,23 @@ impl DataStream {
         sockopt::set_abortive_close(self.as_raw_fd())
     }
 
+    /// Direct waiting (see `driver::direct`): `Some(wait)` makes a plain
+    /// socket blocking, each send or recv giving up after `wait` (EAGAIN, as
+    /// when non-blocking), so one call both waits and moves the bytes;
+    /// `None` makes it non-blocking again. TLS streams stay non-blocking
+    /// (their reads and writes are several calls): `Unsupported`.
+    pub fn set_direct_wait(&self, wait: Option<std::time::Duration>) -> io::Result<()> {
+        match self {
+            DataStream::Plain(fd) => sockopt::set_direct_wait(fd.as_raw_fd(), wait),
+            DataStream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
+    /// Whether this is a kernel socket driven by plain send/recv calls.
+    pub fn is_plain(&self) -> bool {
+        matches!(self, DataStream::Plain(_))
+    }
+
     /// Ends this side's sending (a FIN; TLS sends close_notify first) and
     /// keeps receiving: the half-close a transparent proxy passes through.
     pub fn close_write(&mut self) -> io::Result<()> {

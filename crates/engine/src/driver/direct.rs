@@ -1,0 +1,105 @@
+//! Direct waiting, the epoll backend's single-connection path: a worker whose
+//! only connection runs a closed-loop RR or STR class over a plain socket
+//! waits for the response inside `recv` itself — the socket made blocking,
+//! with a timeout so stop requests are still seen — instead of in
+//! `epoll_wait` followed by a `recv`. That is netperf's pattern (its TCP_RR
+//! loop in src/nettest_omni.c is a blocking send and a blocking recv per
+//! transaction): two system calls per transaction and side instead of three,
+//! and no epoll wake-up on the data path (the socket leaves the epoll set
+//! while it is driven directly). Everything recorded — timestamps,
+//! histograms, counts, the window — goes through the same state machine
+//! (`Worker::drive`) as the epoll loop; only the wait differs.
+//!
+//! The worker returns to its epoll loop when the connection fails (the
+//! reconnect is timer-driven), finishes its quota, or the run stops.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use mio::{Interest, Token};
+use stackbench_model::Kind;
+
+use super::pace::Pace;
+use super::worker::{Phase, Worker, CONNECTED, RELEASED};
+
+/// Longest a blocked send or recv waits before the loop looks at the stop
+/// conditions again (the epoll loop's longest sleep too).
+pub(super) const DIRECT_WAIT: Duration = Duration::from_millis(50);
+
+impl Worker<'_> {
+    /// The worker's one connection, when it can be driven directly: epoll
+    /// backend, no busy-polling, no timer pending, a plain socket, a
+    /// closed-loop class that keeps its connection (not CRR), and a client
+    /// past the start barrier with a transaction under way.
+    pub(super) fn direct_candidate(&self) -> Option<usize> {
+        if self.spin || self.ring.is_some() || self.conns.len() != 1 || !self.timers.is_empty() {
+            return None;
+        }
+        let (key, conn) = self.conns.iter().next()?;
+        let plan = &self.classes[conn.class as usize];
+        let ready = conn.flags & (CONNECTED | RELEASED) == CONNECTED | RELEASED
+            && matches!(conn.phase, Phase::Sending | Phase::Receiving);
+        let plain = conn.stream.as_ref().is_some_and(|s| s.is_plain());
+        (ready && plain && plan.kind != Kind::Crr && plan.pace == Pace::Closed).then_some(key)
+    }
+
+    /// Drives connection `key` with blocking calls until the run should stop
+    /// (returns true) or the connection leaves this path (returns false: the
+    /// epoll loop takes over, with the connection, if it still exists,
+    /// non-blocking and registered again).
+    pub(super) fn run_direct(&mut self, key: usize, abort: &AtomicBool) -> bool {
+        if !self.enter_direct(key) {
+            return false;
+        }
+        loop {
+            let now = self.timing.now_ns();
+            if self.should_stop(abort, now) {
+                return true;
+            }
+            self.drive(key);
+            self.publish();
+            let still = self.conns.get(key).is_some_and(|c| {
+                c.stream.is_some() && matches!(c.phase, Phase::Sending | Phase::Receiving)
+            });
+            if !still {
+                break;
+            }
+        }
+        self.leave_direct(key);
+        false
+    }
+
+    /// Takes `key` out of the epoll set and makes it blocking; false (and
+    /// nothing changed) if either step fails.
+    fn enter_direct(&mut self, key: usize) -> bool {
+        let Some(stream) = self.conns[key].stream.as_mut() else {
+            return false;
+        };
+        if self.poll.registry().deregister(stream).is_err() {
+            return false;
+        }
+        if stream.set_direct_wait(Some(DIRECT_WAIT)).is_ok() {
+            return true;
+        }
+        self.leave_direct(key);
+        false
+    }
+
+    /// Gives the connection back to the epoll loop (non-blocking,
+    /// registered); a connection that cannot go back fails like any other.
+    fn leave_direct(&mut self, key: usize) {
+        let Some(stream) = self.conns.get_mut(key).and_then(|c| c.stream.as_mut()) else {
+            return;
+        };
+        let back = stream.set_direct_wait(None).and_then(|()| {
+            self.poll.registry().register(
+                stream,
+                Token(key),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+        });
+        if let Err(e) = back {
+            self.fail(key, &e);
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Direct waiting on the responder (the driver's is `driver::direct`): a
+//! worker whose only data connection is a plain socket of a test that keeps
+//! its connections (RR, STR: not CRR) and does not busy-poll serves it with
+//! blocking calls — the request's `recv` is the wait — as netperf's
+//! netserver does: two system calls per transaction instead of epoll_wait,
+//! recv and send. The connection leaves the epoll set meanwhile; the
+//! listeners and the command waker stay in it and are looked at with a
+//! zero-timeout poll every [`CHECK_EVERY`], so a new connection or a command
+//! waits at most about that long, and when anything is pending the
+//! connection goes back to the epoll loop (non-blocking, registered again)
+//! before the events are handled.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use mio::{Events, Interest, Token};
+use stackbench_model::Kind;
+
+use super::worker::{Entry, Next, Worker};
+
+/// How often the epoll set (listeners, commands) is looked at, and the
+/// longest a blocked call waits (so an idle connection does not hold them).
+const CHECK_EVERY: Duration = Duration::from_millis(10);
+
+impl Worker {
+    /// The worker's one data connection, when it can be served directly.
+    pub(super) fn direct_candidate(&self) -> Option<usize> {
+        if self.conns != 1 || self.timeout().is_some() {
+            // Several connections, a spinning test, or an accept retry pending.
+            return None;
+        }
+        let (key, conn) = self.entries.iter().find_map(|(k, e)| match e {
+            Entry::Conn(c) => Some((k, c)),
+            Entry::Listener { .. } => None,
+        })?;
+        let kind = self.tests.get(conn.test as usize)?.spec.kind;
+        (conn.stream.is_plain() && kind != Kind::Crr).then_some(key)
+    }
+
+    /// Serves connection `key` directly until it closes (`events` left
+    /// empty) or a zero-timeout poll finds events (left in `events`, the
+    /// connection back in the epoll set). If the connection cannot be made
+    /// blocking, this is an ordinary poll.
+    pub(super) fn run_direct(&mut self, key: usize, events: &mut Events) -> io::Result<()> {
+        if !self.enter_direct(key) {
+            return self.poll.poll(events, Some(CHECK_EVERY));
+        }
+        events.clear();
+        let mut checked = Instant::now();
+        loop {
+            if let Next::Close { error } = self.drive(key) {
+                self.close(key, error);
+                return Ok(());
+            }
+            if checked.elapsed() < CHECK_EVERY {
+                continue;
+            }
+            self.poll.poll(events, Some(Duration::ZERO))?;
+            if !events.is_empty() {
+                self.leave_direct(key);
+                return Ok(());
+            }
+            checked = Instant::now();
+        }
+    }
+
+    /// Takes `key` out of the epoll set and makes it blocking; false (with
+    /// the connection as it was) if either step fails.
+    fn enter_direct(&mut self, key: usize) -> bool {
+        let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
+            return false;
+        };
+        if self.poll.registry().deregister(&mut conn.stream).is_err() {
+            return false;
+        }
+        if conn.stream.set_direct_wait(Some(CHECK_EVERY)).is_ok() {
+            return true;
+        }
+        self.leave_direct(key);
+        false
+    }
+
+    /// Gives the connection back to the epoll loop; one that cannot go back
+    /// is closed and counted as an error.
+    fn leave_direct(&mut self, key: usize) {
+        let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
+            return;
+        };
+        let stream = &mut conn.stream;
+        let back = stream.set_direct_wait(None).and_then(|()| {
+            self.poll.registry().register(
+                stream,
+                Token(key),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+        });
+        if back.is_err() {
+            self.close(key, true);
+        }
+    }
+}
