@@ -31,6 +31,8 @@ usage: bench/peers.sh            (settings come from the environment)
   CRR_CLOSE=abort  abort: stackbench --crr-close abort vs neper tcp_crr default
                    (client SO_LINGER 0, RST); client: stackbench --crr-close
                    client vs neper tcp_crr --time-wait (graceful client close)
+  FLOW_THREADS=2   threads per side for the 10-flow workloads (rr10, crr10):
+                   neper -T and stackbench --threads/--server-threads alike
   SB_EXTRA=""      extra flags for every stackbench run, e.g. "--io uring"
   PEERS_BIN=/work/peers/bin   where netperf, netserver, tcp_rr, tcp_crr,
                    tcp_stream, iperf3, sockperf are looked for first (then $PATH)
@@ -60,10 +62,11 @@ NEPER_PORT=${NEPER_PORT:-12866}
 IPERF3_PORT=${IPERF3_PORT:-5201}
 SOCKPERF_PORT=${SOCKPERF_PORT:-11111}
 PINGPONG_PORT=${PINGPONG_PORT:-12868}
+FLOW_THREADS=${FLOW_THREADS:-2}
 
 check_settings() {
   local name
-  check_common NETPERF_PORT NEPER_PORT IPERF3_PORT SOCKPERF_PORT PINGPONG_PORT
+  check_common NETPERF_PORT NEPER_PORT IPERF3_PORT SOCKPERF_PORT PINGPONG_PORT FLOW_THREADS
   check_cpu_lists
   [[ $CRR_CLOSE == abort || $CRR_CLOSE == client ]] ||
     die_usage "CRR_CLOSE='$CRR_CLOSE' is not abort or client"
@@ -304,9 +307,9 @@ declare -A NOTATION=([rr1]='RR1(1B/1B)' [rr10]='RR10(4kB/4kB)' [crr10]='CRR10(64
 label() { if [[ $1 == spin1 ]]; then echo "RR1(1B/1B) spin both"; else echo "${NOTATION[$1]}"; fi; }
 # stackbench flags per workload beyond the notation and threads.
 declare -A SB_FLAGS=([spin1]='--spin both')
-# stackbench driver threads, matched to the peer's: neper -T2 for RR10/CRR10;
+# stackbench driver threads, matched to the peer's: neper -T$FLOW_THREADS for RR10/CRR10;
 # one thread for netperf, neper -T1 and iperf3 (single-threaded before 3.16).
-declare -A THREADS=([rr1]=1 [rr10]=2 [crr10]=2 [str3]=1 [spin1]=1)
+declare -A THREADS=([rr1]=1 [rr10]=$FLOW_THREADS [crr10]=$FLOW_THREADS [str3]=1 [spin1]=1)
 # The figures compared (keys of peers_report.py): bulk throughput for streams,
 # rate and latency for the rest, and CPU per side (per MiB for streams).
 RR_FIGURES=rate_tps,lat_mean_us,lat_p50_us,lat_p99_us,cli_cpu_us_per_tr,srv_cpu_us_per_tr
@@ -355,15 +358,15 @@ workload_spin1() {
 }
 
 workload_rr10() {
-  peer rr10 "$1" neper "$TCP_RR" "neper tcp_rr -F10 -T2 -Q4096 -R4096" \
-    run_neper rr10 "$1" "$TCP_RR" "-F 10 -T 2 -Q 4096 -R 4096" "-p 50,99"
+  peer rr10 "$1" neper "$TCP_RR" "neper tcp_rr -F10 -T$FLOW_THREADS -Q4096 -R4096" \
+    run_neper rr10 "$1" "$TCP_RR" "-F 10 -T $FLOW_THREADS -Q 4096 -R 4096" "-p 50,99"
 }
 
 workload_crr10() {
-  local desc="neper tcp_crr -F10 -T2 -Q64 -R8192" extra=""
+  local desc="neper tcp_crr -F10 -T$FLOW_THREADS -Q64 -R8192" extra=""
   if [[ $CRR_CLOSE == client ]]; then desc+=" --time-wait" extra="--time-wait"; fi
   peer crr10 "$1" neper "$TCP_CRR" "$desc" \
-    run_neper crr10 "$1" "$TCP_CRR" "-F 10 -T 2 -Q 64 -R 8192 $extra" "-p 50,99"
+    run_neper crr10 "$1" "$TCP_CRR" "-F 10 -T $FLOW_THREADS -Q 64 -R 8192 $extra" "-p 50,99"
 }
 
 workload_str3() {
