@@ -237,7 +237,7 @@ pub(crate) fn recv(fd: RawFd, buf: &mut [u8], waitall: bool) -> io::Result<usize
 }
 
 /// Blocking with send and receive timeouts of `wait` (`Some`), or
-/// non-blocking (`None`): see `DataStream::set_direct_wait`.
+/// non-blocking (`None`): see `DataStream::enter_direct`.
 pub(crate) fn set_direct_wait(fd: RawFd, wait: Option<std::time::Duration>) -> io::Result<()> {
     // SAFETY: `fd` is an open socket owned by the caller for the whole call.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };

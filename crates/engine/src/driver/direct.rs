@@ -16,7 +16,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use mio::{Interest, Token};
+use mio::Token;
 use stackbench_model::Kind;
 
 use super::pace::Pace;
@@ -24,7 +24,7 @@ use super::worker::{Phase, Worker, CONNECTED, RELEASED};
 
 /// Longest a blocked send or recv waits before the loop looks at the stop
 /// conditions again (the epoll loop's longest sleep too).
-pub(super) const DIRECT_WAIT: Duration = Duration::from_millis(50);
+const DIRECT_WAIT: Duration = Duration::from_millis(50);
 
 impl Worker<'_> {
     /// The worker's one connection, when it can be driven directly: epoll
@@ -69,36 +69,29 @@ impl Worker<'_> {
         false
     }
 
-    /// Takes `key` out of the epoll set and makes it blocking; false (and
-    /// nothing changed) if either step fails.
+    /// Takes `key` out of the epoll set and makes it blocking; false (the
+    /// connection as it was, or failed if it could not be put back) when
+    /// that did not happen.
     fn enter_direct(&mut self, key: usize) -> bool {
         let Some(stream) = self.conns[key].stream.as_mut() else {
             return false;
         };
-        if self.poll.registry().deregister(stream).is_err() {
-            return false;
+        match stream.enter_direct(self.poll.registry(), Token(key), DIRECT_WAIT) {
+            Ok(entered) => entered,
+            Err(e) => {
+                self.fail(key, &e);
+                false
+            }
         }
-        if stream.set_direct_wait(Some(DIRECT_WAIT)).is_ok() {
-            return true;
-        }
-        self.leave_direct(key);
-        false
     }
 
-    /// Gives the connection back to the epoll loop (non-blocking,
-    /// registered); a connection that cannot go back fails like any other.
+    /// Gives the connection back to the epoll loop; a connection that cannot
+    /// go back fails like any other.
     fn leave_direct(&mut self, key: usize) {
         let Some(stream) = self.conns.get_mut(key).and_then(|c| c.stream.as_mut()) else {
             return;
         };
-        let back = stream.set_direct_wait(None).and_then(|()| {
-            self.poll.registry().register(
-                stream,
-                Token(key),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-        });
-        if let Err(e) = back {
+        if let Err(e) = stream.leave_direct(self.poll.registry(), Token(key)) {
             self.fail(key, &e);
         }
     }

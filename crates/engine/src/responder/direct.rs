@@ -13,7 +13,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Interest, Token};
+use mio::{Events, Token};
 use stackbench_model::Kind;
 
 use super::worker::{Entry, Next, Worker};
@@ -40,10 +40,10 @@ impl Worker {
     /// Serves connection `key` directly until it closes (`events` left
     /// empty) or a zero-timeout poll finds events (left in `events`, the
     /// connection back in the epoll set). If the connection cannot be made
-    /// blocking, this is an ordinary poll.
+    /// blocking, this is the ordinary poll.
     pub(super) fn run_direct(&mut self, key: usize, events: &mut Events) -> io::Result<()> {
         if !self.enter_direct(key) {
-            return self.poll.poll(events, Some(CHECK_EVERY));
+            return self.poll.poll(events, self.timeout());
         }
         events.clear();
         let mut checked = Instant::now();
@@ -64,20 +64,23 @@ impl Worker {
         }
     }
 
-    /// Takes `key` out of the epoll set and makes it blocking; false (with
-    /// the connection as it was) if either step fails.
+    /// Takes `key` out of the epoll set and makes it blocking; false (the
+    /// connection as it was, or closed as an error if it could not be put
+    /// back) when that did not happen.
     fn enter_direct(&mut self, key: usize) -> bool {
         let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
             return false;
         };
-        if self.poll.registry().deregister(&mut conn.stream).is_err() {
-            return false;
+        match conn
+            .stream
+            .enter_direct(self.poll.registry(), Token(key), CHECK_EVERY)
+        {
+            Ok(entered) => entered,
+            Err(_) => {
+                self.close(key, true);
+                false
+            }
         }
-        if conn.stream.set_direct_wait(Some(CHECK_EVERY)).is_ok() {
-            return true;
-        }
-        self.leave_direct(key);
-        false
     }
 
     /// Gives the connection back to the epoll loop; one that cannot go back
@@ -86,15 +89,11 @@ impl Worker {
         let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
             return;
         };
-        let stream = &mut conn.stream;
-        let back = stream.set_direct_wait(None).and_then(|()| {
-            self.poll.registry().register(
-                stream,
-                Token(key),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-        });
-        if back.is_err() {
+        if conn
+            .stream
+            .leave_direct(self.poll.registry(), Token(key))
+            .is_err()
+        {
             self.close(key, true);
         }
     }

@@ -108,16 +108,37 @@ impl DataStream {
         sockopt::set_abortive_close(self.as_raw_fd())
     }
 
-    /// Direct waiting (see `driver::direct`): `Some(wait)` makes a plain
-    /// socket blocking, each send or recv giving up after `wait` (EAGAIN, as
-    /// when non-blocking), so one call both waits and moves the bytes;
-    /// `None` makes it non-blocking again. TLS streams stay non-blocking
-    /// (their reads and writes are several calls): `Unsupported`.
-    pub fn set_direct_wait(&self, wait: Option<std::time::Duration>) -> io::Result<()> {
-        match self {
-            DataStream::Plain(fd) => sockopt::set_direct_wait(fd.as_raw_fd(), wait),
-            DataStream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
+    /// Direct waiting (`driver::direct`, `responder::direct`): takes the
+    /// stream out of `registry` and makes it blocking, each send or recv
+    /// giving up after `wait` (EAGAIN, as when non-blocking), so one call
+    /// both waits and moves the bytes. `Ok(false)`: not entered (a TLS
+    /// stream, whose reads and writes are several calls, or a step that
+    /// failed), the stream registered and non-blocking as before; `Err`:
+    /// the stream could not be put back and is unusable.
+    pub fn enter_direct(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        wait: std::time::Duration,
+    ) -> io::Result<bool> {
+        let DataStream::Plain(fd) = self else {
+            return Ok(false);
+        };
+        let fd = fd.as_raw_fd();
+        if registry.deregister(self).is_err() {
+            return Ok(false);
         }
+        if sockopt::set_direct_wait(fd, Some(wait)).is_ok() {
+            return Ok(true);
+        }
+        self.leave_direct(registry, token).map(|()| false)
+    }
+
+    /// Ends direct waiting: non-blocking and in `registry` again, for read
+    /// and write readiness as every data stream is.
+    pub fn leave_direct(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        sockopt::set_direct_wait(self.as_raw_fd(), None)?;
+        registry.register(self, token, Interest::READABLE | Interest::WRITABLE)
     }
 
     /// Whether this is a kernel socket driven by plain send/recv calls.
