@@ -10,6 +10,11 @@
 //! histograms, counts, the window — goes through the same state machine
 //! (`Worker::drive`) as the epoll loop; only the wait differs.
 //!
+//! A busy-polling worker (`--spin`) drives its one connection the same way
+//! but keeps the socket non-blocking and spins on the `recv` itself, as
+//! bench/pingpong.c does, instead of on a zero-timeout `epoll_wait` followed
+//! by the `recv`.
+//!
 //! The worker returns to its epoll loop when the connection fails (the
 //! reconnect is timer-driven), finishes its quota, or the run stops.
 
@@ -28,11 +33,11 @@ const DIRECT_WAIT: Duration = Duration::from_millis(50);
 
 impl Worker<'_> {
     /// The worker's one connection, when it can be driven directly: epoll
-    /// backend, no busy-polling, no timer pending, a plain socket, a
+    /// backend, no timer pending, a plain socket, a
     /// closed-loop class that keeps its connection (not CRR), and a client
     /// past the start barrier with a transaction under way.
     pub(super) fn direct_candidate(&self) -> Option<usize> {
-        if self.spin || self.ring.is_some() || self.conns.len() != 1 || !self.timers.is_empty() {
+        if self.ring.is_some() || self.conns.len() != 1 || !self.timers.is_empty() {
             return None;
         }
         let (key, conn) = self.conns.iter().next()?;
@@ -76,7 +81,8 @@ impl Worker<'_> {
         let Some(stream) = self.conns[key].stream.as_mut() else {
             return false;
         };
-        match stream.enter_direct(self.poll.registry(), Token(key), DIRECT_WAIT) {
+        let wait = (!self.spin).then_some(DIRECT_WAIT);
+        match stream.enter_direct(self.poll.registry(), Token(key), wait) {
             Ok(entered) => entered,
             Err(e) => {
                 self.fail(key, &e);

@@ -8,7 +8,9 @@
 //! zero-timeout poll every [`CHECK_EVERY`], so a new connection or a command
 //! waits at most about that long, and when anything is pending the
 //! connection goes back to the epoll loop (non-blocking, registered again)
-//! before the events are handled.
+//! before the events are handled. A busy-polling test's connection stays
+//! non-blocking and the worker spins on its `recv` (bench/pingpong.c's loop)
+//! rather than on a zero-timeout `epoll_wait` and then the `recv`.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -25,8 +27,7 @@ const CHECK_EVERY: Duration = Duration::from_millis(10);
 impl Worker {
     /// The worker's one data connection, when it can be served directly.
     pub(super) fn direct_candidate(&self) -> Option<usize> {
-        if self.conns != 1 || self.timeout().is_some() {
-            // Several connections, a spinning test, or an accept retry pending.
+        if self.conns != 1 || !self.retry_accept.is_empty() {
             return None;
         }
         let (key, conn) = self.entries.iter().find_map(|(k, e)| match e {
@@ -71,9 +72,14 @@ impl Worker {
         let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
             return false;
         };
+        let spin = self
+            .tests
+            .get(conn.test as usize)
+            .is_some_and(|t| t.spec.spin);
+        let wait = (!spin).then_some(CHECK_EVERY);
         match conn
             .stream
-            .enter_direct(self.poll.registry(), Token(key), CHECK_EVERY)
+            .enter_direct(self.poll.registry(), Token(key), wait)
         {
             Ok(entered) => entered,
             Err(_) => {

@@ -132,7 +132,7 @@ pub struct Worker {
     scratch: Vec<u8>,
     zeros: Vec<u8>,
     /// Listeners to accept on again after running out of descriptors.
-    retry_accept: Vec<usize>,
+    pub(super) retry_accept: Vec<usize>,
 }
 
 impl Worker {

@@ -109,9 +109,11 @@ impl DataStream {
     }
 
     /// Direct waiting (`driver::direct`, `responder::direct`): takes the
-    /// stream out of `registry` and makes it blocking, each send or recv
-    /// giving up after `wait` (EAGAIN, as when non-blocking), so one call
-    /// both waits and moves the bytes. `Ok(false)`: not entered (a TLS
+    /// stream out of `registry` and, with `Some(wait)`, makes it blocking,
+    /// each send or recv giving up after `wait` (EAGAIN, as when
+    /// non-blocking), so one call both waits and moves the bytes; with
+    /// `None` (busy-polling) it stays non-blocking and the caller spins on
+    /// its calls. `Ok(false)`: not entered (a TLS
     /// stream, whose reads and writes are several calls, or a step that
     /// failed), the stream registered and non-blocking as before; `Err`:
     /// the stream could not be put back and is unusable.
@@ -119,7 +121,7 @@ impl DataStream {
         &mut self,
         registry: &Registry,
         token: Token,
-        wait: std::time::Duration,
+        wait: Option<std::time::Duration>,
     ) -> io::Result<bool> {
         let DataStream::Plain(fd) = self else {
             return Ok(false);
@@ -128,7 +130,7 @@ impl DataStream {
         if registry.deregister(self).is_err() {
             return Ok(false);
         }
-        if sockopt::set_direct_wait(fd, Some(wait)).is_ok() {
+        if wait.is_none() || sockopt::set_direct_wait(fd, wait).is_ok() {
             return Ok(true);
         }
         self.leave_direct(registry, token).map(|()| false)
