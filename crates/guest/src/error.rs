@@ -8,7 +8,7 @@ use std::path::PathBuf;
 pub enum GuestError {
     #[error("kernel package '{package}': {detail}; `apt-cache search linux-image` lists the kernel packages")]
     KernelPackage { package: String, detail: String },
-    #[error("kernel '{path}': {detail}; give a Debian kernel package name (e.g. linux-image-6.1.0-48-cloud-amd64-unsigned) or an unpacked package's boot/vmlinuz-REL with lib/modules/REL beside")]
+    #[error("kernel '{path}': {detail}; give a Debian kernel package name (e.g. linux-image-6.1.0-53-cloud-amd64-unsigned) or an unpacked package's boot/vmlinuz-REL with lib/modules/REL beside")]
     KernelPath { path: String, detail: String },
     #[error("{tool} not found on PATH: install {package} (apt-get install {package})")]
     MissingTool {

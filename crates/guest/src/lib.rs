@@ -46,7 +46,7 @@ pub enum Accel {
 /// The guest machine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuestSpec {
-    /// A Debian package name (linux-image-6.1.0-48-cloud-amd64-unsigned) or
+    /// A Debian package name (linux-image-6.1.0-53-cloud-amd64-unsigned) or
     /// a path to `…/boot/vmlinuz-REL` of an unpacked package tree, with
     /// `…/lib/modules/REL` beside.
     pub kernel: String,

@@ -26,7 +26,7 @@ pub enum LabError {
     )]
     NotRoot { action: String },
     /// The kernel lacks a feature the lab needs.
-    #[error("{action}: the kernel has no {feature}: build it with {config} (or load its module), or use a kernel that has it, e.g. a guest (`--kernel linux-image-6.1.0-48-cloud-amd64-unsigned`)")]
+    #[error("{action}: the kernel has no {feature}: build it with {config} (or load its module), or use a kernel that has it, e.g. a guest (`--kernel linux-image-6.1.0-53-cloud-amd64-unsigned`)")]
     KernelFeature {
         action: String,
         feature: String,

@@ -376,7 +376,7 @@ mod tests {
         );
         assert_eq!(
             e.to_string(),
-            "create veth pair: the kernel has no veth devices: build it with CONFIG_VETH (or load its module), or use a kernel that has it, e.g. a guest (`--kernel linux-image-6.1.0-48-cloud-amd64-unsigned`)"
+            "create veth pair: the kernel has no veth devices: build it with CONFIG_VETH (or load its module), or use a kernel that has it, e.g. a guest (`--kernel linux-image-6.1.0-53-cloud-amd64-unsigned`)"
         );
         let e = qdisc_error(
             "htb",

@@ -6,23 +6,58 @@
 //! missing (CI installs them). The kernel package is fetched once into a
 //! stable cache directory, not per test.
 
-use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::common::{json_of, stackbench};
 
-/// The Debian kernel the guest tests boot (bookworm's cloud kernel; the
-/// archive keeps several ABIs of it, `apt-cache search linux-image` lists them).
-pub const KERNEL: &str = "linux-image-6.1.0-48-cloud-amd64-unsigned";
-const RELEASE: &str = "6.1.0-48-cloud-amd64";
-/// The kernel unpacked by hand on the development machine (optional).
-const DEV_KERNEL: &str = "/work/kern/x/boot/vmlinuz-6.1.0-48-cloud-amd64";
 /// Shared by the tests and across runs, so the package downloads once.
 pub const CACHE: &str = "/tmp/stackbench-cache";
 
 fn on_path(tool: &str) -> bool {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path).any(|d| d.join(tool).is_file())
+}
+
+/// The Debian cloud kernels (bookworm's `linux-image-<ABI>-cloud-amd64-unsigned`)
+/// the apt index offers now, oldest ABI first. The archive drops old ABIs as
+/// new ones come (6.1.0-48, which these tests once named, went within
+/// weeks), so the tests take what is there instead of pinning one.
+pub fn cloud_kernels() -> &'static [String] {
+    static KERNELS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    KERNELS.get_or_init(|| {
+        let pattern = "^linux-image-[0-9.]+-[0-9]+-cloud-amd64-unsigned$";
+        let Ok(out) = Command::new("apt-cache")
+            .args(["search", "--names-only", pattern])
+            .output()
+        else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .map(String::from)
+            .collect();
+        names.sort_by_key(|n| abi(n));
+        names
+    })
+}
+
+/// The ABI number of a kernel package (`linux-image-6.1.0-53-…` → 53).
+fn abi(package: &str) -> u32 {
+    let release = release_of(package);
+    let mut parts = release.split('-');
+    parts.nth(1).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// The kernel release a package installs (`6.1.0-53-cloud-amd64`).
+pub fn release_of(package: &str) -> String {
+    let r = package.trim_start_matches("linux-image-");
+    r.trim_end_matches("-unsigned").to_string()
+}
+
+/// The Debian kernel the guest tests boot: the newest the index offers.
+pub fn kernel() -> &'static str {
+    cloud_kernels().last().map_or("", String::as_str)
 }
 
 /// Whether guests can boot here; says why not otherwise.
@@ -36,8 +71,16 @@ pub fn guest_tools(test: &str) -> bool {
             "skipped {test}: {} not installed (apt-get install qemu-system-x86 busybox-static)",
             missing.join(", ")
         );
+        return false;
     }
-    missing.is_empty()
+    if kernel().is_empty() {
+        eprintln!(
+            "skipped {test}: the apt index lists no linux-image-*-cloud-amd64-unsigned \
+             (run apt-get update)"
+        );
+        return false;
+    }
+    true
 }
 
 /// `stackbench guest exec --accel tcg --kernel KERNEL -- ARGS…`.
@@ -75,7 +118,7 @@ fn a_run_in_a_guest_brings_its_record_back() {
         "0s",
         "--json",
     ];
-    let out = exec(KERNEL, &args);
+    let out = exec(kernel(), &args);
     let err = stderr_of(&out);
     assert!(out.status.success(), "{err}");
     let record = json_of(&out);
@@ -85,7 +128,8 @@ fn a_run_in_a_guest_brings_its_record_back() {
         .lines()
         .find(|l| l.starts_with("guest: "))
         .unwrap_or_else(|| panic!("{err}"));
-    assert!(line.contains(&format!("kernel {RELEASE}")), "{line}");
+    let release = release_of(kernel());
+    assert!(line.contains(&format!("kernel {release}")), "{line}");
     assert!(line.contains("tcg (emulated"), "{line}");
 }
 
@@ -94,7 +138,7 @@ fn exit_status_and_stderr_pass_through() {
     if !guest_tools("exit_status_and_stderr_pass_through") {
         return;
     }
-    let out = exec(KERNEL, &["lab", "show", "/nonexistent/lab.toml"]);
+    let out = exec(kernel(), &["lab", "show", "/nonexistent/lab.toml"]);
     let err = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -106,14 +150,10 @@ fn exit_status_and_stderr_pass_through() {
 
 #[test]
 fn modules_load_by_name_and_by_alias() {
-    let kernel = if Path::new(DEV_KERNEL).exists() {
-        DEV_KERNEL
-    } else {
-        KERNEL
-    };
     if !guest_tools("modules_load_by_name_and_by_alias") {
         return;
     }
+    let kernel = kernel();
     // tcp-ulp-tls and xfrm-type-2-50 are what the kernel's request_module asks
     // for on TCP_ULP "tls" and an ESP state: they resolve through modules.alias.
     let script =
@@ -160,7 +200,7 @@ fn a_timeout_kills_the_guest_and_quotes_its_console() {
     if !guest_tools("a_timeout_kills_the_guest_and_quotes_its_console") {
         return;
     }
-    let out = exec_within("2s", KERNEL, &["/bin/sh", "-c", "sleep 600"]);
+    let out = exec_within("2s", kernel(), &["/bin/sh", "-c", "sleep 600"]);
     let err = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -177,14 +217,15 @@ fn fetch_prints_the_kernel() {
     }
     let out = stackbench()
         .env("STACKBENCH_CACHE", CACHE)
-        .args(["guest", "fetch", KERNEL])
+        .args(["guest", "fetch", kernel()])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert!(text.contains(&format!("release {RELEASE}\n")), "{text}");
+    let release = release_of(kernel());
+    assert!(text.contains(&format!("release {release}\n")), "{text}");
     assert!(
-        text.contains(&format!("/lib/modules/{RELEASE}\n")),
+        text.contains(&format!("/lib/modules/{release}\n")),
         "{text}"
     );
 }

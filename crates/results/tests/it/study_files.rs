@@ -67,12 +67,12 @@ fn kernel_release_example_has_one_kernel_per_variant() {
         step.settings.text_of("kernel").unwrap()
     };
     assert_eq!(
-        kernel("6.1.0-47"),
-        "linux-image-6.1.0-47-cloud-amd64-unsigned"
+        kernel("6.1.0-50"),
+        "linux-image-6.1.0-50-cloud-amd64-unsigned"
     );
     assert_eq!(
-        kernel("6.1.0-48"),
-        "linux-image-6.1.0-48-cloud-amd64-unsigned"
+        kernel("6.1.0-53"),
+        "linux-image-6.1.0-53-cloud-amd64-unsigned"
     );
     assert!(plan.iter().all(|p| p.settings.kernel.is_guest()));
 }
