@@ -41,7 +41,7 @@ pub struct TestSpec {
     /// Options for the test's sockets, with its class's priority level
     /// (`priority`), which the responder sets on every accepted socket.
     pub socket: SocketOptions,
-    /// The responder busy-polls (epoll with zero timeout) instead of sleeping
+    /// The responder busy-polls (epoll with zero timeout, or the recv of a lone connection) instead of sleeping
     /// while this test is active: the run's `spin` names the responder
     /// (`responder` or `both`). The driver's own spinning is not sent.
     pub spin: bool,

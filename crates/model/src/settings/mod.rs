@@ -218,7 +218,7 @@ run_settings! {
     priority: Option<ClassPriorities> = None, json "priority";
     /// I/O backend of driver and responder: epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning).
     io: IoMode = IoMode::Epoll, json "io";
-    /// Sides that busy-poll (epoll with zero timeout) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
+    /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides).
     nodelay: bool = false, json "nodelay";
