@@ -56,13 +56,23 @@ impl Worker<'_> {
         if !self.enter_direct(key) {
             return false;
         }
+        let mut now = self.timing.now_ns();
         loop {
-            let now = self.timing.now_ns();
             if self.should_stop(abort, now) {
                 return true;
             }
+            let before = self.received_ns;
             self.drive(key);
             self.publish();
+            // A pass that received bytes read the clock a moment ago
+            // (`received`): one clock read per transaction, not two. A pass
+            // that did not (a recv timed out) reads it, so the run still
+            // stops on time.
+            now = if self.received_ns != before {
+                self.received_ns
+            } else {
+                self.timing.now_ns()
+            };
             let still = self.conns.get(key).is_some_and(|c| {
                 c.stream.is_some() && matches!(c.phase, Phase::Sending | Phase::Receiving)
             });

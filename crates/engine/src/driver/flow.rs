@@ -174,13 +174,22 @@ impl Worker<'_> {
     /// out.
     pub(super) fn sent(&mut self, key: usize, n: usize, want: usize) -> Sent {
         let conn = &mut self.conns[key];
+        let plan = self.classes[conn.class as usize];
+        // The request's first bytes are booked at its start, read by
+        // `begin_request` just before this send: one clock read per
+        // transaction fewer. Later chunks of a long request read the clock.
+        let t = if conn.remaining == plan.request_bytes {
+            conn.start_ns
+        } else {
+            self.timing.now_ns()
+        };
         conn.remaining -= n as u64;
-        if self.timing.in_window(self.timing.now_ns()) {
+        if self.timing.in_window(t) {
             self.accum[conn.class as usize].tx_bytes += n as u64;
         }
         if conn.remaining == 0 {
             conn.phase = Phase::Receiving;
-            conn.remaining = self.classes[conn.class as usize].response_bytes;
+            conn.remaining = plan.response_bytes;
             return Sent::Done;
         }
         if n < want {
@@ -202,6 +211,7 @@ impl Worker<'_> {
         }
         conn.remaining -= n as u64;
         let now = self.timing.now_ns();
+        self.received_ns = now;
         let counted = self.timing.in_window(now);
         if let Some(h) = conn.stream.as_mut().and_then(|s| s.take_handshake()) {
             let class = conn.class as usize;

@@ -194,6 +194,10 @@ pub struct Worker<'a> {
     /// TLS: per class, the last session this worker's clients got, offered
     /// again with the class's resume ratio.
     pub(super) sessions: Vec<Option<SslSession>>,
+    /// The clock as `received` last read it (every response chunk, so every
+    /// completed transaction): the direct loop reuses it instead of reading
+    /// the clock again (see `run_direct`).
+    pub(super) received_ns: u64,
 }
 
 impl<'a> Worker<'a> {
@@ -231,6 +235,7 @@ impl<'a> Worker<'a> {
             socket: shared.socket,
             spin: shared.spin,
             timing,
+            received_ns: 0,
             window: shared.window,
             conns: Slab::with_capacity(clients.len()),
             accum,
