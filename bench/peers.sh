@@ -34,6 +34,14 @@ usage: bench/peers.sh            (settings come from the environment)
   FLOW_THREADS=2   threads per side for the 10-flow workloads (rr10, crr10):
                    neper -T and stackbench --threads/--server-threads alike
   SB_EXTRA=""      extra flags for every stackbench run, e.g. "--io uring"
+  KERNEL_WORK=0    1: also count what every run asks of the kernel, as rows
+                   per transaction (per MiB for streams): system calls per
+                   side (perf stat syscall tracepoints on CLIENT_CPUS and
+                   SERVER_CPUS, each call by name in the notes), context
+                   switches, and TCP segments sent (nstat, host-wide: keep
+                   the machine otherwise quiet). The counts cover the whole
+                   run (set-up and warm-up too) over rate x run time. Needs
+                   perf with tracepoint access (root) and nstat
   PEERS_BIN=/work/peers/bin   where netperf, netserver, tcp_rr, tcp_crr,
                    tcp_stream, iperf3, sockperf are looked for first (then $PATH)
   STACKBENCH=target/release/stackbench   binary to test; the default path is
@@ -63,6 +71,11 @@ IPERF3_PORT=${IPERF3_PORT:-5201}
 SOCKPERF_PORT=${SOCKPERF_PORT:-11111}
 PINGPONG_PORT=${PINGPONG_PORT:-12868}
 FLOW_THREADS=${FLOW_THREADS:-2}
+KERNEL_WORK=${KERNEL_WORK:-0}
+# KERNEL_WORK=1: counted per CPU (perf stat -A), split into sides by CPU set.
+WORK_SYSCALLS="sendto recvfrom sendmsg recvmsg read write epoll_wait epoll_pwait epoll_ctl
+  io_uring_enter poll ppoll select pselect6 socket connect accept accept4 close shutdown
+  setsockopt getsockopt fcntl ioctl futex nanosleep clock_nanosleep sched_yield getrusage"
 
 check_settings() {
   local name
@@ -73,6 +86,22 @@ check_settings() {
   for name in $WORKLOADS; do
     [[ $name =~ ^(rr1|rr10|crr10|str3|spin1)$ ]] || die_usage "WORKLOADS: unknown '$name'; use rr1 rr10 crr10 str3 spin1"
   done
+  [[ $KERNEL_WORK == 0 || $KERNEL_WORK == 1 ]] || die_usage "KERNEL_WORK='$KERNEL_WORK' is not 0 or 1"
+  if [[ $KERNEL_WORK == 1 ]]; then
+    command -v nstat >/dev/null || die_usage "KERNEL_WORK=1 needs nstat (iproute2); install it"
+    perf stat -x, -e raw_syscalls:sys_enter -o /dev/null -- true 2>/dev/null ||
+      die_usage "KERNEL_WORK=1 needs perf with tracepoint access: install perf (Debian: linux-perf) and run as root"
+  fi
+}
+
+# work_events: the perf stat event list of KERNEL_WORK=1 (the syscalls this
+# kernel has a tracepoint for, the total, context switches).
+work_events() {
+  local name events=raw_syscalls:sys_enter,context-switches
+  for name in $WORK_SYSCALLS; do
+    [[ -d /sys/kernel/tracing/events/syscalls/sys_enter_$name ]] && events+=,syscalls:sys_enter_$name
+  done
+  echo "$events"
 }
 
 # --- tools ------------------------------------------------------------------
@@ -165,6 +194,7 @@ finish_run() {
     why+=": $(first_error "$base.err")"
   elif python3 "$REPORT" parse "$tool" "$base.out" "$notation" >"$base.kv" 2>"$base.parse-err"; then
     [[ -z $server_log ]] || python3 "$REPORT" parse-server "$tool" "$server_log" >>"$base.kv"
+    add_work "$wl" "$tool" "$base"
     record "$wl" "$tool" "$rep" ok "$base.kv"
     return 0
   else
@@ -178,14 +208,36 @@ finish_run() {
 # bounded BASE CMD...: CMD under a time bound, stdout to BASE.out, stderr to
 # BASE.err. Run in the background and waited for, so that Ctrl-C or TERM
 # reaches the trap at once instead of after CMD ends.
+# With KERNEL_WORK=1, `perf stat -A` counts the kernel work on both sides'
+# CPUs while CMD runs (BASE.perf), between two nstat snapshots.
 bounded() {
-  local base=$1 rc=0
+  local base=$1 rc=0 wrap=()
   shift
-  timeout $((DURATION + WARMUP + 60)) "$@" >"$base.out" 2>"$base.err" &
+  if [[ $KERNEL_WORK == 1 ]]; then
+    wrap=(perf stat -x, -A -C "$CLIENT_CPUS,$SERVER_CPUS" -e "$WORK_EVENTS" -o "$base.perf" --)
+    nstat -asz TcpOutSegs >"$base.nstat-before"
+  fi
+  "${wrap[@]}" timeout $((DURATION + WARMUP + 60)) "$@" >"$base.out" 2>"$base.err" &
   CLIENT_PID=$!
   wait "$CLIENT_PID" || rc=$?
   CLIENT_PID=""
+  [[ $KERNEL_WORK == 0 ]] || nstat -asz TcpOutSegs >"$base.nstat-after"
   return "$rc"
+}
+
+# add_work WL TOOL BASE: KERNEL_WORK=1 figures of a parsed run appended to
+# BASE.kv; the divisor is the run's rate x its run time (stackbench and
+# iperf3 also run WARMUP seconds before they measure), in transactions, or
+# in MiB for streams.
+add_work() {
+  local wl=$1 tool=$2 base=$3 seconds=$DURATION unit=tr
+  [[ $KERNEL_WORK == 1 ]] || return 0
+  [[ $tool != stackbench && $tool != iperf3 ]] || seconds=$((DURATION + WARMUP))
+  [[ ${FIGURES[$wl]} != bulk_bytes_per_s* ]] || unit=mib
+  python3 "$REPORT" parse-work "$base.kv" "$base.perf" "$base.nstat-before" \
+    "$base.nstat-after" "$seconds" "$CLIENT_CPUS" "$SERVER_CPUS" "$unit" >"$base.work" 2>"$base.work-err" &&
+    cat "$base.work" >>"$base.kv" ||
+    echo "$tool: kernel work not counted: $(head -n 1 "$base.work-err")" >&2
 }
 
 # client WL TOOL REP CMD...: CMD pinned to CLIENT_CPUS under a time bound.
@@ -401,6 +453,8 @@ print_header() {
   echo "  client CPUs $CLIENT_CPUS, server CPUs $SERVER_CPUS ($(nproc) CPUs online)"
   echo "  $DURATION s per run, $REPS reps interleaved, medians; warm-up $WARMUP s (stackbench, iperf3 -O)"
   echo "  stackbench: ${SB_BIN:-unavailable ($SB_WHY)}"
+  [[ $KERNEL_WORK == 0 ]] ||
+    echo "  kernel work counted (KERNEL_WORK=1): perf stat -A -C $CLIENT_CPUS,$SERVER_CPUS, nstat TcpOutSegs"
   echo "  CRR close: stackbench $close_sb"
   echo "             neper tcp_crr $close_neper"
   if [[ ${#MISSING[@]} -gt 0 ]]; then
@@ -425,6 +479,7 @@ main() {
   [[ -n $NETSERVER ]] || NETPERF=""
   TCP_RR=$(find_peer tcp_rr) TCP_CRR=$(find_peer tcp_crr) TCP_STREAM=$(find_peer tcp_stream)
   IPERF3=$(find_peer iperf3) SOCKPERF=$(find_peer sockperf)
+  WORK_EVENTS=$(work_events)
   prepare_stackbench
   prepare_pingpong
   [[ -z $PINGPONG_WHY ]] || MISSING+=("bench/pingpong.c: $PINGPONG_WHY")

@@ -11,6 +11,10 @@ Owns two things the shell script should not do by itself:
         cli_cpu_us_per_mib, srv_cpu_us_per_mib (streams)
     (a figure a tool does not report is simply absent); a server's log adds its
     side's CPU where only the server prints it (neper, pingpong);
+  * with KERNEL_WORK=1, the kernel work of a run from `perf stat -A` (syscall
+    tracepoints and context switches per CPU) and `nstat` (TCP segments sent):
+        sys_cli_per_tr, sys_srv_per_tr, cs_per_tr, segs_per_tr (per MiB for
+        streams: *_per_mib), and sysmix_cli / sysmix_srv (the syscalls by name);
   * the side-by-side table: median of each figure over the repetitions, the
     stackbench/peer ratio of medians, and the paired ratios (stackbench's rep i
     against the peer's rep i, run next to it): their median and range. On a
@@ -20,6 +24,7 @@ Owns two things the shell script should not do by itself:
 Usage:
     peers_report.py parse TOOL FILE [NOTATION]   # TOOL: stackbench|netperf|neper|iperf3|sockperf|pingpong
     peers_report.py parse-server TOOL FILE       # TOOL: neper|pingpong (its server's log)
+    peers_report.py parse-work KV PERF NSTAT_BEFORE NSTAT_AFTER SECONDS CLIENT_CPUS SERVER_CPUS UNIT
     peers_report.py table RUN_DIR
     peers_report.py self-test
 
@@ -263,6 +268,100 @@ def parse_server(tool, text):
     return {}
 
 
+def cpu_list(text):
+    """CPUs of a taskset -c list such as "0", "2-3" or "0,2-3"."""
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def perf_per_cpu(text):
+    """`perf stat -x, -A` lines "CPU0,count,,event,..." as {event: {cpu: count}};
+    "<not counted>" and comment lines are skipped."""
+    out = {}
+    for line in text.splitlines():
+        fields = line.split(",")
+        if len(fields) < 4 or not fields[0].startswith("CPU"):
+            continue
+        try:
+            cpu, count = int(fields[0][3:]), float(fields[1])
+        except ValueError:
+            continue
+        out.setdefault(fields[3], {})[cpu] = count
+    return out
+
+
+def nstat_value(text, name):
+    """A counter of `nstat -asz NAME` output, or None."""
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] == name:
+            return float(fields[1])
+    return None
+
+
+SYSCALL_PREFIX = "syscalls:sys_enter_"
+
+
+def parse_work(kv, perf_text, nstat_before, nstat_after, seconds, client_cpus, server_cpus,
+               unit):
+    """Kernel work per transaction (`unit` "tr") or per MiB ("mib", streams)
+    of one run: the perf
+    counts cover the whole run, set-up and warm-up included, and are divided by
+    the run's rate x `seconds` (its measured plus warm-up time). Per side by
+    CPU set; when the sets overlap, the sides cannot be told apart and only
+    host-wide figures are given. Syscalls not named in the event list count
+    as "other" (raw_syscalls:sys_enter is the total)."""
+    rate_key = {"tr": "rate_tps", "mib": "bulk_bytes_per_s"}.get(unit)
+    if rate_key is None:
+        raise ParseError("unit %r is not tr or mib" % unit)
+    if rate_key not in kv:
+        raise ParseError("no %s to divide the kernel work by" % rate_key)
+    units = float(kv[rate_key]) * seconds / (MIB if unit == "mib" else 1.0)
+    if units <= 0:
+        raise ParseError("zero rate: no kernel work per transaction")
+    counts = perf_per_cpu(perf_text)
+    if "raw_syscalls:sys_enter" not in counts:
+        raise ParseError("no raw_syscalls:sys_enter counts in the perf stat output")
+    cli, srv = cpu_list(client_cpus), cpu_list(server_cpus)
+    sides = {"host": cli | srv} if cli & srv else {"cli": cli, "srv": srv}
+    out = {}
+    total = lambda event, cpus: sum(v for c, v in counts.get(event, {}).items() if c in cpus)
+    for side, cpus in sides.items():
+        calls = total("raw_syscalls:sys_enter", cpus)
+        out["sys_%s_per_%s" % (side, unit)] = round(calls / units, 3)
+        named = {ev[len(SYSCALL_PREFIX):]: total(ev, cpus) for ev in counts
+                 if ev.startswith(SYSCALL_PREFIX)}
+        named["other"] = max(calls - sum(named.values()), 0.0)
+        mix = sorted(((n, c / units) for n, c in named.items() if c / units >= 0.005),
+                     key=lambda item: -item[1])
+        out["sysmix_%s" % side] = " ".join("%s:%.2f" % item for item in mix)
+    out["cs_per_%s" % unit] = round(total("context-switches", cli | srv) / units, 3)
+    before = nstat_value(nstat_before, "TcpOutSegs")
+    after = nstat_value(nstat_after, "TcpOutSegs")
+    if before is not None and after is not None:
+        out["segs_per_%s" % unit] = round((after - before) / units, 3)
+    return out
+
+
+def cmd_parse_work(kv_path, perf_path, before_path, after_path, seconds, cli, srv, unit):
+    """Prints the kernel-work figures of one run (appended to its .kv file)."""
+    try:
+        texts = []
+        for path in (perf_path, before_path, after_path):
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                texts.append(fh.read())
+        figures = parse_work(read_kv(kv_path), *texts, float(seconds), cli, srv, unit)
+    except (OSError, ParseError, ValueError) as err:
+        print(err, file=sys.stderr)
+        return 1
+    for key, value in figures.items():
+        print("%s=%s" % (key, value))
+    return 0
+
+
 PARSERS = {
     "netperf": parse_netperf,
     "neper": parse_neper,
@@ -317,7 +416,22 @@ METRICS = [
     ("host_cpu_us_per_tr", "host CPU us/tr (both sides, tick method)", False),
     ("cli_cpu_us_per_mib", "client CPU us/MiB", False),
     ("srv_cpu_us_per_mib", "server CPU us/MiB", False),
+    # KERNEL_WORK=1: what each run asked of the kernel (parse_work).
+    ("sys_cli_per_tr", "client syscalls/tr", False),
+    ("sys_srv_per_tr", "server syscalls/tr", False),
+    ("sys_host_per_tr", "syscalls/tr (both sides)", False),
+    ("cs_per_tr", "context switches/tr (both sides)", False),
+    ("segs_per_tr", "TCP segments sent/tr (host)", False),
+    ("sys_cli_per_mib", "client syscalls/MiB", False),
+    ("sys_srv_per_mib", "server syscalls/MiB", False),
+    ("sys_host_per_mib", "syscalls/MiB (both sides)", False),
+    ("cs_per_mib", "context switches/MiB (both sides)", False),
+    ("segs_per_mib", "TCP segments sent/MiB (host)", False),
 ]
+
+# The kernel-work figures, shown for every pair when they were counted.
+WORK_KEYS = {key for key, _label, _hib in METRICS
+             if key.startswith(("sys_", "cs_", "segs_"))}
 
 
 # Peers whose CPU figures are their processes' getrusage: compared with
@@ -412,6 +526,8 @@ HOST_CPU_PEERS = {"netperf"}
 
 def wanted(key, peer, figures):
     """Whether the table has a row for figure `key` of this pair."""
+    if key in WORK_KEYS:
+        return True  # present only when counted (KERNEL_WORK=1)
     if key not in figures.split(",") and not (key == "host_cpu_us_per_tr"
                                                and peer in HOST_CPU_PEERS):
         return False
@@ -436,6 +552,8 @@ def table_rows(run_dir, series, reps):
             sb_key = stackbench_key(key, peer)
             if sb_key != key:
                 label += " (process)"
+            if key in WORK_KEYS and not (values_of(sb, sb_key) or values_of(pe, key)):
+                continue
             sb_med, sb_cell = median_cell(sb, sb_key, reps)
             pe_med, pe_cell = median_cell(pe, key, reps)
             ratio = "-"
@@ -482,6 +600,37 @@ TOOL_NOTES = {
 }
 
 
+def mean_mix(kvs, key):
+    """The syscall mix of `key` (sysmix_cli, ...) averaged over the reps that
+    have it, as "name per-unit" pairs, largest first."""
+    sums, reps = {}, 0
+    for kv in kvs:
+        if key not in kv:
+            continue
+        reps += 1
+        for item in kv[key].split():
+            name, _, value = item.rpartition(":")
+            sums[name] = sums.get(name, 0.0) + float(value)
+    ranked = sorted(((n, v / reps) for n, v in sums.items()), key=lambda item: -item[1])
+    return " ".join("%s %.2f" % item for item in ranked)
+
+
+def syscall_mix_notes(series):
+    """One note per workload and side: each tool's syscalls by name, so that a
+    difference in the syscalls/tr rows can be traced to the calls behind it."""
+    notes = []
+    for workload in sorted({wl for (wl, _tool) in series}):
+        for side, name in (("cli", "client"), ("srv", "server"), ("host", "both sides")):
+            parts = []
+            for (wl, tool), entry in sorted(series.items()):
+                mix = mean_mix(entry["kv"], "sysmix_" + side) if wl == workload else ""
+                if mix:
+                    parts.append("%s: %s" % (tool, mix))
+            if parts:
+                notes.append("%s syscalls per unit, %s: %s" % (workload, name, "; ".join(parts)))
+    return notes
+
+
 def cmd_table(run_dir):
     reps = int(open(os.path.join(run_dir, "reps")).read().strip())
     series = collect(run_dir)
@@ -493,6 +642,13 @@ def cmd_table(run_dir):
     notes = []
     tools = {tool for (_wl, tool) in series}
     notes.extend(TOOL_NOTES[t] for t in sorted(tools) if t in TOOL_NOTES)
+    mixes = syscall_mix_notes(series)
+    if mixes:
+        notes.append("kernel work (KERNEL_WORK=1): perf stat -A counts on both sides' CPUs and "
+                     "nstat's TcpOutSegs over the whole run, divided by rate x run time; set-up "
+                     "and a warm-up slower than the window make them a few % uncertain, so "
+                     "read work ratios within 0.95-1.05 as equal. Segments are host-wide")
+    notes.extend(mixes)
     for (wl, tool), entry in series.items():
         if tool != "stackbench":
             continue
@@ -590,6 +746,30 @@ def self_test():
         except ParseError:
             continue
         raise AssertionError("accepted bad input %r" % bad)
+    # Kernel work: CPU 0 client, CPU 1 server; 1000 tr/s for 2 s = 2000 tr.
+    perf = ("# started\nCPU0,4000,,raw_syscalls:sys_enter,1,100.00,,\n"
+            "CPU1,6000,,raw_syscalls:sys_enter,1,100.00,,\n"
+            "CPU0,2000,,syscalls:sys_enter_sendto,1,100.00,,\n"
+            "CPU1,2000,,syscalls:sys_enter_recvfrom,1,100.00,,\n"
+            "CPU0,<not counted>,,syscalls:sys_enter_futex,0,0.00,,\n"
+            "CPU0,100,,context-switches,1,100.00,,\nCPU1,300,,context-switches,1,100.00,,\n")
+    # A stackbench RR record has a byte rate too: the unit decides.
+    work = parse_work({"rate_tps": "1000", "bulk_bytes_per_s": "8"}, perf, "TcpOutSegs 10 0.0\n",
+                      "#kernel\nTcpOutSegs 4010 0.0\n", 2.0, "0", "1", "tr")
+    assert work == {"sys_cli_per_tr": 2.0, "sysmix_cli": "sendto:1.00 other:1.00",
+                    "sys_srv_per_tr": 3.0, "sysmix_srv": "other:2.00 recvfrom:1.00",
+                    "cs_per_tr": 0.2, "segs_per_tr": 2.0}, work
+    shared = parse_work({"bulk_bytes_per_s": str(MIB)}, perf, "", "", 4.0, "0-1", "1", "mib")
+    assert shared["sys_host_per_mib"] == 2500.0 and "segs_per_mib" not in shared, shared
+    assert "sys_cli_per_mib" not in shared
+    assert mean_mix([{"sysmix_cli": "sendto:1.00 other:1.00"}, {"sysmix_cli": "sendto:3.00"}, {}],
+                    "sysmix_cli") == "sendto 2.00 other 0.50"
+    assert cpu_list("0,2-3") == {0, 2, 3}
+    try:
+        parse_work({"rate_tps": "1"}, "no counts", "", "", 1.0, "0", "1", "tr")
+        raise AssertionError("accepted perf output without counts")
+    except ParseError:
+        pass
     print("self-test ok")
     return 0
 
@@ -601,6 +781,8 @@ def main(argv):
         return cmd_table(argv[1])
     if len(argv) == 3 and argv[0] == "parse-server":
         return cmd_parse_server(argv[1], argv[2])
+    if len(argv) == 9 and argv[0] == "parse-work":
+        return cmd_parse_work(*argv[1:])
     if argv == ["self-test"]:
         return self_test()
     print(__doc__.strip().split("\n\n")[2], file=sys.stderr)
