@@ -95,11 +95,15 @@ check_settings() {
 }
 
 # work_events: the perf stat event list of KERNEL_WORK=1 (the syscalls this
-# kernel has a tracepoint for, the total, context switches).
+# kernel has a tracepoint for, the total, context switches). tracefs is at
+# /sys/kernel/tracing, or under debugfs on older set-ups.
 work_events() {
-  local name events=raw_syscalls:sys_enter,context-switches
+  local name dir events=raw_syscalls:sys_enter,context-switches
+  for dir in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+    [[ -d $dir/events/syscalls ]] && break
+  done
   for name in $WORK_SYSCALLS; do
-    [[ -d /sys/kernel/tracing/events/syscalls/sys_enter_$name ]] && events+=,syscalls:sys_enter_$name
+    [[ -d $dir/events/syscalls/sys_enter_$name ]] && events+=,syscalls:sys_enter_$name
   done
   echo "$events"
 }
