@@ -93,6 +93,8 @@ def parse_stackbench(text, notation=None):
     out["host_cpu_us_per_tr"] = tick_host_cpu(cpu, cls.get("transactions"))
     # Schema 2 keeps every setting flat in `settings`; schema 1 had `socket`.
     settings = doc.get("settings") or {}
+    if settings.get("io"):
+        out["io"] = settings["io"]  # the backend used (`auto` is settled)
     if settings.get("spin") not in (None, False, "none"):
         out["spin"] = "both" if settings["spin"] is True else settings["spin"]
     socket = settings.get("socket") or settings
@@ -656,6 +658,9 @@ def cmd_table(run_dir):
         if spins:
             notes.append("%s: stackbench spun (spin=%s): its util is ~100%% per spinning "
                          "worker and its CPU us/tr include the polling" % (wl, ",".join(spins)))
+        ios = sorted({kv["io"] for kv in entry["kv"] if "io" in kv})
+        if ios:
+            notes.append("%s: stackbench ran io=%s" % (wl, ",".join(ios)))
         closes = sorted({kv["crr_close"] for kv in entry["kv"] if "crr_close" in kv})
         if closes and wl.startswith("CRR"):
             notes.append("%s: stackbench record says crr_close=%s" % (wl, ",".join(closes)))
@@ -738,7 +743,10 @@ def self_test():
                           '"remote_total":25.0}}}')
     assert iperf3["cli_cpu_us_per_mib"] == 500.0 and iperf3["srv_cpu_us_per_mib"] == 250.0
     sb = parse_stackbench(SAMPLE_SB, "STR3(1B/20MB)")
-    assert sb["bulk_bytes_per_s"] == 2.0e9 and sb["crr_close"] == "abort"
+    assert sb["bulk_bytes_per_s"] == 2.0e9 and sb["crr_close"] == "abort" and "io" not in sb
+    flat = json.loads(SAMPLE_SB)
+    flat.update(schema_version=2, settings={"io": "uring"})
+    assert parse_stackbench(json.dumps(flat))["io"] == "uring"
     for bad, fn in (("", parse_netperf), ("x=1", parse_neper), ("{}", parse_iperf3),
                     ('{"schema_version":1,"complete":false}', parse_stackbench)):
         try:

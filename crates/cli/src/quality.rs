@@ -80,7 +80,17 @@ pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
 /// for one of them (a case it does not cover, or no io_uring here), the whole
 /// run measures epoll, the stored setting says so, and the warning names the
 /// case.
+/// `auto` becomes one backend for the whole record: uring only when it is
+/// the choice for every workload (`iomode::auto_choice`), with no warning.
 pub fn io_fallback(settings: &mut RunSettings, configs: &[RunConfig]) -> Option<Warning> {
+    if settings.io == IoMode::Auto {
+        let uring = !configs.is_empty()
+            && configs
+                .iter()
+                .all(|c| iomode::effective(c).0 == IoMode::Uring);
+        settings.io = if uring { IoMode::Uring } else { IoMode::Epoll };
+        return None;
+    }
     let reason = configs.iter().find_map(|c| iomode::effective(c).1)?;
     settings.io = IoMode::Epoll;
     Some(Warning::IoFallback { reason })

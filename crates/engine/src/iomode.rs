@@ -48,10 +48,12 @@ fn probe() -> Result<(), String> {
 }
 
 /// The backend `cfg` runs with, and when it is not the one asked for, why
-/// (one line naming the case, for the run's warnings).
+/// (one line naming the case, for the run's warnings; `auto` never warns).
 pub fn effective(cfg: &RunConfig) -> (IoMode, Option<String>) {
-    if cfg.io == IoMode::Epoll {
-        return (IoMode::Epoll, None);
+    match cfg.io {
+        IoMode::Epoll => return (IoMode::Epoll, None),
+        IoMode::Auto => return (auto_choice(cfg), None),
+        IoMode::Uring => {}
     }
     match uring_unsupported(cfg).map_or_else(uring_available, Err) {
         Ok(()) => (IoMode::Uring, None),
@@ -59,6 +61,24 @@ pub fn effective(cfg: &RunConfig) -> (IoMode, Option<String>) {
             IoMode::Epoll,
             Some(format!("io uring not used, this run measured epoll: {why}")),
         ),
+    }
+}
+
+/// What `io = auto` picks for `cfg`, from bench/ab.sh on the 2-CPU reference
+/// VM (7 interleaved pairs, one driver thread, uring against epoll):
+/// RR100(1kB/1kB) +27% rate and -21% CPU per transaction each side, RR10(4kB/4kB)
+/// +6% and -8%, but STR3(1B/20MB) -21% rate at +36% client CPU. So io_uring
+/// for closed-loop RR whose workers each hold 2 or more connections, when
+/// this kernel has it; epoll otherwise — streams, CRR, paced classes, TLS,
+/// and a lone connection per worker, which epoll's direct waiting serves
+/// with two syscalls per transaction (`driver::direct`).
+pub fn auto_choice(cfg: &RunConfig) -> IoMode {
+    let rr_only = cfg.workload.classes.iter().all(|c| c.kind == Kind::Rr);
+    let shared = cfg.workload.total_clients() >= 2 * cfg.threads.max(1) as u64;
+    if rr_only && shared && uring_unsupported(cfg).is_none() && uring_available().is_ok() {
+        IoMode::Uring
+    } else {
+        IoMode::Epoll
     }
 }
 

@@ -239,3 +239,37 @@ fn io_uring_is_stored_as_measured() {
         .unwrap_or_else(|| panic!("{warnings:?}"));
     assert!(w["message"].as_str().unwrap().contains("CRR"), "{w}");
 }
+
+/// The default `io = auto` is settled before the run and stored as the
+/// backend used, never as `auto`, and it never warns: a lone connection runs
+/// on epoll (direct waiting); several per driver thread on uring where this
+/// kernel has it (the engine tests pin the rule down case by case).
+#[test]
+fn io_auto_stores_the_backend_it_picked() {
+    let run = |workload: &str| {
+        json_ok(stackbench().args([
+            "run",
+            workload,
+            "--transactions",
+            "40",
+            "--threads",
+            "1",
+            "--json",
+            "--no-store",
+        ]))
+    };
+    for (workload, allowed) in [
+        ("RR1(64B/1kB)", &["epoll"][..]),
+        ("RR4(64B/1kB)", &["uring", "epoll"][..]),
+    ] {
+        let doc = run(workload);
+        let io = doc["settings"]["io"].as_str().unwrap();
+        assert!(allowed.contains(&io), "{workload}: io {io}");
+        let warnings = doc["warnings"].as_array().unwrap();
+        assert!(
+            warnings.iter().all(|w| w["code"] != "io_fallback"),
+            "{workload}: {warnings:?}"
+        );
+        assert_eq!(doc["classes"][0]["transactions"], 40, "{workload}");
+    }
+}

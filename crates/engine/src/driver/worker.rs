@@ -225,7 +225,8 @@ impl<'a> Worker<'a> {
         };
         let ring = match shared.io {
             IoMode::Uring => Some(Box::new(Ring::new(clients.len())?)),
-            IoMode::Epoll => None,
+            // `auto` is settled before a run starts (`iomode::effective`).
+            IoMode::Epoll | IoMode::Auto => None,
         };
         let mut w = Worker {
             ring,

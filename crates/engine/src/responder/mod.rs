@@ -131,7 +131,8 @@ impl Pool {
     /// the io_uring workers (started on first use), unless io_uring is not
     /// usable here, and then to the epoll workers.
     fn workers_for(&self, io: IoMode) -> &[WorkerHandle] {
-        if io == IoMode::Epoll {
+        // The driver settles `auto` before asking; one that did not gets epoll.
+        if io != IoMode::Uring {
             return &self.workers;
         }
         let uring = self.uring.get_or_init(|| {

@@ -132,3 +132,65 @@ fn cases_uring_does_not_cover_run_on_epoll_and_say_which() {
     let h = responder("127.0.0.1:0");
     assert_exact(&run(&h, &uring(Transport::Tcp, "CRR2(64B/1kB)", 31)), 31);
 }
+
+/// `io = auto` picks io_uring only for closed-loop RR whose workers each hold
+/// two or more connections (where it measured faster), epoll otherwise, and
+/// never warns.
+#[test]
+fn auto_picks_uring_for_shared_rr_workers_and_epoll_for_the_rest() {
+    let auto = |workload: &str, threads: usize| RunConfig {
+        io: IoMode::Auto,
+        threads,
+        ..config(workload, 1)
+    };
+    let shared_rr = if iomode::uring_available().is_ok() {
+        IoMode::Uring
+    } else {
+        IoMode::Epoll
+    };
+    let cases = [
+        (
+            auto("RR10(4kB/4kB)", 1),
+            shared_rr,
+            "10 connections, 1 thread",
+        ),
+        (auto("RR4(1B/1B)", 2), shared_rr, "2 connections per thread"),
+        (
+            auto("RR1(1B/1B)", 1),
+            IoMode::Epoll,
+            "a lone connection: direct waiting",
+        ),
+        (
+            auto("RR4(1B/1B)", 4),
+            IoMode::Epoll,
+            "one connection per thread",
+        ),
+        (
+            auto("STR3(1B/20MB)", 1),
+            IoMode::Epoll,
+            "streams measured worse",
+        ),
+        (
+            auto("RR10(1B/1B)+STR1(1B/1MB)", 1),
+            IoMode::Epoll,
+            "a stream class",
+        ),
+        (auto("CRR10(64B/8kB)", 1), IoMode::Epoll, "CRR: not covered"),
+        (
+            auto("RR10(1B/1B)@10ms", 1),
+            IoMode::Epoll,
+            "think time: not covered",
+        ),
+        (
+            RunConfig {
+                transport: Transport::Tls,
+                ..auto("RR10(1B/1B)", 1)
+            },
+            IoMode::Epoll,
+            "TLS: not covered",
+        ),
+    ];
+    for (cfg, want, case) in cases {
+        assert_eq!(iomode::effective(&cfg), (want, None), "{case}");
+    }
+}

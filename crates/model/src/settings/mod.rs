@@ -216,8 +216,8 @@ run_settings! {
     rekey: Bytes = Bytes(0), json "rekey_bytes", range "0B" ..= "64GB";
     /// Per-class priority level 0-6 in mix order, e.g. 6,0: DSCP CS<L> and SO_PRIORITY = htb class 1:1L of a lab link with priority_classes (needs CAP_NET_ADMIN).
     priority: Option<ClassPriorities> = None, json "priority";
-    /// I/O backend of driver and responder: epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning).
-    io: IoMode = IoMode::Epoll, json "io";
+    /// I/O backend of driver and responder: auto (uring for closed-loop RR with 2+ connections per driver thread, where it measured faster; else epoll), epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning). The record stores the backend used.
+    io: IoMode = IoMode::Auto, json "io";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides).

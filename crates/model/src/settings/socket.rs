@@ -67,16 +67,20 @@ impl Transport {
 
 /// How the driver and responder workers wait for and do their socket I/O.
 /// A run asks for one; cases the io_uring backend does not cover run on
-/// epoll, and the effective value is stored with the result.
+/// epoll, and the effective value (never `auto`) is stored with the result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IoMode {
     /// Readiness (edge-triggered epoll) plus one send or recv call each.
-    #[default]
     Epoll,
     /// Completions: sends and receives queued on an io_uring, submitted in
     /// batches with one `io_uring_enter` per loop turn.
     Uring,
+    /// Whichever measured better for the run's workloads (the engine's
+    /// `iomode::auto_choice`): io_uring for request/response with several
+    /// connections per worker, epoll for the rest.
+    #[default]
+    Auto,
 }
 
 impl IoMode {
@@ -84,6 +88,7 @@ impl IoMode {
         match self {
             IoMode::Epoll => "epoll",
             IoMode::Uring => "uring",
+            IoMode::Auto => "auto",
         }
     }
 }

@@ -192,12 +192,13 @@ impl SettingValue for CrrClose {
 
 impl SettingValue for IoMode {
     const VALUE_NAME: &'static str = "IO";
-    const ALLOWED: &'static [&'static str] = &["epoll", "uring"];
+    const ALLOWED: &'static [&'static str] = &["auto", "epoll", "uring"];
     fn parse(text: &str) -> Result<Self, String> {
         match text.trim() {
             "epoll" => Ok(IoMode::Epoll),
             "uring" => Ok(IoMode::Uring),
-            _ => Err("unknown I/O backend: use epoll or uring".to_string()),
+            "auto" => Ok(IoMode::Auto),
+            _ => Err("unknown I/O backend: use auto, epoll or uring".to_string()),
         }
     }
     fn text(&self) -> String {
@@ -401,6 +402,7 @@ mod tests {
         round_trip::<CrrClose>("abort");
         round_trip::<Transport>("unix");
         round_trip::<IoMode>("uring");
+        round_trip::<IoMode>("auto");
         round_trip::<IoMode>("epoll");
         round_trip::<Transport>("mptcp");
         round_trip::<Transport>("smc");
