@@ -80,6 +80,7 @@ pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
 /// for one of them (a case it does not cover, or no io_uring here), the whole
 /// run measures epoll, the stored setting says so, and the warning names the
 /// case.
+///
 /// `auto` becomes one backend for the whole record: uring only when it is
 /// the choice for every workload (`iomode::auto_choice`), with no warning.
 pub fn io_fallback(settings: &mut RunSettings, configs: &[RunConfig]) -> Option<Warning> {

@@ -2,7 +2,9 @@
 //! and STR over the fd-based transports `tcp` and `unix`, driver and
 //! responder; every other case (TLS and MPTCP, think time, open loop, ramp,
 //! CRR) and a kernel without io_uring run on epoll, and [`effective`] says
-//! which case it was, so the stored setting is the one measured.
+//! which case it was, so the stored setting is the one measured. `io = auto`
+//! (the default) takes the backend that measured better for the workload
+//! ([`auto_choice`]), silently.
 //!
 //! io_uring is detected at run time, once per process: the
 //! `kernel.io_uring_disabled` sysctl (2: off for everyone; 1: only for the
