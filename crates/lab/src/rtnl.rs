@@ -19,6 +19,7 @@ const RTM_GETROUTE: u16 = 26;
 const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFLA_LINK: u16 = 5;
+const IFLA_OPERSTATE: u16 = 16;
 const IFLA_LINKINFO: u16 = 18;
 /// `struct rtnl_link_stats64`: rx_packets, tx_packets, rx_bytes, tx_bytes, …
 const IFLA_STATS64: u16 = 23;
@@ -39,6 +40,8 @@ const RTPROT_STATIC: u8 = 4;
 const RTN_UNICAST: u8 = 1;
 const IFF_UP: u32 = 0x1;
 const IFF_RUNNING: u32 = 0x40;
+/// `IF_OPER_UP` (RFC 2863), as `IFLA_OPERSTATE` reports it.
+const IF_OPER_UP: u8 = 6;
 
 /// A link as the kernel reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,8 +51,13 @@ pub struct LinkInfo {
     pub mtu: u32,
     /// Administratively up (IFF_UP).
     pub up: bool,
-    /// Operationally up, carrier on (IFF_RUNNING): the link passes packets.
+    /// Carrier on (IFF_RUNNING).
     pub running: bool,
+    /// `IFLA_OPERSTATE` is UP: the kernel's link watch has seen the carrier
+    /// and attached the qdisc, so the link passes packets. IFF_RUNNING comes
+    /// first; until the link watch runs (batched, up to a second later, or
+    /// later on a loaded machine) the device drops what it is given.
+    pub oper_up: bool,
     /// `IFLA_INFO_KIND` (`veth`), if any.
     pub kind: Option<String>,
     /// `IFLA_LINK`: for a veth, its peer's index (in the peer's namespace).
@@ -75,6 +83,7 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
         mtu: 0,
         up: u32_at(payload, 8) & IFF_UP != 0,
         running: u32_at(payload, 8) & IFF_RUNNING != 0,
+        oper_up: false,
         kind: None,
         peer_index: None,
         rx_bytes: None,
@@ -85,6 +94,7 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
             IFLA_IFNAME => info.name = text(data),
             IFLA_MTU => info.mtu = u32_at(data, 0),
             IFLA_LINK => info.peer_index = Some(u32_at(data, 0)),
+            IFLA_OPERSTATE => info.oper_up = data.first() == Some(&IF_OPER_UP),
             IFLA_STATS64 if data.len() >= 32 => {
                 let at = |i: usize| u64::from_ne_bytes(data[i..i + 8].try_into().expect("8 bytes"));
                 (info.rx_bytes, info.tx_bytes) = (Some(at(16)), Some(at(24)));

@@ -301,8 +301,11 @@ pub fn qdisc_error(kind: &str, action: &str, e: NlError) -> LabError {
 }
 
 /// Waits, at most [`CARRIER_WAIT`], until every lab interface in namespace
-/// `ns` is running: the kernel attaches the qdisc and passes packets only
-/// once it has seen the carrier, so `up` returns a lab that is usable.
+/// `ns` is running and operationally up: the kernel attaches the qdisc and
+/// passes packets only once its link watch has seen the carrier (which sets
+/// the operational state after IFF_RUNNING), so `up` returns a lab that is
+/// usable. (A CI run once saw EHOSTUNREACH across a router right after
+/// `up`, with IFF_RUNNING alone checked.)
 fn wait_running(plan: &Layout, ns: &str) -> Result<()> {
     let names: Vec<&str> = plan
         .pairs
@@ -317,9 +320,11 @@ fn wait_running(plan: &Layout, ns: &str) -> Result<()> {
         loop {
             let links =
                 rtnl::links(&mut nl).map_err(|e| nl_error(format!("{ns}: list links"), e))?;
-            let waiting = names
-                .iter()
-                .find(|n| !links.iter().any(|l| l.name == **n && l.running));
+            let waiting = names.iter().find(|n| {
+                !links
+                    .iter()
+                    .any(|l| l.name == **n && l.running && l.oper_up)
+            });
             let Some(name) = waiting else {
                 return Ok(());
             };
