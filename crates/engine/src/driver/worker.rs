@@ -194,9 +194,8 @@ pub struct Worker<'a> {
     /// TLS: per class, the last session this worker's clients got, offered
     /// again with the class's resume ratio.
     pub(super) sessions: Vec<Option<SslSession>>,
-    /// The clock as `received` last read it (every response chunk, so every
-    /// completed transaction): the direct loop reuses it instead of reading
-    /// the clock again (see `run_direct`).
+    /// The clock as `received` last read it (every response chunk): the
+    /// direct loop reuses it instead of reading the clock again.
     pub(super) received_ns: u64,
 }
 
