@@ -46,6 +46,17 @@ pub fn json_of(output: &Output) -> Value {
 }
 
 /// Runs `cmd`, which must succeed, and returns its JSON document.
+/// `stackbench run WORKLOAD --transactions N --json --no-store FLAGS...`,
+/// asserted to succeed: its JSON record.
+pub fn run_json(workload: &str, transactions: u64, flags: &[&str]) -> Value {
+    json_ok(
+        stackbench()
+            .args(["run", workload, "--transactions", &transactions.to_string()])
+            .args(["--json", "--no-store"])
+            .args(flags),
+    )
+}
+
 pub fn json_ok(cmd: &mut Command) -> Value {
     let out = cmd.output().unwrap();
     assert!(

@@ -48,22 +48,8 @@ fn assert_no_proxy_left(when: &str) {
 }
 
 fn sidecar_run(workload: &str, extra: &[&str]) -> Value {
-    json_ok(
-        stackbench()
-            .args([
-                "run",
-                workload,
-                "--transactions",
-                "60",
-                "--transport",
-                "tls",
-                "--tls-mode",
-                "sidecar",
-                "--json",
-                "--no-store",
-            ])
-            .args(extra),
-    )
+    let flags = [&["--transport", "tls", "--tls-mode", "sidecar"][..], extra].concat();
+    run_json(workload, 60, &flags)
 }
 
 /// Exact counts through both proxies, the negotiated suite named.

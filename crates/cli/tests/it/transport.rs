@@ -202,27 +202,11 @@ fn tls_transport_runs_every_kind() {
     assert_eq!(crr["full_handshakes"], 30, "{crr}");
 }
 
-/// 40 transactions of `workload` with `flags`, the JSON record.
-fn run_40(workload: &str, flags: &[&str]) -> serde_json::Value {
-    json_ok(
-        stackbench()
-            .args([
-                "run",
-                workload,
-                "--transactions",
-                "40",
-                "--json",
-                "--no-store",
-            ])
-            .args(flags),
-    )
-}
-
 /// Issue 14: `--io uring` stores uring where it ran; a case it does not
 /// cover (CRR) runs on epoll, stores `io` epoll and says why.
 #[test]
 fn io_uring_is_stored_as_measured() {
-    let run = |workload: &str| run_40(workload, &["--io", "uring"]);
+    let run = |workload: &str| run_json(workload, 40, &["--io", "uring"]);
     let doc = run("RR2(64B/1kB)");
     let warnings = doc["warnings"].as_array().unwrap();
     let fallback = warnings.iter().find(|w| w["code"] == "io_fallback");
@@ -251,7 +235,7 @@ fn io_uring_is_stored_as_measured() {
 /// kernel has it (the engine tests pin the rule down case by case).
 #[test]
 fn io_auto_stores_the_backend_it_picked() {
-    let run = |workload: &str| run_40(workload, &["--threads", "1"]);
+    let run = |workload: &str| run_json(workload, 40, &["--threads", "1"]);
     for (workload, allowed) in [
         ("RR1(64B/1kB)", &["epoll"][..]),
         ("RR4(64B/1kB)", &["uring", "epoll"][..]),
