@@ -169,6 +169,7 @@ fn cpu_figures(runs: &Of<CpuFigures>) -> CpuFigures {
         shared: runs.each(|c| c.shared.as_ref()).map(|s| side_cpu(&s)),
         total_cpu_seconds: runs.opt(|c| c.total_cpu_seconds),
         total_cpu_us_per_tran: runs.opt(|c| c.total_cpu_us_per_tran),
+        attribution: runs.first().attribution,
     }
 }
 

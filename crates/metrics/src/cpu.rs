@@ -29,7 +29,9 @@ use serde::{Deserialize, Serialize};
 use stackbench_model::size::MIB;
 
 use crate::procfs::{self, CpuTimes, ProcError};
-use crate::record::{CpuBreakdown, CpuFigures, CpuMethod, ProcessCpu, ProcessCpuMethod, SideCpu};
+use crate::record::{
+    CpuAttribution, CpuBreakdown, CpuFigures, CpuMethod, ProcessCpu, ProcessCpuMethod, SideCpu,
+};
 
 /// Which processes make up a side, for the process view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -338,6 +340,7 @@ impl CpuFigures {
             shared,
             total_cpu_seconds,
             total_cpu_us_per_tran,
+            attribution: CpuAttribution::Class,
         }
     }
 }

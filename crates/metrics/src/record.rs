@@ -341,6 +341,32 @@ pub struct CpuFigures {
     pub total_cpu_seconds: Option<f64>,
     /// Both sides together per transaction, µs.
     pub total_cpu_us_per_tran: Option<f64>,
+    /// Whose work these CPU figures hold: this class's alone, or the whole
+    /// mix's (see [`CpuAttribution`]). Records written before the field
+    /// existed read as `class`.
+    #[serde(default)]
+    pub attribution: CpuAttribution,
+}
+
+/// Whose CPU a class's figures measure.
+///
+/// CPU is measured per CPU set (and per process), not per connection: in a
+/// mix whose classes share worker threads, the CPU of one class cannot be
+/// told from the others'. Dividing the mix's CPU by one class's transactions
+/// gave figures that were wrong by the other classes' share (a stream class
+/// "97% cheaper" per transaction than the RR class beside it). So a class's
+/// figures are `Class` only when the class ran alone or on worker threads of
+/// its own; otherwise they are `Mix`: `cpu_seconds` and `util_pct` are the
+/// whole mix's, and the per-transaction and per-MB figures are `None` —
+/// the mix's own per-transaction CPU is over all its classes' transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuAttribution {
+    /// The figures are this class's alone.
+    #[default]
+    Class,
+    /// The figures are the whole mix's; per-transaction figures are absent.
+    Mix,
 }
 
 /// Memory of one side at the steady state.

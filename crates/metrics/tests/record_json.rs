@@ -115,6 +115,7 @@ fn cpu() -> impl Strategy<Value = CpuFigures> {
                 shared,
                 total_cpu_seconds: total,
                 total_cpu_us_per_tran: per_tran,
+                attribution: Default::default(),
             },
         )
 }
