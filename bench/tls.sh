@@ -42,6 +42,11 @@ usage: bench/tls.sh            (settings come from the environment)
                    at that rate instead (needs root), network-bound as the
                    seeds measured: the ratio shows what TLS costs in rate,
                    the CPU figures what it costs in CPU
+  NODELAY=         empty: every stackbench run with the settings a user gets
+                   (TLS runs set TCP_NODELAY by default, clear runs do not and
+                   cork long messages instead); 1: --nodelay on every run,
+                   labelled so in the header (the like-for-like view of the
+                   TLS-vs-clear ratios)
   OUT_DIR=$(mktemp -d)   raw outputs of every run are kept here
 
 Exit status: 0 all runs succeeded, 1 some run failed (the table still shows
@@ -130,7 +135,8 @@ sb() {
   if [[ -z $SB_BIN ]]; then value "$name" "$rep" "" "$base ($SB_WHY)"; return 0; fi
   echo "[rep $rep/$REPS] $name: stackbench run '$notation' $*" >&2
   bounded "$base" "$SB_BIN" run "$notation" --duration "${DURATION}s" --warmup "${WARMUP}s" \
-    --client-cpus "$CLIENT_CPUS" --server-cpus "$SERVER_CPUS" --nodelay --no-store --json "$@" || true
+    --client-cpus "$CLIENT_CPUS" --server-cpus "$SERVER_CPUS" ${NODELAY:+--nodelay} \
+    --no-store --json "$@" || true
   value "$name" "$rep" "$(json_figure "$base.out" "$expr")" "$base"
 }
 
@@ -245,7 +251,7 @@ main() {
   make_certificate
   echo "stackbench TLS targets on loopback $HOST${LINK_RATE:+ (TLS vs clear across a $LINK_RATE lab link)}"
   echo "  client CPUs $CLIENT_CPUS, server CPUs $SERVER_CPUS ($(nproc) CPUs online)"
-  echo "  $DURATION s per run, $REPS rounds interleaved, medians; stackbench warm-up $WARMUP s, --nodelay"
+  echo "  $DURATION s per run, $REPS rounds interleaved, medians; stackbench warm-up $WARMUP s, ${NODELAY:+--nodelay on every run}${NODELAY:-default settings (TLS: nodelay on; clear: off)}"
   echo "  handshakes: $CRR, cipher $CIPHER (${OPENSSL_NAME[$CIPHER]}), RSA-2048 certificate $OUT_DIR/cert.pem"
   echo "  stackbench: ${SB_BIN:-unavailable ($SB_WHY)} (its OpenSSL: the vendored build)"
   echo "  openssl command: $("$OPENSSL" version)"

@@ -14,6 +14,7 @@ use stackbench_lab::netlink::Netlink;
 use stackbench_lab::path::{LabPath, LinkOverrides};
 use stackbench_lab::show::EndState;
 use stackbench_lab::{netns, rtnl, IpsecAlgorithm, Lab, LabError, Link, Offloads};
+use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::{
     LabEnvironment, LabInterface, LabIpsec, LabNetem, LabSa, Warning, WarningRecord,
 };
@@ -97,6 +98,23 @@ pub fn resolve(s: &mut RunSettings) -> anyhow::Result<Option<LabRun>> {
         path,
         responder_ip,
     }))
+}
+
+impl LabRun {
+    /// What the path adds to every transaction by design, for the
+    /// delayed-ACK stall check: netem's delay and jitter both ways on every
+    /// hop (each host's sending end has the link's netem), the link's rate,
+    /// and whether it drops packets.
+    pub fn path_floor(&self) -> PathFloor {
+        let link = &self.lab.links[self.path.link];
+        let one_way = link.netem.delay + link.netem.jitter;
+        let hops = 1 + self.path.hops.len() as u32;
+        PathFloor {
+            rtt_ns: (2 * hops * one_way).as_nanos() as u64,
+            rate_bps: link.rate_bps,
+            lossy: link.netem.loss_pct > 0.0,
+        }
+    }
 }
 
 fn overrides(s: &RunSettings) -> LinkOverrides {

@@ -63,9 +63,11 @@ pub fn run_warnings(client_cpus: &[usize], server_cpus: &[usize], same_host: boo
 
 /// Reduces the socket settings to what the run's transport applies (both
 /// sides do the same) and says what was left out, so the stored settings are
-/// the effective ones and nothing is silently pretended.
+/// the effective ones and nothing is silently pretended. `nodelay` is
+/// stored as applied: a tls run's default (on) is written out.
 pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
     let (eff, notes) = effective_options(settings.transport, &settings.socket_options());
+    settings.nodelay = Some(eff.nodelay);
     if notes.is_empty() {
         return None;
     }

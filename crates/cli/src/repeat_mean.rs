@@ -110,6 +110,12 @@ fn mean_class(runs: &Of<ClassResult>) -> ClassResult {
         // What was negotiated is the same in every repetition; the counts
         // and handshake latency are the first repetition's.
         tls: first.tls.clone(),
+        // Bands add up: a stall in any repetition is counted.
+        stall_band: runs
+            .0
+            .iter()
+            .filter_map(|c| c.stall_band)
+            .reduce(|a, b| a.add(&b)),
     }
 }
 
@@ -288,6 +294,7 @@ mod tests {
             repetitions: None,
             population: None,
             tls: None,
+            stall_band: None,
         }
     }
 

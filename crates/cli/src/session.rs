@@ -502,6 +502,11 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         priority: s.priority.clone(),
         io: s.io,
         pacing: pacing_config(s),
+        path: plan
+            .lab
+            .as_ref()
+            .map(LabRun::path_floor)
+            .unwrap_or_default(),
     }
 }
 

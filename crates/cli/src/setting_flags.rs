@@ -123,9 +123,9 @@ mod tests {
     fn every_setting_has_a_flag() {
         let s = parse(&["--duration", "3s", "--client-cpus", "0", "--nodelay"]).unwrap();
         assert_eq!(s.text_of("duration").unwrap(), "3s");
-        assert!(s.nodelay);
+        assert_eq!(s.nodelay, Some(true));
         let s = parse(&["--nodelay=false", "--crr-close", "abort"]).unwrap();
-        assert!(!s.nodelay);
+        assert_eq!(s.nodelay, Some(false));
         assert_eq!(s.text_of("crr_close").unwrap(), "abort");
     }
 

@@ -178,6 +178,22 @@ fn get_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<libc:
     }
 }
 
+/// Whether a message of `message_bytes` is corked while it is written: the
+/// transport asked for corking (`SocketOptions::cork`) and the message takes
+/// more than one write.
+#[inline]
+pub(crate) fn corks(opts: &SocketOptions, message_bytes: u64) -> bool {
+    opts.cork && message_bytes > IO_CHUNK_BYTES as u64
+}
+
+/// Corks (`true`) or uncorks a socket around a message written in several
+/// calls (see `SocketOptions::cork` for why). Failure is ignored: it costs
+/// at worst the stall the cork avoids, which `delayed_ack_stall` reports.
+#[inline]
+pub(crate) fn cork(fd: RawFd, on: bool) {
+    let _ = set_int(fd, libc::IPPROTO_TCP, libc::TCP_CORK, libc::c_int::from(on));
+}
+
 /// Re-arms TCP_QUICKACK. Failure is ignored: it only loses an optimisation.
 #[inline]
 pub(crate) fn quickack(fd: RawFd) {

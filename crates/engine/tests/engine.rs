@@ -44,6 +44,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         tls: None,
         priority: None,
         io: IoMode::Epoll,
+        path: Default::default(),
     }
 }
 
@@ -134,6 +135,7 @@ fn socket_options_are_applied_without_changing_counts() {
         crr_close: CrrClose::Server,
         busy_poll_us: Some(50),
         priority: None,
+        cork: false,
     };
     assert_exact(&run(&h, &cfg), 60);
 }

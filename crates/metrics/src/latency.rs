@@ -48,6 +48,12 @@ impl LatencyHistogram {
         self.hist.len()
     }
 
+    /// Recorded values from `low_ns` to `high_ns`, both included (to the
+    /// histogram's 3 significant digits).
+    pub fn count_between_ns(&self, low_ns: u64, high_ns: u64) -> u64 {
+        self.hist.count_between(low_ns, high_ns)
+    }
+
     /// The summary stored in results, in microseconds.
     pub fn summary_us(&self) -> LatencyUs {
         if self.hist.is_empty() {

@@ -67,7 +67,7 @@ mod tests {
             (s.threads, s.transactions, s.duration),
             (Some(2), Some(1000), None)
         );
-        assert!(s.nodelay);
+        assert_eq!(s.nodelay, Some(true));
         assert_eq!(s.sndbuf.map(|b| b.0), Some(262_144));
         assert_eq!(s.crr_close, stackbench_model::CrrClose::Abort);
         assert_eq!(s.server_cpus, None);

@@ -161,6 +161,11 @@ pub struct ClassResult {
     /// and the handshakes of the window; absent for clear text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsFigures>,
+    /// Transactions that took 35–250 ms longer than the path explains (the
+    /// delayed-ACK stall band, see `warnings::stall`); `None` where the path
+    /// cannot tell (a floor of 35 ms or more, loss) and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_band: Option<crate::warnings::StallBand>,
 }
 
 /// How a class's clients pace their requests.
@@ -483,6 +488,7 @@ pub(crate) mod tests {
             repetitions: None,
             population: None,
             tls: None,
+            stall_band: None,
         }
     }
 

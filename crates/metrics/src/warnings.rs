@@ -12,8 +12,10 @@ use crate::stats::cv_pct;
 
 mod ktls;
 mod population;
+mod stall;
 
 pub use ktls::check_ktls;
+pub use stall::{check_delayed_ack_stall, PathFloor, StallBand, STALL_SHARE_PCT};
 
 pub use population::{check_driver_behind, check_little_law, GENERATOR_LAG_P99_US, LITTLE_LAW_PCT};
 
@@ -131,6 +133,16 @@ pub enum Warning {
     /// `tls_mode ktls`, yet the kernel did not visibly carry the records:
     /// one clause per failed check ([`check_ktls`]).
     KtlsNotCarried { why: Vec<String> },
+    /// At least [`STALL_SHARE_PCT`] of a class's transactions took 35–250 ms
+    /// longer than the path explains ([`check_delayed_ack_stall`]).
+    DelayedAckStall {
+        share_pct: f64,
+        transactions: u64,
+        /// The band, ms (the path's floor included).
+        low_ms: f64,
+        high_ms: f64,
+        p50_us: f64,
+    },
 }
 
 impl Warning {
@@ -153,6 +165,7 @@ impl Warning {
             Warning::LabChanged { .. } => "lab_changed",
             Warning::KtlsNotCarried { .. } => "ktls_not_carried",
             Warning::IpsecIdle { .. } => "ipsec_idle",
+            Warning::DelayedAckStall { .. } => "delayed_ack_stall",
         }
     }
 
@@ -272,6 +285,21 @@ impl fmt::Display for Warning {
             Warning::IoFallback { reason } => {
                 write!(f, "{reason}; the stored settings say io epoll")
             }
+            Warning::DelayedAckStall {
+                share_pct,
+                transactions,
+                low_ms,
+                high_ms,
+                p50_us,
+            } => write!(
+                f,
+                "delayed-ACK stall: {share_pct:.1}% of transactions ({transactions}) took \
+                 {low_ms:.0}-{high_ms:.0} ms, which the path does not explain (p50 {p50_us:.0} \
+                 µs): the likely cause is Nagle holding a message's last segment until the \
+                 peer's delayed ACK (40 ms); set --nodelay (TCP_NODELAY), or look for \
+                 messages written in small pieces (on CPUs busy with other work, scheduling \
+                 delays land here too); the rate and latency figures include the stalls"
+            ),
             Warning::OptionsNotApplied { transport, notes } => write!(
                 f,
                 "transport {transport}: {}; the stored settings show what was applied",
@@ -437,6 +465,7 @@ pub fn class_warnings(
     out.extend(check_little_law(class));
     out.extend(check_driver_behind(class));
     out.extend(check_ktls(class));
+    out.extend(check_delayed_ack_stall(class));
     out
 }
 

@@ -279,6 +279,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 repetitions: r,
                 population: p,
                 tls: None,
+                stall_band: None,
             }
         },
     )
@@ -309,7 +310,7 @@ fn settings() -> impl Strategy<Value = RunSettings> {
                 duration: duration_us.map(|us| Secs(Duration::from_micros(us))),
                 transactions: tx,
                 threads,
-                nodelay,
+                nodelay: Some(nodelay),
                 ipv6,
                 sndbuf: sndbuf.map(Bytes),
                 crr_close: [CrrClose::Server, CrrClose::Client, CrrClose::Abort][close],

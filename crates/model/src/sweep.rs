@@ -301,7 +301,7 @@ mod tests {
         let mut settings = RunSettings::default();
         let out = s.points()[0].apply(&w, &mut settings).unwrap();
         assert_eq!(out.to_string(), "RR4K(1B/1B)+STR4K(1B/20MB)");
-        assert!(settings.nodelay);
+        assert_eq!(settings.nodelay, Some(true));
         let labels = s.points()[0].labels();
         assert_eq!(labels[1], ("sweep.clients".to_string(), "4K".to_string()));
     }

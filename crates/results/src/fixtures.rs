@@ -20,6 +20,8 @@ fn fixture_settings(duration_s: f64) -> RunSettings {
         ("client_cpus", "0".to_string()),
         ("server_cpus", "1".to_string()),
         ("target", "127.0.0.1:7000".to_string()),
+        // A run stores the nodelay it applied, never `default`.
+        ("nodelay", "false".to_string()),
     ] {
         s.set(name, &text).expect("fixture settings are valid");
     }
@@ -79,6 +81,7 @@ pub fn record(
                 repetitions: None,
                 population: None,
                 tls: None,
+                stall_band: None,
             }
         })
         .collect();

@@ -156,7 +156,14 @@ fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
         serde_json::to_value(&v.groups[g].1[0].record.settings).expect("settings serialize")
     };
     let reference = if i == 0 {
-        serde_json::to_value(stackbench_model::settings::RunSettings::default()).unwrap_or_default()
+        // The defaults as a run stores them: `nodelay` resolved for the
+        // run's transport (a record holds the value applied, never `default`).
+        let mut d = stackbench_model::settings::RunSettings {
+            transport: v.groups[0].1[0].record.settings.transport,
+            ..Default::default()
+        };
+        d.nodelay = Some(d.socket_options().nodelay);
+        serde_json::to_value(d).unwrap_or_default()
     } else {
         settings(0)
     };

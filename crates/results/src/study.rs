@@ -305,7 +305,7 @@ mod tests {
         .unwrap();
         let plan = study.plan(&[], "s.toml").unwrap();
         let s = &plan[0].settings;
-        assert!(s.nodelay);
+        assert_eq!(s.nodelay, Some(true));
         assert_eq!(s.text_of("duration").unwrap(), "10s");
         assert_eq!(
             plan[0].given.describe(),

@@ -14,6 +14,7 @@ mod results_cli;
 mod run;
 mod sidecar;
 mod spin;
+mod stalls;
 mod sweep;
 mod tls_examples;
 mod transport;

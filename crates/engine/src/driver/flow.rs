@@ -11,6 +11,9 @@ use stackbench_model::Kind;
 
 use super::pace::{Pace, LATE_NS};
 use std::io;
+use std::os::fd::AsRawFd;
+
+use crate::sockopt;
 
 use super::worker::{Phase, Sent, Worker, CONNECTED, NOT_WAITING, RELEASED};
 
@@ -169,10 +172,31 @@ impl Worker<'_> {
         self.connected += 1;
     }
 
+    /// Whether class `class`'s requests are corked while they are written
+    /// (`SocketOptions::cork`: longer than one write, and Nagle on).
+    pub(super) fn corks_request(&self, class: u16) -> bool {
+        sockopt::corks(&self.socket, self.classes[class as usize].request_bytes)
+    }
+
+    /// Before a send of client `key`'s request (both paths call it): the
+    /// first chunk of a corked request corks the socket; [`Self::sent`]
+    /// lifts the cork after the last.
+    pub(super) fn before_send(&mut self, key: usize) {
+        let conn = &self.conns[key];
+        if self.corks_request(conn.class)
+            && conn.remaining == self.classes[conn.class as usize].request_bytes
+        {
+            if let Some(s) = conn.stream.as_ref() {
+                sockopt::cork(s.as_raw_fd(), true);
+            }
+        }
+    }
+
     /// Books `n` sent bytes of client `key`'s request (of `want` offered; the
     /// epoll and io_uring paths share it); moves to receiving when it is all
-    /// out.
+    /// out, lifting a corked request's cork.
     pub(super) fn sent(&mut self, key: usize, n: usize, want: usize) -> Sent {
+        let corked = self.corks_request(self.conns[key].class);
         let conn = &mut self.conns[key];
         let plan = self.classes[conn.class as usize];
         // The request's first bytes are booked at its start, read by
@@ -188,6 +212,11 @@ impl Worker<'_> {
             self.accum[conn.class as usize].tx_bytes += n as u64;
         }
         if conn.remaining == 0 {
+            if corked {
+                if let Some(s) = conn.stream.as_ref() {
+                    sockopt::cork(s.as_raw_fd(), false);
+                }
+            }
             conn.phase = Phase::Receiving;
             conn.remaining = plan.response_bytes;
             return Sent::Done;

@@ -33,6 +33,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
+use stackbench_metrics::warnings::{PathFloor, StallBand};
 use stackbench_metrics::ClassResult;
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{
@@ -83,6 +84,9 @@ pub struct RunConfig {
     /// The I/O backend asked for; [`crate::iomode::effective`] decides the
     /// one both sides use.
     pub io: IoMode,
+    /// What the path adds by design (a lab link's delay and rate; zero on
+    /// loopback), above which the delayed-ACK stall band is counted.
+    pub path: PathFloor,
 }
 
 /// A live view of a run, for progress displays.
@@ -189,6 +193,8 @@ pub fn run_workload(
         .map(|(((spec, acc), plan), proxy_tls)| {
             let window_ns = window_ns(&timing, stopped_at_ns, cfg.transactions, acc);
             let mut class = summary::class_result(&workload, spec, acc, window_ns);
+            let floor_ns = cfg.path.floor_ns(spec.request_bytes + spec.response_bytes);
+            class.stall_band = StallBand::count(&acc.hist, floor_ns, &cfg.path);
             class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
             class.cpu = cpu.clone();
             class.memory = Some(memory);

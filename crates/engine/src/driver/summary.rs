@@ -81,6 +81,8 @@ pub fn class_result(
             }),
             ktls: None,
         }),
+        // Counted against the path's floor by the caller.
+        stall_band: None,
     }
 }
 
@@ -254,6 +256,7 @@ mod tests {
             priority: None,
             io: Default::default(),
             pacing: PacingConfig::default(),
+            path: Default::default(),
         }
     }
 

@@ -37,7 +37,7 @@ use crate::iomode::{build, enter};
 use super::accum::ClassAccum;
 use super::flow::Got;
 use super::worker::{Phase, Worker, CONNECT_QUEUED, LAST_QUEUED, RECV_QUEUED, SEND_QUEUED};
-use crate::sockopt::IO_CHUNK_BYTES;
+use crate::sockopt::{self, IO_CHUNK_BYTES};
 
 /// Operation tags in the low byte of a completion's user data (the client's
 /// key above it).
@@ -184,8 +184,14 @@ impl Worker<'_> {
             Phase::Sending if conn.flags & SEND_QUEUED == 0 => {
                 let len = conn.remaining.min(IO_CHUNK_BYTES as u64);
                 let last = len == conn.remaining && conn.flags & RECV_QUEUED == 0;
-                if last && ring.skip_ok {
+                // A corked request's last send reports its completion, at
+                // which `sent` lifts the cork (the cork must outlast it).
+                let corked = sockopt::corks(&self.socket, plan.request_bytes);
+                if last && ring.skip_ok && !corked {
                     return self.queue_last_send(key, fd, len as u32);
+                }
+                if corked && conn.remaining == plan.request_bytes {
+                    sockopt::cork(fd.0, true);
                 }
                 let mut send = opcode::Send::new(fd, self.zeros.as_ptr(), len as u32)
                     .flags(libc::MSG_NOSIGNAL)

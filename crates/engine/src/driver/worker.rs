@@ -449,11 +449,13 @@ impl<'a> Worker<'a> {
 
     /// One `send` of the current request; moves to receiving when it is all out.
     fn send_chunk(&mut self, key: usize) -> io::Result<Sent> {
-        let conn = &mut self.conns[key];
-        let Some(stream) = conn.stream.as_mut() else {
+        let conn = &self.conns[key];
+        if conn.stream.is_none() {
             return Ok(Sent::Blocked);
-        };
+        }
         let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
+        self.before_send(key);
+        let stream = self.conns[key].stream.as_mut().expect("checked above");
         let n = stream.send(&self.zeros[..want])?;
         let rekeys = stream.take_rekeys();
         if rekeys > 0 && self.timing.in_window(self.timing.now_ns()) {

@@ -36,7 +36,7 @@ use super::worker::{
 };
 use crate::iomode::{build, enter};
 use crate::protocol::{ServerTestStats, TestSpec};
-use crate::sockopt::IO_CHUNK_BYTES;
+use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::{DataListener, DataStream};
 
 const OP_ACCEPT: u64 = 1;
@@ -327,8 +327,14 @@ impl UringWorker {
             Phase::Writing if c.queued & SEND_QUEUED == 0 => {
                 let len = c.remaining.min(IO_CHUNK_BYTES as u64);
                 let last = len == c.remaining && c.queued & RECV_QUEUED == 0;
-                if last && self.skip_ok && spec.kind != Kind::Crr {
+                // A corked response's last send reports its completion, at
+                // which `on_sent` lifts the cork (the cork must outlast it).
+                let corked = sockopt::corks(&spec.socket, spec.response_bytes);
+                if last && self.skip_ok && spec.kind != Kind::Crr && !corked {
                     return self.queue_last_send(key, fd, len as u32);
+                }
+                if corked && c.remaining == spec.response_bytes {
+                    sockopt::cork(fd.0, true);
                 }
                 let send = opcode::Send::new(fd, self.zeros.as_ptr(), len as u32)
                     .flags(libc::MSG_NOSIGNAL)
@@ -462,6 +468,9 @@ impl UringWorker {
         let spec = test.spec;
         if res < 0 {
             return would_block_or_close(&io::Error::from_raw_os_error(-res), spec.kind);
+        }
+        if sockopt::corks(&spec.socket, spec.response_bytes) && res as u64 == c.remaining {
+            sockopt::cork(c.stream.as_raw_fd(), false);
         }
         match book_sent(
             &mut c.phase,

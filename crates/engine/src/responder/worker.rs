@@ -30,7 +30,7 @@ use slab::Slab;
 use stackbench_model::{CrrClose, Kind, Transport};
 
 use crate::protocol::{ServerTestStats, TestSpec};
-use crate::sockopt::IO_CHUNK_BYTES;
+use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::{self, DataListener, DataStream};
 
 /// Token of the waker that announces commands.
@@ -316,12 +316,19 @@ impl Worker {
                 }
                 Phase::Writing => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
+                    let corked = sockopt::corks(&spec.socket, spec.response_bytes);
+                    if corked && conn.remaining == spec.response_bytes {
+                        sockopt::cork(stream.as_raw_fd(), true);
+                    }
                     let n = match stream.send(&self.zeros[..want]) {
                         Ok(n) => n,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) => return would_block_or_close(&e, spec.kind),
                     };
                     test.stats.tls_rekeys += u64::from(stream.take_rekeys());
+                    if corked && n as u64 == conn.remaining {
+                        sockopt::cork(stream.as_raw_fd(), false);
+                    }
                     let (phase, remaining) = (&mut conn.phase, &mut conn.remaining);
                     match book_sent(phase, remaining, n as u64, &spec, &mut test.stats) {
                         Some(true) => return Next::Close { error: false },

@@ -118,6 +118,9 @@ pub fn effective_options(
             }
         }
     }
+    // Long messages are corked wherever Nagle holds small segments (see
+    // `SocketOptions::cork`); with nodelay nothing is held.
+    eff.cork = transport != Transport::Unix && !eff.nodelay;
     (eff, notes)
 }
 
@@ -222,6 +225,28 @@ mod tests {
         let (eff, notes) = effective_options(Transport::Tcp, &opts);
         assert_eq!(eff, opts);
         assert!(notes.is_empty());
+    }
+
+    /// Long messages are corked where Nagle could hold their tail: TCP-family
+    /// transports without nodelay; never over AF_UNIX (no Nagle, and
+    /// TCP_CORK is refused there).
+    #[test]
+    fn cork_where_nagle_holds_small_segments() {
+        let plain = SocketOptions::default();
+        for t in [
+            Transport::Tcp,
+            Transport::Mptcp,
+            Transport::Tls,
+            Transport::Smc,
+        ] {
+            assert!(effective_options(t, &plain).0.cork, "{t:?}");
+        }
+        assert!(!effective_options(Transport::Unix, &plain).0.cork);
+        let nodelay = SocketOptions {
+            nodelay: true,
+            ..plain
+        };
+        assert!(!effective_options(Transport::Tcp, &nodelay).0.cork);
     }
 
     #[test]

@@ -220,8 +220,8 @@ run_settings! {
     io: IoMode = IoMode::Auto, json "io";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
-    /// TCP_NODELAY on every data connection (both sides).
-    nodelay: bool = false, json "nodelay";
+    /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
+    nodelay: Option<bool> = None, json "nodelay";
     /// Receive whole messages: MSG_WAITALL plus SO_RCVLOWAT = message size.
     waitall: bool = false, json "waitall";
     /// Delayed ACK off: TCP_QUICKACK re-armed after every receive.
@@ -290,7 +290,7 @@ impl RunSettings {
     /// The socket options these settings give.
     pub fn socket_options(&self) -> SocketOptions {
         SocketOptions {
-            nodelay: self.nodelay,
+            nodelay: self.nodelay.unwrap_or(self.transport == Transport::Tls),
             waitall: self.waitall,
             quickack: self.quickack,
             sndbuf_bytes: self.sndbuf.map(|b| b.0 as u32),
@@ -300,13 +300,15 @@ impl RunSettings {
             // The driver sets each class's own level; at run level the first
             // one stands for all, so `effective_options` can drop them.
             priority: self.priority.as_ref().and_then(|p| p.level(0)),
+            // The transport decides (`effective_options`).
+            cork: false,
         }
     }
 
     /// The inverse of [`Self::socket_options`]: takes over the options a
     /// transport actually applied (a `busy_poll` kept keeps its own spelling).
     pub fn set_socket_options(&mut self, o: &SocketOptions) {
-        self.nodelay = o.nodelay;
+        self.nodelay = Some(o.nodelay);
         self.waitall = o.waitall;
         self.quickack = o.quickack;
         self.sndbuf = o.sndbuf_bytes.map(|b| Bytes(u64::from(b)));
@@ -409,6 +411,22 @@ mod tests {
         };
         back.set_socket_options(&s.socket_options());
         assert_eq!(back, s);
+    }
+
+    /// TLS servers run with TCP_NODELAY (nginx's `tcp_nodelay on`), so a tls
+    /// run does too unless told otherwise; `--nodelay=false` still turns it
+    /// off, to reproduce a Nagle/delayed-ACK stall on purpose.
+    #[test]
+    fn nodelay_defaults_on_for_tls_only() {
+        let mut s = RunSettings::default();
+        assert!(!s.socket_options().nodelay);
+        s.set("transport", "tls").unwrap();
+        assert!(s.socket_options().nodelay);
+        s.set("nodelay", "false").unwrap();
+        assert!(!s.socket_options().nodelay);
+        s.set("nodelay", "default").unwrap();
+        s.set("transport", "unix").unwrap();
+        assert!(!s.socket_options().nodelay);
     }
 
     #[test]

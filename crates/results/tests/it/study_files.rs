@@ -155,8 +155,8 @@ nodelay = true
             "2:CRR1(1B/1B):B",
         ]
     );
-    assert!(plan[1].settings.nodelay);
-    assert!(!plan[0].settings.nodelay);
+    assert_eq!(plan[1].settings.nodelay, Some(true));
+    assert_ne!(plan[0].settings.nodelay, Some(true));
     assert_eq!(plan[1].given.describe(), ["nodelay = true"]);
     assert_eq!(plan[7].index, 7);
     assert_eq!(plan[7].total, 8);
@@ -266,7 +266,7 @@ fn bad_files_get_one_line_errors_with_file_line_and_fix() {
 }
 
 fn fake_runner(step: &StudyStep) -> Result<RunRecord, RunnerError> {
-    let nodelay = step.settings.nodelay;
+    let nodelay = step.settings.nodelay == Some(true);
     let rate = if nodelay { 1100.0 } else { 1000.0 } + 5.0 * fixtures::jitter(7, step.index);
     let mut r = fixtures::record(
         &step.workload.to_string(),
@@ -302,7 +302,7 @@ fn a_study_stores_every_run_with_its_labels() {
     .into();
     let runs = store.select(&filter).unwrap();
     assert_eq!(runs.len(), 6);
-    assert!(runs.iter().all(|r| r.record.settings.nodelay));
+    assert!(runs.iter().all(|r| r.record.settings.nodelay == Some(true)));
 }
 
 #[test]

@@ -1,0 +1,216 @@
+//! The delayed-ACK stall check: transactions that took 35–250 ms longer than
+//! their path explains.
+//!
+//! Why this band. Linux delays an ACK it owes for at least TCP_DELACK_MIN
+//! (40 ms) and at most TCP_DELACK_MAX (200 ms). When Nagle holds a message's
+//! last small segment until the previous one is ACKed, and the receiver
+//! delays that ACK, the message waits for the delayed-ACK timer: on a
+//! sub-millisecond path the transaction takes 40–44 ms instead of 0.1 ms
+//! (measured: `RR4(300kB/1B)` p90 44 ms; TLS `RR1(20kB/100B)` every
+//! transaction 44 ms). The band starts a little below 40 ms (35 ms) to take
+//! timer slack, and ends above 200 ms plus a scheduling margin (250 ms).
+//!
+//! The band is counted above the path's own floor ([`PathFloor`]): a lab
+//! link's configured round trip (netem delay and jitter) and the time its
+//! rate needs to carry the transaction's bytes. Where the floor itself is at
+//! least 35 ms, a stall cannot be told from the path and nothing is judged;
+//! links with loss are not judged either (a retransmission timeout, 200 ms
+//! and up, lands in the same band).
+
+use serde::{Deserialize, Serialize};
+
+use super::Warning;
+use crate::record::ClassResult;
+use crate::LatencyHistogram;
+
+/// The band's low edge above the floor, ns.
+pub const STALL_LOW_NS: u64 = 35_000_000;
+/// The band's high edge above the floor, ns.
+pub const STALL_HIGH_NS: u64 = 250_000_000;
+/// Share of a class's transactions in the band from which the stall is
+/// reported: one in a hundred is far beyond what a sub-millisecond path
+/// shows from scheduling noise alone, and already moves the mean by ≥ 0.4 ms.
+pub const STALL_SHARE_PCT: f64 = 1.0;
+
+/// What the network path between driver and responder adds by design.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PathFloor {
+    /// Configured round trip (netem delay + jitter, both ways, every hop).
+    pub rtt_ns: u64,
+    /// Shaped rate of the path, bit/s; `None`: unshaped (loopback, veth).
+    pub rate_bps: Option<u64>,
+    /// The path drops packets on purpose (netem loss).
+    pub lossy: bool,
+}
+
+impl PathFloor {
+    /// The least time a transaction of `bytes` (both ways) takes on the path, ns.
+    pub fn floor_ns(&self, bytes: u64) -> u64 {
+        let carry = self.rate_bps.filter(|r| *r > 0).map_or(0, |r| {
+            (bytes as u128 * 8 * 1_000_000_000 / u128::from(r)) as u64
+        });
+        self.rtt_ns.saturating_add(carry)
+    }
+}
+
+/// A class's transactions in the delayed-ACK band (stored per class, so
+/// the warning can be checked from the record).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct StallBand {
+    /// The path floor the band is counted above, µs.
+    pub floor_us: f64,
+    /// The band's edges, µs (floor + 35 ms, floor + 250 ms).
+    pub low_us: f64,
+    pub high_us: f64,
+    /// Transactions of the window whose latency fell in the band.
+    pub transactions: u64,
+    /// Transactions of the window whose latency was recorded.
+    pub of_transactions: u64,
+    /// `transactions` as a share of `of_transactions`, percent.
+    pub share_pct: f64,
+}
+
+impl StallBand {
+    /// Counts `hist`'s transactions in the band above `floor_ns`; `None`
+    /// when the path cannot tell a stall (floor ≥ 35 ms, or loss) or no
+    /// transaction was recorded.
+    pub fn count(hist: &LatencyHistogram, floor_ns: u64, path: &PathFloor) -> Option<StallBand> {
+        let total = hist.count();
+        if total == 0 || path.lossy || floor_ns >= STALL_LOW_NS {
+            return None;
+        }
+        let (low, high) = (floor_ns + STALL_LOW_NS, floor_ns + STALL_HIGH_NS);
+        let n = hist.count_between_ns(low, high);
+        Some(StallBand {
+            floor_us: floor_ns as f64 / 1e3,
+            low_us: low as f64 / 1e3,
+            high_us: high as f64 / 1e3,
+            transactions: n,
+            of_transactions: total,
+            share_pct: 100.0 * n as f64 / total as f64,
+        })
+    }
+
+    /// Adds another run's band (repetitions of one class: same floor).
+    pub fn add(&self, other: &StallBand) -> StallBand {
+        let (n, of) = (
+            self.transactions + other.transactions,
+            self.of_transactions + other.of_transactions,
+        );
+        StallBand {
+            transactions: n,
+            of_transactions: of,
+            share_pct: if of > 0 {
+                100.0 * n as f64 / of as f64
+            } else {
+                0.0
+            },
+            ..*self
+        }
+    }
+}
+
+/// `delayed_ack_stall` when at least [`STALL_SHARE_PCT`] of the class's
+/// transactions fell in its band.
+pub fn check_delayed_ack_stall(class: &ClassResult) -> Option<Warning> {
+    let band = class.stall_band?;
+    (band.transactions > 0 && band.share_pct >= STALL_SHARE_PCT).then(|| Warning::DelayedAckStall {
+        share_pct: band.share_pct,
+        transactions: band.transactions,
+        low_ms: band.low_us / 1e3,
+        high_ms: band.high_us / 1e3,
+        p50_us: class.latency_us.p50,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist(values_ms: &[(f64, u64)]) -> LatencyHistogram {
+        let mut h = LatencyHistogram::new();
+        for &(ms, n) in values_ms {
+            for _ in 0..n {
+                h.record_ns((ms * 1e6) as u64);
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn a_loopback_stall_is_counted_and_warned() {
+        // 90% at 0.2 ms, 10% at 44 ms: RR4(300kB/1B) before the cork.
+        let h = hist(&[(0.2, 900), (44.0, 100)]);
+        let band = StallBand::count(&h, 0, &PathFloor::default()).unwrap();
+        assert_eq!(band.transactions, 100);
+        assert!((band.share_pct - 10.0).abs() < 1e-9);
+        let mut class = crate::record::tests::sample_class();
+        class.stall_band = Some(band);
+        let w = check_delayed_ack_stall(&class).unwrap();
+        assert_eq!(w.code(), "delayed_ack_stall");
+        assert!(w.to_string().contains("--nodelay"), "{w}");
+    }
+
+    #[test]
+    fn every_transaction_stalled_is_a_stall_too() {
+        // TLS RR1(20kB/100B) without nodelay: every transaction 44 ms, so
+        // the run's own p50 cannot be the floor; the path's is.
+        let h = hist(&[(43.8, 50), (44.3, 50)]);
+        let band = StallBand::count(&h, 0, &PathFloor::default()).unwrap();
+        assert_eq!(band.share_pct, 100.0);
+    }
+
+    #[test]
+    fn the_path_floor_moves_the_band_and_can_rule_it_out() {
+        // A 10 ms one-way delay: every transaction takes ~20 ms; nothing stalled.
+        let path = PathFloor {
+            rtt_ns: 20_000_000,
+            ..PathFloor::default()
+        };
+        let h = hist(&[(20.3, 1000)]);
+        let band = StallBand::count(&h, path.floor_ns(100), &path).unwrap();
+        assert_eq!(band.transactions, 0);
+        assert_eq!(band.low_us, 55_000.0);
+        // A stall on that path lands at 20 + 40 ms.
+        let h = hist(&[(20.3, 900), (60.5, 100)]);
+        let band = StallBand::count(&h, path.floor_ns(100), &path).unwrap();
+        assert_eq!(band.transactions, 100);
+        // 20 MB at 100 Mbit/s takes 1.7 s: the floor is past the band's start.
+        let slow = PathFloor {
+            rate_bps: Some(100_000_000),
+            ..PathFloor::default()
+        };
+        assert!(StallBand::count(&h, slow.floor_ns(20 << 20), &slow).is_none());
+        let lossy = PathFloor {
+            lossy: true,
+            ..PathFloor::default()
+        };
+        assert!(StallBand::count(&h, 0, &lossy).is_none());
+    }
+
+    #[test]
+    fn scheduling_noise_below_the_share_is_not_a_stall() {
+        let h = hist(&[(0.2, 999), (40.0, 5)]);
+        let mut class = crate::record::tests::sample_class();
+        class.stall_band = StallBand::count(&h, 0, &PathFloor::default());
+        assert!(check_delayed_ack_stall(&class).is_none());
+    }
+
+    #[test]
+    fn repetitions_add_up() {
+        let a = StallBand {
+            transactions: 10,
+            of_transactions: 100,
+            share_pct: 10.0,
+            ..StallBand::default()
+        };
+        let b = StallBand {
+            of_transactions: 300,
+            ..StallBand::default()
+        };
+        assert_eq!(a.add(&a).share_pct, 10.0);
+        let ab = a.add(&b);
+        assert_eq!((ab.transactions, ab.of_transactions), (10, 400));
+        assert_eq!(ab.share_pct, 2.5);
+    }
+}
