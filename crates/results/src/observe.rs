@@ -151,6 +151,7 @@ pub fn conclusion(c: &Comparison) -> String {
         (Verdict::Better, "better"),
         (Verdict::Equivalent, "equivalent"),
         (Verdict::Inconclusive, "inconclusive"),
+        (Verdict::TooCoarse, "too coarse to judge"),
     ] {
         let mut parts = Vec::new();
         for m in metrics {
