@@ -643,6 +643,13 @@ mod tests {
         let e = welch_log_ratio(&[5.0, 5.0], &[6.0, 6.0], 0.9).unwrap();
         assert_eq!((e.ci_low, e.ci_high), (e.ratio, e.ratio));
         assert!(close(e.ratio, 1.2, 1e-12));
+        // No spread and 20% apart in every run: wholly beyond the margin …
+        assert_eq!(verdict(&e, 2.5, true), Verdict::Better);
+        // … but no spread within it is no evidence of equivalence.
+        let same = welch_log_ratio(&[10.0, 10.0, 10.0], &[10.0, 10.0], 0.9).unwrap();
+        assert_eq!(verdict(&same, 2.5, true), Verdict::TooCoarse);
+        let near = welch_log_ratio(&[10.0, 10.0], &[10.1, 10.1], 0.9).unwrap();
+        assert_eq!(verdict(&near, 2.5, false), Verdict::TooCoarse);
     }
 
     #[test]
