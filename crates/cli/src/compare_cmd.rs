@@ -1,6 +1,8 @@
-//! `stackbench compare A B`: two sets of runs — stored runs selected by labels,
-//! or JSON files of run records — compared per workload and metric with a
-//! verdict. Exit status 1 when any verdict is WORSE, so it can gate CI. Runs
+//! `stackbench compare A B`: two sets of runs — stored runs selected by labels
+//! or by id, or JSON files of run records (`run --json`) or of stored runs
+//! (`results show N --json`) — compared per workload and metric with a
+//! verdict, under the settings, kernel and path that differ between them.
+//! Incomplete runs are listed as left out, never counted. Exit status 1 when any verdict is WORSE, so it can gate CI. Runs
 //! measured in a TCG-emulated guest get their figures but no verdict.
 
 use std::path::{Path, PathBuf};
@@ -10,14 +12,16 @@ use clap::Args;
 use serde_json::Value;
 use stackbench_metrics::record::record_from_json;
 use stackbench_metrics::RunRecord;
-use stackbench_results::compare::{compare, emulated_sides, is_emulated, Margins};
+use stackbench_results::compare::{compare_runs, emulated_sides, is_emulated, Margins, RunInput};
 use stackbench_results::compare_output::{render_json, render_markdown, render_table};
-use stackbench_results::store::{parse_labels, Labels, Store};
+use stackbench_results::env::Environment;
+use stackbench_results::store::{parse_labels, Labels, RunId, Store, StoreError};
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Baseline: a JSON file of run records (one record, an array, or one per
-    /// line) or a label selector such as variant=A or kernel=6.1,study=r2r.
+    /// Baseline: stored run ids (6, 2,3,4 or 2-4), a label selector such as
+    /// variant=A or kernel=6.1,study=r2r, or a JSON file of runs (from
+    /// `run --json` or `results show N --json`; one, an array, or one after another).
     a: String,
     /// Candidate, in the same forms as A.
     b: String,
@@ -41,67 +45,133 @@ pub struct CompareArgs {
     db: Option<PathBuf>,
 }
 
-/// Reads run records from a JSON file: one object, an array, or JSON lines,
-/// each checked and migrated by `record_from_json`.
-fn read_json_runs(path: &Path) -> anyhow::Result<Vec<RunRecord>> {
+/// One run of a side: how a reader finds it, its record, and its stored
+/// environment when the input carried one.
+struct SideRun {
+    name: String,
+    record: RunRecord,
+    env: Option<Environment>,
+}
+
+/// The JSON documents of a file: one value, an array of them, or several one
+/// after another (JSON lines, or the pretty records `run --json` prints one
+/// per workload).
+fn json_documents(path: &Path, text: &str) -> anyhow::Result<Vec<Value>> {
+    let docs: Vec<Value> = serde_json::Deserializer::from_str(text)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .or_else(|e| {
+            crate::exit::usage(format!("{}: not JSON run records: {e}", path.display()))
+        })?;
+    Ok(match <[Value; 1]>::try_from(docs) {
+        Ok([Value::Array(items)]) => items,
+        Ok([one]) => vec![one],
+        Err(docs) => docs,
+    })
+}
+
+/// Reads runs from a JSON file: run records as `stackbench run --json`
+/// writes them, or stored runs as `stackbench results show N --json` prints
+/// them (`{"id", "record", "env", …}`, whose environment then counts too).
+/// Each record is checked and migrated by `record_from_json`.
+fn read_json_runs(path: &Path) -> anyhow::Result<Vec<SideRun>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let parsed = match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Array(items)) => items,
-        Ok(one) => vec![one],
-        Err(_) => text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(serde_json::from_str)
-            .collect::<Result<_, _>>()
-            .or_else(|e| {
-                crate::exit::usage(format!("{}: not JSON run records: {e}", path.display()))
-            })?,
-    };
-    if parsed.iter().any(|v| !v["classes"].is_array()) {
+    let docs = json_documents(path, &text)?;
+    if docs.is_empty()
+        || docs
+            .iter()
+            .any(|v| !v["classes"].is_array() && !v["record"]["classes"].is_array())
+    {
         return crate::exit::usage(format!(
-            "{}: not run records (no \"classes\"): give files written by `stackbench run --json`",
+            "{}: not run records (no \"classes\"): give files written by `stackbench run --json` or `stackbench results show N --json`",
             path.display()
         ));
     }
-    let count = parsed.len();
-    parsed
-        .into_iter()
+    let count = docs.len();
+    docs.into_iter()
         .enumerate()
-        .map(|(i, value)| {
-            record_from_json(value).or_else(|e| match count {
-                1 => crate::exit::usage(format!("{}: {e}", path.display())),
-                _ => crate::exit::usage(format!("{} (record {}): {e}", path.display(), i + 1)),
-            })
+        .map(|(i, mut doc)| {
+            let place = match count {
+                1 => path.display().to_string(),
+                _ => format!("{} (record {})", path.display(), i + 1),
+            };
+            let stored = doc["record"].is_object();
+            let (value, env, name) = if stored {
+                let env = serde_json::from_value(doc["env"].take()).ok();
+                let name = match doc["id"].as_i64() {
+                    Some(id) => format!("run {id}"),
+                    None => place.clone(),
+                };
+                (doc["record"].take(), env, name)
+            } else {
+                (doc, None, place.clone())
+            };
+            let record =
+                record_from_json(value).or_else(|e| crate::exit::usage(format!("{place}: {e}")))?;
+            Ok(SideRun { name, record, env })
         })
         .collect()
 }
 
-/// One side's records, and whether any was measured in a TCG-emulated guest
-/// (from the stored environment; from the settings for JSON files).
+/// Run ids as `compare` takes them: `6`, `2,3,4` or `2-4`; `None` when the
+/// text is not a list of ids (a label selector or a file).
+fn parse_ids(spec: &str) -> Option<Vec<RunId>> {
+    let mut ids = Vec::new();
+    for part in spec.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi): (RunId, RunId) = (lo.parse().ok()?, hi.parse().ok()?);
+                if lo > hi {
+                    return None;
+                }
+                ids.extend(lo..=hi);
+            }
+            None => ids.push(part.parse().ok()?),
+        }
+    }
+    (!ids.is_empty()).then_some(ids)
+}
+
+/// One side's runs, and whether any was measured in a TCG-emulated guest
+/// (from the stored environment; from the settings for record files).
 fn side(
     spec: &str,
     common: &Labels,
     store: &mut Option<Store>,
     db: Option<&Path>,
-) -> anyhow::Result<(Vec<RunRecord>, bool)> {
+) -> anyhow::Result<(Vec<SideRun>, bool)> {
     let path = Path::new(spec);
     if path.is_file() {
         let runs = read_json_runs(path)?;
-        let emulated = runs.iter().any(|r| is_emulated(r, None));
+        let emulated = runs.iter().any(|r| is_emulated(&r.record, r.env.as_ref()));
         return Ok((runs, emulated));
     }
+    let ids = parse_ids(spec);
     let mut filter = common.clone();
-    let own = parse_labels(&spec.split(',').collect::<Vec<_>>()).or_else(|_| {
-        crate::exit::usage(format!(
-            "'{spec}' is neither a JSON file nor a label selector: give a file of run records or key=value[,key=value], e.g. variant=A"
-        ))
-    })?;
-    filter.extend(own);
+    if ids.is_none() {
+        let own = parse_labels(&spec.split(',').collect::<Vec<_>>()).or_else(|_| {
+            crate::exit::usage(format!(
+                "'{spec}' is neither a JSON file nor a label selector nor run ids: give a file of run records, key=value[,key=value] such as variant=A, or stored run ids such as 6, 2,3 or 2-4"
+            ))
+        })?;
+        filter.extend(own);
+    }
     if store.is_none() {
         *store = Some(crate::results_cmd::open_read_only(db)?);
     }
-    let runs = store.as_ref().expect("opened above").select(&filter)?;
+    let store = store.as_ref().expect("opened above");
+    let runs = match ids {
+        Some(ids) => ids
+            .into_iter()
+            .map(|id| match store.get(id) {
+                Err(e @ StoreError::NoSuchRun(_)) => crate::exit::usage(e.to_string()),
+                other => Ok(other?),
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?,
+        None => store.select(&filter)?,
+    };
     if runs.is_empty() {
         return crate::exit::usage(format!(
             "no stored runs match {}: `stackbench results list` shows the labels",
@@ -113,7 +183,26 @@ fn side(
         ));
     }
     let emulated = runs.iter().any(|r| is_emulated(&r.record, Some(&r.env)));
-    Ok((runs.into_iter().map(|r| r.record).collect(), emulated))
+    let runs = runs
+        .into_iter()
+        .map(|r| SideRun {
+            name: format!("run {}", r.id),
+            record: r.record,
+            env: Some(r.env),
+        })
+        .collect();
+    Ok((runs, emulated))
+}
+
+/// The inputs [`compare_runs`] reads, borrowed from one side's runs.
+fn inputs(runs: &[SideRun]) -> Vec<RunInput<'_>> {
+    runs.iter()
+        .map(|r| RunInput {
+            name: &r.name,
+            record: &r.record,
+            env: r.env.as_ref(),
+        })
+        .collect()
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
@@ -137,9 +226,16 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         latency_pct: args.latency_margin,
         cpu_pct: args.margin,
     };
-    let mut c = compare(&args.a, &a, &args.b, &b, margins);
+    let mut c = compare_runs(&args.a, &inputs(&a), &args.b, &inputs(&b), margins);
     if let Some(sides) = emulated_sides(&args.a, a_emulated, &args.b, b_emulated) {
         c.refuse_verdicts(&sides);
+    }
+    for (name, n, given) in [(&args.a, c.runs_a, a.len()), (&args.b, c.runs_b, b.len())] {
+        if n == 0 {
+            return crate::exit::usage(format!(
+                "{name}: none of its {given} runs is complete (each was interrupted or ended early), so there is nothing to compare: `stackbench results list` marks complete runs"
+            ));
+        }
     }
     if c.rows.is_empty() {
         return crate::exit::usage(format!(

@@ -1,5 +1,6 @@
 //! Migrations of stored records to the current layout, one step per schema
-//! version. Each step is a pure edit of the JSON document.
+//! version, and the one in-version fill-in ([`mark_shared_mix_cpu`]) for a
+//! field added without a version bump. Each is a pure edit of the JSON document.
 
 use serde_json::{Map, Value};
 
@@ -40,6 +41,69 @@ pub fn v1_to_v2(record: &mut Value) {
     doc.insert("schema_version".into(), Value::from(2));
 }
 
+/// Records written before `classes[].cpu.attribution` existed (it came
+/// without a schema bump, so the version cannot tell them apart): classes
+/// that share one `workload` (several of them) are a mix, and the engine then
+/// ran every mix on shared worker threads, so each class's CPU is the whole
+/// mix's. (A record may also hold several workloads run one after another:
+/// each of those is its own, with CPU of its own.) Says so
+/// (`attribution: mix`) and clears the per-transaction figures, which divided
+/// the mix's CPU by one class's transactions (a stream class "97% cheaper"
+/// than the RR beside it); `cpu_seconds` and `util_pct` stay, being the
+/// mix's. Classes that carry the field, and classes alone in their
+/// workload, are left as written.
+pub fn mark_shared_mix_cpu(record: &mut Value) {
+    let Some(classes) = record.get_mut("classes").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let workload = |c: &Value| c.get("workload").and_then(Value::as_str).map(str::to_owned);
+    let names: Vec<Option<String>> = classes.iter().map(workload).collect();
+    for (i, class) in classes.iter_mut().enumerate() {
+        let in_mix = names[i].is_some() && names.iter().filter(|n| **n == names[i]).count() > 1;
+        if !in_mix {
+            continue;
+        }
+        let Some(cpu) = class.get_mut("cpu").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        if cpu.contains_key("attribution") {
+            continue;
+        }
+        cpu.insert("attribution".into(), Value::from("mix"));
+        null_keys(cpu, &["total_cpu_us_per_tran"]);
+        for side in ["client", "server", "shared"] {
+            if let Some(s) = cpu.get_mut(side).and_then(Value::as_object_mut) {
+                null_keys(
+                    s,
+                    &[
+                        "cpu_us_per_tran",
+                        "cpu_us_per_mb",
+                        "process_cpu_us_per_tran",
+                    ],
+                );
+            }
+        }
+        let per_tran = ["client_cpu_us_per_tran", "server_cpu_us_per_tran"];
+        if let Some(reps) = class.get_mut("repetitions").and_then(Value::as_object_mut) {
+            null_keys(reps, &per_tran);
+            if let Some(runs) = reps.get_mut("runs").and_then(Value::as_array_mut) {
+                for run in runs.iter_mut().filter_map(Value::as_object_mut) {
+                    null_keys(run, &per_tran);
+                }
+            }
+        }
+    }
+}
+
+/// Sets each of `keys` that `obj` has to null.
+fn null_keys(obj: &mut Map<String, Value>, keys: &[&str]) {
+    for key in keys {
+        if let Some(v) = obj.get_mut(*key) {
+            *v = Value::Null;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +136,54 @@ mod tests {
         assert_eq!(s.crr_close, stackbench_model::CrrClose::Abort);
         assert_eq!(s.server_cpus, None);
         assert_eq!(s.text_of("target").unwrap(), "127.0.0.1:1");
+    }
+
+    #[test]
+    fn an_old_mix_record_reads_as_shared_mix_cpu() {
+        let side = |us: f64| serde_json::json!({"cpu_seconds": 2.0, "cpu_us_per_tran": us, "cpu_us_per_mb": 1.0});
+        let class = |us: f64| {
+            serde_json::json!({"cpu": {"client": side(us), "server": side(us),
+                "total_cpu_us_per_tran": us},
+                "repetitions": {"client_cpu_us_per_tran": {"n": 2},
+                    "runs": [{"rate_tps": 1.0, "client_cpu_us_per_tran": us}]}})
+        };
+        let in_mix = |us: f64| {
+            let mut c = class(us);
+            c["workload"] = "RR1(1B/1B)+STR1(1B/1MB)".into();
+            c
+        };
+        let mut mix = serde_json::json!({"classes": [in_mix(5.0), in_mix(800.0)]});
+        mark_shared_mix_cpu(&mut mix);
+        for c in mix["classes"].as_array().unwrap() {
+            assert_eq!(c["cpu"]["attribution"], "mix");
+            assert_eq!(c["cpu"]["client"]["cpu_us_per_tran"], Value::Null);
+            assert_eq!(c["cpu"]["server"]["cpu_us_per_mb"], Value::Null);
+            assert_eq!(c["cpu"]["total_cpu_us_per_tran"], Value::Null);
+            assert_eq!(c["cpu"]["client"]["cpu_seconds"], 2.0);
+            assert_eq!(c["repetitions"]["client_cpu_us_per_tran"], Value::Null);
+            assert_eq!(
+                c["repetitions"]["runs"][0]["client_cpu_us_per_tran"],
+                Value::Null
+            );
+        }
+        // One class, two workloads run one after the other, or a class that
+        // says whose CPU it holds: as written.
+        let mut one = serde_json::json!({"classes": [class(5.0)]});
+        let before = one.clone();
+        mark_shared_mix_cpu(&mut one);
+        assert_eq!(one, before);
+        let (mut rr, mut crr) = (class(5.0), class(6.0));
+        rr["workload"] = "RR1(1B/1B)".into();
+        crr["workload"] = "CRR1(1B/1B)".into();
+        let mut two = serde_json::json!({"classes": [rr, crr]});
+        let before = two.clone();
+        mark_shared_mix_cpu(&mut two);
+        assert_eq!(two, before);
+        let mut new = serde_json::json!({"classes": [in_mix(5.0), in_mix(6.0)]});
+        new["classes"][0]["cpu"]["attribution"] = "class".into();
+        new["classes"][1]["cpu"]["attribution"] = "class".into();
+        let before = new.clone();
+        mark_shared_mix_cpu(&mut new);
+        assert_eq!(new, before);
     }
 }

@@ -3,7 +3,11 @@
 //! them, CPU (`classes[i].cpu.<side>`) and memory (`classes[i].memory.<side>`)
 //! figures. The record is read as plain JSON at those paths so that records
 //! written before CPU and memory accounting still load and give a clear error
-//! only when the missing figures are asked for.
+//! only when the missing figures are asked for. A stored run as `stackbench
+//! results show N --json` prints it (the record under `record`) reads the same.
+//! A class of a mix whose classes shared worker threads (`cpu.attribution` =
+//! `mix`, or a record of several classes written before that field) has no
+//! CPU per transaction of its own, and asking for it is refused.
 
 use serde_json::Value;
 
@@ -48,6 +52,8 @@ pub struct RunClass {
     /// Whether the record has a `cpu` key at all (records before CPU
     /// accounting do not).
     has_cpu_key: bool,
+    /// The class's CPU is its whole mix's, not its own.
+    shared_mix_cpu: bool,
     memory: Option<Value>,
 }
 
@@ -109,6 +115,15 @@ pub fn read(
             format!("not a stackbench result ({e}); give the JSON of `stackbench run --json`"),
         )
     })?;
+    // `results show N --json` prints the stored run: id, labels, record, env.
+    let doc = match doc {
+        Value::Object(mut run)
+            if !run.contains_key("classes") && run.get("record").is_some_and(Value::is_object) =>
+        {
+            run.remove("record").unwrap_or_default()
+        }
+        other => other,
+    };
     let classes = doc
         .get("classes")
         .and_then(Value::as_array)
@@ -129,6 +144,20 @@ pub fn read(
         })
     };
     let object = |key: &str| chosen.get(key).filter(|v| v.is_object()).cloned();
+    let cpu = object("cpu");
+    // Records before `attribution` ran every mix (classes sharing one
+    // `workload`) on shared workers.
+    let workload = |c: &Value| c.get("workload").and_then(Value::as_str).map(str::to_owned);
+    let in_mix = workload(chosen).is_some()
+        && classes
+            .iter()
+            .filter(|c| workload(c) == workload(chosen))
+            .count()
+            > 1;
+    let shared_mix_cpu = cpu.as_ref().is_some_and(|c| match c.get("attribution") {
+        Some(a) => a.as_str() == Some("mix"),
+        None => in_mix,
+    });
     Ok(RunClass {
         path: path.to_string(),
         version: doc
@@ -140,8 +169,9 @@ pub fn read(
         notation: notation(chosen),
         clients: number("clients")?,
         rate_tps: number("rate_tps")?,
-        cpu: object("cpu"),
+        cpu,
         has_cpu_key: chosen.get("cpu").is_some(),
+        shared_mix_cpu,
         memory: object("memory"),
     })
 }
@@ -175,6 +205,12 @@ impl RunClass {
                 format!("has no CPU figures for the {side} side: {why}; rerun the measurement with a stackbench that records CPU, or give --cpu-per-tran"),
             ));
         };
+        if self.shared_mix_cpu {
+            return Err(PlanError::file(
+                &self.path,
+                format!("class {} ran in a mix whose classes share worker threads, so its CPU per transaction is not attributable per class; measure the class alone (or the mix on separate workers), or give --cpu-per-tran", self.notation),
+            ));
+        }
         let cpu_us_per_tran = field(obj, "cpu_us_per_tran").ok_or_else(|| {
             PlanError::file(&self.path, format!("the {side} side's cpu_us_per_tran is empty (no transaction completed); give --cpu-per-tran"))
         })?;
@@ -253,6 +289,35 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_run_as_results_show_prints_it_reads_as_its_record() {
+        let shown =
+            format!(r#"{{"id":6,"stored_unix_s":1.0,"labels":{{}},"record":{OLD},"env":{{}}}}"#);
+        let c = read("shown.json", &shown, Side::Server, None).unwrap();
+        assert_eq!(
+            (c.notation.as_str(), c.rate_tps),
+            ("RR10(4kB/4kB)", 50000.0)
+        );
+    }
+
+    #[test]
+    fn a_class_of_a_shared_mix_has_no_cpu_of_its_own() {
+        // NEW's two classes as one mix written before `attribution`.
+        let mix = NEW.replace(
+            r#""notation""#,
+            r#""workload":"RR10(4kB/4kB)+CRR1(64B/8kB)","notation""#,
+        );
+        let c = read("mix.json", &mix, Side::Server, Some("1")).unwrap();
+        let e = c.cpu().unwrap_err().to_string();
+        assert!(e.contains("not attributable per class"), "{e}");
+        // Two workloads run one after the other each have their own CPU.
+        let c = read("new.json", NEW, Side::Server, Some("1")).unwrap();
+        assert_eq!(c.cpu().unwrap().cpu_us_per_tran, 12.5);
+        let own = mix.replace(r#""cpu":{"#, r#""cpu":{"attribution":"class","#);
+        let c = read("own.json", &own, Side::Server, Some("1")).unwrap();
+        assert_eq!(c.cpu().unwrap().cpu_us_per_tran, 12.5);
+    }
+
+    #[test]
     fn classes_by_index_or_notation() {
         let e = read("new.json", NEW, Side::Server, None)
             .unwrap_err()
@@ -264,7 +329,6 @@ mod tests {
             "{e}"
         );
         let c = read("new.json", NEW, Side::Server, Some("CRR1(64B/8kB)")).unwrap();
-        assert_eq!(c.cpu().unwrap().cpu_us_per_tran, 12.5);
         assert_eq!(c.memory().unwrap().kernel_sock_bytes_per_conn, 2048.0);
         let c = read("new.json", NEW, Side::Client, Some("1")).unwrap();
         let e = c.cpu().unwrap_err().to_string();

@@ -8,7 +8,18 @@
 //! 4. EQUIVALENT if the CI lies within [1−δ, 1+δ]; BETTER or WORSE if it lies
 //!    wholly beyond one end (the metric's direction decides which);
 //!    INCONCLUSIVE otherwise. A 90% CI inside the margin is the two one-sided
-//!    tests (TOST) at α = 0.05.
+//!    tests (TOST) at α = 0.05. TOO_COARSE instead of EQUIVALENT when the
+//!    interval has no width: every run of each side gave the same value,
+//!    which says the measure is quantised (e.g. exactly 10 transfers in every
+//!    window), not that it is known to within the margin. (A zero-width
+//!    interval wholly beyond the margin still gives BETTER or WORSE: the
+//!    sides differ by more than the margin in every run.)
+//!
+//! What is compared: only complete runs (an interrupted run is listed as left
+//! out, never counted); per class, except CPU per transaction of a mix whose
+//! classes shared worker threads, which is compared for the mix as a whole;
+//! and, above the verdicts, every setting, kernel and lab path that differs
+//! between the sides or among one side's runs ([`crate::compare_diff`]).
 //!
 //! Log values make the interval a ratio (scale-free) and Welch's form tolerates
 //! unequal variances; it works from n = 2 per side, though the interval is then
@@ -19,8 +30,9 @@ use stackbench_metrics::{RunRecord, EMULATED_NOTE};
 use stackbench_model::settings::GuestAccel;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+use crate::compare_diff::{differences, Difference};
 use crate::env::Environment;
-use crate::metric::{MarginKind, Metric, Samples};
+use crate::metric::{MarginKind, Metric, Samples, MIX_METRICS};
 
 /// Runs per side below which a row carries a note.
 pub const RECOMMENDED_RUNS: usize = 5;
@@ -65,6 +77,9 @@ pub enum Verdict {
     /// No verdict: a side was measured in a TCG-emulated guest, whose
     /// timings are functional only (the figures are still shown).
     Emulated,
+    /// No verdict: the interval has no width because every run of each side
+    /// gave the same value — the measure is quantised, too coarse to judge.
+    TooCoarse,
 }
 
 impl Verdict {
@@ -75,6 +90,7 @@ impl Verdict {
             Verdict::Worse => "WORSE",
             Verdict::Inconclusive => "INCONCLUSIVE",
             Verdict::Emulated => "emulated",
+            Verdict::TooCoarse => "TOO COARSE",
         }
     }
 }
@@ -127,8 +143,18 @@ pub fn welch_log_ratio(a: &[f64], b: &[f64], confidence: f64) -> Option<Estimate
     })
 }
 
+/// True when an estimate's interval has no width (to rounding): both sides'
+/// values were each all the same, so there is no spread to judge by.
+pub fn zero_width(est: &Estimate) -> bool {
+    est.ci_high - est.ci_low <= 1e-12 * est.ratio.abs()
+}
+
 /// The verdict of an estimate against a ±`margin_pct` margin.
 pub fn verdict(est: &Estimate, margin_pct: f64, higher_is_better: bool) -> Verdict {
+    let (lo, hi) = (1.0 - margin_pct / 100.0, 1.0 + margin_pct / 100.0);
+    if zero_width(est) && est.ratio >= lo && est.ratio <= hi {
+        return Verdict::TooCoarse;
+    }
     let (lo, hi) = (1.0 - margin_pct / 100.0, 1.0 + margin_pct / 100.0);
     let (up, down) = if higher_is_better {
         (Verdict::Better, Verdict::Worse)
@@ -163,6 +189,9 @@ pub struct Row {
     pub margin_pct: f64,
     pub verdict: Verdict,
     pub note: Option<String>,
+    /// True for a mix's figure as a whole (`workload` is then the mix's
+    /// notation): its CPU over every class's transactions.
+    pub whole_mix: bool,
 }
 
 /// Geometric-mean changes across workloads (the seeds' "on average" line).
@@ -190,6 +219,44 @@ pub struct Comparison {
     /// absent when the verdicts stand.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_verdict_reason: Option<String>,
+    /// Runs given but not compared (incomplete), with why.
+    pub left_out: Vec<LeftOut>,
+    /// Settings, kernel and lab path that differ between A and B, or among
+    /// one side's runs; empty when every compared run agrees.
+    pub differences: Vec<Difference>,
+    /// Mixes whose per-class CPU per transaction is not compared
+    /// ([`CPU_NOT_ATTRIBUTABLE`]); their whole-mix CPU is.
+    pub cpu_not_attributable: Vec<CpuRefusal>,
+}
+
+/// Why a mix gets no per-class CPU verdict.
+pub const CPU_NOT_ATTRIBUTABLE: &str = "CPU per transaction: not attributable per class in a mix (classes share worker threads) — compare the mix as a whole, or run classes on separate workers";
+
+/// A mix whose classes' CPU per transaction is not compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuRefusal {
+    pub workload: String,
+    pub reason: String,
+}
+
+/// A run given to a comparison but kept out of every count, mean and verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeftOut {
+    /// The side's name (A's or B's).
+    pub side: String,
+    /// How a reader finds the run: `run 7`, `a.json #2`.
+    pub run: String,
+    pub reason: String,
+}
+
+/// One run given to [`compare_runs`].
+#[derive(Debug, Clone, Copy)]
+pub struct RunInput<'a> {
+    /// How a reader finds the run: `run 7` (a stored id), `a.json #2`.
+    pub name: &'a str,
+    pub record: &'a RunRecord,
+    /// The stored environment, when known (absent for plain record files).
+    pub env: Option<&'a Environment>,
 }
 
 impl Comparison {
@@ -228,6 +295,19 @@ fn pct(ratio: f64) -> f64 {
     (ratio - 1.0) * 100.0
 }
 
+/// Why a zero-width interval gives no verdict, in the metric's terms (the
+/// verdict, TOO COARSE, says the rest).
+fn too_coarse_note(m: Metric) -> String {
+    match m {
+        Metric::RateTps => "no spread: quantised, too few transactions per window — run longer windows or more repetitions",
+        Metric::LatencyP50Us | Metric::LatencyP99Us => {
+            "no spread: every run gave the same latency bucket — run more transactions or repetitions"
+        }
+        _ => "no spread: every run gave the same figure — run longer or more repetitions",
+    }
+    .to_string()
+}
+
 fn row_for(key: &str, m: Metric, a: &[f64], b: &[f64], margins: &Margins) -> Row {
     let est = welch_log_ratio(a, b, 0.90);
     let margin_pct = margins.for_metric(m);
@@ -235,6 +315,8 @@ fn row_for(key: &str, m: Metric, a: &[f64], b: &[f64], margins: &Margins) -> Row
         Some("needs at least 2 runs per side".to_string())
     } else if est.is_none() {
         Some("a value is zero or negative: no log ratio".to_string())
+    } else if est.is_some_and(|e| verdict(&e, margin_pct, true) == Verdict::TooCoarse) {
+        Some(too_coarse_note(m))
     } else if a.len() < RECOMMENDED_RUNS || b.len() < RECOMMENDED_RUNS {
         Some(format!(
             "fewer than {RECOMMENDED_RUNS} runs per side: wide interval"
@@ -257,10 +339,12 @@ fn row_for(key: &str, m: Metric, a: &[f64], b: &[f64], margins: &Margins) -> Row
             verdict(&e, margin_pct, m.higher_is_better())
         }),
         note,
+        whole_mix: false,
     }
 }
 
-/// Compares run set B (`b`) against A (`a`).
+/// Compares run set B (`b`) against A (`a`); runs are named `A #1`, `A #2`…
+/// and carry no environment (see [`compare_runs`] for stored runs).
 pub fn compare(
     a_name: &str,
     a: &[RunRecord],
@@ -268,7 +352,80 @@ pub fn compare(
     b: &[RunRecord],
     margins: Margins,
 ) -> Comparison {
-    let (sa, sb) = (Samples::collect(a), Samples::collect(b));
+    let (na, nb) = (run_names(a_name, a.len()), run_names(b_name, b.len()));
+    let (ia, ib) = (unstored(&na, a), unstored(&nb, b));
+    compare_runs(a_name, &ia, b_name, &ib, margins)
+}
+
+/// `A #1`, `A #2`, … for the runs of a side given without ids.
+fn run_names(side: &str, n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("{side} #{i}")).collect()
+}
+
+/// Runs without a stored environment, named by `names`.
+fn unstored<'a>(names: &'a [String], runs: &'a [RunRecord]) -> Vec<RunInput<'a>> {
+    names
+        .iter()
+        .zip(runs)
+        .map(|(name, record)| RunInput {
+            name: name.as_str(),
+            record,
+            env: None,
+        })
+        .collect()
+}
+
+/// Splits a side into its complete runs and the left-out incomplete ones.
+fn complete_runs<'a>(side: &str, runs: &[RunInput<'a>]) -> (Vec<RunInput<'a>>, Vec<LeftOut>) {
+    let (kept, dropped): (Vec<RunInput>, Vec<RunInput>) =
+        runs.iter().partition(|r| r.record.complete);
+    let left_out = dropped
+        .into_iter()
+        .map(|r| LeftOut {
+            side: side.to_string(),
+            run: r.name.to_string(),
+            reason: r
+                .record
+                .incomplete_reason
+                .clone()
+                .unwrap_or_else(|| "ended early".into()),
+        })
+        .collect();
+    (kept, left_out)
+}
+
+/// The note saying how many runs were left out and why.
+fn left_out_note(left_out: &[LeftOut]) -> Option<String> {
+    if left_out.is_empty() {
+        return None;
+    }
+    let n = left_out.len();
+    let runs = if n == 1 { "run" } else { "runs" };
+    let each: Vec<String> = left_out
+        .iter()
+        .map(|l| format!("{} of {}: {}", l.run, l.side, l.reason))
+        .collect();
+    Some(format!(
+        "left out {n} incomplete {runs} ({}): runs that did not finish are kept out of every count, mean and verdict",
+        each.join("; ")
+    ))
+}
+
+/// Compares run set B (`b`) against A (`a`): complete runs only.
+pub fn compare_runs(
+    a_name: &str,
+    a: &[RunInput],
+    b_name: &str,
+    b: &[RunInput],
+    margins: Margins,
+) -> Comparison {
+    let (a, mut left_out) = complete_runs(a_name, a);
+    let (b, left_b) = complete_runs(b_name, b);
+    left_out.extend(left_b);
+    let (sa, sb) = (
+        Samples::collect(a.iter().map(|r| r.record)),
+        Samples::collect(b.iter().map(|r| r.record)),
+    );
     let keys: Vec<String> = sa
         .keys
         .iter()
@@ -277,7 +434,13 @@ pub fn compare(
         .collect();
     let mut rows = Vec::new();
     for key in &keys {
+        // Per-class CPU of a mix that shared its CPU is no figure of the
+        // class's: neither side's value, if any, is compared.
+        let shared = sa.shared_cpu.contains(key) || sb.shared_cpu.contains(key);
         for m in Metric::ALL {
+            if shared && m.margin_kind() == MarginKind::Cpu {
+                continue;
+            }
             let (va, vb) = (sa.get(key, m), sb.get(key, m));
             if va.is_empty() && vb.is_empty() {
                 continue;
@@ -285,7 +448,35 @@ pub fn compare(
             rows.push(row_for(key, m, va, vb, &margins));
         }
     }
-    let mut notes = Vec::new();
+    let mut cpu_not_attributable = Vec::new();
+    for mix in sa.mixes.iter().filter(|m| sb.mixes.contains(m)) {
+        let prefix = format!("{mix}: ");
+        let refused = sa
+            .shared_cpu
+            .iter()
+            .chain(&sb.shared_cpu)
+            .any(|k| k.starts_with(&prefix) && keys.contains(k));
+        // A mix whose classes each have CPU of their own keeps its
+        // per-class verdicts and needs no whole-mix row.
+        if !refused {
+            continue;
+        }
+        cpu_not_attributable.push(CpuRefusal {
+            workload: mix.clone(),
+            reason: CPU_NOT_ATTRIBUTABLE.to_string(),
+        });
+        for m in MIX_METRICS {
+            let (va, vb) = (sa.get(mix, m), sb.get(mix, m));
+            if va.is_empty() && vb.is_empty() {
+                continue;
+            }
+            rows.push(Row {
+                whole_mix: true,
+                ..row_for(mix, m, va, vb, &margins)
+            });
+        }
+    }
+    let mut notes: Vec<String> = left_out_note(&left_out).into_iter().collect();
     let only = |from: &Samples, other: &Samples| -> Vec<String> {
         from.keys
             .iter()
@@ -321,6 +512,9 @@ pub fn compare(
         summary,
         notes,
         no_verdict_reason: None,
+        left_out,
+        differences: differences(&a, &b),
+        cpu_not_attributable,
     }
 }
 
@@ -449,6 +643,13 @@ mod tests {
         let e = welch_log_ratio(&[5.0, 5.0], &[6.0, 6.0], 0.9).unwrap();
         assert_eq!((e.ci_low, e.ci_high), (e.ratio, e.ratio));
         assert!(close(e.ratio, 1.2, 1e-12));
+        // No spread and 20% apart in every run: wholly beyond the margin …
+        assert_eq!(verdict(&e, 2.5, true), Verdict::Better);
+        // … but no spread within it is no evidence of equivalence.
+        let same = welch_log_ratio(&[10.0, 10.0, 10.0], &[10.0, 10.0], 0.9).unwrap();
+        assert_eq!(verdict(&same, 2.5, true), Verdict::TooCoarse);
+        let near = welch_log_ratio(&[10.0, 10.0], &[10.1, 10.1], 0.9).unwrap();
+        assert_eq!(verdict(&near, 2.5, false), Verdict::TooCoarse);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use comfy_table::{presets, Cell, CellAlignment, Table};
 
-use crate::compare::{Comparison, Row};
+use crate::compare::{Comparison, Row, Verdict};
 use crate::metric::Metric;
 
 /// A figure with precision that suits its size: `123,457`, `1,234.5`, `12.35`.
@@ -51,6 +51,10 @@ fn mean_cell(mean: Option<f64>, n: usize) -> String {
 }
 
 fn ci_cell(r: &Row) -> String {
+    if r.verdict == Verdict::TooCoarse {
+        // A zero-width "interval" is no interval: do not print one.
+        return "none (no spread)".to_string();
+    }
     match (r.ci_low_pct, r.ci_high_pct) {
         (Some(lo), Some(hi)) => format!("{} … {}", format_pct(lo), format_pct(hi)),
         _ => "-".to_string(),
@@ -63,7 +67,11 @@ const HEADER: [&str; 8] = [
 
 fn cells(r: &Row) -> [String; 8] {
     [
-        r.workload.clone(),
+        if r.whole_mix {
+            format!("{} (whole mix)", r.workload)
+        } else {
+            r.workload.clone()
+        },
         r.metric.label().to_string(),
         mean_cell(r.mean_a, r.n_a),
         mean_cell(r.mean_b, r.n_b),
@@ -109,10 +117,48 @@ pub fn summary_sentences(c: &Comparison) -> Vec<String> {
 }
 
 fn legend(c: &Comparison) -> String {
+    let side = |name: &str, n: usize| {
+        let left = c.left_out.iter().filter(|l| l.side == name).count();
+        match left {
+            0 => format!("{name} ({n} runs)"),
+            _ => format!("{name} ({n} complete runs; {left} incomplete left out)"),
+        }
+    };
     format!(
-        "A = {} ({} runs), B = {} ({} runs). Means are geometric; B vs A is the ratio of B to A minus 1 with its {}% confidence interval (Welch's t on log values).",
-        c.a_name, c.runs_a, c.b_name, c.runs_b, c.confidence_pct
+        "A = {}, B = {}. Means are geometric; B vs A is the ratio of B to A minus 1 with its {}% confidence interval (Welch's t on log values).",
+        side(&c.a_name, c.runs_a),
+        side(&c.b_name, c.runs_b),
+        c.confidence_pct
     )
+}
+
+/// What differs between the runs compared, for above the verdicts: one line
+/// per setting, kernel or path with A's and B's values.
+pub fn difference_lines(c: &Comparison) -> Vec<String> {
+    if c.differences.is_empty() {
+        return vec!["A and B ran with the same settings, transport, path and kernel.".into()];
+    }
+    let mut out = vec!["Differences (settings, transport, path, kernel):".to_string()];
+    for d in &c.differences {
+        let mut line = format!("{}: A {} | B {}", d.key, d.a.join(" / "), d.b.join(" / "));
+        let mixed = d.mixed_sides("A", "B");
+        if !mixed.is_empty() {
+            line.push_str(&format!(
+                " (the runs inside {} differ among themselves)",
+                mixed.join(" and ")
+            ));
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// Lines refusing per-class CPU verdicts of mixes, for under the table.
+fn refusal_lines(c: &Comparison) -> Vec<String> {
+    c.cpu_not_attributable
+        .iter()
+        .map(|r| format!("{}: {}", r.workload, r.reason))
+        .collect()
 }
 
 /// The human table printed by `stackbench compare`.
@@ -135,8 +181,14 @@ pub fn render_table(c: &Comparison) -> String {
             .collect();
         table.add_row(row);
     }
-    let mut out = format!("{}\n{table}\n", legend(c));
-    for line in summary_sentences(c).iter().chain(&c.notes) {
+    let mut out = format!("{}\n", legend(c));
+    for (i, line) in difference_lines(c).iter().enumerate() {
+        let indent = if i > 0 { "  " } else { "" };
+        out.push_str(&format!("{indent}{line}\n"));
+    }
+    out.push_str(&format!("{table}\n"));
+    let lines = refusal_lines(c);
+    for line in lines.iter().chain(&summary_sentences(c)).chain(&c.notes) {
         out.push_str(line);
         out.push('\n');
     }
@@ -151,6 +203,16 @@ pub fn md_cell(text: &str) -> String {
 /// The comparison as a Markdown section (table, summary, notes).
 pub fn render_markdown(c: &Comparison) -> String {
     let mut out = format!("{}\n\n", legend(c));
+    let diffs = difference_lines(c);
+    if let [head, rest @ ..] = diffs.as_slice() {
+        out.push_str(&format!("{head}\n\n"));
+        for line in rest {
+            out.push_str(&format!("- {}\n", md_cell(line)));
+        }
+        if !rest.is_empty() {
+            out.push('\n');
+        }
+    }
     out.push_str(&format!("| {} |\n", HEADER.join(" | ")));
     out.push_str("|---|---|---:|---:|---:|---:|---:|---|\n");
     for r in &c.rows {
@@ -158,6 +220,9 @@ pub fn render_markdown(c: &Comparison) -> String {
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out.push('\n');
+    for line in refusal_lines(c) {
+        out.push_str(&format!("- {line}\n"));
+    }
     for line in summary_sentences(c) {
         out.push_str(&format!("- {line}\n"));
     }

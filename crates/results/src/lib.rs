@@ -3,6 +3,7 @@
 //! Everything here reads run records as data; nothing opens a socket.
 
 pub mod compare;
+pub mod compare_diff;
 pub mod compare_output;
 pub mod doc;
 pub mod env;

@@ -2,9 +2,17 @@
 //! sits in a record's classes. Records arrive already migrated to the current
 //! schema (`record_from_json`); CPU figures are optional (present when CPU
 //! accounting filled `classes[i].cpu`).
+//!
+//! A mix whose classes shared worker threads has no per-class CPU (its
+//! classes' `cpu.attribution` is `mix`): its CPU is read for the mix as a
+//! whole instead, keyed by the mix's notation — CPU-seconds in the window and
+//! CPU per transaction over every class's transactions.
 
 use serde::Serialize;
-use stackbench_metrics::{ClassResult, RunRecord};
+use std::collections::BTreeSet;
+
+use stackbench_metrics::record::CpuAttribution;
+use stackbench_metrics::{ClassResult, CpuFigures, RunRecord, SideCpu};
 
 /// One compared figure of a workload class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -20,6 +28,10 @@ pub enum Metric {
     CpuClientUsPerTran,
     /// Responder CPU time per transaction in µs.
     CpuServerUsPerTran,
+    /// Driver CPU-seconds in the window: a whole mix's only (see [`Samples`]).
+    CpuClientSeconds,
+    /// Responder CPU-seconds in the window: a whole mix's only.
+    CpuServerSeconds,
 }
 
 /// Which margin applies to a metric.
@@ -47,6 +59,8 @@ impl Metric {
             Metric::LatencyP99Us => "p99 µs",
             Metric::CpuClientUsPerTran => "client CPU µs/tr",
             Metric::CpuServerUsPerTran => "server CPU µs/tr",
+            Metric::CpuClientSeconds => "client CPU s",
+            Metric::CpuServerSeconds => "server CPU s",
         }
     }
 
@@ -58,6 +72,8 @@ impl Metric {
             Metric::LatencyP99Us => "p99 latency",
             Metric::CpuClientUsPerTran => "client CPU per transaction",
             Metric::CpuServerUsPerTran => "server CPU per transaction",
+            Metric::CpuClientSeconds => "client CPU-seconds",
+            Metric::CpuServerSeconds => "server CPU-seconds",
         }
     }
 
@@ -69,19 +85,27 @@ impl Metric {
         match self {
             Metric::RateTps => MarginKind::Rate,
             Metric::LatencyP50Us | Metric::LatencyP99Us => MarginKind::Latency,
-            Metric::CpuClientUsPerTran | Metric::CpuServerUsPerTran => MarginKind::Cpu,
+            Metric::CpuClientUsPerTran
+            | Metric::CpuServerUsPerTran
+            | Metric::CpuClientSeconds
+            | Metric::CpuServerSeconds => MarginKind::Cpu,
         }
     }
 
-    /// The metric's value in one class, if present and finite.
+    /// The metric's value in one class, if present and finite. A class
+    /// whose CPU is the whole mix's has no CPU value of its own.
     pub fn value(self, class: &ClassResult) -> Option<f64> {
-        let cpu = class.cpu.as_ref();
+        let cpu = class
+            .cpu
+            .as_ref()
+            .filter(|c| c.attribution == CpuAttribution::Class);
         let v = match self {
             Metric::RateTps => Some(class.rate_tps),
             Metric::LatencyP50Us => Some(class.latency_us.p50),
             Metric::LatencyP99Us => Some(class.latency_us.p99),
             Metric::CpuClientUsPerTran => cpu?.client.as_ref()?.cpu_us_per_tran,
             Metric::CpuServerUsPerTran => cpu?.server.as_ref()?.cpu_us_per_tran,
+            Metric::CpuClientSeconds | Metric::CpuServerSeconds => None,
         };
         v.filter(|x| x.is_finite())
     }
@@ -106,6 +130,61 @@ pub struct Samples {
     pub values: std::collections::BTreeMap<(String, Metric), Vec<f64>>,
     /// Records read.
     pub runs: usize,
+    /// Class keys whose CPU some record gave for the whole mix
+    /// (`cpu.attribution` = `mix`): no per-class CPU verdict for these.
+    pub shared_cpu: BTreeSet<String>,
+    /// Notations of the mixes read (workloads of more than one class), in
+    /// the order first seen; their whole-mix CPU is in `values` under the
+    /// mix's notation.
+    pub mixes: Vec<String>,
+}
+
+/// The metrics read for a mix as a whole.
+pub const MIX_METRICS: [Metric; 4] = [
+    Metric::CpuClientSeconds,
+    Metric::CpuClientUsPerTran,
+    Metric::CpuServerSeconds,
+    Metric::CpuServerUsPerTran,
+];
+
+/// One side's CPU-seconds for a whole mix: the figure any class holds when
+/// the classes shared their CPU (each holds the whole mix's), else the sum of
+/// the classes' own. `None` when a class lacks the side's figure.
+fn mix_cpu_seconds(
+    classes: &[&ClassResult],
+    side: fn(&CpuFigures) -> Option<&SideCpu>,
+) -> Option<f64> {
+    let mut own = 0.0;
+    for class in classes {
+        let cpu = class.cpu.as_ref()?;
+        let seconds = side(cpu)?.cpu_seconds;
+        if cpu.attribution == CpuAttribution::Mix {
+            return Some(seconds);
+        }
+        own += seconds;
+    }
+    Some(own)
+}
+
+/// A mix's value of one of [`MIX_METRICS`], from its classes.
+fn mix_value(classes: &[&ClassResult], m: Metric) -> Option<f64> {
+    fn client(c: &CpuFigures) -> Option<&SideCpu> {
+        c.client.as_ref()
+    }
+    fn server(c: &CpuFigures) -> Option<&SideCpu> {
+        c.server.as_ref()
+    }
+    let seconds = match m {
+        Metric::CpuClientSeconds | Metric::CpuClientUsPerTran => mix_cpu_seconds(classes, client),
+        _ => mix_cpu_seconds(classes, server),
+    }?;
+    let transactions: u64 = classes.iter().map(|c| c.transactions).sum();
+    let v = match m {
+        Metric::CpuClientSeconds | Metric::CpuServerSeconds => seconds,
+        _ if transactions == 0 => return None,
+        _ => seconds * 1e6 / transactions as f64,
+    };
+    v.is_finite().then_some(v)
 }
 
 impl Samples {
@@ -119,9 +198,34 @@ impl Samples {
                 if !s.keys.contains(&key) {
                     s.keys.push(key.clone());
                 }
+                if class
+                    .cpu
+                    .as_ref()
+                    .is_some_and(|c| c.attribution == CpuAttribution::Mix)
+                {
+                    s.shared_cpu.insert(key.clone());
+                }
                 for m in Metric::ALL {
                     if let Some(v) = m.value(class) {
                         s.values.entry((key.clone(), m)).or_default().push(v);
+                    }
+                }
+            }
+            for mix in crate::store::workloads_of(record) {
+                let classes: Vec<&ClassResult> = record
+                    .classes
+                    .iter()
+                    .filter(|c| c.workload == mix)
+                    .collect();
+                if classes.len() < 2 {
+                    continue;
+                }
+                if !s.mixes.contains(&mix) {
+                    s.mixes.push(mix.clone());
+                }
+                for m in MIX_METRICS {
+                    if let Some(v) = mix_value(&classes, m) {
+                        s.values.entry((mix.clone(), m)).or_default().push(v);
                     }
                 }
             }

@@ -37,6 +37,10 @@ fn rate_phrase(r: &Row, a: &str) -> String {
         Verdict::Emulated => {
             format!("differs from {a} in transaction rate by {i} under emulation (no verdict)")
         }
+        Verdict::TooCoarse => format!(
+            "cannot be judged against {a} in transaction rate ({})",
+            r.note.as_deref().unwrap_or("too coarse")
+        ),
     }
 }
 
@@ -59,6 +63,10 @@ fn cpu_phrase(r: &Row, side: &str) -> String {
             "its {side} CPU per transaction changes by {} under emulation (no verdict)",
             interval(r)
         ),
+        Verdict::TooCoarse => format!(
+            "its {side} CPU per transaction cannot be judged ({})",
+            r.note.as_deref().unwrap_or("too coarse")
+        ),
     }
 }
 
@@ -67,7 +75,9 @@ fn latency_phrase(r: &Row) -> Option<String> {
     match r.verdict {
         Verdict::Better => Some(format!("has {change:.2}% lower p99 latency")),
         Verdict::Worse => Some(format!("has {change:.2}% higher p99 latency")),
-        Verdict::Equivalent | Verdict::Inconclusive | Verdict::Emulated => None,
+        Verdict::Equivalent | Verdict::Inconclusive | Verdict::Emulated | Verdict::TooCoarse => {
+            None
+        }
     }
 }
 
@@ -141,6 +151,7 @@ pub fn conclusion(c: &Comparison) -> String {
         (Verdict::Better, "better"),
         (Verdict::Equivalent, "equivalent"),
         (Verdict::Inconclusive, "inconclusive"),
+        (Verdict::TooCoarse, "too coarse to judge"),
     ] {
         let mut parts = Vec::new();
         for m in metrics {

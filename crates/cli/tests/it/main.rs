@@ -3,6 +3,7 @@
 
 mod bench_scripts;
 mod common;
+mod compare_cli;
 mod guest;
 mod guest_tier;
 mod lab;

@@ -36,7 +36,7 @@ fn seed(db: &Path, b_scale: f64) {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
                 store
-                    .save(&with_cpu(&rec, 5.0 * n, 4.0), &labels, &env)
+                    .save(&with_cpu(&rec, 5.0 * n, 4.0 / n), &labels, &env)
                     .unwrap();
             }
         }

@@ -50,8 +50,11 @@ pub enum RecordError {
 }
 
 /// Decodes a run record from JSON, checking `schema_version`: a newer record
-/// is refused, an older one is migrated through [`MIGRATIONS`] first.
-pub fn record_from_json(value: Value) -> Result<RunRecord, RecordError> {
+/// is refused, an older one is migrated through [`MIGRATIONS`] first, and a
+/// mix written before `cpu.attribution` is marked as sharing its CPU
+/// ([`crate::migrate::mark_shared_mix_cpu`]).
+pub fn record_from_json(mut value: Value) -> Result<RunRecord, RecordError> {
+    crate::migrate::mark_shared_mix_cpu(&mut value);
     decode_with(value, SCHEMA_VERSION, MIGRATIONS)
 }
 

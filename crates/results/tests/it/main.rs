@@ -2,6 +2,7 @@
 //! report and compare, the store, and study files. insta snapshots are in
 //! `snapshots/`, named `it__<module>__<name>.snap`.
 
+mod compare;
 mod guest;
 mod output;
 mod report;
