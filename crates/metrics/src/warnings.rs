@@ -300,17 +300,23 @@ impl fmt::Display for Warning {
                 let off_pct = 100.0 * (implied_clients / f64::from(*clients) - 1.0);
                 write!(
                     f,
-                    "Little's law is off by {off_pct:+.1}% (more than {LITTLE_LAW_PCT:.0}%):                      N = {clients} clients but X(R+Z) = {implied_clients:.0}; "
+                    "Little's law is off by {off_pct:+.1}% (more than {LITTLE_LAW_PCT:.0}%): \
+                     N = {clients} {} but X(R+Z) = {}; ",
+                    if *clients == 1 { "client" } else { "clients" },
+                    four_figures(*implied_clients)
                 )?;
                 if off_pct < 0.0 {
                     write!(
                         f,
-                        "fewer clients cycled than configured ({connected} connected, {errors}                          errors, generator lag p99 {} µs): connect them all (--ramp, a longer                          --warmup), fix the errors, or give the driver more CPU",
+                        "fewer clients cycled than configured ({connected} connected, {errors} \
+                         errors, generator lag p99 {} µs): connect them all (--ramp, a longer \
+                         --warmup), fix the errors, or give the driver more CPU",
                         lag_p99_us.map_or("-".to_string(), |l| format!("{l:.0}"))
                     )
                 } else {
                     f.write_str(
-                        "more transactions than the clients can make at this response and think                          time: the window is short against R+Z; lengthen --duration and --warmup",
+                        "more transactions than the clients can make at this response and think \
+                         time: the window is short against R+Z; lengthen --duration and --warmup",
                     )
                 }
             }
@@ -320,10 +326,26 @@ impl fmt::Display for Warning {
                 dropped,
             } => write!(
                 f,
-                "requests went out behind schedule: generator lag p99 {lag_p99_us:.0} µs (bound                  {GENERATOR_LAG_P99_US:.0} µs), {late} late, {dropped} dropped: the connections                  were still busy (the stack is saturated at this rate) or the driver lacked CPU;                  lower the rate, add connections, or give the driver more threads"
+                "requests went out behind schedule: generator lag p99 {lag_p99_us:.0} µs (bound \
+                 {GENERATOR_LAG_P99_US:.0} µs), {late} late, {dropped} dropped: the connections \
+                 were still busy (the stack is saturated at this rate) or the driver lacked CPU; \
+                 lower the rate, add connections, or give the driver more threads"
             ),
         }
     }
+}
+
+/// `x` with at least four significant figures (all of its integer digits):
+/// the Little's-law warning fires at a 2% gap, which four figures always
+/// show, where `{:.0}` printed 0.95 clients as "1" beside N = 1.
+fn four_figures(x: f64) -> String {
+    let magnitude = if x == 0.0 || !x.is_finite() {
+        0
+    } else {
+        x.abs().log10().floor() as i32
+    };
+    let decimals = usize::try_from(3 - magnitude).unwrap_or(0);
+    format!("{x:.decimals$}")
 }
 
 /// Driver saturation from the CPU-set view and, when the process view and the

@@ -122,9 +122,9 @@ fn confidence_not_reached() {
     assert!(check_confidence(&empty).is_some());
 }
 
-#[test]
-fn codes_are_stable_snake_case_and_records_carry_them() {
-    let all = [
+/// One warning of every kind, with figures that make each message whole.
+fn every_warning() -> Vec<Warning> {
+    vec![
         Warning::DriverSaturated { busy_pct: 95.0 },
         Warning::DriverSpinning { busy_pct: 99.0 },
         Warning::SharedCpus {
@@ -169,8 +169,24 @@ fn codes_are_stable_snake_case_and_records_carry_them() {
             late: 5,
             dropped: 0,
         },
-    ];
-    for w in &all {
+        Warning::LabChanged {
+            changes: vec!["veth0 rate 1Gbit → 100Mbit".into()],
+        },
+        Warning::IpsecIdle {
+            interfaces: vec!["a/veth0 (out +0, in +0)".into()],
+        },
+        Warning::IoFallback {
+            reason: "io uring not used, this run measured epoll: CRR is not covered".into(),
+        },
+        Warning::KtlsNotCarried {
+            why: vec!["TlsTxSw did not rise".into()],
+        },
+    ]
+}
+
+#[test]
+fn codes_are_stable_snake_case_and_records_carry_them() {
+    for w in &every_warning() {
         assert!(w.code().chars().all(|c| c.is_ascii_lowercase() || c == '_'));
         let r = w.to_record(Some("RR1(1B/1B)"));
         assert_eq!(r.code, w.code());
@@ -202,4 +218,44 @@ fn class_warnings_collects_class_level_checks() {
     assert!(spun.iter().all(|w| w.code() != "driver_saturated"));
     let w = spun.iter().find(|w| w.code() == "driver_spinning").unwrap();
     assert!(w.to_string().contains("does not show saturation"), "{w}");
+}
+
+/// A line continuation that lost its `\\` keeps the next line's indentation
+/// inside the message (driver_behind and little_law_off once carried runs of
+/// 20 spaces).
+#[test]
+fn no_message_has_two_spaces_in_a_row() {
+    let mut all = every_warning();
+    all.push(Warning::LittleLawOff {
+        clients: 100,
+        implied_clients: 110.0,
+        connected: 100,
+        errors: 0,
+        lag_p99_us: Some(40.0),
+    });
+    for w in &all {
+        let m = w.to_string();
+        assert!(!m.contains("  "), "[{}] {m}", w.code());
+    }
+}
+
+#[test]
+fn little_law_prints_the_gap_and_the_count_in_words() {
+    let w = Warning::LittleLawOff {
+        clients: 1,
+        implied_clients: 0.95,
+        connected: 1,
+        errors: 0,
+        lag_p99_us: None,
+    };
+    let m = w.to_string();
+    assert!(m.contains("N = 1 client but X(R+Z) = 0.9500;"), "{m}");
+    let w = Warning::LittleLawOff {
+        clients: 8192,
+        implied_clients: 7782.4,
+        connected: 8192,
+        errors: 0,
+        lag_p99_us: None,
+    };
+    assert!(w.to_string().contains("N = 8192 clients but X(R+Z) = 7782;"), "{w}");
 }
