@@ -80,6 +80,7 @@ pub fn resolve(
     check_pacing(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(usage)?;
     if let Some(p) = tls_params(&s).or_else(usage)? {
+        transport::tls_acct::check_rekey(p.version, s.rekey.0, &workloads).or_else(usage)?;
         // Stored resolved: the version the cipher implies, or 1.3.
         s.tls_version = Some(p.version);
     }
@@ -417,7 +418,6 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         s.key.as_ref().map(|t| t.0.clone()),
     )
     .and_then(|p| {
-        transport::tls_acct::check_rekey(p.version, s.rekey.0)?;
         if s.rekey.0 > 0 && s.tls_mode == TlsMode::Sidecar {
             // The proxies would re-key, but their reports carry no counts:
             // a stored `rekeys` of 0 would be wrong.

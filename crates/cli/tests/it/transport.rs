@@ -57,7 +57,7 @@ fn transport_errors_are_one_line_exit_2() {
                 "--rekey",
                 "1MB",
             ],
-            "rekey with TLS 1.2 needs renegotiation",
+            "rekey with TLS 1.2 would be a renegotiation, a whole handshake",
         ),
         (
             &[
