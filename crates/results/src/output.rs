@@ -21,6 +21,15 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
 }
 
+/// Latency mean, p50, p90, p99, p99.9 and max, µs; all `None` when the
+/// window had no transaction (printed "-", empty in CSV, null in JSON).
+fn latency_cells(c: &ClassResult) -> [Option<f64>; 6] {
+    let Some(l) = &c.latency_us else {
+        return [None; 6];
+    };
+    [l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(Some)
+}
+
 /// CPU figures of a class as (client µs/tr, server µs/tr, client util %, server util %).
 fn cpu_cells(c: &ClassResult) -> [Option<f64>; 4] {
     let Some(cpu) = &c.cpu else { return [None; 4] };
@@ -58,7 +67,6 @@ pub fn human(record: &RunRecord) -> String {
         "srv util%",
     ]);
     for c in &record.classes {
-        let l = &c.latency_us;
         let cpu = cpu_cells(c);
         let mut row = vec![
             Cell::new(&c.notation),
@@ -66,9 +74,7 @@ pub fn human(record: &RunRecord) -> String {
             Cell::new(c.transactions),
             Cell::new(format!("{:.1}", c.rate_tps)),
         ];
-        row.extend(
-            [l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| Cell::new(format!("{v:.1}"))),
-        );
+        row.extend(latency_cells(c).map(|v| Cell::new(opt(v, 1))));
         row.push(Cell::new(format!("{:.2}", mb_per_s(c.tx_bytes_per_s))));
         row.push(Cell::new(format!("{:.2}", mb_per_s(c.rx_bytes_per_s))));
         row.push(Cell::new(c.errors));
@@ -139,8 +145,8 @@ pub fn tls_line(notation: &str, t: &TlsFigures) -> String {
         t.cipher_code,
         t.full_handshakes,
         t.resumed_handshakes,
-        micros(t.handshake_latency_us.p50),
-        micros(t.handshake_latency_us.p99)
+        opt_micros(t.handshake_latency_us.map(|l| l.p50)),
+        opt_micros(t.handshake_latency_us.map(|l| l.p99))
     );
     if let Some(cpu) = &t.handshake_cpu_us {
         let _ = write!(
@@ -221,6 +227,11 @@ fn micros(us: f64) -> String {
     }
 }
 
+/// [`micros`], or "-" where nothing was measured.
+fn opt_micros(us: Option<f64>) -> String {
+    us.map_or_else(|| "-".to_string(), micros)
+}
+
 /// A user population's figures under the table: pacing and what was
 /// measured of it, Little's law, generator lag, the open loop's offered rate
 /// and uncorrected latency, connecting time, and storage per user per side
@@ -237,8 +248,8 @@ pub fn population_lines(c: &ClassResult, p: &PopulationFigures) -> String {
         let _ = writeln!(
             out,
             "  latency p50/p99: {}/{} from the intended send (corrected), {}/{} from the actual send",
-            micros(c.latency_us.p50),
-            micros(c.latency_us.p99),
+            opt_micros(c.latency_us.map(|l| l.p50)),
+            opt_micros(c.latency_us.map(|l| l.p99)),
             micros(u.p50),
             micros(u.p99)
         );
@@ -274,14 +285,11 @@ fn pacing_text(c: &ClassResult, p: &PopulationFigures) -> String {
 
 /// Little's law with the measured X, R (the busy time) and Z (the wait).
 fn little_line(c: &ClassResult, p: &PopulationFigures) -> String {
-    let Some(wait) = p.wait_mean_s else {
+    let (Some(wait), Some(busy)) = (p.wait_mean_s, p.latency_uncorrected_us.or(c.latency_us))
+    else {
         return String::new();
     };
-    let busy_us = p
-        .latency_uncorrected_us
-        .as_ref()
-        .unwrap_or(&c.latency_us)
-        .mean;
+    let busy_us = busy.mean;
     let implied = c.rate_tps * (busy_us / 1e6 + wait);
     format!(
         "  Little's law: N = {}, X(R+Z) = {implied:.1} ({:+.2}%), X = {:.1} tr/s, R = {}, \
@@ -418,8 +426,8 @@ where
 pub fn csv(record: &RunRecord) -> String {
     let header: Vec<&str> = CSV_HEADER.split(',').collect();
     let rows = record.classes.iter().map(|c| {
-        let l = &c.latency_us;
-        let cpu = cpu_cells(c).map(|v| v.map_or(String::new(), |v| v.to_string()));
+        let none_empty = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+        let cpu = cpu_cells(c).map(none_empty);
         let mut row = vec![
             c.workload.to_string(),
             c.notation.to_string(),
@@ -431,7 +439,7 @@ pub fn csv(record: &RunRecord) -> String {
             c.duration_s.to_string(),
             c.rate_tps.to_string(),
         ];
-        row.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| v.to_string()));
+        row.extend(latency_cells(c).map(none_empty));
         row.extend([c.tx_bytes_per_s, c.rx_bytes_per_s].map(|v| v.to_string()));
         row.push(c.errors.to_string());
         row.extend(cpu);
