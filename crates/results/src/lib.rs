@@ -15,6 +15,7 @@ pub mod output;
 pub mod release_table;
 pub mod report;
 mod report_env;
+pub mod run_table;
 pub mod store;
 pub mod study;
 pub mod sweep;

@@ -4,22 +4,14 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use stackbench_metrics::record::{
     MeasureSummary, PacingMode, PopulationFigures, Repetitions, TlsFigures,
 };
 use stackbench_metrics::{ClassResult, RunRecord};
 use stackbench_model::settings::Spin;
-use stackbench_model::size::MIB;
 
-/// Megabytes (MiB, the seeds' MB) per second.
-fn mb_per_s(bytes_per_s: f64) -> f64 {
-    bytes_per_s / MIB as f64
-}
-
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
-}
+pub use crate::run_table::Layout;
+use crate::run_table::{self, opt};
 
 /// Latency mean, p50, p90, p99, p99.9 and max, µs; all `None` when the
 /// window had no transaction (printed "-", empty in CSV, null in JSON).
@@ -43,55 +35,11 @@ fn cpu_cells(c: &ClassResult) -> [Option<f64>; 4] {
     ]
 }
 
-/// The human table: one row per class, then the effective settings.
-pub fn human(record: &RunRecord) -> String {
-    let mut table = Table::new();
-    table.load_style(UTF8_FULL_CONDENSED);
-    table.set_header(vec![
-        "class",
-        "clients",
-        "trans",
-        "tr/s",
-        "mean µs",
-        "p50 µs",
-        "p90 µs",
-        "p99 µs",
-        "p99.9 µs",
-        "max µs",
-        "tx MB/s",
-        "rx MB/s",
-        "errors",
-        "cli µs/tr",
-        "srv µs/tr",
-        "cli util%",
-        "srv util%",
-    ]);
-    for c in &record.classes {
-        let cpu = cpu_cells(c);
-        let mut row = vec![
-            Cell::new(&c.notation),
-            Cell::new(c.clients),
-            Cell::new(c.transactions),
-            Cell::new(format!("{:.1}", c.rate_tps)),
-        ];
-        row.extend(latency_cells(c).map(|v| Cell::new(opt(v, 1))));
-        row.push(Cell::new(format!("{:.2}", mb_per_s(c.tx_bytes_per_s))));
-        row.push(Cell::new(format!("{:.2}", mb_per_s(c.rx_bytes_per_s))));
-        row.push(Cell::new(c.errors));
-        row.push(Cell::new(opt(cpu[0], 2)));
-        row.push(Cell::new(opt(cpu[1], 2)));
-        row.push(Cell::new(opt(cpu[2], 1)));
-        row.push(Cell::new(opt(cpu[3], 1)));
-        table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
-            if i == 0 {
-                cell
-            } else {
-                cell.set_alignment(CellAlignment::Right)
-            }
-        }));
-    }
-    let mut out = table.to_string();
-    out.push('\n');
+/// The human table: one row per class, fitted to `layout`
+/// ([`crate::run_table`]), then the lines under it and the effective
+/// settings wrapped to its width.
+pub fn human(record: &RunRecord, layout: Layout) -> String {
+    let mut out = run_table::fit(&run_table::class_columns(), &record.classes, layout);
     out.push_str(&spin_line(record.settings.spin));
     for c in &record.classes {
         if let Some(rep) = &c.repetitions {
@@ -108,7 +56,7 @@ pub fn human(record: &RunRecord) -> String {
             out.push_str(&tls_line(&c.notation, t));
         }
     }
-    out.push_str(&settings_block(record));
+    out.push_str(&settings_block(record, layout.width));
     if !record.complete {
         let reason = record.incomplete_reason.as_deref().unwrap_or("unknown");
         let _ = writeln!(
@@ -371,21 +319,16 @@ fn repetitions_line(notation: &str, rep: &Repetitions) -> String {
 }
 
 /// The effective settings, every one of the settings table as `name=value`,
-/// wrapped at ~100 columns, after the responder's kind.
-fn settings_block(record: &RunRecord) -> String {
-    let mut out = format!("settings ({} responder):", record.responder);
-    let mut width = out.len();
-    for (name, text) in record.settings.describe() {
-        let item = format!(" {name}={text}");
-        if width + item.len() > 100 {
-            out.push_str("\n ");
-            width = 1;
-        }
-        width += item.len();
-        out.push_str(&item);
-    }
-    out.push('\n');
-    out
+/// after the responder's kind, wrapped to `width` columns.
+pub fn settings_block(record: &RunRecord, width: usize) -> String {
+    let items: Vec<String> = record
+        .settings
+        .describe()
+        .into_iter()
+        .map(|(name, text)| format!("{name}={text}"))
+        .collect();
+    let first = format!("settings ({} responder):", record.responder);
+    run_table::wrap_words(&first, items.iter().map(String::as_str), width, 2)
 }
 
 /// The JSON document (`--json`): the record itself, pretty-printed.

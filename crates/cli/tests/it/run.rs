@@ -231,6 +231,43 @@ fn json_document_has_the_documented_fields() {
 }
 
 #[test]
+fn the_table_fits_columns_and_wide_prints_every_column() {
+    let run = |columns: &str, flags: &[&str]| {
+        let out = stackbench()
+            .args(["run", "RR1(1B/1B)", "--transactions", "50", "--no-store"])
+            .args(flags)
+            .env("COLUMNS", columns)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let narrow = run("80", &[]);
+    for line in narrow.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "wider than 80: {line}\n{narrow}"
+        );
+    }
+    assert!(narrow.contains("--wide shows them"), "{narrow}");
+    let wide = run("80", &["--wide"]);
+    assert!(
+        wide.contains("p99.9 µs") && wide.contains("srv util%"),
+        "{wide}"
+    );
+    assert!(!wide.contains("--wide shows them"), "{wide}");
+    stackbench()
+        .args(["run", "RR1(1B/1B)", "--wide", "--json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--wide"));
+}
+
+#[test]
 fn csv_has_a_header_and_a_row_per_class() {
     let out = stackbench()
         .args([
