@@ -18,6 +18,7 @@ mod report_env;
 pub mod run_table;
 pub mod store;
 pub mod study;
+pub mod study_summary;
 pub mod sweep;
 pub mod sweep_figure;
 pub mod sweep_report;

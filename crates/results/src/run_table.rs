@@ -28,10 +28,13 @@ impl Layout {
     };
 }
 
-/// One column: its header, whether it is always shown, and its text for a row.
+/// One column: its header, whether it is always shown, whether its text is
+/// left-aligned (words) rather than right-aligned (figures), and its text
+/// for a row.
 pub struct Column<'a, R> {
     pub header: &'a str,
     pub key: bool,
+    pub left: bool,
     pub cell: Box<dyn Fn(&R) -> String + 'a>,
 }
 
@@ -80,6 +83,7 @@ pub fn class_columns<'a>() -> Vec<Column<'a, ClassResult>> {
         Column {
             header,
             key,
+            left: header == "class",
             cell: Box::new(cell),
         }
     }
@@ -106,15 +110,17 @@ pub fn class_columns<'a>() -> Vec<Column<'a, ClassResult>> {
 }
 
 /// The table of `rows`, fitted to `layout` (see the module doc), with the
-/// line naming the columns left out, if any. The first column is
-/// left-aligned, the others right-aligned.
+/// line naming the columns left out, if any.
 pub fn fit<R>(columns: &[Column<'_, R>], rows: &[R], layout: Layout) -> String {
     let mut shown: Vec<bool> = columns.iter().map(|c| c.key || layout.wide).collect();
     if !layout.wide {
-        for header in OPTIONAL {
-            let Some(i) = columns.iter().position(|c| c.header == header) else {
-                continue;
-            };
+        // OPTIONAL's order first, then any other column in table order.
+        let listed = OPTIONAL
+            .iter()
+            .filter_map(|h| columns.iter().position(|c| c.header == *h));
+        let others = (0..columns.len()).filter(|&i| !OPTIONAL.contains(&columns[i].header));
+        let order: Vec<usize> = listed.chain(others).filter(|&i| !shown[i]).collect();
+        for i in order {
             shown[i] = true;
             if width_of(&render(columns, rows, &shown, false)) > layout.width {
                 shown[i] = false;
@@ -170,9 +176,9 @@ fn render<R>(columns: &[Column<'_, R>], rows: &[R], shown: &[bool], compact: boo
         });
     }
     for row in rows {
-        table.add_row(picked.iter().enumerate().map(|(i, c)| {
+        table.add_row(picked.iter().map(|c| {
             let cell = Cell::new((c.cell)(row));
-            if i == 0 {
+            if c.left {
                 cell
             } else {
                 cell.set_alignment(CellAlignment::Right)

@@ -598,11 +598,31 @@ fn run_is_stored_with_labels_and_study_runs_against_the_engine() {
          [[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nnodelay = true\n",
     )
     .unwrap();
-    stackbench()
+    let out = stackbench()
         .args(["study", study.to_str().unwrap(), "--db", db])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains("4 runs of study 't' stored"));
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("4 runs of study 't' stored"), "{stderr}");
+    // The summary table on stdout, one row per step; progress on stderr.
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("RR1(1B/1B)"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    assert!(
+        stdout.contains("variant") && stdout.contains("tr/s"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("[1/4]") && stderr.contains("[1/4]"),
+        "{stdout}"
+    );
     let out = stackbench()
         .args(["results", "export", "--db", db, "--format", "json"])
         .output()
