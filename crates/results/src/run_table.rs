@@ -194,8 +194,9 @@ fn width_of(text: &str) -> usize {
     text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 
-/// `text` as words wrapped to `width` columns, each line after the first
-/// indented by `indent` spaces (the settings block).
+/// `first`, then `words` separated by spaces, wrapped to `width` columns
+/// (a word is never split), each line after the first indented by `indent`
+/// spaces: the settings block and the note of columns left out.
 pub fn wrap_words<'a>(
     first: &str,
     words: impl IntoIterator<Item = &'a str>,
