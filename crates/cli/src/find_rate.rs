@@ -140,7 +140,7 @@ fn meets(record: &RunRecord, bound: Duration) -> bool {
         && !record.classes.is_empty()
         && record.classes.iter().all(|c| {
             c.transactions > 0
-                && c.latency_us.p99 < bound_us
+                && c.latency_us.is_some_and(|l| l.p99 < bound_us)
                 && c.population.as_ref().is_none_or(|p| p.dropped == 0)
         })
 }
@@ -188,9 +188,8 @@ fn table(steps: &[Step], bound: &str, pass: Option<PerSecond>) -> String {
     for step in steps {
         for c in &step.record.classes {
             let p = c.population.as_ref();
-            let uncorrected = p
-                .and_then(|p| p.latency_uncorrected_us)
-                .map_or("-".to_string(), |u| format!("{:.1}", u.p99));
+            let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+            let uncorrected = us(p.and_then(|p| p.latency_uncorrected_us).map(|u| u.p99));
             let verdict = match (step.record.complete, step.meets) {
                 (false, _) => "incomplete",
                 (true, true) => "yes",
@@ -198,11 +197,11 @@ fn table(steps: &[Step], bound: &str, pass: Option<PerSecond>) -> String {
             };
             let _ = writeln!(
                 out,
-                "{:>14} {:>12.1} {:>10.1} {:>12.1} {:>12} {:>8} {:>8}  {verdict}",
+                "{:>14} {:>12.1} {:>10} {:>12} {:>12} {:>8} {:>8}  {verdict}",
                 step.offered.to_string(),
                 c.rate_tps,
-                c.latency_us.p50,
-                c.latency_us.p99,
+                us(c.latency_us.map(|l| l.p50)),
+                us(c.latency_us.map(|l| l.p99)),
                 uncorrected,
                 p.map_or(0, |p| p.late),
                 p.map_or(0, |p| p.dropped),

@@ -19,26 +19,41 @@ use stackbench_model::IoMode;
 /// Length of the idle baseline.
 const BASELINE: Duration = Duration::from_secs(1);
 
-/// Measures how busy `cpus` (empty: all) are for one second before the run.
-pub fn background_load(cpus: &[usize]) -> Option<Warning> {
-    let start = local_cpu().ok()?;
+/// The run-level checks and what the class checks need from them.
+pub struct RunChecks {
+    pub warnings: Vec<Warning>,
+    /// The idle baseline's busy % of the driver's CPUs, for
+    /// `driver_saturated` to say its figure includes that other work.
+    pub driver_background_pct: Option<f64>,
+}
+
+/// Measures how busy `cpus` (empty: all) are for one second before the run,
+/// and from the same two samples the driver's CPUs (`client_cpus`, empty: all)
+/// alone.
+pub fn background_load(cpus: &[usize], client_cpus: &[usize]) -> (Option<Warning>, Option<f64>) {
+    let Ok(start) = local_cpu() else {
+        return (None, None);
+    };
     std::thread::sleep(BASELINE);
-    let end = local_cpu().ok()?;
-    let baseline = side_cpu(
-        &start,
-        &end,
-        cpus,
-        Work {
+    let Ok(end) = local_cpu() else {
+        return (None, None);
+    };
+    let idle = |set: &[usize]| {
+        let work = Work {
             transactions: 0,
             payload_bytes: 0,
-        },
-    )
-    .ok()?;
-    warnings::check_background_load(&baseline)
+        };
+        side_cpu(&start, &end, set, work).ok()
+    };
+    let warning = idle(cpus).and_then(|b| warnings::check_background_load(&b));
+    let driver = idle(client_cpus)
+        .filter(|b| warnings::check_background_load(b).is_some())
+        .map(|b| b.util_pct);
+    (warning, driver)
 }
 
 /// Checks that hold for the whole run: placement, governors, background load.
-pub fn run_warnings(client_cpus: &[usize], server_cpus: &[usize], same_host: bool) -> Vec<Warning> {
+pub fn run_warnings(client_cpus: &[usize], server_cpus: &[usize], same_host: bool) -> RunChecks {
     let mut out = Vec::new();
     out.extend(warnings::check_shared_cpus(
         client_cpus,
@@ -57,8 +72,12 @@ pub fn run_warnings(client_cpus: &[usize], server_cpus: &[usize], same_host: boo
     };
     let governors: Vec<_> = cpus.iter().map(|&c| (c, read_governor(c))).collect();
     out.extend(warnings::check_governors(&governors));
-    out.extend(background_load(&measured));
-    out
+    let (background, driver_background_pct) = background_load(&measured, client_cpus);
+    out.extend(background);
+    RunChecks {
+        warnings: out,
+        driver_background_pct,
+    }
 }
 
 /// Reduces the socket settings to what the run's transport applies (both
@@ -99,9 +118,20 @@ pub fn io_fallback(settings: &mut RunSettings, configs: &[RunConfig]) -> Option<
     Some(Warning::IoFallback { reason })
 }
 
-/// The per-class checks; a driver that spins is busy by design.
-pub fn class_warnings(class: &ClassResult, driver_threads: u32, spin: Spin) -> Vec<Warning> {
-    warnings::class_warnings(class, Some(driver_threads), spin.driver())
+/// The per-class checks; a driver that spins is busy by design, and one on
+/// CPUs the idle baseline found busy is not alone in its busy figure.
+pub fn class_warnings(
+    class: &ClassResult,
+    driver_threads: u32,
+    spin: Spin,
+    driver_background_pct: Option<f64>,
+) -> Vec<Warning> {
+    warnings::class_warnings(
+        class,
+        Some(driver_threads),
+        spin.driver(),
+        driver_background_pct,
+    )
 }
 
 /// Prints a warning on stderr and returns its stored form.

@@ -42,6 +42,9 @@ enum ResultsCommand {
         /// Print the stored run as JSON.
         #[arg(long)]
         json: bool,
+        /// Print every column of the table, however wide the terminal.
+        #[arg(long, conflicts_with = "json")]
+        wide: bool,
     },
     /// Export stored runs as JSON, CSV or Markdown (one row per run and class).
     Export {
@@ -93,7 +96,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
                 print!("{}", export::render_list(&runs));
             }
         }
-        ResultsCommand::Show { id, json } => {
+        ResultsCommand::Show { id, json, wide } => {
             let run = match store.get(id) {
                 Err(e @ stackbench_results::store::StoreError::NoSuchRun(_)) => {
                     return crate::exit::usage(e.to_string())
@@ -103,7 +106,10 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&run)?);
             } else {
-                print!("{}", export::render_show(&run));
+                print!(
+                    "{}",
+                    export::render_show(&run, crate::terminal::layout(wide))
+                );
             }
         }
         ResultsCommand::Export {

@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// Print CSV, one row per class.
     #[arg(long, conflicts_with = "json")]
     csv: bool,
+    /// Print every column of the table, however wide the terminal (by default
+    /// the key columns, and the others that fit).
+    #[arg(long, conflicts_with_all = ["json", "csv"])]
+    wide: bool,
     /// Label stored with the run (repeatable), e.g. --label kernel=6.18 --label variant=A.
     #[arg(long, value_name = "KEY=VALUE")]
     label: Vec<String>,
@@ -156,7 +160,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
             break;
         }
     }
-    print_records(&records, args.json, args.csv, !sweep.is_empty());
+    let format = Format::of(&args);
+    print_records(&records, format, !sweep.is_empty());
     if announce && !sweep.is_empty() {
         print!("{}", sweep_summary(&workloads, &plans, &records));
     }
@@ -198,8 +203,26 @@ fn sweep_summary(
     stackbench_results::sweep_text::sweep_text(&refs)
 }
 
-fn print_records(records: &[RunRecord], json: bool, csv: bool, swept: bool) {
-    if json && swept {
+/// How records are printed: `--json`, `--csv`, or the human table fitted
+/// to the terminal.
+enum Format {
+    Json,
+    Csv,
+    Human(stackbench_results::run_table::Layout),
+}
+
+impl Format {
+    fn of(args: &RunArgs) -> Format {
+        match (args.json, args.csv) {
+            (true, _) => Format::Json,
+            (_, true) => Format::Csv,
+            _ => Format::Human(crate::terminal::layout(args.wide)),
+        }
+    }
+}
+
+fn print_records(records: &[RunRecord], format: Format, swept: bool) {
+    if matches!(format, Format::Json) && swept {
         println!(
             "{}",
             serde_json::to_string_pretty(records).expect("records serialise")
@@ -207,9 +230,9 @@ fn print_records(records: &[RunRecord], json: bool, csv: bool, swept: bool) {
         return;
     }
     for (i, r) in records.iter().enumerate() {
-        let text = print_record(r, json, csv);
+        let text = print_record(r, &format);
         // One CSV header for the whole sweep.
-        let text = match (csv, i) {
+        let text = match (matches!(format, Format::Csv), i) {
             (true, 1..) => text
                 .split_once('\n')
                 .map_or("", |(_, rest)| rest)
@@ -220,14 +243,12 @@ fn print_records(records: &[RunRecord], json: bool, csv: bool, swept: bool) {
     }
 }
 
-fn print_record(record: &RunRecord, json: bool, csv: bool) -> String {
+fn print_record(record: &RunRecord, format: &Format) -> String {
     use stackbench_results::output;
-    if json {
-        output::json(record)
-    } else if csv {
-        output::csv(record)
-    } else {
-        output::human(record)
+    match format {
+        Format::Json => output::json(record),
+        Format::Csv => output::csv(record),
+        Format::Human(layout) => output::human(record, *layout),
     }
 }
 

@@ -80,6 +80,7 @@ pub fn resolve(
     check_pacing(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(usage)?;
     if let Some(p) = tls_params(&s).or_else(usage)? {
+        transport::tls_acct::check_rekey(p.version, s.rekey.0, &workloads).or_else(usage)?;
         // Stored resolved: the version the cipher implies, or 1.3.
         s.tls_version = Some(p.version);
     }
@@ -217,6 +218,9 @@ struct Session {
     spawned: bool,
     control: ControlClient,
     warnings: Vec<stackbench_metrics::WarningRecord>,
+    /// The idle baseline's busy % of the driver's CPUs when it showed
+    /// background load ([`quality::RunChecks`]).
+    driver_background_pct: Option<f64>,
 }
 
 /// The sessions of one command: consecutive plans that need the same responder
@@ -260,11 +264,11 @@ impl Sessions {
         }
         record.warnings.extend(session.warnings.iter().cloned());
         match &plan.lab {
-            None => run_workloads(plan, &mut session.control, &mut record),
+            None => run_workloads(plan, session, &mut record),
             Some(lab) => {
                 let before = lab.read();
                 // The driver's threads are made in host A's namespace.
-                lab.in_from(|| run_workloads(plan, &mut session.control, &mut record))?;
+                lab.in_from(|| run_workloads(plan, session, &mut record))?;
                 let (env, warning) = lab.environment(before, lab.read());
                 record.warnings.extend(warning);
                 record.lab = Some(env);
@@ -367,7 +371,9 @@ fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
     }
     // A lab's hosts are namespaces of this machine: both sides share its CPUs.
     let same_host = plan.lab.is_some() || control.target().ip().is_loopback();
-    let warnings = quality::run_warnings(&client, &server, same_host)
+    let checks = quality::run_warnings(&client, &server, same_host);
+    let warnings = checks
+        .warnings
         .iter()
         .map(|w| quality::report(w, None))
         .collect();
@@ -378,6 +384,7 @@ fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
         target,
         control,
         warnings,
+        driver_background_pct: checks.driver_background_pct,
     })
 }
 
@@ -411,7 +418,6 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         s.key.as_ref().map(|t| t.0.clone()),
     )
     .and_then(|p| {
-        transport::tls_acct::check_rekey(p.version, s.rekey.0)?;
         if s.rekey.0 > 0 && s.tls_mode == TlsMode::Sidecar {
             // The proxies would re-key, but their reports carry no counts:
             // a stored `rekeys` of 0 would be wrong.
@@ -512,16 +518,18 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
 
 /// Runs every workload (with its repetitions) into `record`, with each
 /// class's warnings; stops at the first incomplete one.
-fn run_workloads(plan: &RunPlan, control: &mut ControlClient, record: &mut RunRecord) {
+fn run_workloads(plan: &RunPlan, session: &mut Session, record: &mut RunRecord) {
     for workload in &plan.workloads {
         let cfg = RunConfig {
             // The effective backend (`quality::io_fallback`), for every workload.
             io: record.settings.io,
             ..run_config(plan, workload)
         };
-        let outcome = repeat::run_repeated(control, &cfg, &plan.iterations, &STOP);
+        let outcome = repeat::run_repeated(&mut session.control, &cfg, &plan.iterations, &STOP);
         for class in &outcome.classes {
-            for w in quality::class_warnings(class, plan.threads() as u32, plan.settings.spin) {
+            let threads = plan.threads() as u32;
+            let background = session.driver_background_pct;
+            for w in quality::class_warnings(class, threads, plan.settings.spin, background) {
                 record
                     .warnings
                     .push(quality::report(&w, Some(&class.notation)));

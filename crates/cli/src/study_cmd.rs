@@ -12,6 +12,7 @@ use stackbench_results::store::{parse_labels, Store};
 use stackbench_results::study::{
     load_study, run_study, SettingTexts, Study, StudyError, StudyStep, MAX_REPETITIONS,
 };
+use stackbench_results::study_summary::{study_summary, StepRun};
 
 use crate::setting_flags::SettingFlags;
 
@@ -34,6 +35,9 @@ pub struct StudyArgs {
     /// Print the interleaved plan and exit without running anything.
     #[arg(long)]
     dry_run: bool,
+    /// Print every column of the summary table, however wide the terminal.
+    #[arg(long)]
+    wide: bool,
     /// Repetitions of every workload × variant, over the file's [1 to 1000].
     #[arg(long, value_name = "N")]
     repetitions: Option<u32>,
@@ -112,6 +116,7 @@ pub fn run(
         store.save_study(&study.name, &study.description, &text)?;
     }
     let mut stored = 0usize;
+    let mut ran = Vec::new();
     let outcome = run_study(
         &plan,
         &mut |step| {
@@ -119,16 +124,30 @@ pub fn run(
             runner(step).map_err(Into::into)
         },
         &mut |step, record| {
+            let mut run_id = None;
             if let Some(store) = store.as_mut() {
                 let mut labels = extra.clone();
                 labels.extend(step.labels.clone());
                 let env = crate::session::environment_of(record);
                 let id = store.save(record, &labels, &env)?;
                 stored += 1;
+                run_id = Some(id);
                 eprintln!("  stored as run {id}");
             }
+            ran.push(StepRun {
+                step: step.index + 1,
+                variant: step.variant.clone(),
+                repetition: step.repetition,
+                run_id,
+                record: record.clone(),
+            });
             Ok(())
         },
+    );
+    // The results on stdout, progress and warnings above on stderr.
+    print!(
+        "{}",
+        study_summary(&ran, crate::terminal::layout(args.wide))
     );
     if let Some(store) = &store {
         eprintln!(

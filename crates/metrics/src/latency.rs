@@ -54,13 +54,14 @@ impl LatencyHistogram {
         self.hist.count_between(low_ns, high_ns)
     }
 
-    /// The summary stored in results, in microseconds.
-    pub fn summary_us(&self) -> LatencyUs {
+    /// The summary stored in results, in microseconds; `None` without a
+    /// sample, where every figure would be a made-up 0.
+    pub fn summary_us(&self) -> Option<LatencyUs> {
         if self.hist.is_empty() {
-            return LatencyUs::default();
+            return None;
         }
         let q = |q: f64| self.hist.value_at_quantile(q) as f64 / 1e3;
-        LatencyUs {
+        Some(LatencyUs {
             mean: self.hist.mean() / 1e3,
             min: self.hist.min() as f64 / 1e3,
             p50: q(0.50),
@@ -69,7 +70,7 @@ impl LatencyHistogram {
             p999: q(0.999),
             max: self.hist.max() as f64 / 1e3,
             stdev: self.hist.stdev() / 1e3,
-        }
+        })
     }
 }
 
@@ -83,7 +84,7 @@ mod tests {
         for us in 1..=1000u64 {
             h.record_ns(us * 1000);
         }
-        let s = h.summary_us();
+        let s = h.summary_us().unwrap();
         assert!((s.mean - 500.5).abs() < 1.0, "{s:?}");
         assert!((s.p50 - 500.0).abs() <= 1.0, "{s:?}");
         assert!((s.p99 - 990.0).abs() <= 1.0, "{s:?}");
@@ -92,15 +93,15 @@ mod tests {
     }
 
     #[test]
-    fn merge_adds_counts_and_empty_is_zero() {
+    fn merge_adds_counts_and_empty_has_no_summary() {
         let mut a = LatencyHistogram::new();
         let mut b = LatencyHistogram::new();
-        assert_eq!(a.summary_us(), LatencyUs::default());
+        assert_eq!(a.summary_us(), None);
         a.record_ns(10_000);
         b.record_ns(30_000);
         b.record_ns(u64::MAX);
         a.merge(&b);
         assert_eq!(a.count(), 3);
-        assert!(a.summary_us().max >= 3.6e9 * 0.999);
+        assert!(a.summary_us().unwrap().max >= 3.6e9 * 0.999);
     }
 }

@@ -123,7 +123,9 @@ pub struct ClassResult {
     pub duration_s: f64,
     /// `transactions / duration_s`.
     pub rate_tps: f64,
-    pub latency_us: LatencyUs,
+    /// `None` (null) when the window had no transaction: no latency was
+    /// measured, and zeros would read as a very fast one.
+    pub latency_us: Option<LatencyUs>,
     /// Payload bytes the driver sent inside the window.
     pub tx_bytes: u64,
     /// Payload bytes the driver received inside the window.
@@ -475,7 +477,7 @@ pub(crate) mod tests {
             transactions: 100_000,
             duration_s: 10.0,
             rate_tps: 10_000.0,
-            latency_us: LatencyUs::default(),
+            latency_us: Some(LatencyUs::default()),
             tx_bytes: 100_000,
             rx_bytes: 100_000,
             tx_bytes_per_s: 10_000.0,

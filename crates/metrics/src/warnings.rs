@@ -71,7 +71,13 @@ impl fmt::Display for Side {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Warning {
     /// The driver's CPUs (or its threads) were more than 90% busy.
-    DriverSaturated { busy_pct: f64 },
+    DriverSaturated {
+        busy_pct: f64,
+        /// How busy the driver's CPUs were in the idle baseline, when that
+        /// was background load and the CPU-set view (which counts it) is
+        /// what crossed the bound: the busy figure is not the driver's alone.
+        background_pct: Option<f64>,
+    },
     /// As [`Warning::DriverSaturated`], but the driver busy-polled (`spin`):
     /// its CPUs are busy by design, so the figure does not show saturation.
     DriverSpinning { busy_pct: f64 },
@@ -209,11 +215,25 @@ fn width_list(measures: &[(&'static str, Option<f64>)]) -> String {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Warning::DriverSaturated { busy_pct } => write!(
+            Warning::DriverSaturated {
+                busy_pct,
+                background_pct: None,
+            } => write!(
                 f,
                 "the driver was {busy_pct:.0}% busy (> {DRIVER_SATURATED_PCT:.0}%): the run \
                  measures the load generator, not the stack; give the driver more threads or \
                  CPUs, or lower the offered load"
+            ),
+            Warning::DriverSaturated {
+                busy_pct,
+                background_pct: Some(background_pct),
+            } => write!(
+                f,
+                "the driver's CPUs were {busy_pct:.0}% busy (> {DRIVER_SATURATED_PCT:.0}%), \
+                 but they were already {background_pct:.0}% busy with other work in the idle \
+                 baseline (background_load): the figure includes that work, so the other work, \
+                 not only the load generator, filled them; stop it or pin the driver to idle \
+                 CPUs (--client-cpus) and run again"
             ),
             Warning::DriverSpinning { busy_pct } => write!(
                 f,
@@ -328,17 +348,23 @@ impl fmt::Display for Warning {
                 let off_pct = 100.0 * (implied_clients / f64::from(*clients) - 1.0);
                 write!(
                     f,
-                    "Little's law is off by {off_pct:+.1}% (more than {LITTLE_LAW_PCT:.0}%):                      N = {clients} clients but X(R+Z) = {implied_clients:.0}; "
+                    "Little's law is off by {off_pct:+.1}% (more than {LITTLE_LAW_PCT:.0}%): \
+                     N = {clients} {} but X(R+Z) = {}; ",
+                    if *clients == 1 { "client" } else { "clients" },
+                    four_figures(*implied_clients)
                 )?;
                 if off_pct < 0.0 {
                     write!(
                         f,
-                        "fewer clients cycled than configured ({connected} connected, {errors}                          errors, generator lag p99 {} µs): connect them all (--ramp, a longer                          --warmup), fix the errors, or give the driver more CPU",
+                        "fewer clients cycled than configured ({connected} connected, {errors} \
+                         errors, generator lag p99 {} µs): connect them all (--ramp, a longer \
+                         --warmup), fix the errors, or give the driver more CPU",
                         lag_p99_us.map_or("-".to_string(), |l| format!("{l:.0}"))
                     )
                 } else {
                     f.write_str(
-                        "more transactions than the clients can make at this response and think                          time: the window is short against R+Z; lengthen --duration and --warmup",
+                        "more transactions than the clients can make at this response and think \
+                         time: the window is short against R+Z; lengthen --duration and --warmup",
                     )
                 }
             }
@@ -348,16 +374,42 @@ impl fmt::Display for Warning {
                 dropped,
             } => write!(
                 f,
-                "requests went out behind schedule: generator lag p99 {lag_p99_us:.0} µs (bound                  {GENERATOR_LAG_P99_US:.0} µs), {late} late, {dropped} dropped: the connections                  were still busy (the stack is saturated at this rate) or the driver lacked CPU;                  lower the rate, add connections, or give the driver more threads"
+                "requests went out behind schedule: generator lag p99 {lag_p99_us:.0} µs (bound \
+                 {GENERATOR_LAG_P99_US:.0} µs), {late} late, {dropped} dropped: the connections \
+                 were still busy (the stack is saturated at this rate) or the driver lacked CPU; \
+                 lower the rate, add connections, or give the driver more threads"
             ),
         }
     }
 }
 
+/// `x` with at least four significant figures (all of its integer digits):
+/// the Little's-law warning fires at a 2% gap, which four figures always
+/// show, where `{:.0}` printed 0.95 clients as "1" beside N = 1.
+fn four_figures(x: f64) -> String {
+    let magnitude = if x == 0.0 || !x.is_finite() {
+        0
+    } else {
+        x.abs().log10().floor() as i32
+    };
+    let decimals = usize::try_from(3 - magnitude).unwrap_or(0);
+    format!("{x:.decimals$}")
+}
+
 /// Driver saturation from the CPU-set view and, when the process view and the
 /// driver's thread count are known, from busy time per driver thread (which
 /// catches one saturated thread on a large unpinned machine).
-pub fn check_driver_saturated(client: &SideCpu, driver_threads: Option<u32>) -> Option<Warning> {
+///
+/// `background_pct` is the idle baseline's busy share of the driver's CPUs
+/// when it showed background load ([`check_background_load`]): the CPU-set
+/// view counts that other work, so when it alone crossed the bound the
+/// warning says the figure is not the driver's. The per-thread view counts
+/// only the driver's own CPU time and blames the driver whatever the baseline.
+pub fn check_driver_saturated(
+    client: &SideCpu,
+    driver_threads: Option<u32>,
+    background_pct: Option<f64>,
+) -> Option<Warning> {
     let per_thread = match (client.process, driver_threads) {
         (Some(p), Some(threads)) if threads > 0 && client.window_s > 0.0 => {
             100.0 * p.cpu_seconds / (client.window_s * f64::from(threads))
@@ -365,7 +417,11 @@ pub fn check_driver_saturated(client: &SideCpu, driver_threads: Option<u32>) -> 
         _ => 0.0,
     };
     let busy_pct = client.util_pct.max(per_thread);
-    (busy_pct > DRIVER_SATURATED_PCT).then_some(Warning::DriverSaturated { busy_pct })
+    let own = per_thread > DRIVER_SATURATED_PCT;
+    (busy_pct > DRIVER_SATURATED_PCT).then_some(Warning::DriverSaturated {
+        busy_pct,
+        background_pct: background_pct.filter(|&b| !own && b > BACKGROUND_BUSY_PCT),
+    })
 }
 
 /// Shared CPUs between sides on one host (sides on different hosts never share).
@@ -434,11 +490,13 @@ pub fn check_governors(governors: &[(usize, Option<String>)]) -> Option<Warning>
 /// steadiness, driver saturation, steal, unmet confidence. Run-level checks
 /// (shared CPUs, background load, governors) are separate so they appear once.
 /// A driver that spun (`driver_spins`) is busy by design: its saturation
-/// check says so instead of blaming the load ([`Warning::DriverSpinning`]).
+/// check says so instead of blaming the load ([`Warning::DriverSpinning`]);
+/// `driver_background_pct` is as for [`check_driver_saturated`].
 pub fn class_warnings(
     class: &ClassResult,
     driver_threads: Option<u32>,
     driver_spins: bool,
+    driver_background_pct: Option<f64>,
 ) -> Vec<Warning> {
     let mut out = Vec::new();
     out.extend(check_run_length(class.duration_s, class.transactions));
@@ -446,11 +504,13 @@ pub fn class_warnings(
     if let Some(cpu) = &class.cpu {
         if let Some(client) = &cpu.client {
             out.extend(
-                check_driver_saturated(client, driver_threads).map(|w| match w {
-                    Warning::DriverSaturated { busy_pct } if driver_spins => {
-                        Warning::DriverSpinning { busy_pct }
+                check_driver_saturated(client, driver_threads, driver_background_pct).map(|w| {
+                    match w {
+                        Warning::DriverSaturated { busy_pct, .. } if driver_spins => {
+                            Warning::DriverSpinning { busy_pct }
+                        }
+                        w => w,
                     }
-                    w => w,
                 }),
             );
             out.extend(check_steal(Side::Client, client));

@@ -242,7 +242,12 @@ fn class() -> impl Strategy<Value = ClassResult> {
         any::<u32>(),
         vec(any::<u64>(), 6),
     );
-    let figures = (vec(num(), 4), latency(), errors(), vec(num(), 0..12));
+    let figures = (
+        vec(num(), 4),
+        option::of(latency()),
+        errors(),
+        vec(num(), 0..12),
+    );
     let optional = (
         option::of(cpu()),
         option::of(memory()),

@@ -3,10 +3,9 @@
 //! Pure functions from stored runs to text.
 
 use comfy_table::{presets, Table};
-use stackbench_metrics::ClassResult;
 
-use crate::compare_output::format_value;
 use crate::metric::{class_key, Metric};
+use crate::run_table::{self, Layout};
 use crate::store::{Labels, RunSummary, StoredRun};
 
 /// `2024-05-01 12:00:00Z` from seconds since the Unix epoch (UTC).
@@ -76,12 +75,10 @@ pub fn render_list(runs: &[RunSummary]) -> String {
     format!("{t}\n")
 }
 
-fn metric_text(class: &ClassResult, m: Metric) -> String {
-    m.value(class).map_or(String::new(), format_value)
-}
-
-/// One run in detail (`stackbench results show ID`).
-pub fn render_show(run: &StoredRun) -> String {
+/// One run in detail (`stackbench results show ID`): its labels,
+/// environment and settings, and the run table, fitted to `layout` as
+/// `run` prints it.
+pub fn render_show(run: &StoredRun, layout: Layout) -> String {
     let r = &run.record;
     let mut out = format!(
         "run {}  started {}  stackbench {}  {}\n",
@@ -103,21 +100,10 @@ pub fn render_show(run: &StoredRun) -> String {
     if let Some(g) = &run.env.guest {
         out.push_str(&format!("{}\n", g.summary()));
     }
-    let settings = serde_json::to_string(&r.settings).expect("settings serialize");
-    out.push_str(&format!("settings: {settings}\n"));
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED);
-    let mut header = vec!["Class".to_string()];
-    header.extend(Metric::ALL.iter().map(|m| m.label().to_string()));
-    header.push("errors".into());
-    t.set_header(header);
-    for c in &r.classes {
-        let mut row = vec![class_key(c)];
-        row.extend(Metric::ALL.iter().map(|m| metric_text(c, *m)));
-        row.push(c.errors.to_string());
-        t.add_row(row);
-    }
-    out.push_str(&format!("{t}\n"));
+    out.push_str(&crate::output::settings_block(r, layout.width));
+    let mut columns = run_table::class_columns();
+    columns[0].cell = Box::new(class_key);
+    out.push_str(&run_table::fit(&columns, &r.classes, layout));
     out
 }
 

@@ -59,7 +59,7 @@ pub fn record(
                 transactions,
                 duration_s,
                 rate_tps,
-                latency_us: LatencyUs {
+                latency_us: Some(LatencyUs {
                     mean: p50_us * 1.1,
                     min: p50_us * 0.5,
                     p50: p50_us,
@@ -68,7 +68,7 @@ pub fn record(
                     p999: p99_us * 1.5,
                     max: p99_us * 3.0,
                     stdev: p50_us * 0.2,
-                },
+                }),
                 tx_bytes: transactions * c.request_bytes,
                 rx_bytes: transactions * c.response_bytes,
                 tx_bytes_per_s: rate_tps * c.request_bytes as f64,

@@ -101,8 +101,8 @@ impl Metric {
             .filter(|c| c.attribution == CpuAttribution::Class);
         let v = match self {
             Metric::RateTps => Some(class.rate_tps),
-            Metric::LatencyP50Us => Some(class.latency_us.p50),
-            Metric::LatencyP99Us => Some(class.latency_us.p99),
+            Metric::LatencyP50Us => class.latency_us.map(|l| l.p50),
+            Metric::LatencyP99Us => class.latency_us.map(|l| l.p99),
             Metric::CpuClientUsPerTran => cpu?.client.as_ref()?.cpu_us_per_tran,
             Metric::CpuServerUsPerTran => cpu?.server.as_ref()?.cpu_us_per_tran,
             Metric::CpuClientSeconds | Metric::CpuServerSeconds => None,

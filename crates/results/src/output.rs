@@ -4,21 +4,22 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use stackbench_metrics::record::{
     MeasureSummary, PacingMode, PopulationFigures, Repetitions, TlsFigures,
 };
 use stackbench_metrics::{ClassResult, RunRecord};
 use stackbench_model::settings::Spin;
-use stackbench_model::size::MIB;
 
-/// Megabytes (MiB, the seeds' MB) per second.
-fn mb_per_s(bytes_per_s: f64) -> f64 {
-    bytes_per_s / MIB as f64
-}
+pub use crate::run_table::Layout;
+use crate::run_table::{self, opt};
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+/// Latency mean, p50, p90, p99, p99.9 and max, µs; all `None` when the
+/// window had no transaction (printed "-", empty in CSV, null in JSON).
+fn latency_cells(c: &ClassResult) -> [Option<f64>; 6] {
+    let Some(l) = &c.latency_us else {
+        return [None; 6];
+    };
+    [l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(Some)
 }
 
 /// CPU figures of a class as (client µs/tr, server µs/tr, client util %, server util %).
@@ -34,58 +35,11 @@ fn cpu_cells(c: &ClassResult) -> [Option<f64>; 4] {
     ]
 }
 
-/// The human table: one row per class, then the effective settings.
-pub fn human(record: &RunRecord) -> String {
-    let mut table = Table::new();
-    table.load_style(UTF8_FULL_CONDENSED);
-    table.set_header(vec![
-        "class",
-        "clients",
-        "trans",
-        "tr/s",
-        "mean µs",
-        "p50 µs",
-        "p90 µs",
-        "p99 µs",
-        "p99.9 µs",
-        "max µs",
-        "tx MB/s",
-        "rx MB/s",
-        "errors",
-        "cli µs/tr",
-        "srv µs/tr",
-        "cli util%",
-        "srv util%",
-    ]);
-    for c in &record.classes {
-        let l = &c.latency_us;
-        let cpu = cpu_cells(c);
-        let mut row = vec![
-            Cell::new(&c.notation),
-            Cell::new(c.clients),
-            Cell::new(c.transactions),
-            Cell::new(format!("{:.1}", c.rate_tps)),
-        ];
-        row.extend(
-            [l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| Cell::new(format!("{v:.1}"))),
-        );
-        row.push(Cell::new(format!("{:.2}", mb_per_s(c.tx_bytes_per_s))));
-        row.push(Cell::new(format!("{:.2}", mb_per_s(c.rx_bytes_per_s))));
-        row.push(Cell::new(c.errors));
-        row.push(Cell::new(opt(cpu[0], 2)));
-        row.push(Cell::new(opt(cpu[1], 2)));
-        row.push(Cell::new(opt(cpu[2], 1)));
-        row.push(Cell::new(opt(cpu[3], 1)));
-        table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
-            if i == 0 {
-                cell
-            } else {
-                cell.set_alignment(CellAlignment::Right)
-            }
-        }));
-    }
-    let mut out = table.to_string();
-    out.push('\n');
+/// The human table: one row per class, fitted to `layout`
+/// ([`crate::run_table`]), then the lines under it and the effective
+/// settings wrapped to its width.
+pub fn human(record: &RunRecord, layout: Layout) -> String {
+    let mut out = run_table::fit(&run_table::class_columns(), &record.classes, layout);
     out.push_str(&spin_line(record.settings.spin));
     for c in &record.classes {
         if let Some(rep) = &c.repetitions {
@@ -102,7 +56,7 @@ pub fn human(record: &RunRecord) -> String {
             out.push_str(&tls_line(&c.notation, t));
         }
     }
-    out.push_str(&settings_block(record));
+    out.push_str(&settings_block(record, layout.width));
     if !record.complete {
         let reason = record.incomplete_reason.as_deref().unwrap_or("unknown");
         let _ = writeln!(
@@ -139,8 +93,8 @@ pub fn tls_line(notation: &str, t: &TlsFigures) -> String {
         t.cipher_code,
         t.full_handshakes,
         t.resumed_handshakes,
-        micros(t.handshake_latency_us.p50),
-        micros(t.handshake_latency_us.p99)
+        opt_micros(t.handshake_latency_us.map(|l| l.p50)),
+        opt_micros(t.handshake_latency_us.map(|l| l.p99))
     );
     if let Some(cpu) = &t.handshake_cpu_us {
         let _ = write!(
@@ -221,6 +175,11 @@ fn micros(us: f64) -> String {
     }
 }
 
+/// [`micros`], or "-" where nothing was measured.
+fn opt_micros(us: Option<f64>) -> String {
+    us.map_or_else(|| "-".to_string(), micros)
+}
+
 /// A user population's figures under the table: pacing and what was
 /// measured of it, Little's law, generator lag, the open loop's offered rate
 /// and uncorrected latency, connecting time, and storage per user per side
@@ -237,8 +196,8 @@ pub fn population_lines(c: &ClassResult, p: &PopulationFigures) -> String {
         let _ = writeln!(
             out,
             "  latency p50/p99: {}/{} from the intended send (corrected), {}/{} from the actual send",
-            micros(c.latency_us.p50),
-            micros(c.latency_us.p99),
+            opt_micros(c.latency_us.map(|l| l.p50)),
+            opt_micros(c.latency_us.map(|l| l.p99)),
             micros(u.p50),
             micros(u.p99)
         );
@@ -274,14 +233,11 @@ fn pacing_text(c: &ClassResult, p: &PopulationFigures) -> String {
 
 /// Little's law with the measured X, R (the busy time) and Z (the wait).
 fn little_line(c: &ClassResult, p: &PopulationFigures) -> String {
-    let Some(wait) = p.wait_mean_s else {
+    let (Some(wait), Some(busy)) = (p.wait_mean_s, p.latency_uncorrected_us.or(c.latency_us))
+    else {
         return String::new();
     };
-    let busy_us = p
-        .latency_uncorrected_us
-        .as_ref()
-        .unwrap_or(&c.latency_us)
-        .mean;
+    let busy_us = busy.mean;
     let implied = c.rate_tps * (busy_us / 1e6 + wait);
     format!(
         "  Little's law: N = {}, X(R+Z) = {implied:.1} ({:+.2}%), X = {:.1} tr/s, R = {}, \
@@ -363,21 +319,16 @@ fn repetitions_line(notation: &str, rep: &Repetitions) -> String {
 }
 
 /// The effective settings, every one of the settings table as `name=value`,
-/// wrapped at ~100 columns, after the responder's kind.
-fn settings_block(record: &RunRecord) -> String {
-    let mut out = format!("settings ({} responder):", record.responder);
-    let mut width = out.len();
-    for (name, text) in record.settings.describe() {
-        let item = format!(" {name}={text}");
-        if width + item.len() > 100 {
-            out.push_str("\n ");
-            width = 1;
-        }
-        width += item.len();
-        out.push_str(&item);
-    }
-    out.push('\n');
-    out
+/// after the responder's kind, wrapped to `width` columns.
+pub fn settings_block(record: &RunRecord, width: usize) -> String {
+    let items: Vec<String> = record
+        .settings
+        .describe()
+        .into_iter()
+        .map(|(name, text)| format!("{name}={text}"))
+        .collect();
+    let first = format!("settings ({} responder):", record.responder);
+    run_table::wrap_words(&first, items.iter().map(String::as_str), width, 2)
 }
 
 /// The JSON document (`--json`): the record itself, pretty-printed.
@@ -418,8 +369,8 @@ where
 pub fn csv(record: &RunRecord) -> String {
     let header: Vec<&str> = CSV_HEADER.split(',').collect();
     let rows = record.classes.iter().map(|c| {
-        let l = &c.latency_us;
-        let cpu = cpu_cells(c).map(|v| v.map_or(String::new(), |v| v.to_string()));
+        let none_empty = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+        let cpu = cpu_cells(c).map(none_empty);
         let mut row = vec![
             c.workload.to_string(),
             c.notation.to_string(),
@@ -431,7 +382,7 @@ pub fn csv(record: &RunRecord) -> String {
             c.duration_s.to_string(),
             c.rate_tps.to_string(),
         ];
-        row.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| v.to_string()));
+        row.extend(latency_cells(c).map(none_empty));
         row.extend([c.tx_bytes_per_s, c.rx_bytes_per_s].map(|v| v.to_string()));
         row.push(c.errors.to_string());
         row.extend(cpu);

@@ -247,8 +247,8 @@ impl Point {
             x_text: value.text.clone(),
             runs: classes.len(),
             rate_tps: get(&|c| Some(c.rate_tps))?,
-            latency_p50_us: get(&|c| Some(c.latency_us.p50))?,
-            latency_p99_us: get(&|c| Some(c.latency_us.p99))?,
+            latency_p50_us: get(&|c| c.latency_us.map(|l| l.p50))?,
+            latency_p99_us: get(&|c| c.latency_us.map(|l| l.p99))?,
             cpu_client_us_per_tran: get(&cpu(true)),
             cpu_server_us_per_tran: get(&cpu(false)),
         })

@@ -195,3 +195,37 @@ fn find_max_rate_runs_a_bounded_search_and_prints_the_table() {
     assert!(lines[1..4].iter().all(|l| l.ends_with("yes")), "{text}");
     assert_eq!(lines[4], "highest offered rate with p99 under 1s: 800/s");
 }
+
+/// A window without a transaction measured no latency: the JSON says null
+/// and the table "-", where both once showed 0.0 as if it were very fast.
+#[test]
+fn a_window_without_transactions_has_no_latency() {
+    let args = [
+        "run",
+        "RR1(1B/1B)",
+        "--rate",
+        "1/min",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--no-store",
+    ];
+    let out = stackbench().args(args).arg("--json").output().unwrap();
+    let record = crate::common::json_of(&out);
+    let class = &record["classes"][0];
+    assert_eq!(class["transactions"], 0, "{class}");
+    assert!(class["latency_us"].is_null(), "{}", class["latency_us"]);
+    let out = stackbench().args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cells = |needle: &str| -> Vec<String> {
+        let line = text.lines().find(|l| l.contains(needle) && l.contains('│'));
+        let line = line.unwrap_or_else(|| panic!("no table line with {needle}: {text}"));
+        line.split(['│', '┆'])
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let (header, row) = (cells("p50"), cells("RR1(1B/1B)"));
+    let p50 = header.iter().position(|h| h.starts_with("p50")).unwrap();
+    assert_eq!(row[p50], "-", "p50 of no transaction: {text}");
+}

@@ -71,8 +71,7 @@ fn results_list_show_export() {
         .assert()
         .success()
         .stdout(
-            predicate::str::contains("kernel 6.1.0")
-                .and(predicate::str::contains("server CPU µs/tr")),
+            predicate::str::contains("kernel 6.1.0").and(predicate::str::contains("srv µs/tr")),
         );
     stackbench()
         .args(["results", "show", "999", "--db"])

@@ -231,6 +231,43 @@ fn json_document_has_the_documented_fields() {
 }
 
 #[test]
+fn the_table_fits_columns_and_wide_prints_every_column() {
+    let run = |columns: &str, flags: &[&str]| {
+        let out = stackbench()
+            .args(["run", "RR1(1B/1B)", "--transactions", "50", "--no-store"])
+            .args(flags)
+            .env("COLUMNS", columns)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let narrow = run("80", &[]);
+    for line in narrow.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "wider than 80: {line}\n{narrow}"
+        );
+    }
+    assert!(narrow.contains("--wide shows them"), "{narrow}");
+    let wide = run("80", &["--wide"]);
+    assert!(
+        wide.contains("p99.9 µs") && wide.contains("srv util%"),
+        "{wide}"
+    );
+    assert!(!wide.contains("--wide shows them"), "{wide}");
+    stackbench()
+        .args(["run", "RR1(1B/1B)", "--wide", "--json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--wide"));
+}
+
+#[test]
 fn csv_has_a_header_and_a_row_per_class() {
     let out = stackbench()
         .args([
@@ -561,11 +598,31 @@ fn run_is_stored_with_labels_and_study_runs_against_the_engine() {
          [[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nnodelay = true\n",
     )
     .unwrap();
-    stackbench()
+    let out = stackbench()
         .args(["study", study.to_str().unwrap(), "--db", db])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains("4 runs of study 't' stored"));
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("4 runs of study 't' stored"), "{stderr}");
+    // The summary table on stdout, one row per step; progress on stderr.
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("RR1(1B/1B)"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    assert!(
+        stdout.contains("variant") && stdout.contains("tr/s"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("[1/4]") && stderr.contains("[1/4]"),
+        "{stdout}"
+    );
     let out = stackbench()
         .args(["results", "export", "--db", db, "--format", "json"])
         .output()

@@ -57,7 +57,7 @@ fn transport_errors_are_one_line_exit_2() {
                 "--rekey",
                 "1MB",
             ],
-            "rekey with TLS 1.2 needs renegotiation",
+            "rekey with TLS 1.2 would be a renegotiation, a whole handshake",
         ),
         (
             &[
@@ -250,4 +250,32 @@ fn io_auto_stores_the_backend_it_picked() {
         );
         assert_eq!(doc["classes"][0]["transactions"], 40, "{workload}");
     }
+}
+
+/// An RR class's connections handshake before the window opens: no
+/// handshake latency was measured in it (null, once all 0.0), and the
+/// responder's CPU per handshake, counted over the test's whole life, is
+/// null beside the window's 0 handshakes (once 55,752 µs).
+#[test]
+fn tls_rr_without_window_handshakes_stores_null_figures() {
+    let record = json_ok(stackbench().args([
+        "run",
+        "RR1(1B/1B)",
+        "--transport",
+        "tls",
+        "--duration",
+        "1s",
+        "--warmup",
+        "500ms",
+        "--json",
+        "--no-store",
+    ]));
+    let tls = &record["classes"][0]["tls"];
+    assert_eq!(tls["full_handshakes"], 0, "{tls}");
+    assert!(tls["handshake_latency_us"].is_null(), "{tls}");
+    let cpu = &tls["handshake_cpu_us"];
+    assert!(
+        cpu["server_full"].is_null() && cpu["client_full"].is_null(),
+        "{tls}"
+    );
 }

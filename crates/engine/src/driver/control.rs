@@ -62,9 +62,7 @@ impl ControlClient {
                 client.server_cpus = cpus;
                 Ok(client)
             }
-            Reply::Hello { version, .. } => Err(EngineError::Refused(format!(
-                "the responder speaks control protocol version {version}, this driver                  {PROTOCOL_VERSION}: run the same stackbench version on both sides"
-            ))),
+            Reply::Hello { version, .. } => Err(version_mismatch(version)),
             other => Err(unexpected(other)),
         }
     }
@@ -159,4 +157,23 @@ fn unexpected(reply: Reply) -> EngineError {
         ErrorKind::InvalidData,
         format!("unexpected reply {reply:?}"),
     ))
+}
+
+fn version_mismatch(version: u32) -> EngineError {
+    EngineError::Refused(format!(
+        "the responder speaks control protocol version {version}, this driver \
+         {PROTOCOL_VERSION}: run the same stackbench version on both sides"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    /// A line continuation without its `\\` kept 18 spaces of indentation
+    /// inside this message.
+    #[test]
+    fn version_mismatch_reads_as_one_sentence() {
+        let m = super::version_mismatch(1).to_string();
+        assert!(!m.contains("  "), "{m}");
+        assert!(m.contains("version 1, this driver "), "{m}");
+    }
 }

@@ -93,9 +93,22 @@ pub fn add_server_tls(tls: &mut TlsFigures, s: &ServerTestStats) {
     let cpu = tls
         .handshake_cpu_us
         .get_or_insert_with(HandshakeCpuUs::default);
-    cpu.server_full = HandshakeCpuUs::per_handshake(s.tls_full_cpu_ns, s.tls_full_handshakes);
-    cpu.server_resumed =
-        HandshakeCpuUs::per_handshake(s.tls_resumed_cpu_ns, s.tls_resumed_handshakes);
+    // The responder's counts cover the test's whole life: without a
+    // handshake of the kind in the window, its mean would describe only
+    // handshakes outside it (see `HandshakeCpuUs`).
+    let in_window = |n: u64, total_ns: u64, count: u64| {
+        HandshakeCpuUs::per_handshake(total_ns, count).filter(|_| n > 0)
+    };
+    cpu.server_full = in_window(
+        tls.full_handshakes,
+        s.tls_full_cpu_ns,
+        s.tls_full_handshakes,
+    );
+    cpu.server_resumed = in_window(
+        tls.resumed_handshakes,
+        s.tls_resumed_cpu_ns,
+        s.tls_resumed_handshakes,
+    );
 }
 
 /// `tls_mode ktls`: the class's switched connections on each side and the
@@ -126,11 +139,7 @@ pub fn population(
         return None;
     }
     let pacing = Pacing::effective(spec.pacing, cfg.think, cfg.rate);
-    let lag = acc
-        .lag
-        .as_ref()
-        .filter(|h| h.count() > 0)
-        .map(LatencyHistogram::summary_us);
+    let lag = acc.lag.as_ref().and_then(LatencyHistogram::summary_us);
     Some(PopulationFigures {
         pacing: match pace {
             Pace::Closed => PacingMode::Closed,
@@ -148,7 +157,10 @@ pub fn population(
             _ => None,
         },
         arrivals: pace.is_open().then(|| cfg.arrivals.name().to_string()),
-        latency_uncorrected_us: acc.uncorrected.as_ref().map(LatencyHistogram::summary_us),
+        latency_uncorrected_us: acc
+            .uncorrected
+            .as_ref()
+            .and_then(LatencyHistogram::summary_us),
         late: acc.late,
         dropped: acc.dropped,
         generator_lag_us: lag.map(|l| LagUs {
@@ -296,6 +308,32 @@ mod tests {
              --duration ended; lengthen --duration or lower --transactions"
         );
         assert_eq!(shortfall(&c, &[done(1_000_000), done(1_000_000)]), None);
+    }
+
+    /// An RR class handshakes before its window opens: the responder's
+    /// whole-life count (here one full handshake, which carried OpenSSL's
+    /// set-up) gave "server 55752" µs per handshake beside "0 full".
+    #[test]
+    fn responder_handshake_cpu_only_beside_window_handshakes() {
+        let stats = ServerTestStats {
+            tls_full_handshakes: 1,
+            tls_full_cpu_ns: 55_752_000,
+            tls_resumed_handshakes: 2,
+            tls_resumed_cpu_ns: 400_000,
+            ..ServerTestStats::default()
+        };
+        let mut none_in_window = TlsFigures::default();
+        add_server_tls(&mut none_in_window, &stats);
+        let cpu = none_in_window.handshake_cpu_us.unwrap();
+        assert_eq!((cpu.server_full, cpu.server_resumed), (None, None));
+        let mut some = TlsFigures {
+            full_handshakes: 3,
+            ..TlsFigures::default()
+        };
+        add_server_tls(&mut some, &stats);
+        let cpu = some.handshake_cpu_us.unwrap();
+        assert_eq!(cpu.server_full, Some(55_752.0));
+        assert_eq!(cpu.server_resumed, None);
     }
 
     #[test]

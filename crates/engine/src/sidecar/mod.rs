@@ -85,7 +85,7 @@ pub struct ProxyReport {
     pub version: String,
     pub cipher: String,
     pub cipher_code: u16,
-    pub handshake_latency_us: LatencyUs,
+    pub handshake_latency_us: Option<LatencyUs>,
 }
 
 impl ProxyReport {

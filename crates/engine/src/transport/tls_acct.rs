@@ -11,9 +11,11 @@
 //! of the sender's count ([`key_updates_received`]).
 //!
 //! TLS 1.2 would re-key by renegotiation. It is refused ([`check_rekey`]):
-//! a renegotiation the server starts needs the server to read the client's
-//! hello, and a server that only writes (STR GET) never reads, so the
-//! half-duplex state machines here would stall it.
+//! a renegotiation is a whole handshake (key exchange, certificate) in the
+//! middle of the connection, not the record-layer key change TLS 1.3's
+//! KeyUpdate is, and the connections here do not drive one; in a stream GET
+//! it could not work at all, as the server only writes and would never read
+//! the client's hello.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +25,7 @@ use foreign_types::ForeignTypeRef;
 use openssl::ex_data::Index;
 use openssl::ssl::{SslContext, SslContextBuilder, SslContextRef, SslRef};
 use stackbench_model::settings::TlsVersion;
+use stackbench_model::{StreamDirection, Workload};
 
 /// `SSL_KEY_UPDATE_NOT_REQUESTED`: update our sending keys only (the peer
 /// updates its receiving keys, and re-keys its own sending side when its
@@ -97,16 +100,28 @@ unsafe extern "C" fn on_message(
     }
 }
 
-/// Refuses a re-key the version cannot do here (one line, with the fix).
-pub fn check_rekey(version: TlsVersion, bytes: u64) -> Result<(), String> {
-    if bytes > 0 && version == TlsVersion::V12 {
-        return Err(
-            "rekey with TLS 1.2 needs renegotiation, which a write-only server (STR GET) \
-             cannot drive here: use --tls-version 1.3 (KeyUpdate) or drop --rekey"
-                .to_string(),
-        );
+/// Refuses a re-key the version cannot do here (one line, with the fix),
+/// naming the reason that holds for the run's `workloads`.
+pub fn check_rekey(version: TlsVersion, bytes: u64, workloads: &[Workload]) -> Result<(), String> {
+    if bytes == 0 || version != TlsVersion::V12 {
+        return Ok(());
     }
-    Ok(())
+    let get = workloads
+        .iter()
+        .flat_map(|w| &w.classes)
+        .find(|c| c.stream_direction() == Some(StreamDirection::Get));
+    let stall = get.map_or(String::new(), |c| {
+        format!(
+            ", and in {c} the server only writes, so it would never read the client's \
+             hello and the stream would stall"
+        )
+    });
+    Err(format!(
+        "rekey with TLS 1.2 would be a renegotiation, a whole handshake (key exchange and \
+         certificate) in the middle of the connection rather than the key change --rekey \
+         measures (TLS 1.3's KeyUpdate), which stackbench does not drive{stall}: use \
+         --tls-version 1.3 or drop --rekey"
+    ))
 }
 
 /// The re-key size a context carries.
@@ -195,12 +210,32 @@ pub(crate) fn thread_cpu_ns() -> u64 {
 mod tests {
     use super::*;
 
+    fn workloads(notation: &str) -> Vec<Workload> {
+        vec![notation.parse().unwrap()]
+    }
+
     #[test]
     fn tls12_rekey_is_refused_in_one_line() {
-        let e = check_rekey(TlsVersion::V12, 1 << 20).unwrap_err();
+        let rr = workloads("RR1(1B/1B)");
+        let e = check_rekey(TlsVersion::V12, 1 << 20, &rr).unwrap_err();
         assert!(e.contains("--tls-version 1.3") && !e.contains('\n'), "{e}");
-        assert!(check_rekey(TlsVersion::V12, 0).is_ok());
-        assert!(check_rekey(TlsVersion::V13, 1 << 20).is_ok());
+        assert!(check_rekey(TlsVersion::V12, 0, &rr).is_ok());
+        assert!(check_rekey(TlsVersion::V13, 1 << 20, &rr).is_ok());
+    }
+
+    /// An RR run was told its server was write-only (STR GET): the stall
+    /// is named only where a stream GET is in the run.
+    #[test]
+    fn tls12_rekey_reason_fits_the_workload() {
+        let e = check_rekey(TlsVersion::V12, 1 << 20, &workloads("RR1(1B/1B)")).unwrap_err();
+        assert!(e.contains("whole handshake"), "{e}");
+        assert!(!e.contains("only writes") && !e.contains("STR"), "{e}");
+        let mix = workloads("RR1(100B/800B)+STR2(1B/20MB)");
+        let e = check_rekey(TlsVersion::V12, 1 << 20, &mix).unwrap_err();
+        assert!(e.contains("in STR2(1B/20MB) the server only writes"), "{e}");
+        let put = workloads("STR1(20MB/1B)");
+        let e = check_rekey(TlsVersion::V12, 1 << 20, &put).unwrap_err();
+        assert!(!e.contains("only writes"), "{e}");
     }
 
     #[test]

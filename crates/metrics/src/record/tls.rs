@@ -20,8 +20,10 @@ pub struct TlsFigures {
     /// ("short", a resumed session), completed in the window.
     pub full_handshakes: u64,
     pub resumed_handshakes: u64,
-    /// From connect to the handshake's end, apart from transaction latency.
-    pub handshake_latency_us: LatencyUs,
+    /// From connect to the handshake's end, apart from transaction latency;
+    /// `None` (null) when no handshake completed in the window (an RR run's
+    /// connections all handshake before it opens).
+    pub handshake_latency_us: Option<LatencyUs>,
     /// `--rekey`: key updates the driver's connections of the class started
     /// in the window (0 without it, and in records older than it).
     #[serde(default)]
@@ -42,7 +44,10 @@ pub struct TlsFigures {
 /// on each side: the CPU of the calls that advanced it (key exchange,
 /// signatures, certificate), not the connect or accept. The driver's are
 /// over the window's handshakes, the responder's over the test's whole life.
-/// `None` where no handshake of that kind happened.
+/// `None` where no handshake of that kind happened, and for the responder
+/// also where none of that kind completed in the window: its figure would
+/// then come only from handshakes outside it (an RR run's set-up, where the
+/// first carries OpenSSL's one-time initialisation: 55,752 µs was seen).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct HandshakeCpuUs {
     pub client_full: Option<f64>,

@@ -26,11 +26,7 @@ pub fn check_little_law(class: &ClassResult) -> Option<Warning> {
         return None;
     }
     let wait_s = p.wait_mean_s?;
-    let busy_us = p
-        .latency_uncorrected_us
-        .as_ref()
-        .unwrap_or(&class.latency_us)
-        .mean;
+    let busy_us = p.latency_uncorrected_us.or(class.latency_us)?.mean;
     let implied = class.rate_tps * (busy_us / 1e6 + wait_s);
     let n = f64::from(class.clients);
     (100.0 * (implied / n - 1.0).abs() > LITTLE_LAW_PCT).then(|| Warning::LittleLawOff {
@@ -62,7 +58,10 @@ mod tests {
         let mut c = crate::record::tests::sample_class();
         c.clients = clients;
         c.rate_tps = rate_tps;
-        c.latency_us.mean = r_us;
+        c.latency_us = Some(LatencyUs {
+            mean: r_us,
+            ..Default::default()
+        });
         c.population = Some(PopulationFigures {
             pacing: PacingMode::Think,
             wait_mean_s: Some(z_s),

@@ -119,7 +119,7 @@ pub fn check_delayed_ack_stall(class: &ClassResult) -> Option<Warning> {
         transactions: band.transactions,
         low_ms: band.low_us / 1e3,
         high_ms: band.high_us / 1e3,
-        p50_us: class.latency_us.p50,
+        p50_us: class.latency_us.map_or(0.0, |l| l.p50),
     })
 }
 

@@ -21,10 +21,10 @@ fn side(util_pct: f64) -> SideCpu {
 
 #[test]
 fn driver_saturation_by_set_or_by_thread() {
-    assert_eq!(check_driver_saturated(&side(50.0), None), None);
+    assert_eq!(check_driver_saturated(&side(50.0), None, None), None);
     assert!(matches!(
-        check_driver_saturated(&side(95.0), None),
-        Some(Warning::DriverSaturated { busy_pct }) if busy_pct == 95.0
+        check_driver_saturated(&side(95.0), None, None),
+        Some(Warning::DriverSaturated { busy_pct, background_pct: None }) if busy_pct == 95.0
     ));
     // Unpinned 2-CPU view at 50%, but the one driver thread used 9.5 of 10 s.
     let mut one_thread = side(50.0);
@@ -32,8 +32,31 @@ fn driver_saturation_by_set_or_by_thread() {
         cpu_seconds: 9.5,
         ..ProcessCpu::default()
     });
-    assert!(check_driver_saturated(&one_thread, Some(1)).is_some());
-    assert!(check_driver_saturated(&one_thread, Some(2)).is_none());
+    assert!(check_driver_saturated(&one_thread, Some(1), None).is_some());
+    assert!(check_driver_saturated(&one_thread, Some(2), None).is_none());
+}
+
+/// The CPU-set view counts other work on the driver's CPUs; when the idle
+/// baseline already showed it, the warning says the figure includes it
+/// instead of blaming the driver alone.
+#[test]
+fn driver_saturation_names_background_load_seen_in_the_baseline() {
+    let w = check_driver_saturated(&side(95.0), None, Some(60.0)).unwrap();
+    assert_eq!(w.code(), "driver_saturated");
+    let m = w.to_string();
+    assert!(m.contains("already 60% busy with other work"), "{m}");
+    assert!(!m.contains("measures the load generator"), "{m}");
+    // A quiet baseline (below the background bound) changes nothing.
+    let quiet = check_driver_saturated(&side(95.0), None, Some(2.0)).unwrap();
+    assert!(quiet.to_string().contains("measures the load generator"));
+    // The driver's own threads at 95%: the driver is saturated whatever else ran.
+    let mut own = side(95.0);
+    own.process = Some(ProcessCpu {
+        cpu_seconds: 9.5,
+        ..ProcessCpu::default()
+    });
+    let w = check_driver_saturated(&own, Some(1), Some(60.0)).unwrap();
+    assert!(w.to_string().contains("measures the load generator"), "{w}");
 }
 
 #[test]
@@ -122,10 +145,17 @@ fn confidence_not_reached() {
     assert!(check_confidence(&empty).is_some());
 }
 
-#[test]
-fn codes_are_stable_snake_case_and_records_carry_them() {
-    let all = [
-        Warning::DriverSaturated { busy_pct: 95.0 },
+/// One warning of every kind, with figures that make each message whole.
+fn every_warning() -> Vec<Warning> {
+    vec![
+        Warning::DriverSaturated {
+            busy_pct: 95.0,
+            background_pct: None,
+        },
+        Warning::DriverSaturated {
+            busy_pct: 95.0,
+            background_pct: Some(40.0),
+        },
         Warning::DriverSpinning { busy_pct: 99.0 },
         Warning::SharedCpus {
             client_cpus: vec![0],
@@ -169,8 +199,24 @@ fn codes_are_stable_snake_case_and_records_carry_them() {
             late: 5,
             dropped: 0,
         },
-    ];
-    for w in &all {
+        Warning::LabChanged {
+            changes: vec!["veth0 rate 1Gbit → 100Mbit".into()],
+        },
+        Warning::IpsecIdle {
+            interfaces: vec!["a/veth0 (out +0, in +0)".into()],
+        },
+        Warning::IoFallback {
+            reason: "io uring not used, this run measured epoll: CRR is not covered".into(),
+        },
+        Warning::KtlsNotCarried {
+            why: vec!["TlsTxSw did not rise".into()],
+        },
+    ]
+}
+
+#[test]
+fn codes_are_stable_snake_case_and_records_carry_them() {
+    for w in &every_warning() {
         assert!(w.code().chars().all(|c| c.is_ascii_lowercase() || c == '_'));
         let r = w.to_record(Some("RR1(1B/1B)"));
         assert_eq!(r.code, w.code());
@@ -184,12 +230,12 @@ fn codes_are_stable_snake_case_and_records_carry_them() {
 #[test]
 fn class_warnings_collects_class_level_checks() {
     let class = crate::record::tests::sample_class();
-    assert!(class_warnings(&class, Some(1), false).is_empty());
+    assert!(class_warnings(&class, Some(1), false, None).is_empty());
     let mut bad = class;
     bad.duration_s = 1.0;
     bad.per_second_tps = vec![100.0, 10.0, 100.0];
     bad.cpu = Some(CpuFigures::combine(Some(side(99.0)), None, None));
-    let codes: Vec<&str> = class_warnings(&bad, None, false)
+    let codes: Vec<&str> = class_warnings(&bad, None, false, None)
         .iter()
         .map(Warning::code)
         .collect();
@@ -198,8 +244,52 @@ fn class_warnings_collects_class_level_checks() {
         vec!["run_too_short", "rate_unsteady", "driver_saturated"]
     );
     // A spinning driver is busy by design: the warning says so instead.
-    let spun = class_warnings(&bad, None, true);
+    let spun = class_warnings(&bad, None, true, None);
     assert!(spun.iter().all(|w| w.code() != "driver_saturated"));
     let w = spun.iter().find(|w| w.code() == "driver_spinning").unwrap();
     assert!(w.to_string().contains("does not show saturation"), "{w}");
+}
+
+/// A line continuation that lost its `\\` keeps the next line's indentation
+/// inside the message (driver_behind and little_law_off once carried runs of
+/// 20 spaces).
+#[test]
+fn no_message_has_two_spaces_in_a_row() {
+    let mut all = every_warning();
+    all.push(Warning::LittleLawOff {
+        clients: 100,
+        implied_clients: 110.0,
+        connected: 100,
+        errors: 0,
+        lag_p99_us: Some(40.0),
+    });
+    for w in &all {
+        let m = w.to_string();
+        assert!(!m.contains("  "), "[{}] {m}", w.code());
+    }
+}
+
+#[test]
+fn little_law_prints_the_gap_and_the_count_in_words() {
+    let w = Warning::LittleLawOff {
+        clients: 1,
+        implied_clients: 0.95,
+        connected: 1,
+        errors: 0,
+        lag_p99_us: None,
+    };
+    let m = w.to_string();
+    assert!(m.contains("N = 1 client but X(R+Z) = 0.9500;"), "{m}");
+    let w = Warning::LittleLawOff {
+        clients: 8192,
+        implied_clients: 7782.4,
+        connected: 8192,
+        errors: 0,
+        lag_p99_us: None,
+    };
+    assert!(
+        w.to_string()
+            .contains("N = 8192 clients but X(R+Z) = 7782;"),
+        "{w}"
+    );
 }

@@ -144,7 +144,7 @@ fn an_emulated_kernel_study_shows_ratios_without_verdicts() {
 #[test]
 fn results_show_prints_the_guest() {
     let run = &guest_runs("new", NEW, "tcg", runs(1, 1.0, 1.0, 1))[0];
-    let text = render_show(run);
+    let text = render_show(run, stackbench_results::output::Layout::NOT_A_TERMINAL);
     assert!(text.contains(
         "guest kernel 6.1.0-48-cloud-amd64 (linux-image-6.1.0-48-cloud-amd64-unsigned), tcg — emulated (TCG): timings are functional only, 2 vCPUs, 2048 MiB, qemu 7.2.9, on host kernel 6.8.0-test"
     ), "{text}");

@@ -20,7 +20,47 @@ fn record() -> stackbench_metrics::RunRecord {
 
 #[test]
 fn human_table() {
-    insta::assert_snapshot!(output::human(&record()));
+    insta::assert_snapshot!(output::human(&record(), output::Layout::NOT_A_TERMINAL));
+}
+
+/// `--wide`: every column, as the table was before it was fitted.
+#[test]
+fn human_table_wide() {
+    let layout = output::Layout {
+        width: 80,
+        wide: true,
+    };
+    insta::assert_snapshot!(output::human(&record(), layout));
+}
+
+/// An 80-column terminal: the key columns and the settings fit, so no row
+/// wraps (all 17 columns took 186, and the settings wrapped at ~100).
+#[test]
+fn human_output_fits_80_columns() {
+    let layout = output::Layout {
+        width: 80,
+        wide: false,
+    };
+    let text = output::human(&record(), layout);
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "{} > 80: {line}",
+            line.chars().count()
+        );
+    }
+    for key in [
+        "class",
+        "tr/s",
+        "p50 µs",
+        "p99 µs",
+        "cli µs/tr",
+        "srv µs/tr",
+        "errors",
+    ] {
+        assert!(text.contains(key), "{key}: {text}");
+    }
+    assert!(text.contains("seed=default"), "{text}");
 }
 
 #[test]
@@ -75,7 +115,7 @@ fn human_output_of_a_population() {
         connect_s: 0.002,
         ..PopulationFigures::default()
     });
-    let text = output::human(&r);
+    let text = output::human(&r, output::Layout::NOT_A_TERMINAL);
     let lines: String = text
         .lines()
         .skip_while(|l| !l.starts_with("population"))
@@ -90,7 +130,7 @@ fn human_table_marks_an_incomplete_run() {
     let mut r = record();
     r.complete = false;
     r.incomplete_reason = Some("interrupted (Ctrl-C)".into());
-    let text = output::human(&r);
+    let text = output::human(&r, output::Layout::NOT_A_TERMINAL);
     assert!(text.contains("INCOMPLETE: interrupted (Ctrl-C)"), "{text}");
 }
 
@@ -99,7 +139,7 @@ fn human_table_marks_an_incomplete_run() {
 #[test]
 fn human_table_says_which_side_spun() {
     use stackbench_model::settings::Spin;
-    assert!(!output::human(&record()).contains("busy-polled"));
+    assert!(!output::human(&record(), output::Layout::NOT_A_TERMINAL).contains("busy-polled"));
     for (spin, side) in [
         (Spin::Driver, "spin driver: the driver (cli) busy-polled"),
         (
@@ -113,7 +153,7 @@ fn human_table_says_which_side_spun() {
     ] {
         let mut r = record();
         r.settings.spin = spin;
-        let text = output::human(&r);
+        let text = output::human(&r, output::Layout::NOT_A_TERMINAL);
         assert!(text.contains(side), "{text}");
         assert!(text.contains("spin="), "settings block: {text}");
     }
