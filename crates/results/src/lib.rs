@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod compare_output;
+pub mod complete;
 pub mod doc;
 pub mod env;
 pub mod export;
@@ -12,6 +13,7 @@ pub mod fixtures;
 pub mod metric;
 pub mod observe;
 pub mod output;
+pub mod quality;
 pub mod release_table;
 pub mod report;
 mod report_env;

@@ -13,10 +13,12 @@ use stackbench_metrics::RunRecord;
 
 use crate::compare::{compare, emulated_sides, is_emulated, Comparison, Margins};
 use crate::compare_output::{format_pct, format_value, summary_sentences};
+use crate::complete::{left_out_line, split_complete};
 use crate::doc::{render_html, render_markdown, Block};
 use crate::figure::{workload_figure, FigureError, VariantSamples};
-use crate::metric::{Metric, Samples};
+use crate::metric::{class_key, Metric, Samples};
 use crate::observe::{conclusion, workload_sentences};
+use crate::quality::Quality;
 use crate::release_table::{ratio_figure, release_table, variant_kernels, ReleaseTable};
 use crate::report_env::environment_items;
 use crate::store::{Labels, StoredRun};
@@ -189,14 +191,23 @@ impl Builder<'_> {
     }
 
     fn study(&mut self, input: &StudyInput) -> Result<(), FigureError> {
-        let sweep = study_sweep(input)?;
+        // Aggregates are made of complete runs only (see `complete`); the
+        // incomplete ones are marked on the figures and listed below them.
+        let (complete, incomplete) = split_complete(&input.runs);
+        let quality = Quality::of(&input.runs);
+        let sweep = study_sweep(&input.name, &complete)?;
         // Swept runs are shown by the sweep subsection; the rest as always.
-        let plain: Vec<&StoredRun> = input.runs.iter().filter(|r| !is_swept(&r.labels)).collect();
+        let plain: Vec<&StoredRun> = complete
+            .iter()
+            .copied()
+            .filter(|r| !is_swept(&r.labels))
+            .collect();
         let v = Variants::of(plain.iter().copied());
         let all = Samples::collect(plain.iter().map(|r| &r.record));
         let mut keys = all.keys.clone();
         keys.extend(sweep.iter().flat_map(|s| s.workloads.iter().cloned()));
-        let mut environment = environment_items(input, &Variants::of(&input.runs), &keys);
+        let mut environment =
+            environment_items(input, &Variants::of(complete.iter().copied()), &keys);
         environment.extend(sweep.as_ref().map(|s| format!("Swept: {}", s.environment)));
         self.h(
             2,
@@ -213,6 +224,8 @@ impl Builder<'_> {
         self.p("Below is the environment configuration in which the data was collected:");
         self.blocks.push(Block::List(environment));
         self.h(3, "Observations", None);
+        self.blocks
+            .extend(left_out_line(&incomplete).map(Block::Paragraph));
         if let Some(s) = &sweep {
             self.blocks.push(Block::List(s.observations.clone()));
         }
@@ -242,14 +255,15 @@ impl Builder<'_> {
                 )
             })
             .collect();
-        let variants: Vec<VariantSamples> = per_variant
-            .iter()
-            .map(|(n, s)| VariantSamples {
-                name: n,
-                samples: s,
-            })
-            .collect();
         for key in &all.keys {
+            let variants: Vec<VariantSamples> = per_variant
+                .iter()
+                .map(|(n, s)| VariantSamples {
+                    name: n,
+                    samples: s,
+                    marks: quality.marks(n, key),
+                })
+                .collect();
             let svg = workload_figure(key, &variants)?;
             let cpu = [Metric::CpuClientUsPerTran, Metric::CpuServerUsPerTran]
                 .iter()
@@ -258,15 +272,28 @@ impl Builder<'_> {
                 .iter()
                 .map(|(n, s)| format!("{n} {}", s.get(key, Metric::RateTps).len()))
                 .collect();
-            self.figure(
-                format!(
-                    "{}: {key} — transaction rate, latency (p50, p99){} by variant; bars are means over the repetitions, error bars ±1 standard deviation (runs: {}).",
-                    input.name,
-                    if cpu { " and CPU per transaction on each side" } else { "" },
-                    runs.join(", ")
-                ),
-                svg,
+            let cut: Vec<&StoredRun> = incomplete
+                .iter()
+                .copied()
+                .filter(|r| !is_swept(&r.labels))
+                .filter(|r| r.record.classes.iter().any(|c| &class_key(c) == key))
+                .collect();
+            let mut caption = format!(
+                "{}: {key} — transaction rate, latency (p50, p99){} by variant; bars are means over the complete repetitions, error bars ±1 standard deviation (runs: {}).",
+                input.name,
+                if cpu { " and CPU per transaction on each side" } else { "" },
+                runs.join(", ")
             );
+            if !cut.is_empty() {
+                caption.push_str(" Incomplete runs are drawn as hollow red circles at their own values and are not in the bars.");
+            }
+            if let Some(q) = quality.caption(key, &plain) {
+                caption.push(' ');
+                caption.push_str(&q);
+            }
+            self.figure(caption, svg);
+            self.blocks
+                .extend(left_out_line(&cut).map(Block::Paragraph));
         }
         let release: Vec<ReleaseTable> = variant_kernels(&v.groups)
             .map(|k| {
@@ -291,6 +318,13 @@ impl Builder<'_> {
         if let Some(s) = sweep {
             self.sweep(s);
         }
+        self.h(3, "Measurement quality", None);
+        let names: Vec<String> = Variants::of(&input.runs)
+            .groups
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        self.blocks.extend(quality.blocks(&names));
         Ok(())
     }
 
@@ -416,15 +450,14 @@ const APPENDIX_CPU: &[&str] = &[
     "For example, a side using 25% of 4 CPUs — one CPU's worth — for a 10-second window consumes 10 CPU-seconds; with 1,000,000 transactions in those 10 seconds (100,000 tr/s) the cost is 10 CPU-seconds / 1,000,000 transactions = 10 µs/tr.",
 ];
 
-/// The sweep subsection of a study whose runs carry `sweep` labels.
-fn study_sweep(input: &StudyInput) -> Result<Option<SweepSection>, FigureError> {
-    let runs: Vec<(&Labels, &RunRecord)> = input
-        .runs
+/// The sweep subsection of a study's complete runs that carry `sweep` labels.
+fn study_sweep(study: &str, complete: &[&StoredRun]) -> Result<Option<SweepSection>, FigureError> {
+    let runs: Vec<(&Labels, &RunRecord)> = complete
         .iter()
         .filter(|r| is_swept(&r.labels))
         .map(|r| (&r.labels, &r.record))
         .collect();
-    sweep_section(&input.name, &runs)
+    sweep_section(study, &runs)
 }
 
 fn slug(name: &str) -> String {

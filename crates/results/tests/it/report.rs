@@ -527,6 +527,9 @@ fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &
     let png_path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/report-{png_name}.png"));
     let _ = std::fs::remove_file(&png_path);
+    // The workspace's target/ is absent when CARGO_TARGET_DIR points
+    // elsewhere, and Chromium does not create a screenshot's directory.
+    std::fs::create_dir_all(png_path.parent().unwrap()).unwrap();
     let out = chromium(
         bin,
         &dir.path().join("p2"),
@@ -566,5 +569,87 @@ fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &
     assert!(
         light > total / 2,
         "mostly not light ({light} of {total}): broken render?"
+    );
+}
+
+/// A study where variant `nagle` holds two complete runs and one interrupted
+/// (SIGTERM: 0 transactions, `complete: false`), and `nodelay` two complete
+/// runs. Run ids: nagle 1, 2 complete and 3 incomplete; nodelay 11, 12.
+fn study_with_incomplete_run() -> StudyInput {
+    let rec = |rate: f64, i: usize| {
+        with_cpu(
+            &record("RR2(64B/64B)", rate, 50.0, 90.0, i as f64),
+            8.0,
+            9.0,
+        )
+    };
+    let mut nagle = stored(
+        "quick",
+        "nagle",
+        "6.6.0",
+        vec![rec(20_000.0, 1), rec(20_100.0, 2), rec(0.0, 3)],
+        1,
+    );
+    let cut = &mut nagle[2].record;
+    cut.complete = false;
+    cut.incomplete_reason = Some("interrupted by SIGTERM".into());
+    for c in &mut cut.classes {
+        c.transactions = 0;
+    }
+    let mut all = nagle;
+    all.extend(stored(
+        "quick",
+        "nodelay",
+        "6.6.0",
+        vec![rec(30_000.0, 4), rec(30_200.0, 5)],
+        11,
+    ));
+    StudyInput {
+        name: "quick".into(),
+        description: String::new(),
+        study: None,
+        runs: all,
+    }
+}
+
+fn report_of(studies: &[StudyInput]) -> Report {
+    let opts = ReportOptions {
+        title: "Quick".into(),
+        generated: "2024-05-01".into(),
+        margins: Margins::default(),
+    };
+    build_report(studies, &opts).unwrap()
+}
+
+/// Issue 21 point 2: an interrupted run (0 transactions) was averaged into
+/// the figure's bar and counted in the comparison (n=3). It must be shown,
+/// marked, and left out of every aggregate with a line saying so.
+#[test]
+fn incomplete_runs_are_shown_but_left_out_of_aggregates() {
+    let report = report_of(&[study_with_incomplete_run()]);
+    let md = &report.markdown;
+    assert!(
+        md.contains("20,050 (n=2)"),
+        "nagle's mean over its 2 complete runs:\n{md}"
+    );
+    assert!(
+        !md.contains("(n=3)"),
+        "the incomplete run was counted:\n{md}"
+    );
+    assert!(md.contains("runs: nagle 2, nodelay 2"), "{md}");
+    assert!(
+        md.contains("1 incomplete run was left out of every mean, error bar, verdict and fit: run 3 (nagle): interrupted by SIGTERM"),
+        "{md}"
+    );
+    assert!(md.contains("incomplete: interrupted by SIGTERM"), "{md}");
+    // Drawn, marked, with its reason as the tooltip.
+    let svg = &report.figures[0].1;
+    assert!(
+        svg.contains("run 3 (nagle): incomplete: interrupted by SIGTERM"),
+        "no marked run in the figure"
+    );
+    assert!(
+        svg.contains("stroke=\"#D55E00\""),
+        "no hollow mark for the incomplete run"
     );
 }
