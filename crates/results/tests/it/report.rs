@@ -493,10 +493,21 @@ fn sweep_report_renders_in_chromium() {
     render_in_chromium(&sweep_report(), "Scalability", "sweep", "sweep-screenshot");
 }
 
-fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &str) {
+/// Renders `report` in headless Chromium and checks it (see above); returns
+/// the rendered DOM, or `None` when Chromium is absent and not required.
+fn render_in_chromium(
+    report: &Report,
+    title: &str,
+    html_name: &str,
+    png_name: &str,
+) -> Option<String> {
     let Some(bin) = find_chromium() else {
+        assert!(
+            std::env::var_os("STACKBENCH_REQUIRE").is_none(),
+            "STACKBENCH_REQUIRE is set but chromium is not installed"
+        );
         eprintln!("SKIP rendering the {html_name} report: chromium is not installed (.ci/run installs it)");
-        return;
+        return None;
     };
     let figures = report.figures.len();
     let dir = tempfile::tempdir().unwrap();
@@ -515,7 +526,7 @@ fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &
         &dir.path().join("p1"),
         &["--dump-dom".into(), url.clone()],
     );
-    let dom = String::from_utf8_lossy(&dom.stdout);
+    let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
     assert!(
         dom.contains(&format!("<h1 id=\"top\">{title}</h1>")),
         "page did not load: {}",
@@ -570,6 +581,7 @@ fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &
         light > total / 2,
         "mostly not light ({light} of {total}): broken render?"
     );
+    Some(dom)
 }
 
 /// A study where variant `nagle` holds two complete runs and one interrupted
@@ -652,4 +664,81 @@ fn incomplete_runs_are_shown_but_left_out_of_aggregates() {
         svg.contains("stroke=\"#D55E00\""),
         "no hollow mark for the incomplete run"
     );
+}
+
+fn warning(code: &str, message: &str) -> stackbench_metrics::WarningRecord {
+    stackbench_metrics::WarningRecord {
+        code: code.into(),
+        message: message.into(),
+        class: None,
+    }
+}
+
+/// The study of [`study_with_incomplete_run`] with warnings: nagle's run 1
+/// saw background load, nodelay's runs both stalled on delayed ACKs.
+fn study_with_warnings() -> StudyInput {
+    let mut input = study_with_incomplete_run();
+    for r in &mut input.runs {
+        match r.id {
+            1 => r.record.warnings.push(warning(
+                "background_load",
+                "the idle baseline showed the client CPUs 31% busy:          stop other work",
+            )),
+            11 | 12 => r.record.warnings.push(warning(
+                "delayed_ack_stall",
+                "2.1% of transactions took 35–250 ms: pass --nodelay",
+            )),
+            _ => {}
+        }
+    }
+    input
+}
+
+/// Issue 21 point 2: report.html showed no warning at all. Each warned run is
+/// marked on its figure (codes in the SVG tooltip), listed in a measurement
+/// quality table per variant, and a figure whose every run is warned says so.
+#[test]
+fn warnings_are_shown_where_the_figure_is_drawn() {
+    let report = report_of(&[study_with_warnings()]);
+    let html = &report.html;
+    for code in ["background_load", "delayed_ack_stall", "incomplete"] {
+        assert!(html.contains(code), "report.html lacks {code}");
+    }
+    assert!(html.contains("<h3>Measurement quality</h3>"));
+    assert!(html.contains("<td>delayed_ack_stall</td>"), "{html}");
+    assert!(html.contains("2.1% of transactions took 35–250 ms: pass --nodelay</td>"));
+    assert!(html.contains("31% busy: stop other work"), "spaces collapsed");
+    let svg = &report.figures[0].1;
+    assert!(svg.contains("<title>run 1 (nagle): background_load — note [1]</title>"));
+    assert!(svg.contains("<title>run 11 (nodelay): delayed_ack_stall — note [3]</title>"));
+    let md = &report.markdown;
+    assert!(md.contains("Warned runs (background_load, delayed_ack_stall) are marked"), "{md}");
+
+    // Only the nodelay variant: every run in the figure is warned.
+    let mut only = study_with_warnings();
+    only.runs.retain(|r| r.id > 10);
+    let md = report_of(&[only]).markdown;
+    assert!(
+        md.contains("Every run in this figure carries a warning: delayed_ack_stall"),
+        "{md}"
+    );
+}
+
+/// The warned report in headless Chromium: the measurement-quality table and
+/// the marks' tooltips are in the rendered DOM.
+#[test]
+fn warnings_render_in_chromium() {
+    let report = report_of(&[study_with_warnings()]);
+    let Some(dom) = render_in_chromium(&report, "Quick", "warnings", "warnings-screenshot") else {
+        return;
+    };
+    assert!(dom.contains("<h3>Measurement quality</h3>"));
+    for cell in [
+        "<td>background_load</td>",
+        "<td>delayed_ack_stall</td>",
+        "<td>incomplete</td>",
+    ] {
+        assert!(dom.contains(cell), "rendered DOM lacks {cell}");
+    }
+    assert!(dom.contains("<title>run 3 (nagle): incomplete: interrupted by SIGTERM — note [2]</title>"));
 }
