@@ -103,43 +103,61 @@ impl<'a> Quality<'a> {
     /// the complete runs the figure's bars are made of: that every one of
     /// them is warned (with the codes), or how warned runs are marked.
     pub fn caption(&self, key: &str, complete: &[&StoredRun]) -> Option<String> {
-        let shown: Vec<&&StoredRun> = complete
+        let shown: Vec<&StoredRun> = complete
             .iter()
+            .copied()
             .filter(|r| r.record.classes.iter().any(|c| class_key(c) == key))
             .collect();
-        let warned = |r: &StoredRun| -> Vec<String> {
-            self.notes
+        self.caption_of(&shown, Some(key)).map(|(all, codes)| {
+            if all {
+                all_warned(&codes)
+            } else {
+                format!(
+                    "Warned runs ({}) are marked with a triangle and their note number.",
+                    codes.join(", ")
+                )
+            }
+        })
+    }
+
+    /// The caption's sentence for a figure drawn from `shown` (every class of
+    /// them, as a sweep figure is) when every one of them is warned.
+    pub fn all_warned_caption(&self, shown: &[&StoredRun]) -> Option<String> {
+        match self.caption_of(shown, None)? {
+            (true, codes) => Some(all_warned(&codes)),
+            (false, _) => None,
+        }
+    }
+
+    /// Whether every run of `shown` is noted, and the codes of those that
+    /// are; `None` when none is.
+    fn caption_of(&self, shown: &[&StoredRun], key: Option<&str>) -> Option<(bool, Vec<String>)> {
+        let mut codes: Vec<String> = Vec::new();
+        let mut all = !shown.is_empty();
+        for r in shown {
+            let what = self
+                .notes
                 .iter()
                 .find(|n| n.run.id == r.id)
-                .map(|n| n.what(key))
-                .unwrap_or_default()
-        };
-        let mut codes: Vec<String> = Vec::new();
-        let mut any = false;
-        let mut all = !shown.is_empty();
-        for r in &shown {
-            let w = warned(r);
-            any |= !w.is_empty();
-            all &= !w.is_empty();
-            for c in w {
+                .map(|n| match key {
+                    Some(k) => n.what(k),
+                    None => n
+                        .run
+                        .record
+                        .warnings
+                        .iter()
+                        .map(|w| w.code.clone())
+                        .collect(),
+                })
+                .unwrap_or_default();
+            all &= !what.is_empty();
+            for c in what {
                 if !codes.contains(&c) {
                     codes.push(c);
                 }
             }
         }
-        if all {
-            Some(format!(
-                "Every run in this figure carries a warning: {} — read the figure with the measurement-quality table below.",
-                codes.join(", ")
-            ))
-        } else if any {
-            Some(format!(
-                "Warned runs ({}) are marked with a triangle and their note number.",
-                codes.join(", ")
-            ))
-        } else {
-            None
-        }
+        (!codes.is_empty()).then_some((all, codes))
     }
 
     /// The "Measurement quality" blocks: per variant, a table of its noted
@@ -209,4 +227,11 @@ fn rows_of(n: &Note) -> Vec<Vec<String>> {
         ]);
     }
     rows
+}
+
+fn all_warned(codes: &[String]) -> String {
+    format!(
+        "Every run in this figure carries a warning: {} — read the figure with the measurement-quality table below.",
+        codes.join(", ")
+    )
 }

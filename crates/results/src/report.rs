@@ -316,7 +316,7 @@ impl Builder<'_> {
         }
         self.release(&input.name, &release)?;
         if let Some(s) = sweep {
-            self.sweep(s);
+            self.sweep(s, &complete, &quality);
         }
         self.h(3, "Measurement quality", None);
         let names: Vec<String> = Variants::of(&input.runs)
@@ -342,12 +342,23 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// The subsection of a study's swept runs (see `sweep_report`).
-    fn sweep(&mut self, s: SweepSection) {
+    /// The subsection of a study's swept runs (see `sweep_report`); a figure
+    /// whose every run is warned says so in its caption.
+    fn sweep(&mut self, s: SweepSection, complete: &[&StoredRun], quality: &Quality) {
         self.h(3, s.heading, None);
         self.blocks.extend(s.intro);
         for f in s.figures {
-            self.figure(f.caption, f.svg);
+            let shown: Vec<&StoredRun> = complete
+                .iter()
+                .copied()
+                .filter(|r| is_swept(&r.labels))
+                .filter(|r| r.labels.get("workload") == Some(&f.workload))
+                .collect();
+            let mut caption = f.caption;
+            if let Some(q) = quality.all_warned_caption(&shown) {
+                caption = format!("{caption} {q}");
+            }
+            self.figure(caption, f.svg);
             self.blocks.extend(f.after);
         }
     }

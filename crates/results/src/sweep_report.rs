@@ -18,6 +18,8 @@ use crate::sweep_usl::{fit_usl, usl_sentences, UslFailure, UslFit};
 /// One figure of the subsection and the blocks that follow it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepFigure {
+    /// The base workload swept (the runs' `workload` label).
+    pub workload: String,
     pub caption: String,
     pub svg: String,
     /// USL sentences (a client sweep) and the table of the points.
@@ -91,6 +93,7 @@ pub fn sweep_section(
             after.push(table(&sweep, class));
             let drawn = curves.iter().any(Option::is_some);
             figures.push(SweepFigure {
+                workload: w.workload.clone(),
                 caption: caption(study, &sweep, &who, class, drawn),
                 svg,
                 after,

@@ -707,12 +707,18 @@ fn warnings_are_shown_where_the_figure_is_drawn() {
     assert!(html.contains("<h3>Measurement quality</h3>"));
     assert!(html.contains("<td>delayed_ack_stall</td>"), "{html}");
     assert!(html.contains("2.1% of transactions took 35–250 ms: pass --nodelay</td>"));
-    assert!(html.contains("31% busy: stop other work"), "spaces collapsed");
+    assert!(
+        html.contains("31% busy: stop other work"),
+        "spaces collapsed"
+    );
     let svg = &report.figures[0].1;
     assert!(svg.contains("<title>run 1 (nagle): background_load — note [1]</title>"));
     assert!(svg.contains("<title>run 11 (nodelay): delayed_ack_stall — note [3]</title>"));
     let md = &report.markdown;
-    assert!(md.contains("Warned runs (background_load, delayed_ack_stall) are marked"), "{md}");
+    assert!(
+        md.contains("Warned runs (background_load, delayed_ack_stall) are marked"),
+        "{md}"
+    );
 
     // Only the nodelay variant: every run in the figure is warned.
     let mut only = study_with_warnings();
@@ -740,5 +746,41 @@ fn warnings_render_in_chromium() {
     ] {
         assert!(dom.contains(cell), "rendered DOM lacks {cell}");
     }
-    assert!(dom.contains("<title>run 3 (nagle): incomplete: interrupted by SIGTERM — note [2]</title>"));
+    assert!(
+        dom.contains("<title>run 3 (nagle): incomplete: interrupted by SIGTERM — note [2]</title>")
+    );
+}
+
+/// The TN3270 case of issue 21: a sweep whose every run saw background load
+/// (CPU/tr falling as users rise) read as scalability. The sweep figure's
+/// caption says every run is warned; an interrupted sweep run is left out of
+/// the points and the fit.
+#[test]
+fn a_sweep_of_warned_runs_says_so_and_drops_incomplete_points() {
+    let mut input = sweep_study();
+    for r in &mut input.runs {
+        r.record.warnings.push(warning(
+            "background_load",
+            "the idle baseline showed the server CPUs 40% busy",
+        ));
+    }
+    let mut cut = sweep_run("base", USL_BASE, 64, 3, 31);
+    cut.id = 99_999;
+    cut.record.complete = false;
+    cut.record.incomplete_reason = Some("interrupted by SIGTERM".into());
+    cut.record.classes[0].rate_tps = 0.0;
+    input.runs.push(cut);
+    let md = report_of(&[input]).markdown;
+    assert!(
+        md.contains("Every run in this figure carries a warning: background_load"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 64 | base | 3 |"),
+        "the incomplete run was counted at N=64:\n{md}"
+    );
+    assert!(
+        md.contains("run 99999 (base): interrupted by SIGTERM"),
+        "{md}"
+    );
 }
