@@ -24,3 +24,4 @@ pub mod sweep_figure;
 pub mod sweep_report;
 pub mod sweep_text;
 pub mod sweep_usl;
+pub mod verdict_table;

@@ -17,7 +17,7 @@ use crate::complete::{left_out_line, split_complete};
 use crate::doc::{render_html, render_markdown, Block};
 use crate::figure::{workload_figure, FigureError, VariantSamples};
 use crate::metric::{class_key, Metric, Samples};
-use crate::observe::{conclusion, workload_sentences};
+use crate::observe::{changed_sentences, conclusion};
 use crate::quality::Quality;
 use crate::release_table::{ratio_figure, release_table, variant_kernels, ReleaseTable};
 use crate::report_env::environment_items;
@@ -25,6 +25,7 @@ use crate::store::{Labels, StoredRun};
 use crate::study::Study;
 use crate::sweep::is_swept;
 use crate::sweep_report::{sweep_section, SweepSection};
+use crate::verdict_table::verdict_table;
 
 /// One study's stored runs and what is known about it.
 #[derive(Debug, Clone)]
@@ -229,16 +230,10 @@ impl Builder<'_> {
         if let Some(s) = &sweep {
             self.blocks.push(Block::List(s.observations.clone()));
         }
-        let mut comps = Vec::new();
-        for i in 1..v.groups.len() {
-            let c = v.compare_with_baseline(i, self.opts.margins);
-            self.p(conclusion(&c));
-            let mut items = workload_sentences(&c);
-            items.extend(summary_sentences(&c));
-            items.extend(c.notes.iter().map(|n| format!("Note: {n}")));
-            self.blocks.push(Block::List(items));
-            comps.push(c);
-        }
+        let comps: Vec<Comparison> = (1..v.groups.len())
+            .map(|i| v.compare_with_baseline(i, self.opts.margins))
+            .collect();
+        self.observations(&comps);
         // A study of swept runs only has no ordinary results to show.
         let ordinary = !plain.is_empty() || sweep.is_none();
         if v.groups.len() < 2 && ordinary {
@@ -326,6 +321,35 @@ impl Builder<'_> {
             .collect();
         self.blocks.extend(quality.blocks(&names));
         Ok(())
+    }
+
+    /// Per variant its conclusion, then one verdict table for the study,
+    /// sentences only for the verdicts that found a change, and the notes
+    /// (each once, though every comparison may give it).
+    fn observations(&mut self, comps: &[Comparison]) {
+        for c in comps {
+            self.p(conclusion(c));
+        }
+        if let Some(table) = verdict_table(comps) {
+            self.blocks.push(table);
+        }
+        let changed: Vec<String> = comps.iter().flat_map(changed_sentences).collect();
+        if !changed.is_empty() {
+            self.blocks.push(Block::List(changed));
+        } else if !comps.is_empty() {
+            self.p("No verdict found a change: every metric is EQUIVALENT or INCONCLUSIVE.");
+        }
+        let mut notes: Vec<String> = Vec::new();
+        for n in comps.iter().flat_map(|c| &c.notes) {
+            if !notes.contains(n) {
+                notes.push(n.clone());
+            }
+        }
+        if !notes.is_empty() {
+            self.blocks.push(Block::List(
+                notes.iter().map(|n| format!("Note: {n}")).collect(),
+            ));
+        }
     }
 
     /// The kernel comparison of a study whose variants differ by `kernel`

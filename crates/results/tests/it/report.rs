@@ -784,3 +784,62 @@ fn a_sweep_of_warned_runs_says_so_and_drops_incomplete_points() {
         "{md}"
     );
 }
+
+/// Issue 21 point 2: the observations gave each variant five near-identical
+/// sentences. Now: one verdict table per study (variant × workload × metric:
+/// ratio, interval, verdict, n) and sentences only for what changed.
+#[test]
+fn observations_are_one_verdict_table_and_sentences_for_changes() {
+    let md = report_of(&[study_with_incomplete_run()]).markdown;
+    let obs = &md[md.find("### Observations").unwrap()..md.find("### Results").unwrap()];
+    assert_eq!(obs.matches("| Variant vs baseline | Workload | Metric | Ratio B/A | 90% interval | Verdict | n (A/B) |").count(), 1, "{obs}");
+    assert!(
+        obs.contains(
+            "| nodelay vs nagle | RR2(64B/64B) | tr/s | 1.501× | 1.482× … 1.521× | BETTER | 2/2 |"
+        ),
+        "{obs}"
+    );
+    assert!(
+        obs.contains("| nodelay vs nagle | RR2(64B/64B) | client CPU µs/tr | 1.000× |"),
+        "{obs}"
+    );
+    assert!(
+        obs.contains("- nodelay has higher transaction rate than nagle in RR2(64B/64B) (ratio 1.501×, 90% CI 1.482× … 1.521×): BETTER."),
+        "{obs}"
+    );
+    assert!(
+        !obs.contains("uses the same client CPU"),
+        "a sentence for an unchanged metric:\n{obs}"
+    );
+    assert!(!obs.contains("On average"), "{obs}");
+}
+
+/// Issue 21 point 2: bars 100× apart (lab-priority: 98 vs 8,016 tr/s) left
+/// the short bar unreadable; each bar now carries its value and its ratio to
+/// the smallest.
+#[test]
+fn bars_ten_times_apart_carry_their_values() {
+    let rec = |rate: f64, i: usize| record("RR1(1B/1B)", rate, 50.0, 90.0, i as f64);
+    let mut runs = stored("prio", "low", "6.6.0", vec![rec(98.0, 1), rec(98.0, 2)], 1);
+    runs.extend(stored(
+        "prio",
+        "high",
+        "6.6.0",
+        vec![rec(8_016.0, 3), rec(8_016.0, 4)],
+        11,
+    ));
+    let report = report_of(&[StudyInput {
+        name: "prio".into(),
+        description: String::new(),
+        study: None,
+        runs,
+    }]);
+    let svg = &report.figures[0].1;
+    // plotters writes each text's content on its own line.
+    let texts: Vec<&str> = svg.lines().map(str::trim).collect();
+    assert!(texts.contains(&"98"), "the short bar's value");
+    assert!(
+        texts.contains(&"8.0k (82×)"),
+        "the tall bar's value and ratio"
+    );
+}
