@@ -20,7 +20,7 @@ use crate::metric::{class_key, Metric, Samples};
 use crate::observe::{changed_sentences, conclusion};
 use crate::quality::Quality;
 use crate::release_table::{ratio_figure, release_table, variant_kernels, ReleaseTable};
-use crate::report_env::environment_items;
+use crate::report_env::{environment_items, study_file_mismatches};
 use crate::store::{Labels, StoredRun};
 use crate::study::Study;
 use crate::sweep::is_swept;
@@ -102,12 +102,15 @@ impl<'a> Variants<'a> {
         c
     }
 
-    /// `value` if every variant gives the same, else `A: x; B: y`.
+    /// `value` if every variant gives the same, else `A: x; B: y`. Each
+    /// variant's value is taken from every one of its runs: where they
+    /// differ it reads `x (runs 1, 2), y (run 3)`, so one run cannot speak
+    /// for the others.
     pub(crate) fn per_variant(&self, f: impl Fn(&StoredRun) -> Option<String>) -> Option<String> {
         let vals: Vec<(String, String)> = self
             .groups
             .iter()
-            .filter_map(|(n, runs)| Some((n.clone(), f(runs.first()?)?)))
+            .filter_map(|(n, runs)| Some((n.clone(), of_runs(runs, &f)?)))
             .collect();
         let first = vals.first()?.1.clone();
         if vals.iter().all(|(_, v)| *v == first) {
@@ -121,6 +124,31 @@ impl<'a> Variants<'a> {
             )
         }
     }
+}
+
+/// `f`'s value over `runs`: the one value they share, or each distinct value
+/// with the ids of the runs that gave it; `None` when no run gives one.
+fn of_runs(runs: &[&StoredRun], f: &impl Fn(&StoredRun) -> Option<String>) -> Option<String> {
+    let mut seen: Vec<(String, Vec<i64>)> = Vec::new();
+    for r in runs {
+        let Some(v) = f(r) else { continue };
+        match seen.iter_mut().find(|(x, _)| *x == v) {
+            Some((_, ids)) => ids.push(r.id),
+            None => seen.push((v, vec![r.id])),
+        }
+    }
+    if seen.len() <= 1 {
+        return seen.pop().map(|(v, _)| v);
+    }
+    let each: Vec<String> = seen
+        .iter()
+        .map(|(v, ids)| {
+            let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+            let noun = if ids.len() == 1 { "run" } else { "runs" };
+            format!("{v} ({noun} {})", ids.join(", "))
+        })
+        .collect();
+    Some(format!("runs differ: {}", each.join(", ")))
 }
 
 fn comparison_table(c: &Comparison) -> Block {
@@ -221,6 +249,13 @@ impl Builder<'_> {
         } else {
             &input.description
         });
+        let mismatches = study_file_mismatches(input, &complete);
+        if !mismatches.is_empty() {
+            self.p(format!(
+                "Note: {}. This report follows the runs; text taken from the study file, such as the description above, may not.",
+                mismatches.join("; ")
+            ));
+        }
         self.h(3, "Environment configuration", None);
         self.p("Below is the environment configuration in which the data was collected:");
         self.blocks.push(Block::List(environment));

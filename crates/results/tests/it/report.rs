@@ -843,3 +843,76 @@ fn bars_ten_times_apart_carry_their_values() {
         "the tall bar's value and ratio"
     );
 }
+
+const THINK_STUDY: &str = r#"
+name = "think"
+description = "What do users with 30 s think time cost?"
+workloads = ["RR2(64B/64B)"]
+think = "30s"
+repetitions = 3
+[[variant]]
+name = "nagle"
+[[variant]]
+name = "nodelay"
+nodelay = true
+"#;
+
+/// Issue 21 point 2: the report said "Repetitions: 3" after `--repetitions
+/// 2`, and the TN3270 text said 30 s think while 3 s ran. Every statement
+/// comes from the stored settings of the runs shown; where the study file
+/// disagrees the report says so, and runs of one variant that differ are named.
+#[test]
+fn statements_come_from_the_runs_stored_settings() {
+    let rec = |rate: f64, i: usize, nodelay: bool| {
+        let mut r = record("RR2(64B/64B)", rate, 50.0, 90.0, i as f64);
+        r.settings.set("think", "3s").unwrap();
+        r.settings.set("nodelay", &nodelay.to_string()).unwrap();
+        r
+    };
+    let mut runs = stored(
+        "think",
+        "nagle",
+        "6.6.0",
+        vec![rec(100.0, 1, false), rec(101.0, 2, false)],
+        1,
+    );
+    let mut odd = rec(150.0, 4, true);
+    odd.settings.set("think", "1s").unwrap();
+    odd.settings.set("duration", "5s").unwrap();
+    runs.extend(stored(
+        "think",
+        "nodelay",
+        "6.6.0",
+        vec![rec(150.0, 3, true), odd],
+        11,
+    ));
+    let input = StudyInput {
+        name: "think".into(),
+        description: "What do users with 30 s think time cost?".into(),
+        study: Some(parse_study(THINK_STUDY, "think.toml").unwrap()),
+        runs,
+    };
+    let md = report_of(&[input]).markdown;
+    assert!(!md.contains("Repetitions: 3"), "{md}");
+    assert!(
+        md.contains(
+            "Repetitions: 2 per workload and variant, interleaved (the study file asks for 3)"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("Variant nagle (baseline): think = 3s"), "{md}");
+    assert!(
+        md.contains(
+            "Variant nodelay: nodelay = true; its runs differ: think = 3s (run 11), 1s (run 12)"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("Runs: nagle: 10 s measured after 2 s warm-up; nodelay: runs differ: 10 s measured after 2 s warm-up (run 11), 5 s measured after 2 s warm-up (run 12)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("the study file sets think = 30s, but its runs were measured with think = 3s (runs 1, 2, 11), 1s (run 12)"),
+        "{md}"
+    );
+}
