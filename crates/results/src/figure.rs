@@ -140,28 +140,41 @@ struct Series {
     colour: Option<RGBColor>,
 }
 
-/// Whether the bars of a panel differ by [`LABEL_RATIO`] or more, and the
-/// smallest positive mean when they do (the ratios are taken to it).
-fn label_base(series: &[Series]) -> Option<f64> {
-    let means: Vec<f64> = series
+/// Whether the bars of a panel differ by [`LABEL_RATIO`] or more (then
+/// every bar gets its value printed).
+fn needs_labels(series: &[Series]) -> bool {
+    let means: Vec<f64> = series.iter().flat_map(positive_means).collect();
+    let min = means.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = means.iter().copied().fold(0.0, f64::max);
+    means.len() > 1 && max >= LABEL_RATIO * min
+}
+
+fn positive_means(s: &Series) -> Vec<f64> {
+    s.stats
         .iter()
-        .flat_map(|s| s.stats.iter().flatten().map(|(m, _)| *m))
+        .flatten()
+        .map(|(m, _)| *m)
         .filter(|m| *m > 0.0)
-        .collect();
+        .collect()
+}
+
+/// The smallest bar of a series whose own bars (one per variant) differ by
+/// [`LABEL_RATIO`] or more: its bars' ratios are taken to it. Across series
+/// (p50 against p99) a ratio would compare different things, so none.
+fn ratio_base(s: &Series) -> Option<f64> {
+    let means = positive_means(s);
     let min = means.iter().copied().fold(f64::INFINITY, f64::min);
     let max = means.iter().copied().fold(0.0, f64::max);
     (means.len() > 1 && max >= LABEL_RATIO * min).then_some(min)
 }
 
-/// The text printed above a bar of a panel whose bars differ by 10× or more.
-fn bar_label(mean: f64, base: f64) -> String {
-    let ratio = mean / base;
-    if ratio < 1.005 {
-        short(mean)
-    } else if ratio < 10.0 {
-        format!("{} ({ratio:.1}×)", short(mean))
-    } else {
-        format!("{} ({ratio:.0}×)", short(mean))
+/// The text printed above a bar: its value, and its ratio to the series'
+/// smallest bar when `base` is given and the ratio is not 1.
+fn bar_label(mean: f64, base: Option<f64>) -> String {
+    match base.map(|b| mean / b) {
+        Some(r) if r >= 1.005 && r < 10.0 => format!("{} ({r:.1}×)", short(mean)),
+        Some(r) if r >= 10.0 => format!("{} ({r:.0}×)", short(mean)),
+        _ => short(mean),
     }
 }
 
@@ -193,12 +206,12 @@ fn panel(
                 .flat_map(|s| marked(s.metric).map(|(_, v, _)| v)),
         )
         .fold(0.0f64, f64::max);
-    let labels = label_base(series);
+    let labels = needs_labels(series);
     // Headroom above the tallest error bar; more when a legend or the bar
     // values sit there.
     let headroom = if series.iter().any(|s| s.legend.is_some()) {
         1.45
-    } else if labels.is_some() {
+    } else if labels {
         1.3
     } else {
         1.15
@@ -276,7 +289,8 @@ fn panel(
                 )
             }))
             .map_err(|e| err(&e))?;
-        if let Some(base) = labels {
+        if labels {
+            let base = ratio_base(s);
             let style =
                 TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
             chart
@@ -467,13 +481,18 @@ mod tests {
             stats: vec![Some((m, 0.0)), Some((m * 82.0, 0.0))],
             colour: None,
         };
-        assert_eq!(label_base(&[s(98.0)]), Some(98.0));
-        let close = Series {
-            stats: vec![Some((98.0, 0.0)), Some((500.0, 0.0))],
+        assert!(needs_labels(&[s(98.0)]));
+        assert_eq!(ratio_base(&s(98.0)), Some(98.0));
+        let close = |m: f64| Series {
+            stats: vec![Some((m, 0.0)), Some((m * 1.04, 0.0))],
             ..s(1.0)
         };
-        assert_eq!(label_base(&[close]), None);
-        assert_eq!(bar_label(98.0, 98.0), "98");
-        assert_eq!(bar_label(8036.0, 98.0), "8.0k (82×)");
+        assert!(!needs_labels(&[close(98.0)]));
+        // p50 and p99 80× apart: values printed, but no ratio across series.
+        assert!(needs_labels(&[close(52.0), close(4_100.0)]));
+        assert_eq!(ratio_base(&close(52.0)), None);
+        assert_eq!(bar_label(98.0, Some(98.0)), "98");
+        assert_eq!(bar_label(8036.0, Some(98.0)), "8.0k (82×)");
+        assert_eq!(bar_label(4100.0, None), "4.1k");
     }
 }

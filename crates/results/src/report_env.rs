@@ -123,8 +123,10 @@ pub(crate) fn environment_items(input: &StudyInput, v: &Variants, keys: &[String
 }
 
 /// Settings that differ from run to run without being a choice of the study
-/// (placement, addresses, window lengths, shown elsewhere).
-const INCIDENTAL: [&str; 7] = [
+/// (placement, addresses, window lengths shown elsewhere, and the random
+/// seed each run draws unless one is given).
+const INCIDENTAL: [&str; 8] = [
+    "seed",
     "target",
     "client_cpus",
     "server_cpus",
