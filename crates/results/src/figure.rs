@@ -172,7 +172,7 @@ fn ratio_base(s: &Series) -> Option<f64> {
 /// smallest bar when `base` is given and the ratio is not 1.
 fn bar_label(mean: f64, base: Option<f64>) -> String {
     match base.map(|b| mean / b) {
-        Some(r) if r >= 1.005 && r < 10.0 => format!("{} ({r:.1}×)", short(mean)),
+        Some(r) if (1.005..10.0).contains(&r) => format!("{} ({r:.1}×)", short(mean)),
         Some(r) if r >= 10.0 => format!("{} ({r:.0}×)", short(mean)),
         _ => short(mean),
     }
