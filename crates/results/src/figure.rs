@@ -71,10 +71,10 @@ pub const WARNED_COLOUR: &str = "#E69F00";
 pub const LABEL_RATIO: f64 = 10.0;
 
 /// A mark placed in backend pixels, written into the SVG after plotters.
-struct Placed {
-    x: i32,
-    y: i32,
-    mark: RunMark,
+pub(crate) struct Placed {
+    pub(crate) x: i32,
+    pub(crate) y: i32,
+    pub(crate) mark: RunMark,
 }
 
 impl Placed {
@@ -337,7 +337,7 @@ fn has(workload: &str, variants: &[VariantSamples], m: Metric) -> bool {
 }
 
 /// The SVG with the run marks written in before its closing tag.
-fn with_marks(mut svg: String, placed: &[Placed]) -> String {
+pub(crate) fn with_marks(mut svg: String, placed: &[Placed]) -> String {
     if let Some(end) = svg.rfind("</svg>") {
         let marks: String = placed.iter().map(Placed::svg).collect();
         svg.insert_str(end, &marks);

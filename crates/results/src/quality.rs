@@ -5,13 +5,15 @@
 //! captions, and in the "Measurement quality" table of each variant, so a
 //! reader can go from a suspicious point to the message saying what to change.
 
-use stackbench_metrics::WarningRecord;
+use stackbench_metrics::{ClassResult, WarningRecord};
 
 use crate::complete::{incomplete_reason, variant_of};
 use crate::doc::Block;
 use crate::figure::RunMark;
 use crate::metric::{class_key, Metric};
 use crate::store::StoredRun;
+use crate::sweep::{is_swept, Axis};
+use crate::sweep_figure::SweepMark;
 
 /// One run worth a note: warned, incomplete or both.
 struct Note<'a> {
@@ -34,6 +36,30 @@ impl Note<'_> {
                     .any(|k| &k.notation == c && class_key(k) == key),
             })
             .collect()
+    }
+
+    /// The run drawn as a point on the figure of `class` (one of its
+    /// classes); `None` when nothing concerns that class.
+    fn mark(&self, class: &ClassResult) -> Option<RunMark> {
+        let what = self.what(&class_key(class));
+        if what.is_empty() {
+            return None;
+        }
+        Some(RunMark {
+            title: format!(
+                "run {} ({}): {} — note [{}]",
+                self.run.id,
+                variant_of(self.run),
+                what.join(", "),
+                self.number
+            ),
+            footnote: self.number,
+            incomplete: !self.run.record.complete,
+            values: Metric::ALL
+                .iter()
+                .filter_map(|m| Some((*m, m.value(class)?)))
+                .collect(),
+        })
     }
 
     /// "incomplete: reason" and/or the warning codes, for a tooltip.
@@ -74,27 +100,26 @@ impl<'a> Quality<'a> {
     pub fn marks(&self, variant: &str, key: &str) -> Vec<RunMark> {
         self.notes
             .iter()
-            .filter(|n| variant_of(n.run) == variant)
+            .filter(|n| variant_of(n.run) == variant && !is_swept(&n.run.labels))
             .filter_map(|n| {
-                let what = n.what(key);
                 let class = n.run.record.classes.iter().find(|c| class_key(c) == key)?;
-                if what.is_empty() {
-                    return None;
-                }
-                Some(RunMark {
-                    title: format!(
-                        "run {} ({variant}): {} — note [{}]",
-                        n.run.id,
-                        what.join(", "),
-                        n.number
-                    ),
-                    footnote: n.number,
-                    incomplete: !n.run.record.complete,
-                    values: Metric::ALL
-                        .iter()
-                        .filter_map(|m| Some((*m, m.value(class)?)))
-                        .collect(),
-                })
+                n.mark(class)
+            })
+            .collect()
+    }
+
+    /// The marks on the sweep figure of class number `class` of base
+    /// workload `workload`: each noted swept run at its value of the axis.
+    pub fn sweep_marks(&self, axis: &Axis, workload: &str, class: usize) -> Vec<SweepMark> {
+        let dimension = format!("sweep.{}", axis.dimension);
+        self.notes
+            .iter()
+            .filter(|n| is_swept(&n.run.labels))
+            .filter(|n| n.run.labels.get("workload").map(String::as_str) == Some(workload))
+            .filter_map(|n| {
+                let x = axis.position(n.run.labels.get(&dimension)?)?;
+                let mark = n.mark(n.run.record.classes.get(class)?)?;
+                Some(SweepMark { x, mark })
             })
             .collect()
     }

@@ -24,7 +24,8 @@ use crate::report_env::{environment_items, study_file_mismatches};
 use crate::store::{Labels, StoredRun};
 use crate::study::Study;
 use crate::sweep::is_swept;
-use crate::sweep_report::{sweep_section, SweepSection};
+use crate::sweep::Axis;
+use crate::sweep_report::{sweep_section, MarksOf, SweepSection};
 use crate::verdict_table::verdict_table;
 
 /// One study's stored runs and what is known about it.
@@ -224,7 +225,9 @@ impl Builder<'_> {
         // incomplete ones are marked on the figures and listed below them.
         let (complete, incomplete) = split_complete(&input.runs);
         let quality = Quality::of(&input.runs);
-        let sweep = study_sweep(&input.name, &complete)?;
+        let marks =
+            |axis: &Axis, workload: &str, class: usize| quality.sweep_marks(axis, workload, class);
+        let sweep = study_sweep(&input.name, &complete, &marks)?;
         // Swept runs are shown by the sweep subsection; the rest as always.
         let plain: Vec<&StoredRun> = complete
             .iter()
@@ -521,13 +524,17 @@ const APPENDIX_CPU: &[&str] = &[
 ];
 
 /// The sweep subsection of a study's complete runs that carry `sweep` labels.
-fn study_sweep(study: &str, complete: &[&StoredRun]) -> Result<Option<SweepSection>, FigureError> {
+fn study_sweep(
+    study: &str,
+    complete: &[&StoredRun],
+    marks: &MarksOf,
+) -> Result<Option<SweepSection>, FigureError> {
     let runs: Vec<(&Labels, &RunRecord)> = complete
         .iter()
         .filter(|r| is_swept(&r.labels))
         .map(|r| (&r.labels, &r.record))
         .collect();
-    sweep_section(study, &runs)
+    sweep_section(study, &runs, marks)
 }
 
 fn slug(name: &str) -> String {

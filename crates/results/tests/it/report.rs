@@ -770,7 +770,21 @@ fn a_sweep_of_warned_runs_says_so_and_drops_incomplete_points() {
     cut.record.incomplete_reason = Some("interrupted by SIGTERM".into());
     cut.record.classes[0].rate_tps = 0.0;
     input.runs.push(cut);
-    let md = report_of(&[input]).markdown;
+    let report = report_of(&[input]);
+    let svg = &report.figures[0].1;
+    assert!(
+        svg.contains("<title>run 99999 (base): incomplete: interrupted by SIGTERM"),
+        "the incomplete sweep run is not drawn"
+    );
+    assert!(
+        svg.contains("(tuned): background_load — note ["),
+        "warned points are not marked"
+    );
+    let _ = std::fs::write(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-sweep-warned.svg"),
+        svg,
+    );
+    let md = report.markdown;
     assert!(
         md.contains("Every run in this figure carries a warning: background_load"),
         "{md}"
