@@ -77,11 +77,25 @@ pub(crate) struct Placed {
     pub(crate) mark: RunMark,
 }
 
-impl Placed {
+/// Marks closer than this in both directions are drawn as one, so runs at
+/// the same value do not pile their note numbers into an unreadable blot.
+const MERGE_PX: i32 = 6;
+
+/// Marks merged at one place: the first's position, every run's tooltip line
+/// and note number.
+struct Spot {
+    x: i32,
+    y: i32,
+    incomplete: bool,
+    titles: Vec<String>,
+    notes: Vec<usize>,
+}
+
+impl Spot {
     fn svg(&self) -> String {
         let (x, y) = (self.x, self.y);
-        let title = crate::doc::escape(&self.mark.title);
-        let shape = if self.mark.incomplete {
+        let title = crate::doc::escape(&self.titles.join("\n"));
+        let shape = if self.incomplete {
             format!(
                 "<circle cx=\"{x}\" cy=\"{y}\" r=\"6\" fill=\"white\" fill-opacity=\"0.6\" stroke=\"{INCOMPLETE_COLOUR}\" stroke-width=\"2.5\"/>"
             )
@@ -95,13 +109,46 @@ impl Placed {
                 y + 5
             )
         };
+        let mut notes: Vec<String> = self.notes.iter().map(usize::to_string).collect();
+        if notes.len() > 3 {
+            notes.truncate(2);
+            notes.push("…".into());
+        }
         format!(
             "<g class=\"run-mark\"><title>{title}</title>{shape}<text x=\"{}\" y=\"{}\" font-family=\"{FONT}\" font-size=\"11\">[{}]</text></g>\n",
             x + 8,
             y + 4,
-            self.mark.footnote
+            notes.join(",")
         )
     }
+}
+
+/// The placed marks merged into spots (see [`MERGE_PX`]), in order.
+fn spots(placed: &[Placed]) -> Vec<Spot> {
+    let mut out: Vec<Spot> = Vec::new();
+    for p in placed {
+        let near = out.iter_mut().find(|s| {
+            s.incomplete == p.mark.incomplete
+                && (s.x - p.x).abs() <= MERGE_PX
+                && (s.y - p.y).abs() <= MERGE_PX
+        });
+        match near {
+            Some(s) => {
+                if !s.notes.contains(&p.mark.footnote) {
+                    s.titles.push(p.mark.title.clone());
+                    s.notes.push(p.mark.footnote);
+                }
+            }
+            None => out.push(Spot {
+                x: p.x,
+                y: p.y,
+                incomplete: p.mark.incomplete,
+                titles: vec![p.mark.title.clone()],
+                notes: vec![p.mark.footnote],
+            }),
+        }
+    }
+    out
 }
 
 /// Mean and standard deviation of one metric for each variant (`None` when a
@@ -339,7 +386,7 @@ fn has(workload: &str, variants: &[VariantSamples], m: Metric) -> bool {
 /// The SVG with the run marks written in before its closing tag.
 pub(crate) fn with_marks(mut svg: String, placed: &[Placed]) -> String {
     if let Some(end) = svg.rfind("</svg>") {
-        let marks: String = placed.iter().map(Placed::svg).collect();
+        let marks: String = spots(placed).iter().map(Spot::svg).collect();
         svg.insert_str(end, &marks);
     }
     svg

@@ -713,7 +713,11 @@ fn warnings_are_shown_where_the_figure_is_drawn() {
     );
     let svg = &report.figures[0].1;
     assert!(svg.contains("<title>run 1 (nagle): background_load — note [1]</title>"));
-    assert!(svg.contains("<title>run 11 (nodelay): delayed_ack_stall — note [3]</title>"));
+    // Runs 11 and 12 sit at the same value: one mark, both in its tooltip.
+    assert!(svg.contains(
+        "<title>run 11 (nodelay): delayed_ack_stall — note [3]\nrun 12 (nodelay): delayed_ack_stall — note [4]</title>"
+    ));
+    assert!(svg.contains(">[3,4]</text>"));
     let md = &report.markdown;
     assert!(
         md.contains("Warned runs (background_load, delayed_ack_stall) are marked"),
