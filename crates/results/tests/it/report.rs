@@ -934,3 +934,53 @@ fn statements_come_from_the_runs_stored_settings() {
         "{md}"
     );
 }
+
+/// A kernel-to-kernel study with an interrupted run on the new kernel: the
+/// kernel comparison's ratios are over complete runs only.
+#[test]
+fn kernel_comparison_leaves_incomplete_runs_out() {
+    use stackbench_results::fixtures::with_kernel;
+    let rec = |rate: f64, kernel: &str, i: usize| {
+        with_kernel(
+            &with_cpu(&record("RR1(1B/1B)", rate, 50.0, 90.0, i as f64), 8.0, 9.0),
+            kernel,
+            "kvm",
+        )
+    };
+    let mut runs = stored(
+        "k",
+        "6.1",
+        "6.1.0",
+        vec![
+            rec(1000.0, "linux-image-6.1.0-test", 1),
+            rec(1000.0, "linux-image-6.1.0-test", 2),
+        ],
+        1,
+    );
+    let mut new = stored(
+        "k",
+        "6.6",
+        "6.6.0",
+        vec![
+            rec(0.0, "linux-image-6.6.0-test", 3),
+            rec(1100.0, "linux-image-6.6.0-test", 4),
+            rec(1100.0, "linux-image-6.6.0-test", 5),
+        ],
+        11,
+    );
+    new[0].record.complete = false;
+    new[0].record.incomplete_reason = Some("interrupted by SIGTERM".into());
+    runs.extend(new);
+    let md = report_of(&[StudyInput {
+        name: "k".into(),
+        description: String::new(),
+        study: None,
+        runs,
+    }])
+    .markdown;
+    let section = &md[md.find("### Kernel comparison").expect(&md)..];
+    assert!(
+        section.contains("1.100"),
+        "rate ratio over complete runs:\n{section}"
+    );
+}
