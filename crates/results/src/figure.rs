@@ -4,12 +4,7 @@
 //! error bars of ±1 standard deviation over the repetitions.
 //!
 //! Bars are means over complete runs only. Runs worth a second look are drawn
-//! on top as single points ([`RunMark`]): an incomplete run as a hollow red
-//! circle at its own value, a warned run as an orange triangle with its
-//! footnote number; each carries an SVG `<title>` (the browser's tooltip) with
-//! the run id and its warning codes or incomplete reason. plotters has no
-//! `<title>` element, so the marks are written into the SVG after it finishes,
-//! at the pixel positions its coordinate mapping gives.
+//! on top as single points ([`RunMark`], see [`crate::figure_marks`]).
 //!
 //! When the bars of one panel differ by 10× or more, the short bars are
 //! unreadable on a linear axis, so each bar gets its value and its ratio to
@@ -20,6 +15,8 @@
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+pub use crate::figure_marks::RunMark;
+use crate::figure_marks::{with_marks, Placed};
 use crate::metric::{mean_sd, Metric, Samples};
 
 /// Bar colours per variant (colour-blind-safe Okabe–Ito order).
@@ -50,106 +47,8 @@ pub struct VariantSamples<'a> {
     pub marks: Vec<RunMark>,
 }
 
-/// One run drawn as a point over its variant's bar.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunMark {
-    /// The tooltip: run id, variant, and its warning codes or incomplete reason.
-    pub title: String,
-    /// The note number the report's measurement-quality table gives the run.
-    pub footnote: usize,
-    /// Incomplete runs are left out of the bars; warned runs are in them.
-    pub incomplete: bool,
-    /// The run's own value of each metric for this workload.
-    pub values: Vec<(Metric, f64)>,
-}
-
-/// The colour of an incomplete run's hollow circle (Okabe–Ito vermilion).
-pub const INCOMPLETE_COLOUR: &str = "#D55E00";
-/// The fill of a warned run's triangle (Okabe–Ito orange, black outline).
-pub const WARNED_COLOUR: &str = "#E69F00";
 /// Bars differing by this factor or more get their values printed.
 pub const LABEL_RATIO: f64 = 10.0;
-
-/// A mark placed in backend pixels, written into the SVG after plotters.
-pub(crate) struct Placed {
-    pub(crate) x: i32,
-    pub(crate) y: i32,
-    pub(crate) mark: RunMark,
-}
-
-/// Marks closer than this in both directions are drawn as one, so runs at
-/// the same value do not pile their note numbers into an unreadable blot.
-const MERGE_PX: i32 = 6;
-
-/// Marks merged at one place: the first's position, every run's tooltip line
-/// and note number.
-struct Spot {
-    x: i32,
-    y: i32,
-    incomplete: bool,
-    titles: Vec<String>,
-    notes: Vec<usize>,
-}
-
-impl Spot {
-    fn svg(&self) -> String {
-        let (x, y) = (self.x, self.y);
-        let title = crate::doc::escape(&self.titles.join("\n"));
-        let shape = if self.incomplete {
-            format!(
-                "<circle cx=\"{x}\" cy=\"{y}\" r=\"6\" fill=\"white\" fill-opacity=\"0.6\" stroke=\"{INCOMPLETE_COLOUR}\" stroke-width=\"2.5\"/>"
-            )
-        } else {
-            format!(
-                "<path d=\"M{x} {} L{} {} L{} {} Z\" fill=\"{WARNED_COLOUR}\" stroke=\"black\" stroke-width=\"1\"/>",
-                y - 6,
-                x - 6,
-                y + 5,
-                x + 6,
-                y + 5
-            )
-        };
-        let mut notes: Vec<String> = self.notes.iter().map(usize::to_string).collect();
-        if notes.len() > 3 {
-            notes.truncate(2);
-            notes.push("…".into());
-        }
-        format!(
-            "<g class=\"run-mark\"><title>{title}</title>{shape}<text x=\"{}\" y=\"{}\" font-family=\"{FONT}\" font-size=\"11\">[{}]</text></g>\n",
-            x + 8,
-            y + 4,
-            notes.join(",")
-        )
-    }
-}
-
-/// The placed marks merged into spots (see [`MERGE_PX`]), in order.
-fn spots(placed: &[Placed]) -> Vec<Spot> {
-    let mut out: Vec<Spot> = Vec::new();
-    for p in placed {
-        let near = out.iter_mut().find(|s| {
-            s.incomplete == p.mark.incomplete
-                && (s.x - p.x).abs() <= MERGE_PX
-                && (s.y - p.y).abs() <= MERGE_PX
-        });
-        match near {
-            Some(s) => {
-                if !s.notes.contains(&p.mark.footnote) {
-                    s.titles.push(p.mark.title.clone());
-                    s.notes.push(p.mark.footnote);
-                }
-            }
-            None => out.push(Spot {
-                x: p.x,
-                y: p.y,
-                incomplete: p.mark.incomplete,
-                titles: vec![p.mark.title.clone()],
-                notes: vec![p.mark.footnote],
-            }),
-        }
-    }
-    out
-}
 
 /// Mean and standard deviation of one metric for each variant (`None` when a
 /// variant has no value).
@@ -381,15 +280,6 @@ fn has(workload: &str, variants: &[VariantSamples], m: Metric) -> bool {
     variants
         .iter()
         .any(|v| !v.samples.get(workload, m).is_empty())
-}
-
-/// The SVG with the run marks written in before its closing tag.
-pub(crate) fn with_marks(mut svg: String, placed: &[Placed]) -> String {
-    if let Some(end) = svg.rfind("</svg>") {
-        let marks: String = spots(placed).iter().map(Spot::svg).collect();
-        svg.insert_str(end, &marks);
-    }
-    svg
 }
 
 /// Draws the figure of one workload as a standalone SVG document.

@@ -9,6 +9,7 @@ pub mod doc;
 pub mod env;
 pub mod export;
 pub mod figure;
+pub mod figure_marks;
 pub mod fixtures;
 pub mod metric;
 pub mod observe;

@@ -12,9 +12,8 @@
 use plotters::prelude::*;
 use stackbench_plan::usl::Coefficients;
 
-use crate::figure::{
-    short, with_marks, FigureError, Placed, RunMark, FONT, PANEL_H, PANEL_W, VARIANT_COLOURS,
-};
+use crate::figure::{short, FigureError, FONT, PANEL_H, PANEL_W, VARIANT_COLOURS};
+use crate::figure_marks::{with_marks, Placed, RunMark};
 use crate::metric::Metric;
 use crate::sweep::{Axis, ClassSweep, Point, Stat, XKind};
 
