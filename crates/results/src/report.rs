@@ -280,6 +280,52 @@ impl Builder<'_> {
         if ordinary {
             self.h(3, "Results", None);
         }
+        self.workload_figures(&input.name, &v, &quality, &incomplete)?;
+        let release: Vec<ReleaseTable> = variant_kernels(&v.groups)
+            .map(|k| {
+                let tables = comps.iter().enumerate();
+                tables
+                    .map(|(i, c)| release_table(c, &k[0], &k[i + 1]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for c in comps {
+            self.p(format!(
+                "{} compared with {} (baseline):",
+                c.b_name, c.a_name
+            ));
+            self.blocks.push(comparison_table(&c));
+            if let Some(reason) = &c.no_verdict_reason {
+                self.p(format!("Note: {reason}."));
+            }
+            self.comparisons.push((input.name.clone(), c));
+        }
+        self.release(&input.name, &release)?;
+        if let Some(s) = sweep {
+            self.sweep(s, &complete, &quality);
+        }
+        self.h(3, "Measurement quality", None);
+        let names: Vec<String> = Variants::of(&input.runs)
+            .groups
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        self.blocks.extend(quality.blocks(&names));
+        Ok(())
+    }
+
+    /// One figure per workload class of the study's unswept runs: bars over
+    /// the complete runs of each variant (`v`), marks for the noted runs,
+    /// and under each figure the incomplete runs it left out.
+    fn workload_figures(
+        &mut self,
+        study: &str,
+        v: &Variants,
+        quality: &Quality,
+        incomplete: &[&StoredRun],
+    ) -> Result<(), FigureError> {
+        let plain: Vec<&StoredRun> = v.groups.iter().flat_map(|g| g.1.iter().copied()).collect();
+        let all = Samples::collect(plain.iter().map(|r| &r.record));
         let per_variant: Vec<(String, Samples)> = (0..v.groups.len())
             .map(|i| {
                 (
@@ -313,7 +359,7 @@ impl Builder<'_> {
                 .collect();
             let mut caption = format!(
                 "{}: {key} — transaction rate, latency (p50, p99){} by variant; bars are means over the complete repetitions, error bars ±1 standard deviation (runs: {}).",
-                input.name,
+                study,
                 if cpu { " and CPU per transaction on each side" } else { "" },
                 runs.join(", ")
             );
@@ -328,36 +374,6 @@ impl Builder<'_> {
             self.blocks
                 .extend(left_out_line(&cut).map(Block::Paragraph));
         }
-        let release: Vec<ReleaseTable> = variant_kernels(&v.groups)
-            .map(|k| {
-                let tables = comps.iter().enumerate();
-                tables
-                    .map(|(i, c)| release_table(c, &k[0], &k[i + 1]))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for c in comps {
-            self.p(format!(
-                "{} compared with {} (baseline):",
-                c.b_name, c.a_name
-            ));
-            self.blocks.push(comparison_table(&c));
-            if let Some(reason) = &c.no_verdict_reason {
-                self.p(format!("Note: {reason}."));
-            }
-            self.comparisons.push((input.name.clone(), c));
-        }
-        self.release(&input.name, &release)?;
-        if let Some(s) = sweep {
-            self.sweep(s, &complete, &quality);
-        }
-        self.h(3, "Measurement quality", None);
-        let names: Vec<String> = Variants::of(&input.runs)
-            .groups
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
-        self.blocks.extend(quality.blocks(&names));
         Ok(())
     }
 
