@@ -13,7 +13,7 @@ use stackbench_metrics::RunRecord;
 
 use crate::compare::{compare, emulated_sides, is_emulated, Comparison, Margins};
 use crate::compare_output::{format_pct, format_value, summary_sentences};
-use crate::complete::{left_out_line, split_complete};
+use crate::complete::{left_out_line, split_complete, variant_of};
 use crate::doc::{render_html, render_markdown, Block};
 use crate::figure::{workload_figure, FigureError, VariantSamples};
 use crate::metric::{class_key, Metric, Samples};
@@ -295,6 +295,14 @@ impl Builder<'_> {
                 c.b_name, c.a_name
             ));
             self.blocks.push(comparison_table(&c));
+            let cut: Vec<&StoredRun> = incomplete
+                .iter()
+                .copied()
+                .filter(|r| !is_swept(&r.labels))
+                .filter(|r| variant_of(r) == c.a_name || variant_of(r) == c.b_name)
+                .collect();
+            self.blocks
+                .extend(left_out_line(&cut).map(Block::Paragraph));
             if let Some(reason) = &c.no_verdict_reason {
                 self.p(format!("Note: {reason}."));
             }
@@ -302,7 +310,12 @@ impl Builder<'_> {
         }
         self.release(&input.name, &release)?;
         if let Some(s) = sweep {
-            self.sweep(s, &complete, &quality);
+            let cut: Vec<&StoredRun> = incomplete
+                .iter()
+                .copied()
+                .filter(|r| is_swept(&r.labels))
+                .collect();
+            self.sweep(s, &complete, &cut, &quality);
         }
         self.h(3, "Measurement quality", None);
         let names: Vec<String> = Variants::of(&input.runs)
@@ -422,9 +435,17 @@ impl Builder<'_> {
 
     /// The subsection of a study's swept runs (see `sweep_report`); a figure
     /// whose every run is warned says so in its caption.
-    fn sweep(&mut self, s: SweepSection, complete: &[&StoredRun], quality: &Quality) {
+    fn sweep(
+        &mut self,
+        s: SweepSection,
+        complete: &[&StoredRun],
+        incomplete: &[&StoredRun],
+        quality: &Quality,
+    ) {
         self.h(3, s.heading, None);
         self.blocks.extend(s.intro);
+        self.blocks
+            .extend(left_out_line(incomplete).map(Block::Paragraph));
         for f in s.figures {
             let shown: Vec<&StoredRun> = complete
                 .iter()

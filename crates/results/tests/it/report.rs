@@ -654,6 +654,12 @@ fn incomplete_runs_are_shown_but_left_out_of_aggregates() {
         "{md}"
     );
     assert!(md.contains("incomplete: interrupted by SIGTERM"), "{md}");
+    // Said in the observations, under the figure and under the comparison table.
+    assert_eq!(
+        md.matches("1 incomplete run was left out").count(),
+        3,
+        "{md}"
+    );
     // Drawn, marked, with its reason as the tooltip.
     let svg = &report.figures[0].1;
     assert!(
