@@ -2,9 +2,21 @@
 //! a grid of bar charts — transaction rate, latency (p50 and p99) and, when
 //! measured, CPU µs per transaction on each side — one bar per variant, with
 //! error bars of ±1 standard deviation over the repetitions.
+//!
+//! Bars are means over complete runs only. Runs worth a second look are drawn
+//! on top as single points ([`RunMark`], see [`crate::figure_marks`]).
+//!
+//! When the bars of one panel differ by 10× or more, the short bars are
+//! unreadable on a linear axis, so each bar gets its value and its ratio to
+//! the smallest bar printed above it. A log axis was not chosen: a bar's
+//! length then no longer says anything (a log axis has no zero to start
+//! from), and readers compare bar lengths.
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+pub use crate::figure_marks::RunMark;
+use crate::figure_marks::{with_marks, Placed};
 use crate::metric::{mean_sd, Metric, Samples};
 
 /// Bar colours per variant (colour-blind-safe Okabe–Ito order).
@@ -27,11 +39,16 @@ pub(crate) const PANEL_H: u32 = 300;
 #[error("cannot draw figure: {0}")]
 pub struct FigureError(pub(crate) String);
 
-/// One variant's samples of one workload.
+/// One variant's samples of one workload (complete runs only), and the runs
+/// to mark on its bars.
 pub struct VariantSamples<'a> {
     pub name: &'a str,
     pub samples: &'a Samples,
+    pub marks: Vec<RunMark>,
 }
+
+/// Bars differing by this factor or more get their values printed.
+pub const LABEL_RATIO: f64 = 10.0;
 
 /// Mean and standard deviation of one metric for each variant (`None` when a
 /// variant has no value).
@@ -63,27 +80,85 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 /// One bar series: a name for the legend (None: colour by variant), its
 /// per-variant (mean, sd), and a colour.
 struct Series {
+    metric: Metric,
     legend: Option<&'static str>,
     stats: Vec<Option<(f64, f64)>>,
     colour: Option<RGBColor>,
 }
 
+/// Whether the bars of a panel differ by [`LABEL_RATIO`] or more (then
+/// every bar gets its value printed).
+fn needs_labels(series: &[Series]) -> bool {
+    let means: Vec<f64> = series.iter().flat_map(positive_means).collect();
+    let min = means.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = means.iter().copied().fold(0.0, f64::max);
+    means.len() > 1 && max >= LABEL_RATIO * min
+}
+
+fn positive_means(s: &Series) -> Vec<f64> {
+    s.stats
+        .iter()
+        .flatten()
+        .map(|(m, _)| *m)
+        .filter(|m| *m > 0.0)
+        .collect()
+}
+
+/// The smallest bar of a series whose own bars (one per variant) differ by
+/// [`LABEL_RATIO`] or more: its bars' ratios are taken to it. Across series
+/// (p50 against p99) a ratio would compare different things, so none.
+fn ratio_base(s: &Series) -> Option<f64> {
+    let means = positive_means(s);
+    let min = means.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = means.iter().copied().fold(0.0, f64::max);
+    (means.len() > 1 && max >= LABEL_RATIO * min).then_some(min)
+}
+
+/// The text printed above a bar: its value, and its ratio to the series'
+/// smallest bar when `base` is given and the ratio is not 1.
+fn bar_label(mean: f64, base: Option<f64>) -> String {
+    match base.map(|b| mean / b) {
+        Some(r) if (1.005..10.0).contains(&r) => format!("{} ({r:.1}×)", short(mean)),
+        Some(r) if r >= 10.0 => format!("{} ({r:.0}×)", short(mean)),
+        _ => short(mean),
+    }
+}
+
+/// Draws one panel; returns the run marks it placed, in backend pixels.
 fn panel(
     area: &Area,
     title: &str,
     y_desc: &str,
-    names: &[&str],
+    variants: &[VariantSamples],
     series: &[Series],
-) -> Result<(), FigureError> {
+) -> Result<Vec<Placed>, FigureError> {
     let err = |e: &dyn std::fmt::Display| FigureError(e.to_string());
+    let names: Vec<&str> = variants.iter().map(|v| v.name).collect();
     let n = names.len();
+    let marked = |m: Metric| {
+        variants.iter().enumerate().flat_map(move |(i, v)| {
+            v.marks.iter().filter_map(move |mark| {
+                let value = mark.values.iter().find(|(k, _)| *k == m)?.1;
+                Some((i, value, mark))
+            })
+        })
+    };
     let y_max = series
         .iter()
         .flat_map(|s| s.stats.iter().flatten().map(|(m, sd)| m + sd))
+        .chain(
+            series
+                .iter()
+                .flat_map(|s| marked(s.metric).map(|(_, v, _)| v)),
+        )
         .fold(0.0f64, f64::max);
-    // Headroom above the tallest error bar; more when a legend sits there.
+    let labels = needs_labels(series);
+    // Headroom above the tallest error bar; more when a legend or the bar
+    // values sit there.
     let headroom = if series.iter().any(|s| s.legend.is_some()) {
         1.45
+    } else if labels {
+        1.3
     } else {
         1.15
     };
@@ -122,6 +197,7 @@ fn panel(
         .draw()
         .map_err(|e| err(&e))?;
     let width = 0.7 / series.len() as f64;
+    let mut placed = Vec::new();
     for (si, s) in series.iter().enumerate() {
         let offset = -0.35 + width * si as f64;
         let bars: Vec<(f64, f64, f64, RGBColor)> = s
@@ -159,11 +235,30 @@ fn panel(
                 )
             }))
             .map_err(|e| err(&e))?;
+        if labels {
+            let base = ratio_base(s);
+            let style =
+                TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+            chart
+                .draw_series(bars.iter().map(|&(x, mean, sd, _)| {
+                    let at = (x + width / 2.0, mean + sd + y_max * 0.02);
+                    Text::new(bar_label(mean, base), at, style.clone())
+                }))
+                .map_err(|e| err(&e))?;
+        }
+        for (i, value, mark) in marked(s.metric) {
+            let (x, y) = chart.backend_coord(&(i as f64 + offset + width / 2.0, value));
+            placed.push(Placed {
+                x,
+                y,
+                mark: mark.clone(),
+            });
+        }
     }
     if series.iter().any(|s| s.legend.is_some()) {
         draw_legend(&mut chart)?;
     }
-    Ok(())
+    Ok(placed)
 }
 
 /// The legend of a figure's series, upper right, in the report's style.
@@ -189,8 +284,8 @@ fn has(workload: &str, variants: &[VariantSamples], m: Metric) -> bool {
 
 /// Draws the figure of one workload as a standalone SVG document.
 pub fn workload_figure(workload: &str, variants: &[VariantSamples]) -> Result<String, FigureError> {
-    let names: Vec<&str> = variants.iter().map(|v| v.name).collect();
     let one = |m: Metric| Series {
+        metric: m,
         legend: None,
         stats: stats(workload, variants, m),
         colour: None,
@@ -206,11 +301,13 @@ pub fn workload_figure(workload: &str, variants: &[VariantSamples]) -> Result<St
             "latency [µs]",
             vec![
                 Series {
+                    metric: Metric::LatencyP50Us,
                     legend: Some("p50"),
                     stats: stats(workload, variants, Metric::LatencyP50Us),
                     colour: Some(P50_COLOUR),
                 },
                 Series {
+                    metric: Metric::LatencyP99Us,
                     legend: Some("p99"),
                     stats: stats(workload, variants, Metric::LatencyP99Us),
                     colour: Some(P99_COLOUR),
@@ -234,17 +331,18 @@ pub fn workload_figure(workload: &str, variants: &[VariantSamples]) -> Result<St
     }
     let rows = panels.len().div_ceil(2);
     let mut svg = String::new();
+    let mut placed = Vec::new();
     {
         let root = SVGBackend::with_string(&mut svg, (PANEL_W * 2, PANEL_H * rows as u32))
             .into_drawing_area();
         root.fill(&WHITE).map_err(|e| FigureError(e.to_string()))?;
         let areas = root.split_evenly((rows, 2));
         for (area, (title, y_desc, series)) in areas.iter().zip(&panels) {
-            panel(area, title, y_desc, &names, series)?;
+            placed.extend(panel(area, title, y_desc, variants, series)?);
         }
         root.present().map_err(|e| FigureError(e.to_string()))?;
     }
-    Ok(svg)
+    Ok(with_marks(svg, &placed))
 }
 
 #[cfg(test)]
@@ -280,10 +378,17 @@ mod tests {
                 VariantSamples {
                     name: "base",
                     samples: &a,
+                    marks: Vec::new(),
                 },
                 VariantSamples {
                     name: "tuned",
                     samples: &b,
+                    marks: vec![RunMark {
+                        title: "run 7 (tuned): background_load".into(),
+                        footnote: 1,
+                        incomplete: false,
+                        values: vec![(Metric::RateTps, 121.0)],
+                    }],
                 },
             ],
         )
@@ -297,8 +402,34 @@ mod tests {
             "Server CPU",
             "p99",
             "tuned",
+            "<title>run 7 (tuned): background_load</title>",
+            "[1]",
         ] {
             assert!(svg.contains(text), "missing {text}");
         }
+        assert!(svg.trim_end().ends_with("</svg>"));
+    }
+
+    #[test]
+    fn bars_ten_times_apart_get_their_values() {
+        let s = |m: f64| Series {
+            metric: Metric::RateTps,
+            legend: None,
+            stats: vec![Some((m, 0.0)), Some((m * 82.0, 0.0))],
+            colour: None,
+        };
+        assert!(needs_labels(&[s(98.0)]));
+        assert_eq!(ratio_base(&s(98.0)), Some(98.0));
+        let close = |m: f64| Series {
+            stats: vec![Some((m, 0.0)), Some((m * 1.04, 0.0))],
+            ..s(1.0)
+        };
+        assert!(!needs_labels(&[close(98.0)]));
+        // p50 and p99 80× apart: values printed, but no ratio across series.
+        assert!(needs_labels(&[close(52.0), close(4_100.0)]));
+        assert_eq!(ratio_base(&close(52.0)), None);
+        assert_eq!(bar_label(98.0, Some(98.0)), "98");
+        assert_eq!(bar_label(8036.0, Some(98.0)), "8.0k (82×)");
+        assert_eq!(bar_label(4100.0, None), "4.1k");
     }
 }

@@ -1,85 +1,13 @@
 //! Observations in words, generated from a comparison's verdicts: the study
 //! conclusion in the seeds' form ("SMC-Dv2 performs as equivalent to SMC-Dv1")
-//! and one sentence per workload with the change and its interval ("B is
-//! equivalent to A in transaction rate (-0.40%, 90% CI -1.10% … +0.30%) and uses
-//! 3.20% less server CPU per transaction").
+//! and one sentence per verdict that found a change ("RR2(64B/64B): nodelay
+//! has a 50.12% higher transaction rate than nagle (ratio 1.501×, 90% CI
+//! 1.482× … 1.521×): BETTER"). The rest is in the verdict table
+//! ([`crate::verdict_table`]).
 
 use crate::compare::{Comparison, Row, Verdict};
-use crate::compare_output::format_pct;
 use crate::metric::Metric;
-
-fn interval(r: &Row) -> String {
-    match (r.change_pct, r.ci_low_pct, r.ci_high_pct) {
-        (Some(c), Some(lo), Some(hi)) => {
-            format!(
-                "{}, 90% CI {} … {}",
-                format_pct(c),
-                format_pct(lo),
-                format_pct(hi)
-            )
-        }
-        _ => r.note.clone().unwrap_or_else(|| "no estimate".into()),
-    }
-}
-
-fn rate_phrase(r: &Row, a: &str) -> String {
-    let i = interval(r);
-    match r.verdict {
-        _ if r.change_pct.is_none() => {
-            format!("cannot be compared with {a} in transaction rate ({i})")
-        }
-        Verdict::Equivalent => format!("is equivalent to {a} in transaction rate ({i})"),
-        Verdict::Better => format!("has a higher transaction rate than {a} ({i})"),
-        Verdict::Worse => format!("has a lower transaction rate than {a} ({i})"),
-        Verdict::Inconclusive => {
-            format!("differs from {a} in transaction rate by an inconclusive amount ({i})")
-        }
-        Verdict::Emulated => {
-            format!("differs from {a} in transaction rate by {i} under emulation (no verdict)")
-        }
-        Verdict::TooCoarse => format!(
-            "cannot be judged against {a} in transaction rate ({})",
-            r.note.as_deref().unwrap_or("too coarse")
-        ),
-    }
-}
-
-fn cpu_phrase(r: &Row, side: &str) -> String {
-    let change = r.change_pct.unwrap_or(0.0).abs();
-    match r.verdict {
-        _ if r.change_pct.is_none() => format!("{side} CPU per transaction cannot be compared"),
-        Verdict::Better => format!("uses {change:.2}% less {side} CPU per transaction"),
-        Verdict::Worse => format!("uses {change:.2}% more {side} CPU per transaction"),
-        Verdict::Equivalent => format!(
-            "uses the same {side} CPU per transaction within ±{}% ({})",
-            r.margin_pct,
-            format_pct(r.change_pct.unwrap_or(0.0))
-        ),
-        Verdict::Inconclusive => format!(
-            "its {side} CPU per transaction changes by an inconclusive amount ({})",
-            interval(r)
-        ),
-        Verdict::Emulated => format!(
-            "its {side} CPU per transaction changes by {} under emulation (no verdict)",
-            interval(r)
-        ),
-        Verdict::TooCoarse => format!(
-            "its {side} CPU per transaction cannot be judged ({})",
-            r.note.as_deref().unwrap_or("too coarse")
-        ),
-    }
-}
-
-fn latency_phrase(r: &Row) -> Option<String> {
-    let change = r.change_pct?.abs();
-    match r.verdict {
-        Verdict::Better => Some(format!("has {change:.2}% lower p99 latency")),
-        Verdict::Worse => Some(format!("has {change:.2}% higher p99 latency")),
-        Verdict::Equivalent | Verdict::Inconclusive | Verdict::Emulated | Verdict::TooCoarse => {
-            None
-        }
-    }
-}
+use crate::verdict_table::format_ratio;
 
 /// Joins phrases as "x, y and z".
 pub fn join_and(parts: &[String]) -> String {
@@ -90,34 +18,70 @@ pub fn join_and(parts: &[String]) -> String {
     }
 }
 
-/// One sentence per workload of the comparison, in workload order.
-pub fn workload_sentences(c: &Comparison) -> Vec<String> {
-    let mut keys: Vec<&str> = Vec::new();
-    for r in &c.rows {
-        if !keys.contains(&r.workload.as_str()) {
-            keys.push(&r.workload);
+/// One sentence per metric and verdict that says something changed (BETTER
+/// or WORSE), naming the workloads: "nodelay has a higher transaction rate
+/// than nagle in RR2(64B/64B) (ratio 1.501×, 90% CI 1.482× … 1.521×):
+/// BETTER", or over several workloads the range of their ratios. EQUIVALENT
+/// and INCONCLUSIVE rows are left to the verdict table.
+pub fn changed_sentences(c: &Comparison) -> Vec<String> {
+    let workloads = c.rows.iter().map(|r| r.workload.as_str());
+    let total = workloads.fold(Vec::new(), |mut v: Vec<&str>, w| {
+        if !v.contains(&w) {
+            v.push(w);
+        }
+        v
+    });
+    let mut out = Vec::new();
+    for m in Metric::ALL {
+        for verdict in [Verdict::Worse, Verdict::Better] {
+            let hit: Vec<&Row> = c
+                .rows
+                .iter()
+                .filter(|r| r.metric == m && r.verdict == verdict && r.change_pct.is_some())
+                .collect();
+            let Some(first) = hit.first() else {
+                continue;
+            };
+            let up = first.change_pct.unwrap_or(0.0) >= 0.0;
+            let more = if up { "higher" } else { "lower" };
+            let ratios: Vec<f64> = hit.iter().filter_map(|r| r.change_pct).collect();
+            let (lo, hi) = ratios
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                    (lo.min(*x), hi.max(*x))
+                });
+            let (which, ratio) = if let [one] = hit.as_slice() {
+                let ci = match (one.ci_low_pct, one.ci_high_pct) {
+                    (Some(l), Some(h)) => {
+                        format!(", 90% CI {} … {}", format_ratio(l), format_ratio(h))
+                    }
+                    _ => String::new(),
+                };
+                (
+                    one.workload.clone(),
+                    format!("ratio {}{ci}", format_ratio(lo)),
+                )
+            } else {
+                let which = if hit.len() == total.len() {
+                    format!("all {} workloads", hit.len())
+                } else {
+                    join_and(&hit.iter().map(|r| r.workload.clone()).collect::<Vec<_>>())
+                };
+                (
+                    which,
+                    format!("ratios {} … {}", format_ratio(lo), format_ratio(hi)),
+                )
+            };
+            out.push(format!(
+                "{} has {more} {} than {} in {which} ({ratio}): {}.",
+                c.b_name,
+                m.words(),
+                c.a_name,
+                verdict.name()
+            ));
         }
     }
-    keys.into_iter()
-        .map(|key| {
-            let mut parts = Vec::new();
-            if let Some(r) = c.row(key, Metric::RateTps) {
-                parts.push(rate_phrase(r, &c.a_name));
-            }
-            for (m, side) in [
-                (Metric::CpuClientUsPerTran, "client"),
-                (Metric::CpuServerUsPerTran, "server"),
-            ] {
-                if let Some(r) = c.row(key, m) {
-                    parts.push(cpu_phrase(r, side));
-                }
-            }
-            if let Some(p) = c.row(key, Metric::LatencyP99Us).and_then(latency_phrase) {
-                parts.push(p);
-            }
-            format!("{key}: {} {}.", c.b_name, join_and(&parts))
-        })
-        .collect()
+    out
 }
 
 /// The study's conclusion from rate and CPU verdicts across workloads, grouped

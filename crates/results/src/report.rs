@@ -13,16 +13,20 @@ use stackbench_metrics::RunRecord;
 
 use crate::compare::{compare, emulated_sides, is_emulated, Comparison, Margins};
 use crate::compare_output::{format_pct, format_value, summary_sentences};
+use crate::complete::{left_out_line, split_complete, variant_of};
 use crate::doc::{render_html, render_markdown, Block};
 use crate::figure::{workload_figure, FigureError, VariantSamples};
-use crate::metric::{Metric, Samples};
-use crate::observe::{conclusion, workload_sentences};
+use crate::metric::{class_key, Metric, Samples};
+use crate::observe::{changed_sentences, conclusion};
+use crate::quality::Quality;
 use crate::release_table::{ratio_figure, release_table, variant_kernels, ReleaseTable};
-use crate::report_env::environment_items;
+use crate::report_env::{environment_items, study_file_mismatches};
 use crate::store::{Labels, StoredRun};
 use crate::study::Study;
 use crate::sweep::is_swept;
-use crate::sweep_report::{sweep_section, SweepSection};
+use crate::sweep::Axis;
+use crate::sweep_report::{sweep_section, MarksOf, SweepSection};
+use crate::verdict_table::verdict_table;
 
 /// One study's stored runs and what is known about it.
 #[derive(Debug, Clone)]
@@ -99,12 +103,15 @@ impl<'a> Variants<'a> {
         c
     }
 
-    /// `value` if every variant gives the same, else `A: x; B: y`.
+    /// `value` if every variant gives the same, else `A: x; B: y`. Each
+    /// variant's value is taken from every one of its runs: where they
+    /// differ it reads `x (runs 1, 2), y (run 3)`, so one run cannot speak
+    /// for the others.
     pub(crate) fn per_variant(&self, f: impl Fn(&StoredRun) -> Option<String>) -> Option<String> {
         let vals: Vec<(String, String)> = self
             .groups
             .iter()
-            .filter_map(|(n, runs)| Some((n.clone(), f(runs.first()?)?)))
+            .filter_map(|(n, runs)| Some((n.clone(), of_runs(runs, &f)?)))
             .collect();
         let first = vals.first()?.1.clone();
         if vals.iter().all(|(_, v)| *v == first) {
@@ -118,6 +125,31 @@ impl<'a> Variants<'a> {
             )
         }
     }
+}
+
+/// `f`'s value over `runs`: the one value they share, or each distinct value
+/// with the ids of the runs that gave it; `None` when no run gives one.
+fn of_runs(runs: &[&StoredRun], f: &impl Fn(&StoredRun) -> Option<String>) -> Option<String> {
+    let mut seen: Vec<(String, Vec<i64>)> = Vec::new();
+    for r in runs {
+        let Some(v) = f(r) else { continue };
+        match seen.iter_mut().find(|(x, _)| *x == v) {
+            Some((_, ids)) => ids.push(r.id),
+            None => seen.push((v, vec![r.id])),
+        }
+    }
+    if seen.len() <= 1 {
+        return seen.pop().map(|(v, _)| v);
+    }
+    let each: Vec<String> = seen
+        .iter()
+        .map(|(v, ids)| {
+            let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+            let noun = if ids.len() == 1 { "run" } else { "runs" };
+            format!("{v} ({noun} {})", ids.join(", "))
+        })
+        .collect();
+    Some(format!("runs differ: {}", each.join(", ")))
 }
 
 fn comparison_table(c: &Comparison) -> Block {
@@ -189,14 +221,25 @@ impl Builder<'_> {
     }
 
     fn study(&mut self, input: &StudyInput) -> Result<(), FigureError> {
-        let sweep = study_sweep(input)?;
+        // Aggregates are made of complete runs only (see `complete`); the
+        // incomplete ones are marked on the figures and listed below them.
+        let (complete, incomplete) = split_complete(&input.runs);
+        let quality = Quality::of(&input.runs);
+        let marks =
+            |axis: &Axis, workload: &str, class: usize| quality.sweep_marks(axis, workload, class);
+        let sweep = study_sweep(&input.name, &complete, &marks)?;
         // Swept runs are shown by the sweep subsection; the rest as always.
-        let plain: Vec<&StoredRun> = input.runs.iter().filter(|r| !is_swept(&r.labels)).collect();
+        let plain: Vec<&StoredRun> = complete
+            .iter()
+            .copied()
+            .filter(|r| !is_swept(&r.labels))
+            .collect();
         let v = Variants::of(plain.iter().copied());
         let all = Samples::collect(plain.iter().map(|r| &r.record));
         let mut keys = all.keys.clone();
         keys.extend(sweep.iter().flat_map(|s| s.workloads.iter().cloned()));
-        let mut environment = environment_items(input, &Variants::of(&input.runs), &keys);
+        let mut environment =
+            environment_items(input, &Variants::of(complete.iter().copied()), &keys);
         environment.extend(sweep.as_ref().map(|s| format!("Swept: {}", s.environment)));
         self.h(
             2,
@@ -209,23 +252,26 @@ impl Builder<'_> {
         } else {
             &input.description
         });
+        let mismatches = study_file_mismatches(input, &complete);
+        if !mismatches.is_empty() {
+            self.p(format!(
+                "Note: {}. This report follows the runs; text taken from the study file, such as the description above, may not.",
+                mismatches.join("; ")
+            ));
+        }
         self.h(3, "Environment configuration", None);
         self.p("Below is the environment configuration in which the data was collected:");
         self.blocks.push(Block::List(environment));
         self.h(3, "Observations", None);
+        self.blocks
+            .extend(left_out_line(&incomplete).map(Block::Paragraph));
         if let Some(s) = &sweep {
             self.blocks.push(Block::List(s.observations.clone()));
         }
-        let mut comps = Vec::new();
-        for i in 1..v.groups.len() {
-            let c = v.compare_with_baseline(i, self.opts.margins);
-            self.p(conclusion(&c));
-            let mut items = workload_sentences(&c);
-            items.extend(summary_sentences(&c));
-            items.extend(c.notes.iter().map(|n| format!("Note: {n}")));
-            self.blocks.push(Block::List(items));
-            comps.push(c);
-        }
+        let comps: Vec<Comparison> = (1..v.groups.len())
+            .map(|i| v.compare_with_baseline(i, self.opts.margins))
+            .collect();
+        self.observations(&comps);
         // A study of swept runs only has no ordinary results to show.
         let ordinary = !plain.is_empty() || sweep.is_none();
         if v.groups.len() < 2 && ordinary {
@@ -234,40 +280,7 @@ impl Builder<'_> {
         if ordinary {
             self.h(3, "Results", None);
         }
-        let per_variant: Vec<(String, Samples)> = (0..v.groups.len())
-            .map(|i| {
-                (
-                    v.groups[i].0.clone(),
-                    Samples::collect(v.groups[i].1.iter().map(|r| &r.record)),
-                )
-            })
-            .collect();
-        let variants: Vec<VariantSamples> = per_variant
-            .iter()
-            .map(|(n, s)| VariantSamples {
-                name: n,
-                samples: s,
-            })
-            .collect();
-        for key in &all.keys {
-            let svg = workload_figure(key, &variants)?;
-            let cpu = [Metric::CpuClientUsPerTran, Metric::CpuServerUsPerTran]
-                .iter()
-                .any(|m| !all.get(key, *m).is_empty());
-            let runs: Vec<String> = per_variant
-                .iter()
-                .map(|(n, s)| format!("{n} {}", s.get(key, Metric::RateTps).len()))
-                .collect();
-            self.figure(
-                format!(
-                    "{}: {key} — transaction rate, latency (p50, p99){} by variant; bars are means over the repetitions, error bars ±1 standard deviation (runs: {}).",
-                    input.name,
-                    if cpu { " and CPU per transaction on each side" } else { "" },
-                    runs.join(", ")
-                ),
-                svg,
-            );
-        }
+        self.workload_figures(&input.name, &v, &quality, &incomplete)?;
         let release: Vec<ReleaseTable> = variant_kernels(&v.groups)
             .map(|k| {
                 let tables = comps.iter().enumerate();
@@ -282,6 +295,14 @@ impl Builder<'_> {
                 c.b_name, c.a_name
             ));
             self.blocks.push(comparison_table(&c));
+            let cut: Vec<&StoredRun> = incomplete
+                .iter()
+                .copied()
+                .filter(|r| !is_swept(&r.labels))
+                .filter(|r| variant_of(r) == c.a_name || variant_of(r) == c.b_name)
+                .collect();
+            self.blocks
+                .extend(left_out_line(&cut).map(Block::Paragraph));
             if let Some(reason) = &c.no_verdict_reason {
                 self.p(format!("Note: {reason}."));
             }
@@ -289,9 +310,113 @@ impl Builder<'_> {
         }
         self.release(&input.name, &release)?;
         if let Some(s) = sweep {
-            self.sweep(s);
+            let cut: Vec<&StoredRun> = incomplete
+                .iter()
+                .copied()
+                .filter(|r| is_swept(&r.labels))
+                .collect();
+            self.sweep(s, &complete, &cut, &quality);
+        }
+        self.h(3, "Measurement quality", None);
+        let names: Vec<String> = Variants::of(&input.runs)
+            .groups
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        self.blocks.extend(quality.blocks(&names));
+        Ok(())
+    }
+
+    /// One figure per workload class of the study's unswept runs: bars over
+    /// the complete runs of each variant (`v`), marks for the noted runs,
+    /// and under each figure the incomplete runs it left out.
+    fn workload_figures(
+        &mut self,
+        study: &str,
+        v: &Variants,
+        quality: &Quality,
+        incomplete: &[&StoredRun],
+    ) -> Result<(), FigureError> {
+        let plain: Vec<&StoredRun> = v.groups.iter().flat_map(|g| g.1.iter().copied()).collect();
+        let all = Samples::collect(plain.iter().map(|r| &r.record));
+        let per_variant: Vec<(String, Samples)> = (0..v.groups.len())
+            .map(|i| {
+                (
+                    v.groups[i].0.clone(),
+                    Samples::collect(v.groups[i].1.iter().map(|r| &r.record)),
+                )
+            })
+            .collect();
+        for key in &all.keys {
+            let variants: Vec<VariantSamples> = per_variant
+                .iter()
+                .map(|(n, s)| VariantSamples {
+                    name: n,
+                    samples: s,
+                    marks: quality.marks(n, key),
+                })
+                .collect();
+            let svg = workload_figure(key, &variants)?;
+            let cpu = [Metric::CpuClientUsPerTran, Metric::CpuServerUsPerTran]
+                .iter()
+                .any(|m| !all.get(key, *m).is_empty());
+            let runs: Vec<String> = per_variant
+                .iter()
+                .map(|(n, s)| format!("{n} {}", s.get(key, Metric::RateTps).len()))
+                .collect();
+            let cut: Vec<&StoredRun> = incomplete
+                .iter()
+                .copied()
+                .filter(|r| !is_swept(&r.labels))
+                .filter(|r| r.record.classes.iter().any(|c| &class_key(c) == key))
+                .collect();
+            let mut caption = format!(
+                "{}: {key} — transaction rate, latency (p50, p99){} by variant; bars are means over the complete repetitions, error bars ±1 standard deviation (runs: {}).",
+                study,
+                if cpu { " and CPU per transaction on each side" } else { "" },
+                runs.join(", ")
+            );
+            if !cut.is_empty() {
+                caption.push_str(" Incomplete runs are drawn as hollow red circles at their own values and are not in the bars.");
+            }
+            if let Some(q) = quality.caption(key, &plain) {
+                caption.push(' ');
+                caption.push_str(&q);
+            }
+            self.figure(caption, svg);
+            self.blocks
+                .extend(left_out_line(&cut).map(Block::Paragraph));
         }
         Ok(())
+    }
+
+    /// Per variant its conclusion, then one verdict table for the study,
+    /// sentences only for the verdicts that found a change, and the notes
+    /// (each once, though every comparison may give it).
+    fn observations(&mut self, comps: &[Comparison]) {
+        for c in comps {
+            self.p(conclusion(c));
+        }
+        if let Some(table) = verdict_table(comps) {
+            self.blocks.push(table);
+        }
+        let changed: Vec<String> = comps.iter().flat_map(changed_sentences).collect();
+        if !changed.is_empty() {
+            self.blocks.push(Block::List(changed));
+        } else if !comps.is_empty() {
+            self.p("No verdict found a change: every metric is EQUIVALENT or INCONCLUSIVE.");
+        }
+        let mut notes: Vec<String> = Vec::new();
+        for n in comps.iter().flat_map(|c| &c.notes) {
+            if !notes.contains(n) {
+                notes.push(n.clone());
+            }
+        }
+        if !notes.is_empty() {
+            self.blocks.push(Block::List(
+                notes.iter().map(|n| format!("Note: {n}")).collect(),
+            ));
+        }
     }
 
     /// The kernel comparison of a study whose variants differ by `kernel`
@@ -308,12 +433,31 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// The subsection of a study's swept runs (see `sweep_report`).
-    fn sweep(&mut self, s: SweepSection) {
+    /// The subsection of a study's swept runs (see `sweep_report`); a figure
+    /// whose every run is warned says so in its caption.
+    fn sweep(
+        &mut self,
+        s: SweepSection,
+        complete: &[&StoredRun],
+        incomplete: &[&StoredRun],
+        quality: &Quality,
+    ) {
         self.h(3, s.heading, None);
         self.blocks.extend(s.intro);
+        self.blocks
+            .extend(left_out_line(incomplete).map(Block::Paragraph));
         for f in s.figures {
-            self.figure(f.caption, f.svg);
+            let shown: Vec<&StoredRun> = complete
+                .iter()
+                .copied()
+                .filter(|r| is_swept(&r.labels))
+                .filter(|r| r.labels.get("workload") == Some(&f.workload))
+                .collect();
+            let mut caption = f.caption;
+            if let Some(q) = quality.all_warned_caption(&shown) {
+                caption = format!("{caption} {q}");
+            }
+            self.figure(caption, f.svg);
             self.blocks.extend(f.after);
         }
     }
@@ -416,15 +560,18 @@ const APPENDIX_CPU: &[&str] = &[
     "For example, a side using 25% of 4 CPUs — one CPU's worth — for a 10-second window consumes 10 CPU-seconds; with 1,000,000 transactions in those 10 seconds (100,000 tr/s) the cost is 10 CPU-seconds / 1,000,000 transactions = 10 µs/tr.",
 ];
 
-/// The sweep subsection of a study whose runs carry `sweep` labels.
-fn study_sweep(input: &StudyInput) -> Result<Option<SweepSection>, FigureError> {
-    let runs: Vec<(&Labels, &RunRecord)> = input
-        .runs
+/// The sweep subsection of a study's complete runs that carry `sweep` labels.
+fn study_sweep(
+    study: &str,
+    complete: &[&StoredRun],
+    marks: &MarksOf,
+) -> Result<Option<SweepSection>, FigureError> {
+    let runs: Vec<(&Labels, &RunRecord)> = complete
         .iter()
         .filter(|r| is_swept(&r.labels))
         .map(|r| (&r.labels, &r.record))
         .collect();
-    sweep_section(&input.name, &runs)
+    sweep_section(study, &runs, marks)
 }
 
 fn slug(name: &str) -> String {

@@ -111,12 +111,7 @@ pub(crate) fn environment_items(input: &StudyInput, v: &Variants, keys: &[String
             Some(format!("{window} measured after {warmup} s warm-up"))
         }),
     );
-    if let Some(reps) = input.study.as_ref().map(|s| s.repetitions) {
-        add(
-            "Repetitions",
-            Some(format!("{reps} per workload and variant, interleaved")),
-        );
-    }
+    add("Repetitions", repetitions(input, v));
     for (i, (name, _)) in v.groups.iter().enumerate() {
         let role = if i == 0 { " (baseline)" } else { "" };
         add(
@@ -127,35 +122,186 @@ pub(crate) fn environment_items(input: &StudyInput, v: &Variants, keys: &[String
     items
 }
 
-/// What distinguishes a variant: its study-file entry when known, else the
-/// socket options its first run recorded.
+/// Settings that differ from run to run without being a choice of the study
+/// (placement, addresses, window lengths shown elsewhere, and the random
+/// seed each run draws unless one is given).
+const INCIDENTAL: [&str; 8] = [
+    "seed",
+    "target",
+    "client_cpus",
+    "server_cpus",
+    "threads",
+    "server_threads",
+    "duration",
+    "warmup",
+];
+
+/// Labels every study run carries; the rest are a variant's own.
+fn is_study_label(key: &str) -> bool {
+    ["study", "variant", "repetition", "workload", "sweep"].contains(&key)
+        || key.starts_with("sweep.")
+}
+
+/// `(name, text)` of a run's settings that are a choice (see [`INCIDENTAL`]).
+fn chosen(r: &StoredRun) -> Vec<(&'static str, String)> {
+    r.record
+        .settings
+        .describe()
+        .into_iter()
+        .filter(|(n, _)| !INCIDENTAL.contains(n))
+        .collect()
+}
+
+/// `3s (runs 1, 2), 1s (run 12)`: each distinct text of setting `name` over
+/// `runs`, with the runs that had it.
+fn texts_with_runs(name: &str, runs: &[&StoredRun]) -> String {
+    let mut seen: Vec<(String, Vec<i64>)> = Vec::new();
+    for r in runs {
+        let text = r.record.settings.text_of(name).unwrap_or_default();
+        match seen.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, ids)) => ids.push(r.id),
+            None => seen.push((text, vec![r.id])),
+        }
+    }
+    seen.iter()
+        .map(|(t, ids)| {
+            let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+            let noun = if ids.len() == 1 { "run" } else { "runs" };
+            format!("{t} ({noun} {})", ids.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The runs per workload (and sweep point) of each variant, counted from the
+/// stored runs shown — not the study file's `repetitions`, which a
+/// `--repetitions` flag or an interrupted study makes wrong — with the file's
+/// number beside it when they differ.
+fn repetitions(input: &StudyInput, v: &Variants) -> Option<String> {
+    let per_variant: Vec<(String, usize, usize)> = v
+        .groups
+        .iter()
+        .map(|(name, runs)| {
+            let mut counts: Vec<(String, usize)> = Vec::new();
+            for r in runs {
+                let point: Vec<String> = r
+                    .labels
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("sweep."))
+                    .map(|(k, val)| format!("{k}={val}"))
+                    .collect();
+                let workload = r
+                    .labels
+                    .get("workload")
+                    .cloned()
+                    .or_else(|| r.record.classes.first().map(|c| c.workload.clone()));
+                let key = format!("{} {}", workload.unwrap_or_default(), point.join(" "));
+                match counts.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((key, 1)),
+                }
+            }
+            let lo = counts.iter().map(|c| c.1).min().unwrap_or(0);
+            let hi = counts.iter().map(|c| c.1).max().unwrap_or(0);
+            (name.clone(), lo, hi)
+        })
+        .collect();
+    let (_, lo, hi) = per_variant.first()?.clone();
+    let range = |lo: usize, hi: usize| {
+        if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}–{hi}")
+        }
+    };
+    let text = if per_variant.iter().all(|(_, l, h)| (*l, *h) == (lo, hi)) {
+        format!("{} per workload and variant, interleaved", range(lo, hi))
+    } else {
+        let each: Vec<String> = per_variant
+            .iter()
+            .map(|(n, l, h)| format!("{n}: {}", range(*l, *h)))
+            .collect();
+        format!("per workload, {} (the variants differ)", each.join("; "))
+    };
+    let asked = input.study.as_ref().map(|s| s.repetitions);
+    Some(match asked {
+        Some(a)
+            if per_variant
+                .iter()
+                .any(|(_, l, h)| (*l, *h) != (a as usize, a as usize)) =>
+        {
+            format!("{text} (the study file asks for {a})")
+        }
+        _ => text,
+    })
+}
+
+/// Where the study file disagrees with the stored settings of the runs shown
+/// (a flag given to `study`, such as `--think 3s`, is not in the stored
+/// file): one sentence per setting, so text taken from the file — its
+/// description — is not read as what ran.
+pub(crate) fn study_file_mismatches(input: &StudyInput, runs: &[&StoredRun]) -> Vec<String> {
+    let Some(study) = &input.study else {
+        return Vec::new();
+    };
+    let defaults = stackbench_model::settings::RunSettings::default();
+    let mut out = Vec::new();
+    let mut check = |name: &str, text: &str, runs: Vec<&StoredRun>| {
+        let mut expected = defaults.clone();
+        if expected.set(name, text).is_err() {
+            return;
+        }
+        let want = expected.text_of(name);
+        // A default ("auto") is resolved by the run and stored resolved.
+        if want == defaults.text_of(name) {
+            return;
+        }
+        // A swept setting takes the sweep point's value by design.
+        let runs: Vec<&StoredRun> = runs
+            .into_iter()
+            .filter(|r| !r.labels.contains_key(&format!("sweep.{name}")))
+            .collect();
+        if runs.is_empty() || runs.iter().all(|r| r.record.settings.text_of(name) == want) {
+            return;
+        }
+        out.push(format!(
+            "the study file sets {name} = {}, but its runs were measured with {name} = {}",
+            want.unwrap_or_default(),
+            texts_with_runs(name, &runs)
+        ));
+    };
+    for (name, text) in &study.settings.0 {
+        check(name, text, runs.to_vec());
+    }
+    for var in &study.variants {
+        let own: Vec<&StoredRun> = runs
+            .iter()
+            .copied()
+            .filter(|r| r.labels.get("variant") == Some(&var.name))
+            .collect();
+        for (name, text) in &var.settings.0 {
+            check(name, text, own.clone());
+        }
+    }
+    out
+}
+
+/// What distinguishes a variant, from its runs' stored settings: those that
+/// differ from the defaults (the baseline) or from the baseline's (the
+/// others), its own labels, and the settings its runs do not share. The
+/// study file gives only the variant's description.
 fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
-    let name = &v.groups[i].0;
-    if let Some(var) = input
+    let (name, runs) = &v.groups[i];
+    let desc = input
         .study
         .as_ref()
         .and_then(|s| s.variants.iter().find(|x| &x.name == name))
-    {
-        let mut parts = var.settings.describe();
-        parts.extend(var.labels.iter().map(|(k, v)| format!("{k} = {v}")));
-        let desc = if var.description.is_empty() {
-            String::new()
-        } else {
-            format!("{} — ", var.description)
-        };
-        return format!(
-            "{desc}{}",
-            if parts.is_empty() {
-                "study defaults".into()
-            } else {
-                parts.join(", ")
-            }
-        );
-    }
-    let settings = |g: usize| {
-        serde_json::to_value(&v.groups[g].1[0].record.settings).expect("settings serialize")
+        .filter(|var| !var.description.is_empty())
+        .map_or(String::new(), |var| format!("{} — ", var.description));
+    let Some(first) = runs.first() else {
+        return format!("{desc}no runs");
     };
-    let reference = if i == 0 {
+    let reference: Vec<(&'static str, String)> = if i == 0 {
         // The defaults as a run stores them: `nodelay` resolved for the
         // run's transport (a record holds the value applied, never `default`).
         let mut d = stackbench_model::settings::RunSettings {
@@ -163,33 +309,37 @@ fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
             ..Default::default()
         };
         d.nodelay = Some(d.socket_options().nodelay);
-        serde_json::to_value(d).unwrap_or_default()
+        d.describe().into_iter().collect()
     } else {
-        settings(0)
+        chosen(v.groups[0].1[0])
     };
-    let own = settings(i);
-    let Some(map) = own.as_object() else {
-        return "settings not recorded".to_string();
-    };
-    // Placement and addresses differ from run to run without being a choice.
-    let incidental = [
-        "target",
-        "client_cpus",
-        "server_cpus",
-        "threads",
-        "server_threads",
-        "duration_s",
-        "warmup_s",
-    ];
-    let differing: Vec<String> = map
-        .iter()
-        .filter(|(k, _)| !incidental.contains(&k.as_str()))
-        .filter(|(k, val)| reference.get(k.as_str()) != Some(*val))
-        .map(|(k, val)| format!("{k} = {val}"))
+    let mut parts: Vec<String> = chosen(first)
+        .into_iter()
+        .filter(|(n, t)| !reference.iter().any(|(rn, rt)| rn == n && rt == t))
+        .map(|(n, t)| format!("{n} = {t}"))
         .collect();
-    match (differing.is_empty(), i == 0) {
+    parts.extend(
+        first
+            .labels
+            .iter()
+            .filter(|(k, _)| !is_study_label(k))
+            .map(|(k, val)| format!("{k} = {val}")),
+    );
+    let mut text = match (parts.is_empty(), i == 0) {
         (true, true) => "default settings".to_string(),
         (true, false) => "same settings as the baseline".to_string(),
-        (false, _) => differing.join(", "),
+        (false, _) => parts.join(", "),
+    };
+    let differing: Vec<String> = chosen(first)
+        .into_iter()
+        .filter(|(n, t)| {
+            runs.iter()
+                .any(|r| r.record.settings.text_of(n).as_deref() != Some(t.as_str()))
+        })
+        .map(|(n, _)| format!("{n} = {}", texts_with_runs(n, runs)))
+        .collect();
+    if !differing.is_empty() {
+        text.push_str(&format!("; its runs differ: {}", differing.join("; ")));
     }
+    format!("{desc}{text}")
 }

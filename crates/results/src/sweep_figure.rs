@@ -13,6 +13,8 @@ use plotters::prelude::*;
 use stackbench_plan::usl::Coefficients;
 
 use crate::figure::{short, FigureError, FONT, PANEL_H, PANEL_W, VARIANT_COLOURS};
+use crate::figure_marks::{with_marks, Placed, RunMark};
+use crate::metric::Metric;
 use crate::sweep::{Axis, ClassSweep, Point, Stat, XKind};
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
@@ -112,6 +114,8 @@ enum Legend {
 struct Panel<'a> {
     title: &'static str,
     y_desc: &'static str,
+    /// The metrics its lines show (where run marks are placed).
+    metrics: Vec<Metric>,
     lines: Vec<Line<'a>>,
     /// Fitted curves: colour and (coordinate, rate) samples.
     curves: Vec<(RGBColor, Vec<(f64, f64)>)>,
@@ -210,13 +214,42 @@ fn draw_legend<'a, DB: DrawingBackend + 'a>(
     Ok(())
 }
 
-fn draw_panel(area: &Area, scale: &XScale, panel: &Panel) -> Result<(), FigureError> {
+/// A run drawn over a sweep figure at its point of the swept dimension
+/// (incomplete or warned; see [`RunMark`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepMark {
+    /// The run's place on the axis ([`Axis::position`] of its value).
+    pub x: f64,
+    pub mark: RunMark,
+}
+
+/// The marks' values of a panel's metrics, with their axis positions.
+fn mark_points<'m>(
+    panel: &'m Panel,
+    marks: &'m [SweepMark],
+) -> impl Iterator<Item = (f64, f64, &'m RunMark)> + 'm {
+    marks.iter().flat_map(move |m| {
+        m.mark
+            .values
+            .iter()
+            .filter(|(k, _)| panel.metrics.contains(k))
+            .map(move |(_, v)| (m.x, *v, &m.mark))
+    })
+}
+
+fn draw_panel(
+    area: &Area,
+    scale: &XScale,
+    panel: &Panel,
+    marks: &[SweepMark],
+) -> Result<Vec<Placed>, FigureError> {
     let (x0, x1, labels) = scale.range();
     let y_top = panel
         .lines
         .iter()
         .flat_map(|l| l.points.iter().map(|(_, s)| s.high()))
         .chain(panel.curves.iter().flat_map(|(_, c)| c.iter().map(|p| p.1)))
+        .chain(mark_points(panel, marks).map(|(_, v, _)| v))
         .fold(0.0f64, f64::max);
     let headroom = if panel.legend == Legend::None {
         1.15
@@ -260,7 +293,16 @@ fn draw_panel(area: &Area, scale: &XScale, panel: &Panel) -> Result<(), FigureEr
         draw_line(&mut chart, line, panel.legend == Legend::Series)?;
     }
     draw_legend(&mut chart, panel.legend)?;
-    Ok(())
+    Ok(mark_points(panel, marks)
+        .map(|(x, v, mark)| {
+            let (x, y) = chart.backend_coord(&(scale.coord(x), v));
+            Placed {
+                x,
+                y,
+                mark: mark.clone(),
+            }
+        })
+        .collect())
 }
 
 /// The fitted curve's samples over the measured range, in plot coordinates.
@@ -303,11 +345,13 @@ fn lines<'a>(class: &'a ClassSweep, scale: &XScale, get: Getter, dashed: bool) -
 }
 
 /// Draws the figure of one class of a swept workload as a standalone SVG
-/// document. `fits[i]` is series `i`'s fitted USL, drawn on the rate panel.
+/// document. `fits[i]` is series `i`'s fitted USL, drawn on the rate panel;
+/// `marks` are runs drawn as single points (incomplete or warned).
 pub fn sweep_figure(
     axis: &Axis,
     class: &ClassSweep,
     fits: &[Option<Coefficients>],
+    marks: &[SweepMark],
 ) -> Result<String, FigureError> {
     let scale = XScale::new(axis);
     let lines = |get: Getter, dashed: bool| lines(class, &scale, get, dashed);
@@ -322,6 +366,7 @@ pub fn sweep_figure(
         Panel {
             title: "Transaction rate",
             y_desc: "transactions/s [tr/s]",
+            metrics: vec![Metric::RateTps],
             lines: lines(|p| Some(&p.rate_tps), false),
             curves,
             legend: Legend::Series,
@@ -329,25 +374,31 @@ pub fn sweep_figure(
         Panel {
             title: "Latency",
             y_desc: "latency [µs]",
+            metrics: vec![Metric::LatencyP50Us, Metric::LatencyP99Us],
             lines: latency,
             curves: Vec::new(),
             legend: Legend::Percentiles,
         },
     ];
-    let cpu: [(&'static str, Getter); 2] = [
-        ("Client CPU per transaction", |p| {
-            p.cpu_client_us_per_tran.as_ref()
-        }),
-        ("Server CPU per transaction", |p| {
-            p.cpu_server_us_per_tran.as_ref()
-        }),
+    let cpu: [(&'static str, Metric, Getter); 2] = [
+        (
+            "Client CPU per transaction",
+            Metric::CpuClientUsPerTran,
+            |p| p.cpu_client_us_per_tran.as_ref(),
+        ),
+        (
+            "Server CPU per transaction",
+            Metric::CpuServerUsPerTran,
+            |p| p.cpu_server_us_per_tran.as_ref(),
+        ),
     ];
-    for (title, get) in cpu {
+    for (title, metric, get) in cpu {
         let l = lines(get, false);
         if !l.is_empty() {
             panels.push(Panel {
                 title,
                 y_desc: "CPU [µs/tr]",
+                metrics: vec![metric],
                 lines: l,
                 curves: Vec::new(),
                 legend: Legend::None,
@@ -356,16 +407,17 @@ pub fn sweep_figure(
     }
     let rows = panels.len().div_ceil(2);
     let mut svg = String::new();
+    let mut placed = Vec::new();
     {
         let root = SVGBackend::with_string(&mut svg, (PANEL_W * 2, PANEL_H * rows as u32))
             .into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(&e))?;
         for (area, panel) in root.split_evenly((rows, 2)).iter().zip(&panels) {
-            draw_panel(area, &scale, panel)?;
+            placed.extend(draw_panel(area, &scale, panel, marks)?);
         }
         root.present().map_err(|e| err(&e))?;
     }
-    Ok(svg)
+    Ok(with_marks(svg, &placed))
 }
 
 #[cfg(test)]
@@ -407,7 +459,7 @@ mod tests {
         let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
         let sweep = group(&refs).unwrap();
         let class = &sweep.workloads[0].classes[0];
-        let svg = sweep_figure(&sweep.x, class, &vec![None; class.series.len()]).unwrap();
+        let svg = sweep_figure(&sweep.x, class, &vec![None; class.series.len()], &[]).unwrap();
         // Kept for a person to look at (rsvg-convert FILE -o FILE.png).
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
         let _ = std::fs::write(dir.join(format!("sweep-figure-{name}.svg")), &svg);

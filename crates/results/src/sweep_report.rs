@@ -11,13 +11,15 @@ use crate::compare_output::format_value;
 use crate::doc::Block;
 use crate::figure::FigureError;
 use crate::store::Labels;
-use crate::sweep::{group, ClassSweep, Stat, Sweep, XKind, LEVEL_PCT};
-use crate::sweep_figure::sweep_figure;
+use crate::sweep::{group, Axis, ClassSweep, Stat, Sweep, XKind, LEVEL_PCT};
+use crate::sweep_figure::{sweep_figure, SweepMark};
 use crate::sweep_usl::{fit_usl, usl_sentences, UslFailure, UslFit};
 
 /// One figure of the subsection and the blocks that follow it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepFigure {
+    /// The base workload swept (the runs' `workload` label).
+    pub workload: String,
     pub caption: String,
     pub svg: String,
     /// USL sentences (a client sweep) and the table of the points.
@@ -47,11 +49,17 @@ pub fn is_client_sweep(sweep: &Sweep) -> bool {
 
 type Fit = Option<Result<UslFit, UslFailure>>;
 
-/// The subsection for the swept runs among `runs` (a study's runs with their
-/// labels); `None` when no run carries a `sweep` label.
+/// Which runs to mark on the figure of class `class` (an index into the
+/// base workload's classes) of base workload `workload`, placed on `axis`.
+pub type MarksOf<'a> = dyn Fn(&Axis, &str, usize) -> Vec<SweepMark> + 'a;
+
+/// The subsection for the swept runs among `runs` (a study's complete runs
+/// with their labels); `None` when no run carries a `sweep` label. `marks`
+/// gives the runs drawn as single points on each figure.
 pub fn sweep_section(
     study: &str,
     runs: &[(&Labels, &RunRecord)],
+    marks: &MarksOf,
 ) -> Result<Option<SweepSection>, FigureError> {
     let Some(sweep) = group(runs) else {
         return Ok(None);
@@ -59,7 +67,7 @@ pub fn sweep_section(
     let usl = is_client_sweep(&sweep);
     let (mut figures, mut observations) = (Vec::new(), Vec::new());
     for w in &sweep.workloads {
-        for class in &w.classes {
+        for (ci, class) in w.classes.iter().enumerate() {
             let who = if w.is_mix() {
                 format!("{} in {}", class.class, w.workload)
             } else {
@@ -74,7 +82,7 @@ pub fn sweep_section(
                 .iter()
                 .map(|f| Some(f.as_ref()?.as_ref().ok()?.coefficients()))
                 .collect();
-            let svg = sweep_figure(&sweep.x, class, &curves)?;
+            let svg = sweep_figure(&sweep.x, class, &curves, &marks(&sweep.x, &w.workload, ci))?;
             let sentences: Vec<String> = class
                 .series
                 .iter()
@@ -91,6 +99,7 @@ pub fn sweep_section(
             after.push(table(&sweep, class));
             let drawn = curves.iter().any(Option::is_some);
             figures.push(SweepFigure {
+                workload: w.workload.clone(),
                 caption: caption(study, &sweep, &who, class, drawn),
                 svg,
                 after,
@@ -309,7 +318,9 @@ mod tests {
 
     fn section(runs: &[(Labels, RunRecord)]) -> SweepSection {
         let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
-        sweep_section("s", &refs).unwrap().unwrap()
+        sweep_section("s", &refs, &|_, _, _| Vec::new())
+            .unwrap()
+            .unwrap()
     }
 
     #[test]

@@ -493,10 +493,21 @@ fn sweep_report_renders_in_chromium() {
     render_in_chromium(&sweep_report(), "Scalability", "sweep", "sweep-screenshot");
 }
 
-fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &str) {
+/// Renders `report` in headless Chromium and checks it (see above); returns
+/// the rendered DOM, or `None` when Chromium is absent and not required.
+fn render_in_chromium(
+    report: &Report,
+    title: &str,
+    html_name: &str,
+    png_name: &str,
+) -> Option<String> {
     let Some(bin) = find_chromium() else {
+        assert!(
+            std::env::var_os("STACKBENCH_REQUIRE").is_none(),
+            "STACKBENCH_REQUIRE is set but chromium is not installed"
+        );
         eprintln!("SKIP rendering the {html_name} report: chromium is not installed (.ci/run installs it)");
-        return;
+        return None;
     };
     let figures = report.figures.len();
     let dir = tempfile::tempdir().unwrap();
@@ -515,7 +526,7 @@ fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &
         &dir.path().join("p1"),
         &["--dump-dom".into(), url.clone()],
     );
-    let dom = String::from_utf8_lossy(&dom.stdout);
+    let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
     assert!(
         dom.contains(&format!("<h1 id=\"top\">{title}</h1>")),
         "page did not load: {}",
@@ -527,6 +538,9 @@ fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &
     let png_path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/report-{png_name}.png"));
     let _ = std::fs::remove_file(&png_path);
+    // The workspace's target/ is absent when CARGO_TARGET_DIR points
+    // elsewhere, and Chromium does not create a screenshot's directory.
+    std::fs::create_dir_all(png_path.parent().unwrap()).unwrap();
     let out = chromium(
         bin,
         &dir.path().join("p2"),
@@ -566,5 +580,413 @@ fn render_in_chromium(report: &Report, title: &str, html_name: &str, png_name: &
     assert!(
         light > total / 2,
         "mostly not light ({light} of {total}): broken render?"
+    );
+    Some(dom)
+}
+
+/// A study where variant `nagle` holds two complete runs and one interrupted
+/// (SIGTERM: 0 transactions, `complete: false`), and `nodelay` two complete
+/// runs. Run ids: nagle 1, 2 complete and 3 incomplete; nodelay 11, 12.
+fn study_with_incomplete_run() -> StudyInput {
+    let rec = |rate: f64, i: usize| {
+        with_cpu(
+            &record("RR2(64B/64B)", rate, 50.0, 90.0, i as f64),
+            8.0,
+            9.0,
+        )
+    };
+    let mut nagle = stored(
+        "quick",
+        "nagle",
+        "6.6.0",
+        vec![rec(20_000.0, 1), rec(20_100.0, 2), rec(0.0, 3)],
+        1,
+    );
+    let cut = &mut nagle[2].record;
+    cut.complete = false;
+    cut.incomplete_reason = Some("interrupted by SIGTERM".into());
+    for c in &mut cut.classes {
+        c.transactions = 0;
+    }
+    let mut all = nagle;
+    all.extend(stored(
+        "quick",
+        "nodelay",
+        "6.6.0",
+        vec![rec(30_000.0, 4), rec(30_200.0, 5)],
+        11,
+    ));
+    StudyInput {
+        name: "quick".into(),
+        description: String::new(),
+        study: None,
+        runs: all,
+    }
+}
+
+fn report_of(studies: &[StudyInput]) -> Report {
+    let opts = ReportOptions {
+        title: "Quick".into(),
+        generated: "2024-05-01".into(),
+        margins: Margins::default(),
+    };
+    build_report(studies, &opts).unwrap()
+}
+
+/// Issue 21 point 2: an interrupted run (0 transactions) was averaged into
+/// the figure's bar and counted in the comparison (n=3). It must be shown,
+/// marked, and left out of every aggregate with a line saying so.
+#[test]
+fn incomplete_runs_are_shown_but_left_out_of_aggregates() {
+    let report = report_of(&[study_with_incomplete_run()]);
+    let md = &report.markdown;
+    assert!(
+        md.contains("20,050 (n=2)"),
+        "nagle's mean over its 2 complete runs:\n{md}"
+    );
+    assert!(
+        !md.contains("(n=3)"),
+        "the incomplete run was counted:\n{md}"
+    );
+    assert!(md.contains("runs: nagle 2, nodelay 2"), "{md}");
+    assert!(
+        md.contains("1 incomplete run was left out of every mean, error bar, verdict and fit: run 3 (nagle): interrupted by SIGTERM"),
+        "{md}"
+    );
+    assert!(md.contains("incomplete: interrupted by SIGTERM"), "{md}");
+    // Said in the observations, under the figure and under the comparison table.
+    assert_eq!(
+        md.matches("1 incomplete run was left out").count(),
+        3,
+        "{md}"
+    );
+    // Drawn, marked, with its reason as the tooltip.
+    let svg = &report.figures[0].1;
+    assert!(
+        svg.contains("run 3 (nagle): incomplete: interrupted by SIGTERM"),
+        "no marked run in the figure"
+    );
+    assert!(
+        svg.contains("stroke=\"#D55E00\""),
+        "no hollow mark for the incomplete run"
+    );
+}
+
+fn warning(code: &str, message: &str) -> stackbench_metrics::WarningRecord {
+    stackbench_metrics::WarningRecord {
+        code: code.into(),
+        message: message.into(),
+        class: None,
+    }
+}
+
+/// The study of [`study_with_incomplete_run`] with warnings: nagle's run 1
+/// saw background load, nodelay's runs both stalled on delayed ACKs.
+fn study_with_warnings() -> StudyInput {
+    let mut input = study_with_incomplete_run();
+    for r in &mut input.runs {
+        match r.id {
+            1 => r.record.warnings.push(warning(
+                "background_load",
+                "the idle baseline showed the client CPUs 31% busy:          stop other work",
+            )),
+            11 | 12 => r.record.warnings.push(warning(
+                "delayed_ack_stall",
+                "2.1% of transactions took 35–250 ms: pass --nodelay",
+            )),
+            _ => {}
+        }
+    }
+    input
+}
+
+/// Issue 21 point 2: report.html showed no warning at all. Each warned run is
+/// marked on its figure (codes in the SVG tooltip), listed in a measurement
+/// quality table per variant, and a figure whose every run is warned says so.
+#[test]
+fn warnings_are_shown_where_the_figure_is_drawn() {
+    let report = report_of(&[study_with_warnings()]);
+    let html = &report.html;
+    for code in ["background_load", "delayed_ack_stall", "incomplete"] {
+        assert!(html.contains(code), "report.html lacks {code}");
+    }
+    assert!(html.contains("<h3>Measurement quality</h3>"));
+    assert!(html.contains("<td>delayed_ack_stall</td>"), "{html}");
+    assert!(html.contains("2.1% of transactions took 35–250 ms: pass --nodelay</td>"));
+    assert!(
+        html.contains("31% busy: stop other work"),
+        "spaces collapsed"
+    );
+    let svg = &report.figures[0].1;
+    assert!(svg.contains("<title>run 1 (nagle): background_load — note [1]</title>"));
+    // Runs 11 and 12 sit at the same value: one mark, both in its tooltip.
+    assert!(svg.contains(
+        "<title>run 11 (nodelay): delayed_ack_stall — note [3]\nrun 12 (nodelay): delayed_ack_stall — note [4]</title>"
+    ));
+    assert!(svg.contains(">[3,4]</text>"));
+    let md = &report.markdown;
+    assert!(
+        md.contains("Warned runs (background_load, delayed_ack_stall) are marked"),
+        "{md}"
+    );
+
+    // Only the nodelay variant: every run in the figure is warned.
+    let mut only = study_with_warnings();
+    only.runs.retain(|r| r.id > 10);
+    let md = report_of(&[only]).markdown;
+    assert!(
+        md.contains("Every run in this figure carries a warning: delayed_ack_stall"),
+        "{md}"
+    );
+}
+
+/// The warned report in headless Chromium: the measurement-quality table and
+/// the marks' tooltips are in the rendered DOM.
+#[test]
+fn warnings_render_in_chromium() {
+    let report = report_of(&[study_with_warnings()]);
+    let Some(dom) = render_in_chromium(&report, "Quick", "warnings", "warnings-screenshot") else {
+        return;
+    };
+    assert!(dom.contains("<h3>Measurement quality</h3>"));
+    for cell in [
+        "<td>background_load</td>",
+        "<td>delayed_ack_stall</td>",
+        "<td>incomplete</td>",
+    ] {
+        assert!(dom.contains(cell), "rendered DOM lacks {cell}");
+    }
+    assert!(
+        dom.contains("<title>run 3 (nagle): incomplete: interrupted by SIGTERM — note [2]</title>")
+    );
+}
+
+/// The TN3270 case of issue 21: a sweep whose every run saw background load
+/// (CPU/tr falling as users rise) read as scalability. The sweep figure's
+/// caption says every run is warned; an interrupted sweep run is left out of
+/// the points and the fit.
+#[test]
+fn a_sweep_of_warned_runs_says_so_and_drops_incomplete_points() {
+    let mut input = sweep_study();
+    for r in &mut input.runs {
+        r.record.warnings.push(warning(
+            "background_load",
+            "the idle baseline showed the server CPUs 40% busy",
+        ));
+    }
+    let mut cut = sweep_run("base", USL_BASE, 64, 3, 31);
+    cut.id = 99_999;
+    cut.record.complete = false;
+    cut.record.incomplete_reason = Some("interrupted by SIGTERM".into());
+    cut.record.classes[0].rate_tps = 0.0;
+    input.runs.push(cut);
+    let report = report_of(&[input]);
+    let svg = &report.figures[0].1;
+    assert!(
+        svg.contains("<title>run 99999 (base): incomplete: interrupted by SIGTERM"),
+        "the incomplete sweep run is not drawn"
+    );
+    assert!(
+        svg.contains("(tuned): background_load — note ["),
+        "warned points are not marked"
+    );
+    let _ = std::fs::write(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-sweep-warned.svg"),
+        svg,
+    );
+    let md = report.markdown;
+    assert!(
+        md.contains("Every run in this figure carries a warning: background_load"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 64 | base | 3 |"),
+        "the incomplete run was counted at N=64:\n{md}"
+    );
+    assert!(
+        md.contains("run 99999 (base): interrupted by SIGTERM"),
+        "{md}"
+    );
+}
+
+/// Issue 21 point 2: the observations gave each variant five near-identical
+/// sentences. Now: one verdict table per study (variant × workload × metric:
+/// ratio, interval, verdict, n) and sentences only for what changed.
+#[test]
+fn observations_are_one_verdict_table_and_sentences_for_changes() {
+    let md = report_of(&[study_with_incomplete_run()]).markdown;
+    let obs = &md[md.find("### Observations").unwrap()..md.find("### Results").unwrap()];
+    assert_eq!(obs.matches("| Variant vs baseline | Workload | Metric | Ratio B/A | 90% interval | Verdict | n (A/B) |").count(), 1, "{obs}");
+    assert!(
+        obs.contains(
+            "| nodelay vs nagle | RR2(64B/64B) | tr/s | 1.501× | 1.482× … 1.521× | BETTER | 2/2 |"
+        ),
+        "{obs}"
+    );
+    assert!(
+        obs.contains("| nodelay vs nagle | RR2(64B/64B) | client CPU µs/tr | 1.000× |"),
+        "{obs}"
+    );
+    assert!(
+        obs.contains("- nodelay has higher transaction rate than nagle in RR2(64B/64B) (ratio 1.501×, 90% CI 1.482× … 1.521×): BETTER."),
+        "{obs}"
+    );
+    assert!(
+        !obs.contains("uses the same client CPU"),
+        "a sentence for an unchanged metric:\n{obs}"
+    );
+    assert!(!obs.contains("On average"), "{obs}");
+}
+
+/// Issue 21 point 2: bars 100× apart (lab-priority: 98 vs 8,016 tr/s) left
+/// the short bar unreadable; each bar now carries its value and its ratio to
+/// the smallest.
+#[test]
+fn bars_ten_times_apart_carry_their_values() {
+    let rec = |rate: f64, i: usize| record("RR1(1B/1B)", rate, 50.0, 90.0, i as f64);
+    let mut runs = stored("prio", "low", "6.6.0", vec![rec(98.0, 1), rec(98.0, 2)], 1);
+    runs.extend(stored(
+        "prio",
+        "high",
+        "6.6.0",
+        vec![rec(8_016.0, 3), rec(8_016.0, 4)],
+        11,
+    ));
+    let report = report_of(&[StudyInput {
+        name: "prio".into(),
+        description: String::new(),
+        study: None,
+        runs,
+    }]);
+    let svg = &report.figures[0].1;
+    // plotters writes each text's content on its own line.
+    let texts: Vec<&str> = svg.lines().map(str::trim).collect();
+    assert!(texts.contains(&"98"), "the short bar's value");
+    assert!(
+        texts.contains(&"8.0k (82×)"),
+        "the tall bar's value and ratio"
+    );
+}
+
+const THINK_STUDY: &str = r#"
+name = "think"
+description = "What do users with 30 s think time cost?"
+workloads = ["RR2(64B/64B)"]
+think = "30s"
+repetitions = 3
+[[variant]]
+name = "nagle"
+[[variant]]
+name = "nodelay"
+nodelay = true
+"#;
+
+/// Issue 21 point 2: the report said "Repetitions: 3" after `--repetitions
+/// 2`, and the TN3270 text said 30 s think while 3 s ran. Every statement
+/// comes from the stored settings of the runs shown; where the study file
+/// disagrees the report says so, and runs of one variant that differ are named.
+#[test]
+fn statements_come_from_the_runs_stored_settings() {
+    let rec = |rate: f64, i: usize, nodelay: bool| {
+        let mut r = record("RR2(64B/64B)", rate, 50.0, 90.0, i as f64);
+        r.settings.set("think", "3s").unwrap();
+        r.settings.set("nodelay", &nodelay.to_string()).unwrap();
+        r
+    };
+    let mut runs = stored(
+        "think",
+        "nagle",
+        "6.6.0",
+        vec![rec(100.0, 1, false), rec(101.0, 2, false)],
+        1,
+    );
+    let mut odd = rec(150.0, 4, true);
+    odd.settings.set("think", "1s").unwrap();
+    odd.settings.set("duration", "5s").unwrap();
+    runs.extend(stored(
+        "think",
+        "nodelay",
+        "6.6.0",
+        vec![rec(150.0, 3, true), odd],
+        11,
+    ));
+    let input = StudyInput {
+        name: "think".into(),
+        description: "What do users with 30 s think time cost?".into(),
+        study: Some(parse_study(THINK_STUDY, "think.toml").unwrap()),
+        runs,
+    };
+    let md = report_of(&[input]).markdown;
+    assert!(!md.contains("Repetitions: 3"), "{md}");
+    assert!(
+        md.contains(
+            "Repetitions: 2 per workload and variant, interleaved (the study file asks for 3)"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("Variant nagle (baseline): think = 3s"), "{md}");
+    assert!(
+        md.contains(
+            "Variant nodelay: nodelay = true; its runs differ: think = 3s (run 11), 1s (run 12)"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("Runs: nagle: 10 s measured after 2 s warm-up; nodelay: runs differ: 10 s measured after 2 s warm-up (run 11), 5 s measured after 2 s warm-up (run 12)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("the study file sets think = 30s, but its runs were measured with think = 3s (runs 1, 2, 11), 1s (run 12)"),
+        "{md}"
+    );
+}
+
+/// A kernel-to-kernel study with an interrupted run on the new kernel: the
+/// kernel comparison's ratios are over complete runs only.
+#[test]
+fn kernel_comparison_leaves_incomplete_runs_out() {
+    use stackbench_results::fixtures::with_kernel;
+    let rec = |rate: f64, kernel: &str, i: usize| {
+        with_kernel(
+            &with_cpu(&record("RR1(1B/1B)", rate, 50.0, 90.0, i as f64), 8.0, 9.0),
+            kernel,
+            "kvm",
+        )
+    };
+    let mut runs = stored(
+        "k",
+        "6.1",
+        "6.1.0",
+        vec![
+            rec(1000.0, "linux-image-6.1.0-test", 1),
+            rec(1000.0, "linux-image-6.1.0-test", 2),
+        ],
+        1,
+    );
+    let mut new = stored(
+        "k",
+        "6.6",
+        "6.6.0",
+        vec![
+            rec(0.0, "linux-image-6.6.0-test", 3),
+            rec(1100.0, "linux-image-6.6.0-test", 4),
+            rec(1100.0, "linux-image-6.6.0-test", 5),
+        ],
+        11,
+    );
+    new[0].record.complete = false;
+    new[0].record.incomplete_reason = Some("interrupted by SIGTERM".into());
+    runs.extend(new);
+    let md = report_of(&[StudyInput {
+        name: "k".into(),
+        description: String::new(),
+        study: None,
+        runs,
+    }])
+    .markdown;
+    let section = &md[md.find("### Kernel comparison").expect(&md)..];
+    assert!(
+        section.contains("1.100"),
+        "rate ratio over complete runs:\n{section}"
     );
 }
