@@ -67,10 +67,14 @@ fn bad_lab_files_are_one_line_errors() {
             "bad.toml:1:8: bad lab name 'Demo-1'",
         );
     }
-    fails_with(
-        &mut lab("up", &dir.path().join("none.toml")),
-        "cannot read lab file",
-    );
+    for action in ["up", "down", "show"] {
+        let out = lab(action, &dir.path().join("none.toml")).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("cannot read lab file"), "{err}");
+        // The OS error was printed twice: by the message and as its cause.
+        assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    }
 }
 
 /// Runs `cmd` as an unprivileged user (nobody, when the tests run as root)
