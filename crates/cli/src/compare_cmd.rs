@@ -12,7 +12,7 @@ use stackbench_metrics::record::record_from_json;
 use stackbench_metrics::RunRecord;
 use stackbench_results::compare::{compare, emulated_sides, is_emulated, Margins};
 use stackbench_results::compare_output::{render_json, render_markdown, render_table};
-use stackbench_results::store::{parse_labels, Labels, Store};
+use stackbench_results::store::{parse_labels, Labels, Store, WHERE_HELP};
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -127,8 +127,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
             ));
         }
     }
-    let common =
-        parse_labels(&args.filter).or_else(|e| crate::exit::usage(format!("--where: {e}")))?;
+    let common = parse_labels(&args.filter)
+        .or_else(|e| crate::exit::usage(format!("--where: {e}; {WHERE_HELP}")))?;
     let mut store = None;
     let (a, a_emulated) = side(&args.a, &common, &mut store, args.db.as_deref())?;
     let (b, b_emulated) = side(&args.b, &common, &mut store, args.db.as_deref())?;

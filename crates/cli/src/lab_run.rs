@@ -59,9 +59,11 @@ pub fn resolve(s: &mut RunSettings) -> anyhow::Result<Option<LabRun>> {
             .filter(|n| s.text_of(n).as_deref() != Some("default"))
             .collect();
         if !given.is_empty() {
+            let verb = if given.len() == 1 { "applies" } else { "apply" };
             return usage(format!(
-                "{} apply to a lab run: add --lab FILE (with --lab-from and --lab-to) or drop them",
-                given.join(", ")
+                "{} {verb} only to a lab run: add --lab FILE (with --lab-from and --lab-to) or drop {}",
+                given.join(", "),
+                if given.len() == 1 { "it" } else { "them" }
             ));
         }
         return Ok(None);
