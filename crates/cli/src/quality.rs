@@ -17,7 +17,7 @@ use stackbench_model::settings::{RunSettings, Spin};
 use stackbench_model::IoMode;
 
 /// Length of the idle baseline.
-const BASELINE: Duration = Duration::from_secs(1);
+pub const BASELINE: Duration = Duration::from_secs(1);
 
 /// Measures how busy `cpus` (empty: all) are for one second before the run.
 pub fn background_load(cpus: &[usize]) -> Option<Warning> {

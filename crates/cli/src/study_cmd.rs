@@ -10,10 +10,18 @@ use stackbench_metrics::RunRecord;
 use stackbench_model::settings::RunSettings;
 use stackbench_results::store::{parse_labels, Store};
 use stackbench_results::study::{
-    load_study, run_study, SettingTexts, Study, StudyError, StudyStep, MAX_REPETITIONS,
+    load_study, reserved_label, run_study, SettingTexts, Study, StudyError, StudyStep,
+    MAX_REPETITIONS,
 };
 
 use crate::setting_flags::SettingFlags;
+use crate::study_estimate::{estimate, MAX_UNCONFIRMED};
+
+/// Steps `--dry-run` lists in full; a longer plan lists its first
+/// [`LISTED_HEAD`] steps and a summary (a 256,000-step plan printed
+/// 256,000 lines).
+const LIST_ALL: usize = 100;
+const LISTED_HEAD: usize = 20;
 
 #[derive(Debug, Args)]
 pub struct StudyArgs {
@@ -34,6 +42,9 @@ pub struct StudyArgs {
     /// Print the interleaved plan and exit without running anything.
     #[arg(long)]
     dry_run: bool,
+    /// Run a study estimated to take longer than 24 h.
+    #[arg(long)]
+    yes: bool,
     /// Repetitions of every workload × variant, over the file's [1 to 1000].
     #[arg(long, value_name = "N")]
     repetitions: Option<u32>,
@@ -58,6 +69,28 @@ fn describe(step: &StudyStep) -> String {
             format!(" ({})", settings.join(", "))
         }
     )
+}
+
+/// Prints the plan (all of it, or its head when long) and its estimate.
+fn dry_run(plan: &[StudyStep], estimate: &str, needs_yes: bool) {
+    let listed = if plan.len() <= LIST_ALL {
+        plan.len()
+    } else {
+        LISTED_HEAD
+    };
+    for step in &plan[..listed] {
+        println!("{}", describe(step));
+    }
+    if listed < plan.len() {
+        println!(
+            "… and {} more steps (a plan of more than {LIST_ALL} steps is listed by its first {LISTED_HEAD})",
+            plan.len() - listed
+        );
+    }
+    println!("study plan: {estimate}");
+    if needs_yes {
+        println!("longer than 24 h: `study` runs it only with --yes");
+    }
 }
 
 /// Applies `--repetitions` and the setting flags to the study.
@@ -96,12 +129,16 @@ pub fn run(
     let plan = study.plan(&args.variant, &file).map_err(usage)?;
     let extra =
         parse_labels(&args.label).or_else(|e| crate::exit::usage(format!("--label: {e}")))?;
+    if let Some(reason) = extra.keys().find_map(|k| reserved_label(k)) {
+        return crate::exit::usage(format!("--label: {reason}"));
+    }
+    let time = estimate(&plan);
     if args.dry_run {
-        for step in &plan {
-            println!("{}", describe(step));
-        }
+        dry_run(&plan, &time.describe(), time.total > MAX_UNCONFIRMED);
         return Ok(crate::exit::OK);
     }
+    time.check(args.yes).or_else(crate::exit::usage)?;
+    eprintln!("study '{}': {}", study.name, time.describe());
     let mut store = if args.no_store {
         None
     } else {
