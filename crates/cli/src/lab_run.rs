@@ -210,7 +210,7 @@ impl LabRun {
     /// Makes the kernel state equal the lab with the run's overrides (in
     /// place: namespaces and pairs stay, so a running responder stays).
     pub fn up(&self) -> anyhow::Result<()> {
-        stackbench_lab::up(&self.lab)
+        stackbench_lab::up_from(&self.lab, std::path::Path::new(&self.file))
             .map(|_| ())
             .or_else(|e| usage(e.to_string()))
     }
