@@ -55,8 +55,8 @@ impl Load {
                 trans_per_user,
                 interval_s,
             } => Ratio::from_f64(trans_per_user)?
-                .mul(Ratio::from_f64(users)?)?
-                .div(Ratio::from_f64(interval_s)?),
+                .checked_mul(Ratio::from_f64(users)?)?
+                .checked_div(Ratio::from_f64(interval_s)?),
             Load::Rate { rate_tps } => Ratio::from_f64(rate_tps),
         }
     }
@@ -140,14 +140,14 @@ fn demand_exact(input: &CpuInput) -> Option<Ratio> {
     input
         .load
         .rate_exact()?
-        .mul(Ratio::from_f64(input.cpu_s_per_tran)?)
+        .checked_mul(Ratio::from_f64(input.cpu_s_per_tran)?)
 }
 
 /// ⌈X × D ÷ target⌉ computed exactly (see [`crate::exact`]); `None` when the
 /// inputs overflow the rationals.
 fn exact_processors(input: &CpuInput) -> Option<u128> {
-    let per_processor = Ratio::from_f64(input.target_util_pct)?.div(Ratio::new(100, 1)?)?;
-    Some(demand_exact(input)?.div(per_processor)?.ceil())
+    let per_processor = Ratio::from_f64(input.target_util_pct)?.checked_div(Ratio::new(100, 1)?)?;
+    Some(demand_exact(input)?.checked_div(per_processor)?.ceil())
 }
 
 impl CpuPlan {

@@ -60,7 +60,7 @@ impl Ratio {
         }
     }
 
-    pub fn mul(self, other: Ratio) -> Option<Ratio> {
+    pub fn checked_mul(self, other: Ratio) -> Option<Ratio> {
         // Cross-reduce first so the products stay small.
         let g1 = gcd(self.num, other.den).max(1);
         let g2 = gcd(other.num, self.den).max(1);
@@ -70,11 +70,11 @@ impl Ratio {
         )
     }
 
-    pub fn div(self, other: Ratio) -> Option<Ratio> {
+    pub fn checked_div(self, other: Ratio) -> Option<Ratio> {
         if other.num == 0 {
             return None;
         }
-        self.mul(Ratio {
+        self.checked_mul(Ratio {
             num: other.den,
             den: other.num,
         })
@@ -113,17 +113,20 @@ mod tests {
         let r = |x: f64| Ratio::from_f64(x).unwrap();
         // 1M users × 10⁶ tr/s × 3600 CPU-s/tr ÷ 100% target.
         let need = r(1_048_576.0)
-            .mul(r(1e6))
-            .and_then(|x| x.mul(r(3600.0)))
-            .and_then(|x| x.div(r(1.0)))
+            .checked_mul(r(1e6))
+            .and_then(|x| x.checked_mul(r(3600.0)))
+            .and_then(|x| x.checked_div(r(1.0)))
             .unwrap();
         assert_eq!(need.whole(), Some(3_774_873_600_000_000));
         assert_eq!(need.ceil(), 3_774_873_600_000_000);
         // 0.1 + ... : 3 × 0.1 s ÷ 0.3 is exactly 1, not 1.0000000000000002.
-        let one = r(3.0).mul(r(0.1)).and_then(|x| x.div(r(0.3))).unwrap();
+        let one = r(3.0)
+            .checked_mul(r(0.1))
+            .and_then(|x| x.checked_div(r(0.3)))
+            .unwrap();
         assert_eq!(one.ceil(), 1);
         assert_eq!(r(2.5).ceil(), 3);
-        assert_eq!(r(1.0).div(r(0.0)), None);
-        assert_eq!(r(1e38).mul(r(1e38)), None);
+        assert_eq!(r(1.0).checked_div(r(0.0)), None);
+        assert_eq!(r(1e38).checked_mul(r(1e38)), None);
     }
 }
