@@ -15,7 +15,7 @@ use stackbench_results::study::{
 };
 
 use crate::setting_flags::SettingFlags;
-use crate::study_estimate::{estimate, MAX_UNCONFIRMED};
+use crate::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
 
 /// Steps `--dry-run` lists in full; a longer plan lists its first
 /// [`LISTED_HEAD`] steps and a summary (a 256,000-step plan printed
@@ -71,26 +71,40 @@ fn describe(step: &StudyStep) -> String {
     )
 }
 
-/// Prints the plan (all of it, or its head when long) and its estimate.
-fn dry_run(plan: &[StudyStep], estimate: &str, needs_yes: bool) {
-    let listed = if plan.len() <= LIST_ALL {
-        plan.len()
+/// Prints the plan (all of it, or its head when long) and its estimate;
+/// a long plan is built only as far as its head.
+fn dry_run(study: &Study, only: &[String], file: &str, time: &Estimate) -> anyhow::Result<()> {
+    let listed = if time.steps <= LIST_ALL {
+        time.steps
     } else {
         LISTED_HEAD
     };
-    for step in &plan[..listed] {
+    let per_repetition = (time.steps / study.repetitions.max(1) as usize).max(1);
+    let head = Study {
+        repetitions: listed.div_ceil(per_repetition).max(1) as u32,
+        ..study.clone()
+    };
+    let usage = |e: StudyError| crate::exit::usage::<()>(e.to_string()).unwrap_err();
+    for step in head
+        .plan(only, file)
+        .map_err(usage)?
+        .iter_mut()
+        .take(listed)
+    {
+        step.total = time.steps;
         println!("{}", describe(step));
     }
-    if listed < plan.len() {
+    if listed < time.steps {
         println!(
             "… and {} more steps (a plan of more than {LIST_ALL} steps is listed by its first {LISTED_HEAD})",
-            plan.len() - listed
+            time.steps - listed
         );
     }
-    println!("study plan: {estimate}");
-    if needs_yes {
+    println!("study plan: {}", time.describe());
+    if time.total > MAX_UNCONFIRMED {
         println!("longer than 24 h: `study` runs it only with --yes");
     }
+    Ok(())
 }
 
 /// Applies `--repetitions` and the setting flags to the study.
@@ -126,19 +140,27 @@ pub fn run(
     let usage = |e: StudyError| crate::exit::usage::<()>(e.to_string()).unwrap_err();
     let mut study = load_study(&args.file).map_err(usage)?;
     override_study(&mut study, &args)?;
-    let plan = study.plan(&args.variant, &file).map_err(usage)?;
+    // One repetition is checked and estimated first (every repetition
+    // repeats its settings); the whole plan is built only to be run or listed.
+    let one = Study {
+        repetitions: 1,
+        ..study.clone()
+    }
+    .plan(&args.variant, &file)
+    .map_err(usage)?;
     let extra =
         parse_labels(&args.label).or_else(|e| crate::exit::usage(format!("--label: {e}")))?;
     if let Some(reason) = extra.keys().find_map(|k| reserved_label(k)) {
         return crate::exit::usage(format!("--label: {reason}"));
     }
-    let time = estimate(&plan);
+    let time = estimate(&one, study.repetitions);
     if args.dry_run {
-        dry_run(&plan, &time.describe(), time.total > MAX_UNCONFIRMED);
+        dry_run(&study, &args.variant, &file, &time)?;
         return Ok(crate::exit::OK);
     }
     time.check(args.yes).or_else(crate::exit::usage)?;
     eprintln!("study '{}': {}", study.name, time.describe());
+    let plan = study.plan(&args.variant, &file).map_err(usage)?;
     let mut store = if args.no_store {
         None
     } else {

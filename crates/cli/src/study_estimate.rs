@@ -31,35 +31,46 @@ pub struct Estimate {
     pub counted: usize,
 }
 
-/// Estimates `plan` (see the module doc).
-pub fn estimate(plan: &[StudyStep]) -> Estimate {
-    let mut total = Duration::ZERO;
+/// Estimates a study whose plan is `one` (the steps of one repetition)
+/// repeated `repetitions` times: every repetition runs the same steps in the
+/// same order, so the whole plan (256,000 steps took 680 MB) is never built
+/// to be refused.
+pub fn estimate(one: &[StudyStep], repetitions: u32) -> Estimate {
     let mut counted = 0;
-    let mut last_key = None;
-    for step in plan {
-        let mut s = step.settings.clone();
-        session::fill_window(&mut s, false);
-        if s.duration.is_none() {
-            counted += 1;
-        }
-        let window =
-            s.warmup.map_or(Duration::ZERO, |d| d.0) + s.duration.map_or(Duration::ZERO, |d| d.0);
-        let repetitions = match (s.confidence, s.iterations, s.repeat) {
-            (Some(_), Some(bounds), _) => bounds.min,
-            (Some(_), None, _) => 3, // the default bounds 3,30
-            (None, _, repeat) => repeat.unwrap_or(1),
-        };
-        total = total.saturating_add(window.saturating_mul(repetitions));
-        let key = session::session_key(&s);
-        if last_key.as_ref() != Some(&key) {
-            total = total.saturating_add(quality::BASELINE);
-            last_key = Some(key);
+    let steps: Vec<(Duration, String)> = one
+        .iter()
+        .map(|step| {
+            let mut s = step.settings.clone();
+            session::fill_window(&mut s, false);
+            if s.duration.is_none() {
+                counted += 1;
+            }
+            let window = s.warmup.map_or(Duration::ZERO, |d| d.0)
+                + s.duration.map_or(Duration::ZERO, |d| d.0);
+            let runs = match (s.confidence, s.iterations, s.repeat) {
+                (Some(_), Some(bounds), _) => bounds.min,
+                (Some(_), None, _) => 3, // the default bounds 3,30
+                (None, _, repeat) => repeat.unwrap_or(1),
+            };
+            (window.saturating_mul(runs), session::session_key(&s))
+        })
+        .collect();
+    let mut total = Duration::ZERO;
+    let mut last_key: Option<&String> = None;
+    for _ in 0..repetitions {
+        for (time, key) in &steps {
+            total = total.saturating_add(*time);
+            if last_key != Some(key) {
+                total = total.saturating_add(quality::BASELINE);
+                last_key = Some(key);
+            }
         }
     }
+    let n = repetitions as usize;
     Estimate {
-        steps: plan.len(),
+        steps: one.len() * n,
         total,
-        counted,
+        counted: counted * n,
     }
 }
 
@@ -111,6 +122,42 @@ impl Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use stackbench_results::study::{parse_study, Study};
+
+    fn plan(text: &str, repetitions: u32) -> Vec<StudyStep> {
+        let study = parse_study(text, "e.toml").unwrap();
+        Study {
+            repetitions,
+            ..study
+        }
+        .plan(&[], "e.toml")
+        .unwrap()
+    }
+
+    #[test]
+    fn one_repetition_scaled_is_the_whole_plan() {
+        let head = "name = \"e\"\nworkloads = [\"RR1(1B/1B)\"]\nduration = \"10s\"\n\
+                    [[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n";
+        // Variant b starts its own responder (server_threads is in the
+        // session key): a baseline at each of the 6 steps; 2 s warm-up each.
+        let text = format!("{head}server_threads = 2\n");
+        let e = estimate(&plan(&text, 1), 3);
+        assert_eq!((e.steps, e.counted), (6, 0));
+        assert_eq!(e.total, Duration::from_secs(6 * 12 + 6));
+        assert_eq!(e, estimate(&plan(&text, 3), 1));
+        // Same session throughout: one baseline.
+        let e = estimate(&plan(head, 1), 3);
+        assert_eq!(e.total, Duration::from_secs(6 * 12 + 1));
+        assert_eq!(e, estimate(&plan(head, 3), 1));
+        // A count-bounded step has no window: its warm-up (0) only, and said so.
+        let text = "name = \"e\"\nworkloads = [\"RR1(1B/1B)\"]\ntransactions = 1000\n";
+        let e = estimate(&plan(text, 1), 2);
+        assert_eq!((e.total, e.counted), (Duration::from_secs(1), 2));
+        assert!(e
+            .describe()
+            .contains("not counting the measurement of 2 step(s)"));
+    }
 
     #[test]
     fn durations_read_in_their_two_largest_units() {
