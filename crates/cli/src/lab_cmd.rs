@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use stackbench_lab::{read_lab, UpReport};
+use stackbench_lab::{read_lab, LabError, UpReport};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples (as root):
@@ -76,6 +76,10 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
             let back = stackbench_lab::read(&lab)?;
             let (text, differences) = stackbench_lab::render_counted(&lab, &back);
             write!(out, "{text}")?;
+            // A lab of this name built from another file explains the differences.
+            if let Err(owned @ LabError::Owned { .. }) = stackbench_lab::owner::check(&lab, &file) {
+                writeln!(out, "owner: {owned}")?;
+            }
             if differences > 0 {
                 // As a failed check: the file's state is not the kernel's.
                 return Ok(crate::exit::FAILED_CHECK);

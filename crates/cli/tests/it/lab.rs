@@ -237,6 +237,7 @@ fn a_lab_up_from_another_file_of_the_same_name_is_refused() {
     let shown = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{shown}");
     assert!(shown.contains("differences from the lab file"), "{shown}");
+    assert!(shown.contains("owner: lab 'tdup' is up from "), "{shown}");
     // The owner may bring it up again; after `down` anyone may.
     stdout_of(&mut lab("up", &first));
     stdout_of(&mut lab("down", &first));
