@@ -15,7 +15,7 @@ use stackbench_metrics::RunRecord;
 use stackbench_results::compare::{compare_runs, emulated_sides, is_emulated, Margins, RunInput};
 use stackbench_results::compare_output::{render_json, render_markdown, render_table};
 use stackbench_results::env::Environment;
-use stackbench_results::store::{parse_labels, Labels, RunId, Store, StoreError};
+use stackbench_results::store::{parse_labels, Labels, RunId, Store, StoreError, WHERE_HELP};
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -216,8 +216,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
             ));
         }
     }
-    let common =
-        parse_labels(&args.filter).or_else(|e| crate::exit::usage(format!("--where: {e}")))?;
+    let common = parse_labels(&args.filter)
+        .or_else(|e| crate::exit::usage(format!("--where: {e}; {WHERE_HELP}")))?;
     let mut store = None;
     let (a, a_emulated) = side(&args.a, &common, &mut store, args.db.as_deref())?;
     let (b, b_emulated) = side(&args.b, &common, &mut store, args.db.as_deref())?;

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use stackbench_lab::{read_lab, UpReport};
+use stackbench_lab::{read_lab, LabError, UpReport};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples (as root):
@@ -23,7 +23,8 @@ pub struct LabArgs {
 #[derive(Debug, Subcommand)]
 enum LabAction {
     /// Create or update the lab's namespaces, links, rates, MTUs and
-    /// offloads to match the file (running it twice changes nothing).
+    /// offloads to match the file (running it twice changes nothing);
+    /// refused when a lab of the same name is up from another file.
     Up {
         /// The lab file (TOML).
         file: PathBuf,
@@ -34,7 +35,8 @@ enum LabAction {
         /// The lab file (TOML); only its name is used.
         file: PathBuf,
     },
-    /// Print the lab as configured and as read back from the kernel.
+    /// Print the lab as configured and as read back from the kernel; exit
+    /// status 1 when the kernel differs from the file.
     Show {
         /// The lab file (TOML).
         file: PathBuf,
@@ -57,7 +59,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
     match args.action {
         LabAction::Up { file } => {
             let lab = read_lab(&file)?;
-            let report = stackbench_lab::up(&lab)?;
+            let report = stackbench_lab::up_from(&lab, &file)?;
             writeln!(out, "{}", summary(&lab.name, &report))?;
         }
         LabAction::Down { file } => {
@@ -72,7 +74,16 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
         LabAction::Show { file } => {
             let lab = read_lab(&file)?;
             let back = stackbench_lab::read(&lab)?;
-            write!(out, "{}", stackbench_lab::render(&lab, &back))?;
+            let (text, differences) = stackbench_lab::render_counted(&lab, &back);
+            write!(out, "{text}")?;
+            // A lab of this name built from another file explains the differences.
+            if let Err(owned @ LabError::Owned { .. }) = stackbench_lab::owner::check(&lab, &file) {
+                writeln!(out, "owner: {owned}")?;
+            }
+            if differences > 0 {
+                // As a failed check: the file's state is not the kernel's.
+                return Ok(crate::exit::FAILED_CHECK);
+            }
         }
     }
     Ok(crate::exit::OK)

@@ -60,9 +60,11 @@ pub fn resolve(s: &mut RunSettings) -> anyhow::Result<Option<LabRun>> {
             .filter(|n| s.text_of(n).as_deref() != Some("default"))
             .collect();
         if !given.is_empty() {
+            let verb = if given.len() == 1 { "applies" } else { "apply" };
             return usage(format!(
-                "{} apply to a lab run: add --lab FILE (with --lab-from and --lab-to) or drop them",
-                given.join(", ")
+                "{} {verb} only to a lab run: add --lab FILE (with --lab-from and --lab-to) or drop {}",
+                given.join(", "),
+                if given.len() == 1 { "it" } else { "them" }
             ));
         }
         return Ok(None);
@@ -226,7 +228,7 @@ impl LabRun {
     /// Makes the kernel state equal the lab with the run's overrides (in
     /// place: namespaces and pairs stay, so a running responder stays).
     pub fn up(&self) -> anyhow::Result<()> {
-        stackbench_lab::up(&self.lab)
+        stackbench_lab::up_from(&self.lab, std::path::Path::new(&self.file))
             .map(|_| ())
             .or_else(|e| usage(e.to_string()))
     }

@@ -24,6 +24,7 @@ mod session;
 mod setting_flags;
 mod spawn;
 mod study_cmd;
+mod study_estimate;
 mod terminal;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

@@ -17,7 +17,7 @@ use stackbench_model::settings::{RunSettings, Spin};
 use stackbench_model::IoMode;
 
 /// Length of the idle baseline.
-const BASELINE: Duration = Duration::from_secs(1);
+pub const BASELINE: Duration = Duration::from_secs(1);
 
 /// The run-level checks and what the class checks need from them.
 pub struct RunChecks {

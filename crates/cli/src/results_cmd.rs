@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use stackbench_results::export;
-use stackbench_results::store::{default_db_path, parse_labels, Store, StoreError};
+use stackbench_results::store::{default_db_path, parse_labels, Store, StoreError, WHERE_HELP};
 
 #[derive(Debug, Args)]
 pub struct ResultsArgs {
@@ -66,7 +66,7 @@ enum Format {
 }
 
 fn filter_of(texts: &[String]) -> anyhow::Result<stackbench_results::store::Labels> {
-    parse_labels(texts).or_else(|e| crate::exit::usage(format!("--where: {e}")))
+    parse_labels(texts).or_else(|e| crate::exit::usage(format!("--where: {e}; {WHERE_HELP}")))
 }
 
 /// Opens `--db` (or the default database) for reading only: nothing is

@@ -49,6 +49,23 @@ impl RunPlan {
     }
 }
 
+/// Fills in the default window and warm-up (see [`resolve`]); also what a
+/// study's time estimate counts per step.
+pub fn fill_window(s: &mut RunSettings, default_study: bool) {
+    let secs = |n| Some(Secs(Duration::from_secs(n)));
+    let counted = s.transactions.is_some();
+    if s.duration.is_none() && !counted {
+        s.duration = secs(if default_study { 5 } else { 10 });
+    }
+    if s.warmup.is_none() {
+        s.warmup = Some(Secs(match (counted, default_study) {
+            (true, _) => Duration::ZERO,
+            (false, true) => Duration::from_secs(1),
+            (false, false) => Duration::from_secs(2),
+        }));
+    }
+}
+
 /// The one place run-time defaults are decided, for `run` and `study` alike:
 /// the window (10 s, 5 s for the default study, none when count-bounded), the
 /// warm-up (2 s, 1 s for the default study, 0 when count-bounded), placement
@@ -62,21 +79,12 @@ pub fn resolve(
     default_study: bool,
     announce: bool,
 ) -> anyhow::Result<RunPlan> {
-    let secs = |n| Some(Secs(Duration::from_secs(n)));
-    let counted = s.transactions.is_some();
-    if s.duration.is_none() && !counted {
-        s.duration = secs(if default_study { 5 } else { 10 });
-    }
-    if s.warmup.is_none() {
-        s.warmup = Some(Secs(match (counted, default_study) {
-            (true, _) => Duration::ZERO,
-            (false, true) => Duration::from_secs(1),
-            (false, false) => Duration::from_secs(2),
-        }));
-    }
+    fill_window(&mut s, default_study);
     if s.ipv6 && s.target.is_some() {
         return usage("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
     }
+    s.check_combination()
+        .or_else(|e| usage(format!("{}: {}", e.name, e.message)))?;
     check_pacing(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(usage)?;
     if let Some(p) = tls_params(&s).or_else(usage)? {
@@ -328,7 +336,7 @@ fn guest_plan(
 }
 
 /// The settings that decide the responder process and the CPUs measured.
-fn session_key(s: &RunSettings) -> String {
+pub fn session_key(s: &RunSettings) -> String {
     [
         "target",
         "lab",

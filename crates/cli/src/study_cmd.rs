@@ -10,11 +10,19 @@ use stackbench_metrics::RunRecord;
 use stackbench_model::settings::RunSettings;
 use stackbench_results::store::{parse_labels, Store};
 use stackbench_results::study::{
-    load_study, run_study, SettingTexts, Study, StudyError, StudyStep, MAX_REPETITIONS,
+    load_study, reserved_label, run_study, SettingTexts, Study, StudyError, StudyStep,
+    MAX_REPETITIONS,
 };
 use stackbench_results::study_summary::{study_summary, StepRun};
 
 use crate::setting_flags::SettingFlags;
+use crate::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
+
+/// Steps `--dry-run` lists in full; a longer plan lists its first
+/// [`LISTED_HEAD`] steps and a summary (a 256,000-step plan printed
+/// 256,000 lines).
+const LIST_ALL: usize = 100;
+const LISTED_HEAD: usize = 20;
 
 #[derive(Debug, Args)]
 pub struct StudyArgs {
@@ -38,6 +46,9 @@ pub struct StudyArgs {
     /// Print every column of the summary table, however wide the terminal.
     #[arg(long)]
     wide: bool,
+    /// Run a study estimated to take longer than 24 h.
+    #[arg(long)]
+    yes: bool,
     /// Repetitions of every workload × variant, over the file's [1 to 1000].
     #[arg(long, value_name = "N")]
     repetitions: Option<u32>,
@@ -62,6 +73,42 @@ fn describe(step: &StudyStep) -> String {
             format!(" ({})", settings.join(", "))
         }
     )
+}
+
+/// Prints the plan (all of it, or its head when long) and its estimate;
+/// a long plan is built only as far as its head.
+fn dry_run(study: &Study, only: &[String], file: &str, time: &Estimate) -> anyhow::Result<()> {
+    let listed = if time.steps <= LIST_ALL {
+        time.steps
+    } else {
+        LISTED_HEAD
+    };
+    let per_repetition = (time.steps / study.repetitions.max(1) as usize).max(1);
+    let head = Study {
+        repetitions: listed.div_ceil(per_repetition).max(1) as u32,
+        ..study.clone()
+    };
+    let usage = |e: StudyError| crate::exit::usage::<()>(e.to_string()).unwrap_err();
+    for step in head
+        .plan(only, file)
+        .map_err(usage)?
+        .iter_mut()
+        .take(listed)
+    {
+        step.total = time.steps;
+        println!("{}", describe(step));
+    }
+    if listed < time.steps {
+        println!(
+            "… and {} more steps (a plan of more than {LIST_ALL} steps is listed by its first {LISTED_HEAD})",
+            time.steps - listed
+        );
+    }
+    println!("study plan: {}", time.describe());
+    if time.total > MAX_UNCONFIRMED {
+        println!("longer than 24 h: `study` runs it only with --yes");
+    }
+    Ok(())
 }
 
 /// Applies `--repetitions` and the setting flags to the study.
@@ -97,15 +144,27 @@ pub fn run(
     let usage = |e: StudyError| crate::exit::usage::<()>(e.to_string()).unwrap_err();
     let mut study = load_study(&args.file).map_err(usage)?;
     override_study(&mut study, &args)?;
-    let plan = study.plan(&args.variant, &file).map_err(usage)?;
+    // One repetition is checked and estimated first (every repetition
+    // repeats its settings); the whole plan is built only to be run or listed.
+    let one = Study {
+        repetitions: 1,
+        ..study.clone()
+    }
+    .plan(&args.variant, &file)
+    .map_err(usage)?;
     let extra =
         parse_labels(&args.label).or_else(|e| crate::exit::usage(format!("--label: {e}")))?;
+    if let Some(reason) = extra.keys().find_map(|k| reserved_label(k)) {
+        return crate::exit::usage(format!("--label: {reason}"));
+    }
+    let time = estimate(&one, study.repetitions);
     if args.dry_run {
-        for step in &plan {
-            println!("{}", describe(step));
-        }
+        dry_run(&study, &args.variant, &file, &time)?;
         return Ok(crate::exit::OK);
     }
+    time.check(args.yes).or_else(crate::exit::usage)?;
+    eprintln!("study '{}': {}", study.name, time.describe());
+    let plan = study.plan(&args.variant, &file).map_err(usage)?;
     let mut store = if args.no_store {
         None
     } else {

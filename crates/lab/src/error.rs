@@ -32,6 +32,13 @@ pub enum LabError {
         feature: String,
         config: String,
     },
+    /// A lab of this name is up from another file (see [`crate::owner`]).
+    #[error("lab '{lab}' is up from {owner}, not {file}: two lab files share the name '{lab}': give {file} another name, or take the other lab down first (`stackbench lab down {owner}`)")]
+    Owned {
+        lab: String,
+        owner: String,
+        file: String,
+    },
     /// A host names CPUs this machine does not have.
     #[error("host '{host}': CPUs {cpus} are not all online here (this machine has {online}): change cpus in the lab file")]
     Cpus {

@@ -11,6 +11,9 @@
 //! over the small synchronous [`netlink`] client) and [`ethtool`] (the
 //! `SIOCETHTOOL` ioctl). Nothing shells out to `ip`, `tc` or `ethtool`.
 //!
+//! [`up_from`] is `up` for a lab read from a file: it refuses a lab of the
+//! same name brought up from another file, and records the file ([`owner`]).
+//!
 //! Every kernel object carries the lab's name: namespaces `sb-<lab>-<host>`,
 //! interfaces `<lab>-<link><end>`. Labs therefore never collide, and `down`
 //! finds what a killed `up` left by the prefix alone.
@@ -84,6 +87,7 @@ pub mod layout;
 pub mod netem;
 pub mod netlink;
 pub mod netns;
+pub mod owner;
 pub mod parse;
 pub mod path;
 pub mod probe;
@@ -97,7 +101,8 @@ pub mod xfrm;
 pub use down::down;
 pub use error::LabError;
 pub use layout::{layout, Layout};
+pub use owner::up_from;
 pub use parse::{parse_lab, read_lab};
-pub use show::{read, render, Readback};
+pub use show::{read, render, render_counted, Readback};
 pub use spec::{Host, IpNet, IpsecAlgorithm, IpsecMode, Lab, Link, LinkQdisc, Netem, Offloads};
 pub use up::{up, UpReport};

@@ -131,6 +131,15 @@ fn addresses(src: &Source, v: &Value) -> Result<Vec<IpNet>> {
         if !net.is_lab_range() {
             return Err(at("use a private or benchmark range, e.g. 10.77.1.1/24 or fd77:1::1/64 (lab traffic stays in its namespaces, but a public address would hide the real host)".into()));
         }
+        if !net.subnet_in_lab_range() {
+            return Err(at(format!(
+                "the prefix /{} makes the subnet {} reach outside the private and benchmark \
+                 ranges (a route on the link to addresses of real hosts): use a longer \
+                 prefix, e.g. /24 for IPv4 or /64 for IPv6",
+                net.prefix_len,
+                net.network()
+            )));
+        }
         if net.is_reserved_in_subnet() {
             return Err(at(format!(
                 "that is the subnet's own or broadcast address in {}: pick a host address",

@@ -20,6 +20,7 @@ const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFLA_LINK: u16 = 5;
 const IFLA_OPERSTATE: u16 = 16;
+const IFLA_IFALIAS: u16 = 20;
 const IFLA_LINKINFO: u16 = 18;
 /// `struct rtnl_link_stats64`: rx_packets, tx_packets, rx_bytes, tx_bytes, …
 const IFLA_STATS64: u16 = 23;
@@ -65,6 +66,8 @@ pub struct LinkInfo {
     /// Bytes received and sent (`IFLA_STATS64`), when reported.
     pub rx_bytes: Option<u64>,
     pub tx_bytes: Option<u64>,
+    /// `IFLA_IFALIAS` (`ip link set … alias TEXT`), when set.
+    pub alias: Option<String>,
 }
 
 /// A `struct ifinfomsg` (family, type, index, flags, change mask).
@@ -88,6 +91,7 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
         peer_index: None,
         rx_bytes: None,
         tx_bytes: None,
+        alias: None,
     };
     for (kind, data) in attrs(payload.get(16..).unwrap_or_default()) {
         match kind {
@@ -95,6 +99,7 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
             IFLA_MTU => info.mtu = u32_at(data, 0),
             IFLA_LINK => info.peer_index = Some(u32_at(data, 0)),
             IFLA_OPERSTATE => info.oper_up = data.first() == Some(&IF_OPER_UP),
+            IFLA_IFALIAS => info.alias = Some(text(data)).filter(|a| !a.is_empty()),
             IFLA_STATS64 if data.len() >= 32 => {
                 let at = |i: usize| u64::from_ne_bytes(data[i..i + 8].try_into().expect("8 bytes"));
                 (info.rx_bytes, info.tx_bytes) = (Some(at(16)), Some(at(24)));
@@ -158,6 +163,13 @@ pub fn set_up(nl: &mut Netlink, index: u32, mtu: Option<u32>) -> Result<(), NlEr
     if let Some(mtu) = mtu {
         msg.attr_u32(IFLA_MTU, mtu);
     }
+    nl.request(msg)
+}
+
+/// Sets link `index`'s alias (at most 255 bytes, the kernel's IFALIASZ - 1).
+pub fn set_alias(nl: &mut Netlink, index: u32, alias: &str) -> Result<(), NlError> {
+    let mut msg = Message::new(RTM_NEWLINK, 0, &ifinfomsg(index, 0, 0));
+    msg.attr_str(IFLA_IFALIAS, alias);
     nl.request(msg)
 }
 

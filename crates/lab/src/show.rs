@@ -232,6 +232,12 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
 /// Renders the lab and its readback as text, one line per namespace, link,
 /// interface and route, then the count of differences.
 pub fn render(lab: &Lab, back: &Readback) -> String {
+    render_counted(lab, back).0
+}
+
+/// [`render`]'s text and its number of differences from the file, so that
+/// `lab show` can exit non-zero when the kernel is not as configured.
+pub fn render_counted(lab: &Lab, back: &Readback) -> (String, usize) {
     let plan = layout(lab);
     let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     let description = if lab.description.is_empty() {
@@ -300,7 +306,7 @@ pub fn render(lab: &Lab, back: &Readback) -> String {
             "state: {n} differences from the lab file (run `stackbench lab up` to apply it)\n"
         ),
     });
-    out
+    (out, diffs)
 }
 
 /// One line per namespace; returns the differences from the file.

@@ -334,6 +334,19 @@ impl IpNet {
         }
     }
 
+    /// Whether the whole subnet, not only the address, lies in a lab range
+    /// ([`Self::is_lab_range`] of its first and last address; the ranges are
+    /// aligned blocks, so no subnet spans two of them with a gap between):
+    /// `10.77.1.1/0` puts a route to every address on the link.
+    pub fn subnet_in_lab_range(&self) -> bool {
+        let first = self.network();
+        let last = IpNet {
+            addr: self.with_bits(self.as_u128() | self.host_mask()),
+            prefix_len: self.prefix_len,
+        };
+        first.is_lab_range() && last.is_lab_range()
+    }
+
     /// Whether the address is the subnet's own (all host bits zero) or, for
     /// IPv4, its broadcast address: neither can be a host's.
     pub fn is_reserved_in_subnet(&self) -> bool {
@@ -406,6 +419,22 @@ mod tests {
         }
         for bad in ["8.8.8.8/24", "2001:db8::1/64", "127.0.0.2/8"] {
             assert!(!net(bad).is_lab_range(), "{bad}");
+        }
+        for ok in [
+            "10.77.1.1/8",
+            "10.77.1.1/24",
+            "fd77:1::1/64",
+            "192.168.1.1/16",
+        ] {
+            assert!(net(ok).subnet_in_lab_range(), "{ok}");
+        }
+        for bad in [
+            "10.77.1.1/0",
+            "10.77.1.1/7",
+            "192.168.1.1/15",
+            "fd77:1::1/0",
+        ] {
+            assert!(!net(bad).subnet_in_lab_range(), "{bad}");
         }
         assert!(net("10.77.1.0/24").is_reserved_in_subnet());
         assert!(net("10.77.1.255/24").is_reserved_in_subnet());

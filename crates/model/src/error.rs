@@ -14,6 +14,9 @@ pub enum NotationError {
     Empty,
     #[error("unknown workload kind in '{part}' of '{whole}': use RR, CRR or STR (e.g. {EXAMPLE})")]
     UnknownKind { part: String, whole: String },
+    /// A `+` with nothing after it (`RR1(1B/1B)+`) or before it.
+    #[error("empty class {place} in '{whole}': remove the '+' or add a class")]
+    EmptyClass { place: &'static str, whole: String },
     #[error("bad client count '{part}' in '{whole}': use 1 to 1024K clients, digits with an optional K (=1024), e.g. RR256K(100B/800B)")]
     BadCount { part: String, whole: String },
     #[error("malformed class '{part}' in '{whole}': expected NAME<clients>(<request>/<response>), e.g. {EXAMPLE}")]

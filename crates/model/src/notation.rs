@@ -169,9 +169,18 @@ impl FromStr for Workload {
         if whole.is_empty() {
             return Err(NotationError::Empty);
         }
-        let classes = whole
-            .split('+')
-            .map(|part| ClassSpec::parse(part.trim(), whole))
+        let parts: Vec<&str> = whole.split('+').map(str::trim).collect();
+        // An empty part is a stray '+', not an unknown kind named ''.
+        if let Some(i) = parts.iter().position(|p| p.is_empty()) {
+            let place = if i == 0 { "before '+'" } else { "after '+'" };
+            return Err(NotationError::EmptyClass {
+                place,
+                whole: whole.to_string(),
+            });
+        }
+        let classes = parts
+            .iter()
+            .map(|part| ClassSpec::parse(part, whole))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Workload { classes })
     }
@@ -294,7 +303,12 @@ mod tests {
             ("RR10(4kB)", "malformed class 'RR10(4kB)'"),
             ("RR10(4kB/4kB", "malformed class"),
             ("RR10(0B/4kB)", "is zero"),
-            ("RR1(1B/1B)+", "unknown workload kind in ''"),
+            (
+                "RR1(1B/1B)+",
+                "empty class after '+' in 'RR1(1B/1B)+': remove the '+' or add a class",
+            ),
+            ("+RR1(1B/1B)", "empty class before '+'"),
+            ("RR1(1B/1B)++RR1(1B/1B)", "empty class after '+'"),
             ("RR10(x/1B)", "bad size 'x'"),
             ("RR10(1B/1B)@", "bad pacing '@'"),
             ("RR10(1B/1B)@-1s", "negative"),

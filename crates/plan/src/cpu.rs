@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::error::PlanError;
+use crate::exact::Ratio;
 use crate::report::{num, pct, sig, Report, Table};
 use crate::units::Rate;
 
@@ -43,6 +44,20 @@ impl Load {
                 interval_s,
             } => trans_per_user * users / interval_s,
             Load::Rate { rate_tps } => rate_tps,
+        }
+    }
+
+    /// [`Load::rate_tps`] as an exact rational of the typed inputs.
+    fn rate_exact(&self) -> Option<Ratio> {
+        match *self {
+            Load::Users {
+                users,
+                trans_per_user,
+                interval_s,
+            } => Ratio::from_f64(trans_per_user)?
+                .checked_mul(Ratio::from_f64(users)?)?
+                .checked_div(Ratio::from_f64(interval_s)?),
+            Load::Rate { rate_tps } => Ratio::from_f64(rate_tps),
         }
     }
 }
@@ -98,11 +113,17 @@ pub fn plan(input: &CpuInput) -> Result<CpuPlan, PlanError> {
     let rate_tps = input.load.rate_tps();
     let cpu_s_per_elapsed_s = rate_tps * input.cpu_s_per_tran;
     let util_pct = cpu_s_per_elapsed_s / input.processors * 100.0;
-    let per_processor = input.target_util_pct / 100.0;
-    // The small tolerance keeps 2.0000000000000004 processors at 2.
-    let processors_needed = ((cpu_s_per_elapsed_s / per_processor) * (1.0 - 1e-12))
-        .ceil()
-        .max(1.0) as u64;
+    let processors_needed = match exact_processors(input) {
+        Some(n) => u64::try_from(n.max(1)).unwrap_or(u64::MAX),
+        None => {
+            // Inputs too fine for u128 rationals: the small tolerance keeps
+            // 2.0000000000000004 processors at 2.
+            let per_processor = input.target_util_pct / 100.0;
+            ((cpu_s_per_elapsed_s / per_processor) * (1.0 - 1e-12))
+                .ceil()
+                .max(1.0) as u64
+        }
+    };
     Ok(CpuPlan {
         inputs: input.clone(),
         rate_tps,
@@ -114,11 +135,36 @@ pub fn plan(input: &CpuInput) -> Result<CpuPlan, PlanError> {
     })
 }
 
+/// CPU-s per elapsed s (X × D) as an exact rational of the typed inputs.
+fn demand_exact(input: &CpuInput) -> Option<Ratio> {
+    input
+        .load
+        .rate_exact()?
+        .checked_mul(Ratio::from_f64(input.cpu_s_per_tran)?)
+}
+
+/// ⌈X × D ÷ target⌉ computed exactly (see [`crate::exact`]); `None` when the
+/// inputs overflow the rationals.
+fn exact_processors(input: &CpuInput) -> Option<u128> {
+    let per_processor = Ratio::from_f64(input.target_util_pct)?.checked_div(Ratio::new(100, 1)?)?;
+    Some(demand_exact(input)?.checked_div(per_processor)?.ceil())
+}
+
 impl CpuPlan {
+    /// CPU-s per elapsed s for the report: every digit when it is a whole
+    /// number (an `f64` above 2⁵³ would print digits that are not there),
+    /// else `digits` significant digits.
+    fn demand_text(&self, digits: usize) -> String {
+        match demand_exact(&self.inputs).and_then(Ratio::whole) {
+            Some(n) => n.to_string(),
+            None => sig(self.cpu_s_per_elapsed_s, digits),
+        }
+    }
+
     /// The human table: each step with its numbers substituted.
     pub fn report(&self, digits: usize) -> Report {
         let i = &self.inputs;
-        let ratio = sig(self.cpu_s_per_elapsed_s, digits);
+        let ratio = self.demand_text(digits);
         let mut notes = Vec::new();
         if self.more_than_one_processor_required {
             notes.push(format!(
@@ -161,7 +207,7 @@ impl CpuPlan {
 
     fn steps_table(&self, digits: usize) -> Table {
         let i = &self.inputs;
-        let ratio = sig(self.cpu_s_per_elapsed_s, digits);
+        let ratio = self.demand_text(digits);
         let mut t = Table::steps();
         if let Load::Users { .. } = i.load {
             t.row([
@@ -279,6 +325,31 @@ mod tests {
         assert_eq!(plan(&input).unwrap().processors_needed, 3);
         input.target_util_pct = 100.0;
         assert_eq!(plan(&input).unwrap().processors_needed, 2);
+    }
+
+    /// 1M users × 10⁶ tr/s × 1 h of CPU each: 3,774,873,600,000,000 CPU-s
+    /// per s, and as many processors, not the 3774873599996225 that an
+    /// `f64` ceiling with a tolerance gave.
+    #[test]
+    fn huge_whole_requirements_are_exact() {
+        let mut input = seed003();
+        input.load = Load::users(
+            1_048_576.0,
+            Rate {
+                count: 1_000_000.0,
+                interval_s: 1.0,
+            },
+        );
+        input.cpu_s_per_tran = 3600.0;
+        let p = plan(&input).unwrap();
+        assert_eq!(p.processors_needed, 3_774_873_600_000_000);
+        let text = format!("{:?}", p.report(3).tables[0].rows);
+        assert!(text.contains("⌈3774873600000000 ÷ 100%⌉"), "{text}");
+        // Ceilings of decimals that f64 cannot hold: 3 × 0.1 s ÷ 30% = 1.
+        input.load = Load::Rate { rate_tps: 3.0 };
+        input.cpu_s_per_tran = 0.1;
+        input.target_util_pct = 30.0;
+        assert_eq!(plan(&input).unwrap().processors_needed, 1);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //!
 //! - [`units`]: parsing durations, rates, percentages, counts, sizes.
 //! - [`cpu`]: CPU-s per elapsed-s, utilisation, processors, rating required (seed 003).
+//! - [`exact`]: exact rationals for whole-number results (processors needed).
 //! - [`rescale`]: CPU per transaction across machines by ratings; ITR.
 //! - [`storage`]: fixed + per-connection storage (seed 003).
 //! - [`offload`]: offload-engine projection from RMF APPL% (seed 004).
@@ -16,6 +17,7 @@
 
 pub mod cpu;
 pub mod error;
+pub mod exact;
 pub mod mva;
 pub mod normalize;
 pub mod offload;

@@ -90,7 +90,10 @@ pub enum StoreError {
     NoHome,
     #[error("no stored run with id {0}: `stackbench results list` shows the ids")]
     NoSuchRun(RunId),
-    #[error("bad label '{0}': use key=value, e.g. --label kernel=6.1")]
+    /// Not `key=value`. The message names no flag: `--label` (which sets a
+    /// label) and `--where` (which selects by one) both parse labels, and
+    /// each caller names its own flag and what it does.
+    #[error("bad label '{0}': use key=value, e.g. kernel=6.1")]
     BadLabel(String),
     #[error("stored run {id} is not valid JSON: {error}")]
     Corrupt { id: RunId, error: serde_json::Error },
@@ -158,6 +161,10 @@ pub fn parse_label(text: &str) -> Result<(String, String), StoreError> {
         _ => Err(StoreError::BadLabel(text.to_string())),
     }
 }
+
+/// The fix a `--where` error gives: what the flag selects and an example.
+pub const WHERE_HELP: &str = "--where keeps the runs that carry the label key=value, \
+     e.g. --where study=quick (`stackbench results list` shows the runs' labels)";
 
 /// Parses a list of `key=value` labels into a map (later keys win).
 pub fn parse_labels<S: AsRef<str>>(texts: &[S]) -> Result<Labels, StoreError> {

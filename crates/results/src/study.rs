@@ -31,6 +31,24 @@ pub const DEFAULT_REPETITIONS: u32 = 5;
 /// Upper bound on repetitions, so a typo cannot queue a week of runs.
 pub const MAX_REPETITIONS: u32 = 1000;
 
+/// Labels every study run is stored with (see [`Study::plan`]); a variant's
+/// or `--label`'s label of the same key would be overwritten, so it is refused.
+/// `sweep` and `sweep.<dimension>` come from the sweep point.
+pub const RESERVED_LABELS: [&str; 5] = ["study", "variant", "repetition", "workload", "sweep"];
+
+/// Why label `key` may not be given by the user, or `None` when it may.
+pub fn reserved_label(key: &str) -> Option<String> {
+    let key = key.trim();
+    if !RESERVED_LABELS.contains(&key) && !key.starts_with("sweep.") {
+        return None;
+    }
+    Some(format!(
+        "label '{key}' is reserved: every study run is stored with the labels {} and \
+         sweep.<dimension>, set by the study itself: rename the label, e.g. my_{key}",
+        RESERVED_LABELS.join(", ")
+    ))
+}
+
 /// The error a study runner returns (the CLI's `anyhow::Error` converts into it).
 pub type RunnerError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -231,6 +249,7 @@ impl Study {
         variant.settings.apply(&mut settings)?;
         self.overrides.apply(&mut settings)?;
         let effective = point.apply(workload, &mut settings)?;
+        settings.check_combination()?;
         let mut given = self.settings.clone();
         given.overlay(&variant.settings.0);
         given.overlay(&self.overrides.0);

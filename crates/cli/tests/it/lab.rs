@@ -67,10 +67,14 @@ fn bad_lab_files_are_one_line_errors() {
             "bad.toml:1:8: bad lab name 'Demo-1'",
         );
     }
-    fails_with(
-        &mut lab("up", &dir.path().join("none.toml")),
-        "cannot read lab file",
-    );
+    for action in ["up", "down", "show"] {
+        let out = lab(action, &dir.path().join("none.toml")).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("cannot read lab file"), "{err}");
+        // The OS error was printed twice: by the message and as its cause.
+        assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    }
 }
 
 /// Runs `cmd` as an unprivileged user (nobody, when the tests run as root)
@@ -185,6 +189,61 @@ fn lab_up_show_down_through_the_binary() {
     );
     assert!(lab_namespaces("tcli").is_empty());
     assert_eq!(ip_shows("tcli"), Vec::<String>::new());
+}
+
+/// Issue 21: a second file with the same lab name silently rewrote the
+/// first file's lab (rate and addresses, exit 0), and `lab show` exited 0
+/// whatever the kernel held.
+#[test]
+fn a_lab_up_from_another_file_of_the_same_name_is_refused() {
+    if !can_make_namespaces("a_lab_up_from_another_file_of_the_same_name_is_refused") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(examples().join("lab-two-hosts.toml"))
+        .unwrap()
+        .replace("name = \"pair\"", "name = \"tdup\"");
+    let (first, second) = (
+        dir.path().join("first.toml"),
+        dir.path().join("second.toml"),
+    );
+    std::fs::write(&first, &text).unwrap();
+    std::fs::write(
+        &second,
+        text.replace("100Mbit", "200Mbit")
+            .replace("10.77.1.", "10.77.9."),
+    )
+    .unwrap();
+    let _ = lab("down", &first).output();
+    stdout_of(&mut lab("up", &first));
+    let out = lab("up", &second).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let owner = std::fs::canonicalize(&first).unwrap();
+    assert!(
+        err.contains(&format!(
+            "lab 'tdup' is up from {}, not {}",
+            owner.display(),
+            second.display()
+        )),
+        "{err}"
+    );
+    // The first file's lab is as it was, and the second file's differs:
+    // `show` says so in its status.
+    let shown = stdout_of(&mut lab("show", &first));
+    assert!(shown.ends_with("state: as configured\n"), "{shown}");
+    let out = lab("show", &second).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    assert!(shown.contains("differences from the lab file"), "{shown}");
+    assert!(shown.contains("owner: lab 'tdup' is up from "), "{shown}");
+    // The owner may bring it up again; after `down` anyone may.
+    stdout_of(&mut lab("up", &first));
+    stdout_of(&mut lab("down", &first));
+    stdout_of(&mut lab("up", &second));
+    stdout_of(&mut lab("down", &second));
+    assert!(lab_namespaces("tdup").is_empty());
 }
 
 /// A lab of `hosts` hosts in pairs, each pair on a shaped link: big enough

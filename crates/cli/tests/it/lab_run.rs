@@ -43,7 +43,7 @@ fn a_host_the_lab_lacks_is_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("lab_from apply to a lab run: add --lab FILE"),
+        err.contains("lab_from applies only to a lab run: add --lab FILE"),
         "{err}"
     );
 }

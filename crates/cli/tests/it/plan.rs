@@ -26,6 +26,34 @@ fn round(x: f64, decimals: i32) -> f64 {
     (x * f).round() / f
 }
 
+/// Issue 21: 1M users × 10⁶ tr/s × 1 h printed 3774873599996225
+/// processors for ⌈3774873600000000⌉; whole results are exact.
+#[test]
+fn huge_cpu_requirements_are_exact_whole_numbers() {
+    let args = [
+        "cpu",
+        "--users",
+        "1M",
+        "--per-user",
+        "1000000/s",
+        "--cpu-per-tran",
+        "1h",
+        "--processors",
+        "4",
+    ];
+    plan(&args)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("⌈3774873600000000 ÷ 100%⌉"))
+        .stdout(predicate::str::contains("3774873599996225").not());
+    let v = json(&args);
+    assert_eq!(
+        v.pointer("/processors_needed").and_then(Value::as_u64),
+        Some(3_774_873_600_000_000),
+        "{v}"
+    );
+}
+
 #[test]
 fn seed003_cpu_example_from_flags() {
     plan(&[

@@ -104,8 +104,25 @@ fn results_list_show_export() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "--where: bad label 'variant': use key=value",
-        ));
+            "--where: bad label 'variant': use key=value, e.g. kernel=6.1; --where keeps the runs that carry the label key=value",
+        ))
+        .stderr(predicate::str::contains("--label").not());
+    stackbench()
+        .args([
+            "compare",
+            "variant=A",
+            "variant=B",
+            "--where",
+            "study",
+            "--db",
+        ])
+        .arg(&db)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--where: bad label 'study': use key=value, e.g. kernel=6.1; --where keeps",
+        ))
+        .stderr(predicate::str::contains("--label").not());
 }
 
 /// The files beside `db` (the database and SQLite's -wal/-shm), sorted.
@@ -412,7 +429,12 @@ fn study_dry_run_prints_the_interleaved_plan() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 12);
+    assert_eq!(lines.len(), 13, "{text}");
+    assert!(
+        lines[12].starts_with("study plan: 12 steps, estimated at least "),
+        "{}",
+        lines[12]
+    );
     assert!(
         lines[0].starts_with("[1/12] repetition 1 RR2(64B/64B) variant nagle"),
         "{}",
@@ -458,5 +480,91 @@ fn study_errors_are_one_line_with_status_two() {
         .code(2)
         .stderr(predicate::str::contains(
             "unknown variant 'zzz' in --variant: the file defines nagle, nodelay",
+        ));
+}
+
+/// Issue 21: a 16 × 16 sweep of 1000 repetitions of 24 h runs was accepted
+/// and `--dry-run` listed its 256,000 steps with no total time.
+#[test]
+fn a_study_longer_than_a_day_is_summarised_and_needs_yes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.toml");
+    let values: Vec<String> = (1..=16).map(|n| n.to_string()).collect();
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"huge\"\nworkloads = [\"RR1(1B/1B)\"]\nrepetitions = 1000\nduration = \"24h\"\n\
+             [sweep]\nclients = [{0}]\nserver_threads = [{0}]\n",
+            values.join(", ")
+        ),
+    )
+    .unwrap();
+    let out = stackbench()
+        .args(["study", "--dry-run"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().count() < 30, "{}", text.lines().count());
+    assert!(text.contains("… and 255980 more steps"), "{text}");
+    // 256,000 × (2 s warm-up + 24 h) + a 1 s baseline per step (each step
+    // changes server_threads, so each starts its responder afresh).
+    let secs: u64 = 256_000 * (2 + 24 * 3600 + 1);
+    let days = format!("{} d {} h", secs / 86_400, secs / 3600 % 24);
+    assert!(
+        text.contains(&format!(
+            "study plan: 256000 steps, estimated at least {days}"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("runs it only with --yes"), "{text}");
+    let out = stackbench()
+        .args(["study", "--no-store"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("study too long: 256000 steps") && err.contains("add --yes"),
+        "{err}"
+    );
+}
+
+/// Issue 21: a reserved label from `--label` was silently overwritten, and
+/// `--transport unix --ipv6` was accepted.
+#[test]
+fn reserved_labels_and_unix_with_ipv6_are_refused() {
+    stackbench()
+        .args(["study", "--dry-run", "--label", "variant=mine"])
+        .arg(examples().join("quick.toml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--label: label 'variant' is reserved",
+        ));
+    stackbench()
+        .args(["study", "--dry-run", "--transport", "unix", "--ipv6"])
+        .arg(examples().join("quick.toml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "ipv6 = true: transport unix uses a socket file, not an IP address",
+        ));
+    stackbench()
+        .args([
+            "run",
+            "--no-store",
+            "--transport",
+            "unix",
+            "--ipv6",
+            "RR1(1B/1B)",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "ipv6: transport unix uses a socket file, not an IP address: drop ipv6",
         ));
 }

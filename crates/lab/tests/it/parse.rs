@@ -130,6 +130,17 @@ fn bad_entries_are_refused_with_place_and_fix() {
             "13:20",
             "priority_classes: write true or false",
         ),
+        // Issue 21: a /0 was accepted, a route on the link to every address.
+        (
+            "name = \"t\"\n[[host]]\nname = \"a\"\naddress = \"10.77.1.1/0\"\n".into(),
+            "4:11",
+            "address '10.77.1.1/0': the prefix /0 makes the subnet 0.0.0.0/0 reach outside",
+        ),
+        (
+            "name = \"t\"\n[[host]]\nname = \"a\"\naddress = \"fd77:1::1/0\"\n".into(),
+            "4:11",
+            "use a longer prefix, e.g. /24 for IPv4 or /64 for IPv6",
+        ),
     ] {
         refused(&text, at, needle);
     }

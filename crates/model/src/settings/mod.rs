@@ -322,6 +322,22 @@ impl RunSettings {
         }
     }
 
+    /// Refuses settings that are each valid but contradict one another,
+    /// so a run flag and a study key are refused alike (a study when it is
+    /// planned, before anything runs).
+    pub fn check_combination(&self) -> Result<(), SettingError> {
+        if self.ipv6 && self.transport == Transport::Unix {
+            return Err(SettingError {
+                name: "ipv6".into(),
+                value: "true".into(),
+                message: "transport unix uses a socket file, not an IP address: drop ipv6 \
+                          or use transport tcp, mptcp or tls"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
     /// `(name, canonical text)` of every setting, in table order.
     pub fn describe(&self) -> Vec<(&'static str, String)> {
         SETTINGS

@@ -13,7 +13,9 @@ use stackbench_model::Workload;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::{SettingTexts, Study, StudyError, Variant, DEFAULT_REPETITIONS, MAX_REPETITIONS};
+use super::{
+    reserved_label, SettingTexts, Study, StudyError, Variant, DEFAULT_REPETITIONS, MAX_REPETITIONS,
+};
 use crate::store::Labels;
 
 /// The study's own keys (besides settings).
@@ -115,14 +117,28 @@ fn workloads(src: &Source, v: &Value) -> Result<Vec<Workload>, StudyError> {
             "empty workloads: give at least one, e.g. [\"RR10(4kB/4kB)\"]",
         ));
     }
-    items
-        .iter()
-        .map(|item| {
-            let text = string(src, "each workload", item)?;
-            text.parse::<Workload>()
-                .map_err(|e| src.at(item.span().start, e.to_string()))
-        })
-        .collect()
+    let mut out: Vec<Workload> = Vec::with_capacity(items.len());
+    for item in items {
+        let text = string(src, "each workload", item)?;
+        let workload = text
+            .parse::<Workload>()
+            .map_err(|e| src.at(item.span().start, e.to_string()))?;
+        // Compared as parsed, so `RR1(1kB/1kB)` and `RR1(1024B/1024B)` are
+        // the same workload: a second copy would only double its runs.
+        if let Some(i) = out.iter().position(|w| *w == workload) {
+            return Err(src.at(
+                item.span().start,
+                format!(
+                    "duplicate workload '{text}' (the same as workload {} of the list, {}): \
+                     remove it; to run a workload more often, raise repetitions",
+                    i + 1,
+                    out[i]
+                ),
+            ));
+        }
+        out.push(workload);
+    }
+    Ok(out)
 }
 
 fn repetitions(src: &Source, v: &Value) -> Result<u32, StudyError> {
@@ -151,6 +167,13 @@ fn sweep(src: &Source, v: &Value) -> Result<Sweep, StudyError> {
             "sweep must be a table: [sweep] then e.g. clients = [1, 2, 4]",
         )
     })?;
+    if table.is_empty() {
+        return Err(src.at(
+            v.span().start,
+            "empty [sweep]: give one or two settings to sweep, e.g. clients = [1, 2, 4], \
+             or remove [sweep]",
+        ));
+    }
     let mut dims = Vec::new();
     for (key, value) in sorted(table) {
         let items = value.get_ref().as_array().ok_or_else(|| {
@@ -194,10 +217,15 @@ fn labels(src: &Source, v: &Value) -> Result<Labels, StudyError> {
             "labels must be a table, e.g. labels = { kernel = \"6.1\" }",
         )
     })?;
-    table
-        .iter()
-        .map(|(k, val)| Ok((k.get_ref().to_string(), string(src, "a label value", val)?)))
-        .collect()
+    let mut out = Labels::new();
+    for (key, value) in sorted(table) {
+        let name = key.get_ref().to_string();
+        if let Some(reserved) = reserved_label(&name) {
+            return Err(src.at(key.span().start, reserved));
+        }
+        out.insert(name, string(src, "a label value", value)?);
+    }
+    Ok(out)
 }
 
 fn variant(src: &Source, v: &Value, taken: &[Variant]) -> Result<Variant, StudyError> {

@@ -373,10 +373,7 @@ fn labels_parse_as_key_value() {
     );
     assert_eq!(parse_label("x=").unwrap(), ("x".into(), "".into()));
     let err = parse_label("kernel").unwrap_err().to_string();
-    assert_eq!(
-        err,
-        "bad label 'kernel': use key=value, e.g. --label kernel=6.1"
-    );
+    assert_eq!(err, "bad label 'kernel': use key=value, e.g. kernel=6.1");
     assert!(parse_label("=v").is_err());
     assert_eq!(
         parse_labels(&["a=1", "b=2", "a=3"]).unwrap(),

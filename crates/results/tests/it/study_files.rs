@@ -224,6 +224,20 @@ fn bad_files_get_one_line_errors_with_file_line_and_fix() {
             "bad.toml:5:1: unknown key 'label': use name, description, labels, or a setting:",
         ),
         ("name = \"again\"\n", "bad.toml:3:1: duplicate key"),
+        // Issue 21: each of these was accepted.
+        ("[sweep]\n", "bad.toml:3:1: empty [sweep]: give one or two settings to sweep"),
+        (
+            "[[variant]]\nname = \"A\"\nlabels = { study = \"mine\" }\n",
+            "bad.toml:5:12: label 'study' is reserved: every study run is stored with the labels study, variant, repetition, workload, sweep",
+        ),
+        (
+            "[[variant]]\nname = \"A\"\nlabels = { variant = \"x\" }\n",
+            "bad.toml:5:12: label 'variant' is reserved",
+        ),
+        (
+            "[[variant]]\nname = \"A\"\nlabels = { \"sweep.clients\" = \"1\" }\n",
+            "bad.toml:5:12: label 'sweep.clients' is reserved",
+        ),
     ];
     for (tail, want) in cases {
         let err = parse_study(&format!("{head}{tail}"), "bad.toml")
@@ -240,6 +254,30 @@ fn bad_files_get_one_line_errors_with_file_line_and_fix() {
     .to_string();
     assert!(
         err.starts_with("w.toml:2:28: unknown size unit 'kb' in 'RR10(4kb/4kB)'"),
+        "{err}"
+    );
+    let err = parse_study(
+        "name = \"x\"\nworkloads = [\"RR1(1kB/1kB)\", \"CRR1(1B/1B)\", \"RR1(1024B/1024B)\"]\n",
+        "w.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with(
+            "w.toml:2:45: duplicate workload 'RR1(1024B/1024B)' (the same as workload 1 of the list, RR1(1kB/1kB)): remove it"
+        ),
+        "{err}"
+    );
+    // Each valid alone, contradictory together: refused when planned,
+    // whichever of the study, a variant or a sweep point gives them.
+    let s = parse_study(
+        "name = \"x\"\nworkloads = [\"RR1(1B/1B)\"]\ntransport = \"unix\"\n[[variant]]\nname = \"v6\"\nipv6 = true\n",
+        "u.toml",
+    )
+    .unwrap();
+    let err = s.plan(&[], "u.toml").unwrap_err().to_string();
+    assert!(
+        err.starts_with("u.toml: variant 'v6': ipv6 = true: transport unix uses a socket file"),
         "{err}"
     );
     let err = parse_study("name = \"x\"\nworkloads = []\n", "w.toml")
