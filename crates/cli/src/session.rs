@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thread};
 use stackbench_engine::{limits, sockopt, transport, ControlClient, PacingConfig, RunConfig};
 use stackbench_metrics::stats::Iterations;
-use stackbench_metrics::{RunRecord, SCHEMA_VERSION};
+use stackbench_metrics::{MixCpu, RunRecord, SCHEMA_VERSION};
 use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text, TlsMode};
 use stackbench_model::{TlsParams, Transport, Workload};
 use stackbench_results::env::Environment;
@@ -522,6 +522,13 @@ fn run_workloads(plan: &RunPlan, control: &mut ControlClient, record: &mut RunRe
                     .push(quality::report(&w, Some(&class.notation)));
             }
         }
+        if let Some(cpu) = outcome.mix_cpu {
+            record.mix_cpu.push(MixCpu {
+                workload: workload.to_string(),
+                transactions: outcome.classes.iter().map(|c| c.transactions).sum(),
+                cpu,
+            });
+        }
         record.classes.extend(outcome.classes);
         if !outcome.complete {
             record.complete = false;
@@ -551,6 +558,7 @@ fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bo
         responder: if spawned { "spawned" } else { "remote" }.to_string(),
         classes: Vec::new(),
         warnings: Vec::new(),
+        mix_cpu: Vec::new(),
         lab: None,
         environment: None,
     }

@@ -343,11 +343,57 @@ impl CpuFigures {
             attribution: CpuAttribution::Class,
         }
     }
+
+    /// What one class of a mix on shared worker threads shows: the mix's
+    /// CPU-seconds and utilisation, marked `mix`, without the per-transaction
+    /// and per-MiB figures, which would charge the whole mix's CPU to this
+    /// class's transactions (see [`CpuAttribution`]).
+    pub fn mix_share(&self) -> CpuFigures {
+        let side = |s: &Option<SideCpu>| {
+            s.clone().map(|s| SideCpu {
+                cpu_us_per_tran: None,
+                cpu_us_per_mb: None,
+                process_cpu_us_per_tran: None,
+                ..s
+            })
+        };
+        CpuFigures {
+            client: side(&self.client),
+            server: side(&self.server),
+            shared: side(&self.shared),
+            total_cpu_us_per_tran: None,
+            attribution: CpuAttribution::Mix,
+            ..self.clone()
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mix_share_keeps_cpu_seconds_and_drops_per_transaction_figures() {
+        let side = SideCpu {
+            cpu_seconds: 2.0,
+            util_pct: 50.0,
+            cpu_us_per_tran: Some(20.0),
+            cpu_us_per_mb: Some(3.0),
+            process_cpu_us_per_tran: Some(10.0),
+            ..SideCpu::default()
+        };
+        let mix = CpuFigures::combine(Some(side.clone()), Some(side), None);
+        let share = mix.mix_share();
+        assert_eq!(share.attribution, CpuAttribution::Mix);
+        assert_eq!(share.total_cpu_seconds, Some(4.0));
+        assert_eq!(share.total_cpu_us_per_tran, None);
+        for s in [share.client.unwrap(), share.server.unwrap()] {
+            assert_eq!((s.cpu_seconds, s.util_pct), (2.0, 50.0));
+            assert_eq!(s.cpu_us_per_tran, None);
+            assert_eq!(s.cpu_us_per_mb, None);
+            assert_eq!(s.process_cpu_us_per_tran, None);
+        }
+    }
 
     #[test]
     fn seed_000_worked_example_is_exact() {

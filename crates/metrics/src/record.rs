@@ -49,6 +49,13 @@ pub struct RunRecord {
     /// stderr). Empty when none applied; absent in records older than it.
     #[serde(default)]
     pub warnings: Vec<WarningRecord>,
+    /// One entry per mix whose classes shared worker threads: the mix's CPU
+    /// over all its classes' transactions (each class then holds the mix's
+    /// `cpu_seconds` with `attribution: mix` and no per-transaction figures).
+    /// Empty for single-class workloads and for mixes run with
+    /// `class_workers`; absent in records older than it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix_cpu: Vec<MixCpu>,
     /// The lab a `--lab` run crossed, carried to the stored environment
     /// (`environment.lab`), not part of the record's own JSON.
     #[serde(skip)]
@@ -369,6 +376,20 @@ pub enum CpuAttribution {
     Mix,
 }
 
+/// The CPU of a whole mix whose classes shared worker threads.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MixCpu {
+    /// The mix in canonical notation, as its classes' `workload`.
+    pub workload: String,
+    /// Transactions of all its classes inside the window.
+    pub transactions: u64,
+    /// Both sides' CPU of the mix: `cpu_seconds` in CPU-seconds,
+    /// `cpu_us_per_tran` = `cpu_seconds` × 10⁶ / `transactions` (µs per
+    /// transaction of any class), `cpu_us_per_mb` over the payload of all
+    /// classes (µs per MiB); `attribution` is `mix`.
+    pub cpu: CpuFigures,
+}
+
 /// Memory of one side at the steady state.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct SideMemory {
@@ -516,6 +537,7 @@ pub(crate) mod tests {
             responder: "spawned".into(),
             classes: vec![sample_class()],
             warnings: vec![],
+            mix_cpu: Vec::new(),
             lab: None,
             environment: None,
         };

@@ -344,6 +344,7 @@ fn run_record() -> impl Strategy<Value = RunRecord> {
                 responder: "spawned".into(),
                 classes,
                 warnings,
+                mix_cpu: Vec::new(),
                 lab: None,
                 environment: None,
             },

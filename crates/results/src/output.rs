@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use stackbench_metrics::record::{
-    MeasureSummary, PacingMode, PopulationFigures, Repetitions, TlsFigures,
+    CpuAttribution, MeasureSummary, PacingMode, PopulationFigures, Repetitions, SideCpu, TlsFigures,
 };
 use stackbench_metrics::{ClassResult, RunRecord};
 use stackbench_model::settings::Spin;
@@ -72,8 +72,8 @@ pub fn human(record: &RunRecord) -> String {
         row.push(Cell::new(format!("{:.2}", mb_per_s(c.tx_bytes_per_s))));
         row.push(Cell::new(format!("{:.2}", mb_per_s(c.rx_bytes_per_s))));
         row.push(Cell::new(c.errors));
-        row.push(Cell::new(opt(cpu[0], 2)));
-        row.push(Cell::new(opt(cpu[1], 2)));
+        row.push(Cell::new(per_tran_cell(c, cpu[0])));
+        row.push(Cell::new(per_tran_cell(c, cpu[1])));
         row.push(Cell::new(opt(cpu[2], 1)));
         row.push(Cell::new(opt(cpu[3], 1)));
         table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
@@ -87,6 +87,7 @@ pub fn human(record: &RunRecord) -> String {
     let mut out = table.to_string();
     out.push('\n');
     out.push_str(&spin_line(record.settings.spin));
+    out.push_str(&mix_cpu_lines(record));
     for c in &record.classes {
         if let Some(rep) = &c.repetitions {
             out.push_str(&repetitions_line(&c.notation, rep));
@@ -108,6 +109,33 @@ pub fn human(record: &RunRecord) -> String {
         let _ = writeln!(
             out,
             "INCOMPLETE: {reason}; the figures above cover only what was measured."
+        );
+    }
+    out
+}
+
+/// A class's CPU µs/tr cell: "mix" when its CPU is the whole mix's (there
+/// is no per-class figure to show; the line under the table gives the mix's).
+fn per_tran_cell(c: &ClassResult, v: Option<f64>) -> String {
+    match &c.cpu {
+        Some(cpu) if cpu.attribution == CpuAttribution::Mix => "mix".to_string(),
+        _ => opt(v, 2),
+    }
+}
+
+/// Under the table, per mix on shared worker threads: its CPU per
+/// transaction (of any class) per side, and why no class has its own.
+fn mix_cpu_lines(record: &RunRecord) -> String {
+    let mut out = String::new();
+    for m in &record.mix_cpu {
+        let side = |s: &Option<SideCpu>| opt(s.as_ref().and_then(|s| s.cpu_us_per_tran), 2);
+        let _ = writeln!(
+            out,
+            "CPU of the mix {}: cli {} µs/tr, srv {} µs/tr over its {} transactions of all              classes. Its classes share worker threads, so one class's CPU cannot be told from              the others' (\"mix\" in the table); --class-workers gives each class its own.",
+            m.workload,
+            side(&m.cpu.client),
+            side(&m.cpu.server),
+            m.transactions
         );
     }
     out

@@ -33,7 +33,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
-use stackbench_metrics::ClassResult;
+use stackbench_metrics::record::CpuAttribution;
+use stackbench_metrics::{ClassResult, CpuFigures};
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{
     ClassPriorities, IoMode, SocketOptions, Spin, TlsParams, Transport, Workload,
@@ -105,6 +106,11 @@ pub struct Progress {
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     pub classes: Vec<ClassResult>,
+    /// A mix whose classes shared worker threads: the whole mix's CPU over
+    /// all its classes' transactions (its classes carry
+    /// [`CpuFigures::mix_share`]). `None` for one class, or when the driver's
+    /// samples are missing.
+    pub mix_cpu: Option<CpuFigures>,
     /// The responder's counters per class (empty when it was lost).
     pub server_stats: Vec<ServerTestStats>,
     /// False when the run was cut short (Ctrl-C, SIGTERM, responder lost), a
@@ -176,7 +182,15 @@ pub fn run_workload(
     }
     let ktls_client = ktls_before.and_then(|b| Some(transport::ktls::tls_stat()?.since(&b)));
     let workload = cfg.workload.to_string();
-    let cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
+    let mix_cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
+    // CPU is measured per CPU set and process, not per connection: classes
+    // sharing worker threads cannot be told apart, so each shows the mix's.
+    let mix = cfg.workload.classes.len() > 1;
+    let cpu = if mix {
+        mix_cpu.as_ref().map(CpuFigures::mix_share)
+    } else {
+        mix_cpu.clone()
+    };
     let memory =
         sampling::memory_figures(&end_memory, &baseline_memory, cfg.workload.total_clients());
     let classes = cfg
@@ -209,6 +223,10 @@ pub fn run_workload(
         .collect();
     Ok(RunOutcome {
         classes,
+        mix_cpu: mix_cpu.filter(|_| mix).map(|c| CpuFigures {
+            attribution: CpuAttribution::Mix,
+            ..c
+        }),
         server_stats,
         complete: reason.is_none(),
         incomplete_reason: reason,
@@ -241,7 +259,7 @@ fn cpu_of(
     cfg: &RunConfig,
     merged: &[ClassAccum],
     (start, end): (&sampling::SidePair, &sampling::SidePair),
-) -> Option<stackbench_metrics::CpuFigures> {
+) -> Option<CpuFigures> {
     let work = Work {
         transactions: merged.iter().map(|a| a.transactions).sum(),
         payload_bytes: merged.iter().map(|a| a.tx_bytes + a.rx_bytes).sum(),
