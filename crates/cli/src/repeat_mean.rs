@@ -210,6 +210,7 @@ fn side_cpu(runs: &Of<SideCpu>) -> SideCpu {
             cpu_seconds: p.f(|x| x.cpu_seconds),
         }),
         process_cpu_us_per_tran: runs.opt(|s| s.process_cpu_us_per_tran),
+        attribution: first.attribution,
     }
 }
 

@@ -494,6 +494,7 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         warmup: s.warmup.map_or(Duration::ZERO, |d| d.0),
         transactions: s.transactions,
         threads: plan.threads(),
+        class_workers: s.class_workers,
         client_cpus: RunPlan::cpus(&s.client_cpus),
         socket: s.socket_options(),
         spin: s.spin,

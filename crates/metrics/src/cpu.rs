@@ -278,6 +278,7 @@ pub fn side_cpu(
         process,
         process_cpu_us_per_tran: process
             .and_then(|p| cpu_us_per_tran(p.cpu_seconds, work.transactions)),
+        attribution: CpuAttribution::Class,
     })
 }
 
@@ -325,6 +326,13 @@ impl CpuFigures {
         server: Option<SideCpu>,
         shared: Option<SideCpu>,
     ) -> CpuFigures {
+        // A side that is the whole mix's makes the class's figures the mix's.
+        let attribution = [&client, &server, &shared]
+            .into_iter()
+            .flatten()
+            .map(|s| s.attribution)
+            .find(|a| *a == CpuAttribution::Mix)
+            .unwrap_or(CpuAttribution::Class);
         let (total_cpu_seconds, total_cpu_us_per_tran) = match (&shared, &client, &server) {
             (Some(s), _, _) => (Some(s.cpu_seconds), s.cpu_us_per_tran),
             (None, Some(c), Some(s)) => (
@@ -333,6 +341,10 @@ impl CpuFigures {
             ),
             _ => (None, None),
         };
+        // One side the class's, the other the mix's: their sum is neither's.
+        let sides_differ =
+            matches!((&client, &server), (Some(c), Some(s)) if c.attribution != s.attribution);
+        let total_cpu_seconds = total_cpu_seconds.filter(|_| !sides_differ);
         CpuFigures {
             separable: shared.is_none(),
             client,
@@ -340,7 +352,7 @@ impl CpuFigures {
             shared,
             total_cpu_seconds,
             total_cpu_us_per_tran,
-            attribution: CpuAttribution::Class,
+            attribution,
         }
     }
 
@@ -354,6 +366,7 @@ impl CpuFigures {
                 cpu_us_per_tran: None,
                 cpu_us_per_mb: None,
                 process_cpu_us_per_tran: None,
+                attribution: CpuAttribution::Mix,
                 ..s
             })
         };
@@ -388,6 +401,7 @@ mod tests {
         assert_eq!(share.total_cpu_seconds, Some(4.0));
         assert_eq!(share.total_cpu_us_per_tran, None);
         for s in [share.client.unwrap(), share.server.unwrap()] {
+            assert_eq!(s.attribution, CpuAttribution::Mix);
             assert_eq!((s.cpu_seconds, s.util_pct), (2.0, 50.0));
             assert_eq!(s.cpu_us_per_tran, None);
             assert_eq!(s.cpu_us_per_mb, None);

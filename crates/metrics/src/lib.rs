@@ -13,6 +13,7 @@ pub mod migrate;
 pub mod procfs;
 pub mod record;
 pub mod stats;
+pub mod threads;
 pub mod warnings;
 
 pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};

@@ -248,6 +248,10 @@ pub enum CpuMethod {
     /// Per-CPU `/proc/stat` deltas over every online CPU (the side is not
     /// pinned), so everything else running on the host is included.
     ProcStatAllCpus,
+    /// Run time of the class's own worker threads (`class_workers`), from
+    /// `/proc/<pid>/task/<tid>/schedstat`: the class's alone, but without
+    /// softirq work done in interrupt context (see `metrics::threads`).
+    Threads,
 }
 
 /// How a side's process figures were obtained.
@@ -328,6 +332,13 @@ pub struct SideCpu {
     pub process: Option<ProcessCpu>,
     /// `process.cpu_seconds` × 10⁶ / transactions.
     pub process_cpu_us_per_tran: Option<f64>,
+    /// Whose work this side's figures hold: `class` (this class's alone) or
+    /// `mix` (the whole mix's; the per-transaction and per-MiB figures are
+    /// then `None`). The sides can differ: a class on worker threads of its
+    /// own in the driver may be served by a responder that shares its
+    /// workers. Records written before the field existed read as `class`.
+    #[serde(default)]
+    pub attribution: CpuAttribution,
 }
 
 /// CPU of both sides for one class.
@@ -348,9 +359,11 @@ pub struct CpuFigures {
     pub total_cpu_seconds: Option<f64>,
     /// Both sides together per transaction, µs.
     pub total_cpu_us_per_tran: Option<f64>,
-    /// Whose work these CPU figures hold: this class's alone, or the whole
-    /// mix's (see [`CpuAttribution`]). Records written before the field
-    /// existed read as `class`.
+    /// Whose work these CPU figures hold: `class` only when every side here
+    /// is the class's alone; `mix` when any side is the whole mix's (each
+    /// side says which in its own `attribution`; `total_cpu_us_per_tran` is
+    /// then `None`). See [`CpuAttribution`]. Records written before the
+    /// field existed read as `class`.
     #[serde(default)]
     pub attribution: CpuAttribution,
 }

@@ -95,6 +95,7 @@ fn side_cpu() -> impl Strategy<Value = SideCpu> {
             tick_coverage: o[2],
             process,
             process_cpu_us_per_tran: o[3],
+            attribution: Default::default(),
         })
 }
 

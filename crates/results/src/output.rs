@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use stackbench_metrics::record::{
-    CpuAttribution, MeasureSummary, PacingMode, PopulationFigures, Repetitions, SideCpu, TlsFigures,
+    CpuAttribution, CpuMethod, MeasureSummary, PacingMode, PopulationFigures, Repetitions, SideCpu,
+    TlsFigures,
 };
 use stackbench_metrics::{ClassResult, RunRecord};
 use stackbench_model::settings::Spin;
@@ -72,8 +73,8 @@ pub fn human(record: &RunRecord) -> String {
         row.push(Cell::new(format!("{:.2}", mb_per_s(c.tx_bytes_per_s))));
         row.push(Cell::new(format!("{:.2}", mb_per_s(c.rx_bytes_per_s))));
         row.push(Cell::new(c.errors));
-        row.push(Cell::new(per_tran_cell(c, cpu[0])));
-        row.push(Cell::new(per_tran_cell(c, cpu[1])));
+        row.push(Cell::new(per_tran_cell(c, Side::Client, cpu[0])));
+        row.push(Cell::new(per_tran_cell(c, Side::Server, cpu[1])));
         row.push(Cell::new(opt(cpu[2], 1)));
         row.push(Cell::new(opt(cpu[3], 1)));
         table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
@@ -114,24 +115,63 @@ pub fn human(record: &RunRecord) -> String {
     out
 }
 
-/// A class's CPU µs/tr cell: "mix" when its CPU is the whole mix's (there
-/// is no per-class figure to show; the line under the table gives the mix's).
-fn per_tran_cell(c: &ClassResult, v: Option<f64>) -> String {
-    match &c.cpu {
-        Some(cpu) if cpu.attribution == CpuAttribution::Mix => "mix".to_string(),
+#[derive(Clone, Copy)]
+enum Side {
+    Client,
+    Server,
+}
+
+/// A class's CPU µs/tr cell of one side: "mix" when that side's CPU is the
+/// whole mix's (there is no per-class figure to show; the line under the
+/// table gives the mix's).
+fn per_tran_cell(c: &ClassResult, side: Side, v: Option<f64>) -> String {
+    let Some(cpu) = &c.cpu else { return opt(v, 2) };
+    let side = match side {
+        Side::Client => cpu.client.as_ref(),
+        Side::Server => cpu.server.as_ref(),
+    };
+    match side {
+        Some(s) if s.attribution == CpuAttribution::Mix => "mix".to_string(),
         _ => opt(v, 2),
     }
 }
 
-/// Under the table, per mix on shared worker threads: its CPU per
-/// transaction (of any class) per side, and why no class has its own.
+/// Under the table: which sides' per-class CPU came from the classes' own
+/// threads (`class_workers`), and per mix on shared worker threads its CPU
+/// per transaction (of any class) per side, and why no class has its own.
 fn mix_cpu_lines(record: &RunRecord) -> String {
     let mut out = String::new();
+    let own = |s: &Option<SideCpu>| {
+        s.as_ref().is_some_and(|s| {
+            s.method == CpuMethod::Threads && s.attribution == CpuAttribution::Class
+        })
+    };
+    let sides: Vec<&str> = [("cli", true), ("srv", false)]
+        .into_iter()
+        .filter(|(_, client)| {
+            record.classes.iter().any(|c| {
+                c.cpu
+                    .as_ref()
+                    .is_some_and(|cpu| own(if *client { &cpu.client } else { &cpu.server }))
+            })
+        })
+        .map(|(name, _)| name)
+        .collect();
+    if !sides.is_empty() {
+        let _ = writeln!(
+            out,
+            "classes on separate workers: each class's {} µs/tr is its own worker threads' \
+             run time (method threads; softirq work in interrupt context is not in it).",
+            sides.join(" and ")
+        );
+    }
     for m in &record.mix_cpu {
         let side = |s: &Option<SideCpu>| opt(s.as_ref().and_then(|s| s.cpu_us_per_tran), 2);
         let _ = writeln!(
             out,
-            "CPU of the mix {}: cli {} µs/tr, srv {} µs/tr over its {} transactions of all              classes. Its classes share worker threads, so one class's CPU cannot be told from              the others' (\"mix\" in the table); --class-workers gives each class its own.",
+            "CPU of the mix {}: cli {} µs/tr, srv {} µs/tr over its {} transactions of all \
+             classes. Its classes share worker threads, so one class's CPU cannot be told from \
+             the others' (\"mix\" in the table); --class-workers gives each class its own.",
             m.workload,
             side(&m.cpu.client),
             side(&m.cpu.server),

@@ -69,5 +69,49 @@ fn the_terminal_table_says_mix_and_gives_the_mix_cpu_per_transaction() {
         .find(|l| l.contains("CPU of the mix"))
         .unwrap_or_else(|| panic!("no mix CPU line in:\n{text}"));
     assert!(line.contains("µs/tr"), "{line}");
-    assert!(text.contains("share worker threads"), "{text}");
+    assert!(!line.contains("  "), "runs of spaces in: {line}");
+    assert!(line.contains("share worker threads"), "{line}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("(1B/1MB)")).collect();
+    assert!(rows.iter().any(|r| r.contains(" mix ")), "{text}");
+}
+
+#[test]
+fn class_workers_give_each_class_its_own_cpu_per_transaction() {
+    let doc = run_json(MIX, 200, &["--class-workers"]);
+    assert_eq!(doc["settings"]["class_workers"], true);
+    let per_tran: Vec<(f64, f64)> = doc["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let n = &c["notation"];
+            assert_eq!(c["cpu"]["attribution"], "class", "{n}: {}", c["cpu"]);
+            for s in ["client", "server"] {
+                assert_eq!(side(c, s)["method"], "threads", "{n} {s}");
+                assert_eq!(side(c, s)["attribution"], "class", "{n} {s}");
+            }
+            let of = |s| side(c, s)["cpu_us_per_tran"].as_f64().unwrap();
+            (of("client"), of("server"))
+        })
+        .collect();
+    // Each class's own: a 1 MB transfer costs more than a 100 B/800 B exchange.
+    assert!(per_tran[1].0 > per_tran[0].0, "{per_tran:?}");
+    assert!(per_tran[1].1 > per_tran[0].1, "{per_tran:?}");
+    assert!(doc.get("mix_cpu").is_none(), "{}", doc["mix_cpu"]);
+    let out = stackbench()
+        .args([
+            "run",
+            MIX,
+            "--transactions",
+            "100",
+            "--no-store",
+            "--class-workers",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("classes on separate workers: each class's cli and srv µs/tr"),
+        "{text}"
+    );
 }
