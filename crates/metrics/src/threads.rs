@@ -121,6 +121,13 @@ mod tests {
     fn this_thread_has_run() {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() } as u32;
+        // Some work, then a sleep: the running thread's sum is brought up
+        // to date when it leaves the CPU.
+        let mut x = 0u64;
+        for i in 0..1_000_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
         let t = ThreadTimes::of_thread(tid).unwrap();
         assert!(t.run_ns > 0);
     }
