@@ -524,6 +524,21 @@ fn run_workloads(plan: &RunPlan, control: &mut ControlClient, record: &mut RunRe
             }
         }
         if let Some(cpu) = outcome.mix_cpu {
+            // On their own workers the classes' figures are their threads'
+            // alone: whether the driver's CPUs were saturated is the mix's.
+            let saturated = cpu
+                .client
+                .as_ref()
+                .filter(|_| cfg.class_workers)
+                .and_then(|c| {
+                    stackbench_metrics::warnings::check_driver_saturated(
+                        c,
+                        Some(plan.threads() as u32),
+                    )
+                });
+            if let Some(w) = saturated {
+                record.warnings.push(quality::report(&w, None));
+            }
             record.mix_cpu.push(MixCpu {
                 workload: workload.to_string(),
                 transactions: outcome.classes.iter().map(|c| c.transactions).sum(),

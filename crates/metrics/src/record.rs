@@ -49,11 +49,12 @@ pub struct RunRecord {
     /// stderr). Empty when none applied; absent in records older than it.
     #[serde(default)]
     pub warnings: Vec<WarningRecord>,
-    /// One entry per mix whose classes shared worker threads: the mix's CPU
-    /// over all its classes' transactions (each class then holds the mix's
-    /// `cpu_seconds` with `attribution: mix` and no per-transaction figures).
-    /// Empty for single-class workloads and for mixes run with
-    /// `class_workers`; absent in records older than it.
+    /// One entry per mix: the whole mix's CPU over all its classes'
+    /// transactions. Where the classes shared worker threads, each class
+    /// holds the mix's `cpu_seconds` with `attribution: mix` and no
+    /// per-transaction figures, and this is the only per-transaction figure;
+    /// with `class_workers` the classes hold their own beside it. Empty for
+    /// single-class workloads; absent in records older than it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mix_cpu: Vec<MixCpu>,
     /// The lab a `--lab` run crossed, carried to the stored environment
@@ -389,7 +390,7 @@ pub enum CpuAttribution {
     Mix,
 }
 
-/// The CPU of a whole mix whose classes shared worker threads.
+/// The CPU of a whole mix, all its classes together.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MixCpu {
     /// The mix in canonical notation, as its classes' `workload`.

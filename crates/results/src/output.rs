@@ -165,7 +165,19 @@ fn mix_cpu_lines(record: &RunRecord) -> String {
             sides.join(" and ")
         );
     }
-    for m in &record.mix_cpu {
+    let shares = |c: &ClassResult| {
+        c.cpu
+            .as_ref()
+            .is_some_and(|c| c.attribution == CpuAttribution::Mix)
+    };
+    // With their own figures in the table, the mix's is in the JSON only.
+    let shown = record.mix_cpu.iter().filter(|m| {
+        record
+            .classes
+            .iter()
+            .any(|c| c.workload == m.workload && shares(c))
+    });
+    for m in shown {
         let side = |s: &Option<SideCpu>| opt(s.as_ref().and_then(|s| s.cpu_us_per_tran), 2);
         let _ = writeln!(
             out,

@@ -97,7 +97,7 @@ fn class_workers_give_each_class_its_own_cpu_per_transaction() {
     // Each class's own: a 1 MB transfer costs more than a 100 B/800 B exchange.
     assert!(per_tran[1].0 > per_tran[0].0, "{per_tran:?}");
     assert!(per_tran[1].1 > per_tran[0].1, "{per_tran:?}");
-    assert!(doc.get("mix_cpu").is_none(), "{}", doc["mix_cpu"]);
+    assert_eq!(doc["mix_cpu"][0]["transactions"], 400);
     let out = stackbench()
         .args([
             "run",
@@ -114,4 +114,5 @@ fn class_workers_give_each_class_its_own_cpu_per_transaction() {
         text.contains("classes on separate workers: each class's cli and srv µs/tr"),
         "{text}"
     );
+    assert!(!text.contains("CPU of the mix"), "{text}");
 }

@@ -115,10 +115,12 @@ pub struct Progress {
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     pub classes: Vec<ClassResult>,
-    /// A mix whose classes shared worker threads: the whole mix's CPU over
-    /// all its classes' transactions (its classes carry
-    /// [`CpuFigures::mix_share`]). `None` for one class, or when the driver's
-    /// samples are missing.
+    /// A mix: the whole mix's CPU (CPU-set and process views) over all its
+    /// classes' transactions, marked `mix`. On shared workers its classes
+    /// carry [`CpuFigures::mix_share`]; with `class_workers` their own
+    /// figures, and this one also holds what no class's threads ran
+    /// (softirq in interrupt context, the coordinator). `None` for one
+    /// class, or when the driver's samples are missing.
     pub mix_cpu: Option<CpuFigures>,
     /// The responder's counters per class (empty when it was lost).
     pub server_stats: Vec<ServerTestStats>,
@@ -192,6 +194,7 @@ pub fn run_workload(
     let ktls_client = ktls_before.and_then(|b| Some(transport::ktls::tls_stat()?.since(&b)));
     let workload = cfg.workload.to_string();
     let mix_cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
+    let mix = cfg.workload.classes.len() > 1;
     let samples = (&start_samples, &end_samples);
     let class_cpus = class_cpus(control, cfg, &merged, &test_ids, samples, mix_cpu.as_ref());
     let memory =
@@ -224,16 +227,10 @@ pub fn run_workload(
             }
             class
         })
-        .collect::<Vec<ClassResult>>();
-    let any_mix = classes.iter().any(|c| {
-        c.cpu
-            .as_ref()
-            .is_some_and(|c| c.attribution == CpuAttribution::Mix)
-    });
+        .collect();
     Ok(RunOutcome {
         classes,
-        // The mix's own figure, wherever a class shows the mix's.
-        mix_cpu: mix_cpu.filter(|_| any_mix).map(|c| CpuFigures {
+        mix_cpu: mix_cpu.filter(|_| mix).map(|c| CpuFigures {
             attribution: CpuAttribution::Mix,
             ..c
         }),
