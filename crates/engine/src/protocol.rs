@@ -155,6 +155,10 @@ pub enum Request {
         /// reports no threads, so the driver keeps its side `mix`).
         #[serde(default, skip_serializing_if = "is_zero")]
         own_workers: u32,
+        /// CPUs the test's own workers are pinned to, a share of the
+        /// responder's (empty: not pinned beyond the process).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        own_cpus: Vec<usize>,
     },
     Stop {
         test_id: u64,
@@ -267,6 +271,7 @@ mod tests {
             ports: 1,
             tls: None,
             own_workers: 0,
+            own_cpus: Vec::new(),
         };
         send(&mut buf, &start).unwrap();
         send(&mut buf, &Request::Stop { test_id: 7 }).unwrap();

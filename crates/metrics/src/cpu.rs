@@ -410,6 +410,18 @@ mod tests {
     }
 
     #[test]
+    fn a_class_side_beside_a_mix_side_has_no_total() {
+        let own = side(1.0, Some(10.0));
+        let mix = SideCpu {
+            attribution: CpuAttribution::Mix,
+            ..side(3.0, None)
+        };
+        let f = CpuFigures::combine(Some(own), Some(mix), None);
+        assert_eq!(f.attribution, CpuAttribution::Mix);
+        assert_eq!((f.total_cpu_seconds, f.total_cpu_us_per_tran), (None, None));
+    }
+
+    #[test]
     fn seed_000_worked_example_is_exact() {
         // 25% of 4 CPs over 10 s = 100% of one CP = 10 CPU-seconds.
         let cpu_s = cpu_seconds_from_util(25.0, 4, 10.0);

@@ -116,3 +116,25 @@ fn class_workers_give_each_class_its_own_cpu_per_transaction() {
     );
     assert!(!text.contains("CPU of the mix"), "{text}");
 }
+
+#[test]
+fn class_workers_split_the_cpus_among_classes_where_there_are_enough() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let cpus = ["--client-cpus", "0,1", "--server-cpus", "0,1"];
+    let doc = run_json(MIX, 100, &[&cpus[..], &["--class-workers"]].concat());
+    for (i, c) in doc["classes"].as_array().unwrap().iter().enumerate() {
+        for s in ["client", "server"] {
+            // Each class's workers were pinned to a CPU of their own.
+            assert_eq!(
+                side(c, s)["cpus"],
+                serde_json::json!([i]),
+                "{} {s}",
+                c["notation"]
+            );
+            assert_eq!(side(c, s)["method"], "threads");
+        }
+    }
+}

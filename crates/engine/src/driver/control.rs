@@ -87,14 +87,14 @@ impl ControlClient {
     }
 
     /// [`Self::start_tls`] on `own_workers` responder worker threads of the
-    /// test's own (0: the shared pool).
+    /// test's own (0: the shared pool), pinned to `own_cpus` (empty: not).
     pub fn start_own(
         &mut self,
         spec: TestSpec,
         transport: Transport,
         (clients, ports): (u32, u32),
         tls: Option<TlsParams>,
-        own_workers: u32,
+        (own_workers, own_cpus): (u32, Vec<usize>),
     ) -> Result<(u64, Vec<Endpoint>), EngineError> {
         let request = Request::Start {
             spec,
@@ -103,6 +103,7 @@ impl ControlClient {
             ports,
             tls,
             own_workers,
+            own_cpus,
         };
         match self.call(&request)? {
             Reply::Ready { test_id, endpoints } => Ok((test_id, endpoints)),
@@ -119,7 +120,7 @@ impl ControlClient {
         ports: u32,
         tls: Option<TlsParams>,
     ) -> Result<(u64, Vec<Endpoint>), EngineError> {
-        self.start_own(spec, transport, (clients, ports), tls, 0)
+        self.start_own(spec, transport, (clients, ports), tls, (0, Vec::new()))
     }
 
     /// Ends a test; returns the responder's counters for it.

@@ -50,6 +50,7 @@ pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
 use watch::{Watch, Watched};
 use worker::{ClassPlan, Client, Shared, Worker, WorkerSlots};
 
+use crate::affinity;
 use crate::error::EngineError;
 use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
@@ -299,12 +300,22 @@ fn class_cpus(
     if !cfg.class_workers {
         return vec![Some(window.mix_share()); classes];
     }
-    let place = placement(control, cfg);
+    let whole = placement(control, cfg);
     merged
         .iter()
         .zip(test_ids)
         .enumerate()
         .map(|(class, (acc, &test_id))| {
+            // A class pinned to a share of a side's CPUs: its util% is of them.
+            let share = |cpus: &[usize]| match cpu_share(cpus, cfg, class) {
+                s if s.is_empty() => cpus.to_vec(),
+                s => s,
+            };
+            let place = Placement {
+                client_cpus: share(&whole.client_cpus),
+                server_cpus: share(&whole.server_cpus),
+                ..whole.clone()
+            };
             let work = Work {
                 transactions: acc.transactions,
                 payload_bytes: acc.tx_bytes + acc.rx_bytes,
@@ -375,6 +386,8 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         let tls = tls_params(cfg)?;
         let conns = (class.clients, spread.ports);
         let own = own_server_workers(cfg, control.server_threads);
+        let own_cpus = cpu_share(&control.server_cpus, cfg, index);
+        let own = (own, if own > 0 { own_cpus } else { Vec::new() });
         let (id, endpoints) = control.start_own(spec, cfg.transport, conns, tls.clone(), own)?;
         test_ids.push(id);
         let (dialer, proxy) = class_dialer(cfg, class.clients, &endpoints, spread.sources, tls)
@@ -395,6 +408,22 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         dialers,
         proxies,
     })
+}
+
+/// `class_workers` in a mix whose side has at least one CPU per class: class
+/// `index`'s share of that side's `cpus` (contiguous, the first classes one
+/// more when they do not divide), so that the classes do not compete for
+/// CPUs. Empty (not pinned beyond the side) otherwise: the classes' CPU is
+/// still their threads' own, the classes only share the CPUs.
+fn cpu_share(cpus: &[usize], cfg: &RunConfig, index: usize) -> Vec<usize> {
+    let classes = cfg.workload.classes.len();
+    if !cfg.class_workers || classes < 2 || cpus.len() < classes {
+        return Vec::new();
+    }
+    let (base, extra) = (cpus.len() / classes, cpus.len() % classes);
+    let start = index * base + index.min(extra);
+    let len = base + usize::from(index < extra);
+    cpus[start..start + len].to_vec()
 }
 
 /// `class_workers` in a mix: the responder's worker threads for each class
@@ -539,6 +568,11 @@ fn drive(
                     .spawn_scoped(scope, move || {
                         // A class's worker serves that class alone.
                         let class = clients.first().map_or(0, |c| usize::from(c.class));
+                        let share = cpu_share(&cfg.client_cpus, cfg, class);
+                        if threads.is_some() && !share.is_empty() {
+                            affinity::pin_current_thread(&share)
+                                .map_err(|e| format!("worker {i} could not be pinned: {e}"))?;
+                        }
                         let tid = threads.map(|t| t.register(class));
                         let result = Worker::new(shared, clients, slots)
                             .map(|w| w.run(abort))
@@ -654,6 +688,32 @@ fn assign_by_class(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn class_workers_share_out_the_cpus_only_when_each_class_gets_one() {
+        let mut cfg = RunConfig {
+            workload: "RR1(1B/1B)+STR1(1B/1MB)".parse().unwrap(),
+            duration: None,
+            warmup: Duration::ZERO,
+            transactions: Some(1),
+            threads: 1,
+            class_workers: true,
+            client_cpus: vec![],
+            socket: SocketOptions::default(),
+            spin: Spin::None,
+            pacing: PacingConfig::default(),
+            transport: Transport::Tcp,
+            tls: None,
+            priority: None,
+            io: IoMode::Epoll,
+        };
+        assert_eq!(cpu_share(&[4, 5, 6], &cfg, 0), vec![4, 5]);
+        assert_eq!(cpu_share(&[4, 5, 6], &cfg, 1), vec![6]);
+        // Fewer CPUs than classes: the classes share them (threads still own).
+        assert!(cpu_share(&[4], &cfg, 0).is_empty());
+        cfg.class_workers = false;
+        assert!(cpu_share(&[4, 5, 6], &cfg, 0).is_empty());
+    }
 
     #[test]
     fn class_workers_serve_one_class_each() {

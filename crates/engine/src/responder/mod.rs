@@ -115,8 +115,10 @@ struct StartRequest {
     tls: Option<TlsParams>,
     /// The responder's CPUs (a sidecar proxy is pinned to them).
     cpus: Vec<usize>,
-    /// Worker threads of the test's own (0: the shared pool).
+    /// Worker threads of the test's own (0: the shared pool), and the CPUs
+    /// they are pinned to (empty: not pinned beyond the process).
     own_workers: u32,
+    own_cpus: Vec<usize>,
 }
 
 impl StartRequest {
@@ -193,7 +195,7 @@ impl Pool {
         };
         let own = match req.own_workers {
             0 => None,
-            n => Some(OwnWorkers::start(io, n, id)?),
+            n => Some(OwnWorkers::start(io, (n, &req.own_cpus), id)?),
         };
         let workers = match &own {
             Some(o) => &o.handles,
@@ -563,6 +565,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                     ports,
                     tls,
                     own_workers,
+                    own_cpus,
                 } => {
                     let req = StartRequest {
                         spec,
@@ -572,6 +575,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                         tls,
                         cpus: cpus.to_vec(),
                         own_workers,
+                        own_cpus,
                     };
                     match pool.start(local_ip, &req) {
                         Ok((test_id, endpoints)) => {

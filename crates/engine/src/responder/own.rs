@@ -24,8 +24,13 @@ pub(super) struct OwnWorkers {
 
 impl OwnWorkers {
     /// Starts `n` workers of backend `io` (epoll or io_uring, as the test
-    /// would have had from the pool) for test `id`.
-    pub(super) fn start(io: IoMode, n: u32, id: u64) -> Result<OwnWorkers, String> {
+    /// would have had from the pool) for test `id`, pinned to `cpus` (empty:
+    /// wherever the process may run).
+    pub(super) fn start(
+        io: IoMode,
+        (n, cpus): (u32, &[usize]),
+        id: u64,
+    ) -> Result<OwnWorkers, String> {
         // As the pool would: io_uring where usable, else epoll.
         let uring = io == IoMode::Uring && crate::iomode::uring_available().is_ok();
         let tids = Arc::new(Mutex::new(Vec::new()));
@@ -34,6 +39,7 @@ impl OwnWorkers {
         for i in 0..n.max(1) {
             let (tx, rx) = mpsc::channel();
             let tids = Arc::clone(&tids);
+            let cpus = cpus.to_vec();
             let name = format!("serve-t{id}-w{i}");
             let (waker, run): (Wake, Box<dyn FnOnce() + Send>) = if uring {
                 let fd = uring::eventfd().map_err(cannot)?;
@@ -51,6 +57,11 @@ impl OwnWorkers {
             let thread = thread::Builder::new()
                 .name(name)
                 .spawn(move || {
+                    if !cpus.is_empty() {
+                        if let Err(e) = crate::affinity::pin_current_thread(&cpus) {
+                            eprintln!("stackbench serve: worker of test {id} not pinned: {e}");
+                        }
+                    }
                     // SAFETY: gettid has no preconditions.
                     lock(&tids).push(unsafe { libc::gettid() } as u32);
                     run();
