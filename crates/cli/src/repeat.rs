@@ -14,14 +14,19 @@ use std::sync::atomic::AtomicBool;
 use stackbench_engine::{run_workload, ControlClient, RunConfig};
 use stackbench_metrics::record::RepetitionValues;
 use stackbench_metrics::stats::{summarize_repetitions, Iterations, Verdict};
-use stackbench_metrics::ClassResult;
+use stackbench_metrics::{ClassResult, CpuFigures};
 
 use crate::progress::ProgressLine;
-use crate::repeat_mean::mean_classes;
+use crate::repeat_mean::{mean_classes, mean_cpu};
 
 /// What the repetitions of one workload produced.
 pub struct Repeated {
     pub classes: Vec<ClassResult>,
+    /// A mix on shared worker threads: the mix's CPU, the mean over the
+    /// complete repetitions as for the classes (see [`RunOutcome::mix_cpu`]).
+    ///
+    /// [`RunOutcome::mix_cpu`]: stackbench_engine::RunOutcome
+    pub mix_cpu: Option<CpuFigures>,
     pub complete: bool,
     pub incomplete_reason: Option<String>,
 }
@@ -37,6 +42,7 @@ pub fn run_repeated(
     let mut runs: Vec<Vec<RepetitionValues>> = vec![Vec::new(); cfg.workload.classes.len()];
     let mut done: Vec<Vec<ClassResult>> = Vec::new();
     let mut partial: Vec<ClassResult> = Vec::new();
+    let (mut mixes, mut partial_mix) = (Vec::new(), None);
     let (mut complete, mut reason) = (true, None);
     for n in 1..=it.max {
         let mut progress = ProgressLine::new(cfg);
@@ -52,22 +58,25 @@ pub fn run_repeated(
         if !outcome.complete {
             (complete, reason) = (false, outcome.incomplete_reason);
             partial = outcome.classes;
+            partial_mix = outcome.mix_cpu;
             break;
         }
         for (values, class) in runs.iter_mut().zip(&outcome.classes) {
             values.push(values_of(class));
         }
         done.push(outcome.classes);
+        mixes.extend(outcome.mix_cpu);
         let measures = measures(&runs);
         let refs: Vec<&[f64]> = measures.iter().map(Vec::as_slice).collect();
         if !matches!(it.verdict(n, &refs), Verdict::RunAnother) {
             break;
         }
     }
-    let mut classes = if done.is_empty() {
-        partial
+    let (mut classes, mix_cpu) = if done.is_empty() {
+        (partial, partial_mix)
     } else {
-        mean_classes(&done)
+        let mixes: Vec<&CpuFigures> = mixes.iter().collect();
+        (mean_classes(&done), mean_cpu(&mixes))
     };
     if it.max > 1 {
         for (class, values) in classes.iter_mut().zip(&runs) {
@@ -78,6 +87,7 @@ pub fn run_repeated(
     }
     Repeated {
         classes,
+        mix_cpu,
         complete,
         incomplete_reason: reason,
     }

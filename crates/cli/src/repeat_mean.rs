@@ -40,6 +40,12 @@ pub fn mean_classes(runs: &[Vec<ClassResult>]) -> Vec<ClassResult> {
         .collect()
 }
 
+/// The mean of a mix's CPU figures over its repetitions (as a class's CPU
+/// is averaged); `None` when `runs` is empty.
+pub fn mean_cpu(runs: &[&CpuFigures]) -> Option<CpuFigures> {
+    (!runs.is_empty()).then(|| cpu_figures(&Of(runs.to_vec())))
+}
+
 /// The figures of one value across runs; never empty.
 struct Of<'a, T>(Vec<&'a T>);
 
@@ -210,6 +216,7 @@ fn side_cpu(runs: &Of<SideCpu>) -> SideCpu {
             cpu_seconds: p.f(|x| x.cpu_seconds),
         }),
         process_cpu_us_per_tran: runs.opt(|s| s.process_cpu_us_per_tran),
+        attribution: first.attribution,
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thread};
 use stackbench_engine::{limits, sockopt, transport, ControlClient, PacingConfig, RunConfig};
 use stackbench_metrics::stats::Iterations;
-use stackbench_metrics::{RunRecord, SCHEMA_VERSION};
+use stackbench_metrics::{MixCpu, RunRecord, SCHEMA_VERSION};
 use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text, TlsMode};
 use stackbench_model::{TlsParams, Transport, Workload};
 use stackbench_results::env::Environment;
@@ -508,6 +508,7 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         warmup: s.warmup.map_or(Duration::ZERO, |d| d.0),
         transactions: s.transactions,
         threads: plan.threads(),
+        class_workers: s.class_workers,
         client_cpus: RunPlan::cpus(&s.client_cpus),
         socket: s.socket_options(),
         spin: s.spin,
@@ -543,6 +544,29 @@ fn run_workloads(plan: &RunPlan, session: &mut Session, record: &mut RunRecord) 
                     .push(quality::report(&w, Some(&class.notation)));
             }
         }
+        if let Some(cpu) = outcome.mix_cpu {
+            // On their own workers the classes' figures are their threads'
+            // alone: whether the driver's CPUs were saturated is the mix's.
+            let saturated = cpu
+                .client
+                .as_ref()
+                .filter(|_| cfg.class_workers)
+                .and_then(|c| {
+                    stackbench_metrics::warnings::check_driver_saturated(
+                        c,
+                        Some(plan.threads() as u32),
+                        session.driver_background_pct,
+                    )
+                });
+            if let Some(w) = saturated {
+                record.warnings.push(quality::report(&w, None));
+            }
+            record.mix_cpu.push(MixCpu {
+                workload: workload.to_string(),
+                transactions: outcome.classes.iter().map(|c| c.transactions).sum(),
+                cpu,
+            });
+        }
         record.classes.extend(outcome.classes);
         if !outcome.complete {
             record.complete = false;
@@ -572,6 +596,7 @@ fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bo
         responder: if spawned { "spawned" } else { "remote" }.to_string(),
         classes: Vec::new(),
         warnings: Vec::new(),
+        mix_cpu: Vec::new(),
         lab: None,
         environment: None,
     }

@@ -149,6 +149,7 @@ mod tests {
         ("threads", "4096"),
         ("threads", "two"),
         ("server_threads", "0"),
+        ("class_workers", "maybe"),
         ("client_cpus", "0-x"),
         ("client_cpus", "3-1"),
         ("server_cpus", "5000"),

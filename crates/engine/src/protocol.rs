@@ -19,6 +19,7 @@ use std::io::{self, BufRead, Read, Write};
 use serde::{Deserialize, Serialize};
 use stackbench_metrics::cpu::CpuSample;
 use stackbench_metrics::memory::MemorySample;
+use stackbench_metrics::threads::ThreadTimes;
 use stackbench_model::{IoMode, Kind, SocketOptions, TlsParams, Transport};
 
 use crate::transport::Endpoint;
@@ -148,6 +149,16 @@ pub enum Request {
         /// Transport `tls`: version, cipher, groups and certificate.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tls: Option<TlsParams>,
+        /// `class_workers`: serve this test on this many worker threads of
+        /// its own, started for it, and report their CPU time in every
+        /// sample (0: the shared pool; an older responder ignores it and
+        /// reports no threads, so the driver keeps its side `mix`).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        own_workers: u32,
+        /// CPUs the test's own workers are pinned to, a share of the
+        /// responder's (empty: not pinned beyond the process).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        own_cpus: Vec<usize>,
     },
     Stop {
         test_id: u64,
@@ -187,10 +198,25 @@ pub enum Reply {
         /// its TLS proxies (`tls_mode sidecar`).
         #[serde(default)]
         pids: Vec<u32>,
+        /// The CPU time of the worker threads of each test that has its own
+        /// (`own_workers`), at the same instant as `cpu`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        test_threads: Vec<TestThreads>,
     },
     Error {
         message: String,
     },
+}
+
+/// The CPU time of one test's own worker threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestThreads {
+    pub test_id: u64,
+    pub times: ThreadTimes,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Writes one message as a JSON line and flushes it.
@@ -244,6 +270,8 @@ mod tests {
             clients: 3,
             ports: 1,
             tls: None,
+            own_workers: 0,
+            own_cpus: Vec::new(),
         };
         send(&mut buf, &start).unwrap();
         send(&mut buf, &Request::Stop { test_id: 7 }).unwrap();

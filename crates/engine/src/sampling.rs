@@ -7,7 +7,10 @@
 
 use stackbench_metrics::cpu::{self, CpuSample, ProcessSource, Work};
 use stackbench_metrics::memory::{self, MemorySample};
+use stackbench_metrics::threads::{threads_side_cpu, ThreadTimes};
 use stackbench_metrics::{CpuFigures, MemoryFigures, SideCpu};
+
+use crate::protocol::TestThreads;
 
 /// This side's CPU counters (every CPU, plus this process and the TLS
 /// proxies it runs for `tls_mode sidecar`, see [`crate::sidecar::side_pids`]).
@@ -26,6 +29,11 @@ pub fn local_memory() -> Option<MemorySample> {
 pub struct SidePair {
     pub client: Option<CpuSample>,
     pub server: Option<CpuSample>,
+    /// `class_workers`: per class, its driver worker threads' CPU time
+    /// (`None`: unreadable); empty otherwise.
+    pub client_threads: Vec<Option<ThreadTimes>>,
+    /// `class_workers`: the CPU time of each test's own responder workers.
+    pub server_threads: Vec<TestThreads>,
 }
 
 /// Where the sides ran, for turning samples into figures.
@@ -67,6 +75,66 @@ pub fn cpu_figures(start: &SidePair, end: &SidePair, place: &Placement, work: Wo
         None
     };
     CpuFigures::combine(client, server, shared)
+}
+
+/// One class of a mix run with `class_workers`: each side from the class's
+/// own worker threads where both samples have them, otherwise that side of
+/// the mix's figures (`mix`, no per-transaction figure). `class` indexes the
+/// driver's thread samples, `test_id` the responder's.
+pub fn class_cpu_figures(
+    (start, end): (&SidePair, &SidePair),
+    place: &Placement,
+    mix: &CpuFigures,
+    (class, test_id): (usize, u64),
+    work: Work,
+) -> CpuFigures {
+    let mix = mix.mix_share();
+    let client = threads_of(
+        start.client_threads.get(class).copied().flatten(),
+        end.client_threads.get(class).copied().flatten(),
+    )
+    .zip(window(&start.client, &end.client, &place.client_cpus))
+    .map(|((a, b), (cpus, window_s))| threads_side_cpu(&a, &b, &cpus, window_s, work))
+    .or(mix.client);
+    let server_of = |pair: &SidePair| {
+        pair.server_threads
+            .iter()
+            .find(|t| t.test_id == test_id)
+            .map(|t| t.times)
+    };
+    let server = threads_of(server_of(start), server_of(end))
+        .zip(window(&start.server, &end.server, &place.server_cpus))
+        .map(|((a, b), (cpus, window_s))| threads_side_cpu(&a, &b, &cpus, window_s, work))
+        .or(mix.server);
+    // Thread run time is each side's own: the sides are separable even
+    // where their CPU sets are not.
+    CpuFigures::combine(client, server, None)
+}
+
+fn threads_of(
+    a: Option<ThreadTimes>,
+    b: Option<ThreadTimes>,
+) -> Option<(ThreadTimes, ThreadTimes)> {
+    a.zip(b)
+}
+
+/// A side's CPUs (its pinned set, else every CPU its samples have) and the
+/// window between its samples, in seconds.
+fn window(
+    start: &Option<CpuSample>,
+    end: &Option<CpuSample>,
+    pinned: &[usize],
+) -> Option<(Vec<usize>, f64)> {
+    let (a, b) = (start.as_ref()?, end.as_ref()?);
+    let cpus = if pinned.is_empty() {
+        b.cpus.keys().copied().collect()
+    } else {
+        pinned.to_vec()
+    };
+    Some((
+        cpus,
+        b.monotonic_ns.saturating_sub(a.monotonic_ns) as f64 / 1e9,
+    ))
 }
 
 /// Memory of (client, server) at one instant.

@@ -33,6 +33,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         warmup: Duration::ZERO,
         transactions: Some(transactions),
         threads: 2,
+        class_workers: false,
         client_cpus: vec![],
         socket: SocketOptions::default(),
         spin: Spin::None,
@@ -431,3 +432,7 @@ mod tls_rekey;
 /// The io_uring backend (`io = uring`) and its fallbacks.
 #[path = "engine/uring.rs"]
 mod uring;
+
+/// CPU per class in a mix: shared workers (`mix`) or its own (`class_workers`).
+#[path = "engine/class_cpu.rs"]
+mod class_cpu;

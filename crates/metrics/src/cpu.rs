@@ -278,6 +278,7 @@ pub fn side_cpu(
         process,
         process_cpu_us_per_tran: process
             .and_then(|p| cpu_us_per_tran(p.cpu_seconds, work.transactions)),
+        attribution: CpuAttribution::Class,
     })
 }
 
@@ -325,6 +326,13 @@ impl CpuFigures {
         server: Option<SideCpu>,
         shared: Option<SideCpu>,
     ) -> CpuFigures {
+        // A side that is the whole mix's makes the class's figures the mix's.
+        let attribution = [&client, &server, &shared]
+            .into_iter()
+            .flatten()
+            .map(|s| s.attribution)
+            .find(|a| *a == CpuAttribution::Mix)
+            .unwrap_or(CpuAttribution::Class);
         let (total_cpu_seconds, total_cpu_us_per_tran) = match (&shared, &client, &server) {
             (Some(s), _, _) => (Some(s.cpu_seconds), s.cpu_us_per_tran),
             (None, Some(c), Some(s)) => (
@@ -333,6 +341,10 @@ impl CpuFigures {
             ),
             _ => (None, None),
         };
+        // One side the class's, the other the mix's: their sum is neither's.
+        let sides_differ =
+            matches!((&client, &server), (Some(c), Some(s)) if c.attribution != s.attribution);
+        let total_cpu_seconds = total_cpu_seconds.filter(|_| !sides_differ);
         CpuFigures {
             separable: shared.is_none(),
             client,
@@ -340,7 +352,31 @@ impl CpuFigures {
             shared,
             total_cpu_seconds,
             total_cpu_us_per_tran,
-            attribution: CpuAttribution::Class,
+            attribution,
+        }
+    }
+
+    /// What one class of a mix on shared worker threads shows: the mix's
+    /// CPU-seconds and utilisation, marked `mix`, without the per-transaction
+    /// and per-MiB figures, which would charge the whole mix's CPU to this
+    /// class's transactions (see [`CpuAttribution`]).
+    pub fn mix_share(&self) -> CpuFigures {
+        let side = |s: &Option<SideCpu>| {
+            s.clone().map(|s| SideCpu {
+                cpu_us_per_tran: None,
+                cpu_us_per_mb: None,
+                process_cpu_us_per_tran: None,
+                attribution: CpuAttribution::Mix,
+                ..s
+            })
+        };
+        CpuFigures {
+            client: side(&self.client),
+            server: side(&self.server),
+            shared: side(&self.shared),
+            total_cpu_us_per_tran: None,
+            attribution: CpuAttribution::Mix,
+            ..self.clone()
         }
     }
 }
@@ -348,6 +384,42 @@ impl CpuFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mix_share_keeps_cpu_seconds_and_drops_per_transaction_figures() {
+        let side = SideCpu {
+            cpu_seconds: 2.0,
+            util_pct: 50.0,
+            cpu_us_per_tran: Some(20.0),
+            cpu_us_per_mb: Some(3.0),
+            process_cpu_us_per_tran: Some(10.0),
+            ..SideCpu::default()
+        };
+        let mix = CpuFigures::combine(Some(side.clone()), Some(side), None);
+        let share = mix.mix_share();
+        assert_eq!(share.attribution, CpuAttribution::Mix);
+        assert_eq!(share.total_cpu_seconds, Some(4.0));
+        assert_eq!(share.total_cpu_us_per_tran, None);
+        for s in [share.client.unwrap(), share.server.unwrap()] {
+            assert_eq!(s.attribution, CpuAttribution::Mix);
+            assert_eq!((s.cpu_seconds, s.util_pct), (2.0, 50.0));
+            assert_eq!(s.cpu_us_per_tran, None);
+            assert_eq!(s.cpu_us_per_mb, None);
+            assert_eq!(s.process_cpu_us_per_tran, None);
+        }
+    }
+
+    #[test]
+    fn a_class_side_beside_a_mix_side_has_no_total() {
+        let own = side(1.0, Some(10.0));
+        let mix = SideCpu {
+            attribution: CpuAttribution::Mix,
+            ..side(3.0, None)
+        };
+        let f = CpuFigures::combine(Some(own), Some(mix), None);
+        assert_eq!(f.attribution, CpuAttribution::Mix);
+        assert_eq!((f.total_cpu_seconds, f.total_cpu_us_per_tran), (None, None));
+    }
 
     #[test]
     fn seed_000_worked_example_is_exact() {

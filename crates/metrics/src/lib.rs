@@ -13,6 +13,7 @@ pub mod migrate;
 pub mod procfs;
 pub mod record;
 pub mod stats;
+pub mod threads;
 pub mod warnings;
 
 pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
@@ -22,8 +23,8 @@ pub use latency::LatencyHistogram;
 pub use memory::{side_memory, MemorySample};
 pub use record::{
     record_from_json, ClassResult, CpuFigures, ErrorCounts, HandshakeCpuUs, LagUs, LatencyUs,
-    MemoryFigures, PacingMode, PopulationFigures, RecordError, Repetitions, RunRecord, RunSettings,
-    SideCpu, SideMemory, TlsFigures, WarningRecord, SCHEMA_VERSION,
+    MemoryFigures, MixCpu, PacingMode, PopulationFigures, RecordError, Repetitions, RunRecord,
+    RunSettings, SideCpu, SideMemory, TlsFigures, WarningRecord, SCHEMA_VERSION,
 };
 pub use stats::{Iterations, Verdict};
 pub use warnings::Warning;

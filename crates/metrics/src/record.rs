@@ -49,6 +49,14 @@ pub struct RunRecord {
     /// stderr). Empty when none applied; absent in records older than it.
     #[serde(default)]
     pub warnings: Vec<WarningRecord>,
+    /// One entry per mix: the whole mix's CPU over all its classes'
+    /// transactions. Where the classes shared worker threads, each class
+    /// holds the mix's `cpu_seconds` with `attribution: mix` and no
+    /// per-transaction figures, and this is the only per-transaction figure;
+    /// with `class_workers` the classes hold their own beside it. Empty for
+    /// single-class workloads; absent in records older than it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mix_cpu: Vec<MixCpu>,
     /// The lab a `--lab` run crossed, carried to the stored environment
     /// (`environment.lab`), not part of the record's own JSON.
     #[serde(skip)]
@@ -248,6 +256,10 @@ pub enum CpuMethod {
     /// Per-CPU `/proc/stat` deltas over every online CPU (the side is not
     /// pinned), so everything else running on the host is included.
     ProcStatAllCpus,
+    /// Run time of the class's own worker threads (`class_workers`), from
+    /// `/proc/<pid>/task/<tid>/schedstat`: the class's alone, but without
+    /// softirq work done in interrupt context (see `metrics::threads`).
+    Threads,
 }
 
 /// How a side's process figures were obtained.
@@ -328,6 +340,13 @@ pub struct SideCpu {
     pub process: Option<ProcessCpu>,
     /// `process.cpu_seconds` × 10⁶ / transactions.
     pub process_cpu_us_per_tran: Option<f64>,
+    /// Whose work this side's figures hold: `class` (this class's alone) or
+    /// `mix` (the whole mix's; the per-transaction and per-MiB figures are
+    /// then `None`). The sides can differ: a class on worker threads of its
+    /// own in the driver may be served by a responder that shares its
+    /// workers. Records written before the field existed read as `class`.
+    #[serde(default)]
+    pub attribution: CpuAttribution,
 }
 
 /// CPU of both sides for one class.
@@ -348,9 +367,11 @@ pub struct CpuFigures {
     pub total_cpu_seconds: Option<f64>,
     /// Both sides together per transaction, µs.
     pub total_cpu_us_per_tran: Option<f64>,
-    /// Whose work these CPU figures hold: this class's alone, or the whole
-    /// mix's (see [`CpuAttribution`]). Records written before the field
-    /// existed read as `class`.
+    /// Whose work these CPU figures hold: `class` only when every side here
+    /// is the class's alone; `mix` when any side is the whole mix's (each
+    /// side says which in its own `attribution`; `total_cpu_us_per_tran` is
+    /// then `None`). See [`CpuAttribution`]. Records written before the
+    /// field existed read as `class`.
     #[serde(default)]
     pub attribution: CpuAttribution,
 }
@@ -374,6 +395,20 @@ pub enum CpuAttribution {
     Class,
     /// The figures are the whole mix's; per-transaction figures are absent.
     Mix,
+}
+
+/// The CPU of a whole mix, all its classes together.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MixCpu {
+    /// The mix in canonical notation, as its classes' `workload`.
+    pub workload: String,
+    /// Transactions of all its classes inside the window.
+    pub transactions: u64,
+    /// Both sides' CPU of the mix: `cpu_seconds` in CPU-seconds,
+    /// `cpu_us_per_tran` = `cpu_seconds` × 10⁶ / `transactions` (µs per
+    /// transaction of any class), `cpu_us_per_mb` over the payload of all
+    /// classes (µs per MiB); `attribution` is `mix`.
+    pub cpu: CpuFigures,
 }
 
 /// Memory of one side at the steady state.
@@ -524,6 +559,7 @@ pub(crate) mod tests {
             responder: "spawned".into(),
             classes: vec![sample_class()],
             warnings: vec![],
+            mix_cpu: Vec::new(),
             lab: None,
             environment: None,
         };

@@ -95,6 +95,7 @@ fn side_cpu() -> impl Strategy<Value = SideCpu> {
             tick_coverage: o[2],
             process,
             process_cpu_us_per_tran: o[3],
+            attribution: Default::default(),
         })
 }
 
@@ -350,6 +351,7 @@ fn run_record() -> impl Strategy<Value = RunRecord> {
                 responder: "spawned".into(),
                 classes,
                 warnings,
+                mix_cpu: Vec::new(),
                 lab: None,
                 environment: None,
             },

@@ -95,6 +95,7 @@ pub fn record(
         responder: "spawned".into(),
         classes,
         warnings: Vec::new(),
+        mix_cpu: Vec::new(),
         lab: None,
         environment: None,
     }

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use stackbench_metrics::record::{
-    MeasureSummary, PacingMode, PopulationFigures, Repetitions, TlsFigures,
+    CpuAttribution, CpuMethod, MeasureSummary, PacingMode, PopulationFigures, Repetitions, SideCpu,
+    TlsFigures,
 };
 use stackbench_metrics::{ClassResult, RunRecord};
 use stackbench_model::settings::Spin;
@@ -41,6 +42,7 @@ fn cpu_cells(c: &ClassResult) -> [Option<f64>; 4] {
 pub fn human(record: &RunRecord, layout: Layout) -> String {
     let mut out = run_table::fit(&run_table::class_columns(), &record.classes, layout);
     out.push_str(&spin_line(record.settings.spin));
+    out.push_str(&mix_cpu_lines(record));
     for c in &record.classes {
         if let Some(rep) = &c.repetitions {
             out.push_str(&repetitions_line(&c.notation, rep));
@@ -62,6 +64,63 @@ pub fn human(record: &RunRecord, layout: Layout) -> String {
         let _ = writeln!(
             out,
             "INCOMPLETE: {reason}; the figures above cover only what was measured."
+        );
+    }
+    out
+}
+
+/// Under the table: which sides' per-class CPU came from the classes' own
+/// threads (`class_workers`), and per mix on shared worker threads its CPU
+/// per transaction (of any class) per side, and why no class has its own.
+fn mix_cpu_lines(record: &RunRecord) -> String {
+    let mut out = String::new();
+    let own = |s: &Option<SideCpu>| {
+        s.as_ref().is_some_and(|s| {
+            s.method == CpuMethod::Threads && s.attribution == CpuAttribution::Class
+        })
+    };
+    let sides: Vec<&str> = [("cli", true), ("srv", false)]
+        .into_iter()
+        .filter(|(_, client)| {
+            record.classes.iter().any(|c| {
+                c.cpu
+                    .as_ref()
+                    .is_some_and(|cpu| own(if *client { &cpu.client } else { &cpu.server }))
+            })
+        })
+        .map(|(name, _)| name)
+        .collect();
+    if !sides.is_empty() {
+        let _ = writeln!(
+            out,
+            "classes on separate workers: each class's {} µs/tr is its own worker threads' \
+             run time (method threads; softirq work in interrupt context is not in it).",
+            sides.join(" and ")
+        );
+    }
+    let shares = |c: &ClassResult| {
+        c.cpu
+            .as_ref()
+            .is_some_and(|c| c.attribution == CpuAttribution::Mix)
+    };
+    // With their own figures in the table, the mix's is in the JSON only.
+    let shown = record.mix_cpu.iter().filter(|m| {
+        record
+            .classes
+            .iter()
+            .any(|c| c.workload == m.workload && shares(c))
+    });
+    for m in shown {
+        let side = |s: &Option<SideCpu>| opt(s.as_ref().and_then(|s| s.cpu_us_per_tran), 2);
+        let _ = writeln!(
+            out,
+            "CPU of the mix {}: cli {} µs/tr, srv {} µs/tr over its {} transactions of all \
+             classes. Its classes share worker threads, so one class's CPU cannot be told from \
+             the others' (\"mix\" in the table); --class-workers gives each class its own.",
+            m.workload,
+            side(&m.cpu.client),
+            side(&m.cpu.server),
+            m.transactions
         );
     }
     out

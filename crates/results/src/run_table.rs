@@ -6,6 +6,7 @@
 //! `wide` shows every column whatever the width.
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
+use stackbench_metrics::record::CpuAttribution;
 use stackbench_metrics::ClassResult;
 use stackbench_model::size::MIB;
 
@@ -47,6 +48,19 @@ fn cpu_us_per_tran(c: &ClassResult, client: bool) -> Option<f64> {
     let cpu = c.cpu.as_ref()?;
     let side = if client { &cpu.client } else { &cpu.server };
     side.as_ref()?.cpu_us_per_tran
+}
+
+/// A side's CPU µs/tr cell: "mix" when that side's CPU is the whole mix's
+/// (there is no per-class figure; the line under the table gives the mix's).
+fn cpu_cell(c: &ClassResult, client: bool) -> String {
+    let side = c
+        .cpu
+        .as_ref()
+        .and_then(|cpu| if client { &cpu.client } else { &cpu.server }.as_ref());
+    match side {
+        Some(s) if s.attribution == CpuAttribution::Mix => "mix".to_string(),
+        _ => opt(cpu_us_per_tran(c, client), 2),
+    }
 }
 
 fn util_pct(c: &ClassResult, client: bool) -> Option<f64> {
@@ -102,8 +116,8 @@ pub fn class_columns<'a>() -> Vec<Column<'a, ClassResult>> {
         col("tx MB/s", false, move |c| mb(c.tx_bytes_per_s)),
         col("rx MB/s", false, move |c| mb(c.rx_bytes_per_s)),
         col("errors", true, |c| c.errors.to_string()),
-        col("cli µs/tr", true, |c| opt(cpu_us_per_tran(c, true), 2)),
-        col("srv µs/tr", true, |c| opt(cpu_us_per_tran(c, false), 2)),
+        col("cli µs/tr", true, |c| cpu_cell(c, true)),
+        col("srv µs/tr", true, |c| cpu_cell(c, false)),
         col("cli util%", false, |c| opt(util_pct(c, true), 1)),
         col("srv util%", false, |c| opt(util_pct(c, false), 1)),
     ]

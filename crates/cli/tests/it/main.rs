@@ -8,6 +8,7 @@ mod guest;
 mod guest_tier;
 mod lab;
 mod lab_run;
+mod mix_cpu;
 mod plan;
 mod plan_errors;
 mod population;

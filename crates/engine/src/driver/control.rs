@@ -84,6 +84,31 @@ impl ControlClient {
         self.start_tls(spec, transport, clients, ports, None)
     }
 
+    /// [`Self::start_tls`] on `own_workers` responder worker threads of the
+    /// test's own (0: the shared pool), pinned to `own_cpus` (empty: not).
+    pub fn start_own(
+        &mut self,
+        spec: TestSpec,
+        transport: Transport,
+        (clients, ports): (u32, u32),
+        tls: Option<TlsParams>,
+        (own_workers, own_cpus): (u32, Vec<usize>),
+    ) -> Result<(u64, Vec<Endpoint>), EngineError> {
+        let request = Request::Start {
+            spec,
+            transport,
+            clients,
+            ports,
+            tls,
+            own_workers,
+            own_cpus,
+        };
+        match self.call(&request)? {
+            Reply::Ready { test_id, endpoints } => Ok((test_id, endpoints)),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// [`Self::start`] with the TLS parameters of a `tls` run.
     pub fn start_tls(
         &mut self,
@@ -93,17 +118,7 @@ impl ControlClient {
         ports: u32,
         tls: Option<TlsParams>,
     ) -> Result<(u64, Vec<Endpoint>), EngineError> {
-        let request = Request::Start {
-            spec,
-            transport,
-            clients,
-            ports,
-            tls,
-        };
-        match self.call(&request)? {
-            Reply::Ready { test_id, endpoints } => Ok((test_id, endpoints)),
-            other => Err(unexpected(other)),
-        }
+        self.start_own(spec, transport, (clients, ports), tls, (0, Vec::new()))
     }
 
     /// Ends a test; returns the responder's counters for it.

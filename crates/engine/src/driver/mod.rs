@@ -17,6 +17,7 @@
 //! warm-up starts then, so a population is whole before anything is counted.
 
 mod accum;
+mod class_threads;
 mod clock;
 mod control;
 mod direct;
@@ -33,14 +34,16 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
+use stackbench_metrics::record::CpuAttribution;
 use stackbench_metrics::warnings::{PathFloor, StallBand};
-use stackbench_metrics::ClassResult;
+use stackbench_metrics::{ClassResult, CpuFigures};
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{
     ClassPriorities, IoMode, SocketOptions, Spin, TlsParams, Transport, Workload,
 };
 
 use accum::ClassAccum;
+use class_threads::ClassThreads;
 use clock::{Timing, Window};
 pub use control::ControlClient;
 use pace::Pace;
@@ -48,6 +51,7 @@ pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
 use watch::{Watch, Watched};
 use worker::{ClassPlan, Client, Shared, Worker, WorkerSlots};
 
+use crate::affinity;
 use crate::error::EngineError;
 use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
@@ -67,6 +71,13 @@ pub struct RunConfig {
     pub transactions: Option<u64>,
     /// Worker threads (at most one per client is used).
     pub threads: usize,
+    /// A mix: each class on driver and responder worker threads of its own
+    /// (`threads / classes` each on the driver, the responder's threads /
+    /// classes on its side, at least one), so that each class's CPU is
+    /// measured from its own threads ([`CpuMethod::Threads`]).
+    ///
+    /// [`CpuMethod::Threads`]: stackbench_metrics::record::CpuMethod
+    pub class_workers: bool,
     /// CPUs the driver is pinned to (empty: not pinned), for the CPU-set view.
     pub client_cpus: Vec<usize>,
     pub socket: SocketOptions,
@@ -109,6 +120,13 @@ pub struct Progress {
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     pub classes: Vec<ClassResult>,
+    /// A mix: the whole mix's CPU (CPU-set and process views) over all its
+    /// classes' transactions, marked `mix`. On shared workers its classes
+    /// carry [`CpuFigures::mix_share`]; with `class_workers` their own
+    /// figures, and this one also holds what no class's threads ran
+    /// (softirq in interrupt context, the coordinator). `None` for one
+    /// class, or when the driver's samples are missing.
+    pub mix_cpu: Option<CpuFigures>,
     /// The responder's counters per class (empty when it was lost).
     pub server_stats: Vec<ServerTestStats>,
     /// False when the run was cut short (Ctrl-C, SIGTERM, responder lost), a
@@ -180,7 +198,10 @@ pub fn run_workload(
     }
     let ktls_client = ktls_before.and_then(|b| Some(transport::ktls::tls_stat()?.since(&b)));
     let workload = cfg.workload.to_string();
-    let cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
+    let mix_cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
+    let mix = cfg.workload.classes.len() > 1;
+    let samples = (&start_samples, &end_samples);
+    let class_cpus = class_cpus(control, cfg, &merged, &test_ids, samples, mix_cpu.as_ref());
     let memory =
         sampling::memory_figures(&end_memory, &baseline_memory, cfg.workload.total_clients());
     let classes = cfg
@@ -190,13 +211,14 @@ pub fn run_workload(
         .zip(&merged)
         .zip(&plans)
         .zip(proxy_tls)
-        .map(|(((spec, acc), plan), proxy_tls)| {
+        .zip(class_cpus)
+        .map(|((((spec, acc), plan), proxy_tls), cpu)| {
             let window_ns = window_ns(&timing, stopped_at_ns, cfg.transactions, acc);
             let mut class = summary::class_result(&workload, spec, acc, window_ns);
             let floor_ns = cfg.path.floor_ns(spec.request_bytes + spec.response_bytes);
             class.stall_band = StallBand::count(&acc.hist, floor_ns, &cfg.path);
             class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
-            class.cpu = cpu.clone();
+            class.cpu = cpu;
             class.memory = Some(memory);
             class.tls = class.tls.take().or(proxy_tls);
             class
@@ -215,6 +237,10 @@ pub fn run_workload(
         .collect();
     Ok(RunOutcome {
         classes,
+        mix_cpu: mix_cpu.filter(|_| mix).map(|c| CpuFigures {
+            attribution: CpuAttribution::Mix,
+            ..c
+        }),
         server_stats,
         complete: reason.is_none(),
         incomplete_reason: reason,
@@ -247,18 +273,73 @@ fn cpu_of(
     cfg: &RunConfig,
     merged: &[ClassAccum],
     (start, end): (&sampling::SidePair, &sampling::SidePair),
-) -> Option<stackbench_metrics::CpuFigures> {
+) -> Option<CpuFigures> {
     let work = Work {
         transactions: merged.iter().map(|a| a.transactions).sum(),
         payload_bytes: merged.iter().map(|a| a.tx_bytes + a.rx_bytes).sum(),
     };
-    let place = Placement {
+    let place = placement(control, cfg);
+    (start.client.is_some() && end.client.is_some())
+        .then(|| sampling::cpu_figures(start, end, &place, work))
+}
+
+/// Each class's CPU figures. One class alone: the window's. A mix on shared
+/// worker threads: the mix's for every class ([`CpuFigures::mix_share`]),
+/// since CPU is measured per CPU set and process, not per connection. A mix
+/// with `class_workers`: each side from the class's own threads where they
+/// were sampled ([`sampling::class_cpu_figures`]).
+fn class_cpus(
+    control: &ControlClient,
+    cfg: &RunConfig,
+    merged: &[ClassAccum],
+    test_ids: &[u64],
+    samples: (&sampling::SidePair, &sampling::SidePair),
+    window: Option<&CpuFigures>,
+) -> Vec<Option<CpuFigures>> {
+    let classes = cfg.workload.classes.len();
+    let Some(window) = window else {
+        return vec![None; classes];
+    };
+    if classes == 1 {
+        return vec![Some(window.clone())];
+    }
+    if !cfg.class_workers {
+        return vec![Some(window.mix_share()); classes];
+    }
+    let whole = placement(control, cfg);
+    merged
+        .iter()
+        .zip(test_ids)
+        .enumerate()
+        .map(|(class, (acc, &test_id))| {
+            // A class pinned to a share of a side's CPUs: its util% is of them.
+            let share = |cpus: &[usize]| match cpu_share(cpus, cfg, class) {
+                s if s.is_empty() => cpus.to_vec(),
+                s => s,
+            };
+            let place = Placement {
+                client_cpus: share(&whole.client_cpus),
+                server_cpus: share(&whole.server_cpus),
+                ..whole.clone()
+            };
+            let work = Work {
+                transactions: acc.transactions,
+                payload_bytes: acc.tx_bytes + acc.rx_bytes,
+            };
+            let at = (class, test_id);
+            Some(sampling::class_cpu_figures(
+                samples, &place, window, at, work,
+            ))
+        })
+        .collect()
+}
+
+fn placement(control: &ControlClient, cfg: &RunConfig) -> Placement {
+    Placement {
         client_cpus: cfg.client_cpus.clone(),
         server_cpus: control.server_cpus.clone(),
         same_host: control.target().ip().is_loopback(),
-    };
-    (start.client.is_some() && end.client.is_some())
-        .then(|| sampling::cpu_figures(start, end, &place, work))
+    }
 }
 
 /// The responder tests of a run, one per class.
@@ -309,13 +390,11 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         };
         let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
         let tls = tls_params(cfg)?;
-        let (id, endpoints) = control.start_tls(
-            spec,
-            cfg.transport,
-            class.clients,
-            spread.ports,
-            tls.clone(),
-        )?;
+        let conns = (class.clients, spread.ports);
+        let own = own_server_workers(cfg, control.server_threads);
+        let own_cpus = cpu_share(&control.server_cpus, cfg, index);
+        let own = (own, if own > 0 { own_cpus } else { Vec::new() });
+        let (id, endpoints) = control.start_own(spec, cfg.transport, conns, tls.clone(), own)?;
         test_ids.push(id);
         let (dialer, proxy) = class_dialer(cfg, class.clients, &endpoints, spread.sources, tls)
             .map_err(EngineError::Transport)?;
@@ -335,6 +414,33 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         dialers,
         proxies,
     })
+}
+
+/// `class_workers` in a mix whose side has at least one CPU per class: class
+/// `index`'s share of that side's `cpus` (contiguous, the first classes one
+/// more when they do not divide), so that the classes do not compete for
+/// CPUs. Empty (not pinned beyond the side) otherwise: the classes' CPU is
+/// still their threads' own, the classes only share the CPUs.
+fn cpu_share(cpus: &[usize], cfg: &RunConfig, index: usize) -> Vec<usize> {
+    let classes = cfg.workload.classes.len();
+    if !cfg.class_workers || classes < 2 || cpus.len() < classes {
+        return Vec::new();
+    }
+    let (base, extra) = (cpus.len() / classes, cpus.len() % classes);
+    let start = index * base + index.min(extra);
+    let len = base + usize::from(index < extra);
+    cpus[start..start + len].to_vec()
+}
+
+/// `class_workers` in a mix: the responder's worker threads for each class
+/// (its threads shared out, at least one); 0 (the shared pool) otherwise.
+fn own_server_workers(cfg: &RunConfig, server_threads: u32) -> u32 {
+    let classes = cfg.workload.classes.len() as u32;
+    if cfg.class_workers && classes > 1 {
+        (server_threads / classes).max(1)
+    } else {
+        0
+    }
 }
 
 /// The dialer of one class to the endpoints `ready` named: TLS inside the
@@ -425,7 +531,13 @@ fn drive(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Driven {
-    let assignments = assign_clients(&cfg.workload, cfg.transactions, cfg.threads);
+    let by_class = cfg.class_workers && cfg.workload.classes.len() > 1;
+    let assignments = if by_class {
+        assign_by_class(&cfg.workload, cfg.transactions, cfg.threads)
+    } else {
+        assign_clients(&cfg.workload, cfg.transactions, cfg.threads)
+    };
+    let class_threads = by_class.then(ClassThreads::default);
     let expected = assignments.iter().flatten().filter(|c| c.quota > 0).count() as u64;
     let ramp_gap_ns = cfg.pacing.ramp.map_or(0.0, |r| 1e9 / r.per_s());
     let window = &Window::default();
@@ -447,7 +559,8 @@ fn drive(
     };
     let abort = AtomicBool::new(false);
     let ramp_ns = (cfg.workload.total_clients() as f64 * ramp_gap_ns) as u64;
-    let mut watch = Watch::new(shared.epoch, window, cfg, slots, expected, ramp_ns);
+    let watched = (slots, class_threads.as_ref());
+    let mut watch = Watch::new(shared.epoch, window, cfg, watched, expected, ramp_ns);
     let per_worker = thread::scope(|scope| {
         let handles: Vec<_> = assignments
             .iter()
@@ -455,12 +568,23 @@ fn drive(
             .enumerate()
             .map(|(i, (clients, slots))| {
                 let (shared, abort) = (&shared, &abort);
+                let threads = class_threads.as_ref();
                 thread::Builder::new()
                     .name(format!("drive-w{i}"))
                     .spawn_scoped(scope, move || {
-                        Worker::new(shared, clients, slots)
+                        // A class's worker serves that class alone.
+                        let class = clients.first().map_or(0, |c| usize::from(c.class));
+                        let share = cpu_share(&cfg.client_cpus, cfg, class);
+                        if threads.is_some() && !share.is_empty() {
+                            affinity::pin_current_thread(&share)
+                                .map_err(|e| format!("worker {i} could not be pinned: {e}"))?;
+                        }
+                        let tid = threads.map(|t| t.register(class));
+                        let result = Worker::new(shared, clients, slots)
                             .map(|w| w.run(abort))
-                            .map_err(|e| format!("worker {i} could not start: {e}"))
+                            .map_err(|e| format!("worker {i} could not start: {e}"));
+                        threads.zip(tid).inspect(|(t, tid)| t.exiting(*tid));
+                        result
                     })
                     .expect("spawning a worker thread")
             })
@@ -539,9 +663,90 @@ fn assign_clients(
     workers
 }
 
+/// `class_workers`: each class's clients round-robin over workers of its
+/// own, `threads / classes` of them (at least one, at most one per client),
+/// quotas split as in [`assign_clients`].
+fn assign_by_class(
+    workload: &Workload,
+    transactions: Option<u64>,
+    threads: usize,
+) -> Vec<Vec<Client>> {
+    let per_class = (threads / workload.classes.len().max(1)).max(1);
+    let mut workers = Vec::new();
+    let mut index = 0;
+    for (class_idx, class) in workload.classes.iter().enumerate() {
+        let c = u64::from(class.clients);
+        let mut own = vec![Vec::new(); per_class];
+        for i in 0..c {
+            let quota = transactions.map_or(u64::MAX, |n| n / c + u64::from(i < n % c));
+            own[i as usize % per_class].push(Client {
+                class: class_idx as u16,
+                quota,
+                index,
+            });
+            index += 1;
+        }
+        workers.extend(own.into_iter().filter(|w| !w.is_empty()));
+    }
+    workers
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn class_workers_share_out_the_cpus_only_when_each_class_gets_one() {
+        let mut cfg = RunConfig {
+            workload: "RR1(1B/1B)+STR1(1B/1MB)".parse().unwrap(),
+            duration: None,
+            warmup: Duration::ZERO,
+            transactions: Some(1),
+            threads: 1,
+            class_workers: true,
+            client_cpus: vec![],
+            socket: SocketOptions::default(),
+            spin: Spin::None,
+            pacing: PacingConfig::default(),
+            transport: Transport::Tcp,
+            tls: None,
+            priority: None,
+            io: IoMode::Epoll,
+            path: PathFloor::default(),
+        };
+        assert_eq!(cpu_share(&[4, 5, 6], &cfg, 0), vec![4, 5]);
+        assert_eq!(cpu_share(&[4, 5, 6], &cfg, 1), vec![6]);
+        // Fewer CPUs than classes: the classes share them (threads still own).
+        assert!(cpu_share(&[4], &cfg, 0).is_empty());
+        cfg.class_workers = false;
+        assert!(cpu_share(&[4, 5, 6], &cfg, 0).is_empty());
+    }
+
+    #[test]
+    fn class_workers_serve_one_class_each() {
+        let w: Workload = "RR3(1B/1B)+CRR2(1B/1B)".parse().unwrap();
+        // Fewer threads than classes: still one worker per class.
+        let a = assign_by_class(&w, Some(10), 1);
+        assert_eq!(a.len(), 2);
+        for worker in &a {
+            assert!(worker.iter().all(|c| c.class == worker[0].class));
+        }
+        // Four threads: two per class; quotas still sum to the count.
+        let a = assign_by_class(&w, Some(10), 4);
+        assert_eq!(a.len(), 4);
+        for class in [0, 1] {
+            let sum: u64 = a
+                .iter()
+                .flatten()
+                .filter(|c| c.class == class)
+                .map(|c| c.quota)
+                .sum();
+            assert_eq!(sum, 10);
+        }
+        let mut indices: Vec<u64> = a.iter().flatten().map(|c| c.index).collect();
+        indices.sort_unstable();
+        assert_eq!(indices, (0..5).collect::<Vec<_>>());
+    }
 
     #[test]
     fn quotas_sum_to_exact_counts_and_spread_evenly() {

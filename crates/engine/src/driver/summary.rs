@@ -260,6 +260,7 @@ mod tests {
             warmup: Duration::ZERO,
             transactions,
             threads: 1,
+            class_workers: false,
             client_cpus: vec![],
             socket: Default::default(),
             spin: stackbench_model::Spin::None,

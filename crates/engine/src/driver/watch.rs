@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::class_threads::ClassThreads;
 use super::clock::Window;
 use super::worker::WorkerSlots;
 use super::{ControlClient, Progress, RunConfig};
@@ -46,6 +47,8 @@ pub struct Watch<'a> {
     duration: Option<Duration>,
     classes: usize,
     slots: &'a [WorkerSlots],
+    /// `class_workers`: the driver's threads per class, sampled with the CPU.
+    threads: Option<&'a ClassThreads>,
     /// Clients to wait for, and the latest time to wait until.
     expected_clients: u64,
     connect_deadline_ns: u64,
@@ -67,7 +70,7 @@ impl<'a> Watch<'a> {
         epoch: Instant,
         window: &'a Window,
         cfg: &RunConfig,
-        slots: &'a [WorkerSlots],
+        (slots, threads): (&'a [WorkerSlots], Option<&'a ClassThreads>),
         expected_clients: u64,
         ramp_ns: u64,
     ) -> Watch<'a> {
@@ -78,6 +81,7 @@ impl<'a> Watch<'a> {
             duration: cfg.duration,
             classes: cfg.workload.classes.len(),
             slots,
+            threads,
             expected_clients,
             connect_deadline_ns: ramp_ns + CONNECT_GRACE_NS,
             opened: None,
@@ -141,7 +145,7 @@ impl<'a> Watch<'a> {
         if let Some((warmup_end, end)) = self.opened {
             if !self.started && now >= warmup_end {
                 self.started = true;
-                self.start_samples = sample(control).0;
+                self.start_samples = self.sample(control).0;
             }
             if !self.ended && end.is_some_and(|end| now >= end) {
                 self.end_window(control);
@@ -190,7 +194,16 @@ impl<'a> Watch<'a> {
     fn end_window(&mut self, control: &mut ControlClient) {
         self.ended = true;
         // One round trip: the responder's reply carries CPU and memory.
-        (self.end_samples, self.end_memory) = sample(control);
+        (self.end_samples, self.end_memory) = self.sample(control);
+    }
+
+    /// [`sample`], with the driver's threads per class under `class_workers`.
+    fn sample(&self, control: &mut ControlClient) -> (SidePair, MemoryPair) {
+        let (mut pair, memory) = sample(control);
+        if let Some(threads) = self.threads {
+            pair.client_threads = threads.sample(self.classes);
+        }
+        (pair, memory)
     }
 
     fn progress(&self) -> Progress {
@@ -221,12 +234,22 @@ impl<'a> Watch<'a> {
 /// one control round trip allows (tens of µs on loopback).
 fn sample(control: &mut ControlClient) -> (SidePair, MemoryPair) {
     let client = sampling::local_cpu().ok();
-    let (server, server_memory) = match control.sample() {
-        Ok(Reply::Sample { cpu, memory, .. }) => (Some(cpu), memory),
-        _ => (None, None),
+    let (server, server_memory, server_threads) = match control.sample() {
+        Ok(Reply::Sample {
+            cpu,
+            memory,
+            test_threads,
+            ..
+        }) => (Some(cpu), memory, test_threads),
+        _ => (None, None, Vec::new()),
     };
     (
-        SidePair { client, server },
+        SidePair {
+            client,
+            server,
+            client_threads: Vec::new(),
+            server_threads,
+        },
         (sampling::local_memory(), server_memory),
     )
 }

@@ -13,6 +13,7 @@
 //! counters, and removes its socket directory.
 
 mod direct;
+mod own;
 mod uring;
 mod worker;
 
@@ -29,7 +30,9 @@ use mio::Waker;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::limits::{self, FdReservation};
-use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
+use crate::protocol::{
+    self, Reply, Request, ServerTestStats, TestSpec, TestThreads, PROTOCOL_VERSION,
+};
 use crate::sockopt;
 use stackbench_metrics::record::KtlsCounters;
 use stackbench_model::settings::TlsMode;
@@ -37,6 +40,7 @@ use stackbench_model::{IoMode, TlsParams};
 
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, DataListener, Endpoint, SocketDir, Transport};
+use own::OwnWorkers;
 use worker::{Command, Worker};
 
 /// Most listener ports one test may ask for (each is one listener per worker).
@@ -98,6 +102,8 @@ struct TestResources {
     _proxy: Option<SidecarProxy>,
     /// `tls_mode ktls`: the kernel's kTLS counters when the test started.
     ktls_before: Option<KtlsCounters>,
+    /// `own_workers`: the threads that serve this test alone.
+    own: Option<OwnWorkers>,
 }
 
 /// What `start` asks for, as the control session received it.
@@ -109,6 +115,10 @@ struct StartRequest {
     tls: Option<TlsParams>,
     /// The responder's CPUs (a sidecar proxy is pinned to them).
     cpus: Vec<usize>,
+    /// Worker threads of the test's own (0: the shared pool), and the CPUs
+    /// they are pinned to (empty: not pinned beyond the process).
+    own_workers: u32,
+    own_cpus: Vec<usize>,
 }
 
 impl StartRequest {
@@ -183,7 +193,14 @@ impl Pool {
         } else {
             IoMode::Epoll
         };
-        let workers = self.workers_for(io);
+        let own = match req.own_workers {
+            0 => None,
+            n => Some(OwnWorkers::start(io, (n, &req.own_cpus), id)?),
+        };
+        let workers = match &own {
+            Some(o) => &o.handles,
+            None => self.workers_for(io),
+        };
         let (per_worker, mut endpoints, dir) = match req.transport {
             Transport::Unix => unix_listeners(workers.len(), &spec)?,
             // Sidecar: the workers serve clear text behind the proxy.
@@ -211,6 +228,7 @@ impl Pool {
                     .as_ref()
                     .filter(|p| req.transport == Transport::Tls && p.mode == TlsMode::Ktls)
                     .map(|_| transport::ktls::tls_stat().unwrap_or_default()),
+                own,
             },
         );
         Ok((id, endpoints))
@@ -281,19 +299,40 @@ impl Pool {
     fn stop(&self, test_id: u64) -> ServerTestStats {
         let mut tests = lock(&self.lock);
         let (tx, rx) = mpsc::channel();
-        self.send(|| Command::RemoveTest {
+        let remove = || Command::RemoveTest {
             test_id,
             reply: tx.clone(),
-        });
+        };
+        self.send(remove);
+        let own = tests.get_mut(&test_id).and_then(|r| r.own.take());
+        for w in own.iter().flat_map(|o| &o.handles) {
+            w.command(remove());
+        }
         drop(tx);
         let mut total = ServerTestStats::default();
         for s in rx.iter() {
             total.add(&s);
         }
-        // Every worker has dropped its listeners: remove the socket files.
+        drop(own); // the test's own workers end with it
+                   // Every worker has dropped its listeners: remove the socket files.
         let before = tests.remove(&test_id).and_then(|r| r.ktls_before);
         total.ktls = before.and_then(|b| Some(transport::ktls::tls_stat()?.since(&b)));
         total
+    }
+
+    /// The CPU time of every test's own worker threads now.
+    fn test_threads(&self) -> Vec<TestThreads> {
+        let tests = lock(&self.lock);
+        let own = tests
+            .iter()
+            .filter_map(|(id, r)| Some((*id, r.own.as_ref()?)));
+        own.filter_map(|(test_id, o)| {
+            Some(TestThreads {
+                test_id,
+                times: o.times()?,
+            })
+        })
+        .collect()
     }
 }
 
@@ -525,6 +564,8 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                     clients,
                     ports,
                     tls,
+                    own_workers,
+                    own_cpus,
                 } => {
                     let req = StartRequest {
                         spec,
@@ -533,6 +574,8 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                         ports,
                         tls,
                         cpus: cpus.to_vec(),
+                        own_workers,
+                        own_cpus,
                     };
                     match pool.start(local_ip, &req) {
                         Ok((test_id, endpoints)) => {
@@ -547,6 +590,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                         cpu,
                         memory: crate::sampling::local_memory(),
                         pids: crate::sidecar::side_pids(),
+                        test_threads: pool.test_threads(),
                     },
                     Err(e) => Reply::Error {
                         message: format!("cannot sample CPU counters: {e}"),

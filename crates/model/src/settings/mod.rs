@@ -186,6 +186,8 @@ run_settings! {
     threads: Option<u32> = None, json "threads", range "1" ..= "1024";
     /// Worker threads of the started responder [default: one per server CPU].
     server_threads: Option<u32> = None, json "server_threads", range "1" ..= "1024";
+    /// Mixes: each class on driver and responder worker threads of its own (threads / classes each, at least one), so its CPU is measured per class (thread run time); off: classes share workers and per-class CPU is the mix's.
+    class_workers: bool = false, json "class_workers";
     /// CPUs for the driver [default: the first half of the available CPUs].
     client_cpus: Option<CpuList> = None, json "client_cpus";
     /// CPUs for the started responder [default: the second half of the available CPUs].
