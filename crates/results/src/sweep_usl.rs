@@ -127,6 +127,7 @@ fn peak_rate(plan: &UslPlan, points: &[(f64, f64)]) -> Option<Estimate> {
         std_error: None,
         ci_low: None,
         ci_high: None,
+        unbounded_above: false,
     };
     let free = [&plan.sigma, &plan.kappa, &plan.lambda]
         .iter()
@@ -154,11 +155,13 @@ fn peak_rate(plan: &UslPlan, points: &[(f64, f64)]) -> Option<Estimate> {
         .sum::<f64>()
         * s2;
     let se = var.max(0.0).sqrt();
+    // A rate is never negative: the interval is clipped at 0.
     Some(Estimate {
         value,
         std_error: Some(se),
-        ci_low: Some(value - t * se),
+        ci_low: Some((value - t * se).max(0.0)),
         ci_high: Some(value + t * se),
+        unbounded_above: false,
     })
 }
 
