@@ -23,7 +23,13 @@
 //!   with no meaning.
 //! - Classes are matched across points by position, not notation: a client
 //!   sweep turns `RR1(1B/1B)` into `RR8(1B/1B)` at the point 8.
+//! - A record made by `--repeat N` holds the mean of its N repetitions and
+//!   each repetition's rate and CPU per transaction: those count as N
+//!   observations at the point (a study's repetitions are N records, and the
+//!   two must give the same n and interval). Its latency percentiles are only
+//!   kept as the mean over the repetitions, so they are one observation.
 
+use stackbench_metrics::record::RepetitionValues;
 use stackbench_metrics::{stats, ClassResult, RunRecord};
 use stackbench_model::size::{format_count, format_size, parse_count, parse_size};
 use stackbench_model::Workload;
@@ -221,6 +227,8 @@ impl Stat {
 pub struct Point {
     pub x: f64,
     pub x_text: String,
+    /// Runs at the point, each repetition of a `--repeat` record counted
+    /// (the n of the rate's interval).
     pub runs: usize,
     pub rate_tps: Stat,
     pub latency_p50_us: Stat,
@@ -242,16 +250,54 @@ impl Point {
                 side.as_ref()?.cpu_us_per_tran
             }
         };
+        let rate_tps = Stat::of(
+            classes
+                .iter()
+                .flat_map(|c| per_run(c, |r| Some(r.rate_tps), Some(c.rate_tps)))
+                .collect(),
+        )?;
+        let cpu_side = |client: bool| {
+            let pick = if client {
+                |r: &RepetitionValues| r.client_cpu_us_per_tran
+            } else {
+                |r: &RepetitionValues| r.server_cpu_us_per_tran
+            };
+            Stat::of(
+                classes
+                    .iter()
+                    .flat_map(|c| per_run(c, pick, cpu(client)(c)))
+                    .collect(),
+            )
+        };
         Some(Point {
             x: value.x,
             x_text: value.text.clone(),
-            runs: classes.len(),
-            rate_tps: get(&|c| Some(c.rate_tps))?,
+            runs: rate_tps.values.len(),
+            rate_tps,
             latency_p50_us: get(&|c| Some(c.latency_us.p50))?,
             latency_p99_us: get(&|c| Some(c.latency_us.p99))?,
-            cpu_client_us_per_tran: get(&cpu(true)),
-            cpu_server_us_per_tran: get(&cpu(false)),
+            cpu_client_us_per_tran: cpu_side(true),
+            cpu_server_us_per_tran: cpu_side(false),
         })
+    }
+
+    /// Whether any run at the point is a `--repeat` record, whose latency
+    /// percentiles are one mean over its repetitions (see the module notes).
+    pub fn latency_from_repeat_means(&self) -> bool {
+        self.latency_p50_us.values.len() < self.runs
+    }
+}
+
+/// A class's values of one measure, one per run: each repetition's for a
+/// `--repeat` record (see the module notes), else the class's own `single`.
+fn per_run(
+    class: &ClassResult,
+    pick: impl Fn(&RepetitionValues) -> Option<f64>,
+    single: Option<f64>,
+) -> Vec<f64> {
+    match class.repetitions.as_ref().filter(|r| !r.runs.is_empty()) {
+        Some(reps) => reps.runs.iter().filter_map(pick).collect(),
+        None => single.into_iter().collect(),
     }
 }
 
