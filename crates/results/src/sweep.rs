@@ -29,7 +29,7 @@
 //!   two must give the same n and interval). Its latency percentiles are only
 //!   kept as the mean over the repetitions, so they are one observation.
 
-use stackbench_metrics::record::RepetitionValues;
+use stackbench_metrics::record::{PacingMode, RepetitionValues};
 use stackbench_metrics::{stats, ClassResult, RunRecord};
 use stackbench_model::size::{format_count, format_size, parse_count, parse_size};
 use stackbench_model::Workload;
@@ -231,10 +231,20 @@ pub struct Point {
     /// (the n of the rate's interval).
     pub runs: usize,
     pub rate_tps: Stat,
+    /// Mean response time R, µs (the R of N = X(R+Z)).
+    pub latency_mean_us: Stat,
     pub latency_p50_us: Stat,
     pub latency_p99_us: Stat,
     pub cpu_client_us_per_tran: Option<Stat>,
     pub cpu_server_us_per_tran: Option<Stat>,
+    /// How the clients paced their requests: think time or an offered rate
+    /// when any run at the point did (the USL applies only where a sweep
+    /// saturates something, see `sweep_usl`).
+    pub pacing: PacingMode,
+    /// Mean think time Z, seconds, measured (else configured); think-time pacing.
+    pub think_s: Option<f64>,
+    /// Mean offered rate, tr/s; open-loop pacing.
+    pub offered_rate_tps: Option<f64>,
 }
 
 impl Point {
@@ -274,10 +284,18 @@ impl Point {
             x_text: value.text.clone(),
             runs: rate_tps.values.len(),
             rate_tps,
+            latency_mean_us: get(&|c| Some(c.latency_us.mean))?,
             latency_p50_us: get(&|c| Some(c.latency_us.p50))?,
             latency_p99_us: get(&|c| Some(c.latency_us.p99))?,
             cpu_client_us_per_tran: cpu_side(true),
             cpu_server_us_per_tran: cpu_side(false),
+            pacing: pacing(classes),
+            think_s: get(&|c| {
+                let p = c.population.as_ref()?;
+                p.wait_mean_s.or(p.think_mean_s)
+            })
+            .map(|s| s.mean),
+            offered_rate_tps: get(&|c| c.population.as_ref()?.offered_rate_tps).map(|s| s.mean),
         })
     }
 
@@ -286,6 +304,21 @@ impl Point {
     pub fn latency_from_repeat_means(&self) -> bool {
         self.latency_p50_us.values.len() < self.runs
     }
+}
+
+/// The pacing of the classes at a point: paced (think or open) when any is,
+/// so a point is never taken for the closed loop it was not.
+fn pacing(classes: &[&ClassResult]) -> PacingMode {
+    let modes = classes.iter().map(|c| {
+        c.population
+            .as_ref()
+            .map_or(PacingMode::Closed, |p| p.pacing)
+    });
+    modes
+        .clone()
+        .find(|m| *m == PacingMode::Think)
+        .or_else(|| modes.clone().find(|m| *m == PacingMode::Open))
+        .unwrap_or(PacingMode::Closed)
 }
 
 /// A class's values of one measure, one per run: each repetition's for a
