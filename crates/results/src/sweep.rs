@@ -381,6 +381,9 @@ pub struct Sweep {
     pub workloads: Vec<WorkloadSweep>,
     /// Swept runs left out: another `sweep` label, or a missing point label.
     pub ignored_runs: usize,
+    /// Incomplete runs (`complete: false`) left out of every point, interval
+    /// and fit: what they measured stopped early and would pull a mean down.
+    pub incomplete_runs: usize,
 }
 
 /// Where one run sits in the sweep.
@@ -398,7 +401,8 @@ fn push_new(list: &mut Vec<String>, value: &str) {
     }
 }
 
-/// The runs of the sweep named by the first swept run, and how many were left out.
+/// The runs of the sweep named by the first swept run, and how many were
+/// left out (incomplete runs are counted apart, by [`group`]).
 fn place<'a>(runs: &[(&Labels, &'a RunRecord)]) -> Option<(Vec<String>, Vec<Placed<'a>>, usize)> {
     let spec = runs.iter().find_map(|(l, _)| l.get(SWEEP_LABEL))?;
     let dims: Vec<String> = spec
@@ -407,7 +411,7 @@ fn place<'a>(runs: &[(&Labels, &'a RunRecord)]) -> Option<(Vec<String>, Vec<Plac
         .filter(|d| !d.is_empty())
         .collect();
     let (mut placed, mut ignored) = (Vec::new(), 0);
-    for (labels, record) in runs.iter().filter(|(l, _)| is_swept(l)) {
+    for (labels, record) in runs.iter().filter(|(l, r)| is_swept(l) && r.complete) {
         let values: Option<Vec<&String>> = dims
             .iter()
             .map(|d| labels.get(&format!("{SWEEP_LABEL}.{d}")))
@@ -522,6 +526,10 @@ impl Layout<'_> {
 /// workload, class, variant × further-dimension value and x value. `None`
 /// when no run carries a sweep.
 pub fn group(runs: &[(&Labels, &RunRecord)]) -> Option<Sweep> {
+    let incomplete_runs = runs
+        .iter()
+        .filter(|(l, r)| is_swept(l) && !r.complete)
+        .count();
     let (dims, placed, ignored_runs) = place(runs)?;
     let (mut xs, mut seconds, mut variants, mut workloads) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -567,6 +575,7 @@ pub fn group(runs: &[(&Labels, &RunRecord)]) -> Option<Sweep> {
         variants,
         workloads,
         ignored_runs,
+        incomplete_runs,
     })
 }
 

@@ -72,6 +72,13 @@ pub fn sweep_text(runs: &[(&Labels, &RunRecord)]) -> String {
         "sweep over {} (mean ± 95% half-interval over the n runs at each point, every repetition counted; no ± where n = 1):",
         sweep.dimensions.join(" × ")
     );
+    if sweep.incomplete_runs > 0 {
+        let _ = writeln!(
+            out,
+            "{} incomplete runs left out of every point and fit (they stopped early)",
+            sweep.incomplete_runs
+        );
+    }
     for w in &sweep.workloads {
         for class in &w.classes {
             let _ = writeln!(out, "{}", class.class);
@@ -134,6 +141,33 @@ mod tests {
         assert!(text.contains("│ 32 "), "{text}");
         assert!(text.contains("Universal Scalability Law"), "{text}");
         assert!(sweep_text(&[]).is_empty());
+    }
+
+    /// Issue 21, point 2: an incomplete run (interrupted, 0 transactions) was
+    /// averaged into its point; it is left out, and the count said.
+    #[test]
+    fn incomplete_runs_stay_out_of_the_points() {
+        let mut runs = Vec::new();
+        for (n, rate, complete) in [(1u32, 1000.0, true), (1, 10.0, false), (2, 1900.0, true)] {
+            let mut r = fixtures::record(&format!("RR{n}(1B/1B)"), rate, 50.0, 90.0, 1.0);
+            r.complete = complete;
+            let labels: Labels = [
+                ("sweep", "clients".to_string()),
+                ("sweep.clients", n.to_string()),
+                ("workload", "RR(1B/1B)".to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            runs.push((labels, r));
+        }
+        let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
+        let sweep = group(&refs).unwrap();
+        assert_eq!(sweep.incomplete_runs, 1);
+        let first = &sweep.workloads[0].classes[0].series[0].points[0];
+        assert_eq!(first.rate_tps.values, [1000.0]);
+        let text = sweep_text(&refs);
+        assert!(text.contains("1 incomplete runs left out"), "{text}");
     }
 
     /// Issue 21: `run 'RR(1B/1B)' --sweep clients=1,2,4,8 --repeat 2` showed
