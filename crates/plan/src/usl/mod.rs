@@ -15,6 +15,7 @@
 //!   unbounded above when κ's interval reaches 0, since N* → ∞ as κ → 0.
 //! - A peak (retrograde, or coherency beyond the data) is claimed only when
 //!   κ's interval excludes 0; contention only when σ's does.
+//!
 //! N(X) is the smaller root of κX·N² + (σX − κX − λ)·N + X(1−σ) = 0; the
 //! reference libraries' (σ−1)/(σX−λ) holds only when κ = 0.
 
