@@ -354,12 +354,14 @@ fn verdict(p: &UslPlan, max_n: f64) -> (Verdict, String) {
             format!("contention-limited: throughput levels off towards λ/σ = {}{}", sig(l / s),
                 if unproven_peak.is_empty() { " with no peak".to_string() } else { unproven_peak }),
         ),
-        _ if s < 1e-9 && k <= KAPPA_ZERO => (Verdict::Linear, "linear: no measurable contention or coherency in the measured range".into()),
+        // Linear only where the straight line describes the points: with
+        // R² under the warning's 0.9, σ = κ = 0 is the noise's best fit.
+        _ if s < 1e-9 && k <= KAPPA_ZERO && p.r_squared >= 0.9 => (Verdict::Linear, "linear: no measurable contention or coherency in the measured range".into()),
         _ => (
             Verdict::Undetermined,
             format!(
-                "undetermined: neither contention nor coherency is established (the {level} intervals of σ = {} and κ = {} include 0){}; measure more repetitions or a wider range of N",
-                sig(s), sig(k),
+                "undetermined: neither contention nor coherency is established (σ = {} and κ = {}, neither with a {level} interval above 0; R² = {}){}; measure more repetitions or a wider range of N",
+                sig(s), sig(k), sig(p.r_squared),
                 if unproven_peak.is_empty() { "; no peak established".to_string() } else { unproven_peak }
             ),
         ),

@@ -257,3 +257,28 @@ fn established_peak_has_a_finite_interval() {
     assert!(!n.unbounded_above);
     assert!(n.ci_low.unwrap() >= 1.0 && n.ci_high.unwrap() > n.value);
 }
+
+/// Issue 21's sweep on a busy machine: rates all over the place, σ = κ = 0
+/// at their bounds with R² = 0.26, called "linear: no measurable
+/// contention". Noise is not linearity.
+#[test]
+fn noise_is_not_called_linear() {
+    let pts = [
+        (1.0, 1_000.0),
+        (1.0, 7_000.0),
+        (2.0, 100.0),
+        (2.0, 7_000.0),
+        (4.0, 500.0),
+        (4.0, 2_500.0),
+        (8.0, 2_000.0),
+        (8.0, 42_000.0),
+    ];
+    let p = plan(&input(&pts)).unwrap();
+    assert!(p.r_squared < 0.9, "{}", p.r_squared);
+    assert_ne!(p.verdict, Verdict::Linear, "{}", p.verdict_text);
+    assert!(
+        p.verdict_text.starts_with("undetermined"),
+        "{}",
+        p.verdict_text
+    );
+}
