@@ -79,7 +79,7 @@ impl Paced {
     fn expectation(&self) -> &'static str {
         match self.pacing {
             PacingMode::Open => "the offered rate",
-            _ => "N/(R₁+Z) (R₁ at the smallest N)",
+            _ => "N/(R₁+Z) with R₁ at the smallest N",
         }
     }
 
