@@ -11,11 +11,21 @@
 //! These two are `run` flags, not settings of the table: they describe a
 //! series of runs, not one run; every run of the series stores the `rate` it
 //! was offered in its settings.
+//!
+//! The search assumes p99 rises with the offered rate. Two things make its
+//! answer weak, and both are said under the table and stored in the steps'
+//! `warnings` (so the JSON carries them): a step whose p99 rests on fewer than
+//! 1000 transactions (`p99_few_samples`: fewer than 10 lie above it, so one
+//! slow transaction decides the step), and a search that was not monotonic
+//! (`search_not_monotonic`: a rate met the bound above one that did not, so
+//! the bound lies inside the run-to-run noise). The second is known only
+//! when the search ends, after the steps were stored: the store keeps the
+//! first, the printed records both.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use stackbench_metrics::RunRecord;
+use stackbench_metrics::{RunRecord, WarningRecord};
 use stackbench_model::settings::{PerSecond, RunSettings};
 use stackbench_model::{units, Workload};
 use stackbench_results::store::{Labels, Store};
@@ -27,6 +37,10 @@ use crate::session;
 const START_PER_S: f64 = 1000.0;
 /// The search ends when the failing rate is within this factor of the passing one.
 const RESOLUTION: f64 = 1.02;
+/// Fewest transactions behind a p99 that decides a step: n/100 of them lie
+/// above p99, and under 1000 that is fewer than 10, so a single slow
+/// transaction moves the p99 and with it the step's verdict.
+const P99_MIN_SAMPLES: u64 = 1000;
 
 /// What `run` hands to the search.
 pub struct Search<'a> {
@@ -66,7 +80,9 @@ pub fn run(search: Search) -> anyhow::Result<i32> {
         let mut s = search.settings.clone();
         s.rate = Some(rate);
         let plan = session::resolve(s, search.workloads.to_vec(), false, !search.json)?;
-        let record = sessions.execute(&plan)?;
+        let mut record = sessions.execute(&plan)?;
+        let thin = few_samples(&record);
+        record.warnings.extend(thin);
         if let Some(store) = store.as_deref_mut() {
             let mut labels = search.labels.clone();
             labels.insert("search".into(), "find-max-rate".into());
@@ -93,6 +109,7 @@ pub fn run(search: Search) -> anyhow::Result<i32> {
             None => break,
         }
     }
+    not_monotonic(&mut steps);
     print(&steps, search.p99_under, pass, search.json);
     Ok(if steps.iter().any(|s| !s.record.complete) {
         INCOMPLETE
@@ -143,6 +160,71 @@ fn meets(record: &RunRecord, bound: Duration) -> bool {
                 && c.latency_us.is_some_and(|l| l.p99 < bound_us)
                 && c.population.as_ref().is_none_or(|p| p.dropped == 0)
         })
+}
+
+/// `p99_few_samples` for each class of a step whose p99 rests on fewer than
+/// [`P99_MIN_SAMPLES`] transactions, with the step length that would give enough.
+fn few_samples(record: &RunRecord) -> Vec<WarningRecord> {
+    record
+        .classes
+        .iter()
+        .filter(|c| c.transactions < P99_MIN_SAMPLES)
+        .map(|c| {
+            let longer = if c.rate_tps > 0.0 {
+                let s = (P99_MIN_SAMPLES as f64 / c.rate_tps).ceil();
+                format!("--duration {s}s or more gives {P99_MIN_SAMPLES} at this rate")
+            } else {
+                "lengthen the steps with --duration".to_string()
+            };
+            WarningRecord {
+                code: "p99_few_samples".into(),
+                message: format!(
+                    "the p99 of {} rests on {} transactions: fewer than 10 lie above it, so one slow transaction decides the step; {longer}",
+                    c.notation, c.transactions
+                ),
+                class: Some(c.notation.clone()),
+            }
+        })
+        .collect()
+}
+
+/// Finds each pair of complete steps where a rate met the bound above a
+/// rate that did not, adds `search_not_monotonic` to both records (the
+/// table prints it) and returns the messages.
+fn not_monotonic(steps: &mut [Step]) -> Vec<String> {
+    let complete = |s: &&Step| s.record.complete;
+    let mut pairs = Vec::new();
+    for (i, high) in steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| complete(s) && s.meets)
+    {
+        for (j, low) in steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| complete(s) && !s.meets)
+        {
+            if high.offered.per_s() > low.offered.per_s() {
+                pairs.push((i, j));
+            }
+        }
+    }
+    let mut messages = Vec::new();
+    for (i, j) in pairs {
+        let message = format!(
+            "the search was not monotonic: {} met the bound but {}, a lower rate, did not; the bound lies within the run-to-run noise here, so the highest passing rate is not a capacity: repeat the search with longer steps (--duration)",
+            steps[i].offered, steps[j].offered
+        );
+        for k in [i, j] {
+            steps[k].record.warnings.push(WarningRecord {
+                code: "search_not_monotonic".into(),
+                message: message.clone(),
+                class: None,
+            });
+        }
+        messages.push(message);
+    }
+    messages
 }
 
 fn higher(a: Option<PerSecond>, b: PerSecond) -> PerSecond {
@@ -219,6 +301,15 @@ fn table(steps: &[Step], bound: &str, pass: Option<PerSecond>) -> String {
             );
         }
     }
+    let mut said = Vec::new();
+    for w in steps.iter().flat_map(|s| &s.record.warnings) {
+        if matches!(w.code.as_str(), "p99_few_samples" | "search_not_monotonic")
+            && !said.contains(&&w.message)
+        {
+            let _ = writeln!(out, "warning: {}", w.message);
+            said.push(&w.message);
+        }
+    }
     out
 }
 
@@ -231,6 +322,78 @@ mod tests {
 
     fn r(x: f64) -> Option<PerSecond> {
         PerSecond::new(x)
+    }
+
+    fn step(rate: f64, p99_us: f64, transactions: u64, meets: bool) -> Step {
+        let mut record =
+            stackbench_results::fixtures::record("RR1(1B/1B)", rate, 50.0, p99_us, 1.0);
+        record.classes[0].transactions = transactions;
+        Step {
+            offered: PerSecond::new(rate).unwrap(),
+            record,
+            meets,
+        }
+    }
+
+    /// Issue 21: a search ended on 125/s with steps that contradict each
+    /// other and p99s from ~125 transactions, and said neither.
+    #[test]
+    fn a_search_says_when_it_was_not_monotonic_and_p99_rests_on_few_samples() {
+        let mut steps = vec![
+            step(1000.0, 9000.0, 10_000, false),
+            step(500.0, 9000.0, 5000, false),
+            step(250.0, 500.0, 2500, true),
+            step(125.0, 600.0, 125, true),
+            step(177.0, 2000.0, 1770, false),
+        ];
+        let thin = few_samples(&steps[3].record);
+        assert_eq!(thin.len(), 1);
+        assert_eq!(thin[0].code, "p99_few_samples");
+        assert!(
+            thin[0].message.contains("rests on 125 transactions"),
+            "{:?}",
+            thin[0]
+        );
+        assert!(thin[0].message.contains("--duration 8s"), "{:?}", thin[0]);
+        assert!(few_samples(&steps[2].record).is_empty());
+        steps[3].record.warnings.extend(thin);
+        let said = not_monotonic(&mut steps);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].contains("250/s met the bound but 177/s"),
+            "{}",
+            said[0]
+        );
+        let flagged = |s: &Step| {
+            s.record
+                .warnings
+                .iter()
+                .any(|w| w.code == "search_not_monotonic")
+        };
+        assert!(flagged(&steps[2]) && flagged(&steps[4]) && !flagged(&steps[3]));
+        // The table and the JSON (the records) both carry them.
+        let text = table(&steps, "1ms", PerSecond::new(250.0));
+        assert!(
+            text.contains("warning: the search was not monotonic"),
+            "{text}"
+        );
+        assert!(
+            text.contains("warning: the p99 of RR1(1B/1B) rests on 125"),
+            "{text}"
+        );
+        let json = serde_json::to_string(&steps[4].record).unwrap();
+        assert!(json.contains("search_not_monotonic"), "{json}");
+    }
+
+    #[test]
+    fn a_monotonic_search_is_not_flagged() {
+        let mut steps = vec![
+            step(1000.0, 500.0, 10_000, true),
+            step(2000.0, 2000.0, 20_000, false),
+            step(1414.0, 700.0, 14_140, true),
+        ];
+        assert!(not_monotonic(&mut steps).is_empty());
+        assert!(steps.iter().all(|s| s.record.warnings.is_empty()));
     }
 
     #[test]

@@ -23,7 +23,13 @@
 //!   with no meaning.
 //! - Classes are matched across points by position, not notation: a client
 //!   sweep turns `RR1(1B/1B)` into `RR8(1B/1B)` at the point 8.
+//! - A record made by `--repeat N` holds the mean of its N repetitions and
+//!   each repetition's rate and CPU per transaction: those count as N
+//!   observations at the point (a study's repetitions are N records, and the
+//!   two must give the same n and interval). Its latency percentiles are only
+//!   kept as the mean over the repetitions, so they are one observation.
 
+use stackbench_metrics::record::{PacingMode, RepetitionValues};
 use stackbench_metrics::{stats, ClassResult, RunRecord};
 use stackbench_model::size::{format_count, format_size, parse_count, parse_size};
 use stackbench_model::Workload;
@@ -221,12 +227,24 @@ impl Stat {
 pub struct Point {
     pub x: f64,
     pub x_text: String,
+    /// Runs at the point, each repetition of a `--repeat` record counted
+    /// (the n of the rate's interval).
     pub runs: usize,
     pub rate_tps: Stat,
+    /// Mean response time R, µs (the R of N = X(R+Z)).
+    pub latency_mean_us: Stat,
     pub latency_p50_us: Stat,
     pub latency_p99_us: Stat,
     pub cpu_client_us_per_tran: Option<Stat>,
     pub cpu_server_us_per_tran: Option<Stat>,
+    /// How the clients paced their requests: think time or an offered rate
+    /// when any run at the point did (the USL applies only where a sweep
+    /// saturates something, see `sweep_usl`).
+    pub pacing: PacingMode,
+    /// Mean think time Z, seconds, measured (else configured); think-time pacing.
+    pub think_s: Option<f64>,
+    /// Mean offered rate, tr/s; open-loop pacing.
+    pub offered_rate_tps: Option<f64>,
 }
 
 impl Point {
@@ -242,16 +260,77 @@ impl Point {
                 side.as_ref()?.cpu_us_per_tran
             }
         };
+        let rate_tps = Stat::of(
+            classes
+                .iter()
+                .flat_map(|c| per_run(c, |r| Some(r.rate_tps), Some(c.rate_tps)))
+                .collect(),
+        )?;
+        let cpu_side = |client: bool| {
+            let pick = if client {
+                |r: &RepetitionValues| r.client_cpu_us_per_tran
+            } else {
+                |r: &RepetitionValues| r.server_cpu_us_per_tran
+            };
+            Stat::of(
+                classes
+                    .iter()
+                    .flat_map(|c| per_run(c, pick, cpu(client)(c)))
+                    .collect(),
+            )
+        };
         Some(Point {
             x: value.x,
             x_text: value.text.clone(),
-            runs: classes.len(),
-            rate_tps: get(&|c| Some(c.rate_tps))?,
+            runs: rate_tps.values.len(),
+            rate_tps,
+            latency_mean_us: get(&|c| c.latency_us.map(|l| l.mean))?,
             latency_p50_us: get(&|c| c.latency_us.map(|l| l.p50))?,
             latency_p99_us: get(&|c| c.latency_us.map(|l| l.p99))?,
-            cpu_client_us_per_tran: get(&cpu(true)),
-            cpu_server_us_per_tran: get(&cpu(false)),
+            cpu_client_us_per_tran: cpu_side(true),
+            cpu_server_us_per_tran: cpu_side(false),
+            pacing: pacing(classes),
+            think_s: get(&|c| {
+                let p = c.population.as_ref()?;
+                p.wait_mean_s.or(p.think_mean_s)
+            })
+            .map(|s| s.mean),
+            offered_rate_tps: get(&|c| c.population.as_ref()?.offered_rate_tps).map(|s| s.mean),
         })
+    }
+
+    /// Whether any run at the point is a `--repeat` record, whose latency
+    /// percentiles are one mean over its repetitions (see the module notes).
+    pub fn latency_from_repeat_means(&self) -> bool {
+        self.latency_p50_us.values.len() < self.runs
+    }
+}
+
+/// The pacing of the classes at a point: paced (think or open) when any is,
+/// so a point is never taken for the closed loop it was not.
+fn pacing(classes: &[&ClassResult]) -> PacingMode {
+    let modes = classes.iter().map(|c| {
+        c.population
+            .as_ref()
+            .map_or(PacingMode::Closed, |p| p.pacing)
+    });
+    modes
+        .clone()
+        .find(|m| *m == PacingMode::Think)
+        .or_else(|| modes.clone().find(|m| *m == PacingMode::Open))
+        .unwrap_or(PacingMode::Closed)
+}
+
+/// A class's values of one measure, one per run: each repetition's for a
+/// `--repeat` record (see the module notes), else the class's own `single`.
+fn per_run(
+    class: &ClassResult,
+    pick: impl Fn(&RepetitionValues) -> Option<f64>,
+    single: Option<f64>,
+) -> Vec<f64> {
+    match class.repetitions.as_ref().filter(|r| !r.runs.is_empty()) {
+        Some(reps) => reps.runs.iter().filter_map(pick).collect(),
+        None => single.into_iter().collect(),
     }
 }
 
@@ -302,6 +381,9 @@ pub struct Sweep {
     pub workloads: Vec<WorkloadSweep>,
     /// Swept runs left out: another `sweep` label, or a missing point label.
     pub ignored_runs: usize,
+    /// Incomplete runs (`complete: false`) left out of every point, interval
+    /// and fit: what they measured stopped early and would pull a mean down.
+    pub incomplete_runs: usize,
 }
 
 /// Where one run sits in the sweep.
@@ -319,7 +401,8 @@ fn push_new(list: &mut Vec<String>, value: &str) {
     }
 }
 
-/// The runs of the sweep named by the first swept run, and how many were left out.
+/// The runs of the sweep named by the first swept run, and how many were
+/// left out (incomplete runs are counted apart, by [`group`]).
 fn place<'a>(runs: &[(&Labels, &'a RunRecord)]) -> Option<(Vec<String>, Vec<Placed<'a>>, usize)> {
     let spec = runs.iter().find_map(|(l, _)| l.get(SWEEP_LABEL))?;
     let dims: Vec<String> = spec
@@ -328,7 +411,7 @@ fn place<'a>(runs: &[(&Labels, &'a RunRecord)]) -> Option<(Vec<String>, Vec<Plac
         .filter(|d| !d.is_empty())
         .collect();
     let (mut placed, mut ignored) = (Vec::new(), 0);
-    for (labels, record) in runs.iter().filter(|(l, _)| is_swept(l)) {
+    for (labels, record) in runs.iter().filter(|(l, r)| is_swept(l) && r.complete) {
         let values: Option<Vec<&String>> = dims
             .iter()
             .map(|d| labels.get(&format!("{SWEEP_LABEL}.{d}")))
@@ -443,6 +526,10 @@ impl Layout<'_> {
 /// workload, class, variant × further-dimension value and x value. `None`
 /// when no run carries a sweep.
 pub fn group(runs: &[(&Labels, &RunRecord)]) -> Option<Sweep> {
+    let incomplete_runs = runs
+        .iter()
+        .filter(|(l, r)| is_swept(l) && !r.complete)
+        .count();
     let (dims, placed, ignored_runs) = place(runs)?;
     let (mut xs, mut seconds, mut variants, mut workloads) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -488,6 +575,7 @@ pub fn group(runs: &[(&Labels, &RunRecord)]) -> Option<Sweep> {
         variants,
         workloads,
         ignored_runs,
+        incomplete_runs,
     })
 }
 

@@ -30,7 +30,7 @@ fn series_table(dimension: &str, series: &[Series]) -> Table {
     t.set_header(vec![
         dimension,
         "series",
-        "runs",
+        "n",
         "tr/s",
         "p50 µs",
         "p99 µs",
@@ -69,13 +69,31 @@ pub fn sweep_text(runs: &[(&Labels, &RunRecord)]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "sweep over {} (mean ± 95% half-interval over repetitions):",
+        "sweep over {} (mean ± 95% half-interval over the n runs at each point, every repetition counted; no ± where n = 1):",
         sweep.dimensions.join(" × ")
     );
+    if sweep.incomplete_runs > 0 {
+        let _ = writeln!(
+            out,
+            "{} incomplete runs left out of every point and fit (they stopped early)",
+            sweep.incomplete_runs
+        );
+    }
     for w in &sweep.workloads {
         for class in &w.classes {
             let _ = writeln!(out, "{}", class.class);
             let _ = writeln!(out, "{}", series_table(&sweep.x.dimension, &class.series));
+            let repeat_means = class
+                .series
+                .iter()
+                .flat_map(|s| &s.points)
+                .any(|p| p.latency_from_repeat_means());
+            if repeat_means {
+                let _ = writeln!(
+                    out,
+                    "  p50 and p99 of a --repeat point are the mean over its repetitions (the record keeps no percentiles per repetition), so they carry no ±"
+                );
+            }
             if sweep.x.dimension == "clients" {
                 for s in &class.series {
                     let who = format!("{}, {}", class.class, s.label);
@@ -123,5 +141,88 @@ mod tests {
         assert!(text.contains("│ 32 "), "{text}");
         assert!(text.contains("Universal Scalability Law"), "{text}");
         assert!(sweep_text(&[]).is_empty());
+    }
+
+    /// Issue 21, point 2: an incomplete run (interrupted, 0 transactions) was
+    /// averaged into its point; it is left out, and the count said.
+    #[test]
+    fn incomplete_runs_stay_out_of_the_points() {
+        let mut runs = Vec::new();
+        for (n, rate, complete) in [(1u32, 1000.0, true), (1, 10.0, false), (2, 1900.0, true)] {
+            let mut r = fixtures::record(&format!("RR{n}(1B/1B)"), rate, 50.0, 90.0, 1.0);
+            r.complete = complete;
+            let labels: Labels = [
+                ("sweep", "clients".to_string()),
+                ("sweep.clients", n.to_string()),
+                ("workload", "RR(1B/1B)".to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            runs.push((labels, r));
+        }
+        let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
+        let sweep = group(&refs).unwrap();
+        assert_eq!(sweep.incomplete_runs, 1);
+        let first = &sweep.workloads[0].classes[0].series[0].points[0];
+        assert_eq!(first.rate_tps.values, [1000.0]);
+        let text = sweep_text(&refs);
+        assert!(text.contains("1 incomplete runs left out"), "{text}");
+    }
+
+    /// Issue 21: `run 'RR(1B/1B)' --sweep clients=1,2,4,8 --repeat 2` showed
+    /// runs = 1 and no ± under a header promising a 95% half-interval: each
+    /// point is one record holding its two repetitions, and those are the n.
+    #[test]
+    fn repeat_records_count_every_repetition() {
+        use stackbench_metrics::record::{RepetitionValues, Repetitions};
+        let mut runs = Vec::new();
+        for n in [1u32, 2, 4, 8] {
+            let rates = [1000.0 * f64::from(n), 1100.0 * f64::from(n)];
+            let mut r = fixtures::record(
+                &format!("RR{n}(1B/1B)"),
+                1050.0 * f64::from(n),
+                50.0,
+                90.0,
+                1.0,
+            );
+            r.classes[0].clients = n;
+            r.classes[0].repetitions = Some(Repetitions {
+                runs: rates
+                    .iter()
+                    .map(|&rate_tps| RepetitionValues {
+                        rate_tps,
+                        client_cpu_us_per_tran: Some(10.0 + rate_tps / 1e4),
+                        server_cpu_us_per_tran: None,
+                    })
+                    .collect(),
+                ..Repetitions::default()
+            });
+            let labels: Labels = [
+                ("sweep", "clients".to_string()),
+                ("sweep.clients", n.to_string()),
+                ("workload", "RR(1B/1B)".to_string()),
+                ("variant", "run".to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            runs.push((labels, r));
+        }
+        let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
+        let sweep = group(&refs).unwrap();
+        let point = &sweep.workloads[0].classes[0].series[0].points[0];
+        assert_eq!(point.runs, 2);
+        assert_eq!(point.rate_tps.values, [1000.0, 1100.0]);
+        assert!(point.rate_tps.half.is_some());
+        assert!(point
+            .cpu_client_us_per_tran
+            .as_ref()
+            .unwrap()
+            .half
+            .is_some());
+        let text = sweep_text(&refs);
+        assert!(text.contains("┆ run    ┆ 2 ┆  1050.0 ± 635.3 ┆"), "{text}");
+        assert!(text.contains("no percentiles per repetition"), "{text}");
     }
 }

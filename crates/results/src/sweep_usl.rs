@@ -6,6 +6,16 @@
 //! - Every repetition's rate is an observation (the fit takes repeated N), so
 //!   the residual variance includes the run-to-run spread and the intervals
 //!   are honest about it; fitting the means would hide it.
+//! - The USL describes what contention and coherency do to a load that
+//!   saturates something. A closed loop without think time does by
+//!   construction (each client always has a request in flight); a think-time
+//!   population's rate is N/(R+Z) and an open loop's is the offered rate, by
+//!   construction, whatever the system does. Those are fitted only when the
+//!   measured rate falls more than 10% below that unloaded expectation
+//!   somewhere in the sweep: for think time, when R rose by more than a ninth
+//!   of R₁+Z (R₁ at the smallest N), the rise a rate can show. Otherwise the
+//!   sweep is described instead (what R did, and that no saturation was
+//!   reached), since a fit would call it "linear" by construction.
 //! - The planner gives N* with a delta-method interval but the peak rate
 //!   X* = X(N*) as a bare number. Its interval here is the delta method too:
 //!   at the peak ∂X/∂N = 0, so ∂X*/∂θ is the model's gradient at N = N*
@@ -13,16 +23,170 @@
 //!   s² = RSS/(n−3), rebuilt from the fitted coefficients. It is left out
 //!   when a coefficient sits on a bound (the planner gives it no error).
 
-use stackbench_metrics::stats::t_quantile;
+use stackbench_metrics::record::PacingMode;
+use stackbench_metrics::stats::{self, t_quantile};
 use stackbench_plan::report::sig;
 use stackbench_plan::usl::{plan, Coefficients, Estimate, UslInput, UslPlan};
 
 use crate::compare_output::format_value;
-use crate::sweep::{Series, LEVEL_PCT};
+use crate::sweep::{Point, Series, LEVEL_PCT};
 
 /// Fewest runs and distinct client counts the planner's fit accepts.
 const MIN_RUNS: usize = 4;
 const MIN_COUNTS: usize = 3;
+/// A paced sweep saturates when a rate falls this far below its unloaded
+/// expectation (see the module notes); run-to-run noise stays well inside it.
+const SATURATION_SHORTFALL: f64 = 0.10;
+
+/// A sweep whose clients pace themselves (think time or an offered rate).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paced {
+    pub pacing: PacingMode,
+    /// Smallest and largest client count.
+    pub n_first: f64,
+    pub n_last: f64,
+    /// Mean response time at those, µs.
+    pub r_first_us: f64,
+    pub r_last_us: f64,
+    /// Mean think time Z, seconds (think-time pacing).
+    pub think_s: Option<f64>,
+    /// The largest shortfall of a mean rate below its unloaded expectation,
+    /// as a fraction (0 when every rate met or exceeded it).
+    pub shortfall: f64,
+    /// Where it was found.
+    pub shortfall_at_n: f64,
+}
+
+impl Paced {
+    /// Whether the sweep saturated something (see the module notes).
+    pub fn saturated(&self) -> bool {
+        self.shortfall > SATURATION_SHORTFALL
+    }
+
+    fn population(&self) -> String {
+        match (self.pacing, self.think_s) {
+            (PacingMode::Open, _) => {
+                "open-loop population: the rate follows the offered rate".into()
+            }
+            (_, Some(z)) => format!(
+                "think-time population (Z = {}): the rate follows N/(R+Z)",
+                time_us(z * 1e6)
+            ),
+            (_, None) => "think-time population: the rate follows N/(R+Z)".into(),
+        }
+    }
+
+    fn expectation(&self) -> &'static str {
+        match self.pacing {
+            PacingMode::Open => "the offered rate",
+            _ => "N/(R₁+Z) with R₁ at the smallest N",
+        }
+    }
+
+    /// `R rose from 85 µs at N = 1 to 120 µs at N = 64`.
+    fn response(&self) -> String {
+        let verb = if self.r_last_us >= self.r_first_us {
+            "rose"
+        } else {
+            "fell"
+        };
+        format!(
+            "R {verb} from {} at N = {} to {} at N = {}",
+            time_us(self.r_first_us),
+            sig(self.n_first, 6),
+            time_us(self.r_last_us),
+            sig(self.n_last, 6)
+        )
+    }
+}
+
+impl std::fmt::Display for Paced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (pct, limit) = (self.shortfall * 100.0, SATURATION_SHORTFALL * 100.0);
+        if self.saturated() {
+            write!(
+                f,
+                "{} by construction; {}, and the rate at N = {} is {}% below {}: the sweep saturates, so the Universal Scalability Law is fitted",
+                self.population(),
+                self.response(),
+                sig(self.shortfall_at_n, 6),
+                sig(pct, 3),
+                self.expectation()
+            )
+        } else {
+            write!(
+                f,
+                "{} by construction; {}; every rate is within {limit:.0}% of {} (at most {}% below); no saturation reached — the Universal Scalability Law needs a sweep that saturates (more clients, {}or the closed loop), so it is not fitted",
+                self.population(),
+                self.response(),
+                self.expectation(),
+                sig(pct.max(0.0), 2),
+                if self.pacing == PacingMode::Open { "a higher offered rate " } else { "a shorter think time " }
+            )
+        }
+    }
+}
+
+/// `85 µs`, `1.20 ms`, `1.00 s`.
+fn time_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{} s", sig(us / 1e6, 3))
+    } else if us >= 1e3 {
+        format!("{} ms", sig(us / 1e3, 3))
+    } else {
+        format!("{} µs", sig(us, 3))
+    }
+}
+
+/// The rate a point would have with nothing saturated: the offered rate (open
+/// loop), N/(R₁+Z) (think time, Z measured at the point), or, without a Z,
+/// the first point's rate per client times N.
+fn unloaded_rate(p: &Point, first: &Point) -> Option<f64> {
+    match p.pacing {
+        PacingMode::Open => p.offered_rate_tps,
+        _ => match p.think_s {
+            Some(z) => Some(p.x / (first.latency_mean_us.mean / 1e6 + z)),
+            None => Some(first.rate_tps.mean / first.x * p.x),
+        },
+    }
+}
+
+/// What a paced series shows; `None` for the closed loop.
+pub fn paced(series: &Series) -> Option<Paced> {
+    let pacing = series
+        .points
+        .iter()
+        .map(|p| p.pacing)
+        .find(|m| *m != PacingMode::Closed)?;
+    let (first, last) = (series.points.first()?, series.points.last()?);
+    let (shortfall, shortfall_at_n) = series
+        .points
+        .iter()
+        .filter_map(|p| {
+            let want = unloaded_rate(p, first).filter(|w| *w > 0.0)?;
+            Some((1.0 - p.rate_tps.mean / want, p.x))
+        })
+        .fold(
+            (0.0, first.x),
+            |best, s| if s.0 > best.0 { s } else { best },
+        );
+    Some(Paced {
+        pacing,
+        n_first: first.x,
+        n_last: last.x,
+        r_first_us: first.latency_mean_us.mean,
+        r_last_us: last.latency_mean_us.mean,
+        think_s: stats::mean(
+            &series
+                .points
+                .iter()
+                .filter_map(|p| p.think_s)
+                .collect::<Vec<_>>(),
+        ),
+        shortfall,
+        shortfall_at_n,
+    })
+}
 
 /// A fitted series.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +196,8 @@ pub struct UslFit {
     pub peak_rate_tps: Option<Estimate>,
     pub runs: usize,
     pub counts: usize,
+    /// For a paced series that saturates: what its pacing showed.
+    pub paced: Option<Paced>,
 }
 
 impl UslFit {
@@ -52,10 +218,18 @@ pub enum UslFailure {
     TooFew { runs: usize, counts: usize },
     #[error("the Universal Scalability Law fit failed: {0}")]
     Fit(String),
+    /// A paced sweep that saturates nothing: the sentence says what it shows.
+    #[error("{0}")]
+    NotSaturated(Paced),
 }
 
 /// Fits the USL to every run's (N, rate) of `series` (N = the x value).
+/// A paced series is fitted only when it saturates (see the module notes).
 pub fn fit_usl(series: &Series) -> Result<UslFit, UslFailure> {
+    let paced = paced(series);
+    if let Some(p) = paced.as_ref().filter(|p| !p.saturated()) {
+        return Err(UslFailure::NotSaturated(p.clone()));
+    }
     let points: Vec<(f64, f64)> = series
         .points
         .iter()
@@ -79,6 +253,7 @@ pub fn fit_usl(series: &Series) -> Result<UslFit, UslFailure> {
         peak_rate_tps,
         runs,
         counts,
+        paced,
     })
 }
 
@@ -127,6 +302,7 @@ fn peak_rate(plan: &UslPlan, points: &[(f64, f64)]) -> Option<Estimate> {
         std_error: None,
         ci_low: None,
         ci_high: None,
+        unbounded_above: false,
     };
     let free = [&plan.sigma, &plan.kappa, &plan.lambda]
         .iter()
@@ -154,11 +330,13 @@ fn peak_rate(plan: &UslPlan, points: &[(f64, f64)]) -> Option<Estimate> {
         .sum::<f64>()
         * s2;
     let se = var.max(0.0).sqrt();
+    // A rate is never negative: the interval is clipped at 0.
     Some(Estimate {
         value,
         std_error: Some(se),
-        ci_low: Some(value - t * se),
+        ci_low: Some((value - t * se).max(0.0)),
         ci_high: Some(value + t * se),
+        unbounded_above: false,
     })
 }
 
@@ -172,10 +350,32 @@ fn estimate(e: &Estimate, unit: &str, fmt: &dyn Fn(f64) -> String) -> String {
             fmt(lo),
             fmt(hi)
         ),
+        (Some(lo), None) if e.unbounded_above => format!(
+            "{}{unit} ({LEVEL_PCT:.0}% interval {} … unbounded)",
+            fmt(e.value),
+            fmt(lo)
+        ),
         _ => format!(
             "{}{unit} (no interval: a coefficient is at a bound)",
             fmt(e.value)
         ),
+    }
+}
+
+/// What the fit says of the peak: claimed only when established.
+fn peak_phrase(fit: &UslFit, num: &dyn Fn(f64) -> String) -> String {
+    let p = &fit.plan;
+    match (&p.peak_n, &fit.peak_rate_tps) {
+        (Some(n), Some(x)) if p.peak_established => format!(
+            "puts the peak at N* = {}, with a peak rate of {}",
+            estimate(n, " clients", num),
+            estimate(x, " tr/s", &format_value)
+        ),
+        (Some(n), _) => format!(
+            "establishes no peak: κ's interval includes 0 (the point estimate N* = {})",
+            estimate(n, " clients", num)
+        ),
+        _ => "finds no peak (κ ≈ 0)".to_string(),
     }
 }
 
@@ -188,26 +388,24 @@ pub fn usl_sentences(who: &str, fit: &Result<UslFit, UslFailure>) -> Vec<String>
     };
     let p = &fit.plan;
     let num = |x: f64| sig(x, 3);
-    let peak = match (&p.peak_n, &fit.peak_rate_tps) {
-        (Some(n), Some(x)) => format!(
-            "puts the peak at N* = {}, with a peak rate of {}",
-            estimate(n, " clients", &num),
-            estimate(x, " tr/s", &format_value)
-        ),
-        _ => "finds no peak (κ ≈ 0)".to_string(),
-    };
-    let mut out = vec![
+    let mut out: Vec<String> = fit
+        .paced
+        .iter()
+        .map(|paced| format!("{who}: {paced}."))
+        .collect();
+    out.extend([
         format!(
-            "{who}: the Universal Scalability Law fitted to {} runs at {} client counts (R² = {}) {peak}; σ = {}, κ = {}, λ = {} tr/s at one client.",
+            "{who}: the Universal Scalability Law fitted to {} runs at {} client counts (R² = {}) {}; σ = {}, κ = {}, λ = {} tr/s at one client.",
             fit.runs,
             fit.counts,
             sig(p.r_squared, 4),
+            peak_phrase(fit, &num),
             estimate(&p.sigma, "", &num),
             estimate(&p.kappa, "", &num),
             format_value(p.lambda.value),
         ),
         format!("{who}: verdict — {}.", p.verdict_text),
-    ];
+    ]);
     out.extend(p.warnings.iter().map(|w| format!("{who}: warning — {w}.")));
     out
 }
@@ -230,13 +428,79 @@ mod tests {
                     x_text: x.to_string(),
                     runs: rates.len(),
                     rate_tps: stat(rates),
+                    latency_mean_us: stat(&[1.0]),
                     latency_p50_us: stat(&[1.0]),
                     latency_p99_us: stat(&[2.0]),
                     cpu_client_us_per_tran: None,
                     cpu_server_us_per_tran: None,
+                    pacing: PacingMode::Closed,
+                    think_s: None,
+                    offered_rate_tps: None,
                 })
                 .collect(),
         }
+    }
+
+    /// A think-time series: (N, rate tr/s, mean R µs), Z seconds, two runs a point.
+    fn think_series(points: &[(f64, f64, f64)], z: f64) -> Series {
+        let mut s = series(&[]);
+        s.points = points
+            .iter()
+            .map(|&(n, rate, r_us)| {
+                let mut p = series(&[(n, &[rate * 0.995, rate * 1.005])])
+                    .points
+                    .remove(0);
+                p.latency_mean_us = Stat::of(vec![r_us]).unwrap();
+                p.pacing = PacingMode::Think;
+                p.think_s = Some(z);
+                p
+            })
+            .collect();
+        s
+    }
+
+    /// Issue 21: `RR(100B/800B)@1s --sweep clients=…` was fitted and called
+    /// "linear: no measurable contention", which N/(R+Z) is by construction.
+    #[test]
+    fn a_think_time_sweep_that_saturates_nothing_is_described_not_fitted() {
+        let z = 1.0;
+        let pts: Vec<(f64, f64, f64)> = [100.0, 200.0, 400.0, 800.0, 1600.0]
+            .iter()
+            .zip([90.0, 95.0, 110.0, 140.0, 260.0])
+            .map(|(&n, r_us)| (n, n / (r_us / 1e6 + z), r_us))
+            .collect();
+        let fit = fit_usl(&think_series(&pts, z));
+        let Err(UslFailure::NotSaturated(paced)) = &fit else {
+            panic!("fitted a think-time sweep that saturates nothing: {fit:?}");
+        };
+        assert!(!paced.saturated());
+        let text = usl_sentences("RR(100B/800B)@1s, run", &fit).join(" ");
+        for want in [
+            "think-time population (Z = 1 s): the rate follows N/(R+Z)",
+            "R rose from 90 µs at N = 100 to 260 µs at N = 1600",
+            "no saturation reached",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+        assert!(!text.contains("linear"), "{text}");
+    }
+
+    /// The same population pushed until R dominates the cycle: saturated,
+    /// so the USL is fitted, and the sentences say why.
+    #[test]
+    fn a_think_time_sweep_that_saturates_is_fitted() {
+        let z = 1.0;
+        let pts: Vec<(f64, f64, f64)> = [100.0, 200.0, 400.0, 800.0, 1600.0]
+            .iter()
+            .zip([100.0, 150.0, 2e5, 1.2e6, 3.2e6])
+            .map(|(&n, r_us)| (n, n / (r_us / 1e6 + z), r_us))
+            .collect();
+        let fit = fit_usl(&think_series(&pts, z));
+        let Ok(f) = &fit else { panic!("{fit:?}") };
+        assert!(f.paced.as_ref().unwrap().saturated());
+        let text = usl_sentences("w, run", &fit).join(" ");
+        assert!(text.contains("the sweep saturates"), "{text}");
+        assert!(text.contains("fitted to 10 runs"), "{text}");
     }
 
     #[test]

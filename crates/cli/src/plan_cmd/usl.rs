@@ -1,4 +1,9 @@
 //! `stackbench plan usl`: flags → [`stackbench_plan::usl`].
+//!
+//! Stored runs (`--from`) of a think-time or open-loop population are fitted
+//! only when they saturate something, by the same test as a sweep's
+//! (`stackbench_results::sweep_usl::paced`): their rate is N/(R+Z) or the
+//! offered rate by construction, and a fit would call that linear.
 
 use std::path::Path;
 
@@ -6,6 +11,8 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use stackbench_plan::usl::{self, UslInput};
 use stackbench_plan::{units, PlanError};
+use stackbench_results::sweep::{Point, Series, Stat};
+use stackbench_results::sweep_usl::paced;
 
 use super::common::{load_run, opt, read_text, usage_err, Ctx, OrUsage, Output};
 
@@ -63,10 +70,13 @@ pub fn compute(args: UslArgs, ctx: &Ctx) -> anyhow::Result<Output> {
     if let Some(path) = &a.csv {
         points.extend(usl::parse_csv(path, &read_text(Path::new(path), "csv")?).or_usage()?);
     }
+    let mut populations = Vec::new();
     for path in &a.from {
         let run = load_run(path, None, a.class.as_deref())?;
         points.push((run.clients, run.rate_tps));
+        populations.extend(population_point(path, &run.notation));
     }
+    let saturation = saturation(populations)?;
     if points.is_empty() {
         return Err(usage_err(PlanError::missing(
             "point",
@@ -80,6 +90,52 @@ pub fn compute(args: UslArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         at_users: opt(&a.at_users, "at-users", numbers)?.unwrap_or_default(),
         at_throughput: opt(&a.at_throughput, "at-throughput", numbers)?.unwrap_or_default(),
     };
-    let plan = usl::plan(&input).or_usage()?;
+    let mut plan = usl::plan(&input).or_usage()?;
+    plan.warnings.extend(saturation);
     Output::new("usl", &plan, plan.report(ctx.digits))
+}
+
+/// The class `notation` of the stored run at `path` as a sweep point, when
+/// it is a paced population (think time or an offered rate); `None` for the
+/// closed loop, or a file that is not a run record (then `load_run` decided).
+fn population_point(path: &str, notation: &str) -> Option<Point> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let record = stackbench_metrics::record_from_json(serde_json::from_str(&text).ok()?).ok()?;
+    let c = record.classes.iter().find(|c| c.notation == notation)?;
+    let p = c.population.as_ref()?;
+    let l = c.latency_us?;
+    let one = |v: f64| Stat::of(vec![v]);
+    Some(Point {
+        x: f64::from(c.clients),
+        x_text: c.clients.to_string(),
+        runs: 1,
+        rate_tps: one(c.rate_tps)?,
+        latency_mean_us: one(l.mean)?,
+        latency_p50_us: one(l.p50)?,
+        latency_p99_us: one(l.p99)?,
+        cpu_client_us_per_tran: None,
+        cpu_server_us_per_tran: None,
+        pacing: p.pacing,
+        think_s: p.wait_mean_s.or(p.think_mean_s),
+        offered_rate_tps: p.offered_rate_tps,
+    })
+}
+
+/// Refuses paced runs that saturate nothing, saying what they show; for
+/// those that do, the sentence that goes with the fit as a warning.
+fn saturation(mut populations: Vec<Point>) -> anyhow::Result<Option<String>> {
+    populations.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let series = Series {
+        variant: String::new(),
+        second: None,
+        label: String::new(),
+        points: populations,
+    };
+    match paced(&series) {
+        None => Ok(None),
+        Some(p) if p.saturated() => Ok(Some(p.to_string())),
+        Some(p) => Err(usage_err(PlanError::Invalid(format!(
+            "--from: {p}; give closed-loop runs, or a population swept until it saturates"
+        )))),
+    }
 }

@@ -473,3 +473,41 @@ fn every_subcommand_help_has_examples() {
             .stdout(predicate::str::contains("Example"));
     }
 }
+
+/// Issue 21: runs of a think-time population were fitted and called
+/// "linear: no measurable contention", which N/(R+Z) is by construction.
+/// Stored runs that saturate nothing are refused with what they show.
+#[test]
+fn usl_from_a_think_time_population_that_saturates_nothing_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let template: Value =
+        serde_json::from_str(&std::fs::read_to_string(WITHOUT_CPU).unwrap()).unwrap();
+    let mut args = vec!["usl".to_string()];
+    for (n, r_us) in [
+        (100, 90.0),
+        (200, 95.0),
+        (400, 110.0),
+        (800, 140.0),
+        (1600, 260.0),
+    ] {
+        let mut record = template.clone();
+        let class = &mut record["classes"][0];
+        class["clients"] = n.into();
+        class["rate_tps"] = (f64::from(n) / (r_us / 1e6 + 1.0)).into();
+        class["latency_us"]["mean"] = r_us.into();
+        class["population"] = serde_json::json!({
+            "pacing": "think", "pacing_text": "1s", "think_mean_s": 1.0, "wait_mean_s": 1.0,
+            "offered_rate_tps": null, "arrivals": null, "latency_uncorrected_us": null,
+            "late": 0, "dropped": 0, "generator_lag_us": null, "connected": n, "connect_s": 0.1
+        });
+        let path = dir.path().join(format!("run{n}.json"));
+        std::fs::write(&path, record.to_string()).unwrap();
+        args.extend(["--from".to_string(), path.display().to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails_with(
+        &args,
+        "think-time population (Z = 1 s): the rate follows N/(R+Z)",
+    );
+    fails_with(&args, "no saturation reached");
+}

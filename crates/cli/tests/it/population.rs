@@ -194,6 +194,41 @@ fn find_max_rate_runs_a_bounded_search_and_prints_the_table() {
     assert_eq!(rates, ["200/s", "400/s", "800/s"], "{text}");
     assert!(lines[1..4].iter().all(|l| l.ends_with("yes")), "{text}");
     assert_eq!(lines[4], "highest offered rate with p99 under 1s: 800/s");
+    // Issue 21: 300 ms steps give p99s from under 1000 transactions; say so.
+    assert!(
+        lines[5].starts_with("warning: the p99 of RR1(1B/1B) rests on "),
+        "{text}"
+    );
+}
+
+#[test]
+fn find_max_rate_json_carries_the_p99_sample_warning() {
+    let docs = json_ok(stackbench().args([
+        "run",
+        "RR1(1B/1B)",
+        "--find-max-rate=2",
+        "--p99-under",
+        "1s",
+        "--rate",
+        "200/s",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--no-store",
+        "--json",
+    ]));
+    let steps = docs.as_array().expect("one record per step");
+    assert_eq!(steps.len(), 2);
+    for step in steps {
+        let codes: Vec<&str> = step["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["code"].as_str().unwrap())
+            .collect();
+        assert!(codes.contains(&"p99_few_samples"), "{codes:?}");
+    }
 }
 
 /// A window without a transaction measured no latency: the JSON says null

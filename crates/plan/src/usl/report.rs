@@ -7,6 +7,7 @@ use crate::report::{num, pct, sig, Report, Table};
 fn interval(e: &Estimate, digits: usize) -> String {
     match (e.ci_low, e.ci_high) {
         (Some(lo), Some(hi)) => format!("[{}, {}]", sig(lo, digits), sig(hi, digits)),
+        (Some(lo), None) if e.unbounded_above => format!("[{}, ∞)", sig(lo, digits)),
         _ => "-".into(),
     }
 }
@@ -26,7 +27,10 @@ impl UslPlan {
         Report {
             title: "Universal Scalability Law fit".into(),
             tables,
-            notes: vec![format!("verdict: {}", self.verdict_text)],
+            notes: vec![
+                format!("verdict: {}", self.verdict_text),
+                "intervals: σ and κ are t intervals clipped to [0, 1]; N*'s is the delta method on ln N*, at least 1, and unbounded when κ's interval reaches 0".into(),
+            ],
             warnings: self.warnings.clone(),
         }
     }
@@ -79,9 +83,16 @@ impl UslPlan {
                 ]);
                 t.row([
                     format!("N* {} interval", self.level()),
-                    "N* ± t·√(gᵀΣg) (delta method)".into(),
+                    "exp(ln N* ± t·√(gᵀΣg)) (delta method on ln N*)".into(),
                     interval(&p, d),
                 ]);
+                if !self.peak_established {
+                    t.row([
+                        "peak established".to_string(),
+                        "κ's interval excludes 0".into(),
+                        "no".into(),
+                    ]);
+                }
                 if let Some(x) = self.peak_throughput {
                     t.row([
                         "X at the peak".to_string(),

@@ -199,3 +199,86 @@ proptest! {
         prop_assert!(close(p.peak_n.unwrap().value, truth.peak().unwrap(), 1e-5));
     }
 }
+
+/// Issue 21: `run 'RR(1B/1B)' --sweep clients=1,2,4,8 --repeat 2` printed
+/// "coherency-limited (retrograde), peak N* = 6.4" beside "κ's interval
+/// includes 0" and an N* interval of −8.93 … 21.7. Two noisy repetitions at
+/// four client counts that level off: the point estimate has a peak, the data
+/// do not establish one.
+#[test]
+fn verdict_agrees_with_intervals_in_their_domain() {
+    let pts = [
+        (1.0, 21_000.0),
+        (1.0, 18_000.0),
+        (2.0, 37_000.0),
+        (2.0, 30_000.0),
+        (4.0, 54_000.0),
+        (4.0, 44_000.0),
+        (8.0, 54_000.0),
+        (8.0, 46_000.0),
+    ];
+    let p = plan(&input(&pts)).unwrap();
+    let peak = p.peak_n.expect("the point estimate has a peak");
+    assert!(peak.value < 8.0, "{peak:?}");
+    assert!(p.kappa.ci_low.unwrap() <= 0.0, "{:?}", p.kappa);
+    assert!(!p.peak_established);
+    assert_ne!(p.verdict, Verdict::Retrograde, "{}", p.verdict_text);
+    assert_ne!(p.verdict, Verdict::ContentionThenCoherency);
+    assert!(
+        p.verdict_text.contains("no peak established"),
+        "{}",
+        p.verdict_text
+    );
+    assert!(!p.verdict_text.contains("retrograde"), "{}", p.verdict_text);
+    // Every interval inside its domain: σ, κ ≥ 0; N* ≥ 1 and unbounded above.
+    for e in [&p.sigma, &p.kappa] {
+        assert!(e.ci_low.unwrap() >= 0.0, "{e:?}");
+        assert!(e.ci_high.unwrap() <= 1.0, "{e:?}");
+    }
+    assert!(peak.ci_low.unwrap() >= 1.0, "{peak:?}");
+    assert!(peak.unbounded_above && peak.ci_high.is_none(), "{peak:?}");
+    let report = p.report(4);
+    let cells: Vec<&String> = report
+        .tables
+        .iter()
+        .flat_map(|t| t.rows.iter().flatten())
+        .collect();
+    assert!(cells.iter().any(|c| c.ends_with(", ∞)")), "{cells:?}");
+}
+
+/// A peak the data do establish keeps the retrograde verdict, and its N*
+/// interval (on the log scale) is finite, brackets N* and stays above 1.
+#[test]
+fn established_peak_has_a_finite_interval() {
+    let p = plan(&input(&EXAMPLE)).unwrap();
+    assert!(p.peak_established);
+    assert_eq!(p.verdict, Verdict::Retrograde);
+    let n = p.peak_n.unwrap();
+    assert!(!n.unbounded_above);
+    assert!(n.ci_low.unwrap() >= 1.0 && n.ci_high.unwrap() > n.value);
+}
+
+/// Issue 21's sweep on a busy machine: rates all over the place, σ = κ = 0
+/// at their bounds with R² = 0.26, called "linear: no measurable
+/// contention". Noise is not linearity.
+#[test]
+fn noise_is_not_called_linear() {
+    let pts = [
+        (1.0, 1_000.0),
+        (1.0, 7_000.0),
+        (2.0, 100.0),
+        (2.0, 7_000.0),
+        (4.0, 500.0),
+        (4.0, 2_500.0),
+        (8.0, 2_000.0),
+        (8.0, 42_000.0),
+    ];
+    let p = plan(&input(&pts)).unwrap();
+    assert!(p.r_squared < 0.9, "{}", p.r_squared);
+    assert_ne!(p.verdict, Verdict::Linear, "{}", p.verdict_text);
+    assert!(
+        p.verdict_text.starts_with("undetermined"),
+        "{}",
+        p.verdict_text
+    );
+}
