@@ -266,16 +266,18 @@ fn peak_sentences(sweep: &Sweep, who: &str, class: &ClassSweep, fits: &[Fit]) ->
                 .iter()
                 .max_by(|a, b| a.rate_tps.mean.total_cmp(&b.rate_tps.mean))?;
             let usl = match fit {
-                Some(Ok(f)) => {
-                    f.plan
-                        .peak_n
-                        .map_or("; the USL finds no peak (κ ≈ 0)".to_string(), |n| {
-                            format!(
-                                "; the USL puts the peak at N* = {} clients",
-                                stackbench_plan::report::sig(n.value, 3)
-                            )
-                        })
-                }
+                // A peak is named only where κ's interval establishes one.
+                Some(Ok(f)) => match f.plan.peak_n.filter(|_| f.plan.peak_established) {
+                    Some(n) => format!(
+                        "; the USL puts the peak at N* = {} clients",
+                        stackbench_plan::report::sig(n.value, 3)
+                    ),
+                    None if f.plan.peak_n.is_some() => {
+                        "; the data do not establish a USL peak (κ's interval includes 0)"
+                            .to_string()
+                    }
+                    None => "; the USL finds no peak (κ ≈ 0)".to_string(),
+                },
                 _ => String::new(),
             };
             Some(format!(
