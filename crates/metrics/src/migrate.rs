@@ -40,6 +40,46 @@ pub fn v1_to_v2(record: &mut Value) {
     doc.insert("schema_version".into(), Value::from(2));
 }
 
+/// Version 2 → 3: `memory.<side>.kernel_sock_*` were the host's sockstat
+/// memory, host-wide; they are now the run's own sockets (sock_diag). The
+/// old figures move to `host_sock_mem_*`, and the own-socket figures are
+/// absent (null), since those runs never read their sockets. A host-wide
+/// per-connection figure of exactly 0 may have been clamped from a negative
+/// one, so it becomes null too.
+pub fn v2_to_v3(record: &mut Value) {
+    let Some(classes) = record.get_mut("classes").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for class in classes {
+        let Some(memory) = class.get_mut("memory").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for side in memory.values_mut().filter_map(Value::as_object_mut) {
+            let old = |key: &str| format!("kernel_sock_{key}");
+            for (from, to) in [
+                (old("bytes"), "host_sock_mem_bytes"),
+                (old("baseline_bytes"), "host_sock_mem_baseline_bytes"),
+                (old("bytes_per_conn"), "host_sock_mem_bytes_per_conn"),
+            ] {
+                if let Some(v) = side.remove(&from) {
+                    side.insert(to.into(), v);
+                }
+            }
+            if side
+                .get("host_sock_mem_bytes_per_conn")
+                .and_then(Value::as_f64)
+                == Some(0.0)
+            {
+                side.insert("host_sock_mem_bytes_per_conn".into(), Value::Null);
+                let note = "host-wide socket memory per connection was stored as 0, which \
+                            older versions also wrote when it fell below its baseline";
+                side.insert("notes".into(), Value::from(vec![note]));
+            }
+        }
+    }
+    record["schema_version"] = Value::from(3);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +112,29 @@ mod tests {
         assert_eq!(s.crr_close, stackbench_model::CrrClose::Abort);
         assert_eq!(s.server_cpus, None);
         assert_eq!(s.text_of("target").unwrap(), "127.0.0.1:1");
+    }
+
+    #[test]
+    fn a_version_2_records_sockstat_figures_become_host_wide() {
+        let mut v: Value = serde_json::from_str(
+            r#"{"classes":[{"memory":{"client":{"kernel_sock_bytes":4096,
+              "kernel_sock_baseline_bytes":8192,"kernel_sock_bytes_per_conn":0.0},
+              "server":{"kernel_sock_bytes":8192,"kernel_sock_bytes_per_conn":4.0}}}]}"#,
+        )
+        .unwrap();
+        v2_to_v3(&mut v);
+        let client = &v["classes"][0]["memory"]["client"];
+        assert_eq!(client["host_sock_mem_bytes"], 4096);
+        assert_eq!(client["host_sock_mem_baseline_bytes"], 8192);
+        // A stored 0 may be a clamped negative: unknown, and said so.
+        assert!(client["host_sock_mem_bytes_per_conn"].is_null());
+        assert!(client["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("below its baseline"));
+        assert!(client.get("kernel_sock_bytes").is_none());
+        let server = &v["classes"][0]["memory"]["server"];
+        assert_eq!(server["host_sock_mem_bytes_per_conn"], 4.0);
+        assert_eq!(v["schema_version"], 3);
     }
 }

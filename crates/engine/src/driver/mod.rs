@@ -140,18 +140,25 @@ pub fn run_workload(
         plans,
         dialers,
         proxies,
+        endpoints,
     } = start_tests(control, cfg)?;
     let Driven {
         per_worker,
         watched,
         timing,
-    } = drive(control, cfg, (&plans, &dialers), stop, on_progress);
+    } = drive(
+        control,
+        cfg,
+        (&plans, &dialers, &endpoints),
+        stop,
+        on_progress,
+    );
     let Watched {
         mut reason,
         stopped_at_ns,
         start_samples,
         end_samples,
-        end_memory,
+        window_memory,
     } = watched;
     let merged = merge_workers(plans.len(), per_worker, &mut reason);
     if reason.is_none() {
@@ -177,8 +184,11 @@ pub fn run_workload(
     let ktls_client = ktls_before.and_then(|b| Some(transport::ktls::tls_stat()?.since(&b)));
     let workload = cfg.workload.to_string();
     let cpu = cpu_of(control, cfg, &merged, (&start_samples, &end_samples));
-    let memory =
-        sampling::memory_figures(&end_memory, &baseline_memory, cfg.workload.total_clients());
+    let memory = sampling::memory_figures(
+        &window_memory,
+        &baseline_memory,
+        cfg.workload.total_clients(),
+    );
     let classes = cfg
         .workload
         .classes
@@ -191,7 +201,7 @@ pub fn run_workload(
             let mut class = summary::class_result(&workload, spec, acc, window_ns);
             class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
             class.cpu = cpu.clone();
-            class.memory = Some(memory);
+            class.memory = Some(memory.clone());
             class.tls = class.tls.take().or(proxy_tls);
             class
         })
@@ -264,6 +274,9 @@ struct Started {
     dialers: Vec<Dialer>,
     /// Per class: its client TLS proxy (`tls_mode sidecar`).
     proxies: Vec<Option<SidecarProxy>>,
+    /// Every class's responder endpoints: the driver's sockets to them are
+    /// the run's (their kernel memory, `crate::sockdiag`).
+    endpoints: Vec<transport::Endpoint>,
 }
 
 /// The TLS parameters of a `tls` run (the defaults when none were given).
@@ -282,7 +295,7 @@ fn tls_params(cfg: &RunConfig) -> Result<Option<TlsParams>, EngineError> {
 /// Starts one responder test per class.
 fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
     let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
-    let mut proxies = Vec::new();
+    let (mut proxies, mut all_endpoints) = (Vec::new(), Vec::new());
     for (index, class) in cfg.workload.classes.iter().enumerate() {
         // The class's level travels to the responder in its test's options.
         let priority = cfg.priority.as_ref().and_then(|p| p.level(index));
@@ -315,6 +328,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             .map_err(EngineError::Transport)?;
         dialers.push(dialer);
         proxies.push(proxy);
+        all_endpoints.extend(endpoints);
         plans.push(ClassPlan {
             kind: class.kind,
             request_bytes: class.request_bytes,
@@ -328,6 +342,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         plans,
         dialers,
         proxies,
+        endpoints: all_endpoints,
     })
 }
 
@@ -415,7 +430,7 @@ struct Driven {
 fn drive(
     control: &mut ControlClient,
     cfg: &RunConfig,
-    (plans, dialers): (&[ClassPlan], &[Dialer]),
+    (plans, dialers, endpoints): (&[ClassPlan], &[Dialer], &[transport::Endpoint]),
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Driven {
@@ -442,6 +457,7 @@ fn drive(
     let abort = AtomicBool::new(false);
     let ramp_ns = (cfg.workload.total_clients() as f64 * ramp_gap_ns) as u64;
     let mut watch = Watch::new(shared.epoch, window, cfg, slots, expected, ramp_ns);
+    watch.endpoints = endpoints.to_vec();
     let per_worker = thread::scope(|scope| {
         let handles: Vec<_> = assignments
             .iter()

@@ -41,7 +41,7 @@ fn human_output_of_a_population() {
         ..SideMemory::default()
     };
     r.classes[0].memory = Some(MemoryFigures {
-        client: Some(side),
+        client: Some(side.clone()),
         server: Some(side),
     });
     r.classes[0].population = Some(PopulationFigures {
