@@ -216,8 +216,9 @@ pub fn side_memory(
     let own = sample.own_sockets;
     if own.is_none() {
         notes.push(
-            "the run's own sockets could not be read (sock_diag unavailable here or on an \
-             older responder): no kernel socket memory per connection"
+            "the run's own sockets were not read (an AF_UNIX run, which is not read yet; \
+             sock_diag unusable here; or a responder older than the figure): no kernel socket \
+             memory per connection"
                 .to_string(),
         );
     }
