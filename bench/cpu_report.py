@@ -122,8 +122,9 @@ def side_figures(side, transactions):
 
 
 def pick_class(doc, notation):
-    if doc.get("schema_version") not in (1, 2):
-        raise ParseError("schema_version %r, expected 1 or 2" % doc.get("schema_version"))
+    # Schema 3 changed only the memory figures, which this report does not read.
+    if doc.get("schema_version") not in (1, 2, 3):
+        raise ParseError("schema_version %r, expected 1, 2 or 3" % doc.get("schema_version"))
     if not doc.get("complete", False):
         raise ParseError("run incomplete: %s" % doc.get("incomplete_reason"))
     classes = doc.get("classes") or []
@@ -133,7 +134,7 @@ def pick_class(doc, notation):
 
 
 def parse_stackbench(text, notation=None):
-    """`stackbench run ... --json`: one RunRecord (schema_version 1 or 2)."""
+    """`stackbench run ... --json`: one RunRecord (schema_version 1, 2 or 3)."""
     try:
         doc = json.loads(text)
     except ValueError as err:

@@ -43,13 +43,14 @@ class ParseError(Exception):
 
 
 def parse_stackbench(text, notation=None):
-    """`stackbench run ... --json`: one RunRecord (schema_version 1 or 2)."""
+    """`stackbench run ... --json`: one RunRecord (schema_version 1, 2 or 3;
+    3 changed only the memory figures, which this report does not read)."""
     try:
         doc = json.loads(text)
     except ValueError as err:
         raise ParseError("stdout is not one JSON document (%s)" % err) from None
-    if doc.get("schema_version") not in (1, 2):
-        raise ParseError("schema_version %r, expected 1 or 2" % doc.get("schema_version"))
+    if doc.get("schema_version") not in (1, 2, 3):
+        raise ParseError("schema_version %r, expected 1, 2 or 3" % doc.get("schema_version"))
     if not doc.get("complete", False):
         raise ParseError("run incomplete: %s" % doc.get("incomplete_reason"))
     classes = doc.get("classes") or []

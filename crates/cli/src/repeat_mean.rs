@@ -232,13 +232,35 @@ fn side_memory(runs: &Of<SideMemory>) -> SideMemory {
         rss_bytes: runs.u(|m| m.rss_bytes),
         rss_baseline_bytes: runs.opt_u(|m| m.rss_baseline_bytes),
         rss_bytes_per_conn: runs.opt(|m| m.rss_bytes_per_conn),
-        kernel_sock_bytes: runs.u(|m| m.kernel_sock_bytes),
-        kernel_sock_baseline_bytes: runs.opt_u(|m| m.kernel_sock_baseline_bytes),
+        kernel_sock_bytes: runs.opt_u(|m| m.kernel_sock_bytes),
         kernel_sock_bytes_per_conn: runs.opt(|m| m.kernel_sock_bytes_per_conn),
+        kernel_sock_sockets: runs.opt_u(|m| m.kernel_sock_sockets),
+        // How and what was summed is the same in every repetition of a run.
+        kernel_sock_method: runs.0[0].kernel_sock_method.clone(),
+        kernel_sock_fields: runs.0[0].kernel_sock_fields.clone(),
+        // Per-field sums are a repetition's own: kept for a single one.
+        kernel_sock_meminfo: match runs.0[..] {
+            [one] => one.kernel_sock_meminfo,
+            _ => None,
+        },
+        kernel_sock_object_bytes_per_socket: runs.opt_u(|m| m.kernel_sock_object_bytes_per_socket),
+        host_sock_mem_bytes: runs.u(|m| m.host_sock_mem_bytes),
+        host_sock_mem_baseline_bytes: runs.opt_u(|m| m.host_sock_mem_baseline_bytes),
+        host_sock_mem_bytes_per_conn: runs.opt(|m| m.host_sock_mem_bytes_per_conn),
         connections: runs.u(|m| m.connections),
         tcp_inuse: runs.u(|m| m.tcp_inuse),
         tcp_orphan: runs.u(|m| m.tcp_orphan),
         tcp_tw: runs.u(|m| m.tcp_tw),
+        // Every repetition's note, once.
+        notes: runs.0.iter().flat_map(|m| m.notes.iter().cloned()).fold(
+            Vec::new(),
+            |mut all, n| {
+                if !all.contains(&n) {
+                    all.push(n);
+                }
+                all
+            },
+        ),
     }
 }
 
@@ -336,7 +358,7 @@ mod tests {
             client.process.unwrap().cpu_seconds,
             (1.0 + 2.0 + 3.001) / 3.0
         );
-        let memory = mean.memory.unwrap();
+        let memory = mean.memory.clone().unwrap();
         assert_eq!(memory.client.unwrap().rss_bytes, 2000);
         assert_eq!(memory.server, None);
         assert_eq!(mean.repetitions, None);

@@ -19,6 +19,7 @@ pub mod protocol;
 pub mod responder;
 pub mod sampling;
 pub mod sidecar;
+pub mod sockdiag;
 pub mod sockopt;
 pub mod timer;
 pub mod transport;

@@ -11,6 +11,8 @@ use stackbench_metrics::threads::{threads_side_cpu, ThreadTimes};
 use stackbench_metrics::{CpuFigures, MemoryFigures, SideCpu};
 
 use crate::protocol::TestThreads;
+use crate::sockdiag::Side;
+use crate::transport::Endpoint;
 
 /// This side's CPU counters (every CPU, plus this process and the TLS
 /// proxies it runs for `tls_mode sidecar`, see [`crate::sidecar::side_pids`]).
@@ -18,10 +20,14 @@ pub fn local_cpu() -> Result<CpuSample, cpu::CpuError> {
     CpuSample::take(&ProcessSource::Pids(crate::sidecar::side_pids()))
 }
 
-/// This side's memory (with its TLS proxies) and the host's socket memory;
-/// `None` if unreadable.
-pub fn local_memory() -> Option<MemorySample> {
-    MemorySample::take(&crate::sidecar::side_pids()).ok()
+/// This side's memory (with its TLS proxies), the kernel memory of its
+/// sockets of the run whose responder listens at `endpoints` (none: no run
+/// yet), and the host's socket memory; `None` if /proc is unreadable. A
+/// sock_diag failure leaves only `own_sockets` empty.
+pub fn local_memory(endpoints: &[Endpoint], side: Side) -> Option<MemorySample> {
+    let mut sample = MemorySample::take(&crate::sidecar::side_pids()).ok()?;
+    sample.own_sockets = crate::sockdiag::own_sockets(endpoints, side).ok().flatten();
+    Some(sample)
 }
 
 /// Samples of both sides at one instant.

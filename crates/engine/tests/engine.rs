@@ -264,6 +264,34 @@ fn responder_returns_its_cpu_and_memory_samples() {
     }
 }
 
+/// Issue 21 point 5: a user population reported 0 B of kernel memory per
+/// user (host-wide sockstat deltas, 0 pages before and during the run). The
+/// run's own sockets are counted instead, on both sides.
+#[test]
+fn kernel_socket_memory_per_connection_is_measured_on_both_sides() {
+    let h = responder("127.0.0.1:0");
+    for workload in ["RR64(100B/800B)@1s", "RR64(100B/800B)"] {
+        let out = run(&h, &timed(workload, 200, 1000));
+        assert!(out.complete, "{workload}: {:?}", out.incomplete_reason);
+        let memory = out.classes[0].memory.clone().expect("memory figures");
+        for (name, side) in [("client", memory.client), ("server", memory.server)] {
+            let side = side.unwrap_or_else(|| panic!("{workload}: no {name} memory"));
+            assert_eq!(side.kernel_sock_method.as_deref(), Some("sock_diag"));
+            // Every connection is open when the window starts.
+            assert_eq!(
+                side.kernel_sock_sockets,
+                Some(64),
+                "{workload} {name}: {side:?}"
+            );
+            let per_conn = side.kernel_sock_bytes_per_conn.unwrap_or(0.0);
+            assert!(
+                (256.0..=1_048_576.0).contains(&per_conn),
+                "{workload} {name}: {per_conn} B per connection: {side:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_class_that_measured_nothing_makes_the_run_incomplete() {
     let h = responder("127.0.0.1:0");

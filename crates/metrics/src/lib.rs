@@ -20,11 +20,11 @@ pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
 pub use lab::{LabEnvironment, LabInterface, LabIpsec, LabNetem, LabSa};
 pub use latency::LatencyHistogram;
-pub use memory::{side_memory, MemorySample};
+pub use memory::{side_memory, MemorySample, OwnSockets, SockKind};
 pub use record::{
     record_from_json, ClassResult, CpuFigures, ErrorCounts, HandshakeCpuUs, LagUs, LatencyUs,
     MemoryFigures, MixCpu, PacingMode, PopulationFigures, RecordError, Repetitions, RunRecord,
-    RunSettings, SideCpu, SideMemory, TlsFigures, WarningRecord, SCHEMA_VERSION,
+    RunSettings, SideCpu, SideMemory, SkMemInfo, TlsFigures, WarningRecord, SCHEMA_VERSION,
 };
 pub use stats::{Iterations, Verdict};
 pub use warnings::Warning;

@@ -104,6 +104,59 @@ fn null_keys(obj: &mut Map<String, Value>, keys: &[&str]) {
     }
 }
 
+/// Version 2 → 3: `memory.<side>.kernel_sock_*` were the host's sockstat
+/// memory, host-wide; they are now the run's own sockets (sock_diag). The
+/// old figures move to `host_sock_mem_*`, and the own-socket figures are
+/// absent (null), since those runs never read their sockets. A host-wide
+/// per-connection figure of exactly 0 may have been clamped from a negative
+/// one, so it becomes null too. Latency summaries of a window without a
+/// transaction (all 0.0 in version 2) and handshake latencies of a window
+/// without a handshake become null, as version 3 writes them.
+pub fn v2_to_v3(record: &mut Value) {
+    let Some(classes) = record.get_mut("classes").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for class in classes {
+        if class.get("transactions").and_then(Value::as_u64) == Some(0) {
+            if let Some(v) = class.get_mut("latency_us") {
+                *v = Value::Null;
+            }
+        }
+        if let Some(tls) = class.get_mut("tls").and_then(Value::as_object_mut) {
+            let count = |k: &str| tls.get(k).and_then(Value::as_u64).unwrap_or(0);
+            if count("full_handshakes") + count("resumed_handshakes") == 0 {
+                tls.insert("handshake_latency_us".into(), Value::Null);
+            }
+        }
+        let Some(memory) = class.get_mut("memory").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for side in memory.values_mut().filter_map(Value::as_object_mut) {
+            let old = |key: &str| format!("kernel_sock_{key}");
+            for (from, to) in [
+                (old("bytes"), "host_sock_mem_bytes"),
+                (old("baseline_bytes"), "host_sock_mem_baseline_bytes"),
+                (old("bytes_per_conn"), "host_sock_mem_bytes_per_conn"),
+            ] {
+                if let Some(v) = side.remove(&from) {
+                    side.insert(to.into(), v);
+                }
+            }
+            if side
+                .get("host_sock_mem_bytes_per_conn")
+                .and_then(Value::as_f64)
+                == Some(0.0)
+            {
+                side.insert("host_sock_mem_bytes_per_conn".into(), Value::Null);
+                let note = "host-wide socket memory per connection was stored as 0, which \
+                            older versions also wrote when it fell below its baseline";
+                side.insert("notes".into(), Value::from(vec![note]));
+            }
+        }
+    }
+    record["schema_version"] = Value::from(3);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +238,45 @@ mod tests {
         let before = new.clone();
         mark_shared_mix_cpu(&mut new);
         assert_eq!(new, before);
+    }
+
+    #[test]
+    fn a_version_2_records_sockstat_figures_become_host_wide() {
+        let mut v: Value = serde_json::from_str(
+            r#"{"classes":[{"memory":{"client":{"kernel_sock_bytes":4096,
+              "kernel_sock_baseline_bytes":8192,"kernel_sock_bytes_per_conn":0.0},
+              "server":{"kernel_sock_bytes":8192,"kernel_sock_bytes_per_conn":4.0}}}]}"#,
+        )
+        .unwrap();
+        v2_to_v3(&mut v);
+        let client = &v["classes"][0]["memory"]["client"];
+        assert_eq!(client["host_sock_mem_bytes"], 4096);
+        assert_eq!(client["host_sock_mem_baseline_bytes"], 8192);
+        // A stored 0 may be a clamped negative: unknown, and said so.
+        assert!(client["host_sock_mem_bytes_per_conn"].is_null());
+        assert!(client["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("below its baseline"));
+        assert!(client.get("kernel_sock_bytes").is_none());
+        let server = &v["classes"][0]["memory"]["server"];
+        assert_eq!(server["host_sock_mem_bytes_per_conn"], 4.0);
+        assert_eq!(v["schema_version"], 3);
+    }
+
+    #[test]
+    fn a_version_2_window_without_samples_has_null_latency() {
+        let zero = serde_json::json!({"mean": 0.0, "p50": 0.0});
+        let mut v = serde_json::json!({"classes": [
+            {"transactions": 0, "latency_us": zero,
+             "tls": {"full_handshakes": 0, "resumed_handshakes": 0, "handshake_latency_us": zero}},
+            {"transactions": 5, "latency_us": {"mean": 1.0},
+             "tls": {"full_handshakes": 1, "resumed_handshakes": 0, "handshake_latency_us": {"mean": 9.0}}}
+        ]});
+        v2_to_v3(&mut v);
+        assert!(v["classes"][0]["latency_us"].is_null());
+        assert!(v["classes"][0]["tls"]["handshake_latency_us"].is_null());
+        assert_eq!(v["classes"][1]["latency_us"]["mean"], 1.0);
+        assert_eq!(v["classes"][1]["tls"]["handshake_latency_us"]["mean"], 9.0);
     }
 }

@@ -22,7 +22,7 @@ pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MI
 pub use tls::{HandshakeCpuUs, TlsFigures};
 
 /// Version of the record layout below.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One `stackbench run`: the effective settings and one entry per workload class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -411,25 +411,55 @@ pub struct MixCpu {
     pub cpu: CpuFigures,
 }
 
-/// Memory of one side at the steady state.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+/// Memory of one side at the steady state (sampled inside the window).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SideMemory {
     /// Resident set size of the side's processes at the steady state, bytes.
     pub rss_bytes: u64,
     /// RSS before the run's connections were opened (the fixed part).
     #[serde(default)]
     pub rss_baseline_bytes: Option<u64>,
-    /// `(rss_bytes − rss_baseline_bytes) / connections`; `None` with no connection.
+    /// `(rss_bytes − rss_baseline_bytes) / connections`; `None` with no
+    /// connection, or when RSS fell below the baseline (see `notes`).
     pub rss_bytes_per_conn: Option<f64>,
-    /// Kernel TCP socket buffer memory (sockstat `mem` pages × page size) of
-    /// the side's host. Host-wide: when both sides share a host, both show the
-    /// same figure, covering both ends of every connection.
-    pub kernel_sock_bytes: u64,
-    /// Kernel socket memory before the run's connections were opened.
+    /// Kernel memory of the run's own sockets on this side, bytes: the
+    /// `kernel_sock_fields` of their `SK_MEMINFO` summed, plus
+    /// `kernel_sock_object_bytes_per_socket` × `kernel_sock_sockets`.
+    /// `None` when the sockets could not be read (see `notes`).
     #[serde(default)]
-    pub kernel_sock_baseline_bytes: Option<u64>,
-    /// `(kernel_sock_bytes − kernel_sock_baseline_bytes) / connections`; `None` with no connection.
+    pub kernel_sock_bytes: Option<u64>,
+    /// `kernel_sock_bytes / connections`.
+    #[serde(default)]
     pub kernel_sock_bytes_per_conn: Option<f64>,
+    /// Sockets summed in `kernel_sock_bytes` (the side's data connections
+    /// open at the sample; a sidecar TLS proxy's sockets too).
+    #[serde(default)]
+    pub kernel_sock_sockets: Option<u64>,
+    /// How the sockets were read: `sock_diag`.
+    #[serde(default)]
+    pub kernel_sock_method: Option<String>,
+    /// The `SK_MEMINFO` fields summed as memory held (`rmem_alloc`,
+    /// `wmem_queued`, …; see `kernel_sock_meminfo`).
+    #[serde(default)]
+    pub kernel_sock_fields: Vec<String>,
+    /// Every `SK_MEMINFO` field summed over the sockets, for checking.
+    #[serde(default)]
+    pub kernel_sock_meminfo: Option<SkMemInfo>,
+    /// Kernel objects one socket holds whatever its queues hold (the
+    /// protocol's sock, inode, file, dentry; `/sys/kernel/slab` sizes), bytes.
+    #[serde(default)]
+    pub kernel_sock_object_bytes_per_socket: Option<u64>,
+    /// The host's TCP socket memory (sockstat `mem` pages × page size),
+    /// IPv4 and IPv6, every socket of the host or network namespace: when
+    /// both sides share a host, both show the same figure. Secondary.
+    pub host_sock_mem_bytes: u64,
+    /// `host_sock_mem_bytes` before the run's connections were opened.
+    #[serde(default)]
+    pub host_sock_mem_baseline_bytes: Option<u64>,
+    /// `(host_sock_mem_bytes − host_sock_mem_baseline_bytes) / connections`;
+    /// `None` when it fell below the baseline: the host's other sockets
+    /// changed (see `notes`).
+    pub host_sock_mem_bytes_per_conn: Option<f64>,
     /// Open connections of the class at the sample.
     pub connections: u64,
     /// TCP sockets in use on the host, IPv4 + IPv6 (sockstat `inuse`).
@@ -438,10 +468,39 @@ pub struct SideMemory {
     pub tcp_orphan: u64,
     /// TCP connections in TIME_WAIT on the host.
     pub tcp_tw: u64,
+    /// Why a figure above is missing or limited, one sentence each.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Sums of the kernel's per-socket memory counters (sock_diag
+/// `INET_DIAG_SKMEMINFO` / `UNIX_DIAG_MEMINFO`, the `SK_MEMINFO_*` array)
+/// over a set of sockets. Limits (`rcvbuf`, `sndbuf`) are summed too, as
+/// what the sockets may grow to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SkMemInfo {
+    /// Receive queue (`SK_MEMINFO_RMEM_ALLOC`), bytes.
+    pub rmem_alloc_bytes: u64,
+    /// Receive buffer limit (`SK_MEMINFO_RCVBUF`), bytes.
+    pub rcvbuf_bytes: u64,
+    /// Transmit memory in flight below the socket (`SK_MEMINFO_WMEM_ALLOC`), bytes.
+    pub wmem_alloc_bytes: u64,
+    /// Send buffer limit (`SK_MEMINFO_SNDBUF`), bytes.
+    pub sndbuf_bytes: u64,
+    /// Reserved, not yet used (`SK_MEMINFO_FWD_ALLOC`), bytes.
+    pub fwd_alloc_bytes: u64,
+    /// Write queue (`SK_MEMINFO_WMEM_QUEUED`), bytes.
+    pub wmem_queued_bytes: u64,
+    /// Option memory (`SK_MEMINFO_OPTMEM`), bytes.
+    pub optmem_bytes: u64,
+    /// Backlog queue (`SK_MEMINFO_BACKLOG`), bytes.
+    pub backlog_bytes: u64,
+    /// Packets dropped (`SK_MEMINFO_DROPS`), a count.
+    pub drops: u64,
 }
 
 /// Memory of both sides for one class.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MemoryFigures {
     pub client: Option<SideMemory>,
     pub server: Option<SideMemory>,
@@ -602,6 +661,10 @@ pub(crate) mod tests {
             "rss_bytes_per_conn",
             "kernel_sock_bytes",
             "kernel_sock_bytes_per_conn",
+            "kernel_sock_sockets",
+            "kernel_sock_method",
+            "host_sock_mem_bytes",
+            "host_sock_mem_bytes_per_conn",
         ] {
             assert!(server.get(key).is_some(), "memory.server.{key} missing");
         }

@@ -9,7 +9,7 @@ use stackbench_metrics::record::{
     record_from_json, ClassResult, ConfidenceInterval, CpuBreakdown, CpuFigures, CpuMethod,
     ErrorCounts, LagUs, LatencyUs, MeasureSummary, MemoryFigures, PacingMode, PopulationFigures,
     ProcessCpu, ProcessCpuMethod, RepetitionValues, Repetitions, RunRecord, RunSettings, SideCpu,
-    SideMemory, WarningRecord, SCHEMA_VERSION,
+    SideMemory, SkMemInfo, WarningRecord, SCHEMA_VERSION,
 };
 use std::time::Duration;
 
@@ -124,20 +124,48 @@ fn cpu() -> impl Strategy<Value = CpuFigures> {
 fn side_memory() -> impl Strategy<Value = SideMemory> {
     (
         vec(any::<u64>(), 6),
-        vec(option::of(any::<u64>()), 2),
-        vec(option::of(num()), 2),
+        vec(option::of(any::<u64>()), 5),
+        vec(option::of(num()), 3),
+        vec(any::<u64>(), 9),
+        any::<bool>(),
     )
-        .prop_map(|(u, b, per)| SideMemory {
+        .prop_map(|(u, b, per, mem, measured)| SideMemory {
             rss_bytes: u[0],
             rss_baseline_bytes: b[0],
             rss_bytes_per_conn: per[0],
-            kernel_sock_bytes: u[1],
-            kernel_sock_baseline_bytes: b[1],
+            kernel_sock_bytes: b[1],
             kernel_sock_bytes_per_conn: per[1],
+            kernel_sock_sockets: b[2],
+            kernel_sock_method: measured.then(|| "sock_diag".to_string()),
+            kernel_sock_fields: if measured {
+                vec!["rmem_alloc".into(), "wmem_queued".into()]
+            } else {
+                Vec::new()
+            },
+            kernel_sock_meminfo: measured.then_some(SkMemInfo {
+                rmem_alloc_bytes: mem[0],
+                rcvbuf_bytes: mem[1],
+                wmem_alloc_bytes: mem[2],
+                sndbuf_bytes: mem[3],
+                fwd_alloc_bytes: mem[4],
+                wmem_queued_bytes: mem[5],
+                optmem_bytes: mem[6],
+                backlog_bytes: mem[7],
+                drops: mem[8],
+            }),
+            kernel_sock_object_bytes_per_socket: b[3],
+            host_sock_mem_bytes: u[1],
+            host_sock_mem_baseline_bytes: b[4],
+            host_sock_mem_bytes_per_conn: per[2],
             connections: u[2],
             tcp_inuse: u[3],
             tcp_orphan: u[4],
             tcp_tw: u[5],
+            notes: if measured {
+                Vec::new()
+            } else {
+                vec!["the run's own sockets could not be read".into()]
+            },
         })
 }
 

@@ -31,9 +31,15 @@ pub struct CpuFigures {
 pub struct MemoryFigures {
     pub rss_bytes: f64,
     pub rss_bytes_per_conn: f64,
-    /// Kernel socket memory; host-wide, so on one host it covers both ends.
-    pub kernel_sock_bytes: f64,
-    pub kernel_sock_bytes_per_conn: f64,
+    /// Kernel socket memory, bytes; `None` when the record has none.
+    pub kernel_sock_bytes: Option<f64>,
+    /// Per connection; `None` when the record has none (null: unmeasured,
+    /// or a host-wide figure that fell below its baseline).
+    pub kernel_sock_bytes_per_conn: Option<f64>,
+    /// The kernel figures are the run's own sockets (records since schema
+    /// 3); false: the host's sockstat delta (older records), which counts
+    /// every socket of the host and was clamped to 0 when it fell.
+    pub kernel_sock_own: bool,
     /// Connections open when the figures were sampled.
     pub connections: f64,
 }
@@ -45,6 +51,8 @@ pub struct RunClass {
     version: String,
     side: Side,
     pub notation: String,
+    /// The class's kind as recorded (`RR`, `CRR`, `STR`), when it is.
+    pub kind: Option<String>,
     pub clients: f64,
     pub rate_tps: f64,
     /// The class's `cpu` object (`None` when absent or null).
@@ -167,6 +175,10 @@ pub fn read(
             .to_string(),
         side,
         notation: notation(chosen),
+        kind: chosen
+            .get("kind")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         clients: number("clients")?,
         rate_tps: number("rate_tps")?,
         cpu,
@@ -242,14 +254,15 @@ impl RunClass {
         let figures = self.side_object(&self.memory).and_then(|m| {
             let connections = field(m, "connections").unwrap_or(self.clients).max(1.0);
             let rss_bytes = field(m, "rss_bytes")?;
-            let kernel_sock_bytes = field(m, "kernel_sock_bytes")?;
+            // Schema 3 moved the sockstat figures to host_sock_mem_*.
+            let kernel_sock_own = m.get("host_sock_mem_bytes").is_some();
             Some(MemoryFigures {
                 rss_bytes,
                 rss_bytes_per_conn: field(m, "rss_bytes_per_conn")
                     .unwrap_or(rss_bytes / connections),
-                kernel_sock_bytes,
-                kernel_sock_bytes_per_conn: field(m, "kernel_sock_bytes_per_conn")
-                    .unwrap_or(kernel_sock_bytes / connections),
+                kernel_sock_bytes: field(m, "kernel_sock_bytes"),
+                kernel_sock_bytes_per_conn: field(m, "kernel_sock_bytes_per_conn"),
+                kernel_sock_own,
                 connections,
             })
         });
@@ -263,6 +276,56 @@ impl RunClass {
                 ),
             )
         })
+    }
+}
+
+impl RunClass {
+    /// The kernel socket memory per connection to project, or why there is
+    /// none: a missing or 0 B figure would project "0 B × N users".
+    pub fn kernel_per_conn(&self, mem: &MemoryFigures) -> Result<f64, PlanError> {
+        let side = self.side.name();
+        let fix = format!("rerun the measurement with this stackbench, which counts the run's own sockets, or give --{side}-kernel-per-conn");
+        match mem.kernel_sock_bytes_per_conn {
+            Some(b) if b > 0.0 => Ok(b),
+            Some(_) if !mem.kernel_sock_own => Err(PlanError::file(
+                &self.path,
+                format!("the {side} side's kernel socket memory per connection is 0 B: older records took it from the host's sockstat, which clamped a fall below the baseline to 0; {fix}"),
+            )),
+            Some(_) => Err(PlanError::file(
+                &self.path,
+                format!("the {side} side's kernel socket memory per connection is 0 B (no socket of the run was found at the sample); {fix}"),
+            )),
+            None => Err(PlanError::file(
+                &self.path,
+                format!("has no kernel socket memory per connection for the {side} side (not measured, or a host-wide figure that fell below its baseline); {fix}"),
+            )),
+        }
+    }
+
+    /// What makes this run's memory a poor model of a population of users.
+    pub fn population_warnings(&self, mem: &MemoryFigures) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let path = &self.path;
+        let notation = &self.notation;
+        let crr = match &self.kind {
+            Some(k) => k.eq_ignore_ascii_case("crr"),
+            None => notation.starts_with("CRR"),
+        };
+        if crr {
+            warnings.push(format!(
+                "{path}: {notation} is CRR: its connections close after each transaction, so the figures are per connection open at the sample, not per user holding one; a projection to N users assumes each keeps a connection open: measure a population of persistent connections (e.g. RR1K(100B/800B)@1s) for that"
+            ));
+        } else if mem.connections <= 1.0 {
+            warnings.push(format!(
+                "{path}: {notation} had one connection: its per-connection memory holds the fixed costs and the buffers of one busy flow, not a population's; measure the population's shape (e.g. RR1K(100B/800B)@1s) before projecting to N users"
+            ));
+        }
+        if !mem.kernel_sock_own && mem.kernel_sock_bytes_per_conn.is_some() {
+            warnings.push(format!(
+                "{path}: the kernel socket memory is the host's sockstat change over the run (recorded before own-socket counting), which includes other sockets of the host"
+            ));
+        }
+        warnings
     }
 }
 
@@ -329,7 +392,8 @@ mod tests {
             "{e}"
         );
         let c = read("new.json", NEW, Side::Server, Some("CRR1(64B/8kB)")).unwrap();
-        assert_eq!(c.memory().unwrap().kernel_sock_bytes_per_conn, 2048.0);
+        assert_eq!(c.cpu().unwrap().cpu_us_per_tran, 12.5);
+        assert_eq!(c.memory().unwrap().kernel_sock_bytes_per_conn, Some(2048.0));
         let c = read("new.json", NEW, Side::Client, Some("1")).unwrap();
         let e = c.cpu().unwrap_err().to_string();
         assert!(

@@ -2,7 +2,7 @@
 //! `stackbench-metrics`), one written before CPU and memory accounting and one
 //! with the `cpu` and `memory` objects the planner reads.
 
-use stackbench_metrics::record::RunRecord;
+use stackbench_metrics::record::{record_from_json, RunRecord};
 use stackbench_plan::runfile;
 use stackbench_plan::storage::Side;
 
@@ -12,8 +12,11 @@ const WITH: &str = include_str!("fixtures/result-with-cpu.json");
 #[test]
 fn fixtures_are_run_records() {
     for text in [WITHOUT, WITH] {
-        let record: RunRecord = serde_json::from_str(text).unwrap();
-        assert_eq!(record.schema_version, 1);
+        let raw: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(raw["schema_version"], 1);
+        // They read through the migrations to the current layout.
+        let record: RunRecord = record_from_json(raw).unwrap();
+        assert_eq!(record.schema_version, stackbench_metrics::SCHEMA_VERSION);
     }
 }
 
@@ -25,7 +28,10 @@ fn figures_of_the_server_side() {
     let cpu = class.cpu().unwrap();
     assert_eq!((cpu.cpu_us_per_tran, cpu.util_pct), (176.0, Some(36.3)));
     let mem = class.memory().unwrap();
-    assert_eq!(mem.kernel_sock_bytes_per_conn, 2004.0);
+    assert_eq!(mem.kernel_sock_bytes_per_conn, Some(2004.0));
+    // A schema-1 record: its kernel figure is the host's sockstat change.
+    assert!(!mem.kernel_sock_own);
+    assert!(class.population_warnings(&mem)[0].contains("sockstat"));
     let crr = runfile::read("with.json", WITH, Side::Server, Some("CRR1(64B/8kB)")).unwrap();
     assert!(crr
         .memory()

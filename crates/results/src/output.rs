@@ -315,18 +315,26 @@ fn storage_line(c: &ClassResult) -> String {
     };
     let side = |s: &Option<stackbench_metrics::SideMemory>| {
         s.as_ref().map_or("-".to_string(), |s| {
+            let bytes = |b: Option<f64>| b.map_or("-".to_string(), |b| format!("{b:.0} B"));
             format!(
-                "{} B user + {} B kernel",
-                opt(s.rss_bytes_per_conn, 0),
-                opt(s.kernel_sock_bytes_per_conn, 0)
+                "{} user + {} kernel",
+                bytes(s.rss_bytes_per_conn),
+                bytes(s.kernel_sock_bytes_per_conn)
             )
         })
     };
-    format!(
-        "  storage per user: driver {}, responder {} (kernel socket memory is host-wide)\n",
+    let mut text = format!(
+        "  storage per user: driver {}, responder {} (kernel: each side's own sockets)\n",
         side(&m.client),
         side(&m.server)
-    )
+    );
+    // Why a figure above is "-": said where the figure is printed.
+    for (name, s) in [("driver", &m.client), ("responder", &m.server)] {
+        for note in s.iter().flat_map(|s| &s.notes) {
+            let _ = writeln!(text, "    {name}: {note}");
+        }
+    }
+    text
 }
 
 /// `mean ± stdev unit (L% CI lo … hi, width W%)` for one measure.

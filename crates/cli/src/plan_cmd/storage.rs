@@ -2,7 +2,7 @@
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use stackbench_plan::runfile::MemoryFigures;
+use stackbench_plan::runfile::{MemoryFigures, RunClass};
 use stackbench_plan::storage::{self, Component, Kind, Side, StorageInput};
 use stackbench_plan::units;
 use stackbench_plan::PlanError;
@@ -114,20 +114,29 @@ fn flag_components(a: &StorageArgs) -> anyhow::Result<Vec<Component>> {
     Ok(components)
 }
 
-/// Adds the stored run's components for `side` that the flags left out.
-fn add_run_components(components: &mut Vec<Component>, side: Side, mem: &MemoryFigures) {
+/// Adds the stored run's components for `side` that the flags left out;
+/// refuses a kernel socket figure that is missing or 0 B
+/// ([`RunClass::kernel_per_conn`]).
+fn add_run_components(
+    components: &mut Vec<Component>,
+    side: Side,
+    run: &RunClass,
+    mem: &MemoryFigures,
+) -> anyhow::Result<()> {
+    let given = |components: &Vec<Component>, kind| {
+        components.iter().any(|c| c.side == side && c.kind == kind)
+    };
+    let mut figures = vec![(Kind::UserSpace, mem.rss_bytes, mem.rss_bytes_per_conn)];
+    if !given(components, Kind::KernelSocket) {
+        let per_conn = run.kernel_per_conn(mem).or_usage()?;
+        let total = mem.kernel_sock_bytes.unwrap_or(per_conn * mem.connections);
+        figures.push((Kind::KernelSocket, total, per_conn));
+    }
     // The record's totals were sampled with `connections` open: the part the
     // per-connection figures do not explain is the fixed part (zero when the
     // record's per-connection figure is the plain average).
-    for (kind, total, per_conn) in [
-        (Kind::UserSpace, mem.rss_bytes, mem.rss_bytes_per_conn),
-        (
-            Kind::KernelSocket,
-            mem.kernel_sock_bytes,
-            mem.kernel_sock_bytes_per_conn,
-        ),
-    ] {
-        if !components.iter().any(|c| c.side == side && c.kind == kind) {
+    for (kind, total, per_conn) in figures {
+        if !given(components, kind) {
             components.push(Component {
                 side,
                 kind,
@@ -136,6 +145,7 @@ fn add_run_components(components: &mut Vec<Component>, side: Side, mem: &MemoryF
             });
         }
     }
+    Ok(())
 }
 
 /// Resolves the flags and the run, then applies the model.
@@ -143,13 +153,12 @@ pub fn compute(args: StorageArgs, ctx: &Ctx) -> anyhow::Result<Output> {
     let a = ctx.merge(args, "storage")?;
     let mut components = flag_components(&a)?;
     let mut users = opt(&a.users, "users", units::parse_count)?;
+    let mut warnings = Vec::new();
     if let Some(path) = &a.from {
         let run = load_run(path, a.side.as_deref(), a.class.as_deref())?;
-        add_run_components(
-            &mut components,
-            parse_side(a.side.as_deref())?,
-            &run.memory().or_usage()?,
-        );
+        let mem = run.memory().or_usage()?;
+        add_run_components(&mut components, parse_side(a.side.as_deref())?, &run, &mem)?;
+        warnings = run.population_warnings(&mem);
         users = users.or(Some(run.clients.max(1.0) as u64));
     }
     let users = users.ok_or_else(|| {
@@ -159,5 +168,7 @@ pub fn compute(args: StorageArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         ))
     })?;
     let plan = storage::plan(&StorageInput { users, components }).or_usage()?;
-    Output::new("storage", &plan, plan.report(ctx.digits))
+    let mut report = plan.report(ctx.digits);
+    report.warnings.extend(warnings);
+    Output::new("storage", &plan, report)
 }

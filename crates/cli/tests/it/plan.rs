@@ -511,3 +511,86 @@ fn usl_from_a_think_time_population_that_saturates_nothing_is_refused() {
     );
     fails_with(&args, "no saturation reached");
 }
+
+/// A stored run of one class with `memory` as its server side.
+fn run_with_memory(
+    dir: &std::path::Path,
+    kind: &str,
+    notation: &str,
+    clients: u32,
+    memory: &str,
+) -> String {
+    let path = dir.join(format!("{kind}-{clients}.json"));
+    let text = format!(
+        r#"{{"schema_version":3,"stackbench_version":"0.1.0","classes":[{{"notation":"{notation}","kind":"{kind}","clients":{clients},"rate_tps":1000.0,"memory":{{"server":{memory}}}}}]}}"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// Issue 21 point 5: a user population's kernel memory read 0 B per user
+/// (host-wide sockstat, clamped), and `plan storage --from` projected
+/// "0B × 262144 users". A missing or 0 B figure is refused; a run that is
+/// not a population (one connection, CRR) is projected with a warning.
+#[test]
+fn storage_from_a_run_refuses_zero_kernel_memory_and_warns_off_non_populations() {
+    let dir = tempfile::tempdir().unwrap();
+    // Schema 2: kernel_sock_* were the host's sockstat change, 0 when it fell.
+    let old = dir.path().join("old.json");
+    std::fs::write(
+        &old,
+        r#"{"schema_version":2,"stackbench_version":"0.1.0","classes":[{"notation":"RR8K(100B/800B)@1s","kind":"RR","clients":8192,"rate_tps":8000.0,
+          "memory":{"server":{"rss_bytes":40000000,"rss_bytes_per_conn":1200.0,"kernel_sock_bytes":856000,
+          "kernel_sock_baseline_bytes":6100000,"kernel_sock_bytes_per_conn":0.0,"connections":8192}}}]}"#,
+    )
+    .unwrap();
+    let old = old.display().to_string();
+    fails_with(&["storage", "--from", &old, "--users", "256K"], "clamped");
+    fails_with(
+        &["storage", "--from", &old, "--users", "256K"],
+        "--server-kernel-per-conn",
+    );
+    // The flag stands in for the refused figure.
+    json(&[
+        "storage",
+        "--from",
+        &old,
+        "--users",
+        "256K",
+        "--server-kernel-per-conn",
+        "3.5kB",
+    ]);
+    let own = r#"{"rss_bytes":4000000,"rss_bytes_per_conn":1200.0,"kernel_sock_bytes":null,
+        "kernel_sock_bytes_per_conn":null,"host_sock_mem_bytes":0,"connections":1024}"#;
+    let missing = run_with_memory(dir.path(), "RR", "RR1K(100B/800B)@1s", 1024, own);
+    fails_with(
+        &["storage", "--from", &missing],
+        "no kernel socket memory per connection",
+    );
+    // A population with its own-socket figure: projected, no warning.
+    let measured = r#"{"rss_bytes":4000000,"rss_bytes_per_conn":1200.0,"kernel_sock_bytes":3686400,
+        "kernel_sock_bytes_per_conn":3600.0,"host_sock_mem_bytes":0,"connections":1024}"#;
+    let population = run_with_memory(dir.path(), "RR", "RR1K(100B/800B)@1s", 1024, measured);
+    let v = json(&["storage", "--from", &population, "--users", "256K"]);
+    assert_eq!(num(&v, "/components/1/bytes_per_conn"), 3600.0);
+    assert_eq!(v["warnings"].as_array().map_or(0, Vec::len), 0, "{v}");
+    // One connection, and CRR: projected, with the reason it may mislead.
+    let one = run_with_memory(
+        dir.path(),
+        "RR",
+        "RR1(100B/800B)",
+        1,
+        &measured.replace("\"connections\":1024", "\"connections\":1"),
+    );
+    let v = json(&["storage", "--from", &one, "--users", "256K"]);
+    assert!(
+        v["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("one connection"),
+        "{v}"
+    );
+    let crr = run_with_memory(dir.path(), "CRR", "CRR40(64B/8kB)", 40, measured);
+    let v = json(&["storage", "--from", &crr, "--users", "256K"]);
+    assert!(v["warnings"][0].as_str().unwrap().contains("CRR"), "{v}");
+}

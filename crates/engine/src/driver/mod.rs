@@ -162,18 +162,25 @@ pub fn run_workload(
         plans,
         dialers,
         proxies,
+        endpoints,
     } = start_tests(control, cfg)?;
     let Driven {
         per_worker,
         watched,
         timing,
-    } = drive(control, cfg, (&plans, &dialers), stop, on_progress);
+    } = drive(
+        control,
+        cfg,
+        (&plans, &dialers, &endpoints),
+        stop,
+        on_progress,
+    );
     let Watched {
         mut reason,
         stopped_at_ns,
         start_samples,
         end_samples,
-        end_memory,
+        window_memory,
     } = watched;
     let merged = merge_workers(plans.len(), per_worker, &mut reason);
     if reason.is_none() {
@@ -202,8 +209,11 @@ pub fn run_workload(
     let mix = cfg.workload.classes.len() > 1;
     let samples = (&start_samples, &end_samples);
     let class_cpus = class_cpus(control, cfg, &merged, &test_ids, samples, mix_cpu.as_ref());
-    let memory =
-        sampling::memory_figures(&end_memory, &baseline_memory, cfg.workload.total_clients());
+    let memory = sampling::memory_figures(
+        &window_memory,
+        &baseline_memory,
+        cfg.workload.total_clients(),
+    );
     let classes = cfg
         .workload
         .classes
@@ -219,7 +229,7 @@ pub fn run_workload(
             class.stall_band = StallBand::count(&acc.hist, floor_ns, &cfg.path);
             class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
             class.cpu = cpu;
-            class.memory = Some(memory);
+            class.memory = Some(memory.clone());
             class.tls = class.tls.take().or(proxy_tls);
             class
         })
@@ -351,6 +361,9 @@ struct Started {
     dialers: Vec<Dialer>,
     /// Per class: its client TLS proxy (`tls_mode sidecar`).
     proxies: Vec<Option<SidecarProxy>>,
+    /// Every class's responder endpoints: the driver's sockets to them are
+    /// the run's (their kernel memory, `crate::sockdiag`).
+    endpoints: Vec<transport::Endpoint>,
 }
 
 /// The TLS parameters of a `tls` run (the defaults when none were given).
@@ -369,7 +382,7 @@ fn tls_params(cfg: &RunConfig) -> Result<Option<TlsParams>, EngineError> {
 /// Starts one responder test per class.
 fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
     let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
-    let mut proxies = Vec::new();
+    let (mut proxies, mut all_endpoints) = (Vec::new(), Vec::new());
     for (index, class) in cfg.workload.classes.iter().enumerate() {
         // The class's level travels to the responder in its test's options.
         let priority = cfg.priority.as_ref().and_then(|p| p.level(index));
@@ -400,6 +413,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             .map_err(EngineError::Transport)?;
         dialers.push(dialer);
         proxies.push(proxy);
+        all_endpoints.extend(endpoints);
         plans.push(ClassPlan {
             kind: class.kind,
             request_bytes: class.request_bytes,
@@ -413,6 +427,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         plans,
         dialers,
         proxies,
+        endpoints: all_endpoints,
     })
 }
 
@@ -527,7 +542,7 @@ struct Driven {
 fn drive(
     control: &mut ControlClient,
     cfg: &RunConfig,
-    (plans, dialers): (&[ClassPlan], &[Dialer]),
+    (plans, dialers, endpoints): (&[ClassPlan], &[Dialer], &[transport::Endpoint]),
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Driven {
@@ -561,6 +576,7 @@ fn drive(
     let ramp_ns = (cfg.workload.total_clients() as f64 * ramp_gap_ns) as u64;
     let watched = (slots, class_threads.as_ref());
     let mut watch = Watch::new(shared.epoch, window, cfg, watched, expected, ramp_ns);
+    watch.endpoints = endpoints.to_vec();
     let per_worker = thread::scope(|scope| {
         let handles: Vec<_> = assignments
             .iter()

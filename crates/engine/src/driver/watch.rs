@@ -15,6 +15,8 @@ use super::worker::WorkerSlots;
 use super::{ControlClient, Progress, RunConfig};
 use crate::protocol::Reply;
 use crate::sampling::{self, MemoryPair, SidePair};
+use crate::sockdiag::Side;
+use crate::transport::Endpoint;
 
 /// Longest sleep between checks. Short enough that a count-bounded window's
 /// end sample lags the last transaction by at most this much.
@@ -36,8 +38,8 @@ pub struct Watched {
     pub stopped_at_ns: Option<u64>,
     pub start_samples: SidePair,
     pub end_samples: SidePair,
-    /// Memory of (client, server) at the end of the window.
-    pub end_memory: MemoryPair,
+    /// Memory of (client, server) at the window's start (see [`Watch::tick`]).
+    pub window_memory: MemoryPair,
 }
 
 pub struct Watch<'a> {
@@ -59,10 +61,13 @@ pub struct Watch<'a> {
     pub stopped_at_ns: Option<u64>,
     pub start_samples: SidePair,
     pub end_samples: SidePair,
-    /// Memory of (client, server) at the end of the window.
-    pub end_memory: MemoryPair,
+    /// Memory of (client, server) at the window's start.
+    pub window_memory: MemoryPair,
     started: bool,
     ended: bool,
+    /// The responder's endpoints: this side's sockets to them are summed
+    /// for kernel socket memory.
+    pub endpoints: Vec<Endpoint>,
 }
 
 impl<'a> Watch<'a> {
@@ -90,9 +95,10 @@ impl<'a> Watch<'a> {
             stopped_at_ns: None,
             start_samples: SidePair::default(),
             end_samples: SidePair::default(),
-            end_memory: (None, None),
+            window_memory: (None, None),
             started: false,
             ended: false,
+            endpoints: Vec::new(),
         }
     }
 
@@ -145,7 +151,14 @@ impl<'a> Watch<'a> {
         if let Some((warmup_end, end)) = self.opened {
             if !self.started && now >= warmup_end {
                 self.started = true;
-                self.start_samples = self.sample(control).0;
+                // Memory when the window opens: every connection is up and
+                // warmed. Not at the end, where the workers are already
+                // closing their connections (an end sample found 843 of
+                // 1,024 responder sockets and no driver socket left); and
+                // before the CPU start sample, so that the socket dump's
+                // own CPU is not charged to the run's transactions.
+                self.window_memory = self.sample(control, &self.endpoints).1;
+                self.start_samples = self.sample(control, &[]).0;
             }
             if !self.ended && end.is_some_and(|end| now >= end) {
                 self.end_window(control);
@@ -187,19 +200,22 @@ impl<'a> Watch<'a> {
             stopped_at_ns: self.stopped_at_ns,
             start_samples: self.start_samples,
             end_samples: self.end_samples,
-            end_memory: self.end_memory,
+            window_memory: self.window_memory,
         }
     }
 
     fn end_window(&mut self, control: &mut ControlClient) {
         self.ended = true;
-        // One round trip: the responder's reply carries CPU and memory.
-        (self.end_samples, self.end_memory) = self.sample(control);
+        self.end_samples = self.sample(control, &[]).0;
     }
 
     /// [`sample`], with the driver's threads per class under `class_workers`.
-    fn sample(&self, control: &mut ControlClient) -> (SidePair, MemoryPair) {
-        let (mut pair, memory) = sample(control);
+    fn sample(
+        &self,
+        control: &mut ControlClient,
+        endpoints: &[Endpoint],
+    ) -> (SidePair, MemoryPair) {
+        let (mut pair, memory) = sample(control, endpoints);
         if let Some(threads) = self.threads {
             pair.client_threads = threads.sample(self.classes);
         }
@@ -230,9 +246,10 @@ impl<'a> Watch<'a> {
     }
 }
 
-/// Both sides' CPU counters (and memory), as close to the same instant as
-/// one control round trip allows (tens of µs on loopback).
-fn sample(control: &mut ControlClient) -> (SidePair, MemoryPair) {
+/// Both sides' CPU counters (and memory, with the driver's sockets to
+/// `endpoints`), as close to the same instant as one control round trip
+/// allows (tens of µs on loopback).
+fn sample(control: &mut ControlClient, endpoints: &[Endpoint]) -> (SidePair, MemoryPair) {
     let client = sampling::local_cpu().ok();
     let (server, server_memory, server_threads) = match control.sample() {
         Ok(Reply::Sample {
@@ -250,11 +267,16 @@ fn sample(control: &mut ControlClient) -> (SidePair, MemoryPair) {
             client_threads: Vec::new(),
             server_threads,
         },
-        (sampling::local_memory(), server_memory),
+        (
+            sampling::local_memory(endpoints, Side::Driver),
+            server_memory,
+        ),
     )
 }
 
-/// Both sides' memory now (client local, server over the control connection).
+/// Both sides' memory now (client local, server over the control
+/// connection), before the run's connections exist: no socket of the run to
+/// sum yet.
 pub fn memory_now(control: &mut ControlClient) -> MemoryPair {
-    sample(control).1
+    sample(control, &[]).1
 }

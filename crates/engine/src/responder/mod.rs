@@ -104,6 +104,9 @@ struct TestResources {
     ktls_before: Option<KtlsCounters>,
     /// `own_workers`: the threads that serve this test alone.
     own: Option<OwnWorkers>,
+    /// Where the test listens (a sidecar proxy's address and the workers'
+    /// behind it): the sockets whose local end is here are the test's.
+    endpoints: Vec<Endpoint>,
 }
 
 /// What `start` asks for, as the control session received it.
@@ -209,7 +212,11 @@ impl Pool {
             }
             t => inet_listeners(workers.len(), t, local_ip, req, &spec)?,
         };
+        let mut listening = endpoints.clone();
         let proxy = server_proxy(local_ip, req, &spec, &mut endpoints)?;
+        if proxy.is_some() {
+            listening.extend(endpoints.iter().cloned());
+        }
         for (w, listeners) in workers.iter().zip(per_worker) {
             w.command(Command::AddTest {
                 test_id: id,
@@ -229,6 +236,7 @@ impl Pool {
                     .filter(|p| req.transport == Transport::Tls && p.mode == TlsMode::Ktls)
                     .map(|_| transport::ktls::tls_stat().unwrap_or_default()),
                 own,
+                endpoints: listening,
             },
         );
         Ok((id, endpoints))
@@ -296,6 +304,15 @@ fn unix_listeners(workers: usize, spec: &TestSpec) -> Result<Listeners, String> 
 }
 
 impl Pool {
+    /// Where the tests `ids` listen.
+    fn endpoints_of(&self, ids: &HashSet<u64>) -> Vec<Endpoint> {
+        let tests = lock(&self.lock);
+        ids.iter()
+            .filter_map(|id| tests.get(id))
+            .flat_map(|t| t.endpoints.iter().cloned())
+            .collect()
+    }
+
     fn stop(&self, test_id: u64) -> ServerTestStats {
         let mut tests = lock(&self.lock);
         let (tx, rx) = mpsc::channel();
@@ -588,7 +605,12 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                 Request::Sample => match crate::sampling::local_cpu() {
                     Ok(cpu) => Reply::Sample {
                         cpu,
-                        memory: crate::sampling::local_memory(),
+                        // This session's tests only: a responder may serve
+                        // other drivers at the same time.
+                        memory: crate::sampling::local_memory(
+                            &pool.endpoints_of(&owned),
+                            crate::sockdiag::Side::Responder,
+                        ),
                         pids: crate::sidecar::side_pids(),
                         test_threads: pool.test_threads(),
                     },

@@ -1,6 +1,6 @@
 //! Reading the kernel's accounting files: `/proc/stat`, `/proc/<pid>/stat`,
-//! `/proc/<pid>/status`, `/proc/net/sockstat{,6}`, cgroup v2 `cpu.stat` and the
-//! cpufreq governor. The parsers in [`parse`] are pure; the `read_*` functions
+//! `/proc/<pid>/status`, `/proc/net/sockstat{,6}`, cgroup v2 `cpu.stat`, the
+//! cpufreq governor and SLUB's object sizes. The parsers in [`parse`] are pure; the `read_*` functions
 //! here are thin wrappers that read the real files, plus the two `sysconf`
 //! values (clock ticks per second, page size) the counters are scaled by.
 //!
@@ -175,6 +175,17 @@ pub fn read_sockstat() -> Result<SockStat, ProcError> {
     let v4 = read("/proc/net/sockstat")?;
     let v6 = read("/proc/net/sockstat6").ok();
     parse_sockstat(&v4, v6.as_deref())
+}
+
+/// The bytes one object of each of `caches` takes in its slab, summed:
+/// SLUB's `/sys/kernel/slab/<cache>/slab_size` (object plus metadata and
+/// alignment). `None` when any cache cannot be read (no SLUB sysfs, or a
+/// cache merged away under another name).
+pub fn read_slab_object_bytes(caches: &[&str]) -> Option<u64> {
+    caches.iter().try_fold(0u64, |sum, cache| {
+        let text = std::fs::read_to_string(format!("/sys/kernel/slab/{cache}/slab_size")).ok()?;
+        Some(sum + text.trim().parse::<u64>().ok()?)
+    })
 }
 
 /// The cgroup v2 `cpu.stat` of the cgroup `pid` is in; `Ok(None)` when the

@@ -22,7 +22,7 @@ pub type Migration = fn(&mut Value);
 /// `i + 2` (index 0 is v1 → v2), so its length is always `SCHEMA_VERSION - 1`.
 /// Bumping [`SCHEMA_VERSION`] means appending the step that reads the previous
 /// layout.
-pub const MIGRATIONS: &[Migration] = &[crate::migrate::v1_to_v2];
+pub const MIGRATIONS: &[Migration] = &[crate::migrate::v1_to_v2, crate::migrate::v2_to_v3];
 
 // A chain that does not reach SCHEMA_VERSION would decode old records as if
 // they were current: refuse to compile instead.

@@ -80,9 +80,14 @@ fn human_output_of_a_population() {
         kernel_sock_bytes_per_conn: Some(1280.0),
         ..SideMemory::default()
     };
+    let server = SideMemory {
+        kernel_sock_bytes_per_conn: None,
+        notes: vec!["the run's own sockets could not be read".into()],
+        ..side.clone()
+    };
     r.classes[0].memory = Some(MemoryFigures {
         client: Some(side),
-        server: Some(side),
+        server: Some(server),
     });
     r.classes[0].population = Some(PopulationFigures {
         pacing: PacingMode::Think,
