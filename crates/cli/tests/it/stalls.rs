@@ -49,9 +49,11 @@ fn long_messages_do_not_stall_on_either_backend() {
 fn tls_runs_with_nodelay_and_a_forced_stall_is_reported() {
     let rec = run_json("RR1(20kB/100B)", 300, &["--transport", "tls"]);
     assert_eq!(rec["settings"]["nodelay"], true);
-    let (stalled, of) = band(&rec);
-    // Not 0: scheduling noise on a loaded machine (see above).
-    assert!(stalled * 20 < of, "{stalled} of {of} in the band");
+    // With nodelay nothing is held, so no band is counted; and the exchange
+    // is fast (a stall made its p50 44 ms).
+    assert!(rec["classes"][0].get("stall_band").is_none());
+    let p50 = rec["classes"][0]["latency_us"]["p50"].as_f64().unwrap();
+    assert!(p50 < 35_000.0, "p50 {p50} µs");
 
     let rec = run_json(
         "RR1(20kB/100B)",

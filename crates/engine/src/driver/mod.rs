@@ -225,8 +225,13 @@ pub fn run_workload(
         .map(|((((spec, acc), plan), proxy_tls), cpu)| {
             let window_ns = window_ns(&timing, stopped_at_ns, cfg.transactions, acc);
             let mut class = summary::class_result(&workload, spec, acc, window_ns);
+            // Only where Nagle can hold data: a TCP-family transport without
+            // nodelay (AF_UNIX has no Nagle; with nodelay nothing is held).
+            let nagle = cfg.transport != Transport::Unix && !cfg.socket.nodelay;
             let floor_ns = cfg.path.floor_ns(spec.request_bytes + spec.response_bytes);
-            class.stall_band = StallBand::count(&acc.hist, floor_ns, &cfg.path);
+            class.stall_band = nagle
+                .then(|| StallBand::count(&acc.hist, floor_ns, &cfg.path))
+                .flatten();
             class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
             class.cpu = cpu;
             class.memory = Some(memory.clone());

@@ -31,6 +31,12 @@ pub const STALL_HIGH_NS: u64 = 250_000_000;
 /// reported: one in a hundred is far beyond what a sub-millisecond path
 /// shows from scheduling noise alone, and already moves the mean by ≥ 0.4 ms.
 pub const STALL_SHARE_PCT: f64 = 1.0;
+/// Largest transaction (both ways) that cannot take 35 ms on a path whose
+/// floor is below the band: one write's worth (128 KiB) crosses loopback
+/// or a LAN in well under a millisecond. Larger transfers, shared by many
+/// streams, can legitimately take that long, so for them only a bimodal
+/// distribution (p50 below the band) is taken for a stall.
+pub const SMALL_TRANSACTION_BYTES: u64 = 128 * 1024;
 
 /// What the network path between driver and responder adds by design.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -111,15 +117,30 @@ impl StallBand {
 }
 
 /// `delayed_ack_stall` when at least [`STALL_SHARE_PCT`] of the class's
-/// transactions fell in its band.
+/// transactions fell in its band and the class's own figures cannot explain
+/// it: either most transactions were fast (p50 below the band: the band is a
+/// second mode), or the transaction is small enough that nothing but a wait
+/// makes it take 35 ms ([`SMALL_TRANSACTION_BYTES`]; the case where every
+/// transaction stalls). Open-loop classes are not judged: their latency runs
+/// from the intended send, so a schedule the stack cannot keep fills the
+/// band by design. The band itself is only counted where Nagle can hold
+/// data (a TCP-family transport without nodelay; see the driver).
 pub fn check_delayed_ack_stall(class: &ClassResult) -> Option<Warning> {
     let band = class.stall_band?;
-    (band.transactions > 0 && band.share_pct >= STALL_SHARE_PCT).then(|| Warning::DelayedAckStall {
+    let open = class
+        .population
+        .as_ref()
+        .is_some_and(|p| p.pacing == crate::record::PacingMode::Open);
+    let p50_us = class.latency_us.map_or(0.0, |l| l.p50);
+    let small = class.request_bytes + class.response_bytes <= SMALL_TRANSACTION_BYTES;
+    let unexplained = p50_us < band.low_us || small;
+    let stalled = band.transactions > 0 && band.share_pct >= STALL_SHARE_PCT;
+    (stalled && unexplained && !open).then(|| Warning::DelayedAckStall {
         share_pct: band.share_pct,
         transactions: band.transactions,
         low_ms: band.low_us / 1e3,
         high_ms: band.high_us / 1e3,
-        p50_us: class.latency_us.map_or(0.0, |l| l.p50),
+        p50_us,
     })
 }
 
@@ -186,6 +207,28 @@ mod tests {
             ..PathFloor::default()
         };
         assert!(StallBand::count(&h, 0, &lossy).is_none());
+    }
+
+    /// STR10(1B/20MB) on two CPUs: every transfer 40-80 ms because ten
+    /// streams share the CPU, not because anything waits: p50 is in the band
+    /// and the transfer is large, so it is not a stall. The same latencies
+    /// for a 20 kB exchange are one.
+    #[test]
+    fn long_transfers_that_share_the_path_are_not_a_stall() {
+        let h = hist(&[(45.0, 500), (70.0, 500)]);
+        let mut class = crate::record::tests::sample_class();
+        class.latency_us = h.summary_us();
+        class.stall_band = StallBand::count(&h, 0, &PathFloor::default());
+        (class.request_bytes, class.response_bytes) = (1, 20 << 20);
+        assert!(check_delayed_ack_stall(&class).is_none());
+        (class.request_bytes, class.response_bytes) = (20 << 10, 100);
+        assert!(check_delayed_ack_stall(&class).is_some());
+        // A large transfer whose band is a second mode is still a stall.
+        let h = hist(&[(5.0, 900), (45.0, 100)]);
+        class.latency_us = h.summary_us();
+        class.stall_band = StallBand::count(&h, 0, &PathFloor::default());
+        (class.request_bytes, class.response_bytes) = (1, 20 << 20);
+        assert!(check_delayed_ack_stall(&class).is_some());
     }
 
     #[test]
