@@ -114,6 +114,9 @@ fn read_json_runs(path: &Path) -> anyhow::Result<Vec<SideRun>> {
         .collect()
 }
 
+/// Widest id range one side may give (`2-4`).
+const MAX_ID_RANGE: RunId = 100_000;
+
 /// Run ids as `compare` takes them: `6`, `2,3,4` or `2-4`; `None` when the
 /// text is not a list of ids (a label selector or a file).
 fn parse_ids(spec: &str) -> Option<Vec<RunId>> {
@@ -123,7 +126,9 @@ fn parse_ids(spec: &str) -> Option<Vec<RunId>> {
         match part.split_once('-') {
             Some((lo, hi)) => {
                 let (lo, hi): (RunId, RunId) = (lo.parse().ok()?, hi.parse().ok()?);
-                if lo > hi {
+                // A range is listed id by id: bound it, so a typo such as
+                // 1-99999999999 is not a memory exhaustion.
+                if lo > hi || hi - lo >= MAX_ID_RANGE {
                     return None;
                 }
                 ids.extend(lo..=hi);
@@ -153,7 +158,7 @@ fn side(
     if ids.is_none() {
         let own = parse_labels(&spec.split(',').collect::<Vec<_>>()).or_else(|_| {
             crate::exit::usage(format!(
-                "'{spec}' is neither a JSON file nor a label selector nor run ids: give a file of run records, key=value[,key=value] such as variant=A, or stored run ids such as 6, 2,3 or 2-4"
+                "'{spec}' is neither a JSON file nor a label selector nor run ids: give a file of run records, key=value[,key=value] such as variant=A, or stored run ids such as 6, 2,3 or 2-4 (a range spans fewer than {MAX_ID_RANGE} ids)"
             ))
         })?;
         filter.extend(own);

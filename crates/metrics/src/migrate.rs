@@ -110,8 +110,11 @@ fn null_keys(obj: &mut Map<String, Value>, keys: &[&str]) {
 /// absent (null), since those runs never read their sockets. A host-wide
 /// per-connection figure of exactly 0 may have been clamped from a negative
 /// one, so it becomes null too. Latency summaries of a window without a
-/// transaction (all 0.0 in version 2) and handshake latencies of a window
-/// without a handshake become null, as version 3 writes them.
+/// transaction (all 0.0 in version 2; the open loop's uncorrected one too),
+/// handshake latencies of a window without a handshake, and the responder's
+/// CPU per handshake of a kind the window did not have become null, as
+/// version 3 writes them. A user-space per-connection figure of exactly 0
+/// was clamped the same way as the host-wide one and becomes null too.
 pub fn v2_to_v3(record: &mut Value) {
     let Some(classes) = record.get_mut("classes").and_then(Value::as_array_mut) else {
         return;
@@ -121,11 +124,25 @@ pub fn v2_to_v3(record: &mut Value) {
             if let Some(v) = class.get_mut("latency_us") {
                 *v = Value::Null;
             }
+            if let Some(v) = class.pointer_mut("/population/latency_uncorrected_us") {
+                *v = Value::Null;
+            }
         }
         if let Some(tls) = class.get_mut("tls").and_then(Value::as_object_mut) {
             let count = |k: &str| tls.get(k).and_then(Value::as_u64).unwrap_or(0);
-            if count("full_handshakes") + count("resumed_handshakes") == 0 {
+            let (full, resumed) = (count("full_handshakes"), count("resumed_handshakes"));
+            if full + resumed == 0 {
                 tls.insert("handshake_latency_us".into(), Value::Null);
+            }
+            if let Some(cpu) = tls
+                .get_mut("handshake_cpu_us")
+                .and_then(Value::as_object_mut)
+            {
+                for (key, n) in [("server_full", full), ("server_resumed", resumed)] {
+                    if n == 0 && cpu.contains_key(key) {
+                        cpu.insert(key.into(), Value::Null);
+                    }
+                }
             }
         }
         let Some(memory) = class.get_mut("memory").and_then(Value::as_object_mut) else {
@@ -142,15 +159,21 @@ pub fn v2_to_v3(record: &mut Value) {
                     side.insert(to.into(), v);
                 }
             }
-            if side
-                .get("host_sock_mem_bytes_per_conn")
-                .and_then(Value::as_f64)
-                == Some(0.0)
-            {
-                side.insert("host_sock_mem_bytes_per_conn".into(), Value::Null);
-                let note = "host-wide socket memory per connection was stored as 0, which \
-                            older versions also wrote when it fell below its baseline";
-                side.insert("notes".into(), Value::from(vec![note]));
+            let mut notes = Vec::new();
+            for (key, what) in [
+                ("host_sock_mem_bytes_per_conn", "host-wide socket memory"),
+                ("rss_bytes_per_conn", "user-space memory (RSS)"),
+            ] {
+                if side.get(key).and_then(Value::as_f64) == Some(0.0) {
+                    side.insert(key.into(), Value::Null);
+                    notes.push(format!(
+                        "{what} per connection was stored as 0, which older versions also \
+                         wrote when it fell below its baseline"
+                    ));
+                }
+            }
+            if !notes.is_empty() {
+                side.insert("notes".into(), Value::from(notes));
             }
         }
     }
@@ -269,13 +292,21 @@ mod tests {
         let zero = serde_json::json!({"mean": 0.0, "p50": 0.0});
         let mut v = serde_json::json!({"classes": [
             {"transactions": 0, "latency_us": zero,
-             "tls": {"full_handshakes": 0, "resumed_handshakes": 0, "handshake_latency_us": zero}},
+             "tls": {"full_handshakes": 0, "resumed_handshakes": 0, "handshake_latency_us": zero,
+                     "handshake_cpu_us": {"server_full": 55752.0}}},
             {"transactions": 5, "latency_us": {"mean": 1.0},
-             "tls": {"full_handshakes": 1, "resumed_handshakes": 0, "handshake_latency_us": {"mean": 9.0}}}
+             "tls": {"full_handshakes": 1, "resumed_handshakes": 0, "handshake_latency_us": {"mean": 9.0},
+                     "handshake_cpu_us": {"server_full": 55.0, "server_resumed": 3.0}}}
         ]});
         v2_to_v3(&mut v);
         assert!(v["classes"][0]["latency_us"].is_null());
         assert!(v["classes"][0]["tls"]["handshake_latency_us"].is_null());
+        assert!(v["classes"][0]["tls"]["handshake_cpu_us"]["server_full"].is_null());
+        assert_eq!(
+            v["classes"][1]["tls"]["handshake_cpu_us"]["server_full"],
+            55.0
+        );
+        assert!(v["classes"][1]["tls"]["handshake_cpu_us"]["server_resumed"].is_null());
         assert_eq!(v["classes"][1]["latency_us"]["mean"], 1.0);
         assert_eq!(v["classes"][1]["tls"]["handshake_latency_us"]["mean"], 9.0);
     }

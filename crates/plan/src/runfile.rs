@@ -30,7 +30,11 @@ pub struct CpuFigures {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MemoryFigures {
     pub rss_bytes: f64,
-    pub rss_bytes_per_conn: f64,
+    /// User-space bytes per connection; `None` when the record stored null
+    /// (the RSS fell below its baseline: unknown, never taken as 0). A
+    /// record without the field gives the plain average `rss_bytes ÷
+    /// connections`.
+    pub rss_bytes_per_conn: Option<f64>,
     /// Kernel socket memory, bytes; `None` when the record has none.
     pub kernel_sock_bytes: Option<f64>,
     /// Per connection; `None` when the record has none (null: unmeasured,
@@ -193,6 +197,11 @@ fn field(obj: &Value, key: &str) -> Option<f64> {
 }
 
 impl RunClass {
+    /// The file the class was read from.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     fn side_object<'a>(&self, figures: &'a Option<Value>) -> Option<&'a Value> {
         figures
             .as_ref()
@@ -258,8 +267,10 @@ impl RunClass {
             let kernel_sock_own = m.get("host_sock_mem_bytes").is_some();
             Some(MemoryFigures {
                 rss_bytes,
-                rss_bytes_per_conn: field(m, "rss_bytes_per_conn")
-                    .unwrap_or(rss_bytes / connections),
+                rss_bytes_per_conn: match m.get("rss_bytes_per_conn") {
+                    Some(Value::Null) => None,
+                    _ => Some(field(m, "rss_bytes_per_conn").unwrap_or(rss_bytes / connections)),
+                },
                 kernel_sock_bytes: field(m, "kernel_sock_bytes"),
                 kernel_sock_bytes_per_conn: field(m, "kernel_sock_bytes_per_conn"),
                 kernel_sock_own,

@@ -126,7 +126,19 @@ fn add_run_components(
     let given = |components: &Vec<Component>, kind| {
         components.iter().any(|c| c.side == side && c.kind == kind)
     };
-    let mut figures = vec![(Kind::UserSpace, mem.rss_bytes, mem.rss_bytes_per_conn)];
+    let mut figures = Vec::new();
+    if !given(components, Kind::UserSpace) {
+        let Some(per_conn) = mem.rss_bytes_per_conn else {
+            let side = side.name();
+            return crate::exit::usage(format!(
+                "{}: the {side} side's rss_bytes_per_conn is null (its RSS fell below the \
+                 baseline, so the figure is unknown; the record's memory notes say why): \
+                 give --{side}-user-per-conn",
+                run.path()
+            ));
+        };
+        figures.push((Kind::UserSpace, mem.rss_bytes, per_conn));
+    }
     if !given(components, Kind::KernelSocket) {
         let per_conn = run.kernel_per_conn(mem).or_usage()?;
         let total = mem.kernel_sock_bytes.unwrap_or(per_conn * mem.connections);

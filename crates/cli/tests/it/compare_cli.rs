@@ -70,6 +70,12 @@ fn compare_takes_run_ids() {
     compare(&db, "1", "99")
         .code(2)
         .stderr(predicate::str::contains("no stored run with id 99"));
+    // A range is bounded: a typo must not list eleven digits of ids.
+    compare(&db, "1-99999999999", "4")
+        .code(2)
+        .stderr(predicate::str::contains(
+            "a range spans fewer than 100000 ids",
+        ));
 }
 
 #[test]
