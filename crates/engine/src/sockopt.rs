@@ -296,8 +296,9 @@ mod tests {
         let fd = conn.as_raw_fd();
         match set_priority(fd, 6) {
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                eprintln!("skipped: SO_PRIORITY above 6 needs CAP_NET_ADMIN");
-                return;
+                let why = "SO_PRIORITY above 6 needs CAP_NET_ADMIN";
+                let test = "priority_sets_dscp_then_the_class_id";
+                return stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, why);
             }
             other => other.unwrap(),
         }

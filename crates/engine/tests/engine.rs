@@ -159,8 +159,12 @@ fn every_spin_choice_keeps_counts_exact() {
 #[test]
 fn ipv6_loopback_works() {
     if std::net::TcpListener::bind("[::1]:0").is_err() {
-        eprintln!("skipped: no IPv6 loopback on this machine (enable ::1 to run this test)");
-        return;
+        let why = "no IPv6 loopback on this machine (enable ::1 to run this test)";
+        return stackbench_testkit::skip(
+            stackbench_testkit::Tier::Ipv6,
+            "ipv6_loopback_works",
+            why,
+        );
     }
     let h = responder("[::1]:0");
     assert_exact(&run(&h, &config("RR2(1B/1B)+CRR2(1B/1B)", 100)), 100);

@@ -24,7 +24,8 @@ fn python(args: &[&str]) -> Option<std::process::Output> {
     {
         Ok(out) => Some(out),
         Err(e) => {
-            eprintln!("skipped: python3 is not runnable ({e}); install python3 to test bench/");
+            let why = format!("python3 is not runnable ({e}); install python3");
+            stackbench_testkit::skip(stackbench_testkit::Tier::Python, "the bench/ parsers", &why);
             None
         }
     }

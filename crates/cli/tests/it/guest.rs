@@ -66,18 +66,18 @@ pub fn guest_tools(test: &str) -> bool {
         .into_iter()
         .filter(|t| !on_path(t))
         .collect();
+    let qemu = stackbench_testkit::Tier::Qemu;
     if !missing.is_empty() {
-        eprintln!(
-            "skipped {test}: {} not installed (apt-get install qemu-system-x86 busybox-static)",
+        let why = format!(
+            "{} not installed (apt-get install qemu-system-x86 busybox-static)",
             missing.join(", ")
         );
+        stackbench_testkit::skip(qemu, test, &why);
         return false;
     }
     if kernel().is_empty() {
-        eprintln!(
-            "skipped {test}: the apt index lists no linux-image-*-cloud-amd64-unsigned \
-             (run apt-get update)"
-        );
+        let why = "the apt index lists no linux-image-*-cloud-amd64-unsigned (run apt-get update)";
+        stackbench_testkit::skip(qemu, test, why);
         return false;
     }
     true

@@ -22,9 +22,8 @@ pub(crate) fn can_make_namespaces(test: &str) -> bool {
     match probe.join().unwrap() {
         Ok(()) => true,
         Err(e) => {
-            eprintln!(
-                "skipped {test}: cannot make a network namespace ({e}): run the tests as root"
-            );
+            let why = format!("cannot make a network namespace ({e}): run the tests as root");
+            stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, &why);
             false
         }
     }

@@ -144,7 +144,11 @@ fn server_proxy_is_counted_and_speaks_the_configured_suite() {
             "{text}"
         );
     } else {
-        eprintln!("s_client part skipped: no openssl command (apt package openssl)");
+        stackbench_testkit::skip(
+            stackbench_testkit::Tier::Openssl,
+            "the sidecar's s_client part",
+            "no openssl command (apt package openssl)",
+        );
     }
     control.stop(id).unwrap();
     assert_eq!(sampled_pids(&mut control), vec![serve.child.id()]);

@@ -114,8 +114,8 @@ mod tests {
     #[test]
     fn an_mptcp_loopback_connection_is_mptcp() {
         if let Err(e) = probe(Domain::IPV4) {
-            eprintln!("skipped: {e}");
-            return;
+            let test = "an_mptcp_loopback_connection_is_mptcp";
+            return stackbench_testkit::skip(stackbench_testkit::Tier::Mptcp, test, &e.to_string());
         }
         let addr: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
         let l = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::MPTCP)).unwrap();

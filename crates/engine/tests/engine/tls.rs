@@ -83,7 +83,8 @@ fn rsa_key_exchange_and_ecdsa_certificates_work() {
 /// our side negotiated.
 fn s_client_against(cipher: &str, version_flag: &str) -> Option<(String, Handshake)> {
     if Command::new("openssl").arg("version").output().is_err() {
-        eprintln!("skipped: no openssl command (apt package openssl)");
+        let why = "no openssl command (apt package openssl)";
+        stackbench_testkit::skip(stackbench_testkit::Tier::Openssl, "s_client", why);
         return None;
     }
     let suite = CipherSuite::parse(cipher).unwrap();

@@ -84,8 +84,8 @@ fn unix_socket_directories_are_removed_when_tests_stop() {
 fn every_kind_runs_over_mptcp() {
     let target = "127.0.0.1:1".parse().unwrap();
     if let Err(e) = stackbench_engine::transport::check_usable(Transport::Mptcp, target) {
-        eprintln!("skipped: {e}");
-        return;
+        let test = "every_kind_runs_over_mptcp";
+        return stackbench_testkit::skip(stackbench_testkit::Tier::Mptcp, test, &e);
     }
     every_kind_over(Transport::Mptcp);
     // The responder checks every accepted connection with MPTCP_INFO: a
@@ -99,8 +99,9 @@ fn every_kind_runs_over_mptcp() {
 #[test]
 fn ipv6_spreads_over_responder_ports() {
     if std::net::TcpListener::bind("[::1]:0").is_err() {
-        eprintln!("skipped: no IPv6 loopback on this machine (enable ::1 to run this test)");
-        return;
+        let why = "no IPv6 loopback on this machine (enable ::1 to run this test)";
+        let test = "ipv6_spreads_over_responder_ports";
+        return stackbench_testkit::skip(stackbench_testkit::Tier::Ipv6, test, why);
     }
     let h = responder("[::1]:0");
     let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
@@ -177,7 +178,9 @@ fn issue10_more_connections_than_one_address_has_ports() {
     // A thread of its own: the namespace stays with it and its children.
     std::thread::spawn(move || {
         if let Err(e) = enter_fresh_netns("40000 40999") {
-            eprintln!("skipped: {e} (run as root to test connection spreading)");
+            let why = format!("{e} (run as root to test connection spreading)");
+            let test = "issue10_more_connections_than_one_address_has_ports";
+            stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, &why);
             return tx.send(None).unwrap();
         }
         let per_path = u64::from(stackbench_engine::transport::connections_per_path());
@@ -353,8 +356,7 @@ fn a_mix_with_per_class_priority_runs() {
     );
     if let Err(e) = check {
         assert!(e.contains("CAP_NET_ADMIN"), "{e}");
-        eprintln!("skipped: {e}");
-        return;
+        return stackbench_testkit::skip(stackbench_testkit::Tier::Root, "priority", &e);
     }
     let h = responder("127.0.0.1:0");
     assert_exact(&run(&h, &cfg), 150);

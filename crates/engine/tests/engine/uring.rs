@@ -21,7 +21,7 @@ fn have_uring() -> bool {
     match iomode::uring_available() {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("skipped: {e}");
+            stackbench_testkit::skip(stackbench_testkit::Tier::Uring, "io_uring tests", &e);
             false
         }
     }

@@ -18,13 +18,13 @@ pub fn can_make_namespaces(test: &str) -> bool {
     match probe.join().expect("probe thread") {
         Ok(()) if std::fs::metadata("/run").is_ok() => true,
         Ok(()) => {
-            eprintln!("skipped {test}: no /run directory for named namespaces");
+            let why = "no /run directory for named namespaces";
+            stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, why);
             false
         }
         Err(e) => {
-            eprintln!(
-                "skipped {test}: cannot make a network namespace ({e}): run the tests as root"
-            );
+            let why = format!("cannot make a network namespace ({e}): run the tests as root");
+            stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, &why);
             false
         }
     }

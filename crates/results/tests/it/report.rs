@@ -502,11 +502,9 @@ fn render_in_chromium(
     png_name: &str,
 ) -> Option<String> {
     let Some(bin) = find_chromium() else {
-        assert!(
-            std::env::var_os("STACKBENCH_REQUIRE").is_none(),
-            "STACKBENCH_REQUIRE is set but chromium is not installed"
-        );
-        eprintln!("SKIP rendering the {html_name} report: chromium is not installed (.ci/run installs it)");
+        let test = format!("rendering the {html_name} report");
+        let why = "chromium is not installed (.ci/run installs it)";
+        stackbench_testkit::skip(stackbench_testkit::Tier::Chromium, &test, why);
         return None;
     };
     let figures = report.figures.len();

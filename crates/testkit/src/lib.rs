@@ -1,0 +1,118 @@
+//! Test tiers that need something a machine may lack — root, qemu, Chromium,
+//! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP. A test that
+//! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
+//! tier (a comma-separated list, or `all`) the skip is a failure instead, so
+//! CI, which installs and starts what the tiers need, cannot pass by skipping
+//! them (ripgrep's and hyperfine's suites skip the same way locally; CI is
+//! where a missing tool must show).
+
+use std::fmt;
+
+/// The environment variable that turns skips into failures.
+pub const REQUIRE_VAR: &str = "STACKBENCH_REQUIRE";
+
+/// A test tier: what its tests need from the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// Root (CAP_SYS_ADMIN, CAP_NET_ADMIN): network namespaces, labs,
+    /// SO_PRIORITY above 6.
+    Root,
+    /// qemu-system-x86_64, busybox and Debian kernel packages (guest kernels).
+    Qemu,
+    /// Headless Chromium (the HTML report rendered).
+    Chromium,
+    /// python3 (the bench/ scripts' parsers).
+    Python,
+    /// The `openssl` command (s_client, s_server against the TLS transport).
+    Openssl,
+    /// An IPv6 loopback address (::1).
+    Ipv6,
+    /// io_uring allowed for this process.
+    Uring,
+    /// MPTCP enabled in this kernel (net.mptcp.enabled).
+    Mptcp,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 8] = [
+        Tier::Root,
+        Tier::Qemu,
+        Tier::Chromium,
+        Tier::Python,
+        Tier::Openssl,
+        Tier::Ipv6,
+        Tier::Uring,
+        Tier::Mptcp,
+    ];
+
+    /// The tier's name in `STACKBENCH_REQUIRE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Root => "root",
+            Tier::Qemu => "qemu",
+            Tier::Chromium => "chromium",
+            Tier::Python => "python",
+            Tier::Openssl => "openssl",
+            Tier::Ipv6 => "ipv6",
+            Tier::Uring => "uring",
+            Tier::Mptcp => "mptcp",
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether `list` (the variable's text) names `tier`; an unknown name is an
+/// error, so a typo cannot quietly require nothing.
+pub fn names(list: &str, tier: Tier) -> Result<bool, String> {
+    let mut found = false;
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if name == "all" {
+            found = true;
+        } else if let Some(t) = Tier::ALL.iter().find(|t| t.name() == name) {
+            found |= *t == tier;
+        } else {
+            let known: Vec<&str> = Tier::ALL.iter().map(|t| t.name()).collect();
+            return Err(format!(
+                "{REQUIRE_VAR}: unknown tier '{name}': use all or some of {}",
+                known.join(",")
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// Whether this run requires `tier` (`STACKBENCH_REQUIRE`).
+pub fn required(tier: Tier) -> bool {
+    let list = std::env::var(REQUIRE_VAR).unwrap_or_default();
+    names(&list, tier).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Skips `test` for `why` — prints "skipped TEST: WHY" — or, where the tier is
+/// required, fails with the same words. Call it, then return from the test.
+#[track_caller]
+pub fn skip(tier: Tier, test: &str, why: &str) {
+    if required(tier) {
+        panic!("{test}: {why}, but {REQUIRE_VAR} requires the {tier} tier");
+    }
+    eprintln!("skipped {test}: {why} ({tier} tier; {REQUIRE_VAR}={tier} makes this a failure)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_names_tiers_all_or_an_error() {
+        assert_eq!(names("", Tier::Root), Ok(false));
+        assert_eq!(names("root, qemu", Tier::Qemu), Ok(true));
+        assert_eq!(names("root,qemu", Tier::Chromium), Ok(false));
+        assert_eq!(names("all", Tier::Mptcp), Ok(true));
+        let e = names("root,chromum", Tier::Root).unwrap_err();
+        assert!(e.contains("unknown tier 'chromum'"), "{e}");
+    }
+}
