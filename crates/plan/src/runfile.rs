@@ -128,7 +128,7 @@ pub fn read(
         )
     })?;
     // `results show N --json` prints the stored run: id, labels, record, env.
-    let doc = match doc {
+    let mut doc = match doc {
         Value::Object(mut run)
             if !run.contains_key("classes") && run.get("record").is_some_and(Value::is_object) =>
         {
@@ -136,6 +136,9 @@ pub fn read(
         }
         other => other,
     };
+    // A mix written before `cpu.attribution` shared its CPU: marked as every
+    // record reader marks it.
+    stackbench_metrics::migrate::mark_shared_mix_cpu(&mut doc);
     let classes = doc
         .get("classes")
         .and_then(Value::as_array)
@@ -157,19 +160,9 @@ pub fn read(
     };
     let object = |key: &str| chosen.get(key).filter(|v| v.is_object()).cloned();
     let cpu = object("cpu");
-    // Records before `attribution` ran every mix (classes sharing one
-    // `workload`) on shared workers.
-    let workload = |c: &Value| c.get("workload").and_then(Value::as_str).map(str::to_owned);
-    let in_mix = workload(chosen).is_some()
-        && classes
-            .iter()
-            .filter(|c| workload(c) == workload(chosen))
-            .count()
-            > 1;
-    let shared_mix_cpu = cpu.as_ref().is_some_and(|c| match c.get("attribution") {
-        Some(a) => a.as_str() == Some("mix"),
-        None => in_mix,
-    });
+    let shared_mix_cpu = cpu
+        .as_ref()
+        .is_some_and(|c| c.get("attribution").and_then(Value::as_str) == Some("mix"));
     Ok(RunClass {
         path: path.to_string(),
         version: doc
