@@ -189,8 +189,9 @@ fn few_samples(record: &RunRecord) -> Vec<WarningRecord> {
 }
 
 /// Finds each pair of complete steps where a rate met the bound above a
-/// rate that did not, adds `search_not_monotonic` to both records (the
-/// table prints it) and returns the messages.
+/// rate that did not, adds one `search_not_monotonic` per step concerned
+/// (naming every pair it is in) to its record, and returns one message per
+/// pair for the table.
 fn not_monotonic(steps: &mut [Step]) -> Vec<String> {
     let complete = |s: &&Step| s.record.complete;
     let mut pairs = Vec::new();
@@ -209,20 +210,39 @@ fn not_monotonic(steps: &mut [Step]) -> Vec<String> {
             }
         }
     }
-    let mut messages = Vec::new();
-    for (i, j) in pairs {
-        let message = format!(
+    let message = |i: usize, j: usize| {
+        format!(
             "the search was not monotonic: {} met the bound but {}, a lower rate, did not; the bound lies within the run-to-run noise here, so the highest passing rate is not a capacity: repeat the search with longer steps (--duration)",
             steps[i].offered, steps[j].offered
-        );
-        for k in [i, j] {
-            steps[k].record.warnings.push(WarningRecord {
-                code: "search_not_monotonic".into(),
-                message: message.clone(),
-                class: None,
-            });
+        )
+    };
+    let messages: Vec<String> = pairs.iter().map(|&(i, j)| message(i, j)).collect();
+    // One warning per step, naming every rate it conflicts with.
+    for k in 0..steps.len() {
+        let others: Vec<String> = pairs
+            .iter()
+            .filter_map(|&(i, j)| match k {
+                _ if k == i => Some(steps[j].offered.to_string()),
+                _ if k == j => Some(steps[i].offered.to_string()),
+                _ => None,
+            })
+            .collect();
+        if others.is_empty() {
+            continue;
         }
-        messages.push(message);
+        let (this, others) = (steps[k].offered.to_string(), others.join(", "));
+        let what = if steps[k].meets {
+            format!("{this} met the bound but the lower {others} did not")
+        } else {
+            format!("{this} did not meet the bound but the higher {others} did")
+        };
+        steps[k].record.warnings.push(WarningRecord {
+            code: "search_not_monotonic".into(),
+            message: format!(
+                "the search was not monotonic: {what}; the bound lies within the run-to-run noise here, so the highest passing rate is not a capacity: repeat the search with longer steps (--duration)"
+            ),
+            class: None,
+        });
     }
     messages
 }
@@ -371,6 +391,15 @@ mod tests {
                 .any(|w| w.code == "search_not_monotonic")
         };
         assert!(flagged(&steps[2]) && flagged(&steps[4]) && !flagged(&steps[3]));
+        // One warning per step, however many pairs it is in.
+        for s in &steps {
+            let n = s
+                .record
+                .warnings
+                .iter()
+                .filter(|w| w.code == "search_not_monotonic");
+            assert!(n.count() <= 1);
+        }
         // The table and the JSON (the records) both carry them.
         let text = table(&steps, "1ms", PerSecond::new(250.0));
         assert!(

@@ -384,11 +384,7 @@ fn complete_runs<'a>(side: &str, runs: &[RunInput<'a>]) -> (Vec<RunInput<'a>>, V
         .map(|r| LeftOut {
             side: side.to_string(),
             run: r.name.to_string(),
-            reason: r
-                .record
-                .incomplete_reason
-                .clone()
-                .unwrap_or_else(|| "ended early".into()),
+            reason: crate::complete::reason_of(r.record),
         })
         .collect();
     (kept, left_out)

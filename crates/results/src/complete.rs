@@ -15,9 +15,15 @@ pub fn split_complete<'a>(
     runs.into_iter().partition(|r| r.record.complete)
 }
 
-/// Why a run is incomplete, as the record says (or that it did not say).
+/// Why a run is incomplete, as the record says (or that it did not say);
+/// the report and compare word it the same.
 pub fn incomplete_reason(run: &StoredRun) -> String {
-    run.record
+    reason_of(&run.record)
+}
+
+/// [`incomplete_reason`] of a bare record.
+pub fn reason_of(record: &stackbench_metrics::RunRecord) -> String {
+    record
         .incomplete_reason
         .clone()
         .unwrap_or_else(|| "no reason recorded".into())
