@@ -73,6 +73,7 @@ pub fn mark_shared_mix_cpu(record: &mut Value) {
         null_keys(cpu, &["total_cpu_us_per_tran"]);
         for side in ["client", "server", "shared"] {
             if let Some(s) = cpu.get_mut(side).and_then(Value::as_object_mut) {
+                s.insert("attribution".into(), Value::from("mix"));
                 null_keys(
                     s,
                     &[
@@ -232,6 +233,7 @@ mod tests {
         mark_shared_mix_cpu(&mut mix);
         for c in mix["classes"].as_array().unwrap() {
             assert_eq!(c["cpu"]["attribution"], "mix");
+            assert_eq!(c["cpu"]["client"]["attribution"], "mix");
             assert_eq!(c["cpu"]["client"]["cpu_us_per_tran"], Value::Null);
             assert_eq!(c["cpu"]["server"]["cpu_us_per_mb"], Value::Null);
             assert_eq!(c["cpu"]["total_cpu_us_per_tran"], Value::Null);

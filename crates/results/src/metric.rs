@@ -92,19 +92,23 @@ impl Metric {
         }
     }
 
-    /// The metric's value in one class, if present and finite. A class
-    /// whose CPU is the whole mix's has no CPU value of its own.
+    /// The metric's value in one class, if present and finite. A side whose
+    /// CPU is the whole mix's has no CPU value of its own (the other side may:
+    /// `--class-workers` against a responder that could not give each class
+    /// its own threads).
     pub fn value(self, class: &ClassResult) -> Option<f64> {
-        let cpu = class
-            .cpu
-            .as_ref()
-            .filter(|c| c.attribution == CpuAttribution::Class);
+        let own = |s: &Option<SideCpu>| {
+            s.as_ref()
+                .filter(|s| s.attribution == CpuAttribution::Class)
+                .and_then(|s| s.cpu_us_per_tran)
+        };
+        let cpu = class.cpu.as_ref();
         let v = match self {
             Metric::RateTps => Some(class.rate_tps),
             Metric::LatencyP50Us => class.latency_us.map(|l| l.p50),
             Metric::LatencyP99Us => class.latency_us.map(|l| l.p99),
-            Metric::CpuClientUsPerTran => cpu?.client.as_ref()?.cpu_us_per_tran,
-            Metric::CpuServerUsPerTran => cpu?.server.as_ref()?.cpu_us_per_tran,
+            Metric::CpuClientUsPerTran => own(&cpu?.client),
+            Metric::CpuServerUsPerTran => own(&cpu?.server),
             Metric::CpuClientSeconds | Metric::CpuServerSeconds => None,
         };
         v.filter(|x| x.is_finite())
@@ -148,20 +152,19 @@ pub const MIX_METRICS: [Metric; 4] = [
 ];
 
 /// One side's CPU-seconds for a whole mix: the figure any class holds when
-/// the classes shared their CPU (each holds the whole mix's), else the sum of
-/// the classes' own. `None` when a class lacks the side's figure.
+/// the classes shared that side's CPU (each holds the whole mix's), else the
+/// sum of the classes' own. `None` when a class lacks the side's figure.
 fn mix_cpu_seconds(
     classes: &[&ClassResult],
     side: fn(&CpuFigures) -> Option<&SideCpu>,
 ) -> Option<f64> {
     let mut own = 0.0;
     for class in classes {
-        let cpu = class.cpu.as_ref()?;
-        let seconds = side(cpu)?.cpu_seconds;
-        if cpu.attribution == CpuAttribution::Mix {
-            return Some(seconds);
+        let s = side(class.cpu.as_ref()?)?;
+        if s.attribution == CpuAttribution::Mix {
+            return Some(s.cpu_seconds);
         }
-        own += seconds;
+        own += s.cpu_seconds;
     }
     Some(own)
 }
@@ -282,6 +285,36 @@ mod tests {
         assert_eq!(s.get("RR1(1B/1B)", Metric::RateTps), &[100.0, 100.0]);
         assert_eq!(s.get("RR1(1B/1B)", Metric::CpuClientUsPerTran), &[5.0, 5.0]);
         assert!(s.get("RR1(1B/1B)", Metric::CpuServerUsPerTran).is_empty());
+    }
+
+    /// `--class-workers` against a responder that could not give each class
+    /// its own threads: the client side is the class's own, the server side
+    /// the whole mix's. Each side is read by its own attribution: the class
+    /// keeps its client figure, and the mix's server CPU-seconds are taken
+    /// once, not summed over classes that each hold all of it.
+    #[test]
+    fn each_side_is_read_by_its_own_attribution() {
+        let side = |attribution, seconds, per_tran| SideCpu {
+            attribution,
+            cpu_seconds: seconds,
+            cpu_us_per_tran: per_tran,
+            ..SideCpu::default()
+        };
+        let mut rec = fixtures::record("RR1(1B/1B)+STR1(1B/1MB)", 3.0, 1.0, 2.0, 0.0);
+        for (class, own) in rec.classes.iter_mut().zip([1.0, 3.0]) {
+            class.cpu = Some(CpuFigures {
+                client: Some(side(CpuAttribution::Class, own, Some(own * 10.0))),
+                server: Some(side(CpuAttribution::Mix, 2.0, None)),
+                attribution: CpuAttribution::Mix,
+                ..CpuFigures::default()
+            });
+        }
+        let c = &rec.classes[0];
+        assert_eq!(Metric::CpuClientUsPerTran.value(c), Some(10.0));
+        assert_eq!(Metric::CpuServerUsPerTran.value(c), None);
+        let classes: Vec<&ClassResult> = rec.classes.iter().collect();
+        assert_eq!(mix_value(&classes, Metric::CpuServerSeconds), Some(2.0));
+        assert_eq!(mix_value(&classes, Metric::CpuClientSeconds), Some(4.0));
     }
 
     #[test]
