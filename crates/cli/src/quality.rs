@@ -134,6 +134,18 @@ pub fn class_warnings(
     )
 }
 
+/// Whether `w` judges a class's CPU figures, which in a mix on shared
+/// workers are the whole mix's (every class holds the same): such a warning
+/// belongs to the mix, not to each of its classes.
+pub fn is_mix_wide(w: &Warning) -> bool {
+    matches!(
+        w,
+        Warning::DriverSaturated { .. }
+            | Warning::DriverSpinning { .. }
+            | Warning::StealPresent { .. }
+    )
+}
+
 /// Prints a warning on stderr and returns its stored form.
 pub fn report(w: &Warning, class: Option<&str>) -> WarningRecord {
     match class {

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thread};
 use stackbench_engine::{limits, sockopt, transport, ControlClient, PacingConfig, RunConfig};
+use stackbench_metrics::record::CpuAttribution;
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::{MixCpu, RunRecord, SCHEMA_VERSION};
 use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text, TlsMode};
@@ -535,10 +536,26 @@ fn run_workloads(plan: &RunPlan, session: &mut Session, record: &mut RunRecord) 
             ..run_config(plan, workload)
         };
         let outcome = repeat::run_repeated(&mut session.control, &cfg, &plan.iterations, &STOP);
+        let mix_name = workload.to_string();
+        let mut said_for_mix: Vec<(&'static str, String)> = Vec::new();
         for class in &outcome.classes {
             let threads = plan.threads() as u32;
             let background = session.driver_background_pct;
+            let shared = class
+                .cpu
+                .as_ref()
+                .is_some_and(|c| c.attribution == CpuAttribution::Mix);
             for w in quality::class_warnings(class, threads, plan.settings.spin, background) {
+                // A mix on shared workers: every class holds the mix's CPU,
+                // so its CPU warnings are the mix's, said once under its name.
+                if shared && quality::is_mix_wide(&w) {
+                    let key = (w.code(), w.to_string());
+                    if !said_for_mix.contains(&key) {
+                        said_for_mix.push(key);
+                        record.warnings.push(quality::report(&w, Some(&mix_name)));
+                    }
+                    continue;
+                }
                 record
                     .warnings
                     .push(quality::report(&w, Some(&class.notation)));

@@ -43,6 +43,23 @@ fn mix_on_shared_workers_gives_cpu_per_transaction_for_the_mix_only() {
     assert!((per_tran - expected).abs() < 1e-6 * expected, "{client}");
 }
 
+/// Every class of a shared mix holds the mix's CPU, so a warning about
+/// that CPU is the mix's: said once, under the mix's name, not once per
+/// class. A spinning driver is busy by design, which makes the warning
+/// (`driver_spinning`) certain.
+#[test]
+fn a_shared_mix_gives_its_cpu_warnings_once() {
+    let doc = run_json(MIX, 300, &["--spin", "driver"]);
+    let spinning: Vec<&Value> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "driver_spinning")
+        .collect();
+    assert_eq!(spinning.len(), 1, "{spinning:?}");
+    assert_eq!(spinning[0]["class"], MIX);
+}
+
 #[test]
 fn a_single_class_keeps_its_own_cpu_and_no_mix_entry() {
     let doc = run_json("RR1(100B/800B)", 100, &[]);
