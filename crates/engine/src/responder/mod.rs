@@ -330,8 +330,9 @@ impl Pool {
         for s in rx.iter() {
             total.add(&s);
         }
-        drop(own); // the test's own workers end with it
-                   // Every worker has dropped its listeners: remove the socket files.
+        // The test's own workers (class_workers) end with it.
+        drop(own);
+        // Every worker has dropped its listeners: remove the socket files.
         let before = tests.remove(&test_id).and_then(|r| r.ktls_before);
         total.ktls = before.and_then(|b| Some(transport::ktls::tls_stat()?.since(&b)));
         total
