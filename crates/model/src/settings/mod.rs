@@ -12,6 +12,7 @@
 mod guest;
 mod link;
 mod priority;
+pub mod reference;
 mod socket;
 mod spin;
 mod tls;
