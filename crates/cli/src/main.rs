@@ -112,12 +112,37 @@ fn guest_step_or_continue() {
     }
 }
 
+/// The hidden `__docs PAGE` subcommand: prints a reference page generated
+/// from the code (`settings`: docs/settings.md), for maintainers
+/// regenerating docs/, so outside clap and its help.
+fn docs_or_continue() {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() != Some("__docs") {
+        return;
+    }
+    let page = args.next();
+    match page.as_deref() {
+        Some("settings") => {
+            print!("{}", stackbench_model::settings::reference::settings_page());
+            std::process::exit(exit::OK);
+        }
+        other => {
+            eprintln!(
+                "stackbench: error: __docs {}: unknown page: use `__docs settings`",
+                other.unwrap_or("(no page)")
+            );
+            std::process::exit(exit::USAGE);
+        }
+    }
+}
+
 fn main() {
     if stackbench_guest::is_guest_init() {
         stackbench_guest::guest_init_main()
     }
     tls_proxy_or_continue();
     guest_step_or_continue();
+    docs_or_continue();
     quiet_broken_pipe();
     let cli = parse_or_exit();
     let result = match cli.command {

@@ -44,17 +44,10 @@ fn help_of(def: &SettingDef) -> String {
     help
 }
 
-/// Short spellings of a few flags: `run --lab FILE --from A --to B`.
-const ALIASES: &[(&str, &str)] = &[("lab_from", "from"), ("lab_to", "to")];
-
 fn arg_of(def: &'static SettingDef) -> Arg {
-    let aliases = ALIASES
-        .iter()
-        .filter(|(n, _)| *n == def.name)
-        .map(|(_, a)| *a);
     let arg = Arg::new(def.name)
         .long(def.name.replace('_', "-"))
-        .visible_aliases(aliases)
+        .visible_aliases(def.aliases())
         .help(help_of(def))
         .value_name(def.value_name)
         .action(ArgAction::Set)

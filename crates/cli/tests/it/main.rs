@@ -4,6 +4,7 @@
 mod bench_scripts;
 mod common;
 mod compare_cli;
+mod docs;
 mod guest;
 mod guest_tier;
 mod lab;

@@ -630,26 +630,3 @@ fn run_is_stored_with_labels_and_study_runs_against_the_engine() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches("\"nodelay\": true").count(), 2, "{text}");
 }
-
-/// Issue 10: transport choices that cannot work are refused before any
-/// responder starts: one line naming the input and the fix, exit 2.
-/// The README documents every run setting's flag and docs/results.md every
-/// study key: the settings table is the one definition, and the docs follow.
-#[test]
-fn docs_name_every_run_setting() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let results = std::fs::read_to_string(root.join("docs/results.md")).unwrap();
-    let help = stackbench().args(["run", "--help"]).output().unwrap();
-    let help = String::from_utf8_lossy(&help.stdout);
-    for def in stackbench_model::settings::SETTINGS {
-        let flag = def.flag();
-        assert!(help.contains(&flag), "run --help lacks {flag}");
-        assert!(readme.contains(&flag), "README.md lacks {flag}");
-        assert!(
-            results.contains(&format!("`{}`", def.name)),
-            "docs/results.md lacks `{}`",
-            def.name
-        );
-    }
-}

@@ -12,6 +12,7 @@
 mod guest;
 mod link;
 mod priority;
+pub mod reference;
 mod socket;
 mod spin;
 mod tls;
@@ -64,10 +65,22 @@ pub struct SettingDef {
     pub range: Option<(&'static str, &'static str)>,
 }
 
+/// Short flag spellings of a few settings, `(setting, alias)`: `run --lab FILE
+/// --from A --to B`. Flags only: a study key or sweep dimension is the name.
+const ALIASES: &[(&str, &str)] = &[("lab_from", "from"), ("lab_to", "to")];
+
 impl SettingDef {
     /// The command-line flag, e.g. `--client-cpus`.
     pub fn flag(&self) -> String {
         format!("--{}", self.name.replace('_', "-"))
+    }
+
+    /// The other long-flag names of this setting, without `--` (e.g. `from`).
+    pub fn aliases(&self) -> impl Iterator<Item = &'static str> + '_ {
+        ALIASES
+            .iter()
+            .filter(move |(n, _)| *n == self.name)
+            .map(|(_, a)| *a)
     }
 }
 
