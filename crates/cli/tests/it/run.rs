@@ -118,7 +118,7 @@ fn bad_flags_name_the_flag_and_exit_2() {
     assert_usage_errors(cases);
 }
 
-/// clap's own errors (issue 9): one line naming the input and the fix, exit 2.
+/// clap's own errors: one line naming the input and the fix, exit 2.
 #[test]
 fn clap_errors_are_one_line_naming_the_input_and_the_fix() {
     let cases: &[(&[&str], &str)] = &[
@@ -631,7 +631,7 @@ fn run_is_stored_with_labels_and_study_runs_against_the_engine() {
     assert_eq!(text.matches("\"nodelay\": true").count(), 2, "{text}");
 }
 
-/// Issue 10: transport choices that cannot work are refused before any
+/// Transport choices that cannot work are refused before any
 /// responder starts: one line naming the input and the fix, exit 2.
 /// The README documents every run setting's flag and docs/results.md every
 /// study key: the settings table is the one definition, and the docs follow.
