@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench/tls.sh — issue 11's TLS targets, measured in one go on loopback.
+# bench/tls.sh — the project's TLS performance targets, measured in one go on
+# loopback.
 #
 # Pinned like bench/peers.sh (client side on CLIENT_CPUS, server side on
 # SERVER_CPUS), REPS rounds interleaved (every measurement once per round),
-# medians printed with the ratios the issue sets as targets:
+# medians printed with the ratios the targets set:
 #
 #   full-handshake CRR C02F server rate  >= 0.85 x openssl speed rsa2048 signs/s
 #                                        (also shown against the signs/s of the

@@ -7,7 +7,8 @@ pub const OK: i32 = 0;
 /// A comparison or threshold failed (e.g. `compare` found a WORSE verdict).
 pub const FAILED_CHECK: i32 = 1;
 /// Usage or input error (bad flag value, bad workload notation, bad file),
-/// and by the project's convention (style.md 7) any runtime failure too
+/// and by the project's convention (exit 0 success, 1 a failed check, 2
+/// usage or runtime error) any runtime failure too
 /// (cannot bind, cannot spawn the responder).
 pub const USAGE: i32 = 2;
 /// The run ended early or measured nothing; what was measured is printed,

@@ -355,8 +355,8 @@ mod tests {
         }
     }
 
-    /// Issue 21: a search ended on 125/s with steps that contradict each
-    /// other and p99s from ~125 transactions, and said neither.
+    /// A search that ended on 125/s with steps that contradict each other and
+    /// p99s from ~125 transactions used to say neither; now it says both.
     #[test]
     fn a_search_says_when_it_was_not_monotonic_and_p99_rests_on_few_samples() {
         let mut steps = vec![

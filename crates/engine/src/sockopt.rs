@@ -2,8 +2,9 @@
 //! fd-based transport (see `transport`, which owns which of them apply where:
 //! AF_UNIX has no TCP options, MPTCP refuses TCP_QUICKACK).
 //!
-//! The options are the ones the seeds' best-practice sections name (seed 001:
-//! delayed ACK, MSG_WAITALL; seed 000: buffer sizes). How each maps to Linux:
+//! The options are the ones z/OS Communications Server's performance best
+//! practices name (delayed ACK, MSG_WAITALL, buffer sizes). How each maps to
+//! Linux:
 //! - `nodelay` → TCP_NODELAY on every data socket, both sides.
 //! - `waitall` → receives pass MSG_WAITALL, and SO_RCVLOWAT is set to the
 //!   message size (when it is at most [`RCVLOWAT_CAP_BYTES`]). On a non-blocking

@@ -172,7 +172,8 @@ fn ipv6_loopback_works() {
 
 #[test]
 fn two_drivers_share_one_responder() {
-    // Seed 000's zERT set-up: two client instances of 15 connections each.
+    // As z/OS's zERT enforcement measurements: two client instances of 15
+    // connections each.
     let h = responder("127.0.0.1:0");
     std::thread::scope(|s| {
         let a = s.spawn(|| run(&h, &config("RR15(200B/1000B)", 3000)));
@@ -268,8 +269,8 @@ fn responder_returns_its_cpu_and_memory_samples() {
     }
 }
 
-/// Issue 21 point 5: a user population reported 0 B of kernel memory per
-/// user (host-wide sockstat deltas, 0 pages before and during the run). The
+/// A user population used to report 0 B of kernel memory per user (it read
+/// host-wide sockstat deltas, 0 pages before and during the run); now the
 /// run's own sockets are counted instead, on both sides.
 #[test]
 fn kernel_socket_memory_per_connection_is_measured_on_both_sides() {

@@ -1,4 +1,4 @@
-//! Guest-kernel hosts (issue 13): boot a Linux guest VM with a chosen kernel
+//! Guest-kernel hosts: boot a Linux guest VM with a chosen kernel
 //! and run ONE stackbench command inside it.
 //!
 //! Design: the guest is qemu-system-x86_64 (KVM when it works, else TCG

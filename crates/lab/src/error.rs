@@ -1,5 +1,6 @@
 //! The lab's errors: each one line that names the input or the kernel object
-//! and says what to do (style.md 7). The cli prints them and exits 2.
+//! and says what to do, so a user can fix the input without reading code.
+//! The cli prints them and exits 2.
 
 use std::io;
 

@@ -1,7 +1,7 @@
-//! Priority classes on a link (issue 12 item 3, seed 001's WLM priority
-//! queues): with `priority_classes = true` a link's root qdisc is an htb
-//! instead of a tbf, built and read back over rtnetlink (tc-htb(8),
-//! linux/pkt_sched.h).
+//! Priority classes on a link (the analogue of z/OS WLM priority queues, the
+//! OSA adapter's outbound queues chosen by workload importance): with
+//! `priority_classes = true` a link's root qdisc is an htb instead of a tbf,
+//! built and read back over rtnetlink (tc-htb(8), linux/pkt_sched.h).
 //!
 //! Layout, for a link of rate R:
 //! - qdisc `1:` htb, default class `1:10` (level 0: unmarked traffic, ARP,

@@ -61,14 +61,14 @@
 //!   addresses — taken before the measurement window and read again after it
 //!   (a typed warning if anything changed). The report's environment section
 //!   prints them; `compare` can then say which link setting two sides differ in.
-//! - **Priorities (issue 12, item 3; built).** A link with
+//! - **Priorities.** A link with
 //!   `priority_classes = true` gets an htb root whose parent class has the
 //!   link rate and whose children `1:10`…`1:16` are the priority levels 0…6;
 //!   the run setting `priority` sets SO_PRIORITY to those class ids
 //!   (`skb->priority` = class id picks the band) and DSCP CS0…CS6. The
 //!   [`htb`] module documents the mapping; [`up::qdisc_error`] names
 //!   `CONFIG_NET_SCH_HTB` where it is missing (this kernel has htb, not prio).
-//! - **Delay, loss, pacing, IPsec (issue 13, item 2; built).** Link keys
+//! - **Delay, loss, pacing, IPsec.** Link keys
 //!   `delay`, `jitter`, `loss`, `qdisc = "fq"`, `fq_maxrate`, `ipsec`,
 //!   `ipsec_mode` and the run overrides `link_*` of the same names: the
 //!   [`netem`] module builds the qdisc chain tbf → netem → fq (delay one

@@ -1,7 +1,8 @@
 //! CPU accounting per side: snapshots ([`CpuSample`]) taken at the same
 //! instants as the transaction counts, and the pure arithmetic that turns two
 //! snapshots into CPU-seconds, utilisation and CPU cost per transaction
-//! ([`SideCpu`]), the seeds' "CPU Cost/Tran".
+//! ([`SideCpu`]), the "CPU Cost/Tran" of z/OS Communications Server
+//! performance reports.
 //!
 //! Two views, as RMF has them:
 //! - CPU-set view (RMF "LPAR busy"): per-CPU `/proc/stat` deltas over the CPUs a
@@ -161,7 +162,7 @@ pub struct Work {
 }
 
 /// CPU-seconds from an RMF-style utilisation: `util_pct`% of `cpus` CPUs over
-/// `window_s` seconds (seed 000: 25% of 4 CPs over 10 s = 10 CPU-s).
+/// `window_s` seconds (e.g. 25% of 4 CPs over 10 s = 10 CPU-s).
 pub fn cpu_seconds_from_util(util_pct: f64, cpus: usize, window_s: f64) -> f64 {
     util_pct / 100.0 * cpus as f64 * window_s
 }
@@ -171,13 +172,13 @@ pub fn rate_per_s(transactions: u64, window_s: f64) -> Option<f64> {
     (window_s > 0.0).then(|| transactions as f64 / window_s)
 }
 
-/// CPU µs per transaction (seed 000: 10 CPU-s / 1,000,000 tr = 10 µs/tran);
+/// CPU µs per transaction (e.g. 10 CPU-s / 1,000,000 tr = 10 µs/tran);
 /// `None` when no transaction completed, never NaN or infinity.
 pub fn cpu_us_per_tran(cpu_seconds: f64, transactions: u64) -> Option<f64> {
     (transactions > 0).then(|| cpu_seconds * 1e6 / transactions as f64)
 }
 
-/// CPU µs per MiB (the seeds' MB) of payload; `None` when no payload moved.
+/// CPU µs per MiB (the notation's binary MB) of payload; `None` when no payload moved.
 pub fn cpu_us_per_mb(cpu_seconds: f64, payload_bytes: u64) -> Option<f64> {
     (payload_bytes > 0).then(|| cpu_seconds * 1e6 / (payload_bytes as f64 / MIB as f64))
 }
@@ -449,8 +450,9 @@ mod tests {
         }
     }
 
-    /// Seed 000 through the /proc/stat path: 4 CPUs at 100 ticks/s over 10 s
-    /// (1000 ticks each), 1000 busy ticks in all = 25% = 10 CPU-s.
+    /// The 25%-of-4-CPs example through the /proc/stat path: 4 CPUs at 100
+    /// ticks/s over 10 s (1000 ticks each), 1000 busy ticks in all = 25% = 10
+    /// CPU-s.
     fn seed_samples() -> (CpuSample, CpuSample) {
         let start = CpuSample {
             monotonic_ns: 5_000_000_000,

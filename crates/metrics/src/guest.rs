@@ -1,4 +1,4 @@
-//! The guest a run executed in (`--kernel PACKAGE|PATH`, issue 13), as stored
+//! The guest a run executed in (`--kernel PACKAGE|PATH`), as stored
 //! in its environment: the kernel setting and what the guest reported
 //! (`uname -r` inside it), how its CPU was provided (KVM, or TCG emulation),
 //! its size, the qemu that ran it and the host kernel under qemu. Results

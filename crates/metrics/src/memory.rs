@@ -1,4 +1,5 @@
-//! Storage per connection (seed 003's "storage requirement"): resident memory
+//! Storage per connection (the "storage requirement" of TN3270 capacity
+//! planning: memory per user connection): resident memory
 //! of a side's processes and the kernel memory of the run's own sockets, each
 //! divided by the number of open connections, sampled inside the measurement
 //! window once the connections are up.

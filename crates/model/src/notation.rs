@@ -1,9 +1,9 @@
-//! The seeds' workload notation: `NAME x(y/z)` — x clients, each sending y bytes
-//! and receiving z bytes per transaction — and mixes joined with `+`. A class
-//! may end in `@PACING`: a think time (`RR8K(100B/800B)@30s`, `@exp:30s`,
-//! `@uniform:10s..50s`) or an open-loop rate (`RR100(1kB/1kB)@5000/s`), which
-//! wins over the `think` and `rate` settings for that class (see
-//! [`crate::pacing`]).
+//! The workload notation of z/OS Communications Server performance reports:
+//! `NAME x(y/z)` — x clients, each sending y bytes and receiving z bytes per
+//! transaction — and mixes joined with `+`. A class may end in `@PACING`: a
+//! think time (`RR8K(100B/800B)@30s`, `@exp:30s`, `@uniform:10s..50s`) or an
+//! open-loop rate (`RR100(1kB/1kB)@5000/s`), which wins over the `think` and
+//! `rate` settings for that class (see [`crate::pacing`]).
 //!
 //! Parsing is two-stage in the ripgrep sense: the text is checked piece by piece
 //! here and resolved into an immutable [`Workload`] holding exact byte counts; the

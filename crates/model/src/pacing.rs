@@ -20,7 +20,8 @@ use crate::units;
 /// The think-time distribution of a user: drawn afresh after every response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ThinkTime {
-    /// Always the same, e.g. `30s` (seed 003's TPNS users).
+    /// Always the same, e.g. `30s` (the TN3270 capacity studies'
+    /// simulated terminal users, each thinking 30 s between transactions).
     Constant(Duration),
     /// Exponentially distributed with this mean, e.g. `exp:30s`: arrivals of a
     /// large population then look like a Poisson process.

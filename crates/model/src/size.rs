@@ -1,9 +1,9 @@
 //! Byte sizes and client counts in the workload notation, over the one size
 //! and count grammar of [`crate::units`] with the notation's error messages.
 //!
-//! The seeds write sizes as `1B`, `64B`, `4kB`, `8kB`, `20MB`; every multiple is
-//! binary (`kB` = `KB` = `KiB` = 1024 B, `MB` = `MiB` = 1024² B, `GB` = `GiB` =
-//! 1024³ B), as `../shared/domain.md` fixes it; decimals that make whole bytes
+//! The notation writes sizes as `1B`, `64B`, `4kB`, `8kB`, `20MB`; every multiple
+//! is binary (`kB` = `KB` = `KiB` = 1024 B, `MB` = `MiB` = 1024² B, `GB` = `GiB` =
+//! 1024³ B), the project's one rule for sizes everywhere; decimals that make whole bytes
 //! (`1.5kB`) are accepted. Client counts take a `K` (×1024) or `M` suffix
 //! (`256K` = 262,144). Units are case-sensitive so that a typo such as `4kb` or
 //! `4Mb` (megabit?) is an error with the fix, not a guess.
@@ -11,11 +11,11 @@
 use crate::error::NotationError;
 use crate::units::{self, Problem};
 
-/// One KiB, the seeds' `kB`.
+/// One KiB, the notation's `kB`.
 pub const KIB: u64 = 1024;
-/// One MiB, the seeds' `MB`.
+/// One MiB, the notation's `MB`.
 pub const MIB: u64 = 1024 * KIB;
-/// One GiB, the seeds' `GB`.
+/// One GiB, the notation's `GB`.
 pub const GIB: u64 = 1024 * MIB;
 
 /// Parses a size such as `4kB` into bytes (at least 1). `whole` is the full

@@ -470,8 +470,8 @@ pub fn parse_pct(text: &str) -> Result<f64, UnitError> {
 }
 
 /// A whole count with an optional `K` (×1024) or `M` (×1024²) suffix, as the
-/// seeds count users and clients (`256K` = 262,144). Zero is allowed here;
-/// callers check the range they need.
+/// TN3270 capacity studies count users and clients (`256K` = 262,144). Zero is
+/// allowed here; callers check the range they need.
 pub fn parse_count(text: &str) -> Result<u64, UnitError> {
     let err = |problem| UnitError::new(UnitKind::Count, text, problem);
     let t = text.trim();

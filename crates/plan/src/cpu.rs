@@ -1,4 +1,5 @@
-//! CPU requirement (seed 003's appendix): transactions per second times CPU
+//! CPU requirement (the formula of the appendix to IBM's TN3270 capacity
+//! planning): transactions per second times CPU
 //! seconds per transaction gives CPU seconds per elapsed second; divided by the
 //! processors it is the utilisation; times the rating of the whole machine it is
 //! the rating ("MIPS") required. This is the utilisation law U = X·D / m.
@@ -15,7 +16,7 @@ use crate::units::Rate;
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum Load {
     /// A population: `users` each doing `per_user.count` transactions every
-    /// `per_user.interval_s` seconds (the seed's "2 tr/min/user").
+    /// `per_user.interval_s` seconds (e.g. TN3270's "2 tr/min/user").
     Users {
         users: f64,
         trans_per_user: f64,
@@ -100,7 +101,7 @@ pub struct CpuPlan {
     pub rating_required: Option<f64>,
 }
 
-/// Applies the seed's formula.
+/// Applies the utilisation law U = X·D / m.
 pub fn plan(input: &CpuInput) -> Result<CpuPlan, PlanError> {
     if input.processors.is_nan() || input.processors <= 0.0 {
         return Err(PlanError::bad(
@@ -187,7 +188,7 @@ impl CpuPlan {
         }
     }
 
-    /// The demand formula as the seed writes it.
+    /// The demand formula as TN3270 capacity planning writes it.
     fn demand_formula(&self) -> String {
         let d = num(self.inputs.cpu_s_per_tran);
         match self.inputs.load {
@@ -275,8 +276,8 @@ mod tests {
         }
     }
 
-    /// Seed 003 appendix: 2 × 8000 × 0.000199666 ÷ 60 = 0.0532 CPU-s per
-    /// elapsed s; ÷ 4 processors = 1.3%.
+    /// The TN3270 capacity-planning appendix's example: 2 × 8000 × 0.000199666
+    /// ÷ 60 = 0.0532 CPU-s per elapsed s; ÷ 4 processors = 1.3%.
     #[test]
     fn seed003_appendix_example() {
         let p = plan(&seed003()).unwrap();
@@ -291,8 +292,8 @@ mod tests {
         assert!(text.contains("1.33%"), "{text}");
     }
 
-    /// Seed 003 performance table, one server with one port, 256K users:
-    /// 8275 tr/s × .176 ms/tr on 4 CPs; the seed prints 36.3% and 578 MIPS
+    /// IBM's TN3270 performance table, one server with one port, 256K users:
+    /// 8275 tr/s × .176 ms/tr on 4 CPs; the table prints 36.3% and 578 MIPS
     /// from unrounded CPU/tr, which .176 ms reproduces to within 0.2 points.
     #[test]
     fn seed003_table_rate_and_rating() {

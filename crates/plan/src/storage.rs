@@ -1,8 +1,10 @@
-//! Storage requirement (seed 003's storage tables): each component costs a
+//! Storage requirement (as TN3270 capacity planning tabulates it): each
+//! component costs a
 //! fixed amount plus an amount per connection, so for a population of N users
 //! it needs fixed + per_conn × N bytes. Components are per side (server,
 //! client) and per kind (user-space memory of the process, kernel socket
-//! buffers), mirroring the seed's "TN3270 private" and "ECSA" rows.
+//! buffers), mirroring the z/OS "TN3270 private" and "ECSA" (common storage)
+//! rows.
 
 use serde::Serialize;
 
@@ -206,10 +208,11 @@ mod tests {
     const MB: f64 = 1_048_576.0;
     const GB: f64 = 1024.0 * MB;
 
-    /// Seed 003, one TN3270 server with one port, 256K clear-text users: ECSA
+    /// IBM's 2008 TN3270 capacity tables, one server with one port, 256K
+    /// clear-text users: ECSA
     /// 501 MB and TN3270 private storage 1.07 GB. Per user that is 2004 B of
     /// common (kernel-side) storage and 4382.72 B of private storage; the
-    /// per-connection model gives the seed's figures back at 256K users and
+    /// per-connection model gives those figures back at 256K users and
     /// half of them at 128K.
     #[test]
     fn seed003_storage_per_user() {

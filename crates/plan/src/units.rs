@@ -41,7 +41,7 @@ pub fn parse_positive(flag: &str, text: &str) -> Result<f64, PlanError> {
 }
 
 /// A whole count of at least 1 with an optional `K` (×1024) or `M` (×1024²)
-/// suffix, as the seeds count users (`256K` = 262,144).
+/// suffix, as TN3270 capacity studies count users (`256K` = 262,144).
 pub fn parse_count(flag: &str, text: &str) -> Result<u64, PlanError> {
     match units::parse_count(text).map_err(plan_error(flag, text))? {
         0 => Err(PlanError::bad(

@@ -1,6 +1,6 @@
 //! Comparing two sets of runs: per workload and metric, the ratio B/A with its
 //! 90% confidence interval from Welch's t on log values, and an equivalence
-//! verdict against a margin (anchors-capacity.md §3):
+//! verdict against a margin:
 //!
 //! 1. y = ln(value); d = ȳ_B − ȳ_A; SE = √(s_A²/n_A + s_B²/n_B);
 //! 2. Welch's ν = SE⁴ / [(s_A²/n_A)²/(n_A−1) + (s_B²/n_B)²/(n_B−1)];
@@ -194,7 +194,8 @@ pub struct Row {
     pub whole_mix: bool,
 }
 
-/// Geometric-mean changes across workloads (the seeds' "on average" line).
+/// Geometric-mean changes across workloads (the "on average" line of z/OS
+/// performance summaries).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     pub workloads: usize,

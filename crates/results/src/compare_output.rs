@@ -1,5 +1,6 @@
 //! Renderers of a [`Comparison`]: the human table, Markdown and JSON, plus the
-//! seeds' "on average" sentences. Pure functions from the comparison to text.
+//! "on average" sentences of z/OS performance summaries. Pure functions from
+//! the comparison to text.
 
 use comfy_table::{presets, Cell, CellAlignment, Table};
 
@@ -85,7 +86,8 @@ fn cells(r: &Row) -> [String; 8] {
     ]
 }
 
-/// "On average, B increases throughput by 1.23% …" — the seed-001 summary.
+/// "On average, B increases throughput by 1.23% …" — the summary line of a
+/// z/OS release-to-release comparison.
 pub fn summary_sentences(c: &Comparison) -> Vec<String> {
     let s = &c.summary;
     let mut out = Vec::new();

@@ -1,9 +1,9 @@
 //! Observations in words, generated from a comparison's verdicts: the study
-//! conclusion in the seeds' form ("SMC-Dv2 performs as equivalent to SMC-Dv1")
-//! and one sentence per verdict that found a change ("RR2(64B/64B): nodelay
-//! has a 50.12% higher transaction rate than nagle (ratio 1.501×, 90% CI
-//! 1.482× … 1.521×): BETTER"). The rest is in the verdict table
-//! ([`crate::verdict_table`]).
+//! conclusion in the z/OS performance reports' form ("SMC-Dv2 performs as
+//! equivalent to SMC-Dv1") and one sentence per verdict that found a change
+//! ("RR2(64B/64B): nodelay has a 50.12% higher transaction rate than nagle
+//! (ratio 1.501×, 90% CI 1.482× … 1.521×): BETTER"). The rest is in the verdict
+//! table ([`crate::verdict_table`]).
 
 use crate::compare::{Comparison, Row, Verdict};
 use crate::metric::Metric;

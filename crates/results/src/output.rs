@@ -195,8 +195,9 @@ pub fn tls_negotiated(record: &RunRecord) -> Option<String> {
 }
 
 /// Resident memory each connection holds per side (the first class with
-/// memory figures), e.g. `client 41.3 kB, server 38.0 kB`: seed 003's
-/// storage per (secure) connection, compared across variants.
+/// memory figures), e.g. `client 41.3 kB, server 38.0 kB`: the storage
+/// per (secure) connection of TN3270 capacity planning, compared across
+/// variants.
 pub fn storage_per_conn(record: &RunRecord) -> Option<String> {
     let m = record.classes.iter().find_map(|c| c.memory.as_ref())?;
     let side = |s: &Option<stackbench_metrics::record::SideMemory>| {
@@ -242,7 +243,8 @@ fn opt_micros(us: Option<f64>) -> String {
 /// A user population's figures under the table: pacing and what was
 /// measured of it, Little's law, generator lag, the open loop's offered rate
 /// and uncorrected latency, connecting time, and storage per user per side
-/// (seed 003's storage rows), measured with every client connected.
+/// (as TN3270 capacity planning's storage rows), measured with every client
+/// connected.
 pub fn population_lines(c: &ClassResult, p: &PopulationFigures) -> String {
     let mut out = format!("population {}: {}", c.notation, pacing_text(c, p));
     let _ = writeln!(

@@ -1,15 +1,15 @@
-//! The kernel comparison of a study whose variants differ by `kernel` (seed
-//! 001's release-to-release table, issue 13): per workload class, the new
-//! kernel's throughput and CPU µs per transaction on each side relative to
-//! the baseline's (new/old ratios of geometric means over the repetitions),
-//! each with compare's verdict (Welch's 90% interval on log values against
-//! the margin), then an average row.
+//! The kernel comparison of a study whose variants differ by `kernel` (the z/OS
+//! performance reports' release-to-release table, with Linux kernels as the
+//! releases): per workload class, the new kernel's throughput and CPU µs per
+//! transaction on each side relative to the baseline's (new/old ratios of
+//! geometric means over the repetitions), each with compare's verdict (Welch's
+//! 90% interval on log values against the margin), then an average row.
 //!
 //! Averages: the average row is the geometric mean of the ratios, as the
-//! report's other averages are. Seed 001 averages the signed percentages
-//! arithmetically (its "+1.23%" is the plain mean of eleven rows, "Equal"
-//! counted as 0); that mean is given beside it in the text. For changes of a
-//! few percent the two differ by hundredths of a point.
+//! report's other averages are. IBM's OSA performance study (2010) averages the
+//! signed percentages arithmetically (its "+1.23%" is the plain mean of eleven
+//! rows, "Equal" counted as 0); that mean is given beside it in the text. For
+//! changes of a few percent the two differ by hundredths of a point.
 //!
 //! Runs measured in a TCG-emulated guest keep their ratios but get no verdict
 //! (the comparison was refused upstream; see [`Comparison::refuse_verdicts`]).
@@ -58,7 +58,8 @@ pub struct ReleaseTable {
     pub rows: Vec<ReleaseRow>,
     /// Geometric means of each column's ratios (`None`: no row had it).
     pub average: [Option<f64>; 3],
-    /// Arithmetic means of the percentage changes (seed 001's average).
+    /// Arithmetic means of the percentage changes (the average z/OS
+    /// performance summaries print, e.g. "Avg= 39.43% higher").
     pub average_pct_arithmetic: [Option<f64>; 3],
     /// Why no verdicts are given (emulated runs).
     pub no_verdict_reason: Option<String>,
@@ -182,7 +183,8 @@ impl ReleaseTable {
         out
     }
 
-    /// The seed-001 sentences: "On average, NEW increases throughput by …".
+    /// The sentences of a z/OS release-to-release summary: "On average, NEW
+    /// increases throughput by …".
     pub fn sentences(&self) -> Vec<String> {
         let n = self.rows.len();
         let mut out = Vec::new();

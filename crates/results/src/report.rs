@@ -1,8 +1,9 @@
-//! The performance summary report (seed 000's shape): per study its purpose,
-//! environment configuration, observations generated from the verdicts,
-//! numbered figures, the comparison tables and, when the variants differ by
-//! kernel, the kernel comparison (seed 001's release table); then a summary table across
-//! studies in the seed-001 form and an appendix on notation and CPU cost.
+//! The performance summary report (in the shape of the z/OS Communications
+//! Server performance summary report): per study its purpose, environment
+//! configuration, observations generated from the verdicts, numbered figures,
+//! the comparison tables and, when the variants differ by kernel, the kernel
+//! comparison (a release-to-release table); then a summary table across
+//! studies in the same form and an appendix on notation and CPU cost.
 //!
 //! [`build_report`] is a pure function from stored runs to the HTML page, the
 //! Markdown text and the SVG files the Markdown links to. Runs carrying

@@ -143,8 +143,8 @@ mod tests {
         assert!(sweep_text(&[]).is_empty());
     }
 
-    /// Issue 21, point 2: an incomplete run (interrupted, 0 transactions) was
-    /// averaged into its point; it is left out, and the count said.
+    /// An incomplete run (interrupted, 0 transactions) used to be averaged
+    /// into its point; now it is left out, and the count said.
     #[test]
     fn incomplete_runs_stay_out_of_the_points() {
         let mut runs = Vec::new();
@@ -170,7 +170,7 @@ mod tests {
         assert!(text.contains("1 incomplete runs left out"), "{text}");
     }
 
-    /// Issue 21: `run 'RR(1B/1B)' --sweep clients=1,2,4,8 --repeat 2` showed
+    /// `run 'RR(1B/1B)' --sweep clients=1,2,4,8 --repeat 2` used to show
     /// runs = 1 and no ± under a header promising a 95% half-interval: each
     /// point is one record holding its two repetitions, and those are the n.
     #[test]

@@ -459,7 +459,7 @@ mod tests {
         s
     }
 
-    /// Issue 21: `RR(100B/800B)@1s --sweep clients=…` was fitted and called
+    /// `RR(100B/800B)@1s --sweep clients=…` used to be fitted and called
     /// "linear: no measurable contention", which N/(R+Z) is by construction.
     #[test]
     fn a_think_time_sweep_that_saturates_nothing_is_described_not_fitted() {

@@ -1,4 +1,4 @@
-//! `stackbench plan`: capacity planning from measured costs (issue 5). Thin:
+//! `stackbench plan`: capacity planning from measured costs. Thin:
 //! each subcommand turns its flags (merged with a plan file's section and, where
 //! it makes sense, a stored run) into the planner's typed input, calls the pure
 //! `stackbench-plan` crate, and prints its report as tables or `--json`.

@@ -1,4 +1,4 @@
-//! `stackbench guest exec|fetch` (issue 13): a run inside a TCG guest with a
+//! `stackbench guest exec|fetch`: a run inside a TCG guest with a
 //! Debian kernel brings its record back; the job's exit status and stderr
 //! pass through; modules load by name and by alias (modules.dep and
 //! modules.alias are generated on the host); a bad kernel is one line, exit 2.

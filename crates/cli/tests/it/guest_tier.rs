@@ -1,4 +1,4 @@
-//! The guest-kernel tier (issue 13): runs and studies with `kernel` set run
+//! The guest-kernel tier: runs and studies with `kernel` set run
 //! whole in a TCG guest booted with a Debian kernel, and the kernel features
 //! this host lacks are seen working there — kTLS records carried by the
 //! kernel (its tls_stat counters rise on both sides). The stored environment

@@ -1,7 +1,7 @@
 //! `stackbench lab up|down|show`: one-line errors for bad files and missing
 //! privileges, and — as root — the round trip through the binary and a
 //! `lab up` killed half-way whose leftovers `lab down` removes completely
-//! (issue 12: no namespace, veth or qdisc left). Tests that need root skip
+//! (no namespace, veth or qdisc left). Tests that need root skip
 //! with a message elsewhere.
 
 use std::os::unix::process::CommandExt;
@@ -190,9 +190,10 @@ fn lab_up_show_down_through_the_binary() {
     assert_eq!(ip_shows("tcli"), Vec::<String>::new());
 }
 
-/// Issue 21: a second file with the same lab name silently rewrote the
-/// first file's lab (rate and addresses, exit 0), and `lab show` exited 0
-/// whatever the kernel held.
+/// A second file with the same lab name used to silently rewrite the first
+/// file's lab (rate and addresses, exit 0), and `lab show` exited 0 whatever
+/// the kernel held. Now the second `lab up` is refused (exit 2) and
+/// `lab show` of a file that differs from the kernel exits 1.
 #[test]
 fn a_lab_up_from_another_file_of_the_same_name_is_refused() {
     if !can_make_namespaces("a_lab_up_from_another_file_of_the_same_name_is_refused") {

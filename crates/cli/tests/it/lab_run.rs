@@ -1,4 +1,4 @@
-//! `run --lab FILE --from A --to B` (issue 12, item 2): a host name the lab
+//! `run --lab FILE --from A --to B`: a host name the lab
 //! does not have is one line and exit 2 (root or not), and — as root — a short
 //! run across the two-host example lab stores `environment.lab` with the
 //! path's interfaces, whose byte counters show that the data crossed the lab
@@ -140,7 +140,7 @@ fn a_run_across_the_lab_stores_its_path() {
     );
 }
 
-/// Issue 13: a run asking for a link property this kernel lacks (netem, fq,
+/// A run asking for a link property this kernel lacks (netem, fq,
 /// ESP) is one line naming the kernel option, exit 2, and builds nothing.
 #[test]
 fn a_missing_kernel_feature_is_one_line() {

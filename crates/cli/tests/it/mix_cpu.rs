@@ -1,4 +1,4 @@
-//! CPU of the classes of a mix (issue 21, point 3): on shared worker threads
+//! CPU of the classes of a mix: on shared worker threads
 //! a class's CPU cannot be told from the others', so each class shows the
 //! mix's CPU marked `mix` with no per-transaction figure, and the record
 //! carries the mix's own; with `--class-workers` each class runs on threads

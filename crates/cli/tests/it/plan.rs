@@ -1,4 +1,5 @@
-//! `stackbench plan` through the binary: the seeds' worked examples (from flags
+//! `stackbench plan` through the binary: IBM's published worked examples
+//! (TN3270 capacity planning, zIIP-assisted IPsec; from flags
 //! and from the plan files in `examples/`), the JSON shape, `--from` a stored
 //! run, and the one-line errors with exit status 2.
 
@@ -26,8 +27,8 @@ fn round(x: f64, decimals: i32) -> f64 {
     (x * f).round() / f
 }
 
-/// Issue 21: 1M users × 10⁶ tr/s × 1 h printed 3774873599996225
-/// processors for ⌈3774873600000000⌉; whole results are exact.
+/// 1M users × 10⁶ tr/s × 1 h used to print 3774873599996225 processors for
+/// ⌈3774873600000000⌉ (float rounding); whole results are now exact.
 #[test]
 fn huge_cpu_requirements_are_exact_whole_numbers() {
     let args = [
@@ -474,7 +475,7 @@ fn every_subcommand_help_has_examples() {
     }
 }
 
-/// Issue 21: runs of a think-time population were fitted and called
+/// Runs of a think-time population used to be fitted and called
 /// "linear: no measurable contention", which N/(R+Z) is by construction.
 /// Stored runs that saturate nothing are refused with what they show.
 #[test]
@@ -528,8 +529,8 @@ fn run_with_memory(
     path.display().to_string()
 }
 
-/// Issue 21 point 5: a user population's kernel memory read 0 B per user
-/// (host-wide sockstat, clamped), and `plan storage --from` projected
+/// A user population's kernel memory used to read 0 B per user (host-wide
+/// sockstat, clamped), and `plan storage --from` projected
 /// "0B × 262144 users". A missing or 0 B figure is refused; a run that is
 /// not a population (one connection, CRR) is projected with a warning.
 #[test]

@@ -233,8 +233,8 @@ fn stored_run_without_cpu_needs_the_flag() {
     );
 }
 
-/// Issue 9: no input makes a plan command compute for hours with no output;
-/// the solvers are O(N), so populations and processors have ranges.
+/// No input may make a plan command compute for hours with no output: the
+/// solvers are O(N), so populations and processors have ranges.
 #[test]
 fn populations_and_processors_are_bounded() {
     fails_with(

@@ -1,4 +1,4 @@
-//! CLI tests of user populations and the open loop (issue 10): bad pacing
+//! CLI tests of user populations and the open loop: bad pacing
 //! values, the population figures in the JSON, coordinated omission shown by
 //! a responder stopped with SIGSTOP, and a tiny `--find-max-rate` search.
 //! Assertions are on arithmetic (which latency includes the stall), not speed.
@@ -91,7 +91,7 @@ fn a_think_time_population_reports_its_figures() {
     assert!(doc["classes"][1]["memory"]["client"].is_object());
 }
 
-/// Coordinated omission (issue 10's target, small): a constant-rate run whose
+/// Coordinated omission, on a small scale: a constant-rate run whose
 /// responder is stopped for a while. Requests intended during the stall wait
 /// for it, so the latency from the intended send shows the stall at p99;
 /// from the actual send, only the few requests in flight when it began do.
@@ -194,7 +194,7 @@ fn find_max_rate_runs_a_bounded_search_and_prints_the_table() {
     assert_eq!(rates, ["200/s", "400/s", "800/s"], "{text}");
     assert!(lines[1..4].iter().all(|l| l.ends_with("yes")), "{text}");
     assert_eq!(lines[4], "highest offered rate with p99 under 1s: 800/s");
-    // Issue 21: 300 ms steps give p99s from under 1000 transactions; say so.
+    // 300 ms steps give p99s from under 1000 transactions; the search says so.
     assert!(
         lines[5].starts_with("warning: the p99 of RR1(1B/1B) rests on "),
         "{text}"

@@ -483,7 +483,7 @@ fn study_errors_are_one_line_with_status_two() {
         ));
 }
 
-/// Issue 21: a 16 × 16 sweep of 1000 repetitions of 24 h runs was accepted
+/// A 16 × 16 sweep of 1000 repetitions of 24 h runs used to be accepted,
 /// and `--dry-run` listed its 256,000 steps with no total time.
 #[test]
 fn a_study_longer_than_a_day_is_summarised_and_needs_yes() {
@@ -533,8 +533,8 @@ fn a_study_longer_than_a_day_is_summarised_and_needs_yes() {
     );
 }
 
-/// Issue 21: a reserved label from `--label` was silently overwritten, and
-/// `--transport unix --ipv6` was accepted.
+/// A reserved label from `--label` used to be silently overwritten, and
+/// `--transport unix --ipv6` accepted; both are now refused.
 #[test]
 fn reserved_labels_and_unix_with_ipv6_are_refused() {
     stackbench()

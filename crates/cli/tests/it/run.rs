@@ -118,7 +118,7 @@ fn bad_flags_name_the_flag_and_exit_2() {
     assert_usage_errors(cases);
 }
 
-/// clap's own errors (issue 9): one line naming the input and the fix, exit 2.
+/// clap's own errors: one line naming the input and the fix, exit 2.
 #[test]
 fn clap_errors_are_one_line_naming_the_input_and_the_fix() {
     let cases: &[(&[&str], &str)] = &[

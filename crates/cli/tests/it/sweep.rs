@@ -1,4 +1,4 @@
-//! Sweeps (issue 9): `run --sweep` gives one record per point, labelled, with
+//! Sweeps: `run --sweep` gives one record per point, labelled, with
 //! a summary and USL fit; `examples/scaling.toml` runs as a study, short, and
 //! its report holds the scalability figure with the fitted curve, checked in
 //! headless Chromium when it is installed (`.ci/run` installs it).

@@ -1,4 +1,4 @@
-//! The TLS example studies (issue 11) run, short, and their report names
+//! The TLS example studies run, short, and their report names
 //! every variant and the cipher suite each actually negotiated.
 
 use assert_cmd::prelude::*;
@@ -84,7 +84,8 @@ fn tls_population_example_compares_clear_inline_and_transparent_tls() {
         "{md}"
     );
     assert!(md.contains("Variant tls-sidecar"), "{md}");
-    // Seed 003's storage per (secure) connection, per variant and side.
+    // Storage per (secure) connection, as TN3270 capacity planning tabulates
+    // it, per variant and side.
     assert!(md.contains("RSS per connection"), "{md}");
     assert!(
         md.contains("tls-sidecar: TLS 1.2 TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (C02F)"),

@@ -1,4 +1,4 @@
-//! Transports through the binary (issue 10): one-line errors for what cannot
+//! Transports through the binary: one-line errors for what cannot
 //! work, and a unix run that says which options it could not apply.
 
 use assert_cmd::prelude::*;
@@ -130,7 +130,7 @@ fn transport_errors_are_one_line_exit_2() {
     let _ = std::fs::remove_dir(&long);
 }
 
-/// Issue 10: every kind over AF_UNIX; options AF_UNIX lacks are not set,
+/// Every kind over AF_UNIX; options AF_UNIX lacks are not set,
 /// and the warning and the stored settings say so.
 #[test]
 fn unix_transport_runs_every_kind_and_says_what_it_skipped() {
@@ -170,7 +170,7 @@ fn unix_transport_runs_every_kind_and_says_what_it_skipped() {
     );
 }
 
-/// Issue 11: every kind over TLS, and the resolved version stored.
+/// Every kind over TLS, and the resolved version stored.
 #[test]
 fn tls_transport_runs_every_kind() {
     let doc = json_ok(stackbench().args([
@@ -202,7 +202,7 @@ fn tls_transport_runs_every_kind() {
     assert_eq!(crr["full_handshakes"], 30, "{crr}");
 }
 
-/// Issue 14: `--io uring` stores uring where it ran; a case it does not
+/// `--io uring` stores uring where it ran; a case it does not
 /// cover (CRR) runs on epoll, stores `io` epoll and says why.
 #[test]
 fn io_uring_is_stored_as_measured() {

@@ -1,7 +1,8 @@
 //! The responder (`stackbench serve`): a control listener, one thread per
 //! control connection, and a pool of event-loop workers that serve the data
-//! connections of every test from every driver at once (seed 000's zERT test:
-//! two client instances of 15 connections each against one server).
+//! connections of every test from every driver at once (as in z/OS's zERT
+//! enforcement measurements: two client instances of 15 connections each
+//! against one server).
 //!
 //! A `start` request creates the test's data listeners and hands each worker
 //! its share: for TCP and MPTCP one SO_REUSEPORT listener per worker on each

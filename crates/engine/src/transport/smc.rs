@@ -1,5 +1,6 @@
 //! AF_SMC (Shared Memory Communications, SMC-R over RDMA / SMC-D over ISM,
-//! seed 000's SMC-Rv2 and HiperSockets comparisons), where the kernel has it.
+//! the mainframe's memory-to-memory path, measured there against TCP and
+//! HiperSockets), where the kernel has it.
 //!
 //! An SMC socket is `socket(AF_SMC = 43, SOCK_STREAM, SMCPROTO_SMC = 0)` for
 //! IPv4 or `SMCPROTO_SMC6 = 1` for IPv6; it binds, listens and connects with

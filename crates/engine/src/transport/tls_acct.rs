@@ -2,7 +2,8 @@
 //! in [`super::tls`]: the thread CPU time a handshake's steps take (measured
 //! only while the handshake is unfinished, so transactions pay nothing), and
 //! `--rekey SIZE` — after every SIZE bytes a connection sends, a TLS 1.3
-//! KeyUpdate (seed 002's channels re-keying every 1 MB).
+//! KeyUpdate (as IBM MQ channels renegotiate their secret key every 1 MB in
+//! MQ on z/OS cost measurements).
 //!
 //! The re-key size travels in the context (OpenSSL ex_data), so every
 //! connection made from a context re-keys without new parameters along the

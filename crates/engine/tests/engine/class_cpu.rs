@@ -1,4 +1,4 @@
-//! CPU per class in a mix (issue 21, point 3): on shared worker threads each
+//! CPU per class in a mix: on shared worker threads each
 //! class shows the mix's CPU, marked `mix`, without per-transaction figures,
 //! and the outcome carries the mix's; with `class_workers` each class runs on
 //! driver and responder threads of its own and its CPU is its own.

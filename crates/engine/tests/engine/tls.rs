@@ -1,5 +1,5 @@
 //! The `tls` transport: every workload kind over TLS 1.2 and 1.3 with the
-//! seeds' suites, against an in-process responder.
+//! cipher suites z/OS AT-TLS measurements compare, against an in-process responder.
 
 use std::io::ErrorKind;
 use std::process::{Command, Stdio};

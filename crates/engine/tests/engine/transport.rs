@@ -1,4 +1,4 @@
-//! Engine tests of the transport seam (issue 10): every kind over unix and
+//! Engine tests of the transport seam: every kind over unix and
 //! mptcp, unix socket directories, connection spreading over source
 //! addresses and responder ports, accepting after EMFILE, and the control
 //! protocol's version check.
@@ -163,7 +163,7 @@ fn enter_fresh_netns(port_range: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot set the namespace's port range: {e}"))
 }
 
-/// Issue 10: more connections than one source address has ephemeral ports,
+/// More connections than one source address has ephemeral ports,
 /// from one driver to one responder. A full-size check (30,000 connections
 /// against the default 28,232 ports) needs ~61K descriptors in this one
 /// process, more than a hard limit of 20,000 without CAP_SYS_RESOURCE allows;
@@ -201,7 +201,7 @@ fn issue10_more_connections_than_one_address_has_ports() {
     }
 }
 
-/// Issue 10: a responder that runs out of descriptors (EMFILE) keeps
+/// A responder that runs out of descriptors (EMFILE) keeps
 /// accepting once some are free, instead of leaving queued connections
 /// stalled (with edge-triggered epoll no new edge announces them). Runs in a
 /// child process, since it lowers the process's descriptor limit.

@@ -130,7 +130,7 @@ fn bad_entries_are_refused_with_place_and_fix() {
             "13:20",
             "priority_classes: write true or false",
         ),
-        // Issue 21: a /0 was accepted, a route on the link to every address.
+        // A /0 used to be accepted: a route on the link to every address.
         (
             "name = \"t\"\n[[host]]\nname = \"a\"\naddress = \"10.77.1.1/0\"\n".into(),
             "4:11",

@@ -1,4 +1,4 @@
-//! Link properties (issue 13): delay, jitter, loss (netem), fq pacing and
+//! Link properties: delay, jitter, loss (netem), fq pacing and
 //! IPsec. The lab-file keys parse and refuse nonsense in one line; on a
 //! kernel without netem, fq or ESP `up` refuses in one line naming the
 //! kernel option and leaves no namespace behind; on a kernel with them the

@@ -1,5 +1,5 @@
 //! The link rate holds: one TCP stream (a STR flow) from client to server
-//! across a 100 Mbit/s link carries the rate within 5% (issue 12's bound).
+//! across a 100 Mbit/s link carries the rate within 5%.
 //! Bounded: the sender stops after 2.5 s and every read times out.
 //!
 //! tbf counts whole frames, so the expected payload rate is the link rate

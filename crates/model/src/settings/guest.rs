@@ -3,7 +3,7 @@
 //! the same step on two kernels. `host` (the default) is this machine's
 //! kernel; anything else boots a guest VM with that kernel and runs the whole
 //! step (driver, responder, and a lab's namespaces) inside it (the `guest`
-//! crate; issue 13). Guests under TCG emulation give functional results only.
+//! crate). Guests under TCG emulation give functional results only.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 

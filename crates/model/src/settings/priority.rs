@@ -1,12 +1,13 @@
-//! Per-class priority in a mix, the analogue of seed 001's WLM priority
-//! queues (RR at importance 2 over STR at importance 3). One level per class
+//! Per-class priority in a mix, the analogue of z/OS WLM priority queues (the
+//! mainframe workload manager's importance levels choosing an OSA adapter's
+//! outbound queue: RR at importance 2 over STR at importance 3). One level per class
 //! of the workload, in mix order, written `6,0`.
 //!
 //! A level `L` (0 lowest … 6 highest, Linux's unprivileged SO_PRIORITY range)
 //! is applied to every data socket of its class, on both sides, as:
 //! - **DSCP** class selector `CS<L>` (IP precedence `L`: TOS byte `L << 5`,
 //!   IP_TOS / IPV6_TCLASS), so the marking shows on the wire — the top three
-//!   bits seed 001's `SetSubnetPrioTosMask 11100000` maps to OSA queues;
+//!   bits, which z/OS's `SetSubnetPrioTosMask 11100000` maps to OSA queues;
 //! - **SO_PRIORITY** `0x0001_0010 + L`, i.e. `skb->priority` = htb class id
 //!   `1:1L` (tc's hex notation: level 6 → `1:16`, level 0 → `1:10`). A lab
 //!   link with `priority_classes = true` has exactly those classes, so

@@ -1,5 +1,6 @@
-//! Socket options the seeds' best-practice sections name, and how a CRR
-//! connection is closed, and the transport that carries data connections. They are derived from the run settings
+//! Socket options z/OS Communications Server's performance best practices name,
+//! and how a CRR connection is closed, and the transport that carries data
+//! connections. They are derived from the run settings
 //! ([`super::RunSettings::socket_options`]) and sent to the responder.
 
 use serde::{Deserialize, Serialize};
@@ -41,14 +42,15 @@ pub enum Transport {
     #[default]
     Tcp,
     /// AF_UNIX stream sockets: the memory-to-memory path without TCP/IP (the
-    /// analogue of SMC-D against HiperSockets in seed 000). Same host only.
+    /// analogue of the mainframe's SMC-D against HiperSockets, both
+    /// memory-to-memory within one machine). Same host only.
     Unix,
     /// Multipath TCP (IPPROTO_MPTCP, Linux 5.6 or later with
     /// `net.mptcp.enabled` = 1).
     Mptcp,
     /// TLS over TCP (OpenSSL inside driver and responder; see `TlsParams`).
     Tls,
-    /// AF_SMC (SMC-R/SMC-D, seed 000), where the kernel has it: a TCP
+    /// AF_SMC (SMC-R over RoCE, SMC-D over ISM), where the kernel has it: a TCP
     /// handshake, then data over RDMA or ISM; falls back to TCP otherwise.
     Smc,
 }

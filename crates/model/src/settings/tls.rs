@@ -1,7 +1,8 @@
 //! TLS settings of the `tls` transport: protocol version, cipher suite (the
-//! seeds' IANA hex codes or the OpenSSL/IANA names), key-exchange groups and
-//! the server certificate's kind. A cipher belongs to one version; a bad pair
-//! is refused with the valid choices ([`TlsParams::check`]).
+//! IANA hex codes z/OS AT-TLS reports use, or the OpenSSL/IANA names),
+//! key-exchange groups and the server certificate's kind. A cipher belongs to
+//! one version; a bad pair is refused with the valid choices
+//! ([`TlsParams::check`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +41,7 @@ impl SettingValue for TlsVersion {
     }
 }
 
-/// One cipher suite the seeds measure.
+/// One cipher suite of those the z/OS AT-TLS measurements compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CipherSuite {
     /// IANA code, e.g. 0xC02F.
@@ -52,7 +53,9 @@ pub struct CipherSuite {
     pub version: TlsVersion,
 }
 
-/// The suites `--cipher` accepts (seed 000's AT-TLS section).
+/// The suites `--cipher` accepts: the ones the z/OS Communications Server
+/// AT-TLS measurements compare (RSA against ECDHE key exchange, CBC against
+/// GCM, TLS 1.2 against 1.3).
 pub const CIPHER_SUITES: &[CipherSuite] = &[
     suite(
         0x003C,

@@ -1,5 +1,6 @@
 //! Universal Scalability Law: X(N) = λN ÷ (1 + σ(N−1) + κN(N−1)), fitted to
-//! measured (N, X) points (seed 002's curves that peak and tail off).
+//! measured (N, X) points (throughput-by-processors curves that peak and tail
+//! off, as MQ on z/OS measured them).
 //!
 //! Reports the coefficients with standard errors and t intervals
 //! (s² = RSS/(n−3), t_{(1+level)/2, n−3}, not R `confint`'s one-sided n−1),

@@ -1,4 +1,5 @@
-//! Test vectors from anchors-capacity.md §6 and property tests of the fit.
+//! Published test vectors (codahale/usl, usl-rs) and property tests of the
+//! fit.
 
 use super::*;
 use proptest::prelude::*;
@@ -200,7 +201,7 @@ proptest! {
     }
 }
 
-/// Issue 21: `run 'RR(1B/1B)' --sweep clients=1,2,4,8 --repeat 2` printed
+/// `run 'RR(1B/1B)' --sweep clients=1,2,4,8 --repeat 2` used to print
 /// "coherency-limited (retrograde), peak N* = 6.4" beside "κ's interval
 /// includes 0" and an N* interval of −8.93 … 21.7. Two noisy repetitions at
 /// four client counts that level off: the point estimate has a peak, the data
@@ -258,8 +259,8 @@ fn established_peak_has_a_finite_interval() {
     assert!(n.ci_low.unwrap() >= 1.0 && n.ci_high.unwrap() > n.value);
 }
 
-/// Issue 21's sweep on a busy machine: rates all over the place, σ = κ = 0
-/// at their bounds with R² = 0.26, called "linear: no measurable
+/// A sweep on a busy machine: rates all over the place, σ = κ = 0 at their
+/// bounds with R² = 0.26, used to be called "linear: no measurable
 /// contention". Noise is not linearity.
 #[test]
 fn noise_is_not_called_linear() {

@@ -1,7 +1,7 @@
 //! Runs measured in a guest: compare refuses verdicts when a side was
 //! TCG-emulated (figures kept, a note says why, JSON carries `EMULATED` and
 //! `no_verdict_reason`); the report of a study whose variants differ by
-//! `kernel` gets the kernel comparison (seed 001's release table); and
+//! `kernel` gets the kernel comparison (a release-to-release table); and
 //! `results show` prints the guest line.
 
 use stackbench_metrics::RunRecord;

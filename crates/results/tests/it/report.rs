@@ -148,7 +148,7 @@ fn markdown_report_snapshot() {
         .all(|(f, svg)| f.starts_with("figures/figure-") && svg.starts_with("<svg")));
 }
 
-/// A lab study (issue 12): the environment section prints each variant's
+/// A lab study: the environment section prints each variant's
 /// path and the kernel's values of its link.
 #[test]
 fn lab_runs_show_their_path_and_link() {
@@ -631,8 +631,8 @@ fn report_of(studies: &[StudyInput]) -> Report {
     build_report(studies, &opts).unwrap()
 }
 
-/// Issue 21 point 2: an interrupted run (0 transactions) was averaged into
-/// the figure's bar and counted in the comparison (n=3). It must be shown,
+/// An interrupted run (0 transactions) used to be averaged into the
+/// figure's bar and counted in the comparison (n=3). It must be shown,
 /// marked, and left out of every aggregate with a line saying so.
 #[test]
 fn incomplete_runs_are_shown_but_left_out_of_aggregates() {
@@ -698,7 +698,7 @@ fn study_with_warnings() -> StudyInput {
     input
 }
 
-/// Issue 21 point 2: report.html showed no warning at all. Each warned run is
+/// report.html used to show no warning at all. Each warned run is
 /// marked on its figure (codes in the SVG tooltip), listed in a measurement
 /// quality table per variant, and a figure whose every run is warned says so.
 #[test]
@@ -759,8 +759,8 @@ fn warnings_render_in_chromium() {
     );
 }
 
-/// The TN3270 case of issue 21: a sweep whose every run saw background load
-/// (CPU/tr falling as users rise) read as scalability. The sweep figure's
+/// A TN3270-style sweep whose every run saw background load (CPU/tr falling
+/// as users rise) used to read as scalability. The sweep figure's
 /// caption says every run is warned; an interrupted sweep run is left out of
 /// the points and the fit.
 #[test]
@@ -807,7 +807,7 @@ fn a_sweep_of_warned_runs_says_so_and_drops_incomplete_points() {
     );
 }
 
-/// Issue 21 point 2: the observations gave each variant five near-identical
+/// The observations used to give each variant five near-identical
 /// sentences. Now: one verdict table per study (variant × workload × metric:
 /// ratio, interval, verdict, n) and sentences only for what changed.
 #[test]
@@ -836,7 +836,7 @@ fn observations_are_one_verdict_table_and_sentences_for_changes() {
     assert!(!obs.contains("On average"), "{obs}");
 }
 
-/// Issue 21 point 2: bars 100× apart (lab-priority: 98 vs 8,016 tr/s) left
+/// Bars 100× apart (lab-priority: 98 vs 8,016 tr/s) left
 /// the short bar unreadable; each bar now carries its value and its ratio to
 /// the smallest.
 #[test]
@@ -879,8 +879,8 @@ name = "nodelay"
 nodelay = true
 "#;
 
-/// Issue 21 point 2: the report said "Repetitions: 3" after `--repetitions
-/// 2`, and the TN3270 text said 30 s think while 3 s ran. Every statement
+/// The report used to say "Repetitions: 3" after `--repetitions 2`, and
+/// the TN3270 text said 30 s think while 3 s ran. Every statement
 /// comes from the stored settings of the runs shown; where the study file
 /// disagrees the report says so, and runs of one variant that differ are named.
 #[test]
