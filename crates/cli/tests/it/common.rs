@@ -58,13 +58,19 @@ pub fn run_json(workload: &str, transactions: u64, flags: &[&str]) -> Value {
 }
 
 pub fn json_ok(cmd: &mut Command) -> Value {
+    json_of(&output_ok(cmd))
+}
+
+/// Runs `cmd`, which must succeed (else its stderr is the failure), and
+/// returns its output.
+pub fn output_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    json_of(&out)
+    out
 }
 
 /// `stackbench plan ARGS…`.

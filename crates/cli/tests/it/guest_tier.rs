@@ -10,7 +10,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::common::{json_of, stackbench};
+use crate::common::{json_of, output_ok, stackbench};
 use crate::guest::{cloud_kernels, guest_tools, kernel, release_of, CACHE};
 
 /// `stackbench run ARGS… --kernel KERNEL --guest-accel tcg --json` with a
@@ -185,32 +185,22 @@ fn the_kernel_release_example_renders_its_release_table() {
     let study = dir.path().join("kernel-release.toml");
     std::fs::write(&study, text).unwrap();
     let db = dir.path().join("r.db");
-    let out = stackbench()
-        .env("STACKBENCH_CACHE", CACHE)
-        .arg("study")
-        .arg(&study)
-        .args(["--duration", "1s", "--warmup", "0s", "--repetitions", "1"])
-        .args(["--guest-accel", "tcg", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        stackbench()
+            .env("STACKBENCH_CACHE", CACHE)
+            .arg("study")
+            .arg(&study)
+            .args(["--duration", "1s", "--warmup", "0s", "--repetitions", "1"])
+            .args(["--guest-accel", "tcg", "--db"])
+            .arg(&db),
     );
     let report = dir.path().join("report");
-    let out = stackbench()
-        .args(["report", "--study", "kernel-release", "--db"])
-        .arg(&db)
-        .arg("-o")
-        .arg(&report)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        stackbench()
+            .args(["report", "--study", "kernel-release", "--db"])
+            .arg(&db)
+            .arg("-o")
+            .arg(&report),
     );
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(md.contains("Throughput new/old"), "{md}");

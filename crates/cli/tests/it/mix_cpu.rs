@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::common::{run_json, stackbench};
+use crate::common::{output_ok, run_json, stackbench};
 
 const MIX: &str = "RR1(100B/800B)+STR2(1B/1MB)";
 
@@ -71,15 +71,7 @@ fn a_single_class_keeps_its_own_cpu_and_no_mix_entry() {
 
 #[test]
 fn the_terminal_table_says_mix_and_gives_the_mix_cpu_per_transaction() {
-    let out = stackbench()
-        .args(["run", MIX, "--transactions", "100", "--no-store"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(stackbench().args(["run", MIX, "--transactions", "100", "--no-store"]));
     let text = String::from_utf8(out.stdout).unwrap();
     let line = text
         .lines()

@@ -9,7 +9,7 @@ use std::time::Duration;
 use assert_cmd::prelude::*;
 use predicates::prelude::*;
 
-use crate::common::{json_of, json_ok, stackbench, wait_bounded, wait_until_measuring};
+use crate::common::{json_of, json_ok, output_ok, stackbench, wait_bounded, wait_until_measuring};
 
 /// A `stackbench serve` process on a free loopback port; killed on drop.
 pub struct Serve {
@@ -233,16 +233,11 @@ fn json_document_has_the_documented_fields() {
 #[test]
 fn the_table_fits_columns_and_wide_prints_every_column() {
     let run = |columns: &str, flags: &[&str]| {
-        let out = stackbench()
-            .args(["run", "RR1(1B/1B)", "--transactions", "50", "--no-store"])
-            .args(flags)
-            .env("COLUMNS", columns)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = output_ok(
+            stackbench()
+                .args(["run", "RR1(1B/1B)", "--transactions", "50", "--no-store"])
+                .args(flags)
+                .env("COLUMNS", columns),
         );
         String::from_utf8(out.stdout).unwrap()
     };
@@ -404,23 +399,15 @@ fn help_shows_examples() {
 
 #[test]
 fn json_carries_cpu_and_memory_per_side_and_warnings() {
-    let out = stackbench()
-        .args([
-            "run",
-            "RR4(4kB/4kB)",
-            "--duration",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(stackbench().args([
+        "run",
+        "RR4(4kB/4kB)",
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--json",
+    ]));
     let doc = json_of(&out);
     let c = &doc["classes"][0];
     for side in ["client", "server"] {
