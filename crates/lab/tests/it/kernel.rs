@@ -122,6 +122,27 @@ fn echo_once(ns: &str, addr: SocketAddr) -> std::thread::JoinHandle<()> {
     handle
 }
 
+/// Connects to `addr` across a lab that was just brought up. Two CI runs
+/// (of dozens, both on a machine loaded by a parallel build) saw the first
+/// connect through the router fail with EHOSTUNREACH: the first neighbour
+/// resolution on a fresh link can fail when its probes are not answered in
+/// time, and the kernel then reports the host unreachable for that attempt.
+/// A second attempt after a short pause is what a client would do; any other
+/// error, or a third EHOSTUNREACH, still fails the test.
+fn connect_through_fresh_link(addr: SocketAddr) -> TcpStream {
+    for attempt in 1.. {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+            Ok(c) => return c,
+            Err(e) if e.kind() == std::io::ErrorKind::HostUnreachable && attempt < 3 => {
+                eprintln!("connect to {addr}: {e} (attempt {attempt}); trying again");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => panic!("connect to {addr} through the router: {e}"),
+        }
+    }
+    unreachable!()
+}
+
 #[test]
 fn routed_link_carries_tcp_over_ipv4_and_ipv6() {
     if !can_make_namespaces("routed_link_carries_tcp") {
@@ -145,8 +166,7 @@ fn routed_link_carries_tcp_over_ipv4_and_ipv6() {
         let addr: SocketAddr = server.parse().unwrap();
         let echo = echo_once("sb-troute-server", addr);
         let reply = netns::run_in("sb-troute-client", || {
-            let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-                .expect("connect through the router");
+            let mut c = connect_through_fresh_link(addr);
             c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             c.write_all(b"hello").unwrap();
             let mut buf = [0u8; 5];
