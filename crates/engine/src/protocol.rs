@@ -25,9 +25,15 @@ use stackbench_model::{IoMode, Kind, SocketOptions, TlsParams, Transport};
 use crate::transport::Endpoint;
 
 /// Version of the messages below. A peer with another version is refused with
-/// a message naming both versions. Version 2: `start` carries the transport,
-/// client count and ports wanted; `ready` carries endpoints, not a bare port.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// a message naming both versions. It rises whenever what the responder does
+/// changes, not only when a message stops parsing: an older responder would
+/// ignore a new field silently (serde defaults) and measure something else.
+/// Version 2: `start` carries the transport, client count and ports wanted;
+/// `ready` carries endpoints, not a bare port. Version 3: the socket options
+/// carry `cork` (long responses corked until their last chunk), `start` asks
+/// for the test's own worker threads (`class_workers`), and `sample` replies
+/// with the responder's own sockets' memory and per-test thread times.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Longest control line accepted; a longer one is a protocol error, not an
 /// allocation of whatever size the peer chooses.

@@ -317,7 +317,7 @@ fn an_old_driver_is_refused_naming_both_versions() {
     BufReader::new(conn).read_line(&mut line).unwrap();
     assert!(
         line.contains(r#""type":"error""#)
-            && line.contains("protocol version 1 is not supported by this responder (speaks 2)"),
+            && line.contains("protocol version 1 is not supported by this responder (speaks 3)"),
         "{line}"
     );
 }
