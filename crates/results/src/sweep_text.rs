@@ -112,6 +112,19 @@ mod tests {
     use super::*;
     use crate::fixtures;
 
+    /// The labels a client sweep stores with its point at `n` clients.
+    fn point_labels(n: u32, workload: &str, extra: &[(&str, String)]) -> Labels {
+        [
+            ("sweep", "clients".to_string()),
+            ("sweep.clients", n.to_string()),
+            ("workload", workload.to_string()),
+        ]
+        .into_iter()
+        .chain(extra.iter().cloned())
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
     #[test]
     fn a_client_sweep_prints_a_table_and_the_fit() {
         let mut runs = Vec::new();
@@ -122,16 +135,11 @@ mod tests {
                 let rate = rate * (1.0 + 0.005 * fixtures::jitter(3, i * 2 + rep));
                 let mut r = fixtures::record(&format!("RR{n}(1B/1B)"), rate, 50.0, 90.0, 1.0);
                 r.classes[0].clients = *n;
-                let labels: Labels = [
-                    ("sweep", "clients".to_string()),
-                    ("sweep.clients", n.to_string()),
-                    ("workload", "RR1(1B/1B)".to_string()),
+                let extra = [
                     ("variant", "default".to_string()),
                     ("repetition", (rep + 1).to_string()),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect();
+                ];
+                let labels = point_labels(*n, "RR1(1B/1B)", &extra);
                 runs.push((labels, r));
             }
         }
@@ -151,14 +159,7 @@ mod tests {
         for (n, rate, complete) in [(1u32, 1000.0, true), (1, 10.0, false), (2, 1900.0, true)] {
             let mut r = fixtures::record(&format!("RR{n}(1B/1B)"), rate, 50.0, 90.0, 1.0);
             r.complete = complete;
-            let labels: Labels = [
-                ("sweep", "clients".to_string()),
-                ("sweep.clients", n.to_string()),
-                ("workload", "RR(1B/1B)".to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
+            let labels = point_labels(n, "RR(1B/1B)", &[]);
             runs.push((labels, r));
         }
         let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
@@ -198,15 +199,7 @@ mod tests {
                     .collect(),
                 ..Repetitions::default()
             });
-            let labels: Labels = [
-                ("sweep", "clients".to_string()),
-                ("sweep.clients", n.to_string()),
-                ("workload", "RR(1B/1B)".to_string()),
-                ("variant", "run".to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
+            let labels = point_labels(n, "RR(1B/1B)", &[("variant", "run".to_string())]);
             runs.push((labels, r));
         }
         let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();

@@ -159,24 +159,30 @@ fn a_stalled_responder_shows_in_corrected_latency_only() {
     assert!(codes.contains(&"driver_behind"), "{codes:?}");
 }
 
+/// A max-rate search of RR1(1B/1B) from 200/s in 300 ms steps, under a
+/// bound no loopback run misses: every step passes and the rate doubles.
+fn small_search(steps: &str) -> [&str; 11] {
+    [
+        "run",
+        "RR1(1B/1B)",
+        steps,
+        "--p99-under",
+        "1s",
+        "--rate",
+        "200/s",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+    ]
+}
+
 #[test]
 fn find_max_rate_runs_a_bounded_search_and_prints_the_table() {
     // A bound no loopback run misses: every step passes, the rate doubles.
     let out = stackbench()
-        .args([
-            "run",
-            "RR1(1B/1B)",
-            "--find-max-rate=3",
-            "--p99-under",
-            "1s",
-            "--rate",
-            "200/s",
-            "--duration",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--no-store",
-        ])
+        .args(small_search("--find-max-rate=3"))
+        .arg("--no-store")
         .assert()
         .success()
         .get_output()
@@ -203,21 +209,11 @@ fn find_max_rate_runs_a_bounded_search_and_prints_the_table() {
 
 #[test]
 fn find_max_rate_json_carries_the_p99_sample_warning() {
-    let docs = json_ok(stackbench().args([
-        "run",
-        "RR1(1B/1B)",
-        "--find-max-rate=2",
-        "--p99-under",
-        "1s",
-        "--rate",
-        "200/s",
-        "--duration",
-        "300ms",
-        "--warmup",
-        "0s",
-        "--no-store",
-        "--json",
-    ]));
+    let docs = json_ok(
+        stackbench()
+            .args(small_search("--find-max-rate=2"))
+            .args(["--no-store", "--json"]),
+    );
     let steps = docs.as_array().expect("one record per step");
     assert_eq!(steps.len(), 2);
     for step in steps {
