@@ -14,6 +14,7 @@ pub mod affinity;
 pub mod driver;
 pub mod error;
 pub mod iomode;
+pub mod kmod;
 pub mod limits;
 pub mod protocol;
 pub mod responder;

@@ -118,12 +118,12 @@ pub fn ktls_available() -> Result<(), String> {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
         .map_err(|e| format!("tls_mode ktls: cannot open a probe socket: {e}"))?;
     match set_ulp(std::os::fd::AsRawFd::as_raw_fd(&socket)) {
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(format!(
             "tls_mode ktls: this kernel has no kernel TLS (setsockopt TCP_ULP \"tls\" \
-             fails with ENOENT): it needs CONFIG_TLS (modprobe tls, a kernel built with it, \
-             or a guest kernel via --kernel); use --tls-mode inline"
-                .to_string(),
-        ),
+             fails with ENOENT; {}): it needs CONFIG_TLS (modprobe tls, a kernel built with it, \
+             or a guest kernel via --kernel); use --tls-mode inline",
+            crate::kmod::module_state("tls").explain("tls", "CONFIG_TLS")
+        )),
         _ => Ok(()),
     }
 }

@@ -75,9 +75,10 @@ pub fn probe(inet: Domain) -> Result<(), String> {
 fn explain(e: &std::io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EAFNOSUPPORT) | Some(libc::EPROTONOSUPPORT) => format!(
-            "transport smc: this kernel has no AF_SMC (socket(AF_SMC): {e}): use a kernel built \
-             with CONFIG_SMC (and CONFIG_SMC_DIAG; `modprobe smc` where it is a module), plus an \
-             RDMA (RoCE) or ISM device on both hosts for SMC proper, or --transport tcp"
+            "transport smc: this kernel has no AF_SMC (socket(AF_SMC): {e}; {}): use a kernel \
+             built with CONFIG_SMC (and CONFIG_SMC_DIAG; `modprobe smc` where it is a module), \
+             plus an RDMA (RoCE) or ISM device on both hosts for SMC proper, or --transport tcp",
+            crate::kmod::module_state("smc").explain("smc", "CONFIG_SMC")
         ),
         _ => format!("transport smc: cannot open an AF_SMC socket: {e}"),
     }
