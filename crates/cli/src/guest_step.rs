@@ -165,7 +165,7 @@ fn record_of(s: &RunSettings, out: &JobOutput) -> anyhow::Result<RunRecord> {
         lab.file = path.clone(); // the user's file, not its copy in the guest
     }
     env.guest = Some(GuestEnvironment {
-        kernel: s.kernel.text(),
+        kernel: info.kernel.clone(), // the package booted (a pattern resolved)
         kernel_release: info.kernel_release.clone(),
         accel: info.accel.clone(),
         emulated: info.emulated,

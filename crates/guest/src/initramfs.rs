@@ -20,6 +20,7 @@ use crate::error::GuestError;
 use crate::frame::{JobFile, JOB_PATH};
 use crate::kernel::Kernel;
 use crate::modinfo;
+use crate::module_file;
 use crate::Job;
 
 /// Module directories (under lib/modules/REL/kernel) copied into the guest:
@@ -189,16 +190,26 @@ fn add_modules(tree: &mut Tree, kernel: &Kernel) -> Result<(), GuestError> {
         collect_modules(&kernel.modules, &format!("kernel/{d}"), &mut ko).map_err(read_err)?;
     }
     ko.sort();
+    // Plain modules are copied as they are; compressed ones (.ko.xz from
+    // Debian's 6.12 kernels on) enter as plain .ko, decompressed here (see
+    // `module_file`), so that modules.dep names what the guest holds.
+    let mut infos = Vec::with_capacity(ko.len());
     for rel in &ko {
-        tree.add(
-            &format!("{guest_root}/{rel}"),
-            Entry::HostFile(kernel.modules.join(rel)),
-        );
+        let host = kernel.modules.join(rel);
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        let guest_rel = module_file::plain_path(rel).to_string();
+        let bytes = module_file::read_plain(&host).map_err(read_err)?;
+        infos.push((
+            guest_rel.clone(),
+            modinfo::modinfo_of_elf(&bytes).unwrap_or_default(),
+        ));
+        let entry = if module_file::Compression::of(name) == Some(module_file::Compression::None) {
+            Entry::HostFile(host)
+        } else {
+            Entry::Bytes(bytes, 0o644)
+        };
+        tree.add(&format!("{guest_root}/{guest_rel}"), entry);
     }
-    // Compressed modules (.ko.xz, later Debian kernels) are copied but not
-    // read: their dependencies then come only from their own load failures.
-    let plain: Vec<String> = ko.iter().filter(|p| p.ends_with(".ko")).cloned().collect();
-    let infos = modinfo::read_modules(&kernel.modules, &plain).map_err(read_err)?;
     let (dep, alias) = modinfo::dep_and_alias_files(&infos);
     tree.add(
         &format!("{guest_root}/modules.dep"),
@@ -223,7 +234,7 @@ fn collect_modules(root: &Path, rel: &str, out: &mut Vec<String>) -> std::io::Re
         let child = format!("{rel}/{name}");
         if entry.file_type()?.is_dir() {
             collect_modules(root, &child, out)?;
-        } else if name.contains(".ko") {
+        } else if module_file::Compression::of(&name).is_some() {
             out.push(child);
         }
     }

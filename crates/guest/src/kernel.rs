@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::apt_index;
 use crate::error::GuestError;
 
 /// A kernel ready to boot: its image and its modules directory.
@@ -16,6 +17,8 @@ pub struct Kernel {
     pub modules: PathBuf,
     /// The kernel release, REL (what `uname -r` says in the guest).
     pub release: String,
+    /// What was booted: the package name (a pattern's newest match) or the path.
+    pub source: String,
 }
 
 /// The stackbench cache directory: `$STACKBENCH_CACHE`, else
@@ -38,16 +41,25 @@ pub fn resolve_kernel(spec: &str) -> Result<Kernel, GuestError> {
     if spec.contains('/') {
         return kernel_at_path(spec);
     }
+    if apt_index::is_pattern(spec) {
+        return resolve_kernel(&apt_index::newest_matching(spec)?);
+    }
     check_package_name(spec)?;
     let dir = cache_dir().join("kernels").join(spec);
+    let named = |k: Kernel| Kernel {
+        source: spec.to_string(),
+        ..k
+    };
     if let Ok(kernel) = kernel_in_tree(&dir) {
-        return Ok(kernel);
+        return Ok(named(kernel));
     }
     fetch_package(spec, &dir)?;
-    kernel_in_tree(&dir).map_err(|detail| GuestError::KernelPackage {
-        package: spec.to_string(),
-        detail: format!("unpacked into {} but {detail}", dir.display()),
-    })
+    kernel_in_tree(&dir)
+        .map(named)
+        .map_err(|detail| GuestError::KernelPackage {
+            package: spec.to_string(),
+            detail: format!("unpacked into {} but {detail}", dir.display()),
+        })
 }
 
 fn check_package_name(name: &str) -> Result<(), GuestError> {
@@ -75,7 +87,10 @@ fn kernel_at_path(spec: &str) -> Result<Kernel, GuestError> {
         detail,
     };
     if path.is_dir() {
-        return kernel_in_tree(path).map_err(err);
+        return kernel_in_tree(path).map_err(err).map(|k| Kernel {
+            source: spec.to_string(),
+            ..k
+        });
     }
     if !path.is_file() {
         return Err(err("no such file or directory".into()));
@@ -97,6 +112,7 @@ fn kernel_at_path(spec: &str) -> Result<Kernel, GuestError> {
         vmlinuz: path.to_path_buf(),
         modules,
         release: release.to_string(),
+        source: spec.to_string(),
     })
 }
 
@@ -132,6 +148,7 @@ fn kernel_in_tree(tree: &Path) -> Result<Kernel, String> {
     Ok(Kernel {
         vmlinuz: vmlinuz.clone(),
         modules,
+        source: tree.display().to_string(),
         release,
     })
 }

@@ -14,6 +14,7 @@
 //! driver and responder, a lab's namespaces — happens inside the guest
 //! kernel, so the guest needs no network device.
 
+mod apt_index;
 mod cpio;
 mod error;
 mod frame;
@@ -21,6 +22,7 @@ mod init;
 mod initramfs;
 mod kernel;
 mod modinfo;
+mod module_file;
 mod qemu;
 
 use std::path::{Path, PathBuf};
@@ -71,7 +73,7 @@ pub struct Job {
 /// What the guest was.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuestInfo {
-    /// The kernel spec as given.
+    /// The kernel booted: the package name (a pattern's newest match) or the path.
     pub kernel: String,
     /// `uname -r` in the guest.
     pub kernel_release: String,
@@ -131,7 +133,7 @@ pub fn run_job(spec: &GuestSpec, job: &Job) -> Result<JobOutput, GuestError> {
         boot.kvm = true;
         let outcome = qemu::boot_and_wait(&qemu, &boot, Some(KVM_READY), job.timeout)?;
         match kvm_failure(&outcome) {
-            None => return finish(spec, job, &boot, &version, outcome),
+            None => return finish(job, &boot, &version, outcome),
             Some(why) if spec.accel == Accel::Kvm => return Err(GuestError::Kvm(why)),
             Some(_) => {
                 remember_kvm_hangs(&version);
@@ -141,7 +143,7 @@ pub fn run_job(spec: &GuestSpec, job: &Job) -> Result<JobOutput, GuestError> {
         }
     }
     let outcome = qemu::boot_and_wait(&qemu, &boot, None, job.timeout)?;
-    finish(spec, job, &boot, &version, outcome)
+    finish(job, &boot, &version, outcome)
 }
 
 fn tempfile_dir() -> Result<tempfile::TempDir, GuestError> {
@@ -152,7 +154,6 @@ fn tempfile_dir() -> Result<tempfile::TempDir, GuestError> {
 }
 
 fn finish(
-    spec: &GuestSpec,
     job: &Job,
     boot: &Boot,
     version: &str,
@@ -168,7 +169,7 @@ fn finish(
                 });
             }
             let info = GuestInfo {
-                kernel: spec.kernel.clone(),
+                kernel: boot.kernel.source.clone(),
                 kernel_release: frames
                     .release
                     .unwrap_or_else(|| boot.kernel.release.clone()),

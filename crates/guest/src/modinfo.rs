@@ -13,7 +13,6 @@
 //! `alias PATTERN MODNAME` lines.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use object::{Object, ObjectSection};
 
@@ -112,17 +111,6 @@ fn post_order(
     order.push(j);
 }
 
-/// Reads every `.ko` file's modinfo under `root` (lib/modules/REL) in the
-/// relative `paths` given; a module that does not parse is kept without deps.
-pub fn read_modules(root: &Path, paths: &[String]) -> std::io::Result<Vec<(String, ModInfo)>> {
-    let mut out = Vec::with_capacity(paths.len());
-    for rel in paths {
-        let bytes = std::fs::read(root.join(rel))?;
-        out.push((rel.clone(), modinfo_of_elf(&bytes).unwrap_or_default()));
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,17 +179,6 @@ mod tests {
         let modules = vec![module("a.ko", &["b"], &[]), module("b.ko", &["a"], &[])];
         let (dep, _) = dep_and_alias_files(&modules);
         assert_eq!(dep, "a.ko: b.ko\nb.ko: a.ko\n");
-    }
-
-    #[test]
-    fn reads_a_real_module_when_the_dev_kernel_is_there() {
-        let tls = "/work/kern/x/lib/modules/6.1.0-48-cloud-amd64/kernel/net/tls/tls.ko";
-        let Ok(bytes) = std::fs::read(tls) else {
-            eprintln!("skipped reads_a_real_module_when_the_dev_kernel_is_there: no {tls}");
-            return;
-        };
-        let info = modinfo_of_elf(&bytes).unwrap();
-        assert!(info.aliases.iter().any(|a| a == "tcp-ulp-tls"), "{info:?}");
     }
 
     #[test]

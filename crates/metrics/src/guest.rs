@@ -15,7 +15,7 @@ pub const EMULATED_NOTE: &str = "measured in a TCG-emulated guest: functional on
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GuestEnvironment {
-    /// The `kernel` setting's text (a Debian package name or a vmlinuz path).
+    /// The kernel booted: a Debian package name (a pattern setting's newest match) or a path.
     pub kernel: String,
     /// `uname -r` inside the guest.
     pub kernel_release: String,

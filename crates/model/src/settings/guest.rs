@@ -16,7 +16,8 @@ pub enum KernelSpec {
     #[default]
     Host,
     /// A Debian kernel package, fetched with `apt-get download` and unpacked
-    /// into stackbench's cache (never installed).
+    /// into stackbench's cache (never installed). A `*` makes it a pattern:
+    /// the newest package the apt index lists that matches, chosen at run time.
     Package(String),
     /// A vmlinuz inside an unpacked kernel package tree
     /// (`…/boot/vmlinuz-REL` with `…/lib/modules/REL`).
@@ -41,13 +42,14 @@ impl SettingValue for KernelSpec {
         } else if t.starts_with("linux-image-")
             && t.len() > "linux-image-".len()
             && t.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-+.~".contains(c))
+                .all(|c| c.is_ascii_alphanumeric() || "-+.~*".contains(c))
         {
             Ok(KernelSpec::Package(t.to_string()))
         } else {
             Err(format!(
                 "unknown kernel '{t}': use host, a Debian kernel package \
-                 (linux-image-…; `apt-cache search linux-image` lists them) or a path to a vmlinuz"
+                 (linux-image-…; `apt-cache search linux-image` lists them; `*` in it picks \
+                 the newest match) or a path to a vmlinuz"
             ))
         }
     }
@@ -134,6 +136,10 @@ mod tests {
             (
                 "linux-image-6.1.0-48-cloud-amd64-unsigned",
                 KernelSpec::Package("linux-image-6.1.0-48-cloud-amd64-unsigned".into()),
+            ),
+            (
+                "linux-image-6.12.*-cloud-amd64-unsigned",
+                KernelSpec::Package("linux-image-6.12.*-cloud-amd64-unsigned".into()),
             ),
             (
                 "/k/boot/vmlinuz-6.1.0-48-cloud-amd64",
