@@ -92,6 +92,15 @@ impl Tree {
 pub fn build(kernel: &Kernel, job: &Job, dir: &Path) -> Result<PathBuf, GuestError> {
     let exe = std::env::current_exe()
         .map_err(|e| GuestError::io("find the running stackbench binary", e))?;
+    // Replaced on disk while running (a rebuild or an upgrade during a
+    // study): the running image is still readable through /proc/PID/exe
+    // (the PID, not `self`: ldd and objcopy open the path in their own
+    // processes).
+    let exe = if exe.exists() {
+        exe
+    } else {
+        PathBuf::from(format!("/proc/{}/exe", std::process::id()))
+    };
     let busybox = which("busybox").ok_or(GuestError::MissingTool {
         tool: "busybox",
         package: "busybox-static",
