@@ -6,6 +6,7 @@ pub mod duration;
 pub mod error;
 pub mod notation;
 pub mod pacing;
+pub mod segment;
 pub mod settings;
 pub mod size;
 pub mod sweep;
