@@ -16,6 +16,7 @@ mod dialer;
 pub mod ktls;
 mod mptcp;
 pub mod smc;
+pub mod smc_reason;
 mod stream;
 pub mod tls;
 pub mod tls_acct;
