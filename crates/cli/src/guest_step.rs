@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use stackbench_guest::{Accel, GuestSpec, Job, JobOutput};
-use stackbench_metrics::{record_from_json, GuestEnvironment, RunRecord, WarningRecord};
 use stackbench_model::settings::{GuestAccel, KernelSpec, RunSettings, SettingValue, Text};
 use stackbench_model::Workload;
+use stackbench_record::{record_from_json, GuestEnvironment, RunRecord, WarningRecord};
 use stackbench_results::env::Environment;
 
 use crate::exit::usage;
@@ -166,16 +166,7 @@ fn record_of(s: &RunSettings, out: &JobOutput) -> anyhow::Result<RunRecord> {
     }
     env.guest = Some(GuestEnvironment {
         kernel: s.kernel.text(),
-        kernel_release: info.kernel_release.clone(),
-        accel: info.accel.clone(),
-        emulated: info.emulated,
-        vcpus: info.vcpus,
-        memory_mib: info.memory_mib,
-        qemu_version: info.qemu_version.clone(),
-        host_kernel_release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|t| t.trim().to_string())
-            .unwrap_or_default(),
-        boot_s: info.boot_s,
+        ..info.clone()
     });
     if info.emulated {
         let w = WarningRecord {

@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The lab part of a run's environment.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabEnvironment {
     /// The lab's name (the `name` of its file).
@@ -33,7 +34,7 @@ pub struct LabEnvironment {
 }
 
 /// One interface on the path, as the kernel reported it.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabInterface {
     /// Namespace, `sb-<lab>-<host>`.
@@ -65,7 +66,7 @@ pub struct LabInterface {
 }
 
 /// netem as read back from the kernel.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabNetem {
     /// One-way delay added on this sending end.
@@ -77,7 +78,7 @@ pub struct LabNetem {
 
 /// IPsec on the interface's host: the configured transform and the ESP
 /// counters of its SAs (out: the SA to the peer; in: the peer's to it).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabIpsec {
     /// `aes-gcm-128` or `aes-cbc-128-sha256`.
@@ -93,7 +94,7 @@ pub struct LabIpsec {
 }
 
 /// One IPsec SA as read back.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabSa {
     pub spi: u32,

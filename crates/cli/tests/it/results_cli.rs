@@ -223,7 +223,7 @@ fn a_record_from_a_newer_stackbench_is_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     seed(&db, 1.0);
-    let newer = stackbench_metrics::SCHEMA_VERSION + 1;
+    let newer = stackbench_record::SCHEMA_VERSION + 1;
     rusqlite::Connection::open(&db)
         .unwrap()
         .execute(

@@ -2,13 +2,14 @@
 //! was asked for), the handshakes and their CPU, key updates, and — with
 //! `tls_mode ktls` — the kernel's part ([`super::KtlsFigures`]).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{KtlsFigures, LatencyUs};
 
 /// What a class's TLS connections negotiated, as OpenSSL reported it on the
 /// driver's side, and its handshakes in the window.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct TlsFigures {
     /// Protocol version, e.g. "1.2".
     pub version: String,
@@ -48,7 +49,7 @@ pub struct TlsFigures {
 /// also where none of that kind completed in the window: its figure would
 /// then come only from handshakes outside it (an RR run's set-up, where the
 /// first carries OpenSSL's one-time initialisation: 55,752 µs was seen).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct HandshakeCpuUs {
     pub client_full: Option<f64>,
     pub client_resumed: Option<f64>,
