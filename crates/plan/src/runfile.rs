@@ -371,7 +371,7 @@ mod tests {
             &[
                 r#"{"notation":"RR10(4kB/4kB)","clients":10,"rate_tps":50000.0}"#,
                 r#"{"workload":"CRR1(64B/8kB)","kind":"CRR","notation":"CRR1(64B/8kB)","clients":1,"rate_tps":8000.0,
-             "cpu":{"server":{"cpus":[1],"window_s":1.0,"cpu_seconds":1.0,"util_pct":10.0,
+             "cpu":{"server":{"cpus":[1],"method":"proc_stat_cpuset","window_s":1.0,"cpu_seconds":1.0,"util_pct":10.0,
                "cpu_us_per_tran":12.5,"cpu_us_per_mb":null,"breakdown":{"user":0.0,"nice":0.0,
                "system":0.0,"irq":0.0,"softirq":0.0,"steal":0.0,"iowait":0.0,"idle":0.0},
                "process":null,"process_cpu_us_per_tran":null},"client":null,"separable":true,
@@ -380,6 +380,23 @@ mod tests {
                "kernel_sock_bytes_per_conn":2048,"connections":1,"tcp_inuse":1,"tcp_orphan":0,"tcp_tw":0}}}"#,
             ],
         )
+    }
+
+    /// The version check of every record reader: a record from a newer
+    /// stackbench is refused in one line instead of being misread.
+    #[test]
+    fn a_record_from_a_newer_stackbench_is_refused() {
+        let newer = old().replace(r#""schema_version":1"#, r#""schema_version":99"#);
+        let e = read("newer.json", &newer, Side::Server, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "newer.json: record schema_version 99 is newer than this stackbench reads"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

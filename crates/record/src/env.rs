@@ -12,13 +12,16 @@ use serde::{Deserialize, Serialize};
 /// The interface a run's traffic used.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct InterfaceInfo {
+    /// Interface name, e.g. `lo`.
     pub name: String,
+    /// MTU, bytes.
     pub mtu_bytes: Option<u32>,
     /// Offload feature → `on`/`off` (with `[fixed]` when ethtool says so).
     /// Empty when `ethtool` is not installed.
     pub offloads: BTreeMap<String, String>,
     /// GSO/GRO size limits from `/sys/class/net/IF/`, read even without ethtool.
     pub gso_max_size_bytes: Option<u64>,
+    /// GRO size limit, bytes.
     pub gro_max_size_bytes: Option<u64>,
     /// Where the offload list came from: `"ethtool"` or `"unavailable"`.
     pub offload_source: String,
@@ -27,9 +30,11 @@ pub struct InterfaceInfo {
 /// The machine a run was measured on. Stored beside every run record.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Environment {
+    /// The machine's host name.
     pub hostname: Option<String>,
     /// `uname -r`.
     pub kernel_release: Option<String>,
+    /// CPU model name from `/proc/cpuinfo`.
     pub cpu_model: Option<String>,
     /// Online logical CPUs.
     pub cpu_count: usize,
@@ -39,6 +44,7 @@ pub struct Environment {
     pub server_cpus: Vec<usize>,
     /// cpufreq scaling governor of CPU 0, when the kernel exposes it.
     pub governor: Option<String>,
+    /// The interface the run's traffic used; `None` when it could not be told.
     pub interface: Option<InterfaceInfo>,
     /// Sysctl name (`net.ipv4.tcp_rmem`) → value, whitespace collapsed.
     pub sysctls: BTreeMap<String, String>,

@@ -10,11 +10,11 @@
 //! into the one-row-per-class table scripts read instead of the JSON.
 
 pub mod env;
-// pub mod flat;
+pub mod flat;
 pub mod guest;
 pub mod lab;
 pub mod migrate;
-// pub mod reference;
+pub mod reference;
 pub mod run;
 
 pub use env::{Environment, InterfaceInfo};

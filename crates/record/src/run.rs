@@ -31,7 +31,9 @@ pub const SCHEMA_VERSION: u32 = 3;
 /// One `stackbench run`: the effective settings and one entry per workload class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
+    /// Version of the record layout (`SCHEMA_VERSION`); readers migrate older ones and refuse newer.
     pub schema_version: u32,
+    /// The stackbench that wrote the record (its package version).
     pub stackbench_version: String,
     /// False when the run ended early (Ctrl-C, responder lost, I/O failure);
     /// the classes then hold what was measured up to that point.
@@ -79,13 +81,21 @@ pub struct RunRecord {
 /// being received, in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LatencyUs {
+    /// Mean, µs.
     pub mean: f64,
+    /// Smallest, µs.
     pub min: f64,
+    /// Median, µs.
     pub p50: f64,
+    /// 90th percentile, µs.
     pub p90: f64,
+    /// 99th percentile, µs.
     pub p99: f64,
+    /// 99.9th percentile, µs.
     pub p999: f64,
+    /// Largest, µs.
     pub max: f64,
+    /// Standard deviation, µs.
     pub stdev: f64,
 }
 
@@ -131,8 +141,11 @@ pub struct ClassResult {
     /// For STR classes, `GET` or `PUT`.
     #[schemars(with = "Option<String>")]
     pub stream_direction: Option<StreamDirection>,
+    /// Concurrent clients of the class, one connection each (CRR: one at a time).
     pub clients: u32,
+    /// Request size, bytes.
     pub request_bytes: u64,
+    /// Response size, bytes.
     pub response_bytes: u64,
     /// Transactions completed inside the measurement window.
     pub transactions: u64,
@@ -153,6 +166,7 @@ pub struct ClassResult {
     pub rx_bytes_per_s: f64,
     /// Total errors of single connections (sum of `error_counts`).
     pub errors: u64,
+    /// Errors of single connections by cause.
     pub error_counts: ErrorCounts,
     /// Transactions-per-second of each whole second of the window, for
     /// steadiness checks and plots.
@@ -204,14 +218,18 @@ pub enum PacingMode {
 /// intended time is the end of a think time, or an open-loop schedule slot).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LagUs {
+    /// Median lag, µs.
     pub p50: f64,
+    /// 99th percentile lag, µs.
     pub p99: f64,
+    /// Largest lag, µs.
     pub max: f64,
 }
 
 /// A user population's pacing and what it achieved (one class).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct PopulationFigures {
+    /// How the class's clients paced their requests.
     pub pacing: PacingMode,
     /// The pacing as written: a think time (`exp:30s`) or a rate (`50000/s`);
     /// `None` for the closed loop.
@@ -249,6 +267,7 @@ pub struct PopulationFigures {
 pub struct WarningRecord {
     /// Stable snake_case identifier, e.g. `driver_saturated`.
     pub code: String,
+    /// What was seen and what to change, one line.
     pub message: String,
     /// The class it concerns (canonical notation), `None` for the whole run.
     #[serde(default)]
@@ -290,6 +309,7 @@ pub struct CpuBreakdown {
     pub user: f64,
     /// User mode at a positive nice value.
     pub nice: f64,
+    /// Kernel mode outside interrupt context.
     pub system: f64,
     /// Hard interrupt handlers.
     pub irq: f64,
@@ -299,12 +319,14 @@ pub struct CpuBreakdown {
     pub steal: f64,
     /// Idle with I/O outstanding; counted as idle.
     pub iowait: f64,
+    /// Idle, clock-measured on NOHZ kernels.
     pub idle: f64,
 }
 
 /// A side's own processes (the RMF workload-activity analogue).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ProcessCpu {
+    /// How the process figures were obtained.
     pub method: ProcessCpuMethod,
     /// User-mode CPU-seconds of the side's processes in the window.
     pub user_s: f64,
@@ -320,6 +342,7 @@ pub struct ProcessCpu {
 pub struct SideCpu {
     /// CPU ids measured: the side's pinned set, or every online CPU.
     pub cpus: Vec<usize>,
+    /// How the CPU-set figures were obtained.
     pub method: CpuMethod,
     /// Length of the window between the two samples, in seconds.
     pub window_s: f64,
@@ -333,6 +356,7 @@ pub struct SideCpu {
     pub cpu_us_per_tran: Option<f64>,
     /// CPU µs per MiB of payload moved (streams); `None` when no payload.
     pub cpu_us_per_mb: Option<f64>,
+    /// `cpu_seconds` by CPU state.
     pub breakdown: CpuBreakdown,
     /// Busy CPU-seconds as the scheduler tick sampled them (user + nice +
     /// system + irq + softirq + steal ticks); what tick-based tools count.
@@ -592,7 +616,9 @@ impl SkMemInfo {
 /// Memory of both sides for one class.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryFigures {
+    /// The driver's side; `None` when not measured.
     pub client: Option<SideMemory>,
+    /// The responder's side, measured by the responder; `None` when it did not report.
     pub server: Option<SideMemory>,
 }
 
@@ -601,7 +627,9 @@ pub struct MemoryFigures {
 pub struct ConfidenceInterval {
     /// Two-sided confidence level, percent (e.g. 99).
     pub level_pct: f64,
+    /// Lower end, in the measure's unit.
     pub low: f64,
+    /// Upper end, in the measure's unit.
     pub high: f64,
     /// Full width (`high - low`) as a percentage of the mean (netperf's
     /// criterion compares this with the requested width); `None` when the
@@ -614,6 +642,7 @@ pub struct ConfidenceInterval {
 pub struct MeasureSummary {
     /// Repetitions that had a value for the measure.
     pub n: u32,
+    /// Mean over the repetitions, in the measure's unit.
     pub mean: f64,
     /// Sample standard deviation (n − 1); `None` for one value.
     pub stdev: Option<f64>,
@@ -624,8 +653,11 @@ pub struct MeasureSummary {
 /// The values one repetition produced.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct RepetitionValues {
+    /// The repetition's rate, transactions per second.
     pub rate_tps: f64,
+    /// The driver's CPU per transaction, µs.
     pub client_cpu_us_per_tran: Option<f64>,
+    /// The responder's CPU per transaction, µs.
     pub server_cpu_us_per_tran: Option<f64>,
 }
 
@@ -639,8 +671,11 @@ pub struct Repetitions {
     pub target_width_pct: Option<f64>,
     /// Whether every measure's interval met `target_width_pct`; `None` without a target.
     pub reached: Option<bool>,
+    /// Rate over the repetitions, transactions per second.
     pub rate_tps: MeasureSummary,
+    /// The driver's CPU per transaction over the repetitions, µs.
     pub client_cpu_us_per_tran: Option<MeasureSummary>,
+    /// The responder's CPU per transaction over the repetitions, µs.
     pub server_cpu_us_per_tran: Option<MeasureSummary>,
 }
 

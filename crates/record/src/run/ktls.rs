@@ -31,9 +31,11 @@ pub struct KtlsFigures {
 pub struct KtlsCounters {
     /// TlsTxSw / TlsRxSw: sockets given software kTLS for sending / receiving.
     pub tx_sw: u64,
+    /// TlsRxSw: sockets given software kTLS for receiving.
     pub rx_sw: u64,
     /// TlsTxDevice / TlsRxDevice: the same, offloaded to the NIC.
     pub tx_device: u64,
+    /// TlsRxDevice: sockets whose receive kTLS the NIC does.
     pub rx_device: u64,
     /// TlsDecryptError: records that failed to decrypt (authentication).
     pub decrypt_errors: u64,

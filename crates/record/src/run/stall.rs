@@ -13,6 +13,7 @@ pub struct StallBand {
     pub floor_us: f64,
     /// The band's edges, µs (floor + 35 ms, floor + 250 ms).
     pub low_us: f64,
+    /// The band's upper edge, µs (floor + 250 ms).
     pub high_us: f64,
     /// Transactions of the window whose latency fell in the band.
     pub transactions: u64,

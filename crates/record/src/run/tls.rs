@@ -20,6 +20,7 @@ pub struct TlsFigures {
     /// Connections whose handshake was full ("long") or abbreviated
     /// ("short", a resumed session), completed in the window.
     pub full_handshakes: u64,
+    /// Abbreviated (resumed-session) handshakes completed in the window.
     pub resumed_handshakes: u64,
     /// From connect to the handshake's end, apart from transaction latency;
     /// `None` (null) when no handshake completed in the window (an RR run's
@@ -51,9 +52,13 @@ pub struct TlsFigures {
 /// first carries OpenSSL's one-time initialisation: 55,752 µs was seen).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct HandshakeCpuUs {
+    /// The driver's full handshakes, µs each.
     pub client_full: Option<f64>,
+    /// The driver's resumed handshakes, µs each.
     pub client_resumed: Option<f64>,
+    /// The responder's full handshakes, µs each.
     pub server_full: Option<f64>,
+    /// The responder's resumed handshakes, µs each.
     pub server_resumed: Option<f64>,
 }
 
