@@ -56,7 +56,7 @@ struct SideRun {
 /// The JSON documents of a file: one value, an array of them, or several one
 /// after another (JSON lines, or the pretty records `run --json` prints one
 /// per workload).
-fn json_documents(path: &Path, text: &str) -> anyhow::Result<Vec<Value>> {
+pub(crate) fn json_documents(path: &Path, text: &str) -> anyhow::Result<Vec<Value>> {
     let docs: Vec<Value> = serde_json::Deserializer::from_str(text)
         .into_iter::<Value>()
         .collect::<Result<_, _>>()

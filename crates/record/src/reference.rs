@@ -166,7 +166,7 @@ fn join(base: &str, field: &str) -> String {
     }
 }
 
-/// A type's fields in declaration order (schemars keeps it).
+/// A type's fields, by name (the schema's map is sorted).
 fn properties(schema: &Value) -> Vec<(String, &Value)> {
     schema
         .get("properties")
