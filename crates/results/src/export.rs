@@ -179,27 +179,6 @@ pub fn export_markdown(runs: &[StoredRun]) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(format_utc(0.0), "1970-01-01 00:00:00Z");
-        assert_eq!(format_utc(951_782_400.0), "2000-02-29 00:00:00Z");
-        assert_eq!(format_utc(1_714_564_800.5), "2024-05-01 12:00:00Z");
-    }
-
-    #[test]
-    fn csv_quotes_only_when_needed() {
-        let rows = [["RR1(1B/1B)", "a,b", "say \"hi\"", "two\nlines"]];
-        assert_eq!(
-            crate::output::csv_document(&["w", "x", "y", "z"], rows),
-            "w,x,y,z\nRR1(1B/1B),\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\"\n"
-        );
-    }
-}
-
 /// `results export --flat` as CSV: the flat table of `stackbench_record::flat`
 /// (one row per class per run, units in the column names), a header line
 /// first. `runs` pairs each record with the name of its `run` column.
@@ -228,4 +207,25 @@ pub fn export_flat_json_lines(runs: &[(String, &RunRecord)]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(format_utc(0.0), "1970-01-01 00:00:00Z");
+        assert_eq!(format_utc(951_782_400.0), "2000-02-29 00:00:00Z");
+        assert_eq!(format_utc(1_714_564_800.5), "2024-05-01 12:00:00Z");
+    }
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        let rows = [["RR1(1B/1B)", "a,b", "say \"hi\"", "two\nlines"]];
+        assert_eq!(
+            crate::output::csv_document(&["w", "x", "y", "z"], rows),
+            "w,x,y,z\nRR1(1B/1B),\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\"\n"
+        );
+    }
 }
