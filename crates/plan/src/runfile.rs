@@ -286,7 +286,9 @@ impl RunClass {
         let fix = format!("rerun the measurement with this stackbench, which counts the run's own sockets, or give --{side}-kernel-per-conn");
         match mem.kernel_sock_bytes_per_conn {
             Some(b) if b > 0.0 => Ok(b),
-            Some(_) if !mem.kernel_sock_own => Err(PlanError::file(
+            // Older records' host-wide 0 (a clamped fall below the baseline)
+            // reads as null since the migration to schema 3.
+            _ if !mem.kernel_sock_own => Err(PlanError::file(
                 &self.path,
                 format!("the {side} side's kernel socket memory per connection is 0 B: older records took it from the host's sockstat, which clamped a fall below the baseline to 0; {fix}"),
             )),
