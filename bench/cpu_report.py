@@ -2,7 +2,8 @@
 """Parsers and the summary for bench/cpu_vs_netperf.sh.
 
 Owns what the shell script should not do by itself:
-  * turning stackbench's `--json` record and netperf's omni CSV line (plus the
+  * turning stackbench's `--json` record (through `stackbench results export
+    --flat`, so no schema logic here) and netperf's omni CSV line (plus the
     /proc/stat snapshots the script takes around every run) into one JSON
     object of figures per run;
   * the summary: medians over the repetitions of rate and of CPU µs per
@@ -11,7 +12,7 @@ Owns what the shell script should not do by itself:
     warnings, and cross-checks that count both tools' CPU the same way.
 
 The CPU figures compared:
-  stackbench  classes[].cpu.total_cpu_us_per_tran: window x CPUs - idle -
+  stackbench  total_cpu_us_per_tran (classes[].cpu.total_cpu_us_per_tran): window x CPUs - idle -
               iowait of the client's and the server's pinned CPUs in the
               measurement window, per transaction (idle is clock-measured; the
               busy categories are tick-sampled and miss short slices). The
@@ -28,12 +29,14 @@ Usage:
 
 BASE is a run's path without extension: BASE.out holds the tool's stdout,
 BASE.snap0/1/2 the snapshots (before the 1 s idle baseline, before the run,
-after it). Standard library only.
+after it). Standard library only; the stackbench binary ($STACKBENCH, else
+`stackbench` on PATH) reads its records.
 """
 
 import json
 import os
 import statistics
+import subprocess
 import sys
 
 TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -98,66 +101,83 @@ def snap_delta(base, first, second):
 # --- stackbench -----------------------------------------------------------------
 
 
-def side_figures(side, transactions):
+def flat_rows(path):
+    """The run record in PATH as `stackbench results export --flat --format
+    json` gives it: one dict per class, every figure a column named with its
+    unit (docs/record.md lists them). The binary ($STACKBENCH, else
+    `stackbench` on PATH) reads every schema version, so this script carries
+    no schema logic."""
+    binary = os.environ.get("STACKBENCH") or "stackbench"
+    try:
+        out = subprocess.run([binary, "results", "export", "--flat", "--format", "json", path],
+                             capture_output=True, text=True, check=False)
+    except OSError as err:
+        raise ParseError("cannot run %s (%s); set STACKBENCH to the stackbench binary"
+                         % (binary, err)) from None
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        raise ParseError(lines[0] if lines else "%s exited with %d" % (binary, out.returncode))
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def has_side(row, side):
+    return row.get(side + "_window_s") is not None
+
+
+def side_figures(row, side, transactions):
     """One CPU-set side: stackbench's figure (window x CPUs - idle - iowait), and
     the same window counted the tick way and netperf's way, from the record's
     tick fields (tick_busy_s, tick_util_pct, tick_coverage)."""
-    bd = side.get("breakdown") or {}
-    window_s = side.get("window_s") or 0.0
-    ncpu = len(side.get("cpus") or [1])
+    col = lambda name: row.get("%s_%s" % (side, name))
+    window_s = col("window_s") or 0.0
+    ncpu = col("cpu_count") or 1
     per_tran = (lambda s: s * 1e6 / transactions) if transactions else (lambda s: None)
     # netperf procstat: util = busy ticks / all ticks, times elapsed time x CPUs.
-    netperf_way_s = (side.get("tick_util_pct") or 0.0) / 100.0 * window_s * ncpu
+    netperf_way_s = (col("tick_util_pct") or 0.0) / 100.0 * window_s * ncpu
+    cpus = col("cpus")
     return {
-        "cpus": side.get("cpus"),
-        "util_pct": side.get("util_pct"),
-        "cpu_us_per_tran": side.get("cpu_us_per_tran"),
-        "process_cpu_us_per_tran": side.get("process_cpu_us_per_tran"),
-        "iowait_s": bd.get("iowait", 0.0),
-        "tick_coverage": side.get("tick_coverage"),
-        "tick_busy_us_per_tran": per_tran(side.get("tick_busy_s") or 0.0),
+        "cpus": [int(c) for c in cpus.split(",")] if cpus else [],
+        "util_pct": col("util_pct"),
+        "cpu_us_per_tran": col("cpu_us_per_tran"),
+        "process_cpu_us_per_tran": col("process_cpu_us_per_tran"),
+        "iowait_s": col("iowait_s") or 0.0,
+        "tick_coverage": col("tick_coverage"),
+        "tick_busy_us_per_tran": per_tran(col("tick_busy_s") or 0.0),
         "netperf_way_us_per_tran": per_tran(netperf_way_s),
-        "wall_minus_idle_us_per_tran": side.get("cpu_us_per_tran"),
+        "wall_minus_idle_us_per_tran": col("cpu_us_per_tran"),
     }
 
 
-def pick_class(doc, notation):
-    # Schema 3 changed only the memory figures, which this report does not read.
-    if doc.get("schema_version") not in (1, 2, 3):
-        raise ParseError("schema_version %r, expected 1, 2 or 3" % doc.get("schema_version"))
-    if not doc.get("complete", False):
-        raise ParseError("run incomplete: %s" % doc.get("incomplete_reason"))
-    classes = doc.get("classes") or []
-    if not classes:
+def pick_row(rows, notation):
+    if not rows:
         raise ParseError("no classes in the record")
-    return next((c for c in classes if c.get("notation") == notation), classes[0])
+    row = next((r for r in rows if r.get("notation") == notation), rows[0])
+    if not row.get("complete", False):
+        raise ParseError("run incomplete: %s" % row.get("incomplete_reason"))
+    return row
 
 
-def parse_stackbench(text, notation=None):
-    """`stackbench run ... --json`: one RunRecord (schema_version 1, 2 or 3)."""
-    try:
-        doc = json.loads(text)
-    except ValueError as err:
-        raise ParseError("stdout is not one JSON document (%s)" % err) from None
-    cls = pick_class(doc, notation)
-    cpu = cls.get("cpu") or {}
-    if cpu.get("total_cpu_us_per_tran") is None:
+def parse_stackbench(rows, notation=None):
+    """`stackbench run ... --json`, as the flat rows of flat_rows()."""
+    row = pick_row(rows, notation)
+    if row.get("total_cpu_us_per_tran") is None:
         raise ParseError("no cpu.total_cpu_us_per_tran in the record (CPU not measured?)")
-    tr = cls.get("transactions") or 0
+    tr = row.get("transactions") or 0
+    codes = [c for c in (row.get("warnings") or "").split(",") if c]
+    messages = (row.get("warning_messages") or "").split("\n")
     out = {
-        "rate_tps": cls["rate_tps"],
+        "rate_tps": row["rate_tps"],
         "transactions": tr,
-        "cpu_us_per_tran": cpu["total_cpu_us_per_tran"],
-        "separable": bool(cpu.get("separable")),
-        "warnings": [{"code": w.get("code", "?"), "message": w.get("message", "")}
-                     for w in doc.get("warnings") or []
-                     if w.get("class") in (None, cls.get("notation"))],
+        "cpu_us_per_tran": row["total_cpu_us_per_tran"],
+        "separable": bool(row.get("cpu_separable")),
+        "warnings": [{"code": code, "message": message}
+                     for code, message in zip(codes, messages + [""] * len(codes))],
     }
     sides = ("client", "server") if out["separable"] else ("shared",)
-    figs = {s: side_figures(cpu[s], tr) for s in sides if cpu.get(s)}
+    figs = {s: side_figures(row, s, tr) for s in sides if has_side(row, s)}
     for name in ("client", "server"):  # process view splits even when CPUs are shared
-        if cpu.get(name) and name not in figs:
-            figs[name] = {"process_cpu_us_per_tran": cpu[name].get("process_cpu_us_per_tran")}
+        if has_side(row, name) and name not in figs:
+            figs[name] = {"process_cpu_us_per_tran": row.get(name + "_process_cpu_us_per_tran")}
     out["sides"] = figs
     measured = [figs[s] for s in sides if s in figs]
     for key in ("netperf_way_us_per_tran", "wall_minus_idle_us_per_tran", "tick_busy_us_per_tran"):
@@ -212,12 +232,11 @@ def add_netperf_box(out, run):
 
 def cmd_parse(tool, base, notation=None):
     try:
-        with open(base + ".out", encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
         if tool == "stackbench":
-            out = parse_stackbench(text, notation)
+            out = parse_stackbench(flat_rows(base + ".out"), notation)
         elif tool == "netperf":
-            out = parse_netperf(text)
+            with open(base + ".out", encoding="utf-8", errors="replace") as fh:
+                out = parse_netperf(fh.read())
             add_netperf_box(out, snap_delta(base, 1, 2))
         else:
             raise ParseError("unknown tool %r; use stackbench or netperf" % tool)
@@ -428,28 +447,28 @@ def cmd_table(run_dir):
 
 # --- self-test ------------------------------------------------------------------
 
-# One side as the record gives it: 10 s on one CPU, 5.68 s idle (clock-measured),
+# One side as the flat table gives it: 10 s on one CPU, 5.68 s idle (clock-measured),
 # 2.75 s of busy ticks out of 8.43 s of ticks in all.
-SAMPLE_SIDE = {"cpus": [0], "method": "proc_stat_cpuset", "window_s": 10.0, "cpu_seconds": 4.32,
-               "util_pct": 43.2, "cpu_us_per_tran": 4.32e6 / 171430,
-               "breakdown": {"user": 0.157, "nice": 0.0, "system": 1.869, "irq": 0.0, "softirq": 2.278,
-                             "steal": 0.016, "iowait": 0.0, "idle": 5.68},
+SAMPLE_SIDE = {"cpus": "0", "cpu_count": 1, "window_s": 10.0, "cpu_s": 4.32,
+               "util_pct": 43.2, "cpu_us_per_tran": 4.32e6 / 171430, "iowait_s": 0.0,
                "tick_busy_s": 2.75, "tick_util_pct": 2.75 / 8.43 * 100, "tick_coverage": 0.843,
                "process_cpu_us_per_tran": 22.2}
 SAMPLE_NETPERF = "20000.00,Trans/s,10.000,40.00,41.00,40.000,41.000,2,2,P,0.00\n"
 
 
 def sample_stackbench():
-    server = dict(SAMPLE_SIDE, cpus=[1])
-    cls = {"notation": "RR1(1B/1B)", "rate_tps": 17143.0, "transactions": 171430,
-           "cpu": {"client": SAMPLE_SIDE, "server": server, "separable": True, "shared": None,
-                   "total_cpu_us_per_tran": 2 * 4.32e6 / 171430}}
-    return json.dumps({"schema_version": 1, "complete": True, "classes": [cls],
-                       "warnings": [{"code": "background_load", "message": "busy", "class": None}]})
+    row = {"notation": "RR1(1B/1B)", "complete": True, "rate_tps": 17143.0,
+           "transactions": 171430, "cpu_separable": True,
+           "total_cpu_us_per_tran": 2 * 4.32e6 / 171430,
+           "warnings": "background_load", "warning_messages": "busy"}
+    for side, cpus in (("client", "0"), ("server", "1")):
+        row.update({"%s_%s" % (side, k): v for k, v in dict(SAMPLE_SIDE, cpus=cpus).items()})
+    return [row]
 
 
 def self_test():
     sb = parse_stackbench(sample_stackbench(), "RR1(1B/1B)")
+    assert sb["sides"]["server"]["cpus"] == [1], sb
     assert sb["cpu_us_per_tran"] == 2 * 4.32e6 / 171430 and sb["warnings"][0]["code"] == "background_load"
     # netperf's way: busy ticks / all ticks x window x CPUs: 2.75 / 8.43 x 10 s per side.
     expect = 2 * (2.75 / 8.43 * 10.0) * 1e6 / 171430

@@ -153,7 +153,7 @@ finish_run() {
     why="exit status $rc"
     [[ $rc -ne 124 ]] || why+=" (timed out)"
     why+=": $(grep -v '^[[:space:]]*$' "$base.err" | head -n 1 || true)"
-  elif python3 "$REPORT" parse "$tool" "$base" "${NOTATION[$wl]}" >"$base.json" 2>"$base.parse-err"; then
+  elif STACKBENCH=$SB_BIN python3 "$REPORT" parse "$tool" "$base" "${NOTATION[$wl]}" >"$base.json" 2>"$base.parse-err"; then
     printf '%s\t%s\t%s\tok\t%s\n' "$wl" "$tool" "$rep" "$base.json" >>"$OUT_DIR/runs.tsv"
     return 0
   else

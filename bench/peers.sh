@@ -196,7 +196,7 @@ finish_run() {
     why="exit status $rc"
     [[ $rc -ne 124 ]] || why+=" (timed out)"
     why+=": $(first_error "$base.err")"
-  elif python3 "$REPORT" parse "$tool" "$base.out" "$notation" >"$base.kv" 2>"$base.parse-err"; then
+  elif STACKBENCH=$SB_BIN python3 "$REPORT" parse "$tool" "$base.out" "$notation" >"$base.kv" 2>"$base.parse-err"; then
     [[ -z $server_log ]] || python3 "$REPORT" parse-server "$tool" "$server_log" >>"$base.kv"
     add_work "$wl" "$tool" "$base"
     record "$wl" "$tool" "$rep" ok "$base.kv"

@@ -29,12 +29,16 @@ Usage:
     peers_report.py self-test
 
 `parse` prints key=value lines on stdout, or one line naming what is wrong on
-stderr and exits 1. Standard library only, so python3 is the one prerequisite.
+stderr and exits 1. Standard library only, so python3 is the one prerequisite;
+stackbench's records are read through the binary ($STACKBENCH, else
+`stackbench` on PATH): `results export --flat` gives this script every
+record version as the same flat columns.
 """
 
 import json
 import os
 import statistics
+import subprocess
 import sys
 
 
@@ -42,72 +46,77 @@ class ParseError(Exception):
     """Raw output that does not hold the figures we need; the message says why."""
 
 
-def parse_stackbench(text, notation=None):
-    """`stackbench run ... --json`: one RunRecord (schema_version 1, 2 or 3;
-    3 changed only the memory figures, which this report does not read)."""
+def flat_rows(path):
+    """The run record in PATH as `stackbench results export --flat --format
+    json` gives it: one dict per class, every figure a column named with its
+    unit (docs/record.md lists them). The binary ($STACKBENCH, else
+    `stackbench` on PATH) reads every schema version, so this script carries
+    no schema logic."""
+    binary = os.environ.get("STACKBENCH") or "stackbench"
     try:
-        doc = json.loads(text)
-    except ValueError as err:
-        raise ParseError("stdout is not one JSON document (%s)" % err) from None
-    if doc.get("schema_version") not in (1, 2, 3):
-        raise ParseError("schema_version %r, expected 1, 2 or 3" % doc.get("schema_version"))
-    if not doc.get("complete", False):
-        raise ParseError("run incomplete: %s" % doc.get("incomplete_reason"))
-    classes = doc.get("classes") or []
-    if not classes:
+        out = subprocess.run([binary, "results", "export", "--flat", "--format", "json", path],
+                             capture_output=True, text=True, check=False)
+    except OSError as err:
+        raise ParseError("cannot run %s (%s); set STACKBENCH to the stackbench binary"
+                         % (binary, err)) from None
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        raise ParseError(lines[0] if lines else "%s exited with %d" % (binary, out.returncode))
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def parse_stackbench(rows, notation=None):
+    """`stackbench run ... --json`, as the flat rows of flat_rows()."""
+    if not rows:
         raise ParseError("no classes in the record")
-    cls = next((c for c in classes if c.get("notation") == notation), classes[0])
-    lat = cls.get("latency_us") or {}
+    row = next((r for r in rows if r.get("notation") == notation), rows[0])
+    if not row.get("complete", False):
+        raise ParseError("run incomplete: %s" % row.get("incomplete_reason"))
     # The bulk direction: rx (server -> client) for a GET, tx for a PUT; when the
     # record does not say, the larger of the two.
-    direction = str(cls.get("stream_direction") or "").lower()
-    tx, rx = cls.get("tx_bytes_per_s", 0.0), cls.get("rx_bytes_per_s", 0.0)
+    direction = str(row.get("stream_direction") or "").lower()
+    tx, rx = row.get("tx_bytes_per_s") or 0.0, row.get("rx_bytes_per_s") or 0.0
     bulk = rx if direction == "get" else tx if direction == "put" else max(tx, rx)
     out = {
-        "rate_tps": cls["rate_tps"],
+        "rate_tps": row["rate_tps"],
         "bulk_bytes_per_s": bulk,
-        "lat_mean_us": lat.get("mean"),
-        "lat_p50_us": lat.get("p50"),
-        "lat_p99_us": lat.get("p99"),
-        "errors": cls.get("errors", 0),
-        "notation": cls.get("notation"),
+        "lat_mean_us": row.get("latency_mean_us"),
+        "lat_p50_us": row.get("latency_p50_us"),
+        "lat_p99_us": row.get("latency_p99_us"),
+        "errors": row.get("errors") or 0,
+        "notation": row.get("notation"),
     }
-    codes = sorted({w.get("code", "?") for w in doc.get("warnings") or []
-                    if w.get("class") in (None, cls.get("notation"))})
+    codes = sorted({c for c in (row.get("warnings") or "").split(",") if c})
     if codes:
         out["warnings"] = ",".join(codes)
     # Two views of each side's CPU: the CPU set (everything its CPUs ran,
     # softirq included) and the process (getrusage-like utime + stime), the
     # view neper, iperf3 and pingpong report.
-    cpu = cls.get("cpu") or {}
-    mib = bulk * float(cls.get("duration_s") or 0) / (1024.0 * 1024.0)
+    mib = bulk * float(row.get("duration_s") or 0) / (1024.0 * 1024.0)
     for side, key in (("client", "cli"), ("server", "srv")):
-        figures = cpu.get(side) or {}
-        out[key + "_cpu_us_per_tr"] = figures.get("cpu_us_per_tran")
-        out[key + "_cpu_us_per_mib"] = figures.get("cpu_us_per_mb")
-        out[key + "_proc_cpu_us_per_tr"] = figures.get("process_cpu_us_per_tran")
-        proc_s = (figures.get("process") or {}).get("cpu_seconds")
+        col = lambda name, side=side: row.get("%s_%s" % (side, name))
+        out[key + "_cpu_us_per_tr"] = col("cpu_us_per_tran")
+        out[key + "_cpu_us_per_mib"] = col("cpu_us_per_mib")
+        out[key + "_proc_cpu_us_per_tr"] = col("process_cpu_us_per_tran")
+        proc_s = col("process_cpu_s")
         if proc_s is not None and mib > 0:
             out[key + "_proc_cpu_us_per_mib"] = proc_s * 1e6 / mib
     # Both sides' CPU sets together, measured the way netperf measures the
     # host (see tick_host_cpu): what its service demand is compared with.
-    out["host_cpu_us_per_tr"] = tick_host_cpu(cpu, cls.get("transactions"))
-    # Schema 2 keeps every setting flat in `settings`; schema 1 had `socket`.
-    settings = doc.get("settings") or {}
-    if settings.get("io"):
-        out["io"] = settings["io"]  # the backend used (`auto` is settled)
-    if settings.get("spin") not in (None, False, "none"):
-        out["spin"] = "both" if settings["spin"] is True else settings["spin"]
-    socket = settings.get("socket") or settings
-    if "crr_close" in socket:
-        out["crr_close"] = socket["crr_close"]
+    out["host_cpu_us_per_tr"] = tick_host_cpu(row, row.get("transactions"))
+    if row.get("io"):
+        out["io"] = row["io"]  # the backend used (`auto` is settled)
+    if row.get("spin") not in (None, "", "none"):
+        out["spin"] = row["spin"]
+    if row.get("crr_close"):
+        out["crr_close"] = row["crr_close"]
     return out
 
 
 NETPERF_FIELDS = "THROUGHPUT,THROUGHPUT_UNITS,MEAN_LATENCY,P50_LATENCY,P99_LATENCY,LOCAL_SD,REMOTE_SD"
 
 
-def tick_host_cpu(cpu, transactions):
+def tick_host_cpu(row, transactions):
     """Both sides' CPU per transaction by netperf's procstat method: per CPU
     set, busy ticks / all ticks of /proc/stat (`tick_util_pct`) times the
     set's capacity (window x CPUs); each CPU once when the sets overlap
@@ -117,12 +126,13 @@ def tick_host_cpu(cpu, transactions):
     VM's RR1 the ticks covered only 83-88% of the window, and the tick method
     reads some 10% lower. Comparing netperf with the tick figure is like with
     like; None when a side lacks it."""
-    sides = [cpu.get("shared")] if cpu.get("shared") else [cpu.get("client"), cpu.get("server")]
-    if not transactions or not all(side and side.get("tick_util_pct") is not None
+    present = lambda side: row.get(side + "_window_s") is not None
+    sides = ["shared"] if present("shared") else ["client", "server"]
+    if not transactions or not all(row.get(side + "_tick_util_pct") is not None
                                    for side in sides):
         return None
-    busy_s = sum(side["tick_util_pct"] / 100.0 * side["window_s"] * len(side["cpus"])
-                 for side in sides)
+    busy_s = sum(row[side + "_tick_util_pct"] / 100.0 * row[side + "_window_s"]
+                 * row[side + "_cpu_count"] for side in sides)
     return busy_s * 1e6 / transactions
 
 
@@ -379,7 +389,7 @@ def cmd_parse(tool, path, notation=None):
         text = fh.read()
     try:
         if tool == "stackbench":
-            figures = parse_stackbench(text, notation)
+            figures = parse_stackbench(flat_rows(path), notation)
         elif tool in PARSERS:
             figures = PARSERS[tool](text)
         else:
@@ -697,12 +707,10 @@ SAMPLE_PINGPONG = "client transactions=1000 seconds=1.000 rate_tps=1000.0 cpu_us
 SAMPLE_NEPER_SERVER = "num_transactions=1000\nutime_start=0.5\nutime_end=1.0\n" \
     "stime_start=0.0\nstime_end=0.5\n"
 SAMPLE_IPERF3 = '{"start":{},"end":{"sum_received":{"bits_per_second":8e9}}}'
-SAMPLE_SB = json.dumps({
-    "schema_version": 1, "complete": True,
-    "settings": {"socket": {"crr_close": "abort"}},
-    "classes": [{"notation": "STR3(1B/20MB)", "stream_direction": "get", "rate_tps": 100.0,
-                 "tx_bytes_per_s": 100.0, "rx_bytes_per_s": 2.0e9, "errors": 0,
-                 "latency_us": {"mean": 30000.0, "p50": 29000.0, "p99": 40000.0}}]})
+SAMPLE_SB = [{"notation": "STR3(1B/20MB)", "complete": True, "stream_direction": "GET",
+              "rate_tps": 100.0, "tx_bytes_per_s": 100.0, "rx_bytes_per_s": 2.0e9, "errors": 0,
+              "latency_mean_us": 30000.0, "latency_p50_us": 29000.0, "latency_p99_us": 40000.0,
+              "crr_close": "abort", "io": "", "spin": "none"}]
 
 
 def self_test():
@@ -723,12 +731,15 @@ def self_test():
     assert paired_cell({"1": 2.0}, {"2": 1.0}) == "-"
     # netperf's method: 50% of 2 CPUs for 4 s plus 25% of 1 CPU for 4 s, over
     # 1000 transactions: (4 + 1) s / 1000 = 5000 us.
-    side = lambda pct, cpus: {"tick_util_pct": pct, "window_s": 4.0, "cpus": cpus}
-    cpu = {"client": side(50.0, [0, 1]), "server": side(25.0, [2]), "shared": None}
-    assert abs(tick_host_cpu(cpu, 1000) - 5000.0) < 1e-6
-    assert abs(tick_host_cpu({"shared": side(50.0, [0, 1]), "client": side(99.0, [0])}, 1000)
-               - 4000.0) < 1e-6
-    assert tick_host_cpu({"client": side(50.0, [0])}, 1000) is None
+    def sides(**given):
+        row = {}
+        for name, (pct, ncpu) in given.items():
+            row.update({name + "_tick_util_pct": pct, name + "_window_s": 4.0,
+                        name + "_cpu_count": ncpu})
+        return row
+    assert abs(tick_host_cpu(sides(client=(50.0, 2), server=(25.0, 1)), 1000) - 5000.0) < 1e-6
+    assert abs(tick_host_cpu(sides(shared=(50.0, 2), client=(99.0, 1)), 1000) - 4000.0) < 1e-6
+    assert tick_host_cpu(sides(client=(50.0, 1)), 1000) is None
     sockperf = parse_sockperf(SAMPLE_SOCKPERF)
     assert sockperf["rate_tps"] == 20000.0 and sockperf["lat_p99_us"] == 80.0
     assert parse_pingpong(SAMPLE_PINGPONG) == {"rate_tps": 1000.0, "lat_mean_us": 1000.0,
@@ -745,11 +756,9 @@ def self_test():
     assert iperf3["cli_cpu_us_per_mib"] == 500.0 and iperf3["srv_cpu_us_per_mib"] == 250.0
     sb = parse_stackbench(SAMPLE_SB, "STR3(1B/20MB)")
     assert sb["bulk_bytes_per_s"] == 2.0e9 and sb["crr_close"] == "abort" and "io" not in sb
-    flat = json.loads(SAMPLE_SB)
-    flat.update(schema_version=2, settings={"io": "uring"})
-    assert parse_stackbench(json.dumps(flat))["io"] == "uring"
+    assert parse_stackbench([dict(SAMPLE_SB[0], io="uring")])["io"] == "uring"
     for bad, fn in (("", parse_netperf), ("x=1", parse_neper), ("{}", parse_iperf3),
-                    ('{"schema_version":1,"complete":false}', parse_stackbench)):
+                    ([{"complete": False}], parse_stackbench), ([], parse_stackbench)):
         try:
             fn(bad)
         except ParseError:

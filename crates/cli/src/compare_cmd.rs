@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use serde_json::Value;
-use stackbench_metrics::record::record_from_json;
-use stackbench_metrics::RunRecord;
+use stackbench_record::record_from_json;
+use stackbench_record::RunRecord;
 use stackbench_results::compare::{compare_runs, emulated_sides, is_emulated, Margins, RunInput};
 use stackbench_results::compare_output::{render_json, render_markdown, render_table};
 use stackbench_results::env::Environment;
@@ -56,7 +56,7 @@ struct SideRun {
 /// The JSON documents of a file: one value, an array of them, or several one
 /// after another (JSON lines, or the pretty records `run --json` prints one
 /// per workload).
-fn json_documents(path: &Path, text: &str) -> anyhow::Result<Vec<Value>> {
+pub(crate) fn json_documents(path: &Path, text: &str) -> anyhow::Result<Vec<Value>> {
     let docs: Vec<Value> = serde_json::Deserializer::from_str(text)
         .into_iter::<Value>()
         .collect::<Result<_, _>>()

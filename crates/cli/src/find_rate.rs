@@ -25,9 +25,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use stackbench_metrics::{RunRecord, WarningRecord};
 use stackbench_model::settings::{PerSecond, RunSettings};
 use stackbench_model::{units, Workload};
+use stackbench_record::{RunRecord, WarningRecord};
 use stackbench_results::store::{Labels, Store};
 
 use crate::exit::{usage, FAILED_CHECK, INCOMPLETE, OK};

@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use stackbench_guest::{Accel, GuestSpec, Job, JobOutput};
-use stackbench_metrics::{record_from_json, GuestEnvironment, RunRecord, WarningRecord};
 use stackbench_model::settings::{GuestAccel, KernelSpec, RunSettings, SettingValue, Text};
 use stackbench_model::Workload;
+use stackbench_record::{record_from_json, RunRecord, WarningRecord};
 use stackbench_results::env::Environment;
 
 use crate::exit::usage;
@@ -164,19 +164,8 @@ fn record_of(s: &RunSettings, out: &JobOutput) -> anyhow::Result<RunRecord> {
     if let (Some(lab), Some(Text(path))) = (env.lab.as_mut(), &s.lab) {
         lab.file = path.clone(); // the user's file, not its copy in the guest
     }
-    env.guest = Some(GuestEnvironment {
-        kernel: info.kernel.clone(), // the package booted (a pattern resolved)
-        kernel_release: info.kernel_release.clone(),
-        accel: info.accel.clone(),
-        emulated: info.emulated,
-        vcpus: info.vcpus,
-        memory_mib: info.memory_mib,
-        qemu_version: info.qemu_version.clone(),
-        host_kernel_release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|t| t.trim().to_string())
-            .unwrap_or_default(),
-        boot_s: info.boot_s,
-    });
+    // `info.kernel` is the package booted (a pattern's newest match).
+    env.guest = Some(info.clone());
     if info.emulated {
         let w = WarningRecord {
             code: "emulated_guest".to_string(),

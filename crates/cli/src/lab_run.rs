@@ -10,16 +10,13 @@ use std::net::IpAddr;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
-use stackbench_lab::netlink::Netlink;
 use stackbench_lab::path::{LabPath, LinkOverrides};
-use stackbench_lab::show::EndState;
-use stackbench_lab::{netns, rtnl, IpsecAlgorithm, Lab, LabError, Link, Offloads};
+use stackbench_lab::{netns, Lab, Offloads};
 use stackbench_metrics::warnings::PathFloor;
-use stackbench_metrics::{
-    LabEnvironment, LabInterface, LabIpsec, LabNetem, LabSa, Warning, WarningRecord,
-};
+use stackbench_metrics::Warning;
 use stackbench_model::settings::{CpuList, RunSettings};
 use stackbench_model::Transport;
+use stackbench_record::{LabEnvironment, LabInterface, WarningRecord};
 
 use crate::exit::usage;
 
@@ -141,89 +138,6 @@ fn overrides(s: &RunSettings) -> LinkOverrides {
     }
 }
 
-/// The IPsec part of an interface's read-back: the link's transform and
-/// the SAs of its host, split into out (to the peer) and in.
-fn ipsec_of(link: &Link, host_end: bool, e: &EndState) -> Option<LabIpsec> {
-    if e.sas.is_empty() && (!host_end || link.ipsec == IpsecAlgorithm::Off) {
-        return None;
-    }
-    let mut out = LabIpsec {
-        algorithm: link.ipsec.name().to_string(),
-        mode: link.ipsec_mode.name().to_string(),
-        ..LabIpsec::default()
-    };
-    for sa in &e.sas {
-        let inbound = e.addresses.iter().any(|a| a.addr == sa.dst);
-        if inbound {
-            out.esp_packets_in += sa.packets;
-            out.esp_bytes_in += sa.bytes;
-        } else {
-            out.esp_packets_out += sa.packets;
-            out.esp_bytes_out += sa.bytes;
-        }
-        out.sas.push(LabSa {
-            spi: sa.spi,
-            direction: if inbound { "in" } else { "out" }.to_string(),
-            src: sa.src.to_string(),
-            dst: sa.dst.to_string(),
-            kernel_algorithm: sa.algorithm.clone(),
-            mode: sa.mode.clone(),
-            packets: sa.packets,
-            bytes: sa.bytes,
-        });
-    }
-    Some(out)
-}
-
-/// One path interface's read-back as the environment stores it.
-fn interface(link: &Link, host_end: bool, e: &EndState) -> LabInterface {
-    LabInterface {
-        namespace: e.ns.clone(),
-        name: e.ifname.clone(),
-        mtu_bytes: e.mtu,
-        rate_bps: e.rate_bps,
-        burst_bytes: e.burst_bytes,
-        qdisc: e.qdisc.clone(),
-        offloads: e.offloads.map_or_else(Default::default, |o| {
-            Offloads::NAMES
-                .iter()
-                .zip(o.values())
-                .map(|(n, on)| (n.to_string(), on))
-                .collect()
-        }),
-        addresses: e.addresses.iter().map(ToString::to_string).collect(),
-        qdiscs: if e.qdiscs.len() > 1 {
-            e.qdiscs.clone()
-        } else {
-            Vec::new()
-        },
-        netem: e.netem.map(|n| LabNetem {
-            delay_s: n.delay.as_secs_f64(),
-            jitter_s: n.jitter.as_secs_f64(),
-            loss_pct: n.loss_pct,
-            limit_packets: n.limit_packets,
-        }),
-        fq_maxrate_bps: e.fq_maxrate_bps,
-        ipsec: ipsec_of(link, host_end, e),
-        ..counters(&e.ns, &e.ifname)
-    }
-}
-
-/// The kernel's byte counters of interface `ifname` in namespace `ns`
-/// (left out of the lab's read-back, which compares configurations).
-fn counters(ns: &str, ifname: &str) -> LabInterface {
-    let link = netns::run_in(ns, || {
-        let mut nl = Netlink::open().map_err(|e| LabError::os("open netlink socket", e))?;
-        Ok(rtnl::link(&mut nl, ifname).ok().flatten())
-    });
-    let link = link.ok().flatten();
-    LabInterface {
-        rx_bytes: link.as_ref().and_then(|l| l.rx_bytes),
-        tx_bytes: link.as_ref().and_then(|l| l.tx_bytes),
-        ..LabInterface::default()
-    }
-}
-
 impl LabRun {
     /// Makes the kernel state equal the lab with the run's overrides (in
     /// place: namespaces and pairs stay, so a running responder stays).
@@ -264,25 +178,7 @@ impl LabRun {
     /// The path's interfaces as the kernel reports them now (empty when the
     /// lab cannot be read; the run is not failed for it).
     pub fn read(&self) -> Vec<LabInterface> {
-        let Ok(back) = stackbench_lab::read(&self.lab) else {
-            return Vec::new();
-        };
-        let link = &self.lab.links[self.path.link];
-        let hosts = [
-            self.lab.namespace(&self.path.from),
-            self.lab.namespace(&self.path.to),
-        ];
-        self.path
-            .interfaces
-            .iter()
-            .filter_map(|(ns, ifname)| {
-                let e = back
-                    .ends
-                    .iter()
-                    .find(|e| e.ns == *ns && e.ifname == *ifname && e.present)?;
-                Some(interface(link, hosts.contains(ns), e))
-            })
-            .collect()
+        stackbench_lab::environment::path_interfaces(&self.lab, &self.path)
     }
 
     /// The environment entry from the reads before and after the window,

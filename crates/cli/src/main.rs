@@ -113,7 +113,7 @@ fn guest_step_or_continue() {
 }
 
 /// The hidden `__docs PAGE` subcommand: prints a reference page generated
-/// from the code (`settings`: docs/settings.md), for maintainers
+/// from the code (`settings`: docs/settings.md; `record`: docs/record.md), for maintainers
 /// regenerating docs/, so outside clap and its help.
 fn docs_or_continue() {
     let mut args = std::env::args().skip(1);
@@ -126,9 +126,13 @@ fn docs_or_continue() {
             print!("{}", stackbench_model::settings::reference::settings_page());
             std::process::exit(exit::OK);
         }
+        Some("record") => {
+            print!("{}", stackbench_record::reference::record_page());
+            std::process::exit(exit::OK);
+        }
         other => {
             eprintln!(
-                "stackbench: error: __docs {}: unknown page: use `__docs settings`",
+                "stackbench: error: __docs {}: unknown page: use `__docs settings` or `__docs record`",
                 other.unwrap_or("(no page)")
             );
             std::process::exit(exit::USAGE);

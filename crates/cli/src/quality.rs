@@ -12,9 +12,9 @@ use stackbench_engine::RunConfig;
 use stackbench_metrics::cpu::{cpu_set_union, side_cpu, Work};
 use stackbench_metrics::procfs::read_governor;
 use stackbench_metrics::warnings::{self, Warning};
-use stackbench_metrics::{ClassResult, WarningRecord};
 use stackbench_model::settings::{RunSettings, Spin};
 use stackbench_model::IoMode;
+use stackbench_record::{ClassResult, WarningRecord};
 
 /// Length of the idle baseline.
 pub const BASELINE: Duration = Duration::from_secs(1);

@@ -12,9 +12,9 @@
 use std::sync::atomic::AtomicBool;
 
 use stackbench_engine::{run_workload, ControlClient, RunConfig};
-use stackbench_metrics::record::RepetitionValues;
 use stackbench_metrics::stats::{summarize_repetitions, Iterations, Verdict};
-use stackbench_metrics::{ClassResult, CpuFigures};
+use stackbench_record::RepetitionValues;
+use stackbench_record::{ClassResult, CpuFigures};
 
 use crate::progress::ProgressLine;
 use crate::repeat_mean::{mean_classes, mean_cpu};

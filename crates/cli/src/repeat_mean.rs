@@ -25,11 +25,11 @@
 //! - the identity of the class (workload, notation, clients, sizes) is the
 //!   first run's; `repetitions` is left for the caller to fill.
 
-use stackbench_metrics::record::{
+use stackbench_record::{ClassResult, ErrorCounts};
+use stackbench_record::{
     CpuBreakdown, CpuFigures, LagUs, LatencyUs, MemoryFigures, PopulationFigures, ProcessCpu,
     SideCpu, SideMemory,
 };
-use stackbench_metrics::{ClassResult, ErrorCounts};
 
 /// Per class (by position), the mean of the classes of every run in `runs`
 /// (each run lists its classes in the same order). Empty when `runs` is.

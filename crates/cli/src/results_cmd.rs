@@ -50,8 +50,18 @@ enum ResultsCommand {
     Export {
         #[arg(long = "where", value_name = "KEY=VALUE")]
         filter: Vec<String>,
-        #[arg(long, value_enum, default_value_t = Format::Json)]
-        format: Format,
+        /// [default: json; csv with --flat]
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// The flat table: one row per class per run, every figure a column
+        /// whose name carries its unit, warnings as a column (docs/record.md
+        /// lists the columns); CSV, or JSON lines with --format json.
+        #[arg(long)]
+        flat: bool,
+        /// Run records to export instead of the store (`run --json` output or
+        /// `results show N --json`); any schema version. Needs --flat.
+        #[arg(value_name = "FILE", requires = "flat", conflicts_with = "filter")]
+        files: Vec<PathBuf>,
         /// Write to this file instead of standard output.
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -83,10 +93,11 @@ pub fn open_read_only(db: Option<&Path>) -> anyhow::Result<Store> {
 }
 
 pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
-    let store = open_read_only(args.db.as_deref())?;
+    // Opened per command: `export --flat FILE…` reads no store.
+    let store = || open_read_only(args.db.as_deref());
     match args.command {
         ResultsCommand::List { filter, json } => {
-            let runs = store.list(&filter_of(&filter)?)?;
+            let runs = store()?.list(&filter_of(&filter)?)?;
             for error in runs.iter().filter_map(|r| r.error.as_ref()) {
                 eprintln!("stackbench: warning: {error} (listed as UNREADABLE)");
             }
@@ -97,7 +108,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
             }
         }
         ResultsCommand::Show { id, json, wide } => {
-            let run = match store.get(id) {
+            let run = match store()?.get(id) {
                 Err(e @ stackbench_results::store::StoreError::NoSuchRun(_)) => {
                     return crate::exit::usage(e.to_string())
                 }
@@ -115,13 +126,19 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
         ResultsCommand::Export {
             filter,
             format,
+            flat,
+            files,
             output,
         } => {
-            let runs = store.select(&filter_of(&filter)?)?;
-            let text = match format {
-                Format::Json => export::export_json(&runs) + "\n",
-                Format::Csv => export::export_csv(&runs),
-                Format::Markdown => export::export_markdown(&runs),
+            let text = if flat {
+                export_flat(&store, &filter, &files, format)?
+            } else {
+                let runs = store()?.select(&filter_of(&filter)?)?;
+                match format.unwrap_or(Format::Json) {
+                    Format::Json => export::export_json(&runs) + "\n",
+                    Format::Csv => export::export_csv(&runs),
+                    Format::Markdown => export::export_markdown(&runs),
+                }
             };
             match output {
                 Some(path) => std::fs::write(&path, text)
@@ -131,4 +148,73 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(crate::exit::OK)
+}
+
+/// `results export --flat`: the stored runs `filter` selects, or the run
+/// records in `files`, each read through `record_from_json` (so any schema
+/// version), as the flat table.
+fn export_flat(
+    store: &dyn Fn() -> anyhow::Result<Store>,
+    filter: &[String],
+    files: &[PathBuf],
+    format: Option<Format>,
+) -> anyhow::Result<String> {
+    let runs: Vec<(String, stackbench_record::RunRecord)> = if files.is_empty() {
+        store()?
+            .select(&filter_of(filter)?)?
+            .into_iter()
+            .map(|r| (format!("run {}", r.id), r.record))
+            .collect()
+    } else {
+        let mut runs = Vec::new();
+        for path in files {
+            runs.extend(read_record_file(path)?);
+        }
+        runs
+    };
+    let runs: Vec<(String, &stackbench_record::RunRecord)> =
+        runs.iter().map(|(name, r)| (name.clone(), r)).collect();
+    match format.unwrap_or(Format::Csv) {
+        Format::Csv => Ok(export::export_flat_csv(&runs)),
+        Format::Json => Ok(export::export_flat_json_lines(&runs)),
+        Format::Markdown => crate::exit::usage(
+            "--flat writes CSV or JSON lines: use --format csv or --format json".to_string(),
+        ),
+    }
+}
+
+/// The run records of one file, named as the flat table's `run` column: a
+/// stored run (`results show N --json`) as `run N`, else the file (with
+/// `record N` when it holds several).
+fn read_record_file(path: &Path) -> anyhow::Result<Vec<(String, stackbench_record::RunRecord)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let docs = crate::compare_cmd::json_documents(path, &text)?;
+    if docs.is_empty() {
+        return crate::exit::usage(format!(
+            "{}: no run record: give files written by `stackbench run --json` or `stackbench results show N --json`",
+            path.display()
+        ));
+    }
+    let count = docs.len();
+    docs.into_iter()
+        .enumerate()
+        .map(|(i, mut doc)| {
+            let place = match count {
+                1 => path.display().to_string(),
+                _ => format!("{} (record {})", path.display(), i + 1),
+            };
+            let (value, name) = if doc["record"].is_object() {
+                let name = doc["id"]
+                    .as_i64()
+                    .map_or(place.clone(), |id| format!("run {id}"));
+                (doc["record"].take(), name)
+            } else {
+                (doc, place.clone())
+            };
+            let record = stackbench_record::record_from_json(value)
+                .or_else(|e| crate::exit::usage(format!("{place}: {e}")))?;
+            Ok((name, record))
+        })
+        .collect()
 }

@@ -6,10 +6,10 @@
 use std::io::IsTerminal;
 
 use clap::Args;
-use stackbench_metrics::RunRecord;
 use stackbench_model::settings::RunSettings;
 use stackbench_model::sweep::{Sweep, SweepDim, SweepPoint};
 use stackbench_model::Workload;
+use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Labels, Store};
 
 use crate::exit::{usage, INCOMPLETE, OK};

@@ -9,11 +9,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thread};
 use stackbench_engine::{limits, sockopt, transport, ControlClient, PacingConfig, RunConfig};
-use stackbench_metrics::record::CpuAttribution;
 use stackbench_metrics::stats::Iterations;
-use stackbench_metrics::{MixCpu, RunRecord, SCHEMA_VERSION};
 use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text, TlsMode};
 use stackbench_model::{TlsParams, Transport, Workload};
+use stackbench_record::CpuAttribution;
+use stackbench_record::{MixCpu, RunRecord, SCHEMA_VERSION};
 use stackbench_results::env::Environment;
 use stackbench_results::store::{Labels, Store};
 use stackbench_results::study::StudyStep;
@@ -226,7 +226,7 @@ struct Session {
     target: String,
     spawned: bool,
     control: ControlClient,
-    warnings: Vec<stackbench_metrics::WarningRecord>,
+    warnings: Vec<stackbench_record::WarningRecord>,
     /// The idle baseline's busy % of the driver's CPUs when it showed
     /// background load ([`quality::RunChecks`]).
     driver_background_pct: Option<f64>,
@@ -647,7 +647,7 @@ pub fn environment_of(record: &RunRecord) -> Environment {
     }
     let s = &record.settings;
     let target = s.target.as_ref().map_or("", |t| t.0.as_str());
-    let mut env = Environment::capture(
+    let mut env = stackbench_results::env::capture(
         target,
         &RunPlan::cpus(&s.client_cpus),
         &RunPlan::cpus(&s.server_cpus),

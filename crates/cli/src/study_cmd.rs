@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use stackbench_metrics::RunRecord;
 use stackbench_model::settings::RunSettings;
+use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Store};
 use stackbench_results::study::{
     load_study, reserved_label, run_study, SettingTexts, Study, StudyError, StudyStep,

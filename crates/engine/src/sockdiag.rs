@@ -216,10 +216,10 @@ mod tests {
         assert_eq!(driver.fwd_alloc_bytes, 2 * 2464);
         assert_eq!(driver.rcvbuf_bytes, 2 * 131_072);
         assert_eq!(driver.sndbuf_bytes, 2 * 3_939_840);
-        assert_eq!(driver.held_bytes(SockKind::Tcp), 2 * (1632 + 2464));
+        assert_eq!(SockKind::Tcp.held_bytes(&driver), 2 * (1632 + 2464));
         let (n, responder) = sum_inet(&messages, &ports, Side::Responder);
         assert_eq!(n, 2);
-        assert_eq!(responder.held_bytes(SockKind::Tcp), 0);
+        assert_eq!(SockKind::Tcp.held_bytes(&responder), 0);
         assert_eq!(responder.rcvbuf_bytes, 2 * 131_072);
         // Another run's port matches nothing.
         assert_eq!(

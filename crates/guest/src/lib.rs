@@ -33,6 +33,7 @@ pub use init::{guest_init_main, is_guest_init};
 pub use kernel::{cache_dir, resolve_kernel, Kernel};
 
 use qemu::{Boot, Outcome};
+use stackbench_record::GuestEnvironment;
 
 /// Hardware virtualization or emulation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,24 +71,6 @@ pub struct Job {
     pub timeout: Duration,
 }
 
-/// What the guest was.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GuestInfo {
-    /// The kernel booted: the package name (a pattern's newest match) or the path.
-    pub kernel: String,
-    /// `uname -r` in the guest.
-    pub kernel_release: String,
-    /// "kvm" or "tcg", as used.
-    pub accel: String,
-    /// True under TCG: timings are functional only.
-    pub emulated: bool,
-    pub vcpus: u32,
-    pub memory_mib: u64,
-    pub qemu_version: String,
-    /// Seconds from starting qemu to the guest's init saying ready.
-    pub boot_s: f64,
-}
-
 /// The job's result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobOutput {
@@ -95,7 +78,8 @@ pub struct JobOutput {
     pub status: i32,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
-    pub info: GuestInfo,
+    /// What the guest was, as the run's environment stores it.
+    pub info: GuestEnvironment,
     /// The last ~40 lines of the guest console.
     pub console_tail: String,
 }
@@ -168,7 +152,8 @@ fn finish(
                     tail: tail(),
                 });
             }
-            let info = GuestInfo {
+            let info = GuestEnvironment {
+                // The package booted (a pattern resolved) or the path.
                 kernel: boot.kernel.source.clone(),
                 kernel_release: frames
                     .release
@@ -178,6 +163,9 @@ fn finish(
                 vcpus: boot.vcpus,
                 memory_mib: boot.memory_mib,
                 qemu_version: version.to_string(),
+                host_kernel_release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                    .map(|t| t.trim().to_string())
+                    .unwrap_or_default(),
                 boot_s,
             };
             Ok(JobOutput {

@@ -79,6 +79,7 @@
 
 mod check;
 pub mod down;
+pub mod environment;
 pub mod error;
 pub mod ethtool;
 pub mod htb;

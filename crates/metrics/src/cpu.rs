@@ -31,7 +31,7 @@ use stackbench_model::size::MIB;
 
 use crate::procfs::{self, CpuTimes, ProcError};
 use crate::record::{
-    CpuAttribution, CpuBreakdown, CpuFigures, CpuMethod, ProcessCpu, ProcessCpuMethod, SideCpu,
+    CpuAttribution, CpuBreakdown, CpuMethod, ProcessCpu, ProcessCpuMethod, SideCpu,
 };
 
 /// Which processes make up a side, for the process view.
@@ -319,75 +319,10 @@ fn process_delta(start: Option<ProcessTimes>, end: Option<ProcessTimes>) -> Opti
     })
 }
 
-impl CpuFigures {
-    /// Combines the sides. Pass `shared` (the CPU-set view over
-    /// [`cpu_set_union`] of both sides) when the sides share CPUs
-    /// ([`cpu_sets_overlap`] on one host); the totals then come from it, since
-    /// the per-side CPU-set figures are not separable. Otherwise the totals are
-    /// client + server, present only when both sides reported.
-    pub fn combine(
-        client: Option<SideCpu>,
-        server: Option<SideCpu>,
-        shared: Option<SideCpu>,
-    ) -> CpuFigures {
-        // A side that is the whole mix's makes the class's figures the mix's.
-        let attribution = [&client, &server, &shared]
-            .into_iter()
-            .flatten()
-            .map(|s| s.attribution)
-            .find(|a| *a == CpuAttribution::Mix)
-            .unwrap_or(CpuAttribution::Class);
-        let (total_cpu_seconds, total_cpu_us_per_tran) = match (&shared, &client, &server) {
-            (Some(s), _, _) => (Some(s.cpu_seconds), s.cpu_us_per_tran),
-            (None, Some(c), Some(s)) => (
-                Some(c.cpu_seconds + s.cpu_seconds),
-                c.cpu_us_per_tran.zip(s.cpu_us_per_tran).map(|(a, b)| a + b),
-            ),
-            _ => (None, None),
-        };
-        // One side the class's, the other the mix's: their sum is neither's.
-        let sides_differ =
-            matches!((&client, &server), (Some(c), Some(s)) if c.attribution != s.attribution);
-        let total_cpu_seconds = total_cpu_seconds.filter(|_| !sides_differ);
-        CpuFigures {
-            separable: shared.is_none(),
-            client,
-            server,
-            shared,
-            total_cpu_seconds,
-            total_cpu_us_per_tran,
-            attribution,
-        }
-    }
-
-    /// What one class of a mix on shared worker threads shows: the mix's
-    /// CPU-seconds and utilisation, marked `mix`, without the per-transaction
-    /// and per-MiB figures, which would charge the whole mix's CPU to this
-    /// class's transactions (see [`CpuAttribution`]).
-    pub fn mix_share(&self) -> CpuFigures {
-        let side = |s: &Option<SideCpu>| {
-            s.clone().map(|s| SideCpu {
-                cpu_us_per_tran: None,
-                cpu_us_per_mb: None,
-                process_cpu_us_per_tran: None,
-                attribution: CpuAttribution::Mix,
-                ..s
-            })
-        };
-        CpuFigures {
-            client: side(&self.client),
-            server: side(&self.server),
-            shared: side(&self.shared),
-            total_cpu_us_per_tran: None,
-            attribution: CpuAttribution::Mix,
-            ..self.clone()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::CpuFigures;
 
     #[test]
     fn a_mix_share_keeps_cpu_seconds_and_drops_per_transaction_figures() {

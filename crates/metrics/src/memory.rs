@@ -65,33 +65,18 @@ impl SockKind {
         };
         [sock, "sock_inode_cache", "filp", "dentry"]
     }
-}
 
-impl SkMemInfo {
-    /// Adds one socket's counters.
-    pub fn add(&mut self, o: &SkMemInfo) {
-        self.rmem_alloc_bytes += o.rmem_alloc_bytes;
-        self.rcvbuf_bytes += o.rcvbuf_bytes;
-        self.wmem_alloc_bytes += o.wmem_alloc_bytes;
-        self.sndbuf_bytes += o.sndbuf_bytes;
-        self.fwd_alloc_bytes += o.fwd_alloc_bytes;
-        self.wmem_queued_bytes += o.wmem_queued_bytes;
-        self.optmem_bytes += o.optmem_bytes;
-        self.backlog_bytes += o.backlog_bytes;
-        self.drops += o.drops;
-    }
-
-    /// The sum of the fields `kind` counts as memory held (see [`SockKind::fields`]).
-    pub fn held_bytes(&self, kind: SockKind) -> u64 {
-        match kind {
+    /// The sum of `m`'s fields this kind counts as memory held (see [`SockKind::fields`]).
+    pub fn held_bytes(self, m: &SkMemInfo) -> u64 {
+        match self {
             SockKind::Tcp => {
-                self.rmem_alloc_bytes
-                    + self.wmem_queued_bytes
-                    + self.fwd_alloc_bytes
-                    + self.optmem_bytes
-                    + self.backlog_bytes
+                m.rmem_alloc_bytes
+                    + m.wmem_queued_bytes
+                    + m.fwd_alloc_bytes
+                    + m.optmem_bytes
+                    + m.backlog_bytes
             }
-            SockKind::Unix => self.rmem_alloc_bytes + self.wmem_alloc_bytes + self.optmem_bytes,
+            SockKind::Unix => m.rmem_alloc_bytes + m.wmem_alloc_bytes + m.optmem_bytes,
         }
     }
 }
@@ -113,7 +98,7 @@ impl OwnSockets {
     /// Queues and reservations plus objects, bytes.
     pub fn total_bytes(&self) -> u64 {
         let objects = self.object_bytes_per_socket.unwrap_or(0) * self.sockets;
-        self.meminfo.held_bytes(self.kind) + objects
+        self.kind.held_bytes(&self.meminfo) + objects
     }
 }
 

@@ -15,7 +15,7 @@ mod population;
 mod stall;
 
 pub use ktls::check_ktls;
-pub use stall::{check_delayed_ack_stall, PathFloor, StallBand, STALL_SHARE_PCT};
+pub use stall::{check_delayed_ack_stall, stall_band, PathFloor, STALL_SHARE_PCT};
 
 pub use population::{check_driver_behind, check_little_law, GENERATOR_LAG_P99_US, LITTLE_LAW_PCT};
 
@@ -563,4 +563,4 @@ pub fn check_confidence(rep: &crate::record::Repetitions) -> Option<Warning> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

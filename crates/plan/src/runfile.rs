@@ -1,15 +1,17 @@
 //! Figures read from a stored run (`stackbench run --json`, the `RunRecord` of
-//! `stackbench-metrics`): a class's rate and clients, and, in records that carry
+//! `stackbench-record`): a class's rate and clients, and, in records that carry
 //! them, CPU (`classes[i].cpu.<side>`) and memory (`classes[i].memory.<side>`)
-//! figures. The record is read as plain JSON at those paths so that records
-//! written before CPU and memory accounting still load and give a clear error
-//! only when the missing figures are asked for. A stored run as `stackbench
+//! figures. The record is decoded by `record_from_json`, so an older record is
+//! migrated and a newer one refused; records written before CPU and memory
+//! accounting still load and give a clear error only when the missing figures
+//! are asked for. A stored run as `stackbench
 //! results show N --json` prints it (the record under `record`) reads the same.
 //! A class of a mix whose classes shared worker threads (`cpu.attribution` =
 //! `mix`, or a record of several classes written before that field) has no
 //! CPU per transaction of its own, and asking for it is refused.
 
 use serde_json::Value;
+use stackbench_record as record;
 
 use crate::error::PlanError;
 use crate::storage::Side;
@@ -55,52 +57,46 @@ pub struct RunClass {
     version: String,
     side: Side,
     pub notation: String,
-    /// The class's kind as recorded (`RR`, `CRR`, `STR`), when it is.
+    /// The class's kind as recorded (`RR`, `CRR`, `STR`).
     pub kind: Option<String>,
     pub clients: f64,
     pub rate_tps: f64,
-    /// The class's `cpu` object (`None` when absent or null).
-    cpu: Option<Value>,
+    /// The class's CPU figures (`None` when absent or null).
+    cpu: Option<record::CpuFigures>,
     /// Whether the record has a `cpu` key at all (records before CPU
     /// accounting do not).
     has_cpu_key: bool,
-    /// The class's CPU is its whole mix's, not its own.
-    shared_mix_cpu: bool,
-    memory: Option<Value>,
-}
-
-fn notation(class: &Value) -> String {
-    class
-        .get("notation")
-        .and_then(Value::as_str)
-        .unwrap_or("?")
-        .to_string()
+    memory: Option<record::MemoryFigures>,
+    /// The stored record's schema_version, before migration: below 3 its
+    /// kernel socket figures were the host's sockstat change, which the
+    /// migration moved to `host_sock_mem_*`.
+    stored_schema: u64,
 }
 
 /// Picks a class by index (`0` is the first) or notation; `None` is allowed
 /// when there is only one.
 fn select<'a>(
     path: &str,
-    classes: &'a [Value],
+    classes: &'a [record::ClassResult],
     class: Option<&str>,
-) -> Result<&'a Value, PlanError> {
+) -> Result<(usize, &'a record::ClassResult), PlanError> {
     let listing = || {
         classes
             .iter()
             .enumerate()
-            .map(|(i, c)| format!("{i} = {}", notation(c)))
+            .map(|(i, c)| format!("{i} = {}", c.notation))
             .collect::<Vec<_>>()
             .join(", ")
     };
     match class {
-        None if classes.len() == 1 => Ok(&classes[0]),
+        None if classes.len() == 1 => Ok((0, &classes[0])),
         None => Err(PlanError::missing(
             "class",
             format!("{path} has {} classes: {}", classes.len(), listing()),
         )),
         Some(sel) => match sel.parse::<usize>() {
-            Ok(i) => classes.get(i),
-            Err(_) => classes.iter().find(|c| notation(c) == sel),
+            Ok(i) => classes.get(i).map(|c| (i, c)),
+            Err(_) => classes.iter().enumerate().find(|(_, c)| c.notation == sel),
         }
         .ok_or_else(|| {
             PlanError::bad(
@@ -114,7 +110,9 @@ fn select<'a>(
 }
 
 /// Parses a record and selects a class by index (`0` is the first) or by its
-/// notation; `class` may be omitted when the run has one class.
+/// notation; `class` may be omitted when the run has one class. The record
+/// is read through `record_from_json`: an older one is migrated to the
+/// current layout, a newer one refused.
 pub fn read(
     path: &str,
     text: &str,
@@ -128,7 +126,7 @@ pub fn read(
         )
     })?;
     // `results show N --json` prints the stored run: id, labels, record, env.
-    let mut doc = match doc {
+    let doc = match doc {
         Value::Object(mut run)
             if !run.contains_key("classes") && run.get("record").is_some_and(Value::is_object) =>
         {
@@ -136,57 +134,37 @@ pub fn read(
         }
         other => other,
     };
-    // A mix written before `cpu.attribution` shared its CPU: marked as every
-    // record reader marks it.
-    stackbench_metrics::migrate::mark_shared_mix_cpu(&mut doc);
-    let classes = doc
+    let stored_schema = record::schema_version_of(&doc).unwrap_or(0);
+    // Absent and null decode alike; only the JSON tells a record written
+    // before CPU accounting from a run that did not measure it.
+    let cpu_keys: Vec<bool> = doc
         .get("classes")
         .and_then(Value::as_array)
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| {
-            PlanError::file(
-                path,
-                "has no classes; give the JSON of `stackbench run --json`",
-            )
-        })?;
-    let chosen = select(path, classes, class)?;
-    let number = |key: &str| {
-        chosen.get(key).and_then(Value::as_f64).ok_or_else(|| {
-            PlanError::file(
-                path,
-                format!("the class has no '{key}'; give the JSON of `stackbench run --json`"),
-            )
-        })
-    };
-    let object = |key: &str| chosen.get(key).filter(|v| v.is_object()).cloned();
-    let cpu = object("cpu");
-    let shared_mix_cpu = cpu
-        .as_ref()
-        .is_some_and(|c| c.get("attribution").and_then(Value::as_str) == Some("mix"));
+        .map(|cs| cs.iter().map(|c| c.get("cpu").is_some()).collect())
+        .unwrap_or_default();
+    let run = record::record_from_json(doc).map_err(|e| PlanError::file(path, e.to_string()))?;
+    if run.classes.is_empty() {
+        return Err(PlanError::file(
+            path,
+            "has no classes; give the JSON of `stackbench run --json`",
+        ));
+    }
+    let (index, chosen) = select(path, &run.classes, class)?;
     Ok(RunClass {
         path: path.to_string(),
-        version: doc
-            .get("stackbench_version")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown")
-            .to_string(),
+        version: run.stackbench_version.clone(),
         side,
-        notation: notation(chosen),
-        kind: chosen
-            .get("kind")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        clients: number("clients")?,
-        rate_tps: number("rate_tps")?,
-        cpu,
-        has_cpu_key: chosen.get("cpu").is_some(),
-        shared_mix_cpu,
-        memory: object("memory"),
+        notation: chosen.notation.clone(),
+        kind: serde_json::to_value(chosen.kind)
+            .ok()
+            .and_then(|k| k.as_str().map(str::to_string)),
+        clients: f64::from(chosen.clients),
+        rate_tps: chosen.rate_tps,
+        cpu: chosen.cpu.clone(),
+        has_cpu_key: cpu_keys.get(index).copied().unwrap_or(false),
+        memory: chosen.memory.clone(),
+        stored_schema,
     })
-}
-
-fn field(obj: &Value, key: &str) -> Option<f64> {
-    obj.get(key).and_then(Value::as_f64)
 }
 
 impl RunClass {
@@ -195,17 +173,26 @@ impl RunClass {
         &self.path
     }
 
-    fn side_object<'a>(&self, figures: &'a Option<Value>) -> Option<&'a Value> {
-        figures
-            .as_ref()
-            .and_then(|f| f.get(self.side.name()))
-            .filter(|v| v.is_object())
+    fn side_cpu(&self) -> Option<&record::SideCpu> {
+        let cpu = self.cpu.as_ref()?;
+        match self.side {
+            Side::Client => cpu.client.as_ref(),
+            Side::Server => cpu.server.as_ref(),
+        }
+    }
+
+    fn side_memory(&self) -> Option<&record::SideMemory> {
+        let memory = self.memory.as_ref()?;
+        match self.side {
+            Side::Client => memory.client.as_ref(),
+            Side::Server => memory.server.as_ref(),
+        }
     }
 
     /// The CPU figures, or the error that explains their absence.
     pub fn cpu(&self) -> Result<CpuFigures, PlanError> {
         let side = self.side.name();
-        let Some(obj) = self.side_object(&self.cpu) else {
+        let Some(figures) = self.side_cpu() else {
             let why = if self.has_cpu_key {
                 format!("CPU was not measured for the {side} side in this run")
             } else {
@@ -219,29 +206,29 @@ impl RunClass {
                 format!("has no CPU figures for the {side} side: {why}; rerun the measurement with a stackbench that records CPU, or give --cpu-per-tran"),
             ));
         };
-        if self.shared_mix_cpu {
+        let shared_mix_cpu = self
+            .cpu
+            .as_ref()
+            .is_some_and(|c| c.attribution == record::CpuAttribution::Mix);
+        if shared_mix_cpu {
             return Err(PlanError::file(
                 &self.path,
                 format!("class {} ran in a mix whose classes share worker threads, so its CPU per transaction is not attributable per class; measure the class alone (or the mix on separate workers), or give --cpu-per-tran", self.notation),
             ));
         }
-        let cpu_us_per_tran = field(obj, "cpu_us_per_tran").ok_or_else(|| {
+        let cpu_us_per_tran = figures.cpu_us_per_tran.ok_or_else(|| {
             PlanError::file(&self.path, format!("the {side} side's cpu_us_per_tran is empty (no transaction completed); give --cpu-per-tran"))
         })?;
         Ok(CpuFigures {
             cpu_us_per_tran,
-            util_pct: field(obj, "util_pct"),
-            cpus: obj
-                .get("cpus")
-                .and_then(Value::as_array)
-                .map(Vec::len)
-                .filter(|n| *n > 0),
+            util_pct: Some(figures.util_pct),
+            cpus: Some(figures.cpus.len()).filter(|n| *n > 0),
         })
     }
 
     /// A warning when the record says the sides' CPU figures overlap.
     pub fn cpu_warning(&self) -> Option<String> {
-        let separable = self.cpu.as_ref()?.get("separable")?.as_bool()?;
+        let separable = self.cpu.as_ref()?.separable;
         (!separable).then(|| {
             format!(
                 "{}: the client and server shared CPUs in this run, so the {} side's CPU includes the other side's work; pin them apart (--client-cpus, --server-cpus) for a per-side cost",
@@ -253,22 +240,30 @@ impl RunClass {
 
     /// The memory figures, or the error that explains their absence.
     pub fn memory(&self) -> Result<MemoryFigures, PlanError> {
-        let figures = self.side_object(&self.memory).and_then(|m| {
-            let connections = field(m, "connections").unwrap_or(self.clients).max(1.0);
-            let rss_bytes = field(m, "rss_bytes")?;
-            // Schema 3 moved the sockstat figures to host_sock_mem_*.
-            let kernel_sock_own = m.get("host_sock_mem_bytes").is_some();
-            Some(MemoryFigures {
-                rss_bytes,
-                rss_bytes_per_conn: match m.get("rss_bytes_per_conn") {
-                    Some(Value::Null) => None,
-                    _ => Some(field(m, "rss_bytes_per_conn").unwrap_or(rss_bytes / connections)),
-                },
-                kernel_sock_bytes: field(m, "kernel_sock_bytes"),
-                kernel_sock_bytes_per_conn: field(m, "kernel_sock_bytes_per_conn"),
+        let figures = self.side_memory().map(|m| {
+            let connections = (m.connections as f64).max(1.0);
+            // Before schema 3 the kernel figures were the host's sockstat
+            // change; the migration moved them to host_sock_mem_*.
+            let kernel_sock_own = self.stored_schema >= 3;
+            let (kernel_sock_bytes, kernel_sock_bytes_per_conn) = if kernel_sock_own {
+                (
+                    m.kernel_sock_bytes.map(|b| b as f64),
+                    m.kernel_sock_bytes_per_conn,
+                )
+            } else {
+                (
+                    Some(m.host_sock_mem_bytes as f64),
+                    m.host_sock_mem_bytes_per_conn,
+                )
+            };
+            MemoryFigures {
+                rss_bytes: m.rss_bytes as f64,
+                rss_bytes_per_conn: m.rss_bytes_per_conn,
+                kernel_sock_bytes,
+                kernel_sock_bytes_per_conn,
                 kernel_sock_own,
                 connections,
-            })
+            }
         });
         figures.ok_or_else(|| {
             PlanError::file(
@@ -291,7 +286,9 @@ impl RunClass {
         let fix = format!("rerun the measurement with this stackbench, which counts the run's own sockets, or give --{side}-kernel-per-conn");
         match mem.kernel_sock_bytes_per_conn {
             Some(b) if b > 0.0 => Ok(b),
-            Some(_) if !mem.kernel_sock_own => Err(PlanError::file(
+            // Older records' host-wide 0 (a clamped fall below the baseline)
+            // reads as null since the migration to schema 3.
+            _ if !mem.kernel_sock_own => Err(PlanError::file(
                 &self.path,
                 format!("the {side} side's kernel socket memory per connection is 0 B: older records took it from the host's sockstat, which clamped a fall below the baseline to 0; {fix}"),
             )),
@@ -337,17 +334,76 @@ impl RunClass {
 mod tests {
     use super::*;
 
-    const OLD: &str = r#"{"schema_version":1,"stackbench_version":"0.1.0","classes":[
-        {"notation":"RR10(4kB/4kB)","clients":10,"rate_tps":50000.0}]}"#;
-    const NEW: &str = r#"{"schema_version":1,"stackbench_version":"0.2.0","classes":[
-        {"notation":"RR10(4kB/4kB)","clients":10,"rate_tps":50000.0},
-        {"notation":"CRR1(64B/8kB)","clients":1,"rate_tps":8000.0,
-         "cpu":{"server":{"cpu_us_per_tran":12.5,"util_pct":10.0}},
-         "memory":{"server":{"rss_bytes":4096000,"rss_bytes_per_conn":4096,"kernel_sock_bytes":2048000,"kernel_sock_bytes_per_conn":2048}}}]}"#;
+    /// A whole schema-1 record of `classes`, each given by the fields that
+    /// differ from a plain class (the record must decode as a `RunRecord`).
+    fn record(version: &str, classes: &[&str]) -> String {
+        let classes: Vec<Value> = classes
+            .iter()
+            .map(|extra| {
+                let mut class = serde_json::json!({
+                    "workload": "RR10(4kB/4kB)", "kind": "RR", "stream_direction": null,
+                    "request_bytes": 1, "response_bytes": 1, "transactions": 1, "duration_s": 1.0,
+                    "latency_us": null, "tx_bytes": 1, "rx_bytes": 1,
+                    "tx_bytes_per_s": 1.0, "rx_bytes_per_s": 1.0, "errors": 0,
+                    "error_counts": {"refused": 0, "reset": 0, "eof": 0, "timeout": 0, "other": 0},
+                    "per_second_tps": []});
+                let extra: Value = serde_json::from_str(extra).unwrap();
+                for (k, v) in extra.as_object().unwrap() {
+                    class[k] = v.clone();
+                }
+                class
+            })
+            .collect();
+        serde_json::json!({"schema_version": 1, "stackbench_version": version,
+            "complete": true, "incomplete_reason": null, "started_unix_s": 1.0,
+            "settings": {}, "classes": classes})
+        .to_string()
+    }
+
+    fn old() -> String {
+        record(
+            "0.1.0",
+            &[r#"{"notation":"RR10(4kB/4kB)","clients":10,"rate_tps":50000.0}"#],
+        )
+    }
+
+    fn new() -> String {
+        record(
+            "0.2.0",
+            &[
+                r#"{"notation":"RR10(4kB/4kB)","clients":10,"rate_tps":50000.0}"#,
+                r#"{"workload":"CRR1(64B/8kB)","kind":"CRR","notation":"CRR1(64B/8kB)","clients":1,"rate_tps":8000.0,
+             "cpu":{"server":{"cpus":[1],"method":"proc_stat_cpuset","window_s":1.0,"cpu_seconds":1.0,"util_pct":10.0,
+               "cpu_us_per_tran":12.5,"cpu_us_per_mb":null,"breakdown":{"user":0.0,"nice":0.0,
+               "system":0.0,"irq":0.0,"softirq":0.0,"steal":0.0,"iowait":0.0,"idle":0.0},
+               "process":null,"process_cpu_us_per_tran":null},"client":null,"separable":true,
+               "shared":null,"total_cpu_seconds":null,"total_cpu_us_per_tran":null},
+             "memory":{"server":{"rss_bytes":4096000,"rss_bytes_per_conn":4096,"kernel_sock_bytes":2048000,
+               "kernel_sock_bytes_per_conn":2048,"connections":1,"tcp_inuse":1,"tcp_orphan":0,"tcp_tw":0}}}"#,
+            ],
+        )
+    }
+
+    /// The version check of every record reader: a record from a newer
+    /// stackbench is refused in one line instead of being misread.
+    #[test]
+    fn a_record_from_a_newer_stackbench_is_refused() {
+        let newer = old().replace(r#""schema_version":1"#, r#""schema_version":99"#);
+        let e = read("newer.json", &newer, Side::Server, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "newer.json: record schema_version 99 is newer than this stackbench reads"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+    }
 
     #[test]
     fn old_records_explain_missing_cpu() {
-        let c = read("old.json", OLD, Side::Server, None).unwrap();
+        let c = read("old.json", &old(), Side::Server, None).unwrap();
         assert_eq!(c.rate_tps, 50000.0);
         let e = c.cpu().unwrap_err().to_string();
         assert!(e.starts_with("old.json: has no CPU figures for the server side: it was recorded (by stackbench 0.1.0) before CPU accounting"), "{e}");
@@ -357,8 +413,10 @@ mod tests {
 
     #[test]
     fn a_stored_run_as_results_show_prints_it_reads_as_its_record() {
-        let shown =
-            format!(r#"{{"id":6,"stored_unix_s":1.0,"labels":{{}},"record":{OLD},"env":{{}}}}"#);
+        let shown = format!(
+            r#"{{"id":6,"stored_unix_s":1.0,"labels":{{}},"record":{},"env":{{}}}}"#,
+            old()
+        );
         let c = read("shown.json", &shown, Side::Server, None).unwrap();
         assert_eq!(
             (c.notation.as_str(), c.rate_tps),
@@ -368,16 +426,17 @@ mod tests {
 
     #[test]
     fn a_class_of_a_shared_mix_has_no_cpu_of_its_own() {
-        // NEW's two classes as one mix written before `attribution`.
-        let mix = NEW.replace(
-            r#""notation""#,
-            r#""workload":"RR10(4kB/4kB)+CRR1(64B/8kB)","notation""#,
-        );
+        // new()'s two classes as one mix written before `attribution`.
+        let mut mix: Value = serde_json::from_str(&new()).unwrap();
+        for class in mix["classes"].as_array_mut().unwrap() {
+            class["workload"] = "RR10(4kB/4kB)+CRR1(64B/8kB)".into();
+        }
+        let mix = mix.to_string();
         let c = read("mix.json", &mix, Side::Server, Some("1")).unwrap();
         let e = c.cpu().unwrap_err().to_string();
         assert!(e.contains("not attributable per class"), "{e}");
         // Two workloads run one after the other each have their own CPU.
-        let c = read("new.json", NEW, Side::Server, Some("1")).unwrap();
+        let c = read("new.json", &new(), Side::Server, Some("1")).unwrap();
         assert_eq!(c.cpu().unwrap().cpu_us_per_tran, 12.5);
         let own = mix.replace(r#""cpu":{"#, r#""cpu":{"attribution":"class","#);
         let c = read("own.json", &own, Side::Server, Some("1")).unwrap();
@@ -386,7 +445,7 @@ mod tests {
 
     #[test]
     fn classes_by_index_or_notation() {
-        let e = read("new.json", NEW, Side::Server, None)
+        let e = read("new.json", &new(), Side::Server, None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -395,16 +454,16 @@ mod tests {
             ),
             "{e}"
         );
-        let c = read("new.json", NEW, Side::Server, Some("CRR1(64B/8kB)")).unwrap();
+        let c = read("new.json", &new(), Side::Server, Some("CRR1(64B/8kB)")).unwrap();
         assert_eq!(c.cpu().unwrap().cpu_us_per_tran, 12.5);
         assert_eq!(c.memory().unwrap().kernel_sock_bytes_per_conn, Some(2048.0));
-        let c = read("new.json", NEW, Side::Client, Some("1")).unwrap();
+        let c = read("new.json", &new(), Side::Client, Some("1")).unwrap();
         let e = c.cpu().unwrap_err().to_string();
         assert!(
             e.contains("CPU was not measured for the client side"),
             "{e}"
         );
-        assert!(read("new.json", NEW, Side::Server, Some("7")).is_err());
+        assert!(read("new.json", &new(), Side::Server, Some("7")).is_err());
         assert!(read("x.json", "{", Side::Server, None)
             .unwrap_err()
             .to_string()

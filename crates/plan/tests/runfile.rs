@@ -2,9 +2,9 @@
 //! `stackbench-metrics`), one written before CPU and memory accounting and one
 //! with the `cpu` and `memory` objects the planner reads.
 
-use stackbench_metrics::record::{record_from_json, RunRecord};
 use stackbench_plan::runfile;
 use stackbench_plan::storage::Side;
+use stackbench_record::{record_from_json, RunRecord};
 
 const WITHOUT: &str = include_str!("fixtures/result-without-cpu.json");
 const WITH: &str = include_str!("fixtures/result-with-cpu.json");
@@ -16,7 +16,7 @@ fn fixtures_are_run_records() {
         assert_eq!(raw["schema_version"], 1);
         // They read through the migrations to the current layout.
         let record: RunRecord = record_from_json(raw).unwrap();
-        assert_eq!(record.schema_version, stackbench_metrics::SCHEMA_VERSION);
+        assert_eq!(record.schema_version, stackbench_record::SCHEMA_VERSION);
     }
 }
 

@@ -26,8 +26,8 @@
 //! wide, which is why rows with fewer than 5 runs per side carry a note.
 
 use serde::Serialize;
-use stackbench_metrics::{RunRecord, EMULATED_NOTE};
 use stackbench_model::settings::GuestAccel;
+use stackbench_record::{RunRecord, EMULATED_NOTE};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::compare_diff::{differences, Difference};

@@ -22,7 +22,7 @@ pub fn incomplete_reason(run: &StoredRun) -> String {
 }
 
 /// [`incomplete_reason`] of a bare record.
-pub fn reason_of(record: &stackbench_metrics::RunRecord) -> String {
+pub fn reason_of(record: &stackbench_record::RunRecord) -> String {
     record
         .incomplete_reason
         .clone()

@@ -5,7 +5,8 @@
 //! an error, so a container without `/sys` or `ethtool` still stores its runs.
 //!
 //! The parsers are pure functions over file text, tested on samples; only
-//! [`Environment::capture`] touches the file system.
+//! [`capture`] touches the file system. The stored type itself,
+//! [`Environment`], is part of the record contract (`stackbench_record::env`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 use std::path::Path;
 use std::process::Command;
 
-use serde::{Deserialize, Serialize};
+pub use stackbench_record::env::{Environment, InterfaceInfo};
 
 /// TCP and socket sysctls that change results, as `(name, path under /proc/sys)`.
 pub const SYSCTLS: &[(&str, &str)] = &[
@@ -64,103 +65,29 @@ const OFFLOADS: &[&str] = &[
     "rx-gro-hw",
 ];
 
-/// The interface a run's traffic used.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct InterfaceInfo {
-    pub name: String,
-    pub mtu_bytes: Option<u32>,
-    /// Offload feature → `on`/`off` (with `[fixed]` when ethtool says so).
-    /// Empty when `ethtool` is not installed.
-    pub offloads: BTreeMap<String, String>,
-    /// GSO/GRO size limits from `/sys/class/net/IF/`, read even without ethtool.
-    pub gso_max_size_bytes: Option<u64>,
-    pub gro_max_size_bytes: Option<u64>,
-    /// Where the offload list came from: `"ethtool"` or `"unavailable"`.
-    pub offload_source: String,
-}
-
-/// The machine a run was measured on. Stored beside every run record.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Environment {
-    pub hostname: Option<String>,
-    /// `uname -r`.
-    pub kernel_release: Option<String>,
-    pub cpu_model: Option<String>,
-    /// Online logical CPUs.
-    pub cpu_count: usize,
-    /// CPUs the driver was pinned to (empty: not pinned).
-    pub client_cpus: Vec<usize>,
-    /// CPUs the responder was pinned to (empty: not pinned or unknown).
-    pub server_cpus: Vec<usize>,
-    /// cpufreq scaling governor of CPU 0, when the kernel exposes it.
-    pub governor: Option<String>,
-    pub interface: Option<InterfaceInfo>,
-    /// Sysctl name (`net.ipv4.tcp_rmem`) → value, whitespace collapsed.
-    pub sysctls: BTreeMap<String, String>,
-    /// The lab the run crossed (`run --lab`): its path and the kernel's
-    /// values of each interface on it; absent for loopback and remote runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lab: Option<stackbench_metrics::LabEnvironment>,
-    /// The guest VM the run executed in (`kernel` other than `host`): its
-    /// kernel, accelerator (`emulated` under TCG), size and qemu; absent for
-    /// runs on this machine's kernel.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guest: Option<stackbench_metrics::GuestEnvironment>,
-}
-
-impl Environment {
-    /// Reads the environment of this machine for a run against `target`
-    /// (`HOST:PORT`), with each side's CPU set as the run used it.
-    pub fn capture(target: &str, client_cpus: &[usize], server_cpus: &[usize]) -> Environment {
-        let interface = interface_for_target(target).map(|name| read_interface(&name));
-        Environment {
-            hostname: read_trimmed("/proc/sys/kernel/hostname"),
-            kernel_release: read_trimmed("/proc/sys/kernel/osrelease"),
-            cpu_model: fs::read_to_string("/proc/cpuinfo")
-                .ok()
-                .and_then(|t| parse_cpu_model(&t)),
-            // Online CPUs from /proc/stat, not this thread's affinity: the
-            // driver has pinned itself by the time the run is stored.
-            cpu_count: stackbench_metrics::cpu::CpuSample::take(
-                &stackbench_metrics::cpu::ProcessSource::None,
-            )
-            .map_or(0, |s| s.cpus.len()),
-            client_cpus: client_cpus.to_vec(),
-            server_cpus: server_cpus.to_vec(),
-            governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-            interface,
-            sysctls: read_sysctls(Path::new("/proc/sys")),
-            lab: None,
-            guest: None,
-        }
-    }
-
-    /// A one-line summary for reports: `6.1.0 · AMD EPYC ×8 · lo MTU 65536`.
-    pub fn summary(&self) -> String {
-        let mut parts = vec![format!(
-            "kernel {}",
-            self.kernel_release.as_deref().unwrap_or("unknown")
-        )];
-        parts.push(format!(
-            "{} × {} CPUs",
-            self.cpu_model.as_deref().unwrap_or("unknown CPU"),
-            self.cpu_count
-        ));
-        if let Some(i) = &self.interface {
-            let mtu = i.mtu_bytes.map_or("?".to_string(), |m| m.to_string());
-            parts.push(format!("{} MTU {mtu}", i.name));
-        }
-        if let Some(lab) = &self.lab {
-            parts.push(lab.path_text());
-        }
-        if let Some(g) = &self.guest {
-            let emulated = if g.emulated { ", emulated" } else { "" };
-            parts.push(format!(
-                "guest kernel {} ({}{emulated})",
-                g.kernel_release, g.accel
-            ));
-        }
-        parts.join(" · ")
+/// Reads the environment of this machine for a run against `target`
+/// (`HOST:PORT`), with each side's CPU set as the run used it.
+pub fn capture(target: &str, client_cpus: &[usize], server_cpus: &[usize]) -> Environment {
+    let interface = interface_for_target(target).map(|name| read_interface(&name));
+    Environment {
+        hostname: read_trimmed("/proc/sys/kernel/hostname"),
+        kernel_release: read_trimmed("/proc/sys/kernel/osrelease"),
+        cpu_model: fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| parse_cpu_model(&t)),
+        // Online CPUs from /proc/stat, not this thread's affinity: the
+        // driver has pinned itself by the time the run is stored.
+        cpu_count: stackbench_metrics::cpu::CpuSample::take(
+            &stackbench_metrics::cpu::ProcessSource::None,
+        )
+        .map_or(0, |s| s.cpus.len()),
+        client_cpus: client_cpus.to_vec(),
+        server_cpus: server_cpus.to_vec(),
+        governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        interface,
+        sysctls: read_sysctls(Path::new("/proc/sys")),
+        lab: None,
+        guest: None,
     }
 }
 
@@ -354,7 +281,7 @@ eth1\t0000000A\t00000000\t0001\t0\t0\t0\t000000FF\t0\t0\t0\n";
 
     #[test]
     fn capture_never_fails() {
-        let env = Environment::capture("127.0.0.1:1", &[0], &[1]);
+        let env = capture("127.0.0.1:1", &[0], &[1]);
         assert_eq!(env.client_cpus, vec![0]);
         assert!(env.summary().contains("kernel"));
     }

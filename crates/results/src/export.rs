@@ -1,8 +1,9 @@
 //! Views of stored runs for `stackbench results`: the list table, one run in
-//! detail, and exports as JSON, CSV (one row per run and class) and Markdown.
-//! Pure functions from stored runs to text.
+//! detail, and exports as JSON, CSV (one row per run and class), Markdown and
+//! the flat table scripts read (`--flat`). Pure functions from runs to text.
 
 use comfy_table::{presets, Table};
+use stackbench_record::{flat, RunRecord};
 
 use crate::metric::{class_key, Metric};
 use crate::run_table::{self, Layout};
@@ -174,6 +175,36 @@ pub fn export_markdown(runs: &[StoredRun]) -> String {
     for row in flat_rows(runs) {
         let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
+
+/// `results export --flat` as CSV: the flat table of `stackbench_record::flat`
+/// (one row per class per run, units in the column names), a header line
+/// first. `runs` pairs each record with the name of its `run` column.
+pub fn export_flat_csv(runs: &[(String, &RunRecord)]) -> String {
+    let columns = flat::columns();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    // Writing to a Vec cannot fail.
+    let _ = w.write_record(columns.iter().map(|c| c.name.as_str()));
+    for (name, record) in runs {
+        for row in flat::rows(name, record) {
+            let _ = w.write_record(row.iter().map(flat::cell_text));
+        }
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
+/// `results export --flat --format json`: the same rows as JSON lines, one
+/// object per row with the columns as keys (null: not measured).
+pub fn export_flat_json_lines(runs: &[(String, &RunRecord)]) -> String {
+    let columns = flat::columns();
+    let mut out = String::new();
+    for (name, record) in runs {
+        for row in flat::rows(name, record) {
+            out.push_str(&flat::row_json(&columns, &row));
+            out.push('\n');
+        }
     }
     out
 }

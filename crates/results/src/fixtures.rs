@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use stackbench_metrics::{
+use stackbench_record::{
     ClassResult, CpuFigures, ErrorCounts, GuestEnvironment, LatencyUs, RunRecord, RunSettings,
     SideCpu,
 };
@@ -86,7 +86,7 @@ pub fn record(
         })
         .collect();
     RunRecord {
-        schema_version: stackbench_metrics::SCHEMA_VERSION,
+        schema_version: stackbench_record::SCHEMA_VERSION,
         stackbench_version: "0.1.0".into(),
         complete: true,
         incomplete_reason: None,

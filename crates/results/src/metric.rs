@@ -11,8 +11,8 @@
 use serde::Serialize;
 use std::collections::BTreeSet;
 
-use stackbench_metrics::record::CpuAttribution;
-use stackbench_metrics::{ClassResult, CpuFigures, RunRecord, SideCpu};
+use stackbench_record::CpuAttribution;
+use stackbench_record::{ClassResult, CpuFigures, RunRecord, SideCpu};
 
 /// One compared figure of a workload class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -262,7 +262,7 @@ pub fn mean_sd(values: &[f64]) -> Option<(f64, f64)> {
 mod tests {
     use super::*;
     use crate::fixtures;
-    use stackbench_metrics::{CpuFigures, SideCpu};
+    use stackbench_record::{CpuFigures, SideCpu};
 
     #[test]
     fn reads_metrics_and_optional_cpu() {

@@ -4,12 +4,12 @@
 
 use std::fmt::Write as _;
 
-use stackbench_metrics::record::{
+use stackbench_model::settings::Spin;
+use stackbench_record::{ClassResult, RunRecord};
+use stackbench_record::{
     CpuAttribution, CpuMethod, MeasureSummary, PacingMode, PopulationFigures, Repetitions, SideCpu,
     TlsFigures,
 };
-use stackbench_metrics::{ClassResult, RunRecord};
-use stackbench_model::settings::Spin;
 
 pub use crate::run_table::Layout;
 use crate::run_table::{self, opt};
@@ -200,7 +200,7 @@ pub fn tls_negotiated(record: &RunRecord) -> Option<String> {
 /// variants.
 pub fn storage_per_conn(record: &RunRecord) -> Option<String> {
     let m = record.classes.iter().find_map(|c| c.memory.as_ref())?;
-    let side = |s: &Option<stackbench_metrics::record::SideMemory>| {
+    let side = |s: &Option<stackbench_record::SideMemory>| {
         let bytes = s.as_ref().and_then(|s| s.rss_bytes_per_conn);
         bytes.map_or("-".to_string(), |b| format!("{:.1} kB", b / 1000.0))
     };
@@ -315,7 +315,7 @@ fn storage_line(c: &ClassResult) -> String {
     let Some(m) = &c.memory else {
         return String::new();
     };
-    let side = |s: &Option<stackbench_metrics::SideMemory>| {
+    let side = |s: &Option<stackbench_record::SideMemory>| {
         s.as_ref().map_or("-".to_string(), |s| {
             let bytes = |b: Option<f64>| b.map_or("-".to_string(), |b| format!("{b:.0} B"));
             format!(
@@ -464,7 +464,7 @@ pub fn csv(record: &RunRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stackbench_metrics::record::HandshakeCpuUs;
+    use stackbench_record::HandshakeCpuUs;
 
     #[test]
     fn tls_line_names_cipher_handshake_cpu_and_key_updates() {

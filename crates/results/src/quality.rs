@@ -5,7 +5,7 @@
 //! captions, and in the "Measurement quality" table of each variant, so a
 //! reader can go from a suspicious point to the message saying what to change.
 
-use stackbench_metrics::{ClassResult, WarningRecord};
+use stackbench_record::{ClassResult, WarningRecord};
 
 use crate::complete::{incomplete_reason, variant_of};
 use crate::doc::Block;

@@ -10,7 +10,7 @@
 //! `sweep` labels are left out of the comparisons and shown in a sweep
 //! subsection instead ([`crate::sweep_report`]).
 
-use stackbench_metrics::RunRecord;
+use stackbench_record::RunRecord;
 
 use crate::compare::{compare, emulated_sides, is_emulated, Comparison, Margins};
 use crate::compare_output::{format_pct, format_value, summary_sentences};

@@ -6,9 +6,9 @@
 //! `wide` shows every column whatever the width.
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
-use stackbench_metrics::record::CpuAttribution;
-use stackbench_metrics::ClassResult;
 use stackbench_model::size::MIB;
+use stackbench_record::ClassResult;
+use stackbench_record::CpuAttribution;
 
 /// The width output is fitted to, and whether every column is wanted anyway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ fn util_pct(c: &ClassResult, client: bool) -> Option<f64> {
     side.as_ref().map(|s| s.util_pct)
 }
 
-fn latency(c: &ClassResult, pick: fn(&stackbench_metrics::LatencyUs) -> f64) -> String {
+fn latency(c: &ClassResult, pick: fn(&stackbench_record::LatencyUs) -> f64) -> String {
     opt(c.latency_us.as_ref().map(pick), 1)
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Design notes:
 //! - The record is kept whole as JSON (the versioned contract of
-//!   `stackbench_metrics::record`); only what queries need is copied into
+//!   `stackbench_record`); only what queries need is copied into
 //!   indexed columns (start time, study, variant, workloads). Rows are read
 //!   back through `record_from_json`: an older record is migrated to the
 //!   current layout, a newer one is refused naming its run id.
@@ -20,8 +20,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
-use stackbench_metrics::record::{record_from_json, RecordError};
-use stackbench_metrics::RunRecord;
+use stackbench_record::RunRecord;
+use stackbench_record::{record_from_json, RecordError};
 use thiserror::Error;
 
 use crate::env::Environment;

@@ -14,10 +14,10 @@
 
 use std::path::Path;
 
-use stackbench_metrics::RunRecord;
 use stackbench_model::settings::{RunSettings, SettingError};
 use stackbench_model::sweep::{Sweep, SweepPoint};
 use stackbench_model::Workload;
+use stackbench_record::RunRecord;
 use thiserror::Error;
 
 mod parse;

@@ -3,7 +3,7 @@
 //! variant, repetition, stored run id and whether the run was complete, then
 //! the run table's columns ([`crate::run_table`]), fitted to the terminal.
 
-use stackbench_metrics::{ClassResult, RunRecord};
+use stackbench_record::{ClassResult, RunRecord};
 
 use crate::run_table::{self, Column, Layout};
 

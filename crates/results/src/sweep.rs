@@ -29,10 +29,11 @@
 //!   two must give the same n and interval). Its latency percentiles are only
 //!   kept as the mean over the repetitions, so they are one observation.
 
-use stackbench_metrics::record::{PacingMode, RepetitionValues};
-use stackbench_metrics::{stats, ClassResult, RunRecord};
+use stackbench_metrics::stats;
 use stackbench_model::size::{format_count, format_size, parse_count, parse_size};
 use stackbench_model::Workload;
+use stackbench_record::{ClassResult, RunRecord};
+use stackbench_record::{PacingMode, RepetitionValues};
 
 use crate::figure::short;
 use crate::store::Labels;

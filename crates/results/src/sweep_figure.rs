@@ -426,7 +426,7 @@ mod tests {
     use crate::fixtures::record;
     use crate::store::Labels;
     use crate::sweep::group;
-    use stackbench_metrics::RunRecord;
+    use stackbench_record::RunRecord;
 
     /// Runs of a sweep over `dims` at each of `points` (the values per
     /// dimension), two repetitions, variants `a` and `b`.

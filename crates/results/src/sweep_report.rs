@@ -4,8 +4,8 @@
 //! observation sentences. [`sweep_section`] is what `report.rs` calls; it
 //! returns blocks, and the report numbers the figures.
 
-use stackbench_metrics::RunRecord;
 use stackbench_plan::usl::Coefficients;
+use stackbench_record::RunRecord;
 
 use crate::compare_output::format_value;
 use crate::doc::Block;

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
-use stackbench_metrics::RunRecord;
+use stackbench_record::RunRecord;
 
 use crate::store::Labels;
 use crate::sweep::{group, Series, Stat};
@@ -176,7 +176,7 @@ mod tests {
     /// point is one record holding its two repetitions, and those are the n.
     #[test]
     fn repeat_records_count_every_repetition() {
-        use stackbench_metrics::record::{RepetitionValues, Repetitions};
+        use stackbench_record::{RepetitionValues, Repetitions};
         let mut runs = Vec::new();
         for n in [1u32, 2, 4, 8] {
             let rates = [1000.0 * f64::from(n), 1100.0 * f64::from(n)];

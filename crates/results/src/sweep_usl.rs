@@ -23,10 +23,10 @@
 //!   s² = RSS/(n−3), rebuilt from the fitted coefficients. It is left out
 //!   when a coefficient sits on a bound (the planner gives it no error).
 
-use stackbench_metrics::record::PacingMode;
 use stackbench_metrics::stats::{self, t_quantile};
 use stackbench_plan::report::sig;
 use stackbench_plan::usl::{plan, Coefficients, Estimate, UslInput, UslPlan};
+use stackbench_record::PacingMode;
 
 use crate::compare_output::format_value;
 use crate::sweep::{Point, Series, LEVEL_PCT};

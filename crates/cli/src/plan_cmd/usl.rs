@@ -100,7 +100,7 @@ pub fn compute(args: UslArgs, ctx: &Ctx) -> anyhow::Result<Output> {
 /// closed loop, or a file that is not a run record (then `load_run` decided).
 fn population_point(path: &str, notation: &str) -> Option<Point> {
     let text = std::fs::read_to_string(path).ok()?;
-    let record = stackbench_metrics::record_from_json(serde_json::from_str(&text).ok()?).ok()?;
+    let record = stackbench_record::record_from_json(serde_json::from_str(&text).ok()?).ok()?;
     let c = record.classes.iter().find(|c| c.notation == notation)?;
     let p = c.population.as_ref()?;
     let l = c.latency_us?;

@@ -1,7 +1,8 @@
 //! The bench scripts' Python halves (`bench/peers_report.py`,
 //! `bench/cpu_report.py`) are run by hand, so nothing else would notice when
 //! the record they read changes shape: their self-tests run here, and a real
-//! run's JSON goes through the peers parser, which must find every figure the
+//! run's JSON goes through the peers parser (which reads it as the flat
+//! table of this binary's `results export --flat`), which must find every figure the
 //! side-by-side table compares (rate, latencies, each side's CPU and the host
 //! CPU row netperf is compared with). Skipped with a message without python3.
 
@@ -20,6 +21,8 @@ fn python(args: &[&str]) -> Option<std::process::Output> {
     match Command::new("python3")
         .args(args)
         .current_dir(bench_dir())
+        // The scripts read records through `results export --flat`.
+        .env("STACKBENCH", env!("CARGO_BIN_EXE_stackbench"))
         .output()
     {
         Ok(out) => Some(out),

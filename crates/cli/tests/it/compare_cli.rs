@@ -6,7 +6,7 @@ use std::path::Path;
 
 use assert_cmd::prelude::*;
 use predicates::prelude::*;
-use stackbench_metrics::RunRecord;
+use stackbench_record::RunRecord;
 use stackbench_results::fixtures::{environment, jitter, record, with_cpu};
 use stackbench_results::store::{Labels, Store};
 

@@ -32,6 +32,26 @@ fn settings_reference_is_up_to_date() {
     );
 }
 
+/// docs/record.md is `stackbench __docs record`, byte for byte: a record
+/// field added, renamed or re-documented without regenerating the page
+/// fails here, with the command that fixes it.
+#[test]
+fn record_reference_is_up_to_date() {
+    let out = stackbench().args(["__docs", "record"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let checked_in = std::fs::read_to_string(repository().join("docs/record.md")).unwrap();
+    assert!(
+        generated == checked_in,
+        "docs/record.md is stale: run `{}`",
+        stackbench_record::reference::REGENERATE
+    );
+}
+
 #[test]
 fn docs_refuses_an_unknown_page_in_one_line() {
     let out = stackbench().args(["__docs", "man"]).output().unwrap();

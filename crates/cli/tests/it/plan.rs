@@ -522,11 +522,43 @@ fn run_with_memory(
     memory: &str,
 ) -> String {
     let path = dir.join(format!("{kind}-{clients}.json"));
-    let text = format!(
-        r#"{{"schema_version":3,"stackbench_version":"0.1.0","classes":[{{"notation":"{notation}","kind":"{kind}","clients":{clients},"rate_tps":1000.0,"memory":{{"server":{memory}}}}}]}}"#
-    );
+    let text = run_record(3, notation, kind, clients, 1000.0, memory);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
+}
+
+/// A whole run record (it must decode as one) of one class whose server
+/// side's memory is `memory`; the sockstat counts it leaves out are 0.
+fn run_record(
+    version: u32,
+    notation: &str,
+    kind: &str,
+    clients: u32,
+    rate_tps: f64,
+    memory: &str,
+) -> String {
+    let mut server: Value = serde_json::from_str(memory).unwrap();
+    for key in ["tcp_inuse", "tcp_orphan", "tcp_tw"] {
+        server
+            .as_object_mut()
+            .unwrap()
+            .entry(key)
+            .or_insert(0.into());
+    }
+    serde_json::json!({
+        "schema_version": version, "stackbench_version": "0.1.0", "complete": true,
+        "incomplete_reason": null, "started_unix_s": 1.0, "settings": {},
+        "classes": [{
+            "workload": notation, "notation": notation, "kind": kind,
+            "stream_direction": null, "clients": clients, "request_bytes": 100,
+            "response_bytes": 800, "transactions": 1, "duration_s": 1.0,
+            "rate_tps": rate_tps, "latency_us": null, "tx_bytes": 1, "rx_bytes": 1,
+            "tx_bytes_per_s": 1.0, "rx_bytes_per_s": 1.0, "errors": 0,
+            "error_counts": {"refused": 0, "reset": 0, "eof": 0, "timeout": 0, "other": 0},
+            "per_second_tps": [], "memory": {"server": server}
+        }]
+    })
+    .to_string()
 }
 
 /// A user population's kernel memory used to read 0 B per user (host-wide
@@ -540,9 +572,15 @@ fn storage_from_a_run_refuses_zero_kernel_memory_and_warns_off_non_populations()
     let old = dir.path().join("old.json");
     std::fs::write(
         &old,
-        r#"{"schema_version":2,"stackbench_version":"0.1.0","classes":[{"notation":"RR8K(100B/800B)@1s","kind":"RR","clients":8192,"rate_tps":8000.0,
-          "memory":{"server":{"rss_bytes":40000000,"rss_bytes_per_conn":1200.0,"kernel_sock_bytes":856000,
-          "kernel_sock_baseline_bytes":6100000,"kernel_sock_bytes_per_conn":0.0,"connections":8192}}}]}"#,
+        run_record(
+            2,
+            "RR8K(100B/800B)@1s",
+            "RR",
+            8192,
+            8000.0,
+            r#"{"rss_bytes":40000000,"rss_bytes_per_conn":1200.0,"kernel_sock_bytes":856000,
+          "kernel_sock_baseline_bytes":6100000,"kernel_sock_bytes_per_conn":0.0,"connections":8192}"#,
+        ),
     )
     .unwrap();
     let old = old.display().to_string();

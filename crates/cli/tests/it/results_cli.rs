@@ -223,7 +223,7 @@ fn a_record_from_a_newer_stackbench_is_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     seed(&db, 1.0);
-    let newer = stackbench_metrics::SCHEMA_VERSION + 1;
+    let newer = stackbench_record::SCHEMA_VERSION + 1;
     rusqlite::Connection::open(&db)
         .unwrap()
         .execute(
@@ -567,4 +567,46 @@ fn reserved_labels_and_unix_with_ipv6_are_refused() {
         .stderr(predicate::str::contains(
             "ipv6: transport unix uses a socket file, not an IP address: drop ipv6",
         ));
+}
+
+/// `results export --flat FILE`: a schema-1 record file becomes one CSV row
+/// per class with the migrated figures under unit-named columns, and a file
+/// from a newer stackbench is refused in one line (exit 2), with no store.
+#[test]
+fn flat_export_reads_record_files_of_any_version() {
+    let out = crate::common::output_ok(stackbench().args([
+        "results",
+        "export",
+        "--flat",
+        crate::common::WITH_CPU,
+    ]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for column in [
+        "notation",
+        "rate_tps",
+        "latency_p99_us",
+        "server_cpu_us_per_tran",
+        "warnings",
+    ] {
+        assert!(header.contains(&column), "no {column} in {header:?}");
+    }
+    assert_eq!(lines.clone().count(), 2, "{text}");
+    assert!(lines.next().unwrap().contains("RR8K(100B/800B)"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let newer = dir.path().join("newer.json");
+    std::fs::write(&newer, r#"{"schema_version": 99}"#).unwrap();
+    let out = stackbench()
+        .args(["results", "export", "--flat", "--format", "json"])
+        .arg(&newer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("newer than this stackbench reads"),
+        "{stderr}"
+    );
 }

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::record::CpuAttribution;
-use stackbench_metrics::warnings::{PathFloor, StallBand};
+use stackbench_metrics::warnings::{stall_band, PathFloor};
 use stackbench_metrics::{ClassResult, CpuFigures};
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{
@@ -230,7 +230,7 @@ pub fn run_workload(
             let nagle = cfg.transport != Transport::Unix && !cfg.socket.nodelay;
             let floor_ns = cfg.path.floor_ns(spec.request_bytes + spec.response_bytes);
             class.stall_band = nagle
-                .then(|| StallBand::count(&acc.hist, floor_ns, &cfg.path))
+                .then(|| stall_band(&acc.hist, floor_ns, &cfg.path))
                 .flatten();
             class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
             class.cpu = cpu;

@@ -42,7 +42,7 @@ mod tests {
     use crate::record::{KtlsCounters, KtlsFigures, TlsFigures};
 
     fn class(k: KtlsFigures) -> ClassResult {
-        let mut c = crate::record::tests::sample_class();
+        let mut c = crate::warnings::tests::sample_class();
         c.tls = Some(TlsFigures {
             ktls: Some(k),
             ..TlsFigures::default()

@@ -55,7 +55,7 @@ mod tests {
     use crate::record::{LagUs, LatencyUs, PopulationFigures};
 
     fn population(clients: u32, rate_tps: f64, r_us: f64, z_s: f64) -> ClassResult {
-        let mut c = crate::record::tests::sample_class();
+        let mut c = crate::warnings::tests::sample_class();
         c.clients = clients;
         c.rate_tps = rate_tps;
         c.latency_us = Some(LatencyUs {
@@ -101,7 +101,7 @@ mod tests {
         });
         assert!(check_little_law(&open).is_none());
         // Closed-loop classes are not checked.
-        assert!(check_little_law(&crate::record::tests::sample_class()).is_none());
+        assert!(check_little_law(&crate::warnings::tests::sample_class()).is_none());
     }
 
     #[test]

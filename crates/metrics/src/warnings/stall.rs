@@ -17,10 +17,8 @@
 //! links with loss are not judged either (a retransmission timeout, 200 ms
 //! and up, lands in the same band).
 
-use serde::{Deserialize, Serialize};
-
 use super::Warning;
-use crate::record::ClassResult;
+use crate::record::{ClassResult, StallBand};
 use crate::LatencyHistogram;
 
 /// The band's low edge above the floor, ns.
@@ -59,61 +57,24 @@ impl PathFloor {
     }
 }
 
-/// A class's transactions in the delayed-ACK band (stored per class, so
-/// the warning can be checked from the record).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct StallBand {
-    /// The path floor the band is counted above, µs.
-    pub floor_us: f64,
-    /// The band's edges, µs (floor + 35 ms, floor + 250 ms).
-    pub low_us: f64,
-    pub high_us: f64,
-    /// Transactions of the window whose latency fell in the band.
-    pub transactions: u64,
-    /// Transactions of the window whose latency was recorded.
-    pub of_transactions: u64,
-    /// `transactions` as a share of `of_transactions`, percent.
-    pub share_pct: f64,
-}
-
-impl StallBand {
-    /// Counts `hist`'s transactions in the band above `floor_ns`; `None`
-    /// when the path cannot tell a stall (floor ≥ 35 ms, or loss) or no
-    /// transaction was recorded.
-    pub fn count(hist: &LatencyHistogram, floor_ns: u64, path: &PathFloor) -> Option<StallBand> {
-        let total = hist.count();
-        if total == 0 || path.lossy || floor_ns >= STALL_LOW_NS {
-            return None;
-        }
-        let (low, high) = (floor_ns + STALL_LOW_NS, floor_ns + STALL_HIGH_NS);
-        let n = hist.count_between_ns(low, high);
-        Some(StallBand {
-            floor_us: floor_ns as f64 / 1e3,
-            low_us: low as f64 / 1e3,
-            high_us: high as f64 / 1e3,
-            transactions: n,
-            of_transactions: total,
-            share_pct: 100.0 * n as f64 / total as f64,
-        })
+/// Counts `hist`'s transactions in the band above `floor_ns`; `None`
+/// when the path cannot tell a stall (floor ≥ 35 ms, or loss) or no
+/// transaction was recorded.
+pub fn stall_band(hist: &LatencyHistogram, floor_ns: u64, path: &PathFloor) -> Option<StallBand> {
+    let total = hist.count();
+    if total == 0 || path.lossy || floor_ns >= STALL_LOW_NS {
+        return None;
     }
-
-    /// Adds another run's band (repetitions of one class: same floor).
-    pub fn add(&self, other: &StallBand) -> StallBand {
-        let (n, of) = (
-            self.transactions + other.transactions,
-            self.of_transactions + other.of_transactions,
-        );
-        StallBand {
-            transactions: n,
-            of_transactions: of,
-            share_pct: if of > 0 {
-                100.0 * n as f64 / of as f64
-            } else {
-                0.0
-            },
-            ..*self
-        }
-    }
+    let (low, high) = (floor_ns + STALL_LOW_NS, floor_ns + STALL_HIGH_NS);
+    let n = hist.count_between_ns(low, high);
+    Some(StallBand {
+        floor_us: floor_ns as f64 / 1e3,
+        low_us: low as f64 / 1e3,
+        high_us: high as f64 / 1e3,
+        transactions: n,
+        of_transactions: total,
+        share_pct: 100.0 * n as f64 / total as f64,
+    })
 }
 
 /// `delayed_ack_stall` when at least [`STALL_SHARE_PCT`] of the class's
@@ -162,10 +123,10 @@ mod tests {
     fn a_loopback_stall_is_counted_and_warned() {
         // 90% at 0.2 ms, 10% at 44 ms: RR4(300kB/1B) before the cork.
         let h = hist(&[(0.2, 900), (44.0, 100)]);
-        let band = StallBand::count(&h, 0, &PathFloor::default()).unwrap();
+        let band = stall_band(&h, 0, &PathFloor::default()).unwrap();
         assert_eq!(band.transactions, 100);
         assert!((band.share_pct - 10.0).abs() < 1e-9);
-        let mut class = crate::record::tests::sample_class();
+        let mut class = crate::warnings::tests::sample_class();
         class.stall_band = Some(band);
         let w = check_delayed_ack_stall(&class).unwrap();
         assert_eq!(w.code(), "delayed_ack_stall");
@@ -177,7 +138,7 @@ mod tests {
         // TLS RR1(20kB/100B) without nodelay: every transaction 44 ms, so
         // the run's own p50 cannot be the floor; the path's is.
         let h = hist(&[(43.8, 50), (44.3, 50)]);
-        let band = StallBand::count(&h, 0, &PathFloor::default()).unwrap();
+        let band = stall_band(&h, 0, &PathFloor::default()).unwrap();
         assert_eq!(band.share_pct, 100.0);
     }
 
@@ -189,24 +150,24 @@ mod tests {
             ..PathFloor::default()
         };
         let h = hist(&[(20.3, 1000)]);
-        let band = StallBand::count(&h, path.floor_ns(100), &path).unwrap();
+        let band = stall_band(&h, path.floor_ns(100), &path).unwrap();
         assert_eq!(band.transactions, 0);
         assert_eq!(band.low_us, 55_000.0);
         // A stall on that path lands at 20 + 40 ms.
         let h = hist(&[(20.3, 900), (60.5, 100)]);
-        let band = StallBand::count(&h, path.floor_ns(100), &path).unwrap();
+        let band = stall_band(&h, path.floor_ns(100), &path).unwrap();
         assert_eq!(band.transactions, 100);
         // 20 MB at 100 Mbit/s takes 1.7 s: the floor is past the band's start.
         let slow = PathFloor {
             rate_bps: Some(100_000_000),
             ..PathFloor::default()
         };
-        assert!(StallBand::count(&h, slow.floor_ns(20 << 20), &slow).is_none());
+        assert!(stall_band(&h, slow.floor_ns(20 << 20), &slow).is_none());
         let lossy = PathFloor {
             lossy: true,
             ..PathFloor::default()
         };
-        assert!(StallBand::count(&h, 0, &lossy).is_none());
+        assert!(stall_band(&h, 0, &lossy).is_none());
     }
 
     /// STR10(1B/20MB) on two CPUs: every transfer 40-80 ms because ten
@@ -216,9 +177,9 @@ mod tests {
     #[test]
     fn long_transfers_that_share_the_path_are_not_a_stall() {
         let h = hist(&[(45.0, 500), (70.0, 500)]);
-        let mut class = crate::record::tests::sample_class();
+        let mut class = crate::warnings::tests::sample_class();
         class.latency_us = h.summary_us();
-        class.stall_band = StallBand::count(&h, 0, &PathFloor::default());
+        class.stall_band = stall_band(&h, 0, &PathFloor::default());
         (class.request_bytes, class.response_bytes) = (1, 20 << 20);
         assert!(check_delayed_ack_stall(&class).is_none());
         (class.request_bytes, class.response_bytes) = (20 << 10, 100);
@@ -226,7 +187,7 @@ mod tests {
         // A large transfer whose band is a second mode is still a stall.
         let h = hist(&[(5.0, 900), (45.0, 100)]);
         class.latency_us = h.summary_us();
-        class.stall_band = StallBand::count(&h, 0, &PathFloor::default());
+        class.stall_band = stall_band(&h, 0, &PathFloor::default());
         (class.request_bytes, class.response_bytes) = (1, 20 << 20);
         assert!(check_delayed_ack_stall(&class).is_some());
     }
@@ -234,8 +195,8 @@ mod tests {
     #[test]
     fn scheduling_noise_below_the_share_is_not_a_stall() {
         let h = hist(&[(0.2, 999), (40.0, 5)]);
-        let mut class = crate::record::tests::sample_class();
-        class.stall_band = StallBand::count(&h, 0, &PathFloor::default());
+        let mut class = crate::warnings::tests::sample_class();
+        class.stall_band = stall_band(&h, 0, &PathFloor::default());
         assert!(check_delayed_ack_stall(&class).is_none());
     }
 

@@ -2,7 +2,7 @@
 //! (ratios and verdicts, snapshot of the text), the same under TCG (ratios
 //! kept, verdicts refused) and the kernel detection.
 
-use stackbench_metrics::RunRecord;
+use stackbench_record::RunRecord;
 
 use super::*;
 use crate::compare::{compare, emulated_sides, is_emulated, Margins};

@@ -3,8 +3,8 @@
 //! too coarse, and the settings, kernel and path that differ named above the
 //! verdicts.
 
-use stackbench_metrics::record::{record_from_json, CpuAttribution};
-use stackbench_metrics::RunRecord;
+use stackbench_record::RunRecord;
+use stackbench_record::{record_from_json, CpuAttribution};
 use stackbench_results::compare::{
     compare, compare_runs, Margins, RunInput, Verdict, CPU_NOT_ATTRIBUTABLE,
 };

@@ -4,7 +4,7 @@
 //! `kernel` gets the kernel comparison (a release-to-release table); and
 //! `results show` prints the guest line.
 
-use stackbench_metrics::RunRecord;
+use stackbench_record::RunRecord;
 use stackbench_results::compare::{compare, emulated_sides, is_emulated, Margins, Verdict};
 use stackbench_results::compare_output::{render_json, render_table};
 use stackbench_results::export::render_show;
@@ -157,7 +157,7 @@ fn docs_name_every_guest_field() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let results = std::fs::read_to_string(root.join("docs/results.md")).unwrap();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let fields = serde_json::to_value(stackbench_metrics::GuestEnvironment::default()).unwrap();
+    let fields = serde_json::to_value(stackbench_record::GuestEnvironment::default()).unwrap();
     for name in fields
         .as_object()
         .unwrap()

@@ -3,7 +3,7 @@
 
 use stackbench_results::{fixtures, output};
 
-fn record() -> stackbench_metrics::RunRecord {
+fn record() -> stackbench_record::RunRecord {
     let mut r = fixtures::record(
         "RR10(4kB/4kB)+STR3(1B/20MB)",
         12_345.6,
@@ -65,7 +65,7 @@ fn human_output_fits_80_columns() {
 
 #[test]
 fn human_output_of_a_population() {
-    use stackbench_metrics::record::{
+    use stackbench_record::{
         LagUs, LatencyUs, MemoryFigures, PacingMode, PopulationFigures, SideMemory,
     };
     let mut r = fixtures::record(

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use stackbench_metrics::{CpuFigures, RunRecord, SideCpu};
+use stackbench_record::{CpuFigures, RunRecord, SideCpu};
 use stackbench_results::compare::{compare, Margins, Verdict};
 use stackbench_results::compare_output::{render_markdown, render_table};
 use stackbench_results::fixtures::{environment, jitter, record, with_cpu};
@@ -162,11 +162,11 @@ fn lab_runs_show_their_path_and_link() {
         );
         for r in &mut runs {
             r.env.interface = None;
-            r.env.lab = Some(stackbench_metrics::LabEnvironment {
+            r.env.lab = Some(stackbench_record::LabEnvironment {
                 name: "pair".into(),
                 from: "client".into(),
                 to: "server".into(),
-                interfaces: vec![stackbench_metrics::LabInterface {
+                interfaces: vec![stackbench_record::LabInterface {
                     namespace: "sb-pair-client".into(),
                     name: "pair-0a".into(),
                     mtu_bytes: 1500,
@@ -670,8 +670,8 @@ fn incomplete_runs_are_shown_but_left_out_of_aggregates() {
     );
 }
 
-fn warning(code: &str, message: &str) -> stackbench_metrics::WarningRecord {
-    stackbench_metrics::WarningRecord {
+fn warning(code: &str, message: &str) -> stackbench_record::WarningRecord {
+    stackbench_record::WarningRecord {
         code: code.into(),
         message: message.into(),
         class: None,

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use stackbench_metrics::record::{
+use stackbench_record::{
     MemoryFigures, RepetitionValues, Repetitions, RunRecord, SideMemory, WarningRecord,
     SCHEMA_VERSION,
 };

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use stackbench_metrics::RunRecord;
 use stackbench_model::CrrClose;
+use stackbench_record::RunRecord;
 use stackbench_results::fixtures;
 use stackbench_results::store::{Labels, Store};
 use stackbench_results::study::{

@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The lab part of a run's environment.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabEnvironment {
     /// The lab's name (the `name` of its file).
@@ -33,15 +34,18 @@ pub struct LabEnvironment {
 }
 
 /// One interface on the path, as the kernel reported it.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabInterface {
     /// Namespace, `sb-<lab>-<host>`.
     pub namespace: String,
+    /// Interface name, `<lab>-<link><end>`.
     pub name: String,
+    /// MTU, bytes.
     pub mtu_bytes: u32,
     /// The shaping qdisc's rate (tbf); `None` = unshaped.
     pub rate_bps: Option<u64>,
+    /// The shaping qdisc's burst, bytes; `None` = unshaped.
     pub burst_bytes: Option<u64>,
     /// Root qdisc kind (`tbf`, `htb`, `noqueue`).
     pub qdisc: String,
@@ -52,6 +56,7 @@ pub struct LabInterface {
     pub addresses: Vec<String>,
     /// Bytes sent and received by the end of the read (the kernel's counters).
     pub tx_bytes: Option<u64>,
+    /// Bytes received by the end of the read.
     pub rx_bytes: Option<u64>,
     /// The qdisc chain, root first (`tbf`, `netem`, `fq`); empty with one
     /// qdisc or none.
@@ -65,46 +70,59 @@ pub struct LabInterface {
 }
 
 /// netem as read back from the kernel.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabNetem {
     /// One-way delay added on this sending end.
     pub delay_s: f64,
+    /// Jitter on that delay, seconds.
     pub jitter_s: f64,
+    /// Packets dropped on purpose, percent.
     pub loss_pct: f64,
+    /// netem's queue limit, packets.
     pub limit_packets: u32,
 }
 
 /// IPsec on the interface's host: the configured transform and the ESP
 /// counters of its SAs (out: the SA to the peer; in: the peer's to it).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabIpsec {
     /// `aes-gcm-128` or `aes-cbc-128-sha256`.
     pub algorithm: String,
     /// `transport` or `tunnel`.
     pub mode: String,
+    /// ESP packets sent by the SA to the peer.
     pub esp_packets_out: u64,
+    /// ESP bytes sent by the SA to the peer.
     pub esp_bytes_out: u64,
+    /// ESP packets received by the peer's SA.
     pub esp_packets_in: u64,
+    /// ESP bytes received by the peer's SA.
     pub esp_bytes_in: u64,
     /// Each SA: SPI, addresses, the kernel's algorithm names, counters.
     pub sas: Vec<LabSa>,
 }
 
 /// One IPsec SA as read back.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LabSa {
+    /// Security parameter index.
     pub spi: u32,
     /// `out` or `in`, seen from this host.
     pub direction: String,
+    /// Source address.
     pub src: String,
+    /// Destination address.
     pub dst: String,
     /// The kernel's names, e.g. `rfc4106(gcm(aes))`.
     pub kernel_algorithm: String,
+    /// `transport` or `tunnel`, as the kernel reports it.
     pub mode: String,
+    /// Packets the SA processed.
     pub packets: u64,
+    /// Bytes the SA processed.
     pub bytes: u64,
 }
 

@@ -5,7 +5,7 @@
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
-use stackbench_metrics::record::{
+use stackbench_record::{
     record_from_json, ClassResult, ConfidenceInterval, CpuBreakdown, CpuFigures, CpuMethod,
     ErrorCounts, LagUs, LatencyUs, MeasureSummary, MemoryFigures, PacingMode, PopulationFigures,
     ProcessCpu, ProcessCpuMethod, RepetitionValues, Repetitions, RunRecord, RunSettings, SideCpu,

@@ -1,7 +1,8 @@
-//! The result record: a versioned contract (hyperfine's `BenchmarkResult`, fio's
+//! The run record: a versioned contract (hyperfine's `BenchmarkResult`, fio's
 //! terse version). `stackbench run --json` prints one [`RunRecord`]; the store,
-//! compare and report read it back. Every field name carries its unit; the
-//! README's "JSON fields" section documents each one.
+//! compare and report read it back. Every field name or doc comment carries
+//! its unit; docs/record.md is generated from these doc comments
+//! (`stackbench __docs record`).
 //!
 //! Compatibility rule: adding a field is not a schema change (readers ignore
 //! unknown fields and default missing optional ones); renaming or changing the
@@ -9,25 +10,30 @@
 //! [`MIGRATIONS`]. Readers decode with [`record_from_json`], which refuses
 //! newer records and migrates older ones.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 pub use stackbench_model::settings::RunSettings;
 use stackbench_model::{Kind, StreamDirection};
 
 mod ktls;
 mod schema;
+mod stall;
 mod tls;
 
 pub use ktls::{KtlsCounters, KtlsFigures};
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
+pub use stall::StallBand;
 pub use tls::{HandshakeCpuUs, TlsFigures};
 
 /// Version of the record layout below.
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// One `stackbench run`: the effective settings and one entry per workload class.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
+    /// Version of the record layout (`SCHEMA_VERSION`); readers migrate older ones and refuse newer.
     pub schema_version: u32,
+    /// The stackbench that wrote the record (its package version).
     pub stackbench_version: String,
     /// False when the run ended early (Ctrl-C, responder lost, I/O failure);
     /// the classes then hold what was measured up to that point.
@@ -37,7 +43,9 @@ pub struct RunRecord {
     /// Wall-clock start of the run, seconds since the Unix epoch.
     pub started_unix_s: f64,
     /// Every run setting, resolved (the settings table of
-    /// `stackbench_model::settings`; JSON names carry units).
+    /// `stackbench_model::settings`; JSON names carry units). Each key is
+    /// described in docs/settings.md.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub settings: RunSettings,
     /// `"spawned"` (a `stackbench serve` child process on loopback) or
     /// `"remote"` (a running `stackbench serve` named by `target`).
@@ -71,20 +79,28 @@ pub struct RunRecord {
 /// Latency of one transaction, from the first byte of the request being handed
 /// to the kernel (for CRR: from `connect()`) to the last byte of the response
 /// being received, in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LatencyUs {
+    /// Mean, µs.
     pub mean: f64,
+    /// Smallest, µs.
     pub min: f64,
+    /// Median, µs.
     pub p50: f64,
+    /// 90th percentile, µs.
     pub p90: f64,
+    /// 99th percentile, µs.
     pub p99: f64,
+    /// 99.9th percentile, µs.
     pub p999: f64,
+    /// Largest, µs.
     pub max: f64,
+    /// Standard deviation, µs.
     pub stdev: f64,
 }
 
 /// Errors of single connections, by cause. They are counted, not fatal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorCounts {
     /// Connection refused (nothing listening, or backlog overflow).
     pub refused: u64,
@@ -113,17 +129,23 @@ impl ErrorCounts {
 }
 
 /// Measured figures for one workload class within its window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClassResult {
     /// The whole workload this class ran in (the mix, or the class itself).
     pub workload: String,
     /// This class in canonical notation, e.g. `RR10(4kB/4kB)`.
     pub notation: String,
+    /// The transaction shape: `RR`, `CRR` or `STR`.
+    #[schemars(with = "String")]
     pub kind: Kind,
-    /// For STR classes, GET or PUT.
+    /// For STR classes, `GET` or `PUT`.
+    #[schemars(with = "Option<String>")]
     pub stream_direction: Option<StreamDirection>,
+    /// Concurrent clients of the class, one connection each (CRR: one at a time).
     pub clients: u32,
+    /// Request size, bytes.
     pub request_bytes: u64,
+    /// Response size, bytes.
     pub response_bytes: u64,
     /// Transactions completed inside the measurement window.
     pub transactions: u64,
@@ -144,6 +166,7 @@ pub struct ClassResult {
     pub rx_bytes_per_s: f64,
     /// Total errors of single connections (sum of `error_counts`).
     pub errors: u64,
+    /// Errors of single connections by cause.
     pub error_counts: ErrorCounts,
     /// Transactions-per-second of each whole second of the window, for
     /// steadiness checks and plots.
@@ -175,11 +198,11 @@ pub struct ClassResult {
     /// delayed-ACK stall band, see `warnings::stall`); `None` where the path
     /// cannot tell (a floor of 35 ms or more, loss) and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stall_band: Option<crate::warnings::StallBand>,
+    pub stall_band: Option<StallBand>,
 }
 
 /// How a class's clients pace their requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PacingMode {
     /// The next request as soon as the response is in.
@@ -193,16 +216,20 @@ pub enum PacingMode {
 
 /// Actual − intended send time of requests sent in the window, µs (an
 /// intended time is the end of a think time, or an open-loop schedule slot).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LagUs {
+    /// Median lag, µs.
     pub p50: f64,
+    /// 99th percentile lag, µs.
     pub p99: f64,
+    /// Largest lag, µs.
     pub max: f64,
 }
 
 /// A user population's pacing and what it achieved (one class).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct PopulationFigures {
+    /// How the class's clients paced their requests.
     pub pacing: PacingMode,
     /// The pacing as written: a think time (`exp:30s`) or a rate (`50000/s`);
     /// `None` for the closed loop.
@@ -236,10 +263,11 @@ pub struct PopulationFigures {
 
 /// One measurement-quality warning: a stable code and a message that says what
 /// to change. Codes are listed in the `warnings` module.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct WarningRecord {
     /// Stable snake_case identifier, e.g. `driver_saturated`.
     pub code: String,
+    /// What was seen and what to change, one line.
     pub message: String,
     /// The class it concerns (canonical notation), `None` for the whole run.
     #[serde(default)]
@@ -247,7 +275,7 @@ pub struct WarningRecord {
 }
 
 /// How a side's CPU-set figures were obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CpuMethod {
     /// Per-CPU `/proc/stat` deltas over the CPUs the side is pinned to.
@@ -263,7 +291,7 @@ pub enum CpuMethod {
 }
 
 /// How a side's process figures were obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessCpuMethod {
     /// utime + stime of the side's processes from `/proc/<pid>/stat` (ticks).
@@ -275,12 +303,13 @@ pub enum ProcessCpuMethod {
 
 /// CPU-seconds by state inside the window, summed over the side's CPUs.
 /// `cpu_seconds` = user + nice + system + irq + softirq + steal.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CpuBreakdown {
     /// User mode at normal priority (guest time included, as the kernel counts it).
     pub user: f64,
     /// User mode at a positive nice value.
     pub nice: f64,
+    /// Kernel mode outside interrupt context.
     pub system: f64,
     /// Hard interrupt handlers.
     pub irq: f64,
@@ -290,12 +319,14 @@ pub struct CpuBreakdown {
     pub steal: f64,
     /// Idle with I/O outstanding; counted as idle.
     pub iowait: f64,
+    /// Idle, clock-measured on NOHZ kernels.
     pub idle: f64,
 }
 
 /// A side's own processes (the RMF workload-activity analogue).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ProcessCpu {
+    /// How the process figures were obtained.
     pub method: ProcessCpuMethod,
     /// User-mode CPU-seconds of the side's processes in the window.
     pub user_s: f64,
@@ -307,10 +338,11 @@ pub struct ProcessCpu {
 }
 
 /// One side's CPU in the measurement window.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SideCpu {
     /// CPU ids measured: the side's pinned set, or every online CPU.
     pub cpus: Vec<usize>,
+    /// How the CPU-set figures were obtained.
     pub method: CpuMethod,
     /// Length of the window between the two samples, in seconds.
     pub window_s: f64,
@@ -324,6 +356,7 @@ pub struct SideCpu {
     pub cpu_us_per_tran: Option<f64>,
     /// CPU µs per MiB of payload moved (streams); `None` when no payload.
     pub cpu_us_per_mb: Option<f64>,
+    /// `cpu_seconds` by CPU state.
     pub breakdown: CpuBreakdown,
     /// Busy CPU-seconds as the scheduler tick sampled them (user + nice +
     /// system + irq + softirq + steal ticks); what tick-based tools count.
@@ -350,7 +383,7 @@ pub struct SideCpu {
 }
 
 /// CPU of both sides for one class.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CpuFigures {
     /// The driver's side.
     pub client: Option<SideCpu>,
@@ -376,6 +409,72 @@ pub struct CpuFigures {
     pub attribution: CpuAttribution,
 }
 
+impl CpuFigures {
+    /// Combines the sides. Pass `shared` (the CPU-set view over
+    /// `cpu_set_union` of both sides) when the sides share CPUs
+    /// (`cpu_sets_overlap` on one host, in `stackbench_metrics::cpu`); the totals then come from it, since
+    /// the per-side CPU-set figures are not separable. Otherwise the totals are
+    /// client + server, present only when both sides reported.
+    pub fn combine(
+        client: Option<SideCpu>,
+        server: Option<SideCpu>,
+        shared: Option<SideCpu>,
+    ) -> CpuFigures {
+        // A side that is the whole mix's makes the class's figures the mix's.
+        let attribution = [&client, &server, &shared]
+            .into_iter()
+            .flatten()
+            .map(|s| s.attribution)
+            .find(|a| *a == CpuAttribution::Mix)
+            .unwrap_or(CpuAttribution::Class);
+        let (total_cpu_seconds, total_cpu_us_per_tran) = match (&shared, &client, &server) {
+            (Some(s), _, _) => (Some(s.cpu_seconds), s.cpu_us_per_tran),
+            (None, Some(c), Some(s)) => (
+                Some(c.cpu_seconds + s.cpu_seconds),
+                c.cpu_us_per_tran.zip(s.cpu_us_per_tran).map(|(a, b)| a + b),
+            ),
+            _ => (None, None),
+        };
+        // One side the class's, the other the mix's: their sum is neither's.
+        let sides_differ =
+            matches!((&client, &server), (Some(c), Some(s)) if c.attribution != s.attribution);
+        let total_cpu_seconds = total_cpu_seconds.filter(|_| !sides_differ);
+        CpuFigures {
+            separable: shared.is_none(),
+            client,
+            server,
+            shared,
+            total_cpu_seconds,
+            total_cpu_us_per_tran,
+            attribution,
+        }
+    }
+
+    /// What one class of a mix on shared worker threads shows: the mix's
+    /// CPU-seconds and utilisation, marked `mix`, without the per-transaction
+    /// and per-MiB figures, which would charge the whole mix's CPU to this
+    /// class's transactions (see [`CpuAttribution`]).
+    pub fn mix_share(&self) -> CpuFigures {
+        let side = |s: &Option<SideCpu>| {
+            s.clone().map(|s| SideCpu {
+                cpu_us_per_tran: None,
+                cpu_us_per_mb: None,
+                process_cpu_us_per_tran: None,
+                attribution: CpuAttribution::Mix,
+                ..s
+            })
+        };
+        CpuFigures {
+            client: side(&self.client),
+            server: side(&self.server),
+            shared: side(&self.shared),
+            total_cpu_us_per_tran: None,
+            attribution: CpuAttribution::Mix,
+            ..self.clone()
+        }
+    }
+}
+
 /// Whose CPU a class's figures measure.
 ///
 /// CPU is measured per CPU set (and per process), not per connection: in a
@@ -387,7 +486,7 @@ pub struct CpuFigures {
 /// its own; otherwise they are `Mix`: `cpu_seconds` and `util_pct` are the
 /// whole mix's, and the per-transaction and per-MB figures are `None` —
 /// the mix's own per-transaction CPU is over all its classes' transactions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CpuAttribution {
     /// The figures are this class's alone.
@@ -398,7 +497,7 @@ pub enum CpuAttribution {
 }
 
 /// The CPU of a whole mix, all its classes together.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct MixCpu {
     /// The mix in canonical notation, as its classes' `workload`.
     pub workload: String,
@@ -412,7 +511,7 @@ pub struct MixCpu {
 }
 
 /// Memory of one side at the steady state (sampled inside the window).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SideMemory {
     /// Resident set size of the side's processes at the steady state, bytes.
     pub rss_bytes: u64,
@@ -477,7 +576,7 @@ pub struct SideMemory {
 /// `INET_DIAG_SKMEMINFO` / `UNIX_DIAG_MEMINFO`, the `SK_MEMINFO_*` array)
 /// over a set of sockets. Limits (`rcvbuf`, `sndbuf`) are summed too, as
 /// what the sockets may grow to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SkMemInfo {
     /// Receive queue (`SK_MEMINFO_RMEM_ALLOC`), bytes.
     pub rmem_alloc_bytes: u64,
@@ -499,19 +598,38 @@ pub struct SkMemInfo {
     pub drops: u64,
 }
 
+impl SkMemInfo {
+    /// Adds one socket's counters.
+    pub fn add(&mut self, o: &SkMemInfo) {
+        self.rmem_alloc_bytes += o.rmem_alloc_bytes;
+        self.rcvbuf_bytes += o.rcvbuf_bytes;
+        self.wmem_alloc_bytes += o.wmem_alloc_bytes;
+        self.sndbuf_bytes += o.sndbuf_bytes;
+        self.fwd_alloc_bytes += o.fwd_alloc_bytes;
+        self.wmem_queued_bytes += o.wmem_queued_bytes;
+        self.optmem_bytes += o.optmem_bytes;
+        self.backlog_bytes += o.backlog_bytes;
+        self.drops += o.drops;
+    }
+}
+
 /// Memory of both sides for one class.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryFigures {
+    /// The driver's side; `None` when not measured.
     pub client: Option<SideMemory>,
+    /// The responder's side, measured by the responder; `None` when it did not report.
     pub server: Option<SideMemory>,
 }
 
 /// A confidence interval of a mean.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ConfidenceInterval {
     /// Two-sided confidence level, percent (e.g. 99).
     pub level_pct: f64,
+    /// Lower end, in the measure's unit.
     pub low: f64,
+    /// Upper end, in the measure's unit.
     pub high: f64,
     /// Full width (`high - low`) as a percentage of the mean (netperf's
     /// criterion compares this with the requested width); `None` when the
@@ -520,10 +638,11 @@ pub struct ConfidenceInterval {
 }
 
 /// Mean, spread and confidence of one measure over repetitions.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct MeasureSummary {
     /// Repetitions that had a value for the measure.
     pub n: u32,
+    /// Mean over the repetitions, in the measure's unit.
     pub mean: f64,
     /// Sample standard deviation (n − 1); `None` for one value.
     pub stdev: Option<f64>,
@@ -532,15 +651,18 @@ pub struct MeasureSummary {
 }
 
 /// The values one repetition produced.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct RepetitionValues {
+    /// The repetition's rate, transactions per second.
     pub rate_tps: f64,
+    /// The driver's CPU per transaction, µs.
     pub client_cpu_us_per_tran: Option<f64>,
+    /// The responder's CPU per transaction, µs.
     pub server_cpu_us_per_tran: Option<f64>,
 }
 
 /// Repetitions of one class (netperf `-i max,min -I level,width`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Repetitions {
     /// Each repetition's values, in run order.
     pub runs: Vec<RepetitionValues>,
@@ -549,8 +671,11 @@ pub struct Repetitions {
     pub target_width_pct: Option<f64>,
     /// Whether every measure's interval met `target_width_pct`; `None` without a target.
     pub reached: Option<bool>,
+    /// Rate over the repetitions, transactions per second.
     pub rate_tps: MeasureSummary,
+    /// The driver's CPU per transaction over the repetitions, µs.
     pub client_cpu_us_per_tran: Option<MeasureSummary>,
+    /// The responder's CPU per transaction over the repetitions, µs.
     pub server_cpu_us_per_tran: Option<MeasureSummary>,
 }
 

@@ -2,13 +2,14 @@
 //! was asked for), the handshakes and their CPU, key updates, and — with
 //! `tls_mode ktls` — the kernel's part ([`super::KtlsFigures`]).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{KtlsFigures, LatencyUs};
 
 /// What a class's TLS connections negotiated, as OpenSSL reported it on the
 /// driver's side, and its handshakes in the window.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct TlsFigures {
     /// Protocol version, e.g. "1.2".
     pub version: String,
@@ -19,6 +20,7 @@ pub struct TlsFigures {
     /// Connections whose handshake was full ("long") or abbreviated
     /// ("short", a resumed session), completed in the window.
     pub full_handshakes: u64,
+    /// Abbreviated (resumed-session) handshakes completed in the window.
     pub resumed_handshakes: u64,
     /// From connect to the handshake's end, apart from transaction latency;
     /// `None` (null) when no handshake completed in the window (an RR run's
@@ -48,11 +50,15 @@ pub struct TlsFigures {
 /// also where none of that kind completed in the window: its figure would
 /// then come only from handshakes outside it (an RR run's set-up, where the
 /// first carries OpenSSL's one-time initialisation: 55,752 µs was seen).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct HandshakeCpuUs {
+    /// The driver's full handshakes, µs each.
     pub client_full: Option<f64>,
+    /// The driver's resumed handshakes, µs each.
     pub client_resumed: Option<f64>,
+    /// The responder's full handshakes, µs each.
     pub server_full: Option<f64>,
+    /// The responder's resumed handshakes, µs each.
     pub server_resumed: Option<f64>,
 }
 

@@ -2,10 +2,11 @@
 //! layer went to the kernel, and the deltas of the kernel's kTLS counters
 //! (`/proc/net/tls_stat`, one file per network namespace) over the run.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The kTLS evidence of one class (`tls.ktls`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct KtlsFigures {
     /// The driver's connections of the class that handed their record layer
     /// to the kernel, over the run (warm-up included).
@@ -26,13 +27,15 @@ pub struct KtlsFigures {
 /// Deltas of `/proc/net/tls_stat` counters. The `*_sw`/`*_device` counters
 /// count sockets (one per direction set up), not records: a ktls
 /// connection adds 1 to `tx_sw` and 1 to `rx_sw` on its side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct KtlsCounters {
     /// TlsTxSw / TlsRxSw: sockets given software kTLS for sending / receiving.
     pub tx_sw: u64,
+    /// TlsRxSw: sockets given software kTLS for receiving.
     pub rx_sw: u64,
     /// TlsTxDevice / TlsRxDevice: the same, offloaded to the NIC.
     pub tx_device: u64,
+    /// TlsRxDevice: sockets whose receive kTLS the NIC does.
     pub rx_device: u64,
     /// TlsDecryptError: records that failed to decrypt (authentication).
     pub decrypt_errors: u64,

@@ -6,13 +6,14 @@
 //! report refuse performance verdicts on them. Serde defaults throughout, so
 //! environments stored before guests existed (no `guest` at all) still read.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The note printed under a comparison whose runs were emulated.
 pub const EMULATED_NOTE: &str = "measured in a TCG-emulated guest: functional only, no performance verdict; use a KVM guest or the host kernel";
 
 /// The guest part of a run's environment.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct GuestEnvironment {
     /// The kernel booted: a Debian package name (a pattern setting's newest match) or a path.

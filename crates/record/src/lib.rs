@@ -1,0 +1,23 @@
+//! The result contract (hyperfine's `BenchmarkResult`, fio's terse version):
+//! the run record every `stackbench run` writes, the environment stored
+//! beside it (host, lab, guest), and the migrations that read older records.
+//! Serializable types and the pure helpers that belong to them only: the
+//! measurement that fills them in lives in `stackbench-metrics`, the store
+//! and reports that read them in `stackbench-results`.
+//!
+//! Every reader decodes with [`record_from_json`], which refuses a record
+//! from a newer stackbench and migrates an older one; [`flat`] turns records
+//! into the one-row-per-class table scripts read instead of the JSON.
+
+pub mod env;
+pub mod flat;
+pub mod guest;
+pub mod lab;
+pub mod migrate;
+pub mod reference;
+pub mod run;
+
+pub use env::{Environment, InterfaceInfo};
+pub use guest::{GuestEnvironment, EMULATED_NOTE};
+pub use lab::{LabEnvironment, LabInterface, LabIpsec, LabNetem, LabSa};
+pub use run::*;
