@@ -16,7 +16,7 @@ use stackbench_results::study::{
 use stackbench_results::study_summary::{study_summary, StepRun};
 
 use crate::setting_flags::SettingFlags;
-use crate::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
+use stackbench_runner::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
 
 /// Steps `--dry-run` lists in full; a longer plan lists its first
 /// [`LISTED_HEAD`] steps and a summary (a 256,000-step plan printed
@@ -187,7 +187,7 @@ pub fn run(
             if let Some(store) = store.as_mut() {
                 let mut labels = extra.clone();
                 labels.extend(step.labels.clone());
-                let env = crate::session::environment_of(record);
+                let env = stackbench_runner::environment_of(record);
                 let id = store.save(record, &labels, &env)?;
                 stored += 1;
                 run_id = Some(id);

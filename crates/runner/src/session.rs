@@ -1,220 +1,33 @@
-//! One measurement session: place the sides on CPUs, start the responder
-//! process unless a target is given, run every workload (with repetitions),
-//! collect warnings, and return the record. Shared by `run` and `study`.
+//! The runner: executes resolved plans ([`RunPlan`]) and returns their
+//! records. Places the driver on its CPUs, checks what cannot work before a
+//! responder starts, starts the responder process (or reaches the target),
+//! runs every workload with its repetitions, collects the warnings and builds
+//! the record. Consecutive plans that need the same responder reuse it.
+//! A plan on another kernel runs whole in a guest ([`crate::guest_step`]);
+//! a plan across a lab runs the driver in host A's namespace
+//! ([`crate::lab_run`]).
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use stackbench_engine::affinity::{current_cpus, format_cpu_list, pin_current_thread};
-use stackbench_engine::{limits, sockopt, transport, ControlClient, PacingConfig, RunConfig};
+use stackbench_engine::affinity::{format_cpu_list, pin_current_thread};
+use stackbench_engine::{limits, transport, ControlClient, RunConfig};
 use stackbench_metrics::record::CpuAttribution;
-use stackbench_metrics::stats::Iterations;
-use stackbench_metrics::{MixCpu, RunRecord, SCHEMA_VERSION};
-use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text, TlsMode};
-use stackbench_model::{TlsParams, Transport, Workload};
+use stackbench_metrics::warnings::Warning;
+use stackbench_metrics::{MixCpu, RunRecord, WarningRecord, SCHEMA_VERSION};
+use stackbench_model::settings::{CpuList, RunSettings, Text};
+use stackbench_model::Workload;
 use stackbench_results::env::Environment;
-use stackbench_results::store::{Labels, Store};
 use stackbench_results::study::StudyStep;
 
-use crate::exit::usage;
+use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
+use crate::observe::Observer;
+use crate::plan::{pacing_config, resolve, session_key, tls_params, RunPlan};
 use crate::spawn::SpawnedResponder;
 use crate::{quality, repeat};
-
-/// Set by Ctrl-C; the run ends early and prints what it measured.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Everything a session needs, resolved and immutable.
-#[derive(Debug, Clone)]
-pub struct RunPlan {
-    pub workloads: Vec<Workload>,
-    /// Every setting, with the run-time defaults filled in (see [`resolve`]).
-    pub settings: RunSettings,
-    pub iterations: Iterations,
-    /// Print the placement line on stderr.
-    pub announce: bool,
-    /// The lab the run crosses (`lab`, `lab_from`, `lab_to`), resolved.
-    pub lab: Option<LabRun>,
-}
-
-/// What the driver runs with: CPUs, threads and the window of the settings.
-impl RunPlan {
-    fn threads(&self) -> usize {
-        self.settings.threads.unwrap_or(1) as usize
-    }
-
-    fn cpus(list: &Option<CpuList>) -> Vec<usize> {
-        list.as_ref().map(|c| c.0.clone()).unwrap_or_default()
-    }
-}
-
-/// Fills in the default window and warm-up (see [`resolve`]); also what a
-/// study's time estimate counts per step.
-pub fn fill_window(s: &mut RunSettings, default_study: bool) {
-    let secs = |n| Some(Secs(Duration::from_secs(n)));
-    let counted = s.transactions.is_some();
-    if s.duration.is_none() && !counted {
-        s.duration = secs(if default_study { 5 } else { 10 });
-    }
-    if s.warmup.is_none() {
-        s.warmup = Some(Secs(match (counted, default_study) {
-            (true, _) => Duration::ZERO,
-            (false, true) => Duration::from_secs(1),
-            (false, false) => Duration::from_secs(2),
-        }));
-    }
-}
-
-/// The one place run-time defaults are decided, for `run` and `study` alike:
-/// the window (10 s, 5 s for the default study, none when count-bounded), the
-/// warm-up (2 s, 1 s for the default study, 0 when count-bounded), placement
-/// (disjoint CPU halves), threads (one per CPU of the side), repetitions and
-/// the seed of think-time and arrival draws (random, stored so that the run
-/// can be repeated with `--seed`). Settings that exclude each other are
-/// refused here, whatever their source.
-pub fn resolve(
-    mut s: RunSettings,
-    workloads: Vec<Workload>,
-    default_study: bool,
-    announce: bool,
-) -> anyhow::Result<RunPlan> {
-    fill_window(&mut s, default_study);
-    if s.ipv6 && s.target.is_some() {
-        return usage("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
-    }
-    s.check_combination()
-        .or_else(|e| usage(format!("{}: {}", e.name, e.message)))?;
-    check_pacing(&s, &workloads)?;
-    sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(usage)?;
-    if let Some(p) = tls_params(&s).or_else(usage)? {
-        transport::tls_acct::check_rekey(p.version, s.rekey.0, &workloads).or_else(usage)?;
-        // Stored resolved: the version the cipher implies, or 1.3.
-        s.tls_version = Some(p.version);
-    }
-    s.seed = s.seed.or_else(|| Some(random_seed()));
-    let iterations = iterations(&s)?;
-    if s.kernel.is_guest() {
-        return guest_plan(s, workloads, iterations, announce);
-    }
-    let lab = crate::lab_run::resolve(&mut s)?;
-    let remote = s.target.is_some();
-    let place = placement(
-        s.client_cpus.take().map(|c| c.0),
-        s.server_cpus.take().map(|c| c.0),
-        remote,
-    )?;
-    s.threads = s.threads.or(Some(place.client.len().max(1) as u32));
-    if !remote {
-        s.server_threads = s.server_threads.or(Some(place.server.len().max(1) as u32));
-    }
-    s.client_cpus = (!place.client.is_empty()).then_some(CpuList(place.client));
-    s.server_cpus = (!place.server.is_empty()).then_some(CpuList(place.server));
-    Ok(RunPlan {
-        workloads,
-        settings: s,
-        iterations,
-        announce,
-        lab,
-    })
-}
-
-/// Pacing settings that contradict each other or apply to nothing.
-fn check_pacing(s: &RunSettings, workloads: &[Workload]) -> anyhow::Result<()> {
-    if s.think.is_some() && s.rate.is_some() {
-        return usage(
-            "think and rate exclude each other: a class is paced by a think time or by an \
-             offered rate; give one, or pace classes apart in the notation (RR8K(100B/800B)@30s+RR10(1kB/1kB)@5000/s)",
-        );
-    }
-    let open_class = workloads
-        .iter()
-        .flat_map(|w| &w.classes)
-        .any(|c| matches!(c.pacing, Some(stackbench_model::Pacing::Rate(_))));
-    if s.arrivals != stackbench_model::Arrivals::Constant && s.rate.is_none() && !open_class {
-        return usage(
-            "arrivals applies to open-loop classes: give --rate (e.g. --rate 5000/s) or a class \
-             rate such as RR10(1kB/1kB)@5000/s",
-        );
-    }
-    Ok(())
-}
-
-/// A fresh seed (32 bits, easy to retype) from the standard library's
-/// per-process random hasher keys.
-fn random_seed() -> u64 {
-    use std::hash::BuildHasher;
-    std::collections::hash_map::RandomState::new().hash_one(SystemTime::now()) & 0xFFFF_FFFF
-}
-
-/// The run-level pacing settings the engine needs.
-pub fn pacing_config(s: &RunSettings) -> PacingConfig {
-    PacingConfig {
-        think: s.think,
-        rate: s.rate,
-        arrivals: s.arrivals,
-        ramp: s.ramp,
-        seed: s.seed.unwrap_or(0),
-    }
-}
-
-/// The repetition controller of `repeat`, `confidence` and `iterations`.
-fn iterations(s: &RunSettings) -> anyhow::Result<Iterations> {
-    let it = match (s.repeat, s.confidence, s.iterations) {
-        (Some(_), Some(_), _) => {
-            return usage("repeat and confidence exclude each other: use one");
-        }
-        (_, None, Some(_)) => {
-            return usage("iterations needs confidence LEVEL,WIDTH, e.g. --confidence 99,5");
-        }
-        (repeat, None, None) => Iterations::repeat(repeat.unwrap_or(1)),
-        (_, Some(c), bounds) => {
-            let b = bounds.unwrap_or(IterationBounds { min: 3, max: 30 });
-            Iterations::confidence(c.level_pct, c.width_pct, b.min, b.max)
-        }
-    };
-    it.or_else(|e| usage(format!("repetitions: {e}")))
-}
-
-/// Where each side runs.
-pub struct Placement {
-    pub client: Vec<usize>,
-    pub server: Vec<usize>,
-}
-
-/// Default placement: with two or more CPUs, disjoint halves (netperf
-/// `-T 0,1` on a 2-CPU machine); with one, both sides share it, which the CPU
-/// accounting warns about. Against a remote target only the driver is placed.
-pub fn placement(
-    client: Option<Vec<usize>>,
-    server: Option<Vec<usize>>,
-    remote: bool,
-) -> anyhow::Result<Placement> {
-    if remote {
-        return Ok(Placement {
-            client: client.unwrap_or_default(),
-            server: Vec::new(),
-        });
-    }
-    // The CPUs the process was started with: later steps of a study run after
-    // the main thread has been pinned to the driver's set.
-    static AVAILABLE: OnceLock<Vec<usize>> = OnceLock::new();
-    let available = AVAILABLE
-        .get_or_init(|| current_cpus().unwrap_or_default())
-        .clone();
-    if available.is_empty() {
-        anyhow::bail!("cannot read this process's CPU affinity");
-    }
-    let (lo, hi) = match available.len() {
-        0 | 1 => (available.clone(), available.clone()),
-        n => (available[..n / 2].to_vec(), available[n / 2..].to_vec()),
-    };
-    Ok(Placement {
-        client: client.unwrap_or(lo),
-        server: server.unwrap_or(hi),
-    })
-}
 
 /// An open responder and control connection, with the run-level warnings
 /// measured when it was opened (the 1 s idle baseline among them).
@@ -226,32 +39,65 @@ struct Session {
     target: String,
     spawned: bool,
     control: ControlClient,
-    warnings: Vec<stackbench_metrics::WarningRecord>,
+    warnings: Vec<WarningRecord>,
     /// The idle baseline's busy % of the driver's CPUs when it showed
     /// background load ([`quality::RunChecks`]).
     driver_background_pct: Option<f64>,
 }
 
-/// The sessions of one command: consecutive plans that need the same responder
-/// and CPUs (the points of a `--sweep`, the steps of `--find-max-rate` or of a
-/// study) share one responder process, control connection and idle baseline
-/// instead of paying for them per run.
-#[derive(Default)]
-pub struct Sessions {
+/// Runs the plans of one command. Consecutive plans that need the same
+/// responder and CPUs (the points of a `--sweep`, the steps of
+/// `--find-max-rate` or of a study) share one responder process, control
+/// connection and idle baseline instead of paying for them per run.
+pub struct Runner<'a> {
     open: Option<Session>,
+    observer: &'a mut dyn Observer,
+    /// Set from outside (the binary's Ctrl-C handler): the run in progress
+    /// ends early and its record says what it measured.
+    stop: &'a AtomicBool,
+    /// The program started as the responder (`PROGRAM serve …`).
+    responder_program: Option<PathBuf>,
 }
 
-impl Sessions {
-    /// Runs the plan and returns its record (complete or not).
-    pub fn execute(&mut self, plan: &RunPlan) -> anyhow::Result<RunRecord> {
+impl<'a> Runner<'a> {
+    /// A runner that reports to `observer` and ends a run when `stop` is set.
+    /// The responder it starts (when a plan gives no target) is this
+    /// process's own executable run as `serve`: the stackbench binary.
+    pub fn new(observer: &'a mut dyn Observer, stop: &'a AtomicBool) -> Runner<'a> {
+        Runner {
+            open: None,
+            observer,
+            stop,
+            responder_program: None,
+        }
+    }
+
+    /// Starts `program serve …` as the responder instead of this process's
+    /// executable (for a library user whose executable is not stackbench).
+    pub fn with_responder_program(mut self, program: PathBuf) -> Runner<'a> {
+        self.responder_program = Some(program);
+        self
+    }
+
+    /// The observer the runner reports to (for what is built on it:
+    /// sweeps and the search announce their steps through it).
+    pub fn observer(&mut self) -> &mut dyn Observer {
+        &mut *self.observer
+    }
+
+    /// Runs the plan and returns its record, complete or not: a run that
+    /// ends early (a lost responder, `stop`) is a record with
+    /// `complete = false` holding what was measured; an error means nothing
+    /// was measured.
+    pub fn execute(&mut self, plan: &RunPlan) -> Result<RunRecord, RunError> {
         if plan.settings.kernel.is_guest() {
             self.open = None; // the guest starts its own responder
-            return crate::guest_step::execute(plan);
+            return crate::guest_step::execute(plan, &mut *self.observer);
         }
         let s = &plan.settings;
         let client_cpus = RunPlan::cpus(&s.client_cpus);
         if !client_cpus.is_empty() {
-            pin_current_thread(&client_cpus).or_else(|e| usage(format!("--client-cpus: {e}")))?;
+            pin_current_thread(&client_cpus).or_else(|e| input(format!("--client-cpus: {e}")))?;
         }
         preflight(plan)?;
         if let Some(lab) = &plan.lab {
@@ -260,26 +106,37 @@ impl Sessions {
         let key = session_key(s);
         if self.open.as_ref().is_none_or(|o| o.key != key) {
             self.open = None; // the old responder stops before a new one starts
-            self.open = Some(open_session(plan, key)?);
+            let opened = open_session(
+                plan,
+                key,
+                self.responder_program.as_deref(),
+                &mut *self.observer,
+            )?;
+            self.open = Some(opened);
         }
         let session = self.open.as_mut().expect("opened above");
         let mut record = new_record(plan, &session.control, &session.target, session.spawned);
+        let obs = &mut *self.observer;
         if let Some(w) = quality::transport_options(&mut record.settings) {
-            record.warnings.push(quality::report(&w, None));
+            warn(obs, &mut record, &w, None);
         }
         let configs: Vec<RunConfig> = plan.workloads.iter().map(|w| run_config(plan, w)).collect();
         if let Some(w) = quality::io_fallback(&mut record.settings, &configs) {
-            record.warnings.push(quality::report(&w, None));
+            warn(obs, &mut record, &w, None);
         }
         record.warnings.extend(session.warnings.iter().cloned());
+        let stop = self.stop;
         match &plan.lab {
-            None => run_workloads(plan, session, &mut record),
+            None => run_workloads(plan, session, &mut record, obs, stop),
             Some(lab) => {
                 let before = lab.read();
                 // The driver's threads are made in host A's namespace.
-                lab.in_from(|| run_workloads(plan, session, &mut record))?;
-                let (env, warning) = lab.environment(before, lab.read());
-                record.warnings.extend(warning);
+                lab.in_from(|| run_workloads(plan, session, &mut record, &mut *obs, stop))?;
+                let (env, warnings) = lab.environment(before, lab.read());
+                for w in &warnings {
+                    obs.warning(w);
+                }
+                record.warnings.extend(warnings);
                 record.lab = Some(env);
             }
         }
@@ -291,7 +148,7 @@ impl Sessions {
 
     /// Measures one step of a study: its workload with the study's settings
     /// overlaid by the variant's and the sweep point's, resolved as `run` does.
-    pub fn study_step(&mut self, step: &StudyStep) -> anyhow::Result<RunRecord> {
+    pub fn study_step(&mut self, step: &StudyStep) -> Result<RunRecord, RunError> {
         let plan = resolve(
             step.settings.clone(),
             vec![step.workload.clone()],
@@ -302,65 +159,16 @@ impl Sessions {
     }
 }
 
-/// A step on another kernel: what depends on the machine (placement,
-/// threads, the lab's namespaces, the kernel's features) is resolved by the
-/// guest, which runs the step whole ([`crate::guest_step`]); here only what
-/// the files name is checked, so a typo costs no boot.
-fn guest_plan(
-    s: RunSettings,
-    workloads: Vec<Workload>,
-    iterations: Iterations,
-    announce: bool,
-) -> anyhow::Result<RunPlan> {
-    if s.target.is_some() {
-        return usage(
-            "kernel and target exclude each other: a step on another kernel runs whole in \
-             its guest (driver and responder); drop target, or kernel",
-        );
-    }
-    for (name, path) in [("lab", &s.lab), ("cert", &s.cert), ("key", &s.key)] {
-        if let Some(Text(p)) = path {
-            if !std::path::Path::new(p).is_file() {
-                return usage(format!(
-                    "{name} {p}: no such file (with kernel, it is copied into the guest)"
-                ));
-            }
-        }
-    }
-    Ok(RunPlan {
-        workloads,
-        settings: s,
-        iterations,
-        announce,
-        lab: None,
-    })
-}
-
-/// The settings that decide the responder process and the CPUs measured.
-pub fn session_key(s: &RunSettings) -> String {
-    [
-        "target",
-        "lab",
-        "lab_from",
-        "lab_to",
-        "ipv6",
-        "server_cpus",
-        "server_threads",
-        "client_cpus",
-    ]
-    .iter()
-    .map(|k| s.text_of(k).unwrap_or_default())
-    .collect::<Vec<_>>()
-    .join(" ")
-}
-
 /// Starts (or reaches) the responder, connects the control channel and takes
 /// the run-level warnings (shared CPUs, governors, the idle baseline).
-fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
-    // A second installation (a study's later steps) fails harmlessly.
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
-    let (spawned, target) = start_responder(&plan.settings, plan.lab.as_ref())?;
-    let connect = || ControlClient::connect(&target).or_else(|e| usage(e.to_string()));
+fn open_session(
+    plan: &RunPlan,
+    key: String,
+    program: Option<&std::path::Path>,
+    obs: &mut dyn Observer,
+) -> Result<Session, RunError> {
+    let (spawned, target) = start_responder(&plan.settings, plan.lab.as_ref(), program)?;
+    let connect = || ControlClient::connect(&target).or_else(|e| input(e.to_string()));
     let control = match &plan.lab {
         None => connect()?,
         Some(lab) => lab.in_from(connect)??, // the control socket is A's
@@ -371,21 +179,20 @@ fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
         RunPlan::cpus(&record.settings.server_cpus),
     );
     if plan.announce {
-        eprintln!(
-            "stackbench: driver on CPUs {} ({} threads), responder {target} on CPUs {}",
+        obs.note(&format!(
+            "driver on CPUs {} ({} threads), responder {target} on CPUs {}",
             cpu_text(&client),
             plan.threads(),
             cpu_text(&server)
-        );
+        ));
     }
     // A lab's hosts are namespaces of this machine: both sides share its CPUs.
     let same_host = plan.lab.is_some() || control.target().ip().is_loopback();
     let checks = quality::run_warnings(&client, &server, same_host);
-    let warnings = checks
-        .warnings
-        .iter()
-        .map(|w| quality::report(w, None))
-        .collect();
+    let warnings: Vec<WarningRecord> = checks.warnings.iter().map(|w| w.to_record(None)).collect();
+    for w in &warnings {
+        obs.warning(w);
+    }
     Ok(Session {
         key,
         spawned: spawned.is_some(),
@@ -397,65 +204,10 @@ fn open_session(plan: &RunPlan, key: String) -> anyhow::Result<Session> {
     })
 }
 
-/// The TLS parameters of a `tls` run; a cipher of the other version, or TLS
-/// settings without `--transport tls`, is refused with the valid choices.
-fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
-    let given = s.tls_version.is_some()
-        || s.cipher.is_some()
-        || s.groups.is_some()
-        || s.cert.is_some()
-        || s.key.is_some()
-        || s.resume_ratio.0 > 0.0
-        || s.rekey.0 > 0
-        || s.tls_mode != TlsMode::Inline;
-    if s.transport != Transport::Tls {
-        if given {
-            return Err(format!(
-                "tls_version, cipher, groups, cert, key, resume_ratio, rekey and tls_mode apply to transport tls, not {}: \
-                 add --transport tls or drop them",
-                s.transport.name()
-            ));
-        }
-        return Ok(None);
-    }
-    TlsParams::resolve(
-        s.tls_version,
-        s.cipher,
-        s.groups.as_ref(),
-        s.cert_type,
-        s.cert.as_ref().map(|t| t.0.clone()),
-        s.key.as_ref().map(|t| t.0.clone()),
-    )
-    .and_then(|p| {
-        if s.rekey.0 > 0 && s.tls_mode == TlsMode::Sidecar {
-            // The proxies would re-key, but their reports carry no counts:
-            // a stored `rekeys` of 0 would be wrong.
-            return Err(
-                "rekey with tls_mode sidecar: the proxies' key updates are not \
-                        counted yet: use --tls-mode inline or drop --rekey"
-                    .to_string(),
-            );
-        }
-        let p = TlsParams {
-            resume_ratio: s.resume_ratio.0,
-            mode: s.tls_mode,
-            rekey_bytes: s.rekey.0,
-            ..p
-        };
-        // What the kernel's TLS cannot carry first, then whether it exists.
-        transport::ktls::check(&p)?;
-        if p.mode == TlsMode::Ktls && !s.kernel.is_guest() {
-            // A guest's kernel is probed in the guest.
-            transport::ktls::ktls_available()?;
-        }
-        Ok(Some(p))
-    })
-}
-
 /// Refuses, before a responder is started, what cannot work: a transport the
 /// target or this kernel cannot carry (unix to another host, mptcp without
 /// MPTCP), or more connections than the file-descriptor limit allows.
-fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
+fn preflight(plan: &RunPlan) -> Result<(), RunError> {
     let s = &plan.settings;
     let target = match (&plan.lab, &s.target) {
         (Some(lab), _) => Some(SocketAddr::new(lab.responder_ip, 0)),
@@ -465,10 +217,10 @@ fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
         (None, None) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
     };
     if let Some(addr) = target {
-        transport::check_usable(s.transport, addr).or_else(usage)?;
+        transport::check_usable(s.transport, addr).or_else(input)?;
     }
     let most = plan.workloads.iter().map(Workload::total_clients).max();
-    limits::reserve_fds(most.unwrap_or(0)).or_else(usage)?;
+    limits::reserve_fds(most.unwrap_or(0)).or_else(input)?;
     Ok(())
 }
 
@@ -478,7 +230,8 @@ fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
 fn start_responder(
     s: &RunSettings,
     lab: Option<&LabRun>,
-) -> anyhow::Result<(Option<SpawnedResponder>, String)> {
+    program: Option<&std::path::Path>,
+) -> Result<(Option<SpawnedResponder>, String), RunError> {
     if let Some(t) = &s.target {
         return Ok((None, t.0.clone()));
     }
@@ -495,6 +248,7 @@ fn start_responder(
         &RunPlan::cpus(&s.server_cpus),
         s.server_threads.unwrap_or(1) as usize,
         netns.as_deref(),
+        program,
     )?;
     let addr = spawned.addr.clone();
     Ok((Some(spawned), addr))
@@ -528,14 +282,20 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
 
 /// Runs every workload (with its repetitions) into `record`, with each
 /// class's warnings; stops at the first incomplete one.
-fn run_workloads(plan: &RunPlan, session: &mut Session, record: &mut RunRecord) {
+fn run_workloads(
+    plan: &RunPlan,
+    session: &mut Session,
+    record: &mut RunRecord,
+    obs: &mut dyn Observer,
+    stop: &AtomicBool,
+) {
     for workload in &plan.workloads {
         let cfg = RunConfig {
             // The effective backend (`quality::io_fallback`), for every workload.
             io: record.settings.io,
             ..run_config(plan, workload)
         };
-        let outcome = repeat::run_repeated(&mut session.control, &cfg, &plan.iterations, &STOP);
+        let outcome = repeat::run_repeated(&mut session.control, &cfg, &plan.iterations, stop, obs);
         let mix_name = workload.to_string();
         let mut said_for_mix: Vec<(&'static str, String)> = Vec::new();
         for class in &outcome.classes {
@@ -552,13 +312,11 @@ fn run_workloads(plan: &RunPlan, session: &mut Session, record: &mut RunRecord) 
                     let key = (w.code(), w.to_string());
                     if !said_for_mix.contains(&key) {
                         said_for_mix.push(key);
-                        record.warnings.push(quality::report(&w, Some(&mix_name)));
+                        warn(obs, record, &w, Some(&mix_name));
                     }
                     continue;
                 }
-                record
-                    .warnings
-                    .push(quality::report(&w, Some(&class.notation)));
+                warn(obs, record, &w, Some(&class.notation));
             }
         }
         if let Some(cpu) = outcome.mix_cpu {
@@ -576,7 +334,7 @@ fn run_workloads(plan: &RunPlan, session: &mut Session, record: &mut RunRecord) 
                     )
                 });
             if let Some(w) = saturated {
-                record.warnings.push(quality::report(&w, None));
+                warn(obs, record, &w, None);
             }
             record.mix_cpu.push(MixCpu {
                 workload: workload.to_string(),
@@ -619,14 +377,11 @@ fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bo
     }
 }
 
-/// Saves a record with its environment. A store failure is reported, never
-/// allowed to lose the measurement, which is still printed.
-pub fn store_record(store: &mut Store, record: &RunRecord, labels: &Labels) {
-    let env = environment_of(record);
-    match store.save(record, labels, &env) {
-        Ok(id) => eprintln!("stackbench: stored as run {id}"),
-        Err(e) => eprintln!("stackbench: warning: the run was not stored: {e}"),
-    }
+/// Stores a warning in the record and shows it to the observer.
+fn warn(obs: &mut dyn Observer, record: &mut RunRecord, w: &Warning, class: Option<&str>) {
+    let w = w.to_record(class);
+    obs.warning(&w);
+    record.warnings.push(w);
 }
 
 fn cpu_text(cpus: &[usize]) -> String {
@@ -642,7 +397,7 @@ fn cpu_text(cpus: &[usize]) -> String {
 pub fn environment_of(record: &RunRecord) -> Environment {
     if let Some(env) = record.environment.as_ref() {
         if let Ok(env) = serde_json::from_value::<Environment>(env.clone()) {
-            return env; // measured in a guest (crate::guest_step)
+            return env; // measured in a guest (`crate::guest_step`)
         }
     }
     let s = &record.settings;
