@@ -314,3 +314,115 @@ pub(crate) fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         Ok(Some(p))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(pairs: &[(&str, &str)]) -> RunSettings {
+        let mut s = RunSettings::default();
+        for (name, value) in pairs {
+            s.set(name, value).unwrap();
+        }
+        s
+    }
+
+    fn refused(pairs: &[(&str, &str)], workload: &str) -> String {
+        let w = vec![workload.parse().unwrap()];
+        match resolve(settings(pairs), w, false, false) {
+            Err(RunError::Input(m)) => m,
+            other => panic!("expected an input error, got {other:?}"),
+        }
+    }
+
+    /// A remote target needs no CPU affinity read; the window defaults and
+    /// the seed are decided here once and stored.
+    #[test]
+    fn resolution_decides_the_window_warm_up_and_seed() {
+        let remote = [("target", "192.0.2.1:12870")];
+        let w = || vec!["RR1(1B/1B)".parse().unwrap()];
+        let run = resolve(settings(&remote), w(), false, false).unwrap();
+        let secs = |d: Option<Secs>| d.map(|d| d.0.as_secs());
+        assert_eq!(secs(run.settings.duration), Some(10));
+        assert_eq!(secs(run.settings.warmup), Some(2));
+        assert!(run.settings.seed.is_some());
+        assert_eq!(
+            run.settings.server_threads, None,
+            "a remote responder says its own"
+        );
+        assert_eq!(run.iterations.max, 1);
+        let study = resolve(settings(&remote), w(), true, false).unwrap();
+        assert_eq!(secs(study.settings.duration), Some(5));
+        assert_eq!(secs(study.settings.warmup), Some(1));
+        let counted = [("target", "192.0.2.1:12870"), ("transactions", "100")];
+        let counted = resolve(settings(&counted), w(), false, false).unwrap();
+        assert_eq!(counted.settings.duration, None);
+        assert_eq!(secs(counted.settings.warmup), Some(0));
+        let seeded = [("target", "192.0.2.1:12870"), ("seed", "7")];
+        assert_eq!(
+            resolve(settings(&seeded), w(), false, false)
+                .unwrap()
+                .settings
+                .seed,
+            Some(7)
+        );
+    }
+
+    #[test]
+    fn settings_that_exclude_each_other_are_refused_with_the_fix() {
+        let m = refused(&[("think", "1s"), ("rate", "100/s")], "RR1(1B/1B)");
+        assert!(m.starts_with("think and rate exclude each other"), "{m}");
+        let m = refused(&[("arrivals", "poisson")], "RR1(1B/1B)");
+        assert!(m.contains("give --rate"), "{m}");
+        let m = refused(&[("repeat", "3"), ("confidence", "99,5")], "RR1(1B/1B)");
+        assert_eq!(m, "repeat and confidence exclude each other: use one");
+        let m = refused(&[("iterations", "3,10")], "RR1(1B/1B)");
+        assert!(m.starts_with("iterations needs confidence"), "{m}");
+        let m = refused(&[("ipv6", "true"), ("target", "192.0.2.1:1")], "RR1(1B/1B)");
+        assert!(m.contains("drop ipv6"), "{m}");
+        let m = refused(&[("tls_mode", "ktls")], "RR1(1B/1B)");
+        assert!(m.contains("apply to transport tls, not tcp"), "{m}");
+    }
+
+    #[test]
+    fn a_step_on_another_kernel_checks_only_what_its_files_name() {
+        let kernel = ("kernel", "linux-image-6.1.0-48-cloud-amd64-unsigned");
+        let m = refused(&[kernel, ("target", "192.0.2.1:1")], "RR1(1B/1B)");
+        assert!(m.starts_with("kernel and target exclude each other"), "{m}");
+        let m = refused(&[kernel, ("lab", "/nonexistent/lab.toml")], "RR1(1B/1B)");
+        assert!(m.contains("no such file (with kernel"), "{m}");
+        // Placement is the guest's: nothing is decided here.
+        let w = vec!["RR1(1B/1B)".parse().unwrap()];
+        let plan = resolve(settings(&[kernel]), w, false, false).unwrap();
+        assert_eq!(
+            (plan.settings.client_cpus, plan.settings.threads),
+            (None, None)
+        );
+        assert!(plan.lab.is_none());
+    }
+
+    #[test]
+    fn a_remote_target_places_only_the_driver() {
+        let p = placement(Some(vec![3]), Some(vec![1]), true).unwrap();
+        assert_eq!((p.client, p.server), (vec![3], Vec::<usize>::new()));
+        let local = placement(None, None, false).unwrap();
+        assert!(!local.client.is_empty() && !local.server.is_empty());
+        // With two or more CPUs the halves are disjoint.
+        if local.client.len() + local.server.len() >= 2 && local.client != local.server {
+            assert!(local.client.iter().all(|c| !local.server.contains(c)));
+        }
+    }
+
+    #[test]
+    fn the_session_key_names_what_decides_the_responder() {
+        let a = settings(&[("server_threads", "2")]);
+        let b = settings(&[("server_threads", "3")]);
+        let c = settings(&[("server_threads", "2"), ("duration", "3s")]);
+        assert_ne!(session_key(&a), session_key(&b));
+        assert_eq!(
+            session_key(&a),
+            session_key(&c),
+            "the window is no part of it"
+        );
+    }
+}
