@@ -4,16 +4,25 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
+use stackbench_runner::Runner;
+
+use crate::progress::Terminal;
+
 /// Set by the handler; the runner reads it.
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// The flag the runner ends a run on, with the handler that sets it
-/// installed (once per process).
-pub fn stop_flag() -> &'static AtomicBool {
+/// A runner for the binary: its progress and notes on the terminal, ended
+/// early by Ctrl-C once a responder session is open (before that, Ctrl-C
+/// ends the process as usual).
+pub fn runner(terminal: &mut Terminal) -> Runner<'_> {
+    Runner::new(terminal, &STOP).on_session_open(install)
+}
+
+/// Installs the handler that sets the flag (once per process).
+fn install() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         // Fails only when another handler is installed; there is none.
         let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
     });
-    &STOP
 }

@@ -102,7 +102,7 @@ fn guest_step_or_continue() {
     {
         let rest: Vec<String> = args.collect();
         let mut terminal = progress::Terminal::default();
-        let mut runner = stackbench_runner::Runner::new(&mut terminal, interrupt::stop_flag());
+        let mut runner = interrupt::runner(&mut terminal);
         let result = stackbench_runner::guest_side::step_main(&rest, &mut runner)
             .map(|line| {
                 println!("{line}");
@@ -155,7 +155,7 @@ fn main() {
         Command::Report(args) => report_cmd::run(args),
         Command::Study(args) => {
             let mut terminal = progress::Terminal::default();
-            let mut runner = stackbench_runner::Runner::new(&mut terminal, interrupt::stop_flag());
+            let mut runner = interrupt::runner(&mut terminal);
             study_cmd::run(args, &mut |step| {
                 runner.study_step(step).map_err(run_cmd::run_error)
             })

@@ -11,7 +11,7 @@ use stackbench_model::Workload;
 use stackbench_results::store::{parse_labels, Labels, Store};
 use stackbench_runner::find_rate::{find_max_rate, Search};
 use stackbench_runner::sweep::{plan_sweep, run_sweep};
-use stackbench_runner::{environment_of, RunError, RunPlan, Runner};
+use stackbench_runner::{environment_of, RunError, RunPlan};
 
 use crate::exit::{usage, FAILED_CHECK, INCOMPLETE, OK};
 use crate::progress::Terminal;
@@ -117,7 +117,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let default_study = args.workloads.is_empty();
     let announce = !args.json && !args.csv;
     let mut terminal = Terminal::default();
-    let mut runner = Runner::new(&mut terminal, crate::interrupt::stop_flag());
+    let mut runner = crate::interrupt::runner(&mut terminal);
     if let Some(steps) = args.find_max_rate {
         let mut store = open_store(&args)?;
         let search = Search {

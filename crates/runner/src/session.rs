@@ -57,6 +57,8 @@ pub struct Runner<'a> {
     stop: &'a AtomicBool,
     /// The program started as the responder (`PROGRAM serve …`).
     responder_program: Option<PathBuf>,
+    /// Called before each responder session opens (see [`Runner::on_session_open`]).
+    on_open: Option<fn()>,
 }
 
 impl<'a> Runner<'a> {
@@ -69,7 +71,17 @@ impl<'a> Runner<'a> {
             observer,
             stop,
             responder_program: None,
+            on_open: None,
         }
+    }
+
+    /// Calls `hook` before each responder session opens: the binary
+    /// installs its Ctrl-C handler there, so that an interrupt before any
+    /// measurement (while resolving, or a study's `--dry-run`) still ends
+    /// the process at once, and one during a run ends only the run.
+    pub fn on_session_open(mut self, hook: fn()) -> Runner<'a> {
+        self.on_open = Some(hook);
+        self
     }
 
     /// Starts `program serve …` as the responder instead of this process's
@@ -106,6 +118,9 @@ impl<'a> Runner<'a> {
         let key = session_key(s);
         if self.open.as_ref().is_none_or(|o| o.key != key) {
             self.open = None; // the old responder stops before a new one starts
+            if let Some(hook) = self.on_open {
+                hook();
+            }
             let opened = open_session(
                 plan,
                 key,

@@ -5,7 +5,7 @@
 //! session reuse, the observer's calls, refusals before any run. Runs are
 //! bounded by a transaction count, never timed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use stackbench_engine::{Progress, Responder, ResponderConfig, ResponderHandle, RunConfig};
 use stackbench_metrics::WarningRecord;
@@ -115,13 +115,17 @@ fn a_run_is_recorded_and_the_observer_sees_each_step() {
 fn plans_with_the_same_responder_share_one_session() {
     let r = responder();
     let plan = resolve(settings(&r, 200), workload("RR1(1B/1B)"), false, true).unwrap();
+    static OPENED: AtomicUsize = AtomicUsize::new(0);
     let (mut rec, stop) = (Recorder::default(), flag());
-    let mut runner = Runner::new(&mut rec, stop);
+    let mut runner = Runner::new(&mut rec, stop).on_session_open(|| {
+        OPENED.fetch_add(1, Ordering::Relaxed);
+    });
     for _ in 0..3 {
         assert!(runner.execute(&plan).unwrap().complete);
     }
     drop(runner);
     // One placement line and one idle baseline: the session was opened once.
+    assert_eq!(OPENED.load(Ordering::Relaxed), 1);
     assert_eq!(rec.notes.len(), 1, "{:?}", rec.notes);
     assert_eq!(rec.started.len(), 3);
 }
@@ -344,4 +348,30 @@ fn an_unreachable_target_is_an_error_not_a_record() {
     let e = Runner::new(&mut rec, stop).execute(&plan).unwrap_err();
     assert!(matches!(e, RunError::Input(_)), "{e:?}");
     assert!(rec.started.is_empty());
+}
+
+#[test]
+fn a_study_step_runs_its_variant_settings_quietly() {
+    let r = responder();
+    let text = format!(
+        "name = \"s\"\nrepetitions = 1\nworkloads = [\"RR1(1B/1B)\"]\ntarget = \"{}\"\ntransactions = 100\n\
+         [[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\ntransactions = 200\n",
+        r.addr()
+    );
+    let study = stackbench_results::study::parse_study(&text, "s.toml").unwrap();
+    let steps = study.plan(&[], "s.toml").unwrap();
+    let (mut rec, stop) = (Recorder::default(), flag());
+    let mut runner = Runner::new(&mut rec, stop);
+    let counts: Vec<(String, u64)> = steps
+        .iter()
+        .map(|step| {
+            let record = runner.study_step(step).unwrap();
+            assert!(record.complete);
+            (step.variant.clone(), record.classes[0].transactions)
+        })
+        .collect();
+    drop(runner);
+    assert_eq!(counts, [("a".to_string(), 100), ("b".to_string(), 200)]);
+    // A study prints its own step lines: the runner adds no placement line.
+    assert!(rec.notes.is_empty(), "{:?}", rec.notes);
 }
