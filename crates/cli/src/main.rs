@@ -156,9 +156,7 @@ fn main() {
         Command::Study(args) => {
             let mut terminal = progress::Terminal::default();
             let mut runner = interrupt::runner(&mut terminal);
-            study_cmd::run(args, &mut |step| {
-                runner.study_step(step).map_err(run_cmd::run_error)
-            })
+            study_cmd::run(args, &mut runner)
         }
         Command::Lab(args) => lab_cmd::run(args),
         Command::Guest(args) => guest_cmd::run(args),

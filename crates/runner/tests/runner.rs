@@ -375,3 +375,56 @@ fn a_study_step_runs_its_variant_settings_quietly() {
     // A study prints its own step lines: the runner adds no placement line.
     assert!(rec.notes.is_empty(), "{:?}", rec.notes);
 }
+
+#[test]
+fn a_study_stores_each_step_with_its_labels_and_stops_at_an_incomplete_one() {
+    use stackbench_results::store::{Labels, Store};
+    let r = responder();
+    let text = format!(
+        "name = \"s\"\nrepetitions = 2\nworkloads = [\"RR1(1B/1B)\"]\ntarget = \"{}\"\n\
+         transactions = 100\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n",
+        r.addr()
+    );
+    let study = stackbench_results::study::parse_study(&text, "s.toml").unwrap();
+    let steps = study.plan(&[], "s.toml").unwrap();
+    assert_eq!(steps.len(), 4);
+    let dir = std::env::temp_dir().join(format!("runner-study-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut store = Store::open(Some(&dir.join("results.db"))).unwrap();
+    let stop = flag();
+    // The third step (repetition 2 of variant a) is interrupted.
+    let mut rec = Recorder {
+        stop_at_start: Some((3, stop)),
+        ..Recorder::default()
+    };
+    let mut runner = Runner::new(&mut rec, stop);
+    let extra: Labels = [("host".to_string(), "lab1".to_string())]
+        .into_iter()
+        .collect();
+    let (mut announced, mut ids) = (Vec::new(), Vec::new());
+    let run = stackbench_runner::study::run_steps(
+        &mut runner,
+        &steps,
+        Some(&mut store),
+        &extra,
+        &mut |step| announced.push(step.index),
+        &mut |id| ids.push(id),
+    );
+    drop(runner);
+    assert_eq!(announced, [0, 1, 2], "the fourth step is not run");
+    assert_eq!((run.stored, ids.len(), run.ran.len()), (3, 3, 3));
+    assert!(run.outcome.is_err(), "an incomplete step ends the study");
+    assert!(
+        !run.ran[2].record.complete,
+        "the incomplete record is kept and stored"
+    );
+    let stored = store.select(&extra).unwrap();
+    assert_eq!(stored.len(), 3);
+    let variants: Vec<&str> = stored
+        .iter()
+        .map(|s| s.labels["variant"].as_str())
+        .collect();
+    assert_eq!(variants, ["a", "b", "a"]);
+    assert!(stored.iter().all(|s| s.labels["study"] == "s"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
