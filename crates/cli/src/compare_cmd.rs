@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use serde_json::Value;
 use stackbench_record::record_from_json;
 use stackbench_record::RunRecord;
 use stackbench_results::compare::{compare_runs, emulated_sides, is_emulated, Margins, RunInput};
@@ -53,23 +52,6 @@ struct SideRun {
     env: Option<Environment>,
 }
 
-/// The JSON documents of a file: one value, an array of them, or several one
-/// after another (JSON lines, or the pretty records `run --json` prints one
-/// per workload).
-pub(crate) fn json_documents(path: &Path, text: &str) -> anyhow::Result<Vec<Value>> {
-    let docs: Vec<Value> = serde_json::Deserializer::from_str(text)
-        .into_iter::<Value>()
-        .collect::<Result<_, _>>()
-        .or_else(|e| {
-            crate::exit::usage(format!("{}: not JSON run records: {e}", path.display()))
-        })?;
-    Ok(match <[Value; 1]>::try_from(docs) {
-        Ok([Value::Array(items)]) => items,
-        Ok([one]) => vec![one],
-        Err(docs) => docs,
-    })
-}
-
 /// Reads runs from a JSON file: run records as `stackbench run --json`
 /// writes them, or stored runs as `stackbench results show N --json` prints
 /// them (`{"id", "record", "env", …}`, whose environment then counts too).
@@ -77,7 +59,7 @@ pub(crate) fn json_documents(path: &Path, text: &str) -> anyhow::Result<Vec<Valu
 fn read_json_runs(path: &Path) -> anyhow::Result<Vec<SideRun>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let docs = json_documents(path, &text)?;
+    let docs = crate::json_files::json_documents(path, &text)?;
     if docs.is_empty()
         || docs
             .iter()

@@ -1,30 +1,23 @@
 //! `stackbench`: the one binary. Thin: parses the command line with clap, hands
-//! resolved settings to the engine, results and planner crates, and maps errors
-//! to exit statuses (0 success, 1 a failed comparison, 2 usage or input error,
+//! resolved settings to the runner, results and planner crates, prints what
+//! they return, and maps errors to exit statuses (0 success, 1 a failed comparison, 2 usage or input error,
 //! 3 an incomplete run).
 
 mod clap_error;
 mod compare_cmd;
 mod exit;
-mod find_rate;
 mod guest_cmd;
-mod guest_step;
+mod interrupt;
+mod json_files;
 mod lab_cmd;
-mod lab_run;
 mod plan_cmd;
 mod progress;
-mod quality;
-mod repeat;
-mod repeat_mean;
 mod report_cmd;
 mod results_cmd;
 mod run_cmd;
 mod serve_cmd;
-mod session;
 mod setting_flags;
-mod spawn;
 mod study_cmd;
-mod study_estimate;
 mod terminal;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -100,15 +93,24 @@ fn tls_proxy_or_continue() {
 }
 
 /// The hidden `__guest-step` subcommand: one step of a run or study on
-/// another kernel, run by the guest VM's init (see [`guest_step`]).
+/// another kernel, run by the guest VM's init (see
+/// [`stackbench_runner::guest_side`]); prints `{record, environment}`.
 fn guest_step_or_continue() {
     let mut args = std::env::args().skip(1);
     if args
         .next()
-        .is_some_and(|a| a == guest_step::STEP_SUBCOMMAND)
+        .is_some_and(|a| a == stackbench_runner::guest_step::STEP_SUBCOMMAND)
     {
         let rest: Vec<String> = args.collect();
-        std::process::exit(exit::code_for(guest_step::step_main(&rest)));
+        let mut terminal = progress::Terminal::default();
+        let mut runner = interrupt::runner(&mut terminal);
+        let result = stackbench_runner::guest_side::step_main(&rest, &mut runner)
+            .map(|line| {
+                println!("{line}");
+                exit::OK
+            })
+            .map_err(run_cmd::run_error);
+        std::process::exit(exit::code_for(result));
     }
 }
 
@@ -157,8 +159,9 @@ fn main() {
         Command::Compare(args) => compare_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Study(args) => {
-            let mut sessions = session::Sessions::default();
-            study_cmd::run(args, &mut |step| sessions.study_step(step))
+            let mut terminal = progress::Terminal::default();
+            let mut runner = interrupt::runner(&mut terminal);
+            study_cmd::run(args, &mut runner)
         }
         Command::Lab(args) => lab_cmd::run(args),
         Command::Guest(args) => guest_cmd::run(args),

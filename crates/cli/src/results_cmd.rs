@@ -189,7 +189,7 @@ fn export_flat(
 fn read_record_file(path: &Path) -> anyhow::Result<Vec<(String, stackbench_record::RunRecord)>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let docs = crate::compare_cmd::json_documents(path, &text)?;
+    let docs = crate::json_files::json_documents(path, &text)?;
     if docs.is_empty() {
         return crate::exit::usage(format!(
             "{}: no run record: give files written by `stackbench run --json` or `stackbench results show N --json`",

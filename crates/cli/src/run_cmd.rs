@@ -3,17 +3,18 @@
 //! sides on CPUs, starts the responder process unless `--target` names one,
 //! runs each workload in turn and prints the record.
 
-use std::io::IsTerminal;
-
 use clap::Args;
 use stackbench_model::settings::RunSettings;
 use stackbench_model::sweep::{Sweep, SweepDim, SweepPoint};
 use stackbench_model::Workload;
 use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Labels, Store};
+use stackbench_runner::find_rate::{find_max_rate, Search};
+use stackbench_runner::sweep::{plan_sweep, run_sweep};
+use stackbench_runner::{environment_of, RunError, RunPlan};
 
-use crate::exit::{usage, INCOMPLETE, OK};
-use crate::session;
+use crate::exit::{usage, FAILED_CHECK, INCOMPLETE, OK};
+use crate::progress::Terminal;
 use crate::setting_flags::SettingFlags;
 
 /// The README's main job: a small study, a few seconds per workload.
@@ -115,51 +116,58 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let labels = parse_labels(&args.label).or_else(|e| usage(format!("--label: {e}")))?;
     let default_study = args.workloads.is_empty();
     let announce = !args.json && !args.csv;
+    let mut terminal = Terminal::default();
+    let mut runner = crate::interrupt::runner(&mut terminal);
     if let Some(steps) = args.find_max_rate {
         let mut store = open_store(&args)?;
-        return crate::find_rate::run(crate::find_rate::Search {
+        let search = Search {
             workloads: &workloads,
             settings,
             steps,
             p99_under: args.p99_under.as_deref().unwrap_or_default(),
-            labels: &labels,
-            store: store.as_mut(),
-            json: args.json,
+            announce: !args.json,
+        };
+        let found = find_max_rate(&mut runner, search, &mut |rate, record| {
+            if let Some(store) = store.as_mut() {
+                let mut labels = labels.clone();
+                labels.insert("search".into(), "find-max-rate".into());
+                labels.insert("search.rate".into(), rate.to_string());
+                store_record(store, record, &labels);
+            }
+        })
+        .map_err(run_error)?;
+        if args.json {
+            let records: Vec<&RunRecord> = found.steps.iter().map(|s| &s.record).collect();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&records).expect("records serialise")
+            );
+        } else {
+            print!(
+                "{}",
+                found.table(args.p99_under.as_deref().unwrap_or_default())
+            );
+        }
+        return Ok(if found.incomplete() {
+            INCOMPLETE
+        } else if found.pass.is_some() {
+            OK
+        } else {
+            FAILED_CHECK
         });
     }
     // Resolve every point before measuring any, so a bad value costs no run.
-    let mut plans = Vec::new();
-    for point in sweep.points() {
-        let mut s = settings.clone();
-        let mut ws = Vec::with_capacity(workloads.len());
-        for w in &workloads {
-            ws.push(
-                point
-                    .apply(w, &mut s)
-                    .or_else(|e| usage(format!("--sweep {}: {}", point.describe(), e.message)))?,
-            );
-        }
-        plans.push((point, session::resolve(s, ws, default_study, announce)?));
-    }
+    let plans =
+        plan_sweep(&workloads, &settings, &sweep, default_study, announce).map_err(run_error)?;
     let mut store = open_store(&args)?;
-    let mut records = Vec::new();
-    let mut sessions = session::Sessions::default();
-    for (point, plan) in &plans {
-        if announce && !point.values.is_empty() {
-            eprintln!("stackbench: sweep point {}", point.describe());
-        }
-        let record = sessions.execute(plan)?;
+    let records = run_sweep(&mut runner, &plans, &mut |point, record| {
         if let Some(store) = store.as_mut() {
             let mut l = labels.clone();
             l.extend(point.labels());
-            session::store_record(store, &record, &l);
+            store_record(store, record, &l);
         }
-        let complete = record.complete;
-        records.push(record);
-        if !complete {
-            break;
-        }
-    }
+    })
+    .map_err(run_error)?;
     let format = Format::of(&args);
     print_records(&records, format, !sweep.is_empty());
     if announce && !sweep.is_empty() {
@@ -167,6 +175,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let complete = records.len() == plans.len() && records.iter().all(|r| r.complete);
     Ok(if complete { OK } else { INCOMPLETE })
+}
+
+/// The runner's error as the binary reports it: bad input is a usage error;
+/// both are exit status 2 (see [`crate::exit::USAGE`]).
+pub fn run_error(e: RunError) -> anyhow::Error {
+    match e {
+        RunError::Input(m) => crate::exit::UsageError(m).into(),
+        e @ RunError::Runtime(_) => e.into(),
+    }
+}
+
+/// Saves a record with its environment. A store failure is reported, never
+/// allowed to lose the measurement, which is still printed.
+pub fn store_record(store: &mut Store, record: &RunRecord, labels: &Labels) {
+    let env = environment_of(record);
+    match store.save(record, labels, &env) {
+        Ok(id) => eprintln!("stackbench: stored as run {id}"),
+        Err(e) => eprintln!("stackbench: warning: the run was not stored: {e}"),
+    }
 }
 
 fn open_store(args: &RunArgs) -> anyhow::Result<Option<Store>> {
@@ -182,7 +209,7 @@ fn open_store(args: &RunArgs) -> anyhow::Result<Option<Store>> {
 /// study's runs would be.
 fn sweep_summary(
     workloads: &[Workload],
-    plans: &[(SweepPoint, session::RunPlan)],
+    plans: &[(SweepPoint, RunPlan)],
     records: &[RunRecord],
 ) -> String {
     let mut runs: Vec<(Labels, RunRecord)> = Vec::new();
@@ -250,9 +277,4 @@ fn print_record(record: &RunRecord, format: &Format) -> String {
         Format::Csv => output::csv(record),
         Format::Human(layout) => output::human(record, *layout),
     }
-}
-
-/// Whether live progress should be drawn (stderr is a terminal).
-pub fn progress_wanted() -> bool {
-    std::io::stderr().is_terminal()
 }

@@ -9,13 +9,12 @@ use clap::Args;
 use stackbench_engine::affinity::{format_cpu_list, parse_cpu_list, pin_current_thread};
 use stackbench_engine::{Responder, ResponderConfig};
 
+use stackbench_runner::spawn::LISTENING_PREFIX;
+
 use crate::exit::usage;
 
 /// Default control port (netperf uses 12865, neper 12866).
 pub const DEFAULT_PORT: u16 = 12870;
-
-/// The line `serve` prints once it listens; `run` reads the address from it.
-pub const LISTENING_PREFIX: &str = "stackbench serve: listening on ";
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:

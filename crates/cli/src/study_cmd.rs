@@ -1,22 +1,23 @@
 //! `stackbench study FILE`: runs every workload × variant × repetition of a
 //! study file, interleaved (A B A B …), and stores each run with its study,
-//! variant and repetition labels. Measuring one step is the engine's job: the
-//! caller passes it in as `runner`, so this module never opens a socket.
+//! variant and repetition labels. Measuring and storing the steps is the
+//! runner's ([`stackbench_runner::study`]); this module reads the flags,
+//! estimates, lists a `--dry-run` and prints the summary.
 
 use std::path::PathBuf;
 
 use clap::Args;
 use stackbench_model::settings::RunSettings;
-use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Store};
 use stackbench_results::study::{
-    load_study, reserved_label, run_study, SettingTexts, Study, StudyError, StudyStep,
-    MAX_REPETITIONS,
+    load_study, reserved_label, SettingTexts, Study, StudyError, StudyStep, MAX_REPETITIONS,
 };
-use stackbench_results::study_summary::{study_summary, StepRun};
+use stackbench_results::study_summary::study_summary;
+use stackbench_runner::study::{run_steps, StudyRun};
+use stackbench_runner::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
+use stackbench_runner::Runner;
 
 use crate::setting_flags::SettingFlags;
-use crate::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
 
 /// Steps `--dry-run` lists in full; a longer plan lists its first
 /// [`LISTED_HEAD`] steps and a summary (a 256,000-step plan printed
@@ -136,10 +137,7 @@ fn override_study(study: &mut Study, args: &StudyArgs) -> anyhow::Result<()> {
 }
 
 /// Runs the study, measuring each step with `runner`.
-pub fn run(
-    args: StudyArgs,
-    runner: &mut dyn FnMut(&StudyStep) -> anyhow::Result<RunRecord>,
-) -> anyhow::Result<i32> {
+pub fn run(args: StudyArgs, runner: &mut Runner) -> anyhow::Result<i32> {
     let file = args.file.display().to_string();
     let usage = |e: StudyError| crate::exit::usage::<()>(e.to_string()).unwrap_err();
     let mut study = load_study(&args.file).map_err(usage)?;
@@ -174,34 +172,17 @@ pub fn run(
         let text = std::fs::read_to_string(&args.file)?;
         store.save_study(&study.name, &study.description, &text)?;
     }
-    let mut stored = 0usize;
-    let mut ran = Vec::new();
-    let outcome = run_study(
+    let StudyRun {
+        ran,
+        stored,
+        outcome,
+    } = run_steps(
+        runner,
         &plan,
-        &mut |step| {
-            eprintln!("{}", describe(step));
-            runner(step).map_err(Into::into)
-        },
-        &mut |step, record| {
-            let mut run_id = None;
-            if let Some(store) = store.as_mut() {
-                let mut labels = extra.clone();
-                labels.extend(step.labels.clone());
-                let env = crate::session::environment_of(record);
-                let id = store.save(record, &labels, &env)?;
-                stored += 1;
-                run_id = Some(id);
-                eprintln!("  stored as run {id}");
-            }
-            ran.push(StepRun {
-                step: step.index + 1,
-                variant: step.variant.clone(),
-                repetition: step.repetition,
-                run_id,
-                record: record.clone(),
-            });
-            Ok(())
-        },
+        store.as_mut(),
+        &extra,
+        &mut |step| eprintln!("{}", describe(step)),
+        &mut |id| eprintln!("  stored as run {id}"),
     );
     // The results on stdout, progress and warnings above on stderr.
     print!(

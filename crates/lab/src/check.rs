@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::error::Result;
-use crate::parse::{Source, Spans};
+use crate::source::{Source, Spans};
 use crate::spec::{Host, IpNet, Lab, Link, IPV6_MIN_MTU};
 
 /// Checks the whole lab; errors point at the host or link entry concerned.

@@ -6,8 +6,8 @@
 
 use crate::error::Result;
 use crate::layout::is_lab_ifname;
+use crate::nl::nl_error;
 use crate::spec::namespace_prefix;
-use crate::up::nl_error;
 use crate::{netns, rtnl};
 
 /// Removes lab `lab`'s namespaces and interfaces; returns what it removed
@@ -25,7 +25,7 @@ pub fn down(lab: &str) -> Result<Vec<String>> {
 /// [`is_lab_ifname`]) in the calling thread's namespace, except those `keep`
 /// accepts; returns their names.
 pub(crate) fn remove_lab_links(lab: &str, keep: impl Fn(&str) -> bool) -> Result<Vec<String>> {
-    let mut nl = crate::up::netlink()?;
+    let mut nl = crate::nl::netlink()?;
     let links = rtnl::links(&mut nl).map_err(|e| nl_error("list links", e))?;
     let mut removed = Vec::new();
     let ours = |l: &&rtnl::LinkInfo| {

@@ -25,8 +25,8 @@ use std::net::IpAddr;
 
 use crate::error::{LabError, Result};
 use crate::netlink::{Netlink, NlError};
+use crate::nl::nl_error;
 use crate::spec::{IpsecAlgorithm, Lab};
-use crate::up::nl_error;
 use crate::xfrm::{self, Dir, Sa, SaState, NETLINK_XFRM};
 
 /// A NETLINK_XFRM socket in the calling thread's namespace.

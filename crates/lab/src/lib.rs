@@ -22,7 +22,7 @@
 //!
 //! `stackbench run --lab FILE --from A --to B WORKLOAD` (and the study keys
 //! `lab`, `lab_from`, `lab_to`) drives from host A to a responder in host
-//! B over the lab's link. Built as below in crates/cli/src/lab_run.rs, with
+//! B over the lab's link. Built as below in the runner crate (its `lab_run` module), with
 //! [`path`] (the path A→B, B's address, the overrides checked as the file's
 //! values are); the byte counters of the path's interfaces are stored too:
 //!
@@ -31,9 +31,9 @@
 //!   from one definition. Link overrides `link_rate`, `link_mtu` and
 //!   `link_offloads` apply to every link on the path A→B; a study variant or
 //!   `[sweep] link_rate = ["10Gbit", "25Gbit"]` then changes them between
-//!   steps. `session::resolve` checks that A and B are hosts joined by a
+//!   steps. The runner's `plan::resolve` checks that A and B are hosts joined by a
 //!   link, direct or via a router (else a one-line error listing the links).
-//! - **Building.** `session::execute` calls [`up()`] with the file plus the
+//! - **Building.** `Runner::execute` (stackbench-runner) calls [`up()`] with the file plus the
 //!   overrides before each step. `up` reconciles in place (qdisc, MTU and
 //!   offloads change; namespaces and pairs stay), so a variant costs
 //!   milliseconds, and an unchanged lab costs one read.
@@ -44,7 +44,7 @@
 //!   change to the engine. The main thread, progress and Ctrl-C handling stay
 //!   in the caller's namespace. A's `cpus` become the driver's CPU set unless
 //!   the run's own CPU setting says otherwise.
-//! - **Responder in B.** `SpawnedResponder` (crates/cli/src/spawn.rs) opens
+//! - **Responder in B.** `SpawnedResponder` (the runner's `spawn` module) opens
 //!   B's namespace file before forking and calls setns(2) in `pre_exec` (a
 //!   plain system call, safe between fork and exec), then runs `stackbench
 //!   serve --listen <B's address>:0 --cpus <B's cpus>`. IPv4 is used unless
@@ -88,6 +88,7 @@ pub mod layout;
 pub mod netem;
 pub mod netlink;
 pub mod netns;
+mod nl;
 pub mod owner;
 pub mod parse;
 pub mod path;
@@ -95,6 +96,7 @@ pub mod probe;
 pub mod qdisc;
 pub mod rtnl;
 pub mod show;
+mod source;
 pub mod spec;
 pub mod up;
 pub mod xfrm;

@@ -14,8 +14,9 @@
 use std::path::Path;
 
 use crate::error::{LabError, Result};
+use crate::nl::{netlink, nl_error};
 use crate::spec::{namespace_prefix, Lab};
-use crate::up::{netlink, nl_error, up, UpReport};
+use crate::up::{up, UpReport};
 use crate::{netns, rtnl};
 
 /// What the alias starts with, so an alias a person set is not taken for an owner.

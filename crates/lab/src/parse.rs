@@ -16,6 +16,7 @@ use toml::Spanned;
 
 use crate::check;
 use crate::error::{LabError, Result};
+use crate::source::{Source, Spans};
 use crate::spec::{
     IpNet, IpsecAlgorithm, IpsecMode, Lab, Link, LinkQdisc, Offloads, MAX_HOST_NAME, MAX_LAB_NAME,
     MAX_LINKS, MTU_RANGE,
@@ -29,35 +30,6 @@ use crate::path::RATE_RANGE_BPS;
 
 pub(crate) type Value<'i> = Spanned<DeValue<'i>>;
 type Key<'i> = Spanned<Cow<'i, str>>;
-
-/// Where errors are reported: the file and its text (for line and column).
-pub(crate) struct Source<'a> {
-    pub file: &'a str,
-    pub text: &'a str,
-}
-
-impl Source<'_> {
-    /// An error at byte `offset` of the file.
-    pub fn at(&self, offset: usize, message: impl Into<String>) -> LabError {
-        let before = &self.text[..offset.min(self.text.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-        LabError::Parse {
-            file: self.file.to_string(),
-            line,
-            column,
-            message: message.into(),
-        }
-    }
-}
-
-/// Byte offsets of the entries a cross-entry check may need to point at.
-#[derive(Debug, Default)]
-pub(crate) struct Spans {
-    pub hosts: Vec<usize>,
-    pub routers: Vec<usize>,
-    pub links: Vec<usize>,
-}
 
 fn string(src: &Source, key: &str, v: &Value) -> Result<String> {
     match v.get_ref() {

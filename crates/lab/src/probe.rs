@@ -10,8 +10,8 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::error::{LabError, Result};
 use crate::ipsec;
+use crate::nl::{netlink, nl_error, qdisc_error};
 use crate::spec::{IpsecAlgorithm, IpsecMode, Lab, LinkQdisc, Netem};
-use crate::up::{netlink, nl_error, qdisc_error};
 use crate::{netem, qdisc, rtnl, xfrm};
 
 /// What the lab needs of the kernel beyond namespaces, veth and tbf.

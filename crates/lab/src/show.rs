@@ -14,9 +14,9 @@ use crate::error::Result;
 use crate::htb::{self, ClassStats};
 use crate::layout::{layout, End, Layout};
 use crate::netem::NetemState;
+use crate::nl::nl_error;
 use crate::parse::cpus_text;
 use crate::spec::{IpNet, Lab, Offloads};
-use crate::up::nl_error;
 use crate::xfrm::SaState;
 use crate::{ethtool, netem, netns, qdisc, rtnl};
 
@@ -163,7 +163,7 @@ fn read_chain(
 
 /// Reads one namespace (on a thread inside it).
 fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<EndState>)> {
-    let mut nl = crate::up::netlink()?;
+    let mut nl = crate::nl::netlink()?;
     let links = rtnl::links(&mut nl).map_err(|e| nl_error(format!("{name}: list links"), e))?;
     let dev = |index: u32| {
         links

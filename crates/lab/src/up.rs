@@ -21,6 +21,8 @@ use stackbench_model::units::{format_cpu_list, parse_cpu_list};
 use crate::error::{LabError, Result};
 use crate::layout::{layout, End, Layout, Namespace, VethPair};
 use crate::netlink::{Netlink, NlError};
+pub use crate::nl::qdisc_error;
+use crate::nl::{netlink, nl_error};
 use crate::parse::cpus_text;
 use crate::spec::{Lab, Link};
 use crate::{down, ethtool, htb, ipsec, netem, netns, probe, qdisc, rtnl};
@@ -40,16 +42,6 @@ pub struct UpReport {
     pub pairs_created: usize,
     /// Leftovers removed (namespaces and interfaces the file no longer names).
     pub removed: Vec<String>,
-}
-
-/// A netlink socket in the calling thread's namespace.
-pub(crate) fn netlink() -> Result<Netlink> {
-    Netlink::open().map_err(|e| LabError::os("open netlink socket", e))
-}
-
-/// Maps a netlink error while doing `action` to a [`LabError`].
-pub(crate) fn nl_error(action: impl Into<String>, e: NlError) -> LabError {
-    LabError::kernel(action, e.source, e.message)
 }
 
 /// Brings lab `lab` up (see the module doc).
@@ -283,18 +275,6 @@ pub fn veth_error(action: &str, e: NlError) -> LabError {
             action: action.to_string(),
             feature: "veth devices".into(),
             config: "CONFIG_VETH".into(),
-        };
-    }
-    nl_error(action, e)
-}
-
-/// A qdisc request's error; an unknown kind names the kernel option.
-pub fn qdisc_error(kind: &str, action: &str, e: NlError) -> LabError {
-    if matches!(e.errno(), Some(libc::ENOENT) | Some(libc::EOPNOTSUPP)) {
-        return LabError::KernelFeature {
-            action: action.to_string(),
-            feature: format!("{kind} qdisc"),
-            config: format!("CONFIG_NET_SCH_{}", kind.to_ascii_uppercase()),
         };
     }
     nl_error(action, e)

@@ -1,7 +1,7 @@
 //! Runs across a lab (`run --lab FILE --lab-from A --lab-to B`, study keys
 //! `lab`, `lab_from`, `lab_to`, and the link overrides `link_rate`,
 //! `link_mtu`, `link_offloads`, `link_delay`, `link_jitter`, `link_loss`,
-//! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`): the checks `session::resolve` makes, the
+//! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`): the checks `plan::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
 //! lab crate).
@@ -18,7 +18,7 @@ use stackbench_model::settings::{CpuList, RunSettings};
 use stackbench_model::Transport;
 use stackbench_record::{LabEnvironment, LabInterface, WarningRecord};
 
-use crate::exit::usage;
+use crate::error::{input, RunError};
 
 /// A lab run, resolved: the lab with the run's overrides, the path and the
 /// responder's address in host B.
@@ -49,7 +49,7 @@ const LAB_ONLY: [&str; 12] = [
 
 /// Checks the lab settings and resolves them; fills the CPU sets from the
 /// hosts unless the run gives its own. `None` when the run uses no lab.
-pub fn resolve(s: &mut RunSettings) -> anyhow::Result<Option<LabRun>> {
+pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     let Some(file) = s.lab.as_ref().map(|t| t.0.clone()) else {
         let given: Vec<&str> = LAB_ONLY
             .iter()
@@ -58,7 +58,7 @@ pub fn resolve(s: &mut RunSettings) -> anyhow::Result<Option<LabRun>> {
             .collect();
         if !given.is_empty() {
             let verb = if given.len() == 1 { "applies" } else { "apply" };
-            return usage(format!(
+            return input(format!(
                 "{} {verb} only to a lab run: add --lab FILE (with --lab-from and --lab-to) or drop {}",
                 given.join(", "),
                 if given.len() == 1 { "it" } else { "them" }
@@ -67,24 +67,24 @@ pub fn resolve(s: &mut RunSettings) -> anyhow::Result<Option<LabRun>> {
         return Ok(None);
     };
     if s.target.is_some() {
-        return usage("lab and target exclude each other: a lab run starts its responder in host lab_to; drop target");
+        return input("lab and target exclude each other: a lab run starts its responder in host lab_to; drop target");
     }
     if s.transport == Transport::Unix {
-        return usage("transport unix does not cross a lab link: use tcp, mptcp or tls with --lab");
+        return input("transport unix does not cross a lab link: use tcp, mptcp or tls with --lab");
     }
     let (Some(from), Some(to)) = (s.lab_from.clone(), s.lab_to.clone()) else {
-        return usage(
+        return input(
             "lab needs lab_from and lab_to: add e.g. --lab-from client --lab-to server (two hosts of the lab file)",
         );
     };
-    let lab = stackbench_lab::read_lab(&PathBuf::from(&file)).or_else(|e| usage(e.to_string()))?;
-    let path = stackbench_lab::path::path(&lab, &from.0, &to.0).or_else(usage)?;
+    let lab = stackbench_lab::read_lab(&PathBuf::from(&file)).or_else(|e| input(e.to_string()))?;
+    let path = stackbench_lab::path::path(&lab, &from.0, &to.0).or_else(input)?;
     let overrides = overrides(s);
-    let lab = stackbench_lab::path::with_overrides(&lab, path.link, &overrides).or_else(usage)?;
-    let responder_ip = stackbench_lab::path::address(&lab, &to.0, s.ipv6).or_else(usage)?;
+    let lab = stackbench_lab::path::with_overrides(&lab, path.link, &overrides).or_else(input)?;
+    let responder_ip = stackbench_lab::path::address(&lab, &to.0, s.ipv6).or_else(input)?;
     // SAFETY: geteuid(2) cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        return usage(format!(
+        return input(format!(
             "--lab {file}: lab runs need root (they build and enter network namespaces): run with sudo"
         ));
     }
@@ -141,10 +141,10 @@ fn overrides(s: &RunSettings) -> LinkOverrides {
 impl LabRun {
     /// Makes the kernel state equal the lab with the run's overrides (in
     /// place: namespaces and pairs stay, so a running responder stays).
-    pub fn up(&self) -> anyhow::Result<()> {
+    pub fn up(&self) -> Result<(), RunError> {
         stackbench_lab::up_from(&self.lab, std::path::Path::new(&self.file))
             .map(|_| ())
-            .or_else(|e| usage(e.to_string()))
+            .or_else(|e| input(e.to_string()))
     }
 
     /// The namespace file of host `host`.
@@ -159,14 +159,14 @@ impl LabRun {
 
     /// Runs `f` on a thread inside host A's namespace (threads it spawns,
     /// the driver's workers, inherit it); the caller's namespace is unchanged.
-    pub fn in_from<T: Send>(&self, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+    pub fn in_from<T: Send>(&self, f: impl FnOnce() -> T + Send) -> Result<T, RunError> {
         let name = self.lab.namespace(&self.path.from);
-        let ns = netns::open(&name).or_else(|e| usage(e.to_string()))?;
+        let ns = netns::open(&name).or_else(|e| input(e.to_string()))?;
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
                     netns::enter(ns.as_fd()).or_else(|e| {
-                        usage(format!("cannot enter network namespace {name}: {e}"))
+                        input(format!("cannot enter network namespace {name}: {e}"))
                     })?;
                     Ok(f())
                 })
@@ -202,17 +202,11 @@ impl LabRun {
         let mut warnings = Vec::new();
         let changes = env.changes();
         if !changes.is_empty() {
-            warnings.push(crate::quality::report(
-                &Warning::LabChanged { changes },
-                None,
-            ));
+            warnings.push(Warning::LabChanged { changes }.to_record(None));
         }
         let interfaces = env.ipsec_idle();
         if !interfaces.is_empty() {
-            warnings.push(crate::quality::report(
-                &Warning::IpsecIdle { interfaces },
-                None,
-            ));
+            warnings.push(Warning::IpsecIdle { interfaces }.to_record(None));
         }
         (env, warnings)
     }

@@ -1,4 +1,4 @@
-//! Steps on another kernel (`kernel` = a Debian kernel package or a vmlinuz
+//! Steps on another kernel, the host's side (`kernel` = a Debian kernel package or a vmlinuz
 //! path). On Linux the network stack is the kernel, so a step measured on
 //! another kernel runs *whole* inside a guest VM booted with it: driver,
 //! responder, and a lab's namespaces and links (whose kTLS, ESP, netem, fq
@@ -25,8 +25,9 @@ use stackbench_model::Workload;
 use stackbench_record::{record_from_json, RunRecord, WarningRecord};
 use stackbench_results::env::Environment;
 
-use crate::exit::usage;
-use crate::session::{self, RunPlan};
+use crate::error::{input, RunError};
+use crate::observe::Observer;
+use crate::plan::RunPlan;
 
 /// The hidden subcommand the guest's init runs (outside clap and its help).
 pub const STEP_SUBCOMMAND: &str = "__guest-step";
@@ -40,22 +41,22 @@ const GUEST_OVERHEAD_S: u64 = 60;
 
 /// One step, as the guest's `__guest-step` reads it.
 #[derive(Debug, Serialize, Deserialize)]
-struct StepFile {
-    settings: RunSettings,
+pub(crate) struct StepFile {
+    pub(crate) settings: RunSettings,
     /// Canonical notation of each workload (the plan's, already resolved).
-    workloads: Vec<String>,
+    pub(crate) workloads: Vec<String>,
 }
 
 /// What `__guest-step` prints on stdout.
 #[derive(Debug, Serialize, Deserialize)]
-struct StepResult {
-    record: serde_json::Value,
-    environment: Environment,
+pub(crate) struct StepResult {
+    pub(crate) record: serde_json::Value,
+    pub(crate) environment: Environment,
 }
 
 /// Runs `plan` in a guest booted with its `kernel` and returns the record,
 /// whose stored environment is the guest's.
-pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
+pub fn execute(plan: &RunPlan, obs: &mut dyn Observer) -> Result<RunRecord, RunError> {
     let s = &plan.settings;
     let kernel = s.kernel.text();
     let (inner, mut files) = guest_settings(s);
@@ -83,23 +84,23 @@ pub fn execute(plan: &RunPlan) -> anyhow::Result<RunRecord> {
         timeout: step_timeout(plan),
     };
     if plan.announce {
-        eprintln!(
-            "stackbench: kernel {kernel}: booting a guest ({} vCPUs, {} MiB) for the step",
+        obs.note(&format!(
+            "kernel {kernel}: booting a guest ({} vCPUs, {} MiB) for the step",
             spec.vcpus, spec.memory_mib
-        );
+        ));
     }
     let out = stackbench_guest::run_job(&spec, &job)
-        .or_else(|e| usage(format!("kernel {kernel}: {e}")))?;
+        .or_else(|e| input(format!("kernel {kernel}: {e}")))?;
     // The guest's progress lines, warnings and errors, as `run` prints them.
-    let _ = std::io::stderr().write_all(&out.stderr);
+    obs.guest_stderr(&out.stderr);
     if out.status != 0 {
-        return usage(format!(
+        return input(format!(
             "kernel {kernel}: the step failed in the guest (kernel {}, exit status {}); \
              its error is above",
             out.info.kernel_release, out.status
         ));
     }
-    record_of(s, &out)
+    record_of(s, &out, obs)
 }
 
 /// The step's settings for the guest: `kernel = host` there, and each file
@@ -136,15 +137,20 @@ fn step_timeout(plan: &RunPlan) -> Duration {
 /// The guest's record with the host's view of the settings restored (the
 /// kernel and the files as the user named them) and its environment made
 /// the one stored.
-fn record_of(s: &RunSettings, out: &JobOutput) -> anyhow::Result<RunRecord> {
+fn record_of(
+    s: &RunSettings,
+    out: &JobOutput,
+    obs: &mut dyn Observer,
+) -> Result<RunRecord, RunError> {
     let result: StepResult = serde_json::from_slice::<StepResult>(&out.stdout).or_else(|e| {
-        usage(format!(
+        input(format!(
             "kernel {}: the guest's step printed no result ({e}); console tail:\n{}",
             s.kernel.text(),
             out.console_tail
         ))
     })?;
-    let mut record = record_from_json(result.record)?;
+    let mut record =
+        record_from_json(result.record).map_err(|e| RunError::runtime("the guest's record", e))?;
     let info = &out.info;
     for name in [
         "kernel",
@@ -177,37 +183,9 @@ fn record_of(s: &RunSettings, out: &JobOutput) -> anyhow::Result<RunRecord> {
             ),
             class: None,
         };
-        eprintln!("stackbench: warning: {}", w.message);
+        obs.note(&format!("warning: {}", w.message));
         record.warnings.push(w);
     }
     record.environment = Some(serde_json::to_value(&env)?);
     Ok(record)
-}
-
-/// The guest side: `stackbench __guest-step FILE` — resolve and execute the
-/// step as `run` does, and print `{record, environment}` on stdout.
-pub fn step_main(args: &[String]) -> anyhow::Result<i32> {
-    let [path] = args else {
-        return usage(format!("{STEP_SUBCOMMAND}: expected one step file"));
-    };
-    let text = std::fs::read_to_string(path)?;
-    let step: StepFile = serde_json::from_str(&text)?;
-    let workloads = step
-        .workloads
-        .iter()
-        .map(|w| {
-            w.parse::<Workload>()
-                .or_else(|e| usage(format!("{w}: {e}")))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let plan = session::resolve(step.settings, workloads, false, true)?;
-    let mut sessions = session::Sessions::default();
-    let record = sessions.execute(&plan)?;
-    let environment = session::environment_of(&record);
-    let result = StepResult {
-        record: serde_json::from_str(&stackbench_results::output::json(&record))?,
-        environment,
-    };
-    println!("{}", serde_json::to_string(&result)?);
-    Ok(crate::exit::OK)
 }

@@ -5,7 +5,7 @@
 //!
 //! Each step costs its repetitions (`repeat`, or the minimum of `iterations`
 //! under `confidence`) × (warm-up + duration), with the window defaults
-//! `run` uses ([`session::fill_window`]); each time the responder session
+//! `run` uses ([`plan::fill_window`]); each time the responder session
 //! changes (a step whose session key differs from the previous step's) the
 //! one-second idle baseline ([`quality::BASELINE`]) is taken again. Starting
 //! a responder and connecting take milliseconds and are not counted, so the
@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use stackbench_results::study::StudyStep;
 
-use crate::{quality, session};
+use crate::plan;
+use crate::quality;
 
 /// Longest study run without `--yes`.
 pub const MAX_UNCONFIRMED: Duration = Duration::from_secs(24 * 3600);
@@ -41,7 +42,7 @@ pub fn estimate(one: &[StudyStep], repetitions: u32) -> Estimate {
         .iter()
         .map(|step| {
             let mut s = step.settings.clone();
-            session::fill_window(&mut s, false);
+            plan::fill_window(&mut s, false);
             if s.duration.is_none() {
                 counted += 1;
             }
@@ -52,7 +53,7 @@ pub fn estimate(one: &[StudyStep], repetitions: u32) -> Estimate {
                 (Some(_), None, _) => 3, // the default bounds 3,30
                 (None, _, repeat) => repeat.unwrap_or(1),
             };
-            (window.saturating_mul(runs), session::session_key(&s))
+            (window.saturating_mul(runs), plan::session_key(&s))
         })
         .collect();
     let mut total = Duration::ZERO;

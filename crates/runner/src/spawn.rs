@@ -15,10 +15,13 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use anyhow::{bail, Context};
 use stackbench_engine::affinity::format_cpu_list;
 
-use crate::serve_cmd::LISTENING_PREFIX;
+use crate::error::RunError;
+
+/// The first line `stackbench serve` prints on stdout, before its address:
+/// how the parent learns which port the responder bound.
+pub const LISTENING_PREFIX: &str = "stackbench serve: listening on ";
 
 /// A responder child process; killed when dropped.
 pub struct SpawnedResponder {
@@ -28,24 +31,35 @@ pub struct SpawnedResponder {
 }
 
 impl SpawnedResponder {
-    /// Spawns `stackbench serve` on `listen` (port 0), inside the network
-    /// namespace file `netns` when given, and waits for its address.
+    /// Spawns `stackbench serve` (`program`, else this process's
+    /// executable) on `listen` (port 0), inside the network namespace file
+    /// `netns` when given, and waits for its address.
     pub fn start(
         listen: &str,
         cpus: &[usize],
         threads: usize,
         netns: Option<&Path>,
-    ) -> anyhow::Result<SpawnedResponder> {
+        program: Option<&Path>,
+    ) -> Result<SpawnedResponder, RunError> {
         let ns: Option<OwnedFd> = match netns {
             Some(p) => Some(
                 std::fs::File::open(p)
-                    .with_context(|| format!("cannot open network namespace {}", p.display()))?
+                    .map_err(|e| {
+                        RunError::runtime(
+                            &format!("cannot open network namespace {}", p.display()),
+                            e,
+                        )
+                    })?
                     .into(),
             ),
             None => None,
         };
         let ns_fd = ns.as_ref().map(|f| f.as_raw_fd());
-        let exe = std::env::current_exe().context("cannot find the stackbench executable")?;
+        let exe = match program {
+            Some(p) => p.to_path_buf(),
+            None => std::env::current_exe()
+                .map_err(|e| RunError::runtime("cannot find the stackbench executable", e))?,
+        };
         let mut cmd = Command::new(exe);
         cmd.args([
             "serve",
@@ -74,20 +88,22 @@ impl SpawnedResponder {
                 Ok(())
             });
         }
-        let mut child = cmd.spawn().context("cannot start the responder process")?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| RunError::runtime("cannot start the responder process", e))?;
         drop(ns);
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut line = String::new();
         BufReader::new(stdout)
             .read_line(&mut line)
-            .context("reading the responder's address")?;
+            .map_err(|e| RunError::runtime("reading the responder's address", e))?;
         let Some(rest) = line.strip_prefix(LISTENING_PREFIX) else {
             let _ = child.kill();
             let _ = child.wait();
-            bail!(
+            return Err(RunError::Runtime(format!(
                 "the responder process did not start (it printed {:?})",
                 line.trim()
-            );
+            )));
         };
         let addr = rest
             .split_whitespace()

@@ -1,7 +1,8 @@
 //! Measurement-quality checks around a run: the idle baseline taken before
 //! the first workload (background load on the measured CPUs), shared CPU sets,
 //! frequency governors, and the per-class checks of the metrics layer. Each
-//! warning is printed on stderr and stored in the record's `warnings[]`.
+//! warning is stored in the record's `warnings[]` and shown to the run's
+//! [`Observer`](crate::observe::Observer) as it is found.
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use stackbench_metrics::procfs::read_governor;
 use stackbench_metrics::warnings::{self, Warning};
 use stackbench_model::settings::{RunSettings, Spin};
 use stackbench_model::IoMode;
-use stackbench_record::{ClassResult, WarningRecord};
+use stackbench_record::ClassResult;
 
 /// Length of the idle baseline.
 pub const BASELINE: Duration = Duration::from_secs(1);
@@ -144,13 +145,4 @@ pub fn is_mix_wide(w: &Warning) -> bool {
             | Warning::DriverSpinning { .. }
             | Warning::StealPresent { .. }
     )
-}
-
-/// Prints a warning on stderr and returns its stored form.
-pub fn report(w: &Warning, class: Option<&str>) -> WarningRecord {
-    match class {
-        Some(c) => eprintln!("stackbench: warning [{}] {c}: {w}", w.code()),
-        None => eprintln!("stackbench: warning [{}] {w}", w.code()),
-    }
-    w.to_record(class)
 }

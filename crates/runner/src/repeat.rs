@@ -16,7 +16,7 @@ use stackbench_metrics::stats::{summarize_repetitions, Iterations, Verdict};
 use stackbench_record::RepetitionValues;
 use stackbench_record::{ClassResult, CpuFigures};
 
-use crate::progress::ProgressLine;
+use crate::observe::Observer;
 use crate::repeat_mean::{mean_classes, mean_cpu};
 
 /// What the repetitions of one workload produced.
@@ -38,6 +38,7 @@ pub fn run_repeated(
     cfg: &RunConfig,
     it: &Iterations,
     stop: &AtomicBool,
+    obs: &mut dyn Observer,
 ) -> Repeated {
     let mut runs: Vec<Vec<RepetitionValues>> = vec![Vec::new(); cfg.workload.classes.len()];
     let mut done: Vec<Vec<ClassResult>> = Vec::new();
@@ -45,9 +46,9 @@ pub fn run_repeated(
     let (mut mixes, mut partial_mix) = (Vec::new(), None);
     let (mut complete, mut reason) = (true, None);
     for n in 1..=it.max {
-        let mut progress = ProgressLine::new(cfg);
-        let outcome = run_workload(control, cfg, stop, &mut |p| progress.update(p));
-        progress.finish();
+        obs.started(cfg);
+        let outcome = run_workload(control, cfg, stop, &mut |p| obs.progress(p));
+        obs.finished();
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => {

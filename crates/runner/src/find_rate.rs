@@ -28,10 +28,10 @@ use std::time::Duration;
 use stackbench_model::settings::{PerSecond, RunSettings};
 use stackbench_model::{units, Workload};
 use stackbench_record::{RunRecord, WarningRecord};
-use stackbench_results::store::{Labels, Store};
 
-use crate::exit::{usage, FAILED_CHECK, INCOMPLETE, OK};
-use crate::session;
+use crate::error::{input, RunError};
+use crate::plan::resolve;
+use crate::session::Runner;
 
 /// Rate where the search starts without `--rate`.
 const START_PER_S: f64 = 1000.0;
@@ -46,49 +46,71 @@ const P99_MIN_SAMPLES: u64 = 1000;
 pub struct Search<'a> {
     pub workloads: &'a [Workload],
     pub settings: RunSettings,
+    /// The most runs the search makes.
     pub steps: u32,
+    /// The p99 bound as the user wrote it (`--p99-under`).
     pub p99_under: &'a str,
-    pub labels: &'a Labels,
-    pub store: Option<&'a mut Store>,
-    pub json: bool,
+    /// Print the placement line of each step ([`RunPlan::announce`]).
+    ///
+    /// [`RunPlan::announce`]: crate::plan::RunPlan
+    pub announce: bool,
 }
 
 /// One step of the search: the rate offered and what the run measured.
-struct Step {
-    offered: PerSecond,
-    record: RunRecord,
-    meets: bool,
+pub struct Step {
+    pub offered: PerSecond,
+    pub record: RunRecord,
+    /// Complete, and every class's corrected p99 under the bound.
+    pub meets: bool,
 }
 
-/// Checks the flags, runs the search and prints the table; the exit status
-/// is 0 when a rate met the bound, 1 when none did, 3 when a run was cut short.
-pub fn run(search: Search) -> anyhow::Result<i32> {
+/// What the search found.
+pub struct Found {
+    /// The steps in the order the rates were tried.
+    pub steps: Vec<Step>,
+    /// The highest rate that met the bound, if any did.
+    pub pass: Option<PerSecond>,
+}
+
+impl Found {
+    /// Whether a step was cut short (the search stopped there).
+    pub fn incomplete(&self) -> bool {
+        self.steps.iter().any(|s| !s.record.complete)
+    }
+
+    /// The latency-against-offered-rate table (see [`table`]).
+    pub fn table(&self, bound: &str) -> String {
+        table(&self.steps, bound, self.pass)
+    }
+}
+
+/// Checks the flags and runs the search on `runner`; `on_step` gets each
+/// step's rate and record as soon as it is measured (to store it). The
+/// `search_not_monotonic` warnings are known only at the end: they are in
+/// the returned records, not in those `on_step` saw.
+pub fn find_max_rate(
+    runner: &mut Runner,
+    search: Search,
+    on_step: &mut dyn FnMut(PerSecond, &RunRecord),
+) -> Result<Found, RunError> {
     let bound = check(&search)?;
-    let mut store = search.store;
     let mut rate = search
         .settings
         .rate
         .unwrap_or(PerSecond::new(START_PER_S).expect("positive"));
     let (mut pass, mut fail): (Option<PerSecond>, Option<PerSecond>) = (None, None);
     let mut steps: Vec<Step> = Vec::new();
-    let mut sessions = session::Sessions::default();
     for n in 1..=search.steps {
-        eprintln!(
-            "stackbench: find-max-rate step {n}/{}: {rate}",
-            search.steps
-        );
+        runner
+            .observer()
+            .note(&format!("find-max-rate step {n}/{}: {rate}", search.steps));
         let mut s = search.settings.clone();
         s.rate = Some(rate);
-        let plan = session::resolve(s, search.workloads.to_vec(), false, !search.json)?;
-        let mut record = sessions.execute(&plan)?;
+        let plan = resolve(s, search.workloads.to_vec(), false, search.announce)?;
+        let mut record = runner.execute(&plan)?;
         let thin = few_samples(&record);
         record.warnings.extend(thin);
-        if let Some(store) = store.as_deref_mut() {
-            let mut labels = search.labels.clone();
-            labels.insert("search".into(), "find-max-rate".into());
-            labels.insert("search.rate".into(), rate.to_string());
-            session::store_record(store, &record, &labels);
-        }
+        on_step(rate, &record);
         let meets = meets(&record, bound);
         let complete = record.complete;
         steps.push(Step {
@@ -110,38 +132,31 @@ pub fn run(search: Search) -> anyhow::Result<i32> {
         }
     }
     not_monotonic(&mut steps);
-    print(&steps, search.p99_under, pass, search.json);
-    Ok(if steps.iter().any(|s| !s.record.complete) {
-        INCOMPLETE
-    } else if pass.is_some() {
-        OK
-    } else {
-        FAILED_CHECK
-    })
+    Ok(Found { steps, pass })
 }
 
 /// The flags the search needs, checked before any run.
-fn check(search: &Search) -> anyhow::Result<Duration> {
+fn check(search: &Search) -> Result<Duration, RunError> {
     let bound = units::parse_duration(search.p99_under)
-        .or_else(|e| usage(format!("--p99-under {}: {e}", search.p99_under)))?;
+        .or_else(|e| input(format!("--p99-under {}: {e}", search.p99_under)))?;
     if bound.is_zero() {
-        return usage("--p99-under 0s: no latency is under zero; give a bound such as 1ms");
+        return input("--p99-under 0s: no latency is under zero; give a bound such as 1ms");
     }
     if !(2..=30).contains(&search.steps) {
-        return usage(format!(
+        return input(format!(
             "--find-max-rate {}: out of range: use 2 to 30 steps",
             search.steps
         ));
     }
     if search.workloads.len() != 1 {
-        return usage("--find-max-rate searches one workload: give exactly one");
+        return input("--find-max-rate searches one workload: give exactly one");
     }
     if let Some(c) = search.workloads[0]
         .classes
         .iter()
         .find(|c| c.pacing.is_some())
     {
-        return usage(format!(
+        return input(format!(
             "--find-max-rate varies the rate setting, which {c} overrides with its own pacing: \
              remove the @… from the notation"
         ));
@@ -269,18 +284,6 @@ fn next_rate(pass: Option<PerSecond>, fail: Option<PerSecond>) -> Option<PerSeco
     PerSecond::new(rounded)
 }
 
-fn print(steps: &[Step], bound: &str, pass: Option<PerSecond>, json: bool) {
-    if json {
-        let records: Vec<&RunRecord> = steps.iter().map(|s| &s.record).collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&records).expect("records serialise")
-        );
-        return;
-    }
-    print!("{}", table(steps, bound, pass));
-}
-
 /// The latency-against-offered-rate table, in the order the rates were tried.
 fn table(steps: &[Step], bound: &str, pass: Option<PerSecond>) -> String {
     let mut out = format!(
@@ -337,7 +340,7 @@ fn table(steps: &[Step], bound: &str, pass: Option<PerSecond>) -> String {
 mod tests {
     use super::*;
 
-    /// `--find-max-rate` alone (run_cmd's default_missing_value).
+    /// `--find-max-rate` alone (the `run` flag's default_missing_value).
     const DEFAULT_STEPS: u32 = 12;
 
     fn r(x: f64) -> Option<PerSecond> {

@@ -1,0 +1,38 @@
+//! Steps on another kernel, the guest's side: the guest VM's init runs the
+//! hidden `__guest-step FILE` subcommand, which resolves and executes the
+//! step here with `kernel = host` and hands back the record and the
+//! environment it measured (see [`crate::guest_step`] for the host's side).
+
+use stackbench_model::Workload;
+
+use crate::error::{input, RunError};
+use crate::guest_step::{StepFile, StepResult, STEP_SUBCOMMAND};
+use crate::plan::resolve;
+use crate::session::{environment_of, Runner};
+
+/// The guest side of `stackbench __guest-step FILE`: resolves and executes
+/// the step as `run` does and returns `{record, environment}` as one line of
+/// JSON for the binary to print on stdout.
+pub fn step_main(args: &[String], runner: &mut Runner) -> Result<String, RunError> {
+    let [path] = args else {
+        return input(format!("{STEP_SUBCOMMAND}: expected one step file"));
+    };
+    let text = std::fs::read_to_string(path)?;
+    let step: StepFile = serde_json::from_str(&text)?;
+    let workloads = step
+        .workloads
+        .iter()
+        .map(|w| {
+            w.parse::<Workload>()
+                .or_else(|e| input(format!("{w}: {e}")))
+        })
+        .collect::<Result<Vec<_>, RunError>>()?;
+    let plan = resolve(step.settings, workloads, false, true)?;
+    let record = runner.execute(&plan)?;
+    let environment = environment_of(&record);
+    let result = StepResult {
+        record: serde_json::from_str(&stackbench_results::output::json(&record))?,
+        environment,
+    };
+    Ok(serde_json::to_string(&result)?)
+}

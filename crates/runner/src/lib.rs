@@ -1,0 +1,36 @@
+//! stackbench-runner: executes measurements. [`Runner::execute`] takes a
+//! resolved [`RunPlan`] (settings with every run-time default decided,
+//! workloads, repetitions, the lab it crosses) and returns the
+//! [`RunRecord`](stackbench_record::RunRecord) for host, lab and guest
+//! placement alike; what the run reports while it runs goes to an injected
+//! [`Observer`]. Sweeps ([`sweep`]), repetitions ([`repeat`], averaged by
+//! [`repeat_mean`]), the max-rate search ([`find_rate`]) and study steps
+//! ([`Runner::study_step`], [`study`], [`study_estimate`]) are built on it. The binary
+//! keeps the command line, printing and exit statuses.
+//!
+//! Modules depend on each other in one direction (a test checks it):
+//! `error`, `observe`, `quality`, `repeat_mean` at the bottom; `lab_run`,
+//! `spawn`, `repeat`, `plan` above them; `guest_step` (the host's side of a
+//! step on another kernel) on `plan`; `session` (the [`Runner`]) on all of
+//! those; `guest_side`, `sweep`, `find_rate`, `study` and `study_estimate` on top.
+
+pub mod error;
+pub mod find_rate;
+pub mod guest_side;
+pub mod guest_step;
+pub mod lab_run;
+pub mod observe;
+pub mod plan;
+pub mod quality;
+pub mod repeat;
+pub mod repeat_mean;
+pub mod session;
+pub mod spawn;
+pub mod study;
+pub mod study_estimate;
+pub mod sweep;
+
+pub use error::RunError;
+pub use observe::Observer;
+pub use plan::{resolve, RunPlan};
+pub use session::{environment_of, Runner};

@@ -1,0 +1,432 @@
+//! The runner: executes resolved plans ([`RunPlan`]) and returns their
+//! records. Places the driver on its CPUs, checks what cannot work before a
+//! responder starts, starts the responder process (or reaches the target),
+//! runs every workload with its repetitions, collects the warnings and builds
+//! the record. Consecutive plans that need the same responder reuse it.
+//! A plan on another kernel runs whole in a guest ([`crate::guest_step`]);
+//! a plan across a lab runs the driver in host A's namespace
+//! ([`crate::lab_run`]).
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use stackbench_engine::affinity::{format_cpu_list, pin_current_thread};
+use stackbench_engine::{limits, transport, ControlClient, RunConfig};
+use stackbench_metrics::warnings::Warning;
+use stackbench_model::settings::{CpuList, RunSettings, Text};
+use stackbench_model::Workload;
+use stackbench_record::CpuAttribution;
+use stackbench_record::{MixCpu, RunRecord, WarningRecord, SCHEMA_VERSION};
+use stackbench_results::env::Environment;
+use stackbench_results::study::StudyStep;
+
+use crate::error::{input, RunError};
+use crate::lab_run::LabRun;
+use crate::observe::Observer;
+use crate::plan::{pacing_config, resolve, session_key, tls_params, RunPlan};
+use crate::spawn::SpawnedResponder;
+use crate::{quality, repeat};
+
+/// An open responder and control connection, with the run-level warnings
+/// measured when it was opened (the 1 s idle baseline among them).
+struct Session {
+    /// What decides the responder and the measured CPUs: a plan with the same
+    /// key reuses the session.
+    key: String,
+    _spawned: Option<SpawnedResponder>,
+    target: String,
+    spawned: bool,
+    control: ControlClient,
+    warnings: Vec<WarningRecord>,
+    /// The idle baseline's busy % of the driver's CPUs when it showed
+    /// background load ([`quality::RunChecks`]).
+    driver_background_pct: Option<f64>,
+}
+
+/// Runs the plans of one command. Consecutive plans that need the same
+/// responder and CPUs (the points of a `--sweep`, the steps of
+/// `--find-max-rate` or of a study) share one responder process, control
+/// connection and idle baseline instead of paying for them per run.
+pub struct Runner<'a> {
+    open: Option<Session>,
+    observer: &'a mut dyn Observer,
+    /// Set from outside (the binary's Ctrl-C handler): the run in progress
+    /// ends early and its record says what it measured.
+    stop: &'a AtomicBool,
+    /// The program started as the responder (`PROGRAM serve …`).
+    responder_program: Option<PathBuf>,
+    /// Called before each responder session opens (see [`Runner::on_session_open`]).
+    on_open: Option<fn()>,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner that reports to `observer` and ends a run when `stop` is set.
+    /// The responder it starts (when a plan gives no target) is this
+    /// process's own executable run as `serve`: the stackbench binary.
+    pub fn new(observer: &'a mut dyn Observer, stop: &'a AtomicBool) -> Runner<'a> {
+        Runner {
+            open: None,
+            observer,
+            stop,
+            responder_program: None,
+            on_open: None,
+        }
+    }
+
+    /// Calls `hook` before each responder session opens: the binary
+    /// installs its Ctrl-C handler there, so that an interrupt before any
+    /// measurement (while resolving, or a study's `--dry-run`) still ends
+    /// the process at once, and one during a run ends only the run.
+    pub fn on_session_open(mut self, hook: fn()) -> Runner<'a> {
+        self.on_open = Some(hook);
+        self
+    }
+
+    /// Starts `program serve …` as the responder instead of this process's
+    /// executable (for a library user whose executable is not stackbench).
+    pub fn with_responder_program(mut self, program: PathBuf) -> Runner<'a> {
+        self.responder_program = Some(program);
+        self
+    }
+
+    /// The observer the runner reports to (for what is built on it:
+    /// sweeps and the search announce their steps through it).
+    pub fn observer(&mut self) -> &mut dyn Observer {
+        &mut *self.observer
+    }
+
+    /// Runs the plan and returns its record, complete or not: a run that
+    /// ends early (a lost responder, `stop`) is a record with
+    /// `complete = false` holding what was measured; an error means nothing
+    /// was measured.
+    pub fn execute(&mut self, plan: &RunPlan) -> Result<RunRecord, RunError> {
+        if plan.settings.kernel.is_guest() {
+            self.open = None; // the guest starts its own responder
+            return crate::guest_step::execute(plan, &mut *self.observer);
+        }
+        let s = &plan.settings;
+        let client_cpus = RunPlan::cpus(&s.client_cpus);
+        if !client_cpus.is_empty() {
+            pin_current_thread(&client_cpus).or_else(|e| input(format!("--client-cpus: {e}")))?;
+        }
+        preflight(plan)?;
+        if let Some(lab) = &plan.lab {
+            lab.up()?; // the step's overrides; in place, the responder stays
+        }
+        let key = session_key(s);
+        if self.open.as_ref().is_none_or(|o| o.key != key) {
+            self.open = None; // the old responder stops before a new one starts
+            if let Some(hook) = self.on_open {
+                hook();
+            }
+            let opened = open_session(
+                plan,
+                key,
+                self.responder_program.as_deref(),
+                &mut *self.observer,
+            )?;
+            self.open = Some(opened);
+        }
+        let session = self.open.as_mut().expect("opened above");
+        let mut record = new_record(plan, &session.control, &session.target, session.spawned);
+        let obs = &mut *self.observer;
+        if let Some(w) = quality::transport_options(&mut record.settings) {
+            warn(obs, &mut record, &w, None);
+        }
+        let configs: Vec<RunConfig> = plan.workloads.iter().map(|w| run_config(plan, w)).collect();
+        if let Some(w) = quality::io_fallback(&mut record.settings, &configs) {
+            warn(obs, &mut record, &w, None);
+        }
+        record.warnings.extend(session.warnings.iter().cloned());
+        let stop = self.stop;
+        match &plan.lab {
+            None => run_workloads(plan, session, &mut record, obs, stop),
+            Some(lab) => {
+                let before = lab.read();
+                // The driver's threads are made in host A's namespace.
+                lab.in_from(|| run_workloads(plan, session, &mut record, &mut *obs, stop))?;
+                let (env, warnings) = lab.environment(before, lab.read());
+                for w in &warnings {
+                    obs.warning(w);
+                }
+                record.warnings.extend(warnings);
+                record.lab = Some(env);
+            }
+        }
+        if !record.complete {
+            self.open = None; // a lost responder or an interrupt: start afresh
+        }
+        Ok(record)
+    }
+
+    /// Measures one step of a study: its workload with the study's settings
+    /// overlaid by the variant's and the sweep point's, resolved as `run` does.
+    pub fn study_step(&mut self, step: &StudyStep) -> Result<RunRecord, RunError> {
+        let plan = resolve(
+            step.settings.clone(),
+            vec![step.workload.clone()],
+            false,
+            false,
+        )?;
+        self.execute(&plan)
+    }
+}
+
+/// Starts (or reaches) the responder, connects the control channel and takes
+/// the run-level warnings (shared CPUs, governors, the idle baseline).
+fn open_session(
+    plan: &RunPlan,
+    key: String,
+    program: Option<&std::path::Path>,
+    obs: &mut dyn Observer,
+) -> Result<Session, RunError> {
+    let (spawned, target) = start_responder(&plan.settings, plan.lab.as_ref(), program)?;
+    let connect = || ControlClient::connect(&target).or_else(|e| input(e.to_string()));
+    let control = match &plan.lab {
+        None => connect()?,
+        Some(lab) => lab.in_from(connect)??, // the control socket is A's
+    };
+    let record = new_record(plan, &control, &target, spawned.is_some());
+    let (client, server) = (
+        RunPlan::cpus(&record.settings.client_cpus),
+        RunPlan::cpus(&record.settings.server_cpus),
+    );
+    if plan.announce {
+        obs.note(&format!(
+            "driver on CPUs {} ({} threads), responder {target} on CPUs {}",
+            cpu_text(&client),
+            plan.threads(),
+            cpu_text(&server)
+        ));
+    }
+    // A lab's hosts are namespaces of this machine: both sides share its CPUs.
+    let same_host = plan.lab.is_some() || control.target().ip().is_loopback();
+    let checks = quality::run_warnings(&client, &server, same_host);
+    let warnings: Vec<WarningRecord> = checks.warnings.iter().map(|w| w.to_record(None)).collect();
+    for w in &warnings {
+        obs.warning(w);
+    }
+    Ok(Session {
+        key,
+        spawned: spawned.is_some(),
+        _spawned: spawned,
+        target,
+        control,
+        warnings,
+        driver_background_pct: checks.driver_background_pct,
+    })
+}
+
+/// Refuses, before a responder is started, what cannot work: a transport the
+/// target or this kernel cannot carry (unix to another host, mptcp without
+/// MPTCP), or more connections than the file-descriptor limit allows.
+fn preflight(plan: &RunPlan) -> Result<(), RunError> {
+    let s = &plan.settings;
+    let target = match (&plan.lab, &s.target) {
+        (Some(lab), _) => Some(SocketAddr::new(lab.responder_ip, 0)),
+        // An unresolvable target gets its error from the control connection.
+        (None, Some(t)) => t.0.to_socket_addrs().ok().and_then(|mut a| a.next()),
+        (None, None) if s.ipv6 => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
+        (None, None) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+    };
+    if let Some(addr) = target {
+        transport::check_usable(s.transport, addr).or_else(input)?;
+    }
+    let most = plan.workloads.iter().map(Workload::total_clients).max();
+    limits::reserve_fds(most.unwrap_or(0)).or_else(input)?;
+    Ok(())
+}
+
+/// The responder to drive: the given target, or a `stackbench serve` child
+/// started on loopback, or in host B of a lab run (returned so it lives as
+/// long as the run).
+fn start_responder(
+    s: &RunSettings,
+    lab: Option<&LabRun>,
+    program: Option<&std::path::Path>,
+) -> Result<(Option<SpawnedResponder>, String), RunError> {
+    if let Some(t) = &s.target {
+        return Ok((None, t.0.clone()));
+    }
+    let listen = match lab {
+        Some(lab) => lab.listen(),
+        None if s.ipv6 => "[::1]:0".to_string(),
+        None => "127.0.0.1:0".to_string(),
+    };
+    // Spawned from this (long-lived) thread: the child's PR_SET_PDEATHSIG
+    // fires when the thread that forked it ends.
+    let netns = lab.map(|l| l.netns_file(&l.path.to));
+    let spawned = SpawnedResponder::start(
+        &listen,
+        &RunPlan::cpus(&s.server_cpus),
+        s.server_threads.unwrap_or(1) as usize,
+        netns.as_deref(),
+        program,
+    )?;
+    let addr = spawned.addr.clone();
+    Ok((Some(spawned), addr))
+}
+
+/// What the engine runs for one workload of the plan.
+fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
+    let s = &plan.settings;
+    RunConfig {
+        workload: workload.clone(),
+        duration: s.duration.map(|d| d.0),
+        warmup: s.warmup.map_or(Duration::ZERO, |d| d.0),
+        transactions: s.transactions,
+        threads: plan.threads(),
+        class_workers: s.class_workers,
+        client_cpus: RunPlan::cpus(&s.client_cpus),
+        socket: s.socket_options(),
+        spin: s.spin,
+        transport: s.transport,
+        tls: tls_params(s).ok().flatten(),
+        priority: s.priority.clone(),
+        io: s.io,
+        pacing: pacing_config(s),
+        path: plan
+            .lab
+            .as_ref()
+            .map(LabRun::path_floor)
+            .unwrap_or_default(),
+    }
+}
+
+/// Runs every workload (with its repetitions) into `record`, with each
+/// class's warnings; stops at the first incomplete one.
+fn run_workloads(
+    plan: &RunPlan,
+    session: &mut Session,
+    record: &mut RunRecord,
+    obs: &mut dyn Observer,
+    stop: &AtomicBool,
+) {
+    for workload in &plan.workloads {
+        let cfg = RunConfig {
+            // The effective backend (`quality::io_fallback`), for every workload.
+            io: record.settings.io,
+            ..run_config(plan, workload)
+        };
+        let outcome = repeat::run_repeated(&mut session.control, &cfg, &plan.iterations, stop, obs);
+        let mix_name = workload.to_string();
+        let mut said_for_mix: Vec<(&'static str, String)> = Vec::new();
+        for class in &outcome.classes {
+            let threads = plan.threads() as u32;
+            let background = session.driver_background_pct;
+            let shared = class
+                .cpu
+                .as_ref()
+                .is_some_and(|c| c.attribution == CpuAttribution::Mix);
+            for w in quality::class_warnings(class, threads, plan.settings.spin, background) {
+                // A mix on shared workers: every class holds the mix's CPU,
+                // so its CPU warnings are the mix's, said once under its name.
+                if shared && quality::is_mix_wide(&w) {
+                    let key = (w.code(), w.to_string());
+                    if !said_for_mix.contains(&key) {
+                        said_for_mix.push(key);
+                        warn(obs, record, &w, Some(&mix_name));
+                    }
+                    continue;
+                }
+                warn(obs, record, &w, Some(&class.notation));
+            }
+        }
+        if let Some(cpu) = outcome.mix_cpu {
+            // On their own workers the classes' figures are their threads'
+            // alone: whether the driver's CPUs were saturated is the mix's.
+            let saturated = cpu
+                .client
+                .as_ref()
+                .filter(|_| cfg.class_workers)
+                .and_then(|c| {
+                    stackbench_metrics::warnings::check_driver_saturated(
+                        c,
+                        Some(plan.threads() as u32),
+                        session.driver_background_pct,
+                    )
+                });
+            if let Some(w) = saturated {
+                warn(obs, record, &w, None);
+            }
+            record.mix_cpu.push(MixCpu {
+                workload: workload.to_string(),
+                transactions: outcome.classes.iter().map(|c| c.transactions).sum(),
+                cpu,
+            });
+        }
+        record.classes.extend(outcome.classes);
+        if !outcome.complete {
+            record.complete = false;
+            record.incomplete_reason = outcome.incomplete_reason;
+            break;
+        }
+    }
+}
+
+fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bool) -> RunRecord {
+    let mut settings = plan.settings.clone();
+    settings.target = Some(Text(target.to_string()));
+    settings.server_threads = Some(control.server_threads);
+    if !control.server_cpus.is_empty() || !spawned {
+        let cpus = control.server_cpus.clone();
+        settings.server_cpus = (!cpus.is_empty()).then_some(CpuList(cpus));
+    }
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        stackbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        complete: true,
+        incomplete_reason: None,
+        started_unix_s: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+        settings,
+        responder: if spawned { "spawned" } else { "remote" }.to_string(),
+        classes: Vec::new(),
+        warnings: Vec::new(),
+        mix_cpu: Vec::new(),
+        lab: None,
+        environment: None,
+    }
+}
+
+/// Stores a warning in the record and shows it to the observer.
+fn warn(obs: &mut dyn Observer, record: &mut RunRecord, w: &Warning, class: Option<&str>) {
+    let w = w.to_record(class);
+    obs.warning(&w);
+    record.warnings.push(w);
+}
+
+fn cpu_text(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        "(not pinned)".to_string()
+    } else {
+        format_cpu_list(cpus)
+    }
+}
+
+/// The environment a record was measured in: the guest's when it ran in one,
+/// else captured now, on this host.
+pub fn environment_of(record: &RunRecord) -> Environment {
+    if let Some(env) = record.environment.as_ref() {
+        if let Ok(env) = serde_json::from_value::<Environment>(env.clone()) {
+            return env; // measured in a guest (`crate::guest_step`)
+        }
+    }
+    let s = &record.settings;
+    let target = s.target.as_ref().map_or("", |t| t.0.as_str());
+    let mut env = stackbench_results::env::capture(
+        target,
+        &RunPlan::cpus(&s.client_cpus),
+        &RunPlan::cpus(&s.server_cpus),
+    );
+    if let Some(lab) = &record.lab {
+        // The route to the lab's address is in host A, not here: the lab's
+        // own read-back describes the interfaces.
+        env.interface = None;
+        env.lab = Some(lab.clone());
+    }
+    env
+}
