@@ -21,7 +21,7 @@ mod class_threads;
 mod clock;
 mod control;
 mod direct;
-mod flow;
+mod machine;
 mod pace;
 mod summary;
 mod uring;

@@ -35,7 +35,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 use crate::iomode::{build, enter};
 
 use super::accum::ClassAccum;
-use super::flow::Got;
+use super::machine::Got;
 use super::worker::{Phase, Worker, CONNECT_QUEUED, LAST_QUEUED, RECV_QUEUED, SEND_QUEUED};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 

@@ -35,7 +35,7 @@ use stackbench_model::{CrrClose, IoMode, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
-use super::flow::Got;
+use super::machine::Got;
 use super::pace::{self, Pace};
 use super::uring::Ring;
 use crate::sockopt::IO_CHUNK_BYTES;
