@@ -31,9 +31,8 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use slab::Slab;
 use stackbench_model::Kind;
 
-use super::worker::{
-    book_received, book_sent, would_block_or_close, Command, Commanded, Next, Phase, Test,
-};
+use super::machine::{book_received, book_sent, Phase};
+use super::worker::{would_block_or_close, Command, Commanded, Next, Test};
 use crate::iomode::{build, enter};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
