@@ -149,7 +149,9 @@ impl Claims {
             ));
         }
         if ramp && !self.ramp {
-            return Some(format!("a connection ramp is not covered by the {backend} backend"));
+            return Some(format!(
+                "a connection ramp is not covered by the {backend} backend"
+            ));
         }
         if paced && !self.paced {
             return Some(format!(
@@ -209,11 +211,19 @@ mod tests {
     #[test]
     fn each_backend_claims_or_refuses_a_case_in_one_line() {
         let all = [Kind::Rr, Kind::Crr, Kind::Str];
-        for t in [Transport::Tcp, Transport::Unix, Transport::Tls, Transport::Mptcp] {
+        for t in [
+            Transport::Tcp,
+            Transport::Unix,
+            Transport::Tls,
+            Transport::Mptcp,
+        ] {
             assert_eq!(EPOLL.refuses(t, true, true, all.into_iter()), None);
         }
         let rr_str = [Kind::Rr, Kind::Str];
-        assert_eq!(URING.refuses(Transport::Unix, false, false, rr_str.into_iter()), None);
+        assert_eq!(
+            URING.refuses(Transport::Unix, false, false, rr_str.into_iter()),
+            None
+        );
         let refused = [
             (URING.refuses(Transport::Tls, false, false, rr_str.into_iter())),
             (URING.refuses(Transport::Tcp, true, false, rr_str.into_iter())),

@@ -25,8 +25,8 @@ use std::time::Duration;
 use mio::Token;
 use stackbench_model::Kind;
 
-use super::pace::Pace;
 use super::machine::{Phase, CONNECTED, RELEASED};
+use super::pace::Pace;
 use super::worker::Worker;
 
 /// Longest a blocked send or recv waits before the loop looks at the stop

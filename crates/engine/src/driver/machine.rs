@@ -35,9 +35,9 @@ use slab::Slab;
 use stackbench_model::{CrrClose, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
-use crate::app::{Codec, Raw};
 use super::clock::{Timing, Window};
 use super::pace::{Pace, LATE_NS};
+use crate::app::{Codec, Raw};
 use crate::sockopt;
 use crate::timer::TimerWheel;
 use crate::transport::tls::Handshake;
@@ -434,7 +434,10 @@ impl<'a, S, C: Clock> Machine<'a, S, C> {
     /// (`SocketOptions::cork`: longer than one write, and Nagle on).
     #[inline]
     pub(super) fn corks_request(&self, class: u16) -> bool {
-        sockopt::corks(&self.socket, self.classes[class as usize].app.request_bytes())
+        sockopt::corks(
+            &self.socket,
+            self.classes[class as usize].app.request_bytes(),
+        )
     }
 
     /// Whether the next send of client `key` is the first chunk of a corked

@@ -24,9 +24,9 @@ use stackbench_model::{Kind, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
+use super::machine::{ClassPlan, Clock, Got, Machine, Next, Phase, Sent};
 use super::worker::Backend;
 use crate::iomode::Claims;
-use super::machine::{ClassPlan, Clock, Got, Machine, Next, Phase, Sent};
 
 /// What the mock covers: every kind and pacing, over no real transport.
 pub(super) const MOCK: Claims = Claims {
@@ -217,8 +217,7 @@ impl<'a> Mock<'a> {
         if self.script.refuse_first_connect && !self.refused_keys.contains(&key) {
             self.refused_keys.push(key);
             self.refused += 1;
-            self.m
-                .fail(key, io::ErrorKind::ConnectionRefused);
+            self.m.fail(key, io::ErrorKind::ConnectionRefused);
             return false;
         }
         self.m.conns[key].stream = Some(MockConn);
@@ -310,8 +309,8 @@ mod tests {
     use stackbench_model::{CrrClose, ThinkTime};
 
     use super::super::pace::Pace;
-    use crate::app::Raw;
     use super::*;
+    use crate::app::Raw;
 
     const MS: u64 = 1_000_000;
 
@@ -397,7 +396,12 @@ mod tests {
             end_ns: Some(100 * MS),
             ..Script::default()
         };
-        let (acc, counts) = run(plan(Kind::Str, 1, 1 << 20, Pace::Closed), 1, u64::MAX, script);
+        let (acc, counts) = run(
+            plan(Kind::Str, 1, 1 << 20, Pace::Closed),
+            1,
+            u64::MAX,
+            script,
+        );
         // 10 ms per 1 MiB response: completions at 10 … 90 ms count.
         assert_eq!(acc.transactions, 9);
         assert_eq!(acc.rx_bytes, 9 << 20);
@@ -433,8 +437,13 @@ mod tests {
                 end_ns: Some(100 * MS),
                 ..Script::default()
             };
-            let (acc, counts) =
-                run_with(plan(Kind::Crr, 64, 8000, Pace::Closed), 3, u64::MAX, script, socket);
+            let (acc, counts) = run_with(
+                plan(Kind::Crr, 64, 8000, Pace::Closed),
+                3,
+                u64::MAX,
+                script,
+                socket,
+            );
             assert_eq!(acc.transactions, 3 * 99, "{close:?}");
             assert_eq!(acc.rx_bytes, 3 * 99 * 8000, "{close:?}");
             // One connection per transaction started (at 0, 1, … 99 ms).
@@ -465,10 +474,15 @@ mod tests {
     #[test]
     fn think_time_waits_between_a_response_and_the_next_request() {
         let pace = Pace::Think(ThinkTime::Constant(Duration::from_millis(9)));
-        let (acc, counts) = run(plan(Kind::Rr, 1, 1, pace), 1, 20, Script {
-            end_ns: None,
-            ..Script::default()
-        });
+        let (acc, counts) = run(
+            plan(Kind::Rr, 1, 1, pace),
+            1,
+            20,
+            Script {
+                end_ns: None,
+                ..Script::default()
+            },
+        );
         assert_eq!(acc.transactions, 20);
         assert_eq!(near(&acc, MS), 20);
         // 19 waits of exactly 9 ms (the first request waits a random phase,
@@ -480,7 +494,11 @@ mod tests {
         assert_eq!(lag.count_between_ns(0, 1_000), 20);
         assert_eq!(acc.late, 0);
         // The first request went out within one mean think time of the start.
-        assert!(counts.end_ns <= 9 * MS + 20 * MS + 19 * 9 * MS, "{}", counts.end_ns);
+        assert!(
+            counts.end_ns <= 9 * MS + 20 * MS + 19 * 9 * MS,
+            "{}",
+            counts.end_ns
+        );
         assert!(counts.end_ns >= 20 * MS + 19 * 9 * MS, "{}", counts.end_ns);
     }
 
@@ -490,10 +508,15 @@ mod tests {
             gap_ns: 10.0 * MS as f64,
             poisson: false,
         };
-        let (acc, _) = run(plan(Kind::Rr, 1, 1, pace), 1, 50, Script {
-            end_ns: None,
-            ..Script::default()
-        });
+        let (acc, _) = run(
+            plan(Kind::Rr, 1, 1, pace),
+            1,
+            50,
+            Script {
+                end_ns: None,
+                ..Script::default()
+            },
+        );
         assert_eq!(acc.transactions, 50);
         // On schedule: corrected and uncorrected latency are the service time.
         assert_eq!(near(&acc, MS), 50);
@@ -518,7 +541,10 @@ mod tests {
         let (acc, _) = run(plan(Kind::Rr, 1, 1, pace), 1, 10, script);
         assert_eq!(acc.transactions, 10);
         let uncorrected = acc.uncorrected.as_ref().expect("open loop");
-        assert_eq!(uncorrected.count_between_ns(30 * MS - 30_000, 30 * MS + 30_000), 10);
+        assert_eq!(
+            uncorrected.count_between_ns(30 * MS - 30_000, 30 * MS + 30_000),
+            10
+        );
         // Corrected latency counts from the intended send: 30, 50, … 210 ms.
         assert_eq!(near(&acc, 30 * MS), 1);
         assert!(acc.hist.count_between_ns(209 * MS, 211 * MS) == 1);

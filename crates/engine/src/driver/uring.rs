@@ -48,7 +48,8 @@ const RECV_QUEUED: u8 = 8;
 const CONNECT_QUEUED: u8 = 16;
 /// A last send that reports only failure (over when its linked receive is).
 const LAST_QUEUED: u8 = 32;
-const _: () = assert!((SEND_QUEUED | RECV_QUEUED | CONNECT_QUEUED | LAST_QUEUED) & !BACKEND_FLAGS == 0);
+const _: () =
+    assert!((SEND_QUEUED | RECV_QUEUED | CONNECT_QUEUED | LAST_QUEUED) & !BACKEND_FLAGS == 0);
 
 /// Operation tags in the low byte of a completion's user data (the client's
 /// key above it).

@@ -194,8 +194,11 @@ impl<'a> Worker<'a> {
         };
         // `iomode` ran every case on a backend that claims it.
         debug_assert!(
-            shared.classes.iter().all(|c| w.claims().kinds.contains(&c.kind)
-                && (w.claims().paced || !c.pace.is_paced())),
+            shared
+                .classes
+                .iter()
+                .all(|c| w.claims().kinds.contains(&c.kind)
+                    && (w.claims().paced || !c.pace.is_paced())),
             "{} does not cover {:?}",
             w.claims().name,
             shared.classes
