@@ -31,6 +31,19 @@ pub(super) fn handler(spec: &TestSpec) -> Raw {
     }
 }
 
+/// Bytes of a whole request of the test, as its protocol says (a new
+/// connection's first read, and where a read between requests starts).
+#[inline]
+pub(super) fn request_bytes(spec: &TestSpec) -> u64 {
+    Handler::request_bytes(&handler(spec))
+}
+
+/// Bytes of the answer to a request of the test (what a corked answer spans).
+#[inline]
+pub(super) fn response_bytes(spec: &TestSpec) -> u64 {
+    handler(spec).response_bytes()
+}
+
 /// Books `n` received bytes of a request (every backend shares it): true
 /// when the request is complete and the response is due.
 pub(super) fn book_received(
@@ -71,7 +84,7 @@ pub(super) fn book_sent(
         return Some(true);
     }
     *phase = Phase::Reading;
-    *remaining = Handler::request_bytes(&handler(spec));
+    *remaining = request_bytes(spec);
     Some(false)
 }
 

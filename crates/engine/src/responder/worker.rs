@@ -29,7 +29,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 use stackbench_model::{Kind, Transport};
 
-use super::machine::{book_received, book_sent, Phase};
+use super::machine::{book_received, book_sent, request_bytes, response_bytes, Phase};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::{self, DataListener, DataStream};
@@ -253,7 +253,7 @@ impl Worker {
                 }
             }
             let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
-            let remaining = t.spec.request_bytes;
+            let remaining = request_bytes(&t.spec);
             let entry = self.entries.vacant_entry();
             let token = Token(entry.key());
             if self
@@ -289,7 +289,7 @@ impl Worker {
                         Ok(0) => {
                             // The client closed: normal between transactions
                             // (CRR client close, end of run), an error mid-request.
-                            let mid = conn.remaining != spec.request_bytes;
+                            let mid = conn.remaining != request_bytes(&spec);
                             return Next::Close { error: mid };
                         }
                         Ok(n) => n,
@@ -311,8 +311,8 @@ impl Worker {
                 }
                 Phase::Writing => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let corked = sockopt::corks(&spec.socket, spec.response_bytes);
-                    if corked && conn.remaining == spec.response_bytes {
+                    let corked = sockopt::corks(&spec.socket, response_bytes(&spec));
+                    if corked && conn.remaining == response_bytes(&spec) {
                         sockopt::cork(stream.as_raw_fd(), true);
                     }
                     let n = match stream.send(&self.zeros[..want]) {
