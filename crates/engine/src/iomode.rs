@@ -1,5 +1,6 @@
-//! Which I/O backend a run actually gets. `io = uring` covers closed-loop RR
-//! and STR over the fd-based transports `tcp` and `unix`, driver and
+//! Which I/O backend a run actually gets. Each backend's row ([`Claims`]:
+//! [`EPOLL`], [`URING`]) says what it covers. `io = uring` covers closed-loop
+//! RR and STR over the fd-based transports `tcp` and `unix`, driver and
 //! responder; every other case (TLS and MPTCP, think time, open loop, ramp,
 //! CRR) and a kernel without io_uring run on epoll, and [`effective`] says
 //! which case it was, so the stored setting is the one measured. `io = auto`
@@ -57,7 +58,7 @@ pub fn effective(cfg: &RunConfig) -> (IoMode, Option<String>) {
         IoMode::Auto => return (auto_choice(cfg), None),
         IoMode::Uring => {}
     }
-    match uring_unsupported(cfg).map_or_else(uring_available, Err) {
+    match URING.refusal(cfg).map_or_else(uring_available, Err) {
         Ok(()) => (IoMode::Uring, None),
         Err(why) => (
             IoMode::Epoll,
@@ -77,38 +78,97 @@ pub fn effective(cfg: &RunConfig) -> (IoMode, Option<String>) {
 pub fn auto_choice(cfg: &RunConfig) -> IoMode {
     let rr_only = cfg.workload.classes.iter().all(|c| c.kind == Kind::Rr);
     let shared = cfg.workload.total_clients() >= 2 * cfg.threads.max(1) as u64;
-    if rr_only && shared && uring_unsupported(cfg).is_none() && uring_available().is_ok() {
+    if rr_only && shared && URING.refusal(cfg).is_none() && uring_available().is_ok() {
         IoMode::Uring
     } else {
         IoMode::Epoll
     }
 }
 
-/// The first case of `cfg` the io_uring backend does not cover.
-fn uring_unsupported(cfg: &RunConfig) -> Option<String> {
-    if !matches!(cfg.transport, Transport::Tcp | Transport::Unix) {
-        return Some(format!(
-            "transport {} is not covered by the io_uring backend (tcp and unix are)",
-            cfg.transport.name()
-        ));
+/// What an I/O backend covers, driver and responder: one row per backend
+/// (fio's engines each declare their name and capability flags in `struct
+/// ioengine_ops`, ioengine.h, and its core refuses a job an engine cannot
+/// run). A case a backend does not claim runs on epoll, which claims all.
+#[derive(Debug, Clone, Copy)]
+pub struct Claims {
+    pub name: &'static str,
+    /// Transports whose connections it can drive.
+    pub transports: Option<&'static [Transport]>,
+    /// Whether it drives a connection ramp.
+    pub ramp: bool,
+    /// Whether it paces requests (think time, open-loop rate).
+    pub paced: bool,
+    /// Workload kinds it runs.
+    pub kinds: &'static [Kind],
+}
+
+/// epoll (with direct waiting for a lone connection): everything.
+pub const EPOLL: Claims = Claims {
+    name: "epoll",
+    transports: None,
+    ramp: true,
+    paced: true,
+    kinds: &[Kind::Rr, Kind::Crr, Kind::Str],
+};
+
+/// io_uring: closed-loop RR and STR over the fd-based transports.
+pub const URING: Claims = Claims {
+    name: "io_uring",
+    transports: Some(&[Transport::Tcp, Transport::Unix]),
+    ramp: false,
+    paced: false,
+    kinds: &[Kind::Rr, Kind::Str],
+};
+
+impl Claims {
+    /// The first case of `cfg` this backend does not cover, in one line.
+    pub fn refusal(&self, cfg: &RunConfig) -> Option<String> {
+        let paced = cfg.workload.classes.iter().any(|c| {
+            stackbench_model::Pacing::effective(c.pacing, cfg.pacing.think, cfg.pacing.rate)
+                .is_some()
+        });
+        let kinds = cfg.workload.classes.iter().map(|c| c.kind);
+        self.refuses(cfg.transport, cfg.pacing.ramp.is_some(), paced, kinds)
     }
-    if cfg.pacing.ramp.is_some() {
-        return Some("a connection ramp is not covered by the io_uring backend".into());
+
+    /// The first of these cases this backend does not cover, in one line.
+    fn refuses(
+        &self,
+        transport: Transport,
+        ramp: bool,
+        paced: bool,
+        mut kinds: impl Iterator<Item = Kind>,
+    ) -> Option<String> {
+        let backend = self.name;
+        if let Some(ts) = self.transports.filter(|ts| !ts.contains(&transport)) {
+            let names: Vec<&str> = ts.iter().map(|t| t.name()).collect();
+            return Some(format!(
+                "transport {} is not covered by the {backend} backend ({} are)",
+                transport.name(),
+                names.join(" and ")
+            ));
+        }
+        if ramp && !self.ramp {
+            return Some(format!(
+                "a connection ramp is not covered by the {backend} backend"
+            ));
+        }
+        if paced && !self.paced {
+            return Some(format!(
+                "think time and open-loop rates are not covered by the {backend} backend \
+                 (closed loop is)"
+            ));
+        }
+        if let Some(kind) = kinds.find(|k| !self.kinds.contains(k)) {
+            let names: Vec<&str> = self.kinds.iter().map(|k| k.name()).collect();
+            return Some(format!(
+                "{} is not covered by the {backend} backend ({} are)",
+                kind.name(),
+                names.join(" and ")
+            ));
+        }
+        None
     }
-    let paced = cfg.workload.classes.iter().find(|c| {
-        stackbench_model::Pacing::effective(c.pacing, cfg.pacing.think, cfg.pacing.rate).is_some()
-    });
-    if paced.is_some() {
-        return Some(
-            "think time and open-loop rates are not covered by the io_uring backend (closed \
-             loop is)"
-                .into(),
-        );
-    }
-    if cfg.workload.classes.iter().any(|c| c.kind == Kind::Crr) {
-        return Some("CRR is not covered by the io_uring backend (RR and STR are)".into());
-    }
-    None
 }
 
 /// A ring with the cheapest completion handling this kernel offers: task
@@ -147,6 +207,40 @@ pub(crate) fn enter(ring: &IoUring, wait: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_backend_claims_or_refuses_a_case_in_one_line() {
+        let all = [Kind::Rr, Kind::Crr, Kind::Str];
+        for t in [
+            Transport::Tcp,
+            Transport::Unix,
+            Transport::Tls,
+            Transport::Mptcp,
+        ] {
+            assert_eq!(EPOLL.refuses(t, true, true, all.into_iter()), None);
+        }
+        let rr_str = [Kind::Rr, Kind::Str];
+        assert_eq!(
+            URING.refuses(Transport::Unix, false, false, rr_str.into_iter()),
+            None
+        );
+        let refused = [
+            (URING.refuses(Transport::Tls, false, false, rr_str.into_iter())),
+            (URING.refuses(Transport::Tcp, true, false, rr_str.into_iter())),
+            (URING.refuses(Transport::Tcp, false, true, rr_str.into_iter())),
+            (URING.refuses(Transport::Tcp, false, false, all.into_iter())),
+        ];
+        let want = [
+            "transport tls is not covered by the io_uring backend (tcp and unix are)",
+            "a connection ramp is not covered by the io_uring backend",
+            "think time and open-loop rates are not covered by the io_uring backend (closed \
+             loop is)",
+            "CRR is not covered by the io_uring backend (RR and STR are)",
+        ];
+        for (got, want) in refused.iter().zip(want) {
+            assert_eq!(got.as_deref(), Some(want));
+        }
+    }
 
     #[test]
     fn this_kernel_has_io_uring_or_says_why_not() {

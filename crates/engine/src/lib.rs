@@ -1,7 +1,8 @@
 //! The engine layer: the control protocol, the responder (`stackbench serve`),
 //! the driver, and the event-driven workers both are built on.
 //!
-//! Layout: `protocol` (versioned control messages), `transport` (the seam
+//! Layout: `protocol` (versioned control messages), `app` (application
+//! protocols above the byte stream: what a request and a response are), `transport` (the seam
 //! every data connection is opened, read, written and closed through: tcp,
 //! unix, mptcp), `sockopt` (socket options and the raw I/O calls under the
 //! fd-based transports), `limits` (file-descriptor budget), `timer` (the
@@ -11,6 +12,7 @@
 //! back).
 
 pub mod affinity;
+pub mod app;
 pub mod driver;
 pub mod error;
 pub mod iomode;

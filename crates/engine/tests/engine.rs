@@ -469,3 +469,7 @@ mod uring;
 /// CPU per class in a mix: shared workers (`mix`) or its own (`class_workers`).
 #[path = "engine/class_cpu.rs"]
 mod class_cpu;
+
+/// Every I/O backend runs the same table: each kind × each transport it claims.
+#[path = "engine/backends.rs"]
+mod backends;

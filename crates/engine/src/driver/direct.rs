@@ -8,7 +8,8 @@
 //! and no epoll wake-up on the data path (the socket leaves the epoll set
 //! while it is driven directly). Everything recorded — timestamps,
 //! histograms, counts, the window — goes through the same state machine
-//! (`Worker::drive`) as the epoll loop; only the wait differs.
+//! ([`super::machine`], by `Worker::drive`) as the epoll loop; only the
+//! wait differs.
 //!
 //! A busy-polling worker (`--spin`) drives its one connection the same way
 //! but keeps the socket non-blocking and spins on the `recv` itself, as
@@ -24,8 +25,9 @@ use std::time::Duration;
 use mio::Token;
 use stackbench_model::Kind;
 
+use super::machine::{Phase, CONNECTED, RELEASED};
 use super::pace::Pace;
-use super::worker::{Phase, Worker, CONNECTED, RELEASED};
+use super::worker::Worker;
 
 /// Longest a blocked send or recv waits before the loop looks at the stop
 /// conditions again (the epoll loop's longest sleep too).
@@ -37,11 +39,11 @@ impl Worker<'_> {
     /// closed-loop class that keeps its connection (not CRR), and a client
     /// past the start barrier with a transaction under way.
     pub(super) fn direct_candidate(&self) -> Option<usize> {
-        if self.ring.is_some() || self.conns.len() != 1 || !self.timers.is_empty() {
+        if self.ring.is_some() || self.m.conns.len() != 1 || !self.m.timers.is_empty() {
             return None;
         }
-        let (key, conn) = self.conns.iter().next()?;
-        let plan = &self.classes[conn.class as usize];
+        let (key, conn) = self.m.conns.iter().next()?;
+        let plan = &self.m.classes[conn.class as usize];
         let ready = conn.flags & (CONNECTED | RELEASED) == CONNECTED | RELEASED
             && matches!(conn.phase, Phase::Sending | Phase::Receiving);
         let plain = conn.stream.as_ref().is_some_and(|s| s.is_plain());
@@ -56,24 +58,24 @@ impl Worker<'_> {
         if !self.enter_direct(key) {
             return false;
         }
-        let mut now = self.timing.now_ns();
+        let mut now = self.m.now_ns();
         loop {
             if self.should_stop(abort, now) {
                 return true;
             }
-            let before = self.received_ns;
+            let before = self.m.received_ns;
             self.drive(key);
             self.publish();
             // A pass that received bytes read the clock a moment ago
             // (`received`): one clock read per transaction, not two. A pass
             // that did not (a recv timed out) reads it, so the run still
             // stops on time.
-            now = if self.received_ns != before {
-                self.received_ns
+            now = if self.m.received_ns != before {
+                self.m.received_ns
             } else {
-                self.timing.now_ns()
+                self.m.now_ns()
             };
-            let still = self.conns.get(key).is_some_and(|c| {
+            let still = self.m.conns.get(key).is_some_and(|c| {
                 c.stream.is_some() && matches!(c.phase, Phase::Sending | Phase::Receiving)
             });
             if !still {
@@ -88,7 +90,7 @@ impl Worker<'_> {
     /// connection as it was, or failed if it could not be put back) when
     /// that did not happen.
     fn enter_direct(&mut self, key: usize) -> bool {
-        let Some(stream) = self.conns[key].stream.as_mut() else {
+        let Some(stream) = self.m.conns[key].stream.as_mut() else {
             return false;
         };
         let wait = (!self.spin).then_some(DIRECT_WAIT);
@@ -104,7 +106,7 @@ impl Worker<'_> {
     /// Gives the connection back to the epoll loop; a connection that cannot
     /// go back fails like any other.
     fn leave_direct(&mut self, key: usize) {
-        let Some(stream) = self.conns.get_mut(key).and_then(|c| c.stream.as_mut()) else {
+        let Some(stream) = self.m.conns.get_mut(key).and_then(|c| c.stream.as_mut()) else {
             return;
         };
         if let Err(e) = stream.leave_direct(self.poll.registry(), Token(key)) {

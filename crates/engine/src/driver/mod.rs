@@ -21,7 +21,9 @@ mod class_threads;
 mod clock;
 mod control;
 mod direct;
-mod flow;
+mod machine;
+#[cfg(test)]
+mod mock;
 mod pace;
 mod summary;
 mod uring;
@@ -49,9 +51,10 @@ pub use control::ControlClient;
 use pace::Pace;
 pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
 use watch::{Watch, Watched};
-use worker::{ClassPlan, Client, Shared, Worker, WorkerSlots};
+use worker::{Backend, ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::affinity;
+use crate::app::Raw;
 use crate::error::EngineError;
 use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
@@ -421,8 +424,10 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         all_endpoints.extend(endpoints);
         plans.push(ClassPlan {
             kind: class.kind,
-            request_bytes: class.request_bytes,
-            response_bytes: class.response_bytes,
+            app: Raw {
+                request: class.request_bytes,
+                response: class.response_bytes,
+            },
             pace: Pace::of(class, &cfg.pacing),
             priority: socket.priority,
         });

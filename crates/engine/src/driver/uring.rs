@@ -1,7 +1,8 @@
-//! The driver worker's io_uring path (`io = uring`): the same state machine,
-//! clients and per-transaction bookkeeping as the epoll path
-//! ([`Worker::sent`], [`Worker::received`], and the pacing transitions in
-//! [`super::flow`]), with the I/O done by completions instead of readiness.
+//! The driver worker's io_uring backend (`io = uring`): the same state
+//! machine ([`super::machine`]), clients and per-transaction bookkeeping as
+//! the epoll backend (through [`Worker::sent`] and [`Worker::received`]),
+//! with the I/O done by completions instead of readiness. What it covers is
+//! its row in `crate::iomode` ([`crate::iomode::URING`]).
 //!
 //! Per transaction each connection queues its request's last `send` linked
 //! (IOSQE_IO_LINK) to the `recv` of the response, and all of a worker's
@@ -32,12 +33,23 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
+use crate::app::Codec;
 use crate::iomode::{build, enter};
 
 use super::accum::ClassAccum;
-use super::flow::Got;
-use super::worker::{Phase, Worker, CONNECT_QUEUED, LAST_QUEUED, RECV_QUEUED, SEND_QUEUED};
+use super::machine::{Got, Phase, BACKEND_FLAGS};
+use super::worker::Worker;
 use crate::sockopt::{self, IO_CHUNK_BYTES};
+
+/// `Conn::flags` (the machine leaves [`BACKEND_FLAGS`] to its backend): a
+/// send, a receive, a connect watch in flight.
+const SEND_QUEUED: u8 = 4;
+const RECV_QUEUED: u8 = 8;
+const CONNECT_QUEUED: u8 = 16;
+/// A last send that reports only failure (over when its linked receive is).
+const LAST_QUEUED: u8 = 32;
+const _: () =
+    assert!((SEND_QUEUED | RECV_QUEUED | CONNECT_QUEUED | LAST_QUEUED) & !BACKEND_FLAGS == 0);
 
 /// Operation tags in the low byte of a completion's user data (the client's
 /// key above it).
@@ -113,7 +125,7 @@ impl Worker<'_> {
     pub(super) fn run_uring(mut self, abort: &AtomicBool) -> Vec<ClassAccum> {
         loop {
             self.refresh_window();
-            let now = self.timing.now_ns();
+            let now = self.m.now_ns();
             if self.should_stop(abort, now) {
                 break;
             }
@@ -136,7 +148,7 @@ impl Worker<'_> {
             self.publish();
         }
         self.drain();
-        self.accum
+        self.m.accum
     }
 }
 
@@ -148,10 +160,10 @@ impl Worker<'_> {
             return Duration::ZERO;
         }
         let mut wait = MAX_WAIT;
-        if let Some(end) = self.timing.end_ns {
+        if let Some(end) = self.m.timing.end_ns {
             wait = wait.min(Duration::from_nanos(end - now));
         }
-        if let Some(next) = self.timers.next_deadline() {
+        if let Some(next) = self.m.timers.next_deadline() {
             wait = wait.min(Duration::from_nanos(next.saturating_sub(now)));
         }
         wait
@@ -161,17 +173,17 @@ impl Worker<'_> {
     /// next chunk of the request (its last one linked to the response's
     /// receive), or the next receive.
     pub(super) fn queue_io(&mut self, key: usize) {
-        let Some(conn) = self.conns.get_mut(key) else {
+        let Some(conn) = self.m.conns.get_mut(key) else {
             return;
         };
         let Some(fd) = conn.stream.as_ref().map(|s| types::Fd(s.as_raw_fd())) else {
             return;
         };
-        let plan = self.classes[conn.class as usize];
+        let plan = self.m.classes[conn.class as usize];
         let ring: &mut Ring = self.ring.as_deref_mut().expect("ring");
         let data = (key as u64) << 8;
         let sink = ring.sink.as_mut_ptr();
-        let waitall = self.socket.waitall;
+        let waitall = self.m.socket.waitall;
         let recv = |remaining: u64| {
             let len = remaining.min(IO_CHUNK_BYTES as u64) as u32;
             let flags = if waitall { libc::MSG_WAITALL } else { 0 };
@@ -186,11 +198,11 @@ impl Worker<'_> {
                 let last = len == conn.remaining && conn.flags & RECV_QUEUED == 0;
                 // A corked request's last send reports its completion, at
                 // which `sent` lifts the cork (the cork must outlast it).
-                let corked = sockopt::corks(&self.socket, plan.request_bytes);
+                let corked = sockopt::corks(&self.m.socket, plan.app.request_bytes());
                 if last && ring.skip_ok && !corked {
                     return self.queue_last_send(key, fd, len as u32);
                 }
-                if corked && conn.remaining == plan.request_bytes {
+                if corked && conn.remaining == plan.app.request_bytes() {
                     sockopt::cork(fd.0, true);
                 }
                 let mut send = opcode::Send::new(fd, self.zeros.as_ptr(), len as u32)
@@ -203,7 +215,7 @@ impl Worker<'_> {
                 ring.push(&send);
                 conn.flags |= SEND_QUEUED;
                 if last {
-                    ring.push(&recv(plan.response_bytes));
+                    ring.push(&recv(plan.app.response_bytes()));
                     conn.flags |= RECV_QUEUED;
                 }
             }
@@ -227,15 +239,15 @@ impl Worker<'_> {
             .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
             .user_data(((key as u64) << 8) | OP_SEND_LAST);
         ring.push_silent(&send);
-        self.conns[key].flags |= LAST_QUEUED;
-        self.mark_connected(key);
+        self.m.conns[key].flags |= LAST_QUEUED;
+        self.m.mark_connected(key);
         self.sent(key, len as usize, len as usize);
         self.queue_io(key);
     }
 
     /// Watches a new connection's handshake (one-shot POLLOUT).
     pub(super) fn watch_connect(&mut self, key: usize) {
-        let conn = &mut self.conns[key];
+        let conn = &mut self.m.conns[key];
         let Some(fd) = conn.stream.as_ref().map(|s| s.as_raw_fd()) else {
             return;
         };
@@ -258,7 +270,7 @@ impl Worker<'_> {
             OP_RECV => RECV_QUEUED,
             _ => CONNECT_QUEUED,
         };
-        let Some(conn) = self.conns.get_mut(key) else {
+        let Some(conn) = self.m.conns.get_mut(key) else {
             return;
         };
         if conn.flags & bit == 0 || conn.stream.is_none() {
@@ -285,7 +297,7 @@ impl Worker<'_> {
     /// A request's last send failed or went out short: the connection
     /// fails (its linked receive is cancelled).
     fn on_last_send_failed(&mut self, key: usize, res: i32) {
-        let Some(conn) = self.conns.get_mut(key) else {
+        let Some(conn) = self.m.conns.get_mut(key) else {
             return;
         };
         if conn.flags & LAST_QUEUED == 0 || conn.stream.is_none() {
@@ -304,8 +316,8 @@ impl Worker<'_> {
         if res < 0 {
             return self.fail(key, &io::Error::from_raw_os_error(-res));
         }
-        self.mark_connected(key);
-        let want = self.conns[key].remaining.min(IO_CHUNK_BYTES as u64) as usize;
+        self.m.mark_connected(key);
+        let want = self.m.conns[key].remaining.min(IO_CHUNK_BYTES as u64) as usize;
         self.sent(key, res as usize, want);
         self.queue_io(key);
     }
@@ -317,13 +329,13 @@ impl Worker<'_> {
         if res == 0 {
             return self.fail(key, &io::ErrorKind::UnexpectedEof.into());
         }
-        if self.conns[key].phase != Phase::Receiving {
+        if self.m.conns[key].phase != Phase::Receiving {
             let e = io::Error::other("responder answered before the request was complete");
             return self.fail(key, &e);
         }
         match self.received(key, res as usize) {
             Ok(Got::More | Got::Next) => self.queue_io(key),
-            Ok(Got::Stop) => {}
+            Ok(Got::Stop | Got::Close { .. }) => {}
             Err(e) => self.fail(key, &e),
         }
     }
@@ -331,7 +343,7 @@ impl Worker<'_> {
     /// The handshake of a new connection ended: connected, or refused.
     fn on_connected(&mut self, key: usize, revents: i32) {
         if revents < 0 || revents & (libc::POLLERR | libc::POLLHUP) as i32 != 0 {
-            let e = self.conns[key]
+            let e = self.m.conns[key]
                 .stream
                 .as_ref()
                 .and_then(|s| {
@@ -340,18 +352,18 @@ impl Worker<'_> {
                     socket2::SockRef::from(&fd).take_error().ok().flatten()
                 })
                 .unwrap_or_else(|| io::ErrorKind::ConnectionRefused.into());
-            if self.conns[key].flags & SEND_QUEUED == 0 {
+            if self.m.conns[key].flags & SEND_QUEUED == 0 {
                 self.fail(key, &e);
             }
             return;
         }
-        self.mark_connected(key);
+        self.m.mark_connected(key);
     }
 
     /// Before `fail` drops client `key`'s socket: shut it down so that its
     /// queued operations complete now, and forget them.
     pub(super) fn abandon_queued(&mut self, key: usize) {
-        let conn = &mut self.conns[key];
+        let conn = &mut self.m.conns[key];
         let queued = SEND_QUEUED | RECV_QUEUED | CONNECT_QUEUED | LAST_QUEUED;
         if conn.flags & queued != 0 {
             if let Some(s) = conn.stream.as_ref() {
@@ -366,7 +378,7 @@ impl Worker<'_> {
     /// kernel has finished with every queued operation, so none writes into
     /// a freed buffer.
     fn drain(&mut self) {
-        for (_, conn) in self.conns.iter() {
+        for (_, conn) in self.m.conns.iter() {
             if let Some(s) = conn.stream.as_ref() {
                 // SAFETY: shutdown on an open socket this worker owns.
                 unsafe { libc::shutdown(s.as_raw_fd(), libc::SHUT_RDWR) };

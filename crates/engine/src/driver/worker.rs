@@ -1,11 +1,7 @@
-//! One driver worker: an epoll loop (mio) over many client connections of any
-//! classes. Every kind is one table-driven state machine (neper's `neper_fn`
-//! idea): connect (CRR, or after an error) → send the request → receive the
-//! response → record → next transaction; kinds differ only in what follows a
-//! response (keep the connection, or close it and connect anew), and pacing
-//! (closed loop, think time, open-loop rate: [`super::pace`], transitions in
-//! [`super::flow`]) only in *when* the next request starts. Stop conditions
-//! (the window's end, per-client quotas, abort) compose with all of them.
+//! One driver worker thread: the epoll backend (mio) of the per-connection
+//! state machine ([`super::machine`]) over many client connections of any
+//! classes. The machine decides; this loop waits for readiness and timers,
+//! does the sends and receives, and feeds their results back.
 //!
 //! Hot path: no allocation and no lock. Sockets are registered once for read
 //! and write readiness (edge-triggered), a short read or write means "drained
@@ -24,41 +20,31 @@
 //! ([`super::direct`]).
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use openssl::ssl::SslSession;
-use slab::Slab;
-use stackbench_model::{CrrClose, IoMode, Kind, SocketOptions};
+use stackbench_model::{IoMode, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
-use super::flow::Got;
-use super::pace::{self, Pace};
+pub use super::machine::ClassPlan;
+use super::machine::{Epoch, Got, Machine, Next, Phase, Sent};
+use super::pace;
 use super::uring::Ring;
-use crate::sockopt::IO_CHUNK_BYTES;
-use crate::timer::{TimerWheel, WakeTimer};
+use crate::app::Codec;
+use crate::iomode::{self, Claims};
+use crate::sockopt::{self, IO_CHUNK_BYTES};
+use crate::timer::WakeTimer;
 use crate::transport::{DataStream, Dialer};
 
-/// Wait before reconnecting after a connection error.
-const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
 /// Longest sleep in epoll, so stop requests are seen promptly.
 const MAX_POLL_WAIT: Duration = Duration::from_millis(50);
 /// The wake-up timer's token (slab keys never reach it).
 const WAKE: Token = Token(usize::MAX);
-
-/// What a worker needs to know about one class.
-#[derive(Debug, Clone, Copy)]
-pub struct ClassPlan {
-    pub kind: Kind,
-    pub request_bytes: u64,
-    pub response_bytes: u64,
-    pub pace: Pace,
-    /// Priority level of the class's sockets (see `sockopt`).
-    pub priority: Option<u8>,
-}
 
 /// What every worker of a run shares.
 #[derive(Debug)]
@@ -107,62 +93,39 @@ impl WorkerSlots {
     }
 }
 
-/// What one `send` achieved.
-pub(super) enum Sent {
-    /// The whole request is out.
-    Done,
-    /// The socket took less than offered: wait for the writable edge.
-    Blocked,
-    /// A full chunk went out and more remains.
-    More,
+/// An I/O backend of the driver's state machine: the row of what it covers
+/// and its loop, which feeds the machine events and carries out its actions
+/// (fio's engines have the same two halves, ioengine.h: `struct
+/// ioengine_ops` names an engine, flags what it can do, and holds the hooks
+/// the core calls). Backends are chosen once per worker and called by value
+/// (no dynamic dispatch in the loop); `crate::iomode` refuses a case a
+/// backend does not claim before a run starts.
+pub trait Backend {
+    /// What the backend covers.
+    fn claims(&self) -> &'static Claims;
+    /// Runs until the window ends, every quota is met, or `abort` is set;
+    /// returns what each class booked.
+    fn run(self, abort: &AtomicBool) -> Vec<ClassAccum>;
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Phase {
-    /// Sending the request (also while a new connection's handshake is in flight).
-    Sending,
-    Receiving,
-    /// CRR with server-close: response complete, waiting for the server's FIN
-    /// so that the client closes second and TIME_WAIT stays on the server.
-    AwaitEof,
-    /// No connection: it opens when its timer fires (ramp, reconnect back-off).
-    Closed,
-    /// Between transactions: the next request starts when its timer fires
-    /// (think time, open-loop schedule; CRR connects then).
-    Waiting,
-}
+/// A worker is on epoll (with direct waiting) or io_uring, chosen when it is
+/// built (`Shared::io`).
+impl Backend for Worker<'_> {
+    fn claims(&self) -> &'static Claims {
+        if self.ring.is_some() {
+            &iomode::URING
+        } else {
+            &iomode::EPOLL
+        }
+    }
 
-/// `Conn::flags`: the client has connected at least once.
-pub(super) const CONNECTED: u8 = 1;
-/// `Conn::flags`: the client is past the start barrier (the window is open).
-pub(super) const RELEASED: u8 = 2;
-/// `Conn::flags` (io_uring): a send, a receive, a connect watch in flight.
-pub(super) const SEND_QUEUED: u8 = 4;
-pub(super) const RECV_QUEUED: u8 = 8;
-pub(super) const CONNECT_QUEUED: u8 = 16;
-/// A last send that reports only failure (over when its linked receive is).
-pub(super) const LAST_QUEUED: u8 = 32;
-/// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
-pub(super) const NOT_WAITING: u64 = u64::MAX;
-
-/// Per-connection state: 56 bytes (see `conn_state_is_small`; the stream is
-/// an fd or a boxed TLS session, 16 bytes, in debug builds too).
-pub(super) struct Conn {
-    pub(super) stream: Option<DataStream>,
-    pub(super) class: u16,
-    pub(super) phase: Phase,
-    pub(super) flags: u8,
-    /// Bytes left to send or receive in the current phase.
-    pub(super) remaining: u64,
-    /// Start of the current transaction (its actual send; for CRR its
-    /// connect), ns since the epoch; while waiting, when the wait began.
-    pub(super) start_ns: u64,
-    /// Paced classes: intended send time of the current or next request.
-    pub(super) due_ns: u64,
-    /// Transactions this client still has to count (`u64::MAX`: unbounded).
-    pub(super) quota: u64,
-    /// This client's random state (think times, arrival gaps).
-    pub(super) rng: u64,
+    fn run(self, abort: &AtomicBool) -> Vec<ClassAccum> {
+        if self.ring.is_some() {
+            self.run_uring(abort)
+        } else {
+            self.run_epoll(abort)
+        }
+    }
 }
 
 /// One driver worker thread's state.
@@ -171,32 +134,18 @@ pub struct Worker<'a> {
     /// buffers it points into, so it is dropped first).
     pub(super) ring: Option<Box<Ring>>,
     pub(super) poll: Poll,
-    pub(super) classes: &'a [ClassPlan],
+    /// The clients' state machine, which holds their sockets.
+    pub(super) m: Machine<'a, DataStream, Epoch>,
     pub(super) dialers: &'a [Dialer],
-    pub(super) socket: SocketOptions,
     pub(super) spin: bool,
-    pub(super) timing: Timing,
     window: &'a Window,
-    pub(super) conns: Slab<Conn>,
-    pub(super) accum: Vec<ClassAccum>,
-    pub(super) timers: TimerWheel,
     wake: Option<WakeTimer>,
-    fired: Vec<u32>,
     scratch: Vec<u8>,
     pub(super) zeros: Vec<u8>,
-    /// Connections that still have work (not finished their quota).
-    pub(super) active: usize,
-    /// Clients connected at least once, on this worker.
-    pub(super) connected: u64,
-    /// Connected clients waiting for the window to open.
-    pub(super) parked: Vec<u32>,
     slots: &'a WorkerSlots,
     /// TLS: per class, the last session this worker's clients got, offered
     /// again with the class's resume ratio.
     pub(super) sessions: Vec<Option<SslSession>>,
-    /// The clock as `received` last read it (every response chunk): the
-    /// direct loop reuses it instead of reading the clock again.
-    pub(super) received_ns: u64,
 }
 
 impl<'a> Worker<'a> {
@@ -207,11 +156,6 @@ impl<'a> Worker<'a> {
         slots: &'a WorkerSlots,
     ) -> io::Result<Worker<'a>> {
         let timing = Timing::new(shared.epoch);
-        let accum = shared
-            .classes
-            .iter()
-            .map(|c| ClassAccum::new(shared.window_s, c.pace.is_paced(), c.pace.is_open()))
-            .collect();
         let poll = Poll::new()?;
         // Busy-polling looks at the wheel every turn and needs no wake-up.
         let wake = if shared.spin {
@@ -227,61 +171,53 @@ impl<'a> Worker<'a> {
             // `auto` is settled before a run starts (`iomode::effective`).
             IoMode::Epoll | IoMode::Auto => None,
         };
+        let m = Machine::new(
+            shared.classes,
+            shared.socket,
+            Epoch(shared.epoch),
+            timing,
+            shared.window_s,
+            clients.len(),
+        );
         let mut w = Worker {
             ring,
             poll,
-            classes: shared.classes,
+            m,
             dialers: shared.dialers,
-            socket: shared.socket,
             spin: shared.spin,
-            timing,
-            received_ns: 0,
             window: shared.window,
-            conns: Slab::with_capacity(clients.len()),
-            accum,
-            timers: TimerWheel::new(),
             wake,
-            fired: Vec::new(),
             scratch: vec![0; IO_CHUNK_BYTES],
             zeros: vec![0; IO_CHUNK_BYTES],
-            active: 0,
-            connected: 0,
-            parked: Vec::with_capacity(clients.len()),
             slots,
             sessions: vec![None; shared.classes.len()],
         };
+        // `iomode` ran every case on a backend that claims it.
+        debug_assert!(
+            shared
+                .classes
+                .iter()
+                .all(|c| w.claims().kinds.contains(&c.kind)
+                    && (w.claims().paced || !c.pace.is_paced())),
+            "{} does not cover {:?}",
+            w.claims().name,
+            shared.classes
+        );
         for c in clients.iter().filter(|c| c.quota > 0) {
-            let key = w.conns.insert(Conn {
-                stream: None,
-                class: c.class,
-                phase: Phase::Closed,
-                flags: 0,
-                remaining: 0,
-                start_ns: NOT_WAITING,
-                due_ns: 0,
-                quota: c.quota,
-                rng: pace::rng_for(shared.seed, c.index),
-            });
-            w.active += 1;
+            let rng = pace::rng_for(shared.seed, c.index);
             let at_ns = (c.index as f64 * shared.ramp_gap_ns) as u64;
-            if at_ns == 0 {
-                w.arrive(key);
-            } else {
-                w.timers.schedule(key as u32, at_ns);
-            }
+            let (key, next) = w.m.add(c.class, c.quota, rng, at_ns);
+            w.act(key, next);
         }
         Ok(w)
     }
 
-    /// Runs until the window ends, every quota is met, or `abort` is set.
-    pub fn run(mut self, abort: &AtomicBool) -> Vec<ClassAccum> {
-        if self.ring.is_some() {
-            return self.run_uring(abort);
-        }
+    /// The epoll loop (with direct waiting for a lone connection).
+    fn run_epoll(mut self, abort: &AtomicBool) -> Vec<ClassAccum> {
         let mut events = Events::with_capacity(1024);
         loop {
             self.refresh_window();
-            let now = self.timing.now_ns();
+            let now = self.m.now_ns();
             if self.should_stop(abort, now) {
                 break;
             }
@@ -301,7 +237,7 @@ impl<'a> Worker<'a> {
                 }
                 let key = event.token().0;
                 if event.is_writable() && !event.is_error() && !event.is_write_closed() {
-                    self.mark_connected(key);
+                    self.m.mark_connected(key);
                 }
                 self.drive(key);
             }
@@ -313,24 +249,38 @@ impl<'a> Worker<'a> {
                 }
             }
         }
-        self.accum
+        self.m.accum
+    }
+
+    /// Carries out what the state machine asked for client `key`.
+    pub(super) fn act(&mut self, key: usize, next: Next) {
+        match next {
+            Next::Idle => {}
+            Next::Attach => match self.attach(key) {
+                Ok(()) => {
+                    let next = self.m.attached(key);
+                    self.act(key, next);
+                }
+                Err(e) => self.fail(key, &e),
+            },
+            Next::Open => self.open(key),
+            Next::Drive => self.drive(key),
+        }
     }
 
     /// Whether the loop ends: aborted, every quota met, or the window over.
     pub(super) fn should_stop(&self, abort: &AtomicBool, now: u64) -> bool {
-        abort.load(Ordering::Relaxed)
-            || self.active == 0
-            || self.timing.end_ns.is_some_and(|e| now >= e)
+        abort.load(Ordering::Relaxed) || self.m.done(now)
     }
 
     /// Publishes the counts for the coordinator, once per loop turn.
     pub(super) fn publish(&self) {
-        for (slot, acc) in self.slots.transactions.iter().zip(&self.accum) {
+        for (slot, acc) in self.slots.transactions.iter().zip(&self.m.accum) {
             slot.store(acc.transactions, Ordering::Relaxed);
         }
         self.slots
             .connected
-            .store(self.connected, Ordering::Relaxed);
+            .store(self.m.connected, Ordering::Relaxed);
     }
 
     /// How long epoll may sleep: until the window's end or [`MAX_POLL_WAIT`];
@@ -341,10 +291,10 @@ impl<'a> Worker<'a> {
             return Duration::ZERO;
         }
         let mut wait = MAX_POLL_WAIT;
-        if let Some(end) = self.timing.end_ns {
+        if let Some(end) = self.m.timing.end_ns {
             wait = wait.min(Duration::from_nanos(end - now));
         }
-        let next = self.timers.next_deadline();
+        let next = self.m.timers.next_deadline();
         if next.is_some_and(|d| d <= now) {
             return Duration::ZERO;
         }
@@ -356,32 +306,21 @@ impl<'a> Worker<'a> {
         wait
     }
 
-    /// Takes the window once the coordinator opened it, noting how many
-    /// clients of each class were connected then, and releases the clients
-    /// waiting at the start barrier.
+    /// Takes the window once the coordinator opened it and releases the
+    /// clients waiting at the start barrier.
     pub(super) fn refresh_window(&mut self) {
-        if self.timing.refresh(self.window) {
-            for acc in &mut self.accum {
-                acc.connected_at_window = acc.connected;
-            }
-            for key in std::mem::take(&mut self.parked) {
-                self.release(key as usize);
+        if let Some(parked) = self.m.refresh_window(self.window) {
+            for key in parked {
+                let next = self.m.release(key as usize);
+                self.act(key as usize, next);
             }
         }
     }
 
     pub(super) fn fire_timers(&mut self) {
-        if self.timers.is_empty() {
-            return;
-        }
-        self.timers.advance(self.timing.now_ns(), &mut self.fired);
-        while let Some(key) = self.fired.pop() {
-            match self.conns.get(key as usize).map(|c| (c.phase, c.flags)) {
-                Some((Phase::Closed, f)) if f & RELEASED == 0 => self.arrive(key as usize),
-                Some((Phase::Closed, _)) => self.open(key as usize),
-                Some((Phase::Waiting, _)) => self.wait_over(key as usize),
-                _ => {}
-            }
+        self.m.advance_timers();
+        while let Some((key, next)) = self.m.next_fired() {
+            self.act(key, next);
         }
     }
 
@@ -391,18 +330,18 @@ impl<'a> Worker<'a> {
     /// it (or `send` reports the connect error), which saves the SO_ERROR and
     /// getpeername calls and an epoll round trip per CRR transaction.
     pub(super) fn open(&mut self, key: usize) {
-        let started = self.timing.now_ns();
+        let started = self.m.now_ns();
         if let Err(e) = self.attach(key) {
             return self.fail(key, &e);
         }
-        self.begin_request(key, started);
+        self.m.begin_request(key, started);
         if self.ring.is_some() {
             return self.queue_io(key);
         }
         loop {
             match self.send_chunk(key) {
-                Ok(Sent::More) => self.mark_connected(key),
-                Ok(Sent::Done | Sent::Blocked) => return self.mark_connected(key),
+                Ok(Sent::More) => self.m.mark_connected(key),
+                Ok(Sent::Done | Sent::Blocked) => return self.m.mark_connected(key),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => return self.fail(key, &e),
             }
@@ -411,12 +350,12 @@ impl<'a> Worker<'a> {
 
     /// Connects client `key` and registers the connection (nothing sent).
     pub(super) fn attach(&mut self, key: usize) -> io::Result<()> {
-        let class = self.conns[key].class as usize;
-        let response_bytes = self.classes[class].response_bytes;
+        let class = self.m.conns[key].class as usize;
+        let response_bytes = self.m.classes[class].app.response_bytes();
         let session = self.session_to_offer(key, class);
         let opts = SocketOptions {
-            priority: self.classes[class].priority,
-            ..self.socket
+            priority: self.m.classes[class].priority,
+            ..self.m.socket
         };
         let mut stream =
             self.dialers[class].connect_resuming(key, &opts, response_bytes, session.as_ref())?;
@@ -427,8 +366,8 @@ impl<'a> Worker<'a> {
                 Interest::READABLE | Interest::WRITABLE,
             )?;
         }
-        self.conns[key].stream = Some(stream);
-        if self.ring.is_some() && self.conns[key].flags & RELEASED == 0 {
+        self.m.conns[key].stream = Some(stream);
+        if self.ring.is_some() && self.m.conns[key].flags & super::machine::RELEASED == 0 {
             // Before the window: the connection counts once connected.
             self.watch_connect(key);
         }
@@ -443,24 +382,83 @@ impl<'a> Worker<'a> {
         if ratio <= 0.0 {
             return None;
         }
-        let offer = ratio >= 1.0 || pace::unit(&mut self.conns[key].rng) < ratio;
+        let offer = ratio >= 1.0 || pace::unit(&mut self.m.conns[key].rng) < ratio;
         offer.then(|| self.sessions[class].clone()).flatten()
+    }
+
+    /// Before a send of client `key`'s request (both paths call it): the
+    /// first chunk of a corked request corks the socket; [`Self::sent`]
+    /// lifts the cork after the last.
+    pub(super) fn before_send(&mut self, key: usize) {
+        if self.m.corks_now(key) {
+            if let Some(s) = self.m.conns[key].stream.as_ref() {
+                sockopt::cork(s.as_raw_fd(), true);
+            }
+        }
+    }
+
+    /// Books `n` sent bytes of client `key`'s request (of `want` offered; the
+    /// epoll and io_uring paths share it); when it is all out, lifts a
+    /// corked request's cork.
+    pub(super) fn sent(&mut self, key: usize, n: usize, want: usize) -> Sent {
+        let corked = self.m.corks_request(self.m.conns[key].class);
+        let sent = self.m.sent(key, n, want);
+        if corked && sent == Sent::Done {
+            if let Some(s) = self.m.conns[key].stream.as_ref() {
+                sockopt::cork(s.as_raw_fd(), false);
+            }
+        }
+        sent
+    }
+
+    /// Books `n` received bytes of client `key`'s response (the epoll and
+    /// io_uring paths share it): the quick ACK, the TLS handshake and its
+    /// session, then the machine's booking; a CRR connection it says to
+    /// close is closed here, and what follows carried out.
+    pub(super) fn received(&mut self, key: usize, n: usize) -> io::Result<Got> {
+        let conn = &mut self.m.conns[key];
+        let stream = conn.stream.as_mut();
+        if self.m.socket.quickack {
+            if let Some(s) = stream.as_ref() {
+                s.quickack();
+            }
+        }
+        let handshake = stream.and_then(|s| s.take_handshake());
+        if handshake.is_some() {
+            let class = conn.class as usize;
+            if self.dialers[class].resume_ratio() > 0.0 {
+                self.sessions[class] = conn.stream.as_ref().and_then(|s| s.tls_session());
+            }
+        }
+        match self.m.received(key, n, handshake.as_ref()) {
+            Got::Close { abort } => {
+                if abort {
+                    if let Some(s) = &self.m.conns[key].stream {
+                        s.set_abortive_close()?;
+                    }
+                }
+                let next = self.m.closed(key);
+                self.act(key, next);
+                Ok(Got::Stop)
+            }
+            got => Ok(got),
+        }
     }
 
     /// One `send` of the current request; moves to receiving when it is all out.
     fn send_chunk(&mut self, key: usize) -> io::Result<Sent> {
-        let conn = &self.conns[key];
+        let conn = &self.m.conns[key];
         if conn.stream.is_none() {
             return Ok(Sent::Blocked);
         }
         let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
         self.before_send(key);
-        let stream = self.conns[key].stream.as_mut().expect("checked above");
+        let stream = self.m.conns[key].stream.as_mut().expect("checked above");
         let n = stream.send(&self.zeros[..want])?;
         let rekeys = stream.take_rekeys();
-        if rekeys > 0 && self.timing.in_window(self.timing.now_ns()) {
-            let class = self.conns[key].class as usize;
-            self.accum[class].rekeys += u64::from(rekeys);
+        if rekeys > 0 && self.m.timing.in_window(self.m.now_ns()) {
+            let class = self.m.conns[key].class as usize;
+            self.m.accum[class].rekeys += u64::from(rekeys);
         }
         Ok(self.sent(key, n, want))
     }
@@ -470,28 +468,7 @@ impl<'a> Worker<'a> {
         if self.ring.is_some() {
             self.abandon_queued(key);
         }
-        let conn = &mut self.conns[key];
-        let errors = &mut self.accum[conn.class as usize].errors;
-        match e.kind() {
-            io::ErrorKind::ConnectionRefused => errors.refused += 1,
-            io::ErrorKind::ConnectionReset
-            | io::ErrorKind::BrokenPipe
-            | io::ErrorKind::ConnectionAborted => errors.reset += 1,
-            io::ErrorKind::UnexpectedEof => errors.eof += 1,
-            io::ErrorKind::TimedOut => errors.timeout += 1,
-            _ => errors.other += 1,
-        }
-        conn.stream = None;
-        conn.phase = Phase::Closed;
-        conn.start_ns = NOT_WAITING;
-        let due_ns = self.timing.now_ns() + RECONNECT_BACKOFF_NS;
-        self.timers.schedule(key as u32, due_ns);
-    }
-
-    /// A client finished its quota: close and stop counting it as active.
-    pub(super) fn finish(&mut self, key: usize) {
-        self.conns.remove(key);
-        self.active -= 1;
+        self.m.fail(key, e.kind());
     }
 
     pub(super) fn drive(&mut self, key: usize) {
@@ -509,7 +486,7 @@ impl<'a> Worker<'a> {
     /// (or `Ok`) means wait for the next readiness edge.
     fn step(&mut self, key: usize) -> io::Result<()> {
         loop {
-            let Some(conn) = self.conns.get_mut(key) else {
+            let Some(conn) = self.m.conns.get_mut(key) else {
                 return Ok(());
             };
             let Some(stream) = conn.stream.as_mut() else {
@@ -525,13 +502,13 @@ impl<'a> Worker<'a> {
                 },
                 Phase::Receiving => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let n = stream.recv(&mut self.scratch[..want], self.socket.waitall)?;
+                    let n = stream.recv(&mut self.scratch[..want], self.m.socket.waitall)?;
                     if n == 0 {
                         return Err(io::ErrorKind::UnexpectedEof.into());
                     }
                     match self.received(key, n)? {
                         Got::Next => {}
-                        Got::Stop => return Ok(()),
+                        Got::Stop | Got::Close { .. } => return Ok(()),
                         Got::More if n < want => return Ok(()),
                         Got::More => {}
                     }
@@ -543,57 +520,11 @@ impl<'a> Worker<'a> {
                             "responder sent more than the response size",
                         ));
                     }
-                    conn.stream = None;
-                    self.reopen_or_finish(key);
+                    let next = self.m.closed(key);
+                    self.act(key, next);
                     return Ok(());
                 }
             }
-        }
-    }
-
-    /// After a response: start the next transaction on this connection (RR,
-    /// STR), or close it the configured way and connect anew (CRR) — at once,
-    /// or when the class's pacing says. Returns whether the state machine
-    /// should keep going on this connection.
-    pub(super) fn next_transaction(&mut self, key: usize, now: u64) -> io::Result<bool> {
-        self.plan_next(key, now);
-        let conn = &mut self.conns[key];
-        let plan = self.classes[conn.class as usize];
-        if plan.kind != Kind::Crr {
-            if conn.quota == 0 {
-                self.finish(key);
-                return Ok(false);
-            }
-            if !self.go_now(key, now) {
-                return Ok(false);
-            }
-            self.begin_request(key, now);
-            return Ok(true);
-        }
-        match self.socket.crr_close {
-            CrrClose::Server => {
-                conn.phase = Phase::AwaitEof;
-                return Ok(true);
-            }
-            CrrClose::Client => {}
-            CrrClose::Abort => {
-                if let Some(s) = &conn.stream {
-                    s.set_abortive_close()?;
-                }
-            }
-        }
-        conn.stream = None;
-        self.reopen_or_finish(key);
-        Ok(false)
-    }
-
-    /// CRR after closing: connect anew now or when the pacing says, unless
-    /// the quota is met.
-    fn reopen_or_finish(&mut self, key: usize) {
-        if self.conns[key].quota == 0 {
-            self.finish(key);
-        } else if self.go_now(key, self.timing.now_ns()) {
-            self.open(key);
         }
     }
 }

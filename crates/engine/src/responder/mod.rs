@@ -14,6 +14,7 @@
 //! counters, and removes its socket directory.
 
 mod direct;
+mod machine;
 mod own;
 mod uring;
 mod worker;

@@ -31,9 +31,8 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use slab::Slab;
 use stackbench_model::Kind;
 
-use super::worker::{
-    book_received, book_sent, would_block_or_close, Command, Commanded, Next, Phase, Test,
-};
+use super::machine::{book_received, book_sent, request_bytes, response_bytes, Phase};
+use super::worker::{would_block_or_close, Command, Commanded, Next, Test};
 use crate::iomode::{build, enter};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
@@ -286,7 +285,7 @@ impl UringWorker {
             stream,
             test,
             phase: Phase::Reading,
-            remaining: t.spec.request_bytes,
+            remaining: request_bytes(&t.spec),
             queued: 0,
             closing: false,
         }));
@@ -329,11 +328,11 @@ impl UringWorker {
                 let last = len == c.remaining && c.queued & RECV_QUEUED == 0;
                 // A corked response's last send reports its completion, at
                 // which `on_sent` lifts the cork (the cork must outlast it).
-                let corked = sockopt::corks(&spec.socket, spec.response_bytes);
+                let corked = sockopt::corks(&spec.socket, response_bytes(&spec));
                 if last && self.skip_ok && spec.kind != Kind::Crr && !corked {
                     return self.queue_last_send(key, fd, len as u32);
                 }
-                if corked && c.remaining == spec.response_bytes {
+                if corked && c.remaining == response_bytes(&spec) {
                     sockopt::cork(fd.0, true);
                 }
                 let send = opcode::Send::new(fd, self.zeros.as_ptr(), len as u32)
@@ -347,7 +346,7 @@ impl UringWorker {
                     send
                 });
                 if last {
-                    ops[1] = Some(recv(spec.request_bytes));
+                    ops[1] = Some(recv(request_bytes(&spec)));
                     c.queued |= RECV_QUEUED;
                 }
             }
@@ -443,7 +442,7 @@ impl UringWorker {
         if res == 0 || c.phase != Phase::Reading {
             // The client closed: normal between transactions, an error
             // mid-request (or a request before the response went out).
-            let mid = c.remaining != spec.request_bytes || c.phase != Phase::Reading;
+            let mid = c.remaining != request_bytes(&spec) || c.phase != Phase::Reading;
             return Next::Close { error: mid };
         }
         if spec.socket.quickack {
@@ -469,7 +468,7 @@ impl UringWorker {
         if res < 0 {
             return would_block_or_close(&io::Error::from_raw_os_error(-res), spec.kind);
         }
-        if sockopt::corks(&spec.socket, spec.response_bytes) && res as u64 == c.remaining {
+        if sockopt::corks(&spec.socket, response_bytes(&spec)) && res as u64 == c.remaining {
             sockopt::cork(c.stream.as_raw_fd(), false);
         }
         match book_sent(

@@ -3,11 +3,11 @@
 //!
 //! Every test has one SO_REUSEPORT listener per worker on the same port, so the
 //! kernel spreads incoming connections over the workers (neper's server does
-//! the same). A data connection runs one state machine whatever the kind:
-//! read `request_bytes`, write `response_bytes`, repeat. Only what happens
-//! after a response differs: a CRR connection in server-close mode is closed
-//! right away; every other connection goes back to reading (and a CRR client
-//! then closes or resets it).
+//! the same). A data connection runs one state machine whatever the kind
+//! ([`super::machine`]): read the request, write the response, repeat. Only
+//! what happens after a response differs: a CRR connection in server-close
+//! mode is closed right away; every other connection goes back to reading
+//! (and a CRR client then closes or resets it).
 //!
 //! Hot path: no allocation and no lock; sockets are registered once for read
 //! and write readiness (edge-triggered), so there is no epoll_ctl per
@@ -27,8 +27,9 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
-use stackbench_model::{CrrClose, Kind, Transport};
+use stackbench_model::{Kind, Transport};
 
+use super::machine::{book_received, book_sent, request_bytes, response_bytes, Phase};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::{self, DataListener, DataStream};
@@ -94,12 +95,6 @@ impl Test {
             stats: ServerTestStats::default(),
         }
     }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Phase {
-    Reading,
-    Writing,
 }
 
 /// Per-connection state: 32 bytes (stream: an fd or a boxed TLS session;
@@ -258,7 +253,7 @@ impl Worker {
                 }
             }
             let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
-            let remaining = t.spec.request_bytes;
+            let remaining = request_bytes(&t.spec);
             let entry = self.entries.vacant_entry();
             let token = Token(entry.key());
             if self
@@ -294,7 +289,7 @@ impl Worker {
                         Ok(0) => {
                             // The client closed: normal between transactions
                             // (CRR client close, end of run), an error mid-request.
-                            let mid = conn.remaining != spec.request_bytes;
+                            let mid = conn.remaining != request_bytes(&spec);
                             return Next::Close { error: mid };
                         }
                         Ok(n) => n,
@@ -316,8 +311,8 @@ impl Worker {
                 }
                 Phase::Writing => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let corked = sockopt::corks(&spec.socket, spec.response_bytes);
-                    if corked && conn.remaining == spec.response_bytes {
+                    let corked = sockopt::corks(&spec.socket, response_bytes(&spec));
+                    if corked && conn.remaining == response_bytes(&spec) {
                         sockopt::cork(stream.as_raw_fd(), true);
                     }
                     let n = match stream.send(&self.zeros[..want]) {
@@ -404,49 +399,6 @@ pub(super) fn would_block_or_close(e: &io::Error, kind: Kind) -> Next {
         io::ErrorKind::ConnectionReset if kind == Kind::Crr => Next::Close { error: false },
         _ => Next::Close { error: true },
     }
-}
-
-/// Books `n` received bytes of a request (the epoll and io_uring workers
-/// share it): true when the request is complete and the response is due.
-pub(super) fn book_received(
-    phase: &mut Phase,
-    remaining: &mut u64,
-    n: u64,
-    spec: &TestSpec,
-    stats: &mut ServerTestStats,
-) -> bool {
-    stats.rx_bytes += n;
-    *remaining -= n;
-    if *remaining > 0 {
-        return false;
-    }
-    *phase = Phase::Writing;
-    *remaining = spec.response_bytes;
-    true
-}
-
-/// Books `n` sent bytes of a response: `None` while some is still to go;
-/// at its end the transaction counts and `Some(close)` says whether a CRR
-/// server close ends the connection (else the next request is awaited).
-pub(super) fn book_sent(
-    phase: &mut Phase,
-    remaining: &mut u64,
-    n: u64,
-    spec: &TestSpec,
-    stats: &mut ServerTestStats,
-) -> Option<bool> {
-    stats.tx_bytes += n;
-    *remaining -= n;
-    if *remaining > 0 {
-        return None;
-    }
-    stats.transactions += 1;
-    if spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server {
-        return Some(true);
-    }
-    *phase = Phase::Reading;
-    *remaining = spec.request_bytes;
-    Some(false)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Unit tests of the driver worker's event loop.
 
 use super::*;
+use crate::driver::machine::Conn;
 
 /// A spinning worker polls epoll with a zero timeout and has no wake-up
 /// timer; a sleeping one waits up to [`MAX_POLL_WAIT`].
@@ -22,7 +23,7 @@ fn a_spinning_worker_polls_without_blocking() {
             seed: 1,
         };
         let mut w = Worker::new(&shared, &[], &slots).unwrap();
-        let now = w.timing.now_ns();
+        let now = w.m.now_ns();
         let want = if spin { Duration::ZERO } else { MAX_POLL_WAIT };
         assert_eq!(w.poll_wait(now), want, "spin {spin}");
         assert_eq!(w.wake.is_none(), spin);
@@ -38,10 +39,10 @@ fn conn_state_is_small() {
     // debug builds too (mio's own
     // socket types add a selector id there).
     let limit = if cfg!(debug_assertions) { 64 } else { 56 };
-    let size = std::mem::size_of::<Conn>();
+    let size = std::mem::size_of::<Conn<DataStream>>();
     eprintln!(
         "driver per-connection state: {size} bytes (slab entry {} bytes)",
-        size_of::<slab::Slab<Conn>>()
+        size_of::<slab::Slab<Conn<DataStream>>>()
     );
     assert!(size <= limit, "{size}");
 }

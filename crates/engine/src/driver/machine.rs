@@ -1,0 +1,580 @@
+//! The driver's per-connection state machine, with no I/O inside: events go
+//! in (a client's place in the ramp came, the window opened, a timer is due,
+//! n bytes were sent, n bytes were received, the connection failed or was
+//! closed) and what the connection needs next comes out ([`Next`]: nothing
+//! for now, connect, connect and send, go on with the phase; [`Got`] after
+//! received bytes, which may ask to close). Every workload kind is this one
+//! table-driven machine (neper's idea in flow.h: one per-flow state machine
+//! that the thread's event loop feeds, whatever the test): connect (CRR, or
+//! after an error) → send the request → receive the response → record → next
+//! transaction; kinds differ only in what follows a response (keep the
+//! connection, or close it and connect anew), and pacing (closed loop, think
+//! time, open-loop rate: [`super::pace`]) only in *when* the next request
+//! starts. Stop conditions (the window's end, per-client quotas) compose with
+//! all of them.
+//!
+//! The machine books what happens: latency from the intended send (open
+//! loop) or the actual one, the uncorrected latency, generator lag, waits,
+//! late and dropped sends, bytes, errors and TLS handshakes, into one
+//! [`ClassAccum`] per class. The backends — epoll ([`super::worker`]),
+//! io_uring ([`super::uring`]) and direct waiting ([`super::direct`]) — and
+//! the test-only mock (`mock.rs`) carry out its actions and feed it
+//! their results, the way fio's engines (ioengine.h, `struct ioengine_ops`)
+//! carry out the I/O units its core prepares and report their completions.
+//!
+//! Each connection's state keeps its backend's handle (`S`: the socket, or
+//! the mock's stand-in) next to it, so a backend finds both with one lookup;
+//! the machine only looks whether it is there, and lets it go (drops it)
+//! when the connection fails or its client is done. The clock is a type
+//! parameter too ([`Clock`]), so the mock runs in virtual time; both are
+//! generic, not boxed, so the hot path has no indirection.
+
+use std::time::Instant;
+
+use slab::Slab;
+use stackbench_model::{CrrClose, Kind, SocketOptions};
+
+use super::accum::ClassAccum;
+use super::clock::{Timing, Window};
+use super::pace::{Pace, LATE_NS};
+use crate::app::{Codec, Raw};
+use crate::sockopt;
+use crate::timer::TimerWheel;
+use crate::transport::tls::Handshake;
+
+/// Wait before reconnecting after a connection error.
+const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
+
+/// What a worker needs to know about one class.
+#[derive(Debug, Clone, Copy)]
+pub struct ClassPlan {
+    pub kind: Kind,
+    /// The application protocol: request and response sizes and ends
+    /// (raw payloads are the one protocol so far; a second one makes this an
+    /// enum over them, matched per call, never boxed).
+    pub app: Raw,
+    pub pace: Pace,
+    /// Priority level of the class's sockets (see `sockopt`).
+    pub priority: Option<u8>,
+}
+
+/// Where the machine reads the time: ns since the run's epoch.
+pub trait Clock {
+    fn now_ns(&self) -> u64;
+}
+
+/// The real clock: ns since the run's epoch.
+#[derive(Debug, Clone, Copy)]
+pub struct Epoch(pub Instant);
+
+impl Clock for Epoch {
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Phase {
+    /// Sending the request (also while a new connection's handshake is in flight).
+    Sending,
+    Receiving,
+    /// CRR with server-close: response complete, waiting for the server's FIN
+    /// so that the client closes second and TIME_WAIT stays on the server.
+    AwaitEof,
+    /// No connection: it opens when its timer fires (ramp, reconnect back-off).
+    Closed,
+    /// Between transactions: the next request starts when its timer fires
+    /// (think time, open-loop schedule; CRR connects then).
+    Waiting,
+}
+
+/// `Conn::flags`: the client has connected at least once.
+pub(super) const CONNECTED: u8 = 1;
+/// `Conn::flags`: the client is past the start barrier (the window is open).
+pub(super) const RELEASED: u8 = 2;
+/// `Conn::flags` bits from here up belong to the backend (io_uring: what it
+/// has in flight), kept in the same byte so the state does not grow.
+pub(super) const BACKEND_FLAGS: u8 = !(CONNECTED | RELEASED);
+/// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
+pub(super) const NOT_WAITING: u64 = u64::MAX;
+
+/// Per-connection state: 56 bytes with a socket as `S` (see
+/// `conn_state_is_small`; the stream is an fd or a boxed TLS session, 16
+/// bytes, in debug builds too).
+pub(super) struct Conn<S> {
+    /// The backend's handle of the connection; `None` while closed.
+    pub(super) stream: Option<S>,
+    pub(super) class: u16,
+    pub(super) phase: Phase,
+    pub(super) flags: u8,
+    /// Bytes left to send or receive in the current phase.
+    pub(super) remaining: u64,
+    /// Start of the current transaction (its actual send; for CRR its
+    /// connect), ns since the epoch; while waiting, when the wait began.
+    pub(super) start_ns: u64,
+    /// Paced classes: intended send time of the current or next request.
+    pub(super) due_ns: u64,
+    /// Transactions this client still has to count (`u64::MAX`: unbounded).
+    pub(super) quota: u64,
+    /// This client's random state (think times, arrival gaps).
+    pub(super) rng: u64,
+}
+
+/// What a connection needs from its backend after an event.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Next {
+    /// Nothing now: it waits for a timer or the window, or its client is done.
+    Idle,
+    /// Connect it (nothing to send yet), then report [`Machine::attached`].
+    Attach,
+    /// Connect it and send the request [`Machine::begin_request`] set up.
+    Open,
+    /// Go on with its phase: send the rest of the request, or receive.
+    Drive,
+}
+
+/// What one `send` achieved.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Sent {
+    /// The whole request is out.
+    Done,
+    /// The socket took less than offered: wait for the writable edge.
+    Blocked,
+    /// A full chunk went out and more remains.
+    More,
+}
+
+/// What a received chunk did to the current transaction.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Got {
+    /// More of the response is due.
+    More,
+    /// The response is complete and the connection goes on: the next request
+    /// has begun, or (CRR, server closes) the server's FIN is awaited.
+    Next,
+    /// The response is complete; the connection waits, or its client is done.
+    Stop,
+    /// The response is complete (CRR): close the connection — abortively
+    /// (RST) when `abort` — then report [`Machine::closed`].
+    Close { abort: bool },
+}
+
+/// One worker's clients: their states, what they booked, their timers.
+pub(super) struct Machine<'a, S, C> {
+    pub(super) classes: &'a [ClassPlan],
+    pub(super) socket: SocketOptions,
+    pub(super) clock: C,
+    pub(super) timing: Timing,
+    pub(super) conns: Slab<Conn<S>>,
+    pub(super) accum: Vec<ClassAccum>,
+    pub(super) timers: TimerWheel,
+    fired: Vec<u32>,
+    /// Connections that still have work (not finished their quota).
+    pub(super) active: usize,
+    /// Clients connected at least once, on this worker.
+    pub(super) connected: u64,
+    /// Connected clients waiting for the window to open.
+    parked: Vec<u32>,
+    /// The clock as `received` last read it (every response chunk): the
+    /// direct loop reuses it instead of reading the clock again.
+    pub(super) received_ns: u64,
+}
+
+impl<'a, S, C: Clock> Machine<'a, S, C> {
+    /// A machine for `clients` clients of `classes`, its window not open yet.
+    pub(super) fn new(
+        classes: &'a [ClassPlan],
+        socket: SocketOptions,
+        clock: C,
+        timing: Timing,
+        window_s: usize,
+        clients: usize,
+    ) -> Machine<'a, S, C> {
+        let accum = classes
+            .iter()
+            .map(|c| ClassAccum::new(window_s, c.pace.is_paced(), c.pace.is_open()))
+            .collect();
+        Machine {
+            classes,
+            socket,
+            clock,
+            timing,
+            conns: Slab::with_capacity(clients),
+            accum,
+            timers: TimerWheel::new(),
+            fired: Vec::new(),
+            active: 0,
+            connected: 0,
+            parked: Vec::with_capacity(clients),
+            received_ns: 0,
+        }
+    }
+
+    #[inline]
+    pub(super) fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    /// Adds a client of class `class` with `quota` transactions to count,
+    /// whose place in the ramp is `at_ns`: it arrives now (the returned
+    /// action) or when its timer fires.
+    pub(super) fn add(&mut self, class: u16, quota: u64, rng: u64, at_ns: u64) -> (usize, Next) {
+        let key = self.conns.insert(Conn {
+            stream: None,
+            class,
+            phase: Phase::Closed,
+            flags: 0,
+            remaining: 0,
+            start_ns: NOT_WAITING,
+            due_ns: 0,
+            quota,
+            rng,
+        });
+        self.active += 1;
+        if at_ns == 0 {
+            (key, self.arrive(key))
+        } else {
+            self.timers.schedule(key as u32, at_ns);
+            (key, Next::Idle)
+        }
+    }
+
+    /// Whether the worker is done: every quota met, or the window over.
+    pub(super) fn done(&self, now: u64) -> bool {
+        self.active == 0 || self.timing.end_ns.is_some_and(|e| now >= e)
+    }
+
+    /// Client `key`'s place in the ramp came: connect it (a CRR client is a
+    /// connection slot and connects per transaction: it counts as connected
+    /// at once) and park it at the start barrier until the window opens, so
+    /// that nothing is sent before every client is connected.
+    pub(super) fn arrive(&mut self, key: usize) -> Next {
+        let class = self.conns[key].class as usize;
+        if self.classes[class].kind == Kind::Crr {
+            self.mark_connected(key);
+            return self.attached(key);
+        }
+        Next::Attach
+    }
+
+    /// An arriving client's connection is up (or, CRR, needs none yet).
+    pub(super) fn attached(&mut self, key: usize) -> Next {
+        if self.timing.is_known() {
+            return self.release(key);
+        }
+        self.conns[key].phase = Phase::Waiting;
+        self.parked.push(key as u32);
+        Next::Idle
+    }
+
+    /// Takes the window once the coordinator opened it, noting how many
+    /// clients of each class were connected then; returns the clients
+    /// waiting at the start barrier, for the caller to [`Self::release`].
+    pub(super) fn refresh_window(&mut self, window: &Window) -> Option<Vec<u32>> {
+        if !self.timing.refresh(window) {
+            return None;
+        }
+        for acc in &mut self.accum {
+            acc.connected_at_window = acc.connected;
+        }
+        Some(std::mem::take(&mut self.parked))
+    }
+
+    /// The window opened: the client starts. A paced client first waits a
+    /// random phase (see `pace`), so a population starts spread out.
+    pub(super) fn release(&mut self, key: usize) -> Next {
+        let now = self.now_ns();
+        let Some(conn) = self.conns.get_mut(key) else {
+            return Next::Idle;
+        };
+        conn.flags |= RELEASED;
+        let plan = self.classes[conn.class as usize];
+        if plan.pace.is_paced() {
+            conn.due_ns = now + plan.pace.first_wait_ns(&mut conn.rng);
+            conn.start_ns = NOT_WAITING;
+            conn.phase = Phase::Waiting;
+            self.timers.schedule(key as u32, conn.due_ns);
+            Next::Idle
+        } else {
+            conn.due_ns = now;
+            self.wait_over(key)
+        }
+    }
+
+    /// Advances the timers to now; the caller then takes each fired client
+    /// with [`Self::next_fired`].
+    pub(super) fn advance_timers(&mut self) {
+        if !self.timers.is_empty() {
+            let now = self.now_ns();
+            self.timers.advance(now, &mut self.fired);
+        }
+    }
+
+    /// The next client whose timer fired, and what it needs now (the wheel
+    /// cancels lazily: a client that moved on needs nothing).
+    pub(super) fn next_fired(&mut self) -> Option<(usize, Next)> {
+        let key = self.fired.pop()? as usize;
+        let next = match self.conns.get(key).map(|c| (c.phase, c.flags)) {
+            Some((Phase::Closed, f)) if f & RELEASED == 0 => self.arrive(key),
+            Some((Phase::Closed, _)) => Next::Open,
+            Some((Phase::Waiting, _)) => self.wait_over(key),
+            _ => Next::Idle,
+        };
+        Some((key, next))
+    }
+
+    /// A waiting client's time came: send on its connection, or (CRR)
+    /// connect anew and send.
+    pub(super) fn wait_over(&mut self, key: usize) -> Next {
+        if self.conns[key].stream.is_none() {
+            return Next::Open;
+        }
+        self.begin_request(key, self.now_ns());
+        Next::Drive
+    }
+
+    /// A request starts now: records the wait that ended and the lag behind
+    /// the intended time (paced classes, in the window), then sends.
+    pub(super) fn begin_request(&mut self, key: usize, now: u64) {
+        let conn = &mut self.conns[key];
+        let plan = self.classes[conn.class as usize];
+        if plan.pace.is_paced() && self.timing.in_window(now) {
+            let acc = &mut self.accum[conn.class as usize];
+            if conn.start_ns != NOT_WAITING {
+                acc.wait_ns += u128::from(now.saturating_sub(conn.start_ns));
+                acc.waits += 1;
+            }
+            let lag = now.saturating_sub(conn.due_ns);
+            if let Some(h) = acc.lag.as_mut() {
+                h.record_ns(lag);
+            }
+            acc.late += u64::from(lag > LATE_NS);
+        }
+        conn.phase = Phase::Sending;
+        conn.remaining = plan.app.request_bytes();
+        conn.start_ns = now;
+    }
+
+    /// After a response at `now`: when the next request is intended (paced
+    /// classes). The wait is measured from now.
+    fn plan_next(&mut self, key: usize, now: u64) {
+        let conn = &mut self.conns[key];
+        let pace = self.classes[conn.class as usize].pace;
+        match pace {
+            Pace::Closed => return,
+            Pace::Think(_) => conn.due_ns = now + pace.think_ns(&mut conn.rng),
+            Pace::Open { .. } => {
+                let (due, dropped) = pace.next_send(conn.due_ns, now, &mut conn.rng);
+                conn.due_ns = due;
+                if self.timing.in_window(now) {
+                    self.accum[conn.class as usize].dropped += dropped;
+                }
+            }
+        }
+        conn.start_ns = now;
+    }
+
+    /// Whether the next request may start now; if not, the client waits for
+    /// its timer.
+    fn go_now(&mut self, key: usize, now: u64) -> bool {
+        let conn = &mut self.conns[key];
+        if !self.classes[conn.class as usize].pace.is_paced() || conn.due_ns <= now {
+            return true;
+        }
+        conn.phase = Phase::Waiting;
+        self.timers.schedule(key as u32, conn.due_ns);
+        false
+    }
+
+    /// Records a completed transaction: latency from the actual send, or for
+    /// the open loop from the intended send (and the actual one apart).
+    fn complete(&mut self, key: usize, now: u64) {
+        let conn = &mut self.conns[key];
+        let acc = &mut self.accum[conn.class as usize];
+        let busy = now - conn.start_ns;
+        match acc.uncorrected.as_mut() {
+            Some(uncorrected) => {
+                uncorrected.record_ns(busy);
+                acc.hist.record_ns(now - conn.due_ns.min(conn.start_ns));
+            }
+            None => acc.hist.record_ns(busy),
+        }
+        acc.transactions += 1;
+        acc.last_completion_ns = now;
+        let second = ((now - self.timing.warmup_end_ns) / 1_000_000_000) as usize;
+        if acc.per_second.len() <= second {
+            // At most once per second of run time, never per transaction.
+            acc.per_second.resize(second + 1, 0);
+        }
+        acc.per_second[second] += 1;
+        conn.quota = conn.quota.saturating_sub(1);
+    }
+
+    /// The client's connection is up (first writable edge or first bytes
+    /// sent): counted once per client, for the window's start.
+    pub(super) fn mark_connected(&mut self, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        if conn.flags & CONNECTED != 0 {
+            return;
+        }
+        conn.flags |= CONNECTED;
+        let class = conn.class as usize;
+        // The clock is read only the once per client this counts.
+        let now = self.now_ns();
+        let acc = &mut self.accum[class];
+        acc.connected += 1;
+        acc.last_connected_ns = now;
+        self.connected += 1;
+    }
+
+    /// Whether class `class`'s requests are corked while they are written
+    /// (`SocketOptions::cork`: longer than one write, and Nagle on).
+    #[inline]
+    pub(super) fn corks_request(&self, class: u16) -> bool {
+        sockopt::corks(
+            &self.socket,
+            self.classes[class as usize].app.request_bytes(),
+        )
+    }
+
+    /// Whether the next send of client `key` is the first chunk of a corked
+    /// request: the backend corks the socket before it, and lifts the cork
+    /// after the last (when [`Self::sent`] says `Done`).
+    pub(super) fn corks_now(&self, key: usize) -> bool {
+        let conn = &self.conns[key];
+        self.corks_request(conn.class)
+            && conn.remaining == self.classes[conn.class as usize].app.request_bytes()
+    }
+
+    /// Books `n` sent bytes of client `key`'s request (of `want` offered);
+    /// moves to receiving when it is all out.
+    pub(super) fn sent(&mut self, key: usize, n: usize, want: usize) -> Sent {
+        let conn = &self.conns[key];
+        let plan = self.classes[conn.class as usize];
+        // The request's first bytes are booked at its start, read by
+        // `begin_request` just before this send: one clock read per
+        // transaction fewer. Later chunks of a long request read the clock.
+        let t = if conn.remaining == plan.app.request_bytes() {
+            conn.start_ns
+        } else {
+            self.now_ns()
+        };
+        let conn = &mut self.conns[key];
+        conn.remaining -= n as u64;
+        if self.timing.in_window(t) {
+            self.accum[conn.class as usize].tx_bytes += n as u64;
+        }
+        if conn.remaining == 0 {
+            conn.phase = Phase::Receiving;
+            conn.remaining = plan.app.response_bytes();
+            return Sent::Done;
+        }
+        if n < want {
+            Sent::Blocked
+        } else {
+            Sent::More
+        }
+    }
+
+    /// Books `n` received bytes of client `key`'s response, and the TLS
+    /// handshake it finished, if any; on the last byte, the transaction and
+    /// what follows it.
+    pub(super) fn received(&mut self, key: usize, n: usize, handshake: Option<&Handshake>) -> Got {
+        let now = self.now_ns();
+        self.received_ns = now;
+        let counted = self.timing.in_window(now);
+        let conn = &mut self.conns[key];
+        let class = conn.class as usize;
+        let app = self.classes[class].app;
+        conn.remaining = app.response_left(conn.remaining, n as u64, &[]);
+        if let Some(h) = handshake {
+            self.accum[class].handshake(h, counted);
+        }
+        if counted {
+            self.accum[class].rx_bytes += n as u64;
+        }
+        if conn.remaining > 0 {
+            return Got::More;
+        }
+        if counted {
+            self.complete(key, now);
+        }
+        self.next_transaction(key, now)
+    }
+
+    /// After a response: start the next transaction on this connection (RR,
+    /// STR), or close it the configured way and connect anew (CRR) — at once,
+    /// or when the class's pacing says.
+    fn next_transaction(&mut self, key: usize, now: u64) -> Got {
+        self.plan_next(key, now);
+        let conn = &mut self.conns[key];
+        let plan = self.classes[conn.class as usize];
+        if plan.kind != Kind::Crr {
+            if conn.quota == 0 {
+                self.finish(key);
+                return Got::Stop;
+            }
+            if !self.go_now(key, now) {
+                return Got::Stop;
+            }
+            self.begin_request(key, now);
+            return Got::Next;
+        }
+        match self.socket.crr_close {
+            CrrClose::Server => {
+                conn.phase = Phase::AwaitEof;
+                Got::Next
+            }
+            CrrClose::Client => Got::Close { abort: false },
+            CrrClose::Abort => Got::Close { abort: true },
+        }
+    }
+
+    /// A CRR connection was closed after its response (by this side, or the
+    /// server's FIN was seen): connect anew now or when the pacing says,
+    /// unless the quota is met.
+    pub(super) fn closed(&mut self, key: usize) -> Next {
+        self.conns[key].stream = None;
+        if self.conns[key].quota == 0 {
+            self.finish(key);
+            return Next::Idle;
+        }
+        let now = self.now_ns();
+        if self.go_now(key, now) {
+            Next::Open
+        } else {
+            Next::Idle
+        }
+    }
+
+    /// Client `key`'s connection failed with `kind`: counts the error, lets
+    /// the connection go and schedules a reconnect.
+    pub(super) fn fail(&mut self, key: usize, kind: std::io::ErrorKind) {
+        use std::io::ErrorKind;
+        let now = self.now_ns();
+        let conn = &mut self.conns[key];
+        let errors = &mut self.accum[conn.class as usize].errors;
+        match kind {
+            ErrorKind::ConnectionRefused => errors.refused += 1,
+            ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
+                errors.reset += 1
+            }
+            ErrorKind::UnexpectedEof => errors.eof += 1,
+            ErrorKind::TimedOut => errors.timeout += 1,
+            _ => errors.other += 1,
+        }
+        conn.stream = None;
+        conn.phase = Phase::Closed;
+        conn.start_ns = NOT_WAITING;
+        self.timers.schedule(key as u32, now + RECONNECT_BACKOFF_NS);
+    }
+
+    /// A client finished its quota: close and stop counting it as active.
+    fn finish(&mut self, key: usize) {
+        self.conns.remove(key);
+        self.active -= 1;
+    }
+}
