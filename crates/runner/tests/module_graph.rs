@@ -220,7 +220,6 @@ fn workspace_crates() -> Vec<PathBuf> {
 /// test fails when one disappears so the list only shrinks.
 const KNOWN: &[&str] = &[
     "crates/engine: driver → iomode → driver",
-    "crates/engine: driver::worker → driver::flow → driver::worker",
     "crates/engine: driver::worker → driver::uring → driver::worker",
     "crates/results: compare → compare_diff → compare",
     "crates/results: figure → figure_marks → figure",
