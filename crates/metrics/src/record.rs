@@ -1,7 +1,7 @@
 //! The result record: a versioned contract (hyperfine's `BenchmarkResult`, fio's
 //! terse version). `stackbench run --json` prints one [`RunRecord`]; the store,
-//! compare and report read it back. Every field name carries its unit; the
-//! README's "JSON fields" section documents each one.
+//! compare and report read it back. Every field name carries its unit;
+//! docs/record.md documents each one.
 //!
 //! Compatibility rule: adding a field is not a schema change (readers ignore
 //! unknown fields and default missing optional ones); renaming or changing the
