@@ -1,4 +1,4 @@
-/* pingpong.c: the busy-poll reference for bench/peers.sh (issue 14) — a
+/* pingpong.c: the busy-poll reference for bench/peers.sh — a
  * minimal spinning TCP ping-pong, 1-byte messages, one connection, both
  * sides spinning on non-blocking recv (no epoll, no clock in the loop).
  *   pingpong server PORT CPU                one connection, echoes until EOF

@@ -44,7 +44,7 @@ sizes B, kB/KB/KiB, MB/MiB, GB/GiB (binary multiples); PACING a think time (30s,
 uniform:10s..50s) or a rate (5000/s). Every setting flag is also a study-file key.
 Exit status: 0 complete, 2 usage or input error, 3 incomplete run (Ctrl-C, SIGTERM, responder lost).")]
 pub struct RunArgs {
-    /// Workloads in the seeds' notation, run one after another
+    /// Workloads in the z/OS performance reports' notation, run one after another
     /// [default: RR1(1B/1B) RR10(4kB/4kB) CRR10(64B/8kB) STR3(1B/20MB), 5 s each].
     workloads: Vec<String>,
     #[command(flatten)]

@@ -292,7 +292,8 @@ mod tests {
 
     #[test]
     fn figures_that_fell_below_the_baseline_are_none_with_a_note_not_zero() {
-        // The 8K-user run: sockstat 6.1 MB before, 856 kB during.
+        // Figures from an 8K-user think-time run: the host's sockstat memory
+        // was 6.1 MB before the workload's connections and 856 kB during it.
         let mut base = sample();
         base.sockstat.tcp_mem_pages = 6_100_000 / 4096;
         let mut now = sample();

@@ -260,7 +260,7 @@ mod tests {
         (x * f).round() / f
     }
 
-    fn seed003() -> CpuInput {
+    fn tn3270_appendix() -> CpuInput {
         CpuInput {
             load: Load::users(
                 8000.0,
@@ -279,8 +279,8 @@ mod tests {
     /// The TN3270 capacity-planning appendix's example: 2 × 8000 × 0.000199666
     /// ÷ 60 = 0.0532 CPU-s per elapsed s; ÷ 4 processors = 1.3%.
     #[test]
-    fn seed003_appendix_example() {
-        let p = plan(&seed003()).unwrap();
+    fn tn3270_appendix_example() {
+        let p = plan(&tn3270_appendix()).unwrap();
         assert_eq!(round(p.cpu_s_per_elapsed_s, 4), 0.0532);
         assert_eq!(round(p.util_pct, 1), 1.3);
         assert!((p.cpu_s_per_elapsed_s - 0.053244266667).abs() < 1e-12);
@@ -296,8 +296,8 @@ mod tests {
     /// 8275 tr/s × .176 ms/tr on 4 CPs; the table prints 36.3% and 578 MIPS
     /// from unrounded CPU/tr, which .176 ms reproduces to within 0.2 points.
     #[test]
-    fn seed003_table_rate_and_rating() {
-        let mut input = seed003();
+    fn tn3270_table_rate_and_rating() {
+        let mut input = tn3270_appendix();
         input.load = Load::Rate { rate_tps: 8275.0 };
         input.cpu_s_per_tran = 0.000176;
         input.rating = Some(Rating {
@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn target_utilisation_sizes_processors() {
-        let mut input = seed003();
+        let mut input = tn3270_appendix();
         input.load = Load::Rate { rate_tps: 10_000.0 };
         input.cpu_s_per_tran = 0.0002; // 2 CPU-s per s
         input.target_util_pct = 80.0;
@@ -333,7 +333,7 @@ mod tests {
     /// `f64` ceiling with a tolerance gave.
     #[test]
     fn huge_whole_requirements_are_exact() {
-        let mut input = seed003();
+        let mut input = tn3270_appendix();
         input.load = Load::users(
             1_048_576.0,
             Rate {
@@ -355,7 +355,7 @@ mod tests {
 
     #[test]
     fn zero_processors_is_an_input_error() {
-        let mut input = seed003();
+        let mut input = tn3270_appendix();
         input.processors = 0.0;
         let e = plan(&input).unwrap_err().to_string();
         assert!(e.starts_with("--processors"), "{e}");

@@ -431,7 +431,7 @@ mod tests {
     /// The largest TN3270 capacity-study population: 256K users, 30 s think, 0.176 ms per
     /// transaction on 4 processors, solved exactly without overflow.
     #[test]
-    fn seed003_population_256k_on_four_processors() {
+    fn tn3270_population_256k_on_four_processors() {
         let input = MvaInput {
             stations: station(0.000176),
             think_s: 30.0,

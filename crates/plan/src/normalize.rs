@@ -153,7 +153,7 @@ mod tests {
     /// rounded to 5%);
     /// +13% at 30% → 3.9% (≈ 4%); +45% at 30% → 13.5% (≈ 14%).
     #[test]
-    fn seed004_normalised_figures() {
+    fn ziip_ipsec_normalised_figures() {
         assert_eq!(format!("{:.1}", change(61.0, INTERACTIVE_SHARE_PCT)), "4.9");
         assert_eq!(format!("{:.1}", change(13.0, BULK_SHARE_PCT)), "3.9");
         assert_eq!(format!("{:.1}", change(45.0, BULK_SHARE_PCT)), "13.5");

@@ -333,7 +333,7 @@ mod tests {
     /// normalises to 113.76%; 8.59% is not eligible; ≈ 92% of the CPU would
     /// move; one zIIP leaves ≥ 5% spill-over.
     #[test]
-    fn seed004_no_ziip() {
+    fn ziip_ipsec_no_ziip() {
         let p = plan(&no_ziip()).unwrap();
         assert_eq!(format!("{:.2}", p.workload_cp_pct_per_engine), "52.59");
         assert_eq!(format!("{:.2}", p.measured_cp_equiv_pct.unwrap()), "113.76");
@@ -362,7 +362,7 @@ mod tests {
     /// zIIP": IIP 95.13, IIPCP 7.78 (= CP) on 2 CPs: 7.78 ÷ 2 = 3.89% per CP,
     /// the spill-over.
     #[test]
-    fn seed004_one_ziip() {
+    fn ziip_ipsec_one_ziip() {
         let p = plan(&OffloadInput {
             appl_cp_pct: 7.78,
             iipcp_pct: 7.78,

@@ -155,7 +155,7 @@ mod tests {
     #[test]
     fn sections_become_flag_text() {
         let text = r#"
-title = "seed 003"
+title = "TN3270 capacity plan"
 [cpu]
 users = 8000
 per-user = "2/min"

@@ -215,7 +215,7 @@ mod tests {
     /// per-connection model gives those figures back at 256K users and
     /// half of them at 128K.
     #[test]
-    fn seed003_storage_per_user() {
+    fn tn3270_storage_per_user() {
         let components = vec![
             Component {
                 side: Side::Server,

@@ -10,7 +10,7 @@ use super::common::{load_run, opt, usage_err, Ctx, OrUsage, Output};
 
 pub const EXAMPLES: &str = "\
 Examples:
-  # seed 003 appendix: 8000 users, 2 tr/min/user, 0.000199666 CPU-s/tr, 4 CPs
+  # TN3270 capacity planning appendix: 8000 users, 2 tr/min/user, 0.000199666 CPU-s/tr, 4 CPs
   stackbench plan cpu --users 8000 --per-user 2/min --cpu-per-tran 199.666us --processors 4
   # from a total rate, with the LPAR's rating
   stackbench plan cpu --rate 8275/s --cpu-per-tran 0.176ms --processors 4 --rating 1592

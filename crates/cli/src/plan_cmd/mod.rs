@@ -38,7 +38,7 @@ pub struct PlanArgs {
 
 #[derive(Debug, Subcommand)]
 enum What {
-    /// CPU-s per elapsed-s, utilisation, processors and rating required (seed 003).
+    /// CPU-s per elapsed-s, utilisation, processors and rating required (TN3270 capacity planning).
     #[command(after_help = cpu::EXAMPLES)]
     Cpu(cpu::CpuArgs),
     /// Move CPU per transaction between machines by capacity ratings; ITR of a run.
@@ -47,10 +47,10 @@ enum What {
     /// Storage per user and for a population: fixed + per connection × users.
     #[command(after_help = storage::EXAMPLES)]
     Storage(storage::StorageArgs),
-    /// Offload-engine (zIIP) projection from RMF workload activity (seed 004).
+    /// Offload-engine (zIIP) projection from RMF workload activity (zIIP-assisted IPsec).
     #[command(after_help = offload::EXAMPLES)]
     Offload(offload::OffloadArgs),
-    /// Change in total CPU from a change in networking CPU (seed 004).
+    /// Change in total CPU from a change in networking CPU (zIIP-assisted IPsec).
     #[command(after_help = normalize::EXAMPLES)]
     Normalize(normalize::NormalizeArgs),
     /// Closed user populations with think time: exact MVA, M/M/m repairman, bounds.

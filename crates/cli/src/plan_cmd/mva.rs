@@ -9,7 +9,7 @@ use super::common::{load_run, opt, usage_err, Ctx, OrUsage, Output};
 
 pub const EXAMPLES: &str = "\
 Examples:
-  # seed 003's TN3270 users: 30 s think, 0.176 ms CPU per transaction, 4 CPs
+  # TN3270 capacity planning's users: 30 s think, 0.176 ms CPU per transaction, 4 CPs
   stackbench plan mva --demand cpu=0.176ms --think 30s --processors 4 --users 8K,16K,32K,64K,128K,256K
   # exact MVA over two stations
   stackbench plan mva --demand cpu=0.1s --demand net=0.05s --think 1s --users 1,10,100

@@ -8,7 +8,7 @@ use stackbench_plan::units;
 use super::common::{opt, required, Ctx, OrUsage, Output};
 
 pub const EXAMPLES: &str = "\
-Examples (seed 004):
+Examples (zIIP-assisted IPsec):
   stackbench plan normalize --networking-change 61%                     # interactive: +4.9%
   stackbench plan normalize --networking-change 13% --profile bulk      # +3.9%
   stackbench plan normalize --networking-change 45% --networking-share 30%  # +13.5%";

@@ -9,9 +9,9 @@ use super::common::{opt, required, Ctx, OrUsage, Output};
 
 pub const EXAMPLES: &str = "\
 Examples:
-  # seed 004, bulk data and no zIIPs: RMF APPL% CP 105.17, IIPCP 105.17, 2 CPs 56.88% busy
+  # zIIP-assisted IPsec, bulk data and no zIIPs: RMF APPL% CP 105.17, IIPCP 105.17, 2 CPs 56.88% busy
   stackbench plan offload --appl-cp 105.17 --iipcp 105.17 --general-engines 2 --cp-busy 56.88%
-  # seed 004, the same workload with one zIIP configured
+  # zIIP-assisted IPsec, the same workload with one zIIP configured
   stackbench plan offload --appl-cp 7.78 --iipcp 7.78 --iip 95.13 --general-engines 2 --offload-engines 1";
 
 /// Flags of `plan offload` (also the keys of a plan file's [offload] section).

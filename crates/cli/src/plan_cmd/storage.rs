@@ -11,7 +11,7 @@ use super::common::{load_run, opt, parse_side, usage_err, Ctx, OrUsage, Output};
 
 pub const EXAMPLES: &str = "\
 Examples:
-  # seed 003, one TN3270 server, 256K users: ECSA 501 MB and private 1.07 GB
+  # TN3270 capacity planning, one TN3270 server, 256K users: ECSA 501 MB and private 1.07 GB
   # are 2004 B and 4382.72 B per user; project them to 128K users
   stackbench plan storage --users 128K --server-kernel-per-conn 2004B \\
       --server-user-per-conn 4382.72B

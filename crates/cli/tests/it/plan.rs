@@ -56,7 +56,7 @@ fn huge_cpu_requirements_are_exact_whole_numbers() {
 }
 
 #[test]
-fn seed003_cpu_example_from_flags() {
+fn tn3270_cpu_example_from_flags() {
     plan(&[
         "cpu",
         "--users",
@@ -79,7 +79,7 @@ fn seed003_cpu_example_from_flags() {
 }
 
 #[test]
-fn seed003_cpu_example_from_plan_file_json() {
+fn tn3270_cpu_example_from_plan_file_json() {
     let v = json(&["cpu", "-f", SEED003]);
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["plan"], "cpu");
@@ -99,7 +99,7 @@ fn flags_override_the_plan_file() {
 }
 
 #[test]
-fn seed003_rate_with_rating_needs_more_than_one_processor() {
+fn tn3270_rate_with_rating_needs_more_than_one_processor() {
     plan(&[
         "cpu",
         "--rate",
@@ -121,7 +121,7 @@ fn seed003_rate_with_rating_needs_more_than_one_processor() {
 }
 
 #[test]
-fn seed004_offload_no_ziip() {
+fn ziip_ipsec_offload_no_ziip() {
     plan(&["offload", "-f", SEED004])
         .assert()
         .success()
@@ -140,7 +140,7 @@ fn seed004_offload_no_ziip() {
 }
 
 #[test]
-fn seed004_offload_one_ziip() {
+fn ziip_ipsec_offload_one_ziip() {
     let args = [
         "offload",
         "--appl-cp",
@@ -166,7 +166,7 @@ fn seed004_offload_one_ziip() {
 }
 
 #[test]
-fn seed004_normalized_figures() {
+fn ziip_ipsec_normalized_figures() {
     for (args, shown, value) in [
         (vec!["normalize", "-f", SEED004], "+4.9%", 4.9),
         (
@@ -225,7 +225,7 @@ fn mva_anchor_vectors() {
 }
 
 #[test]
-fn mva_seed003_population_sweep() {
+fn mva_tn3270_population_sweep() {
     let v = json(&["mva", "-f", SEED003]);
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 6);
@@ -300,7 +300,7 @@ fn rescale_with_the_example_ratings() {
 }
 
 #[test]
-fn storage_seed003_projection() {
+fn storage_tn3270_projection() {
     let v = json(&["storage", "-f", SEED003]);
     assert_eq!(v["users"], 131_072);
     assert_eq!(num(&v, "/components/1/total_bytes"), 2004.0 * 131_072.0);

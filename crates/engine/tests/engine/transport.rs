@@ -170,16 +170,16 @@ fn enter_fresh_netns(port_range: &str) -> Result<(), String> {
 /// so the test shrinks the port range instead, in a private network
 /// namespace: 3,000 connections over a 1,000-port range must use four
 /// source addresses (IPv4) or four responder ports (IPv6), and every one of
-/// them must connect. The README gives the full-size manual command.
+/// them must connect. docs/running.md gives the full-size manual command.
 #[test]
-fn issue10_more_connections_than_one_address_has_ports() {
+fn more_connections_than_one_address_has_ports() {
     const CLIENTS: u64 = 3_000;
     let (tx, rx) = std::sync::mpsc::channel();
     // A thread of its own: the namespace stays with it and its children.
     std::thread::spawn(move || {
         if let Err(e) = enter_fresh_netns("40000 40999") {
             let why = format!("{e} (run as root to test connection spreading)");
-            let test = "issue10_more_connections_than_one_address_has_ports";
+            let test = "more_connections_than_one_address_has_ports";
             stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, &why);
             return tx.send(None).unwrap();
         }
@@ -206,8 +206,8 @@ fn issue10_more_connections_than_one_address_has_ports() {
 /// stalled (with edge-triggered epoll no new edge announces them). Runs in a
 /// child process, since it lowers the process's descriptor limit.
 #[test]
-fn issue10_accept_keeps_going_after_running_out_of_descriptors() {
-    const NAME: &str = "transport::issue10_accept_keeps_going_after_running_out_of_descriptors";
+fn accept_keeps_going_after_running_out_of_descriptors() {
+    const NAME: &str = "transport::accept_keeps_going_after_running_out_of_descriptors";
     if std::env::var_os("STACKBENCH_EMFILE_CHILD").is_some() {
         return emfile_scenario();
     }

@@ -1,4 +1,4 @@
-//! Every spelling README.md, docs/plan.md and docs/results.md document, the
+//! Every spelling docs/running.md, docs/plan.md and docs/results.md document, the
 //! refusals with their messages, and format→parse round trips.
 
 use super::*;

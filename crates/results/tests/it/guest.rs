@@ -150,13 +150,13 @@ fn results_show_prints_the_guest() {
     ), "{text}");
 }
 
-/// docs/results.md and the README name every field of the stored guest
-/// environment (the serde names of `GuestEnvironment`).
+/// docs/results.md and docs/output.md (the README's output section, moved
+/// there) name every field of the stored guest environment (the serde names of `GuestEnvironment`).
 #[test]
 fn docs_name_every_guest_field() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let results = std::fs::read_to_string(root.join("docs/results.md")).unwrap();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let output = std::fs::read_to_string(root.join("docs/output.md")).unwrap();
     let fields = serde_json::to_value(stackbench_record::GuestEnvironment::default()).unwrap();
     for name in fields
         .as_object()
@@ -166,7 +166,7 @@ fn docs_name_every_guest_field() {
     {
         let quoted = format!("`{name}`");
         assert!(results.contains(&quoted), "docs/results.md lacks {quoted}");
-        assert!(readme.contains(&quoted), "README.md lacks {quoted}");
+        assert!(output.contains(&quoted), "docs/output.md lacks {quoted}");
     }
     assert!(results.contains("\"no_verdict_reason\"") && results.contains("EMULATED"));
 }
