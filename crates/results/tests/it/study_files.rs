@@ -66,14 +66,9 @@ fn kernel_release_example_has_one_kernel_per_variant() {
         let step = plan.iter().find(|p| p.variant == v).unwrap();
         step.settings.text_of("kernel").unwrap()
     };
-    assert_eq!(
-        kernel("6.1.0-50"),
-        "linux-image-6.1.0-50-cloud-amd64-unsigned"
-    );
-    assert_eq!(
-        kernel("6.1.0-53"),
-        "linux-image-6.1.0-53-cloud-amd64-unsigned"
-    );
+    // Patterns, resolved to the newest matching package when the study runs.
+    assert_eq!(kernel("6.1"), "linux-image-6.1.0-*-cloud-amd64-unsigned");
+    assert_eq!(kernel("6.12"), "linux-image-6.12.*-cloud-amd64-unsigned");
     assert!(plan.iter().all(|p| p.settings.kernel.is_guest()));
 }
 
