@@ -101,11 +101,17 @@ fn transport_errors_are_one_line_exit_2() {
         ),
     ];
     assert_usage_errors(cases);
-    // Without CONFIG_TLS (this host): what is missing and what enables it.
-    if stackbench_engine::transport::ktls::ktls_available().is_err() {
+    // Without CONFIG_TLS (this host): what is missing, why (the module's
+    // state on this system), and what enables it.
+    if let Err(e) = stackbench_engine::transport::ktls::ktls_available() {
+        let why = stackbench_engine::kmod::module_state("tls").explain("tls", "CONFIG_TLS");
+        assert!(e.contains(&why), "{e}");
         assert_usage_errors(&[(
             &["--transport", "tls", "--tls-mode", "ktls"],
-            "tls_mode ktls: this kernel has no kernel TLS (setsockopt TCP_ULP \"tls\" fails with ENOENT): it needs CONFIG_TLS (modprobe tls",
+            &format!(
+                "tls_mode ktls: this kernel has no kernel TLS (setsockopt TCP_ULP \"tls\" fails \
+                 with ENOENT; {why}): it needs CONFIG_TLS (modprobe tls"
+            ),
         )]);
     }
     let long = std::env::temp_dir().join(format!("{}-{}", "d".repeat(90), std::process::id()));
