@@ -13,8 +13,8 @@ use stackbench_model::units::{format_duration, parse_duration, parse_size};
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  stackbench guest fetch linux-image-6.1.0-53-cloud-amd64-unsigned
-  stackbench guest exec --kernel linux-image-6.1.0-53-cloud-amd64-unsigned -- run 'RR1(1B/1B)' --duration 2s --warmup 0s --json
+  stackbench guest fetch 'linux-image-6.12.*-cloud-amd64-unsigned'
+  stackbench guest exec --kernel 'linux-image-6.1.0-*-cloud-amd64-unsigned' -- run 'RR1(1B/1B)' --duration 2s --warmup 0s --json
   stackbench guest exec --kernel K --file lab.toml=/work/lab.toml -- run 'RR1(1B/1B)' --lab /work/lab.toml
 Under TCG (emulation, where KVM is missing or hangs) timings are functional only.")]
 pub struct GuestArgs {
