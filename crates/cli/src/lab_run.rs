@@ -19,7 +19,6 @@ use stackbench_metrics::{
     LabEnvironment, LabInterface, LabIpsec, LabNetem, LabSa, Warning, WarningRecord,
 };
 use stackbench_model::settings::{CpuList, RunSettings};
-use stackbench_model::Transport;
 
 use crate::exit::usage;
 
@@ -72,8 +71,11 @@ pub fn resolve(s: &mut RunSettings) -> anyhow::Result<Option<LabRun>> {
     if s.target.is_some() {
         return usage("lab and target exclude each other: a lab run starts its responder in host lab_to; drop target");
     }
-    if s.transport == Transport::Unix {
-        return usage("transport unix does not cross a lab link: use tcp, mptcp or tls with --lab");
+    if stackbench_engine::transport::row(s.transport).paths() {
+        return usage(format!(
+            "transport {} does not cross a lab link: use tcp, mptcp or tls with --lab",
+            s.transport.name()
+        ));
     }
     let (Some(from), Some(to)) = (s.lab_from.clone(), s.lab_to.clone()) else {
         return usage(

@@ -465,7 +465,9 @@ fn preflight(plan: &RunPlan) -> anyhow::Result<()> {
         (None, None) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
     };
     if let Some(addr) = target {
-        transport::check_usable(s.transport, addr).or_else(usage)?;
+        transport::row(s.transport)
+            .check_usable(addr)
+            .or_else(usage)?;
     }
     let most = plan.workloads.iter().map(Workload::total_clients).max();
     limits::reserve_fds(most.unwrap_or(0)).or_else(usage)?;

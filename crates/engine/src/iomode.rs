@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use io_uring::{types, IoUring};
 
-use stackbench_model::{IoMode, Kind, Transport};
+use stackbench_model::{IoMode, Kind};
 
 use crate::driver::RunConfig;
 
@@ -86,7 +86,7 @@ pub fn auto_choice(cfg: &RunConfig) -> IoMode {
 
 /// The first case of `cfg` the io_uring backend does not cover.
 fn uring_unsupported(cfg: &RunConfig) -> Option<String> {
-    if !matches!(cfg.transport, Transport::Tcp | Transport::Unix) {
+    if !crate::transport::row(cfg.transport).uring() {
         return Some(format!(
             "transport {} is not covered by the io_uring backend (tcp and unix are)",
             cfg.transport.name()

@@ -27,11 +27,11 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
-use stackbench_model::{CrrClose, Kind, Transport};
+use stackbench_model::{CrrClose, Kind};
 
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
-use crate::transport::{self, DataListener, DataStream};
+use crate::transport::{DataListener, DataStream};
 
 /// Token of the waker that announces commands.
 pub const WAKER: Token = Token(usize::MAX);
@@ -221,8 +221,7 @@ impl Worker {
             let Some(Entry::Listener { listener, test }) = self.entries.get(key) else {
                 return;
             };
-            let (test, mptcp) = (*test, listener.transport() == Transport::Mptcp);
-            let smc = listener.transport() == Transport::Smc;
+            let (test, row) = (*test, listener.row());
             let mut stream = match listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -247,16 +246,7 @@ impl Worker {
             };
             let t = &mut self.tests[test as usize];
             t.stats.connections += 1;
-            if mptcp && !stream.is_mptcp() {
-                t.stats.mptcp_fallbacks += 1;
-            }
-            if smc && t.stats.connections <= transport::smc::CHECKED_PER_TEST {
-                match transport::smc::fell_back(stream.as_raw_fd()) {
-                    Some(true) => t.stats.smc_fallbacks += 1,
-                    Some(false) => {}
-                    None => t.stats.smc_unchecked += 1,
-                }
-            }
+            row.accepted(&stream, &mut t.stats);
             let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
             let remaining = t.spec.request_bytes;
             let entry = self.entries.vacant_entry();

@@ -18,6 +18,7 @@
 //! switch; one that does fails the connection rather than lose the record.
 
 use std::io;
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::sync::{Mutex, OnceLock};
 
@@ -28,7 +29,11 @@ use openssl::sign::Signer;
 use openssl::ssl::{Ssl, SslContext, SslContextBuilder, SslContextRef, SslRef};
 use stackbench_metrics::record::KtlsCounters;
 use stackbench_model::settings::{TlsMode, TlsVersion};
-use stackbench_model::TlsParams;
+use stackbench_model::{TlsParams, Transport};
+
+use super::ops::{ListenRequest, Listening, TransportOps};
+use super::tls::TLS;
+use super::{Dialer, Endpoint};
 
 /// From linux/tls.h.
 const SOL_TLS: libc::c_int = 282;
@@ -426,6 +431,50 @@ fn parse_tls_stat(text: &str) -> KtlsCounters {
         }
     }
     c
+}
+
+/// The `ktls` row (`tls` with `tls_mode ktls`): the tls row's listeners and
+/// dialer (their contexts switch each connection to the kernel after the
+/// handshake, see [`configure`]), usable only where the kernel has TLS, and
+/// with the kernel's kTLS counters read around each test.
+#[derive(Debug)]
+pub struct Ktls;
+
+pub static KTLS: Ktls = Ktls;
+
+impl TransportOps for Ktls {
+    fn transport(&self) -> Transport {
+        Transport::Tls
+    }
+
+    fn name(&self) -> &'static str {
+        "ktls"
+    }
+
+    fn check_usable(&self, _target: SocketAddr) -> Result<(), String> {
+        ktls_available()
+    }
+
+    fn listen(&self, req: &ListenRequest<'_>) -> Result<Listening, String> {
+        TLS.listen(req)
+    }
+
+    fn dial(
+        &self,
+        endpoints: &[Endpoint],
+        sources: u32,
+        tls: Option<&TlsParams>,
+    ) -> Result<Dialer, String> {
+        TLS.dial(endpoints, sources, tls)
+    }
+
+    fn kernel_counters(&self) -> Option<KtlsCounters> {
+        Some(tls_stat().unwrap_or_default())
+    }
+
+    fn as_row(&self) -> &'static dyn TransportOps {
+        &KTLS
+    }
 }
 
 #[cfg(test)]

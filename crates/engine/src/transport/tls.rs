@@ -35,11 +35,14 @@ use openssl::ssl::{
 };
 use openssl::x509::{X509NameBuilder, X509};
 use stackbench_model::settings::{CertType, CipherSuite, TlsVersion};
-use stackbench_model::TlsParams;
+use stackbench_model::{TlsParams, Transport};
 
 use super::ktls;
 pub use super::ktls::ktls_available;
+use super::listen::inet_listeners;
+use super::ops::{ListenRequest, Listening, TransportOps};
 use super::tls_acct::{self, Rekey};
+use super::{Dialer, Endpoint};
 use crate::sockopt;
 
 /// The socket under OpenSSL: plain send/recv on the fd.
@@ -443,4 +446,39 @@ fn self_signed(kind: CertType) -> Result<Made, openssl::error::ErrorStack> {
     b.set_not_after(&to)?;
     b.sign(&key, MessageDigest::sha256())?;
     Ok((b.build(), key))
+}
+
+/// The `tls` row (`tls_mode inline`): TCP sockets whose connections are
+/// OpenSSL sessions on both sides, from the run's TLS parameters.
+#[derive(Debug)]
+pub struct Tls;
+
+pub static TLS: Tls = Tls;
+
+impl TransportOps for Tls {
+    fn transport(&self) -> Transport {
+        Transport::Tls
+    }
+
+    fn listen(&self, req: &ListenRequest<'_>) -> Result<Listening, String> {
+        let p = req
+            .tls
+            .ok_or("transport tls: the start request has no TLS parameters")?;
+        inet_listeners(self.as_row(), req, Some(&server_context(p)?))
+    }
+
+    fn dial(
+        &self,
+        endpoints: &[Endpoint],
+        sources: u32,
+        tls: Option<&TlsParams>,
+    ) -> Result<Dialer, String> {
+        let p = tls.ok_or("transport tls: the run has no TLS parameters")?;
+        let ctx = client_context(p)?;
+        Ok(Dialer::new(self.as_row(), endpoints, sources)?.with_tls(ctx, p.resume_ratio))
+    }
+
+    fn as_row(&self) -> &'static dyn TransportOps {
+        &TLS
+    }
 }
