@@ -155,7 +155,9 @@ pub trait TransportOps: Sync + std::fmt::Debug {
         None
     }
 
-    /// This row as a table entry (for the default methods).
+    /// This row's `static`: what the listeners it opens keep, to call
+    /// [`Self::accepted`] (a default method cannot turn `&self` into a
+    /// `&'static dyn` itself).
     fn as_row(&self) -> &'static dyn TransportOps;
 }
 
@@ -185,4 +187,50 @@ pub fn row_for(transport: Transport, tls: Option<&TlsParams>) -> &'static dyn Tr
 pub(crate) fn cork_where_nagle(row: &dyn TransportOps, mut opts: SocketOptions) -> SocketOptions {
     opts.cork = row.nagle() && !opts.nodelay;
     opts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every setting value has its row, serving it under its own name; the
+    /// one row without a setting value of its own is `ktls`, chosen by the
+    /// TLS mode.
+    #[test]
+    fn every_transport_has_its_row() {
+        for &t in Transport::ALL {
+            assert_eq!(row(t).transport(), t);
+            assert_eq!(row(t).name(), t.name());
+            assert_eq!(row(t).as_row().name(), t.name());
+        }
+        let mut p = TlsParams::resolve(None, None, None, Default::default(), None, None).unwrap();
+        assert_eq!(row_for(Transport::Tls, Some(&p)).name(), "tls");
+        p.mode = TlsMode::Ktls;
+        assert_eq!(row_for(Transport::Tls, Some(&p)).name(), "ktls");
+        assert_eq!(
+            row_for(Transport::Tls, Some(&p)).transport(),
+            Transport::Tls
+        );
+        assert_eq!(row_for(Transport::Tcp, Some(&p)).name(), "tcp");
+        p.mode = TlsMode::Sidecar;
+        assert_eq!(row_for(Transport::Tls, Some(&p)).name(), "tls");
+    }
+
+    /// Only the kTLS row reads kernel counters, and only tcp and unix run on
+    /// the io_uring backend.
+    #[test]
+    fn rows_differ_where_their_transports_do() {
+        let ktls = TlsParams {
+            mode: TlsMode::Ktls,
+            ..TlsParams::resolve(None, None, None, Default::default(), None, None).unwrap()
+        };
+        assert!(row_for(Transport::Tls, Some(&ktls))
+            .kernel_counters()
+            .is_some());
+        let uring: Vec<_> = Transport::ALL.iter().filter(|t| row(**t).uring()).collect();
+        assert_eq!(uring, [&Transport::Tcp, &Transport::Unix]);
+        assert!(Transport::ALL
+            .iter()
+            .all(|&t| row(t).nagle() != row(t).paths()));
+    }
 }
