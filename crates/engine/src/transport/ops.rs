@@ -3,15 +3,19 @@
 //! driver dials, which socket options apply, whether the transport can be
 //! used here (checked before a run) and whether the connections really were
 //! of it (checked after). The driver, the responder and the cli look the row
-//! up once ([`row`], [`row_for`]) and call it; nothing else matches on
-//! [`Transport`].
+//! up once ([`row`], [`row_for`]) and call it instead of matching on
+//! [`Transport`]; what stays outside the rows is whether TLS parameters
+//! apply (they are the `tls` rows' input, and `tls_mode sidecar` needs them
+//! before any row is chosen).
 //!
 //! Design taken from fio's `struct ioengine_ops` (fio, ioengines.h: a named
-//! row of hooks, looked up once by name, with optional hooks defaulting to
-//! nothing) and neper's `struct neper_fn` (neper, common.h: the per-test
-//! hooks a shared thread/flow core calls, e.g. `fn_post_listen` and
-//! `fn_pre_connect`). Here the row is a trait object so that optional hooks
-//! are default methods; a row is a unit struct, so the table costs nothing.
+//! row of hooks the core looks up once by name; hooks an engine does not
+//! need stay empty) and neper's `struct neper_fn` (neper, common.h: the
+//! per-test hooks a shared thread/flow core calls, e.g. `fn_post_listen` and
+//! `fn_pre_connect`). Here a row is a unit struct behind a trait object, so
+//! hooks a row does not need are default methods. Cost: one indirect call
+//! per hook use; on a data path only [`TransportOps::accepted`], once per
+//! accepted connection (next to an accept4 system call).
 //!
 //! Adding a transport: a variant of [`Transport`] (the model's settings
 //! table gives it its name), a row implementing [`TransportOps`] in its own
