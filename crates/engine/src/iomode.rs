@@ -92,8 +92,10 @@ pub fn auto_choice(cfg: &RunConfig) -> IoMode {
 #[derive(Debug, Clone, Copy)]
 pub struct Claims {
     pub name: &'static str,
-    /// Transports whose connections it can drive.
-    pub transports: Option<&'static [Transport]>,
+    /// Whether it drives a transport's connections (io_uring asks the
+    /// transport row, `TransportOps::uring`, so the row stays the one place
+    /// that knows).
+    pub covers: fn(Transport) -> bool,
     /// Whether it drives a connection ramp.
     pub ramp: bool,
     /// Whether it paces requests (think time, open-loop rate).
@@ -105,7 +107,7 @@ pub struct Claims {
 /// epoll (with direct waiting for a lone connection): everything.
 pub const EPOLL: Claims = Claims {
     name: "epoll",
-    transports: None,
+    covers: |_| true,
     ramp: true,
     paced: true,
     kinds: &[Kind::Rr, Kind::Crr, Kind::Str],
@@ -114,7 +116,7 @@ pub const EPOLL: Claims = Claims {
 /// io_uring: closed-loop RR and STR over the fd-based transports.
 pub const URING: Claims = Claims {
     name: "io_uring",
-    transports: Some(&[Transport::Tcp, Transport::Unix]),
+    covers: |t| crate::transport::row(t).uring(),
     ramp: false,
     paced: false,
     kinds: &[Kind::Rr, Kind::Str],
@@ -140,8 +142,12 @@ impl Claims {
         mut kinds: impl Iterator<Item = Kind>,
     ) -> Option<String> {
         let backend = self.name;
-        if let Some(ts) = self.transports.filter(|ts| !ts.contains(&transport)) {
-            let names: Vec<&str> = ts.iter().map(|t| t.name()).collect();
+        if !(self.covers)(transport) {
+            let names: Vec<&str> = Transport::ALL
+                .iter()
+                .filter(|t| (self.covers)(**t))
+                .map(|t| t.name())
+                .collect();
             return Some(format!(
                 "transport {} is not covered by the {backend} backend ({} are)",
                 transport.name(),

@@ -121,18 +121,6 @@ impl ServerTestStats {
         self.tls_ktls_connections += o.tls_ktls_connections;
         self.ktls = self.ktls.or(o.ktls);
     }
-
-    /// Counts a finished server handshake.
-    pub fn handshake(&mut self, h: &crate::transport::tls::Handshake) {
-        self.tls_ktls_connections += u64::from(h.ktls);
-        if h.resumed {
-            self.tls_resumed_handshakes += 1;
-            self.tls_resumed_cpu_ns += h.cpu_ns;
-        } else {
-            self.tls_full_handshakes += 1;
-            self.tls_full_cpu_ns += h.cpu_ns;
-        }
-    }
 }
 
 /// Driver → responder.

@@ -136,10 +136,20 @@ pub fn check_priority(
     for w in workloads {
         p.check_classes(&w.to_string(), w.classes.len())?;
     }
-    if transport == Transport::Unix {
+    let level = p.0.iter().copied().max().unwrap_or(0);
+    let asked = SocketOptions {
+        priority: Some(level),
+        ..SocketOptions::default()
+    };
+    if crate::transport::row(transport)
+        .effective_options(&asked)
+        .0
+        .priority
+        .is_none()
+    {
         return Ok(()); // not applied (a warning says so)
     }
-    probe_priority(p.0.iter().copied().max().unwrap_or(0))
+    probe_priority(level)
 }
 
 /// Sets level `level` on a probe socket: whether this process may.

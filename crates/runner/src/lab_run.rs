@@ -15,7 +15,6 @@ use stackbench_lab::{netns, Lab, Offloads};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::Warning;
 use stackbench_model::settings::{CpuList, RunSettings};
-use stackbench_model::Transport;
 use stackbench_record::{LabEnvironment, LabInterface, WarningRecord};
 
 use crate::error::{input, RunError};
@@ -69,8 +68,11 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     if s.target.is_some() {
         return input("lab and target exclude each other: a lab run starts its responder in host lab_to; drop target");
     }
-    if s.transport == Transport::Unix {
-        return input("transport unix does not cross a lab link: use tcp, mptcp or tls with --lab");
+    if stackbench_engine::transport::row(s.transport).paths() {
+        return input(format!(
+            "transport {} does not cross a lab link: use tcp, mptcp or tls with --lab",
+            s.transport.name()
+        ));
     }
     let (Some(from), Some(to)) = (s.lab_from.clone(), s.lab_to.clone()) else {
         return input(

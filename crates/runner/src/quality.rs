@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use stackbench_engine::iomode;
 use stackbench_engine::sampling::local_cpu;
-use stackbench_engine::transport::effective_options;
+use stackbench_engine::transport;
 use stackbench_engine::RunConfig;
 use stackbench_metrics::cpu::{cpu_set_union, side_cpu, Work};
 use stackbench_metrics::procfs::read_governor;
@@ -86,7 +86,8 @@ pub fn run_warnings(client_cpus: &[usize], server_cpus: &[usize], same_host: boo
 /// the effective ones and nothing is silently pretended. `nodelay` is
 /// stored as applied: a tls run's default (on) is written out.
 pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
-    let (eff, notes) = effective_options(settings.transport, &settings.socket_options());
+    let row = transport::row(settings.transport);
+    let (eff, notes) = row.effective_options(&settings.socket_options());
     settings.nodelay = Some(eff.nodelay);
     if notes.is_empty() {
         return None;

@@ -232,7 +232,9 @@ fn preflight(plan: &RunPlan) -> Result<(), RunError> {
         (None, None) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
     };
     if let Some(addr) = target {
-        transport::check_usable(s.transport, addr).or_else(input)?;
+        transport::row(s.transport)
+            .check_usable(addr)
+            .or_else(input)?;
     }
     let most = plan.workloads.iter().map(Workload::total_clients).max();
     limits::reserve_fds(most.unwrap_or(0)).or_else(input)?;

@@ -31,7 +31,7 @@ use crate::iomode::Claims;
 /// What the mock covers: every kind and pacing, over no real transport.
 pub(super) const MOCK: Claims = Claims {
     name: "mock",
-    transports: Some(&[]),
+    covers: |_| false,
     ramp: true,
     paced: true,
     kinds: &[Kind::Rr, Kind::Crr, Kind::Str],

@@ -60,7 +60,7 @@ use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sampling::{self, Placement};
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
-use crate::transport::{self, Dialer};
+use crate::transport::{self, Dialer, TransportOps};
 
 /// One workload's run settings (already resolved).
 #[derive(Debug, Clone)]
@@ -147,17 +147,19 @@ pub fn run_workload(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
-    transport::check_usable(cfg.transport, control.target()).map_err(EngineError::Transport)?;
+    let row = transport::row_for(cfg.transport, cfg.tls.as_ref());
+    row.check_usable(control.target())
+        .map_err(EngineError::Transport)?;
     // Both sides apply only the options the transport supports.
     let cfg = &RunConfig {
-        socket: transport::effective_options(cfg.transport, &cfg.socket).0,
+        socket: row.effective_options(&cfg.socket).0,
         io: crate::iomode::effective(cfg).0,
         ..cfg.clone()
     };
     let _fds = limits::reserve_fds(cfg.workload.total_clients()).map_err(EngineError::Limit)?;
-    let ktls = cfg.tls.as_ref().is_some_and(|p| p.mode == TlsMode::Ktls);
     // Before any connection of the run: the kernel's kTLS counters here.
-    let ktls_before = ktls.then(|| transport::ktls::tls_stat().unwrap_or_default());
+    let ktls_before = row.kernel_counters();
+    let ktls = ktls_before.is_some();
     // Memory before this workload's connections exist: the fixed part.
     let baseline_memory = watch::memory_now(control);
     let Started {
@@ -203,8 +205,7 @@ pub fn run_workload(
         }
     }
     if reason.is_none() {
-        reason = mptcp_shortfall(cfg.transport, &server_stats)
-            .or_else(|| smc_shortfall(cfg.transport, &server_stats));
+        reason = row.fallback(&server_stats);
     }
     let ktls_client = ktls_before.and_then(|b| Some(transport::ktls::tls_stat()?.since(&b)));
     let workload = cfg.workload.to_string();
@@ -230,7 +231,7 @@ pub fn run_workload(
             let mut class = summary::class_result(&workload, spec, acc, window_ns);
             // Only where Nagle can hold data: a TCP-family transport without
             // nodelay (AF_UNIX has no Nagle; with nodelay nothing is held).
-            let nagle = cfg.transport != Transport::Unix && !cfg.socket.nodelay;
+            let nagle = row.nagle() && !cfg.socket.nodelay;
             let floor_ns = cfg.path.floor_ns(spec.request_bytes + spec.response_bytes);
             class.stall_band = nagle
                 .then(|| stall_band(&acc.hist, floor_ns, &cfg.path))
@@ -391,16 +392,14 @@ fn tls_params(cfg: &RunConfig) -> Result<Option<TlsParams>, EngineError> {
 fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, EngineError> {
     let (mut test_ids, mut plans, mut dialers) = (Vec::new(), Vec::new(), Vec::new());
     let (mut proxies, mut all_endpoints) = (Vec::new(), Vec::new());
+    let row = transport::row_for(cfg.transport, cfg.tls.as_ref());
     for (index, class) in cfg.workload.classes.iter().enumerate() {
         // The class's level travels to the responder in its test's options.
         let priority = cfg.priority.as_ref().and_then(|p| p.level(index));
-        let (socket, _) = transport::effective_options(
-            cfg.transport,
-            &SocketOptions {
-                priority,
-                ..cfg.socket
-            },
-        );
+        let (socket, _) = row.effective_options(&SocketOptions {
+            priority,
+            ..cfg.socket
+        });
         let spec = TestSpec {
             kind: class.kind,
             request_bytes: class.request_bytes,
@@ -409,7 +408,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             spin: cfg.spin.responder(),
             io: cfg.io,
         };
-        let spread = transport::spread(cfg.transport, control.target().ip(), class.clients);
+        let spread = transport::spread(row, control.target().ip(), class.clients);
         let tls = tls_params(cfg)?;
         let conns = (class.clients, spread.ports);
         let own = own_server_workers(cfg, control.server_threads);
@@ -417,8 +416,9 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
         let own = (own, if own > 0 { own_cpus } else { Vec::new() });
         let (id, endpoints) = control.start_own(spec, cfg.transport, conns, tls.clone(), own)?;
         test_ids.push(id);
-        let (dialer, proxy) = class_dialer(cfg, class.clients, &endpoints, spread.sources, tls)
-            .map_err(EngineError::Transport)?;
+        let (dialer, proxy) =
+            class_dialer((cfg, row), class.clients, (&endpoints, spread.sources), tls)
+                .map_err(EngineError::Transport)?;
         dialers.push(dialer);
         proxies.push(proxy);
         all_endpoints.extend(endpoints);
@@ -468,24 +468,20 @@ fn own_server_workers(cfg: &RunConfig, server_threads: u32) -> u32 {
     }
 }
 
-/// The dialer of one class to the endpoints `ready` named: TLS inside the
-/// driver (`inline`), or clear text to a client TLS proxy started here for
-/// the class (`sidecar`), returned with it.
+/// The dialer of one class to the endpoints `ready` named: the row's
+/// (TLS inside the driver for `inline` and `ktls`), or clear text to a
+/// client TLS proxy started here for the class (`sidecar`), returned with
+/// it. `sources`: loopback source addresses to spread over.
 fn class_dialer(
-    cfg: &RunConfig,
+    (cfg, row): (&RunConfig, &dyn TransportOps),
     clients: u32,
-    endpoints: &[transport::Endpoint],
-    sources: u32,
+    (endpoints, sources): (&[transport::Endpoint], u32),
     tls: Option<TlsParams>,
 ) -> Result<(Dialer, Option<SidecarProxy>), String> {
-    let Some(p) = tls else {
-        return Ok((Dialer::new(cfg.transport, endpoints, sources)?, None));
+    let p = match tls {
+        Some(p) if p.mode == TlsMode::Sidecar => p,
+        tls => return Ok((row.dial(endpoints, sources, tls.as_ref())?, None)),
     };
-    if p.mode != TlsMode::Sidecar {
-        let ctx = transport::tls::client_context(&p)?;
-        let dialer = Dialer::new(cfg.transport, endpoints, sources)?;
-        return Ok((dialer.with_tls(ctx, p.resume_ratio), None));
-    }
     let proxy = SidecarProxy::start(&ProxyConfig {
         role: Role::Client,
         listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
@@ -496,46 +492,8 @@ fn class_dialer(
         clients,
     })?;
     let clear = [transport::Endpoint::Inet(proxy.addr())];
-    Ok((Dialer::new(Transport::Tcp, &clear, sources)?, Some(proxy)))
-}
-
-/// An MPTCP run whose connections fell back to plain TCP measured TCP: say
-/// so rather than label TCP figures as MPTCP's.
-fn mptcp_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<String> {
-    let (fallbacks, connections) = stats.iter().fold((0, 0), |(f, c), s| {
-        (f + s.mptcp_fallbacks, c + s.connections)
-    });
-    (transport == Transport::Mptcp && fallbacks > 0).then(|| {
-        format!(
-            "transport mptcp: {fallbacks} of {connections} data connections fell back to plain \
-             TCP, so the figures are not MPTCP's: check net.mptcp.enabled on both hosts and any \
-             middlebox between them"
-        )
-    })
-}
-
-/// An SMC run whose checked connections fell back to TCP measured TCP.
-fn smc_shortfall(transport: Transport, stats: &[ServerTestStats]) -> Option<String> {
-    let fallbacks: u64 = stats.iter().map(|s| s.smc_fallbacks).sum();
-    let unchecked: u64 = stats.iter().map(|s| s.smc_unchecked).sum();
-    if transport != Transport::Smc {
-        return None;
-    }
-    if fallbacks > 0 {
-        return Some(format!(
-            "transport smc: {fallbacks} checked data connections fell back to TCP, so the \
-             figures are not SMC's: both hosts need an SMC-capable device (RoCE RDMA or ISM) \
-             on the path, and `smcss` shows each connection's mode"
-        ));
-    }
-    // Never claim SMC on no evidence.
-    (unchecked > 0).then(|| {
-        format!(
-            "transport smc: SMC_DIAG did not give the mode of {unchecked} checked data \
-             connections, so they are not known to have run over SMC: load smc_diag \
-             (CONFIG_SMC_DIAG) and check with `smcss`"
-        )
-    })
+    let tcp = transport::row(Transport::Tcp);
+    Ok((tcp.dial(&clear, sources, None)?, Some(proxy)))
 }
 
 /// What the workers and the coordinator's watch produced.

@@ -41,7 +41,7 @@ use stackbench_model::settings::TlsMode;
 use stackbench_model::{IoMode, TlsParams};
 
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
-use crate::transport::{self, DataListener, Endpoint, SocketDir, Transport};
+use crate::transport::{self, Endpoint, ListenRequest, Listening, SocketDir, Transport};
 use own::OwnWorkers;
 use worker::{Command, Worker};
 
@@ -170,18 +170,15 @@ impl Pool {
     /// one line for the driver.
     fn start(&self, local_ip: IpAddr, req: &StartRequest) -> Result<(u64, Vec<Endpoint>), String> {
         let mut tests = lock(&self.lock);
-        if req.transport == Transport::Unix && !local_ip.is_loopback() {
-            return Err(
-                "transport unix needs the driver on this host: connect over loopback".to_string(),
-            );
-        }
+        let row = transport::row_for(req.transport, req.tls.as_ref());
+        row.check_driver(local_ip)?;
         if !(1..=MAX_PORTS).contains(&req.ports) {
             return Err(format!("ports {} out of range 1 to {MAX_PORTS}", req.ports));
         }
         let fds = limits::reserve_fds(u64::from(req.clients))
             .map_err(|e| format!("on the responder's host: {e}"))?;
         let id = self.next_test_id.fetch_add(1, Ordering::Relaxed);
-        let (spec_opts, _) = transport::effective_options(req.transport, &req.spec.socket);
+        let (spec_opts, _) = row.effective_options(&req.spec.socket);
         if let Some(level) = spec_opts.priority {
             // Accepted sockets ignore option errors: refuse here instead.
             sockopt::probe_priority(level).map_err(|e| format!("on the responder's host: {e}"))?;
@@ -192,8 +189,7 @@ impl Pool {
         };
         // The io_uring workers serve plain-socket RR and STR only (the
         // driver asks for nothing else; see `crate::iomode`).
-        let plain = matches!(req.transport, Transport::Tcp | Transport::Unix);
-        let io = if plain && spec.kind != stackbench_model::Kind::Crr {
+        let io = if row.uring() && spec.kind != stackbench_model::Kind::Crr {
             spec.io
         } else {
             IoMode::Epoll
@@ -206,14 +202,23 @@ impl Pool {
             Some(o) => &o.handles,
             None => self.workers_for(io),
         };
-        let (per_worker, mut endpoints, dir) = match req.transport {
-            Transport::Unix => unix_listeners(workers.len(), &spec)?,
-            // Sidecar: the workers serve clear text behind the proxy.
-            Transport::Tls if req.sidecar().is_some() => {
-                inet_listeners(workers.len(), Transport::Tcp, local_ip, req, &spec)?
-            }
-            t => inet_listeners(workers.len(), t, local_ip, req, &spec)?,
+        // Sidecar: the workers serve clear text (tcp) behind the proxy.
+        let under = if req.sidecar().is_some() {
+            transport::row(Transport::Tcp)
+        } else {
+            row
         };
+        let Listening {
+            per_worker,
+            mut endpoints,
+            dir,
+        } = under.listen(&ListenRequest {
+            workers: workers.len(),
+            ip: local_ip,
+            ports: req.ports,
+            socket: &spec.socket,
+            tls: req.tls.as_ref(),
+        })?;
         let mut listening = endpoints.clone();
         let proxy = server_proxy(local_ip, req, &spec, &mut endpoints)?;
         if proxy.is_some() {
@@ -232,77 +237,13 @@ impl Pool {
                 _dir: dir,
                 _fds: fds,
                 _proxy: proxy,
-                ktls_before: req
-                    .tls
-                    .as_ref()
-                    .filter(|p| req.transport == Transport::Tls && p.mode == TlsMode::Ktls)
-                    .map(|_| transport::ktls::tls_stat().unwrap_or_default()),
+                ktls_before: row.kernel_counters(),
                 own,
                 endpoints: listening,
             },
         );
         Ok((id, endpoints))
     }
-}
-
-/// `ports` fresh ports, each with one SO_REUSEPORT listener per worker (over
-/// AF_SMC, `ports` fresh ports per worker).
-fn inet_listeners(
-    workers: usize,
-    t: Transport,
-    ip: IpAddr,
-    req: &StartRequest,
-    spec: &TestSpec,
-) -> Result<Listeners, String> {
-    let tls = match (t, &req.tls) {
-        (Transport::Tls, Some(p)) => Some(transport::tls::server_context(p)?),
-        (Transport::Tls, None) => {
-            return Err("transport tls: the start request has no TLS parameters".into())
-        }
-        _ => None,
-    };
-    let mut per_worker: Vec<Vec<DataListener>> = (0..workers).map(|_| Vec::new()).collect();
-    let mut endpoints = Vec::new();
-    let cannot = |e: io::Error| format!("cannot open a data listener: {e}");
-    // AF_SMC has no SO_REUSEPORT: a port of its own per worker (as AF_UNIX
-    // has a path per worker), the driver spreading clients over them.
-    let shared = t != Transport::Smc;
-    for _ in 0..req.ports {
-        let mut addr = SocketAddr::new(ip, 0);
-        for listeners in per_worker.iter_mut() {
-            if !shared {
-                addr = SocketAddr::new(ip, 0);
-            }
-            let mut l = transport::listen_inet(t, addr, &spec.socket).map_err(cannot)?;
-            if let Some(ctx) = &tls {
-                l = l.with_tls(ctx.clone());
-            }
-            addr = l.local_addr().map_err(cannot)?;
-            listeners.push(l);
-            if !shared {
-                endpoints.push(Endpoint::Inet(addr));
-            }
-        }
-        if shared {
-            endpoints.push(Endpoint::Inet(addr));
-        }
-    }
-    Ok((per_worker, endpoints, None))
-}
-
-/// One socket path per worker in a fresh private directory.
-fn unix_listeners(workers: usize, spec: &TestSpec) -> Result<Listeners, String> {
-    let dir = SocketDir::create()?;
-    let mut per_worker = Vec::new();
-    let mut endpoints = Vec::new();
-    for i in 0..workers {
-        let path = dir.socket_path(&format!("w{i}.sock"))?;
-        let l = transport::listen_unix(&path, &spec.socket)
-            .map_err(|e| format!("transport unix: cannot listen on '{}': {e}", path.display()))?;
-        per_worker.push(vec![l]);
-        endpoints.push(Endpoint::Unix(path));
-    }
-    Ok((per_worker, endpoints, Some(dir)))
 }
 
 impl Pool {
@@ -410,10 +351,6 @@ fn start_uring_workers(n: usize) -> Result<(Vec<WorkerHandle>, Vec<JoinHandle<()
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
-
-/// Per worker its listeners, the endpoints to announce, and the socket
-/// directory to remove when the test ends.
-type Listeners = (Vec<Vec<DataListener>>, Vec<Endpoint>, Option<SocketDir>);
 
 /// A bound responder, not yet serving.
 pub struct Responder {

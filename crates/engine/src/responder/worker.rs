@@ -27,12 +27,12 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
-use stackbench_model::{Kind, Transport};
+use stackbench_model::Kind;
 
 use super::machine::{book_received, book_sent, request_bytes, response_bytes, Phase};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
-use crate::transport::{self, DataListener, DataStream};
+use crate::transport::{DataListener, DataStream};
 
 /// Token of the waker that announces commands.
 pub const WAKER: Token = Token(usize::MAX);
@@ -216,8 +216,7 @@ impl Worker {
             let Some(Entry::Listener { listener, test }) = self.entries.get(key) else {
                 return;
             };
-            let (test, mptcp) = (*test, listener.transport() == Transport::Mptcp);
-            let smc = listener.transport() == Transport::Smc;
+            let (test, row) = (*test, listener.row());
             let mut stream = match listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -242,16 +241,7 @@ impl Worker {
             };
             let t = &mut self.tests[test as usize];
             t.stats.connections += 1;
-            if mptcp && !stream.is_mptcp() {
-                t.stats.mptcp_fallbacks += 1;
-            }
-            if smc && t.stats.connections <= transport::smc::CHECKED_PER_TEST {
-                match transport::smc::fell_back(stream.as_raw_fd()) {
-                    Some(true) => t.stats.smc_fallbacks += 1,
-                    Some(false) => {}
-                    None => t.stats.smc_unchecked += 1,
-                }
-            }
+            row.accepted(&stream, &mut t.stats);
             let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
             let remaining = request_bytes(&t.spec);
             let entry = self.entries.vacant_entry();
@@ -300,7 +290,7 @@ impl Worker {
                         stream.quickack();
                     }
                     if let Some(h) = stream.take_handshake() {
-                        test.stats.handshake(&h);
+                        h.count_into(&mut test.stats);
                     }
                     let (phase, remaining) = (&mut conn.phase, &mut conn.remaining);
                     if !book_received(phase, remaining, n as u64, &spec, &mut test.stats)

@@ -24,7 +24,7 @@ use stackbench_model::{SocketOptions, Transport};
 use super::{ProxyConfig, ProxyReport, Role};
 use crate::affinity::pin_current_thread;
 use crate::transport::tls::{self, Handshake};
-use crate::transport::{self, DataListener, DataStream, Dialer};
+use crate::transport::{self, row, DataListener, DataStream, Dialer};
 
 /// Bytes buffered per direction of a pair.
 const PIPE_BYTES: usize = 64 * 1024;
@@ -153,17 +153,15 @@ impl Proxy {
         let (listener, dialer) = match cfg.role {
             Role::Server => {
                 let ctx = tls::server_context(&cfg.tls)?;
-                let l = transport::listen_inet(Transport::Tls, cfg.listen, &socket)
+                let l = transport::listen_inet(row(Transport::Tls), cfg.listen, &socket)
                     .map_err(cannot)?
                     .with_tls(ctx);
-                (l, Dialer::new(Transport::Tcp, &cfg.upstream, 1)?)
+                (l, row(Transport::Tcp).dial(&cfg.upstream, 1, None)?)
             }
             Role::Client => {
-                let l =
-                    transport::listen_inet(Transport::Tcp, cfg.listen, &socket).map_err(cannot)?;
-                let ctx = tls::client_context(&cfg.tls)?;
-                let d = Dialer::new(Transport::Tls, &cfg.upstream, 1)?
-                    .with_tls(ctx, cfg.tls.resume_ratio);
+                let l = transport::listen_inet(row(Transport::Tcp), cfg.listen, &socket)
+                    .map_err(cannot)?;
+                let d = row(Transport::Tls).dial(&cfg.upstream, 1, Some(&cfg.tls))?;
                 (l, d)
             }
         };

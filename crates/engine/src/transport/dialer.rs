@@ -18,12 +18,12 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::AsRawFd;
 
 use socket2::{Domain, Protocol, SockAddr};
-use stackbench_model::{SocketOptions, Transport};
+use stackbench_model::SocketOptions;
 
 use openssl::ssl::{SslContext, SslSession};
 
 use super::tls::TlsConn;
-use super::{DataStream, Endpoint};
+use super::{DataStream, Endpoint, TransportOps};
 use crate::sockopt;
 
 /// Most loopback source addresses used (127.0.0.1 … 127.0.0.254).
@@ -40,13 +40,14 @@ pub struct Spread {
     pub sources: u32,
 }
 
-/// The spread for `clients` connections of `transport` to a responder at
+/// The spread for `clients` connections of `row` to a responder at
 /// `target`: one path up to [`connections_per_path`], then source addresses
-/// on IPv4 loopback, responder ports otherwise. AF_UNIX has no ports.
-pub fn spread(transport: Transport, target: IpAddr, clients: u32) -> Spread {
+/// on IPv4 loopback, responder ports otherwise. Socket paths (AF_UNIX) have
+/// no ports.
+pub fn spread(row: &dyn TransportOps, target: IpAddr, clients: u32) -> Spread {
     let paths = clients.div_ceil(connections_per_path()).max(1);
-    match (transport, target) {
-        (Transport::Unix, _) => Spread {
+    match (row.paths(), target) {
+        (true, _) => Spread {
             ports: 1,
             sources: 1,
         },
@@ -89,26 +90,23 @@ pub struct Dialer {
 }
 
 impl Dialer {
-    /// A dialer for `endpoints` (all of `transport`'s kind, as `ready` gave
-    /// them) using `sources` loopback source addresses when above 1.
+    /// A dialer for `endpoints` (all of `row`'s kind, as `ready` gave them)
+    /// using `sources` loopback source addresses when above 1.
     pub fn new(
-        transport: Transport,
+        row: &dyn TransportOps,
         endpoints: &[Endpoint],
         sources: u32,
     ) -> Result<Dialer, String> {
         let first = endpoints
             .first()
             .ok_or("the responder offered no data endpoint")?;
-        let domain = match (transport, first) {
-            (Transport::Unix, Endpoint::Unix(_)) => Domain::UNIX,
-            (
-                Transport::Tcp | Transport::Mptcp | Transport::Tls | Transport::Smc,
-                Endpoint::Inet(a),
-            ) => Domain::for_address(*a),
-            (t, e) => {
+        let domain = match (row.paths(), first) {
+            (true, Endpoint::Unix(_)) => Domain::UNIX,
+            (false, Endpoint::Inet(a)) => Domain::for_address(*a),
+            (_, e) => {
                 return Err(format!(
                     "the responder offered endpoint {e} for transport {}",
-                    t.name()
+                    row.name()
                 ))
             }
         };
@@ -129,16 +127,8 @@ impl Dialer {
         } else {
             Vec::new()
         };
-        let (domain, protocol) = match transport {
-            Transport::Tcp | Transport::Tls => (domain, Some(Protocol::TCP)),
-            Transport::Mptcp => (domain, Some(Protocol::MPTCP)),
-            Transport::Unix => (domain, None),
-            // Connects to the same sockaddr_in/in6 targets.
-            Transport::Smc => {
-                let (d, p) = super::smc::domain_protocol(domain);
-                (d, Some(p))
-            }
-        };
+        // AF_SMC connects to the same sockaddr_in/in6 targets.
+        let (domain, protocol) = row.socket(domain);
         Ok(Dialer {
             domain,
             protocol,
@@ -242,6 +232,8 @@ fn connect(fd: i32, addr: &SockAddr) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::row;
+    use stackbench_model::Transport;
 
     #[test]
     fn paths_grow_with_clients_and_follow_the_family() {
@@ -252,29 +244,31 @@ mod tests {
             ports: 1,
             sources: 1,
         };
-        assert_eq!(spread(Transport::Tcp, v4, per), one);
-        assert_eq!(spread(Transport::Tcp, v4, per + 1).sources, 2);
-        assert_eq!(spread(Transport::Mptcp, v4, 3 * per).sources, 3);
+        assert_eq!(spread(row(Transport::Tcp), v4, per), one);
+        assert_eq!(spread(row(Transport::Tcp), v4, per + 1).sources, 2);
+        assert_eq!(spread(row(Transport::Mptcp), v4, 3 * per).sources, 3);
         assert_eq!(
-            spread(Transport::Tcp, v6, per + 1),
+            spread(row(Transport::Tcp), v6, per + 1),
             Spread {
                 ports: 2,
                 sources: 1
             }
         );
-        assert_eq!(spread(Transport::Unix, v4, 10 * per), one);
+        assert_eq!(spread(row(Transport::Unix), v4, 10 * per), one);
         let remote: IpAddr = "192.0.2.1".parse().unwrap();
-        assert_eq!(spread(Transport::Tcp, remote, per + 1).ports, 2);
+        assert_eq!(spread(row(Transport::Tcp), remote, per + 1).ports, 2);
     }
 
     #[test]
     fn endpoints_must_match_the_transport() {
         let inet = Endpoint::Inet("127.0.0.1:9".parse().unwrap());
-        let e = Dialer::new(Transport::Unix, std::slice::from_ref(&inet), 1).unwrap_err();
+        let e = Dialer::new(row(Transport::Unix), std::slice::from_ref(&inet), 1).unwrap_err();
         assert!(e.contains("for transport unix"), "{e}");
-        assert!(Dialer::new(Transport::Tcp, &[], 1).is_err());
+        assert!(Dialer::new(row(Transport::Tcp), &[], 1).is_err());
         assert_eq!(
-            Dialer::new(Transport::Tcp, &[inet], 3).unwrap().sources(),
+            Dialer::new(row(Transport::Tcp), &[inet], 3)
+                .unwrap()
+                .sources(),
             3
         );
     }

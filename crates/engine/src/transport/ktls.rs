@@ -428,6 +428,10 @@ fn parse_tls_stat(text: &str) -> KtlsCounters {
     c
 }
 
+/// The `ktls` row (`tls` with `tls_mode ktls`): the tls row's listeners and
+/// dialer (their contexts switch each connection to the kernel after the
+/// handshake, see [`configure`]), usable only where the kernel has TLS, and
+/// with the kernel's kTLS counters read around each test.
 #[cfg(test)]
 #[path = "ktls_tests.rs"]
 mod tests;

@@ -1,12 +1,78 @@
-//! Multipath TCP specifics: whether this kernel offers it (detected at run
-//! time, with a message naming what is missing and how to enable it), and
-//! whether a given connection really is MPTCP (MPTCP_INFO), so a run labelled
-//! `mptcp` is never silently plain TCP.
+//! The `mptcp` row: Multipath TCP (IPPROTO_MPTCP). Whether this kernel
+//! offers it (detected at run time, with a message naming what is missing
+//! and how to enable it), and whether each accepted connection really is
+//! MPTCP (MPTCP_INFO), so a run labelled `mptcp` is never silently plain TCP.
 
 use std::io;
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
 use socket2::{Domain, Protocol, Socket, Type};
+use stackbench_model::{SocketOptions, Transport};
+
+use super::ops::{cork_where_nagle, ListenRequest, Listening, TransportOps};
+use super::DataStream;
+use crate::protocol::ServerTestStats;
+
+#[derive(Debug)]
+pub struct Mptcp;
+
+pub static MPTCP: Mptcp = Mptcp;
+
+impl TransportOps for Mptcp {
+    fn listen(&self, req: &ListenRequest<'_>) -> Result<Listening, String> {
+        super::listen::inet_listeners(self.as_row(), req, None)
+    }
+
+    fn transport(&self) -> Transport {
+        Transport::Mptcp
+    }
+
+    fn socket(&self, inet: Domain) -> (Domain, Option<Protocol>) {
+        (inet, Some(Protocol::MPTCP))
+    }
+
+    fn effective_options(&self, opts: &SocketOptions) -> (SocketOptions, Vec<String>) {
+        let mut eff = *opts;
+        let mut notes = Vec::new();
+        if eff.quickack && supports_quickack() == Some(false) {
+            eff.quickack = false;
+            notes.push(
+                "quickack not set: this kernel's MPTCP sockets refuse TCP_QUICKACK".to_string(),
+            );
+        }
+        (cork_where_nagle(self, eff), notes)
+    }
+
+    fn check_usable(&self, target: SocketAddr) -> Result<(), String> {
+        probe(Domain::for_address(target))
+    }
+
+    fn accepted(&self, stream: &DataStream, stats: &mut ServerTestStats) {
+        if !stream.is_mptcp() {
+            stats.mptcp_fallbacks += 1;
+        }
+    }
+
+    /// A run whose connections fell back to plain TCP measured TCP: say so
+    /// rather than label TCP figures as MPTCP's.
+    fn fallback(&self, stats: &[ServerTestStats]) -> Option<String> {
+        let (fallbacks, connections) = stats.iter().fold((0, 0), |(f, c), s| {
+            (f + s.mptcp_fallbacks, c + s.connections)
+        });
+        (fallbacks > 0).then(|| {
+            format!(
+                "transport mptcp: {fallbacks} of {connections} data connections fell back to \
+                 plain TCP, so the figures are not MPTCP's: check net.mptcp.enabled on both \
+                 hosts and any middlebox between them"
+            )
+        })
+    }
+
+    fn as_row(&self) -> &'static dyn TransportOps {
+        &MPTCP
+    }
+}
 
 /// `SOL_MPTCP` and `MPTCP_INFO` from `linux/mptcp.h` (not in libc).
 const SOL_MPTCP: libc::c_int = 284;
@@ -102,6 +168,26 @@ mod tests {
         let none = explain(&io::Error::from_raw_os_error(libc::EPROTONOSUPPORT), None);
         assert!(none.contains("CONFIG_MPTCP=y"), "{none}");
         assert!(!none.contains('\n'));
+    }
+
+    #[test]
+    fn fallbacks_make_the_run_say_it_measured_tcp() {
+        let stats = |mptcp_fallbacks, connections| ServerTestStats {
+            mptcp_fallbacks,
+            connections,
+            ..ServerTestStats::default()
+        };
+        assert_eq!(MPTCP.fallback(&[stats(0, 10), stats(0, 5)]), None);
+        let why = MPTCP.fallback(&[stats(1, 10), stats(2, 5)]).unwrap();
+        assert!(
+            why.starts_with("transport mptcp: 3 of 15 data connections fell back"),
+            "{why}"
+        );
+        // Only the mptcp row reads these counters.
+        assert_eq!(
+            crate::transport::row(Transport::Tcp).fallback(&[stats(1, 1)]),
+            None
+        );
     }
 
     #[test]

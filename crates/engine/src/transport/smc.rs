@@ -26,11 +26,85 @@
 //! only the message layout is tested here.
 
 use std::io;
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use socket2::{Domain, Protocol, Socket, Type};
+use stackbench_model::Transport;
 
+use super::ops::{ListenRequest, Listening, TransportOps};
+use super::DataStream;
+use crate::protocol::ServerTestStats;
 use crate::sockopt::AF_SMC;
+
+/// The `smc` row: TCP's options and spreading over AF_SMC sockets, a port
+/// per responder worker (no SO_REUSEPORT), the first connections of each
+/// test checked for a fallback to TCP.
+#[derive(Debug)]
+pub struct Smc;
+
+pub static SMC: Smc = Smc;
+
+impl TransportOps for Smc {
+    fn listen(&self, req: &ListenRequest<'_>) -> Result<Listening, String> {
+        super::listen::inet_listeners(self.as_row(), req, None)
+    }
+
+    fn transport(&self) -> Transport {
+        Transport::Smc
+    }
+
+    fn socket(&self, inet: Domain) -> (Domain, Option<Protocol>) {
+        let (domain, protocol) = domain_protocol(inet);
+        (domain, Some(protocol))
+    }
+
+    /// AF_SMC sockets refuse SO_REUSEPORT (EOPNOTSUPP, Linux 6.1): the
+    /// responder gives each worker its own port instead.
+    fn reuse_port(&self) -> bool {
+        false
+    }
+
+    fn check_usable(&self, target: SocketAddr) -> Result<(), String> {
+        probe(Domain::for_address(target))
+    }
+
+    fn accepted(&self, stream: &DataStream, stats: &mut ServerTestStats) {
+        if stats.connections <= CHECKED_PER_TEST {
+            match fell_back(stream.as_raw_fd()) {
+                Some(true) => stats.smc_fallbacks += 1,
+                Some(false) => {}
+                None => stats.smc_unchecked += 1,
+            }
+        }
+    }
+
+    /// A run whose checked connections fell back to TCP measured TCP; one
+    /// whose connections could not be checked is not claimed as SMC either.
+    fn fallback(&self, stats: &[ServerTestStats]) -> Option<String> {
+        let fallbacks: u64 = stats.iter().map(|s| s.smc_fallbacks).sum();
+        let unchecked: u64 = stats.iter().map(|s| s.smc_unchecked).sum();
+        if fallbacks > 0 {
+            return Some(format!(
+                "transport smc: {fallbacks} checked data connections fell back to TCP, so the \
+                 figures are not SMC's: both hosts need an SMC-capable device (RoCE RDMA or \
+                 ISM) on the path, and `smcss` shows each connection's mode"
+            ));
+        }
+        // Never claim SMC on no evidence.
+        (unchecked > 0).then(|| {
+            format!(
+                "transport smc: SMC_DIAG did not give the mode of {unchecked} checked data \
+                 connections, so they are not known to have run over SMC: load smc_diag \
+                 (CONFIG_SMC_DIAG) and check with `smcss`"
+            )
+        })
+    }
+
+    fn as_row(&self) -> &'static dyn TransportOps {
+        &SMC
+    }
+}
 
 /// Connections checked with [`fell_back`] per responder test.
 pub const CHECKED_PER_TEST: u64 = 64;
@@ -192,6 +266,28 @@ mod tests {
         );
         assert!(!e.contains('\n'));
         assert_eq!(domain_protocol(Domain::IPV6).1, Protocol::from(1));
+    }
+
+    #[test]
+    fn fallbacks_and_unchecked_connections_are_not_claimed_as_smc() {
+        let stats = |smc_fallbacks, smc_unchecked| ServerTestStats {
+            connections: 10,
+            smc_fallbacks,
+            smc_unchecked,
+            ..ServerTestStats::default()
+        };
+        assert_eq!(SMC.fallback(&[stats(0, 0)]), None);
+        let fell = SMC.fallback(&[stats(1, 0), stats(2, 4)]).unwrap();
+        assert!(
+            fell.starts_with("transport smc: 3 checked data connections fell back"),
+            "{fell}"
+        );
+        let unknown = SMC.fallback(&[stats(0, 4)]).unwrap();
+        assert!(
+            unknown.contains("did not give the mode of 4 checked"),
+            "{unknown}"
+        );
+        assert!(!SMC.reuse_port() && SMC.socket(Domain::IPV4).0 == Domain::from(AF_SMC));
     }
 
     #[test]

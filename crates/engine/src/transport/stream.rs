@@ -8,9 +8,10 @@
 //! stream socket driven by send/recv on its fd, so a stream is just its fd —
 //! 4 bytes, and `Option<DataStream>` is 4 bytes too (the fd's niche), which
 //! keeps the driver's per-connection state small. Which TCP options apply is
-//! decided once per run ([`super::effective_options`]), not per call. A TLS
-//! stream is a boxed OpenSSL session instead (the enum is 16 bytes),
-//! justified by the session's own kilobytes.
+//! decided once per run (the row's
+//! [`effective_options`](super::TransportOps::effective_options)), not per
+//! call. A TLS stream is a boxed OpenSSL session instead (the enum is 16
+//! bytes), justified by the session's own kilobytes.
 
 use std::io;
 use std::net::SocketAddr;
@@ -20,11 +21,12 @@ use mio::event::Source;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use socket2::{SockRef, Socket};
-use stackbench_model::{SocketOptions, Transport};
+use stackbench_model::SocketOptions;
 
 use openssl::ssl::{SslContext, SslSession};
 
 use super::tls::{Handshake, TlsConn};
+use super::TransportOps;
 use crate::sockopt;
 
 /// One connected data socket of any transport, non-blocking.
@@ -190,16 +192,17 @@ impl Source for DataStream {
 #[derive(Debug)]
 pub struct DataListener {
     fd: OwnedFd,
-    transport: Transport,
+    /// The row that opened it: what the responder notes on each accept.
+    row: &'static dyn TransportOps,
     /// The server context of a `tls` listener.
     tls: Option<SslContext>,
 }
 
 impl DataListener {
-    pub(crate) fn from_socket(socket: Socket, transport: Transport) -> DataListener {
+    pub(crate) fn from_socket(socket: Socket, row: &'static dyn TransportOps) -> DataListener {
         DataListener {
             fd: socket.into(),
-            transport,
+            row,
             tls: None,
         }
     }
@@ -210,8 +213,8 @@ impl DataListener {
         self
     }
 
-    pub fn transport(&self) -> Transport {
-        self.transport
+    pub fn row(&self) -> &'static dyn TransportOps {
+        self.row
     }
 
     /// The bound address of an IP listener.

@@ -16,7 +16,7 @@ use super::{assert_exact, config, responder, run};
 fn table(claims: &Claims, io: IoMode) -> Vec<String> {
     let h = responder("127.0.0.1:0");
     let mut cases = Vec::new();
-    let claimed = |t: &Transport| claims.transports.is_none_or(|ts| ts.contains(t));
+    let claimed = |t: &Transport| (claims.covers)(*t);
     for transport in [Transport::Tcp, Transport::Unix, Transport::Tls]
         .into_iter()
         .filter(claimed)

@@ -91,9 +91,13 @@ fn s_client_against(cipher: &str, version_flag: &str) -> Option<(String, Handsha
     let params =
         TlsParams::resolve(None, Some(suite), None, CertType::Rsa2048, None, None).unwrap();
     let addr = "127.0.0.1:0".parse().unwrap();
-    let listener = transport::listen_inet(Transport::Tls, addr, &SocketOptions::default())
-        .unwrap()
-        .with_tls(tls::server_context(&params).unwrap());
+    let listener = transport::listen_inet(
+        transport::row(Transport::Tls),
+        addr,
+        &SocketOptions::default(),
+    )
+    .unwrap()
+    .with_tls(tls::server_context(&params).unwrap());
     let port = listener.local_addr().unwrap().port();
     let child = Command::new("openssl")
         .args([

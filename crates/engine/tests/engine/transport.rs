@@ -83,7 +83,7 @@ fn unix_socket_directories_are_removed_when_tests_stop() {
 #[test]
 fn every_kind_runs_over_mptcp() {
     let target = "127.0.0.1:1".parse().unwrap();
-    if let Err(e) = stackbench_engine::transport::check_usable(Transport::Mptcp, target) {
+    if let Err(e) = stackbench_engine::transport::row(Transport::Mptcp).check_usable(target) {
         let test = "every_kind_runs_over_mptcp";
         return stackbench_testkit::skip(stackbench_testkit::Tier::Mptcp, test, &e);
     }
@@ -327,7 +327,7 @@ fn an_old_driver_is_refused_naming_both_versions() {
 #[test]
 fn smc_runs_where_the_kernel_has_it_and_is_refused_with_the_reason_otherwise() {
     let target = "127.0.0.1:1".parse().unwrap();
-    if let Err(e) = stackbench_engine::transport::check_usable(Transport::Smc, target) {
+    if let Err(e) = stackbench_engine::transport::row(Transport::Smc).check_usable(target) {
         assert!(e.starts_with("transport smc: "), "{e}");
         assert!(e.contains("CONFIG_SMC") && !e.contains('\n'), "{e}");
         eprintln!("skipped the RR over smc: {e}");

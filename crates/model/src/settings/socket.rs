@@ -33,38 +33,51 @@ impl CrrClose {
     }
 }
 
-/// How data connections are carried. Chosen per run; the driver and responder
-/// state machines do not depend on it (the engine's `transport` module does).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
+/// Defines [`Transport`] from one table: each variant with its doc and its
+/// setting value (also its JSON spelling), so that the name, the parser and
+/// the allowed values cannot disagree. What a transport does is its row in
+/// the engine's transport table (`stackbench_engine::transport::row`).
+macro_rules! transports {
+    ($($(#[$meta:meta])* $variant:ident = $name:literal,)+) => {
+        /// How data connections are carried. Chosen per run; the driver and
+        /// responder state machines do not depend on it (the engine's
+        /// `transport` module does, through one row per transport).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+        pub enum Transport {
+            $($(#[$meta])* #[serde(rename = $name)] $variant,)+
+        }
+
+        impl Transport {
+            /// Every transport, in the table's order.
+            pub const ALL: &'static [Transport] = &[$(Transport::$variant),+];
+            /// Their setting values, in the same order.
+            pub const NAMES: &'static [&'static str] = &[$($name),+];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Transport::$variant => $name,)+
+                }
+            }
+        }
+    };
+}
+
+transports! {
     /// TCP over IPv4 or IPv6.
     #[default]
-    Tcp,
+    Tcp = "tcp",
     /// AF_UNIX stream sockets: the memory-to-memory path without TCP/IP (the
     /// analogue of the mainframe's SMC-D against HiperSockets, both
     /// memory-to-memory within one machine). Same host only.
-    Unix,
+    Unix = "unix",
     /// Multipath TCP (IPPROTO_MPTCP, Linux 5.6 or later with
     /// `net.mptcp.enabled` = 1).
-    Mptcp,
+    Mptcp = "mptcp",
     /// TLS over TCP (OpenSSL inside driver and responder; see `TlsParams`).
-    Tls,
+    Tls = "tls",
     /// AF_SMC (SMC-R over RoCE, SMC-D over ISM), where the kernel has it: a TCP
     /// handshake, then data over RDMA or ISM; falls back to TCP otherwise.
-    Smc,
-}
-
-impl Transport {
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Tcp => "tcp",
-            Transport::Unix => "unix",
-            Transport::Mptcp => "mptcp",
-            Transport::Tls => "tls",
-            Transport::Smc => "smc",
-        }
-    }
+    Smc = "smc",
 }
 
 /// How the driver and responder workers wait for and do their socket I/O.

@@ -208,16 +208,17 @@ impl SettingValue for IoMode {
 
 impl SettingValue for Transport {
     const VALUE_NAME: &'static str = "TRANSPORT";
-    const ALLOWED: &'static [&'static str] = &["tcp", "unix", "mptcp", "tls", "smc"];
+    const ALLOWED: &'static [&'static str] = Transport::NAMES;
     fn parse(text: &str) -> Result<Self, String> {
-        match text.trim() {
-            "tcp" => Ok(Transport::Tcp),
-            "unix" => Ok(Transport::Unix),
-            "mptcp" => Ok(Transport::Mptcp),
-            "tls" => Ok(Transport::Tls),
-            "smc" => Ok(Transport::Smc),
-            _ => Err("unknown transport: use tcp, unix, mptcp, tls or smc".to_string()),
+        let text = text.trim();
+        if let Some(t) = Transport::ALL.iter().find(|t| t.name() == text) {
+            return Ok(*t);
         }
+        let (last, rest) = Transport::NAMES.split_last().expect("a transport");
+        Err(format!(
+            "unknown transport: use {} or {last}",
+            rest.join(", ")
+        ))
     }
     fn text(&self) -> String {
         self.name().to_string()
@@ -406,6 +407,12 @@ mod tests {
         round_trip::<IoMode>("epoll");
         round_trip::<Transport>("mptcp");
         round_trip::<Transport>("smc");
+        for name in Transport::NAMES {
+            round_trip::<Transport>(name);
+            // The stored spelling is the setting's.
+            let json = serde_json::to_string(&Transport::parse(name).unwrap()).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+        }
         round_trip::<u32>("4");
         round_trip::<bool>("false");
         round_trip::<ThinkTime>("uniform:10s..50s");
