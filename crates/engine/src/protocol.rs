@@ -35,6 +35,9 @@ use crate::transport::Endpoint;
 /// with the responder's own sockets' memory and per-test thread times.
 pub const PROTOCOL_VERSION: u32 = 3;
 
+/// Distinct SMC fallback reasons a test's statistics keep.
+pub const SMC_REASONS: usize = 4;
+
 /// Longest control line accepted; a longer one is a protocol error, not an
 /// allocation of whatever size the peer chooses.
 const MAX_LINE_BYTES: usize = 64 * 1024;
@@ -78,6 +81,12 @@ pub struct ServerTestStats {
     /// (no smc_diag, or the socket not listed): not known to be SMC.
     #[serde(default)]
     pub smc_unchecked: u64,
+    /// Why the checked SMC connections fell back, as SMC_DIAG gave it:
+    /// (decline reason, peer's diagnosis, connections) for the first
+    /// [`SMC_REASONS`] distinct pairs (a slot with 0 connections is free);
+    /// see `transport::smc_reason`. Fixed size so the stats stay `Copy`.
+    #[serde(default)]
+    pub smc_fallback_reasons: [(u32, u32, u64); SMC_REASONS],
     /// Times accepting stopped for want of file descriptors (EMFILE, ENFILE)
     /// and was retried later instead of stalling the queued connections.
     #[serde(default)]
@@ -112,6 +121,9 @@ impl ServerTestStats {
         self.mptcp_fallbacks += o.mptcp_fallbacks;
         self.smc_fallbacks += o.smc_fallbacks;
         self.smc_unchecked += o.smc_unchecked;
+        for &(reason, peer, n) in o.smc_fallback_reasons.iter().filter(|e| e.2 > 0) {
+            self.add_smc_fallback(reason, peer, n);
+        }
         self.accept_retries += o.accept_retries;
         self.tls_full_handshakes += o.tls_full_handshakes;
         self.tls_resumed_handshakes += o.tls_resumed_handshakes;
@@ -120,6 +132,28 @@ impl ServerTestStats {
         self.tls_rekeys += o.tls_rekeys;
         self.tls_ktls_connections += o.tls_ktls_connections;
         self.ktls = self.ktls.or(o.ktls);
+    }
+
+    /// Counts `n` SMC fallbacks for (decline `reason`, peer's diagnosis);
+    /// a pair beyond the first [`SMC_REASONS`] is counted only in
+    /// `smc_fallbacks`.
+    pub fn add_smc_fallback(&mut self, reason: u32, peer: u32, n: u64) {
+        let slots = &mut self.smc_fallback_reasons;
+        let slot = slots
+            .iter()
+            .position(|e| e.2 > 0 && (e.0, e.1) == (reason, peer))
+            .or_else(|| slots.iter().position(|e| e.2 == 0));
+        if let Some(i) = slot {
+            slots[i] = (reason, peer, slots[i].2 + n);
+        }
+    }
+
+    /// The SMC fallback reasons counted, as (reason, peer's diagnosis, connections).
+    pub fn smc_reasons(&self) -> impl Iterator<Item = (u32, u32, u64)> + '_ {
+        self.smc_fallback_reasons
+            .iter()
+            .copied()
+            .filter(|e| e.2 > 0)
     }
 }
 

@@ -14,11 +14,12 @@
 //! no SMC-capable device on both hosts (an RDMA NIC with RoCE, or ISM on
 //! s390) falls back to TCP during the handshake and still works.
 //!
-//! Fallback: SOL_SMC has no getsockopt that reports it, so [`fell_back`]
+//! Fallback: SOL_SMC has no getsockopt that reports it, so [`diag_of`]
 //! asks the SMC_DIAG sock_diag family (CONFIG_SMC_DIAG; what `smcss` uses):
 //! a `SOCK_DIAG_BY_FAMILY` dump for AF_SMC, whose `struct smc_diag_msg` rows
-//! carry `diag_mode` (0 SMC-R, 1 fallback to TCP, 2 SMC-D) and the socket's
-//! inode, matched against the connection's `fstat` inode. The responder checks
+//! carry `diag_mode` (0 SMC-R, 1 fallback to TCP, 2 SMC-D), the socket's
+//! inode and, after a fallback, its decline reason and the peer's diagnosis
+//! (named in `smc_reason`), matched against the connection's `fstat` inode. The responder checks
 //! the first [`CHECKED_PER_TEST`] connections of each test (a dump lists every
 //! SMC socket of the namespace, too dear per CRR connection), and a fallback
 //! makes the run incomplete, as for MPTCP. Written against the uapi headers
@@ -71,9 +72,17 @@ impl TransportOps for Smc {
 
     fn accepted(&self, stream: &DataStream, stats: &mut ServerTestStats) {
         if stats.connections <= CHECKED_PER_TEST {
-            match fell_back(stream.as_raw_fd()) {
-                Some(true) => stats.smc_fallbacks += 1,
-                Some(false) => {}
+            match diag_of(stream.as_raw_fd()) {
+                Some(Diag {
+                    fell_back: true,
+                    reason,
+                }) => {
+                    stats.smc_fallbacks += 1;
+                    if let Some((r, p)) = reason {
+                        stats.add_smc_fallback(r, p, 1);
+                    }
+                }
+                Some(_) => {}
                 None => stats.smc_unchecked += 1,
             }
         }
@@ -85,10 +94,23 @@ impl TransportOps for Smc {
         let fallbacks: u64 = stats.iter().map(|s| s.smc_fallbacks).sum();
         let unchecked: u64 = stats.iter().map(|s| s.smc_unchecked).sum();
         if fallbacks > 0 {
+            let mut why = ServerTestStats::default();
+            for (r, p, n) in stats.iter().flat_map(|s| s.smc_reasons()) {
+                why.add_smc_fallback(r, p, n);
+            }
+            let reasons: Vec<String> = why
+                .smc_reasons()
+                .map(|(r, p, n)| format!("{n}: {}", super::smc_reason::explain(r, p)))
+                .collect();
+            let reasons = if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", reasons.join("; "))
+            };
             return Some(format!(
-                "transport smc: {fallbacks} checked data connections fell back to TCP, so the \
-                 figures are not SMC's: both hosts need an SMC-capable device (RoCE RDMA or \
-                 ISM) on the path, and `smcss` shows each connection's mode"
+                "transport smc: {fallbacks} checked data connections fell back to TCP{reasons}, \
+                 so the figures are not SMC's: both hosts need an SMC-capable device (RoCE RDMA \
+                 or ISM) on the path, and `smcss` shows each connection's mode"
             ));
         }
         // Never claim SMC on no evidence.
@@ -106,7 +128,7 @@ impl TransportOps for Smc {
     }
 }
 
-/// Connections checked with [`fell_back`] per responder test.
+/// Connections checked with [`diag_of`] per responder test.
 pub const CHECKED_PER_TEST: u64 = 64;
 const NETLINK_SOCK_DIAG: i32 = 4;
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
@@ -158,23 +180,43 @@ fn explain(e: &std::io::Error) -> String {
     }
 }
 
-/// Whether SMC connection `fd` fell back to TCP; `None` when it cannot be
-/// told (no SMC_DIAG, the socket not listed).
-pub fn fell_back(fd: RawFd) -> Option<bool> {
+/// What SMC_DIAG says of one connection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Diag {
+    /// It fell back to TCP.
+    pub fell_back: bool,
+    /// (decline reason, peer's diagnosis) when it fell back and said why.
+    pub reason: Option<(u32, u32)>,
+}
+
+/// What SMC_DIAG says of connection `fd`; `None` when it cannot be told
+/// (no SMC_DIAG, the socket not listed).
+pub fn diag_of(fd: RawFd) -> Option<Diag> {
     // SAFETY: fstat on an open descriptor into a zeroed struct.
     let inode = unsafe {
         let mut st: libc::stat = std::mem::zeroed();
         (libc::fstat(fd, &mut st) == 0).then_some(st.st_ino)?
     };
-    let modes = dump_modes().ok()?;
-    modes
-        .iter()
-        .find(|(i, _)| *i == inode)
-        .map(|(_, mode)| *mode == SMC_DIAG_MODE_FALLBACK_TCP)
+    dump()
+        .ok()?
+        .into_iter()
+        .find(|r| r.inode == inode)
+        .map(|r| Diag {
+            fell_back: r.mode == SMC_DIAG_MODE_FALLBACK_TCP,
+            reason: r.reason,
+        })
 }
 
-/// Every SMC socket of this namespace as (inode, diag_mode).
-fn dump_modes() -> io::Result<Vec<(u64, u8)>> {
+/// One row of the SMC_DIAG dump.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Row {
+    inode: u64,
+    mode: u8,
+    reason: Option<(u32, u32)>,
+}
+
+/// Every SMC socket of this namespace.
+fn dump() -> io::Result<Vec<Row>> {
     // SAFETY: socket(2) with constant arguments; the fd is owned below.
     let raw = unsafe {
         libc::socket(
@@ -218,8 +260,8 @@ fn request() -> Vec<u8> {
     b
 }
 
-/// Adds the (inode, mode) rows of one datagram; `true` at the dump's end.
-fn parse(mut data: &[u8], out: &mut Vec<(u64, u8)>) -> io::Result<bool> {
+/// Adds the rows of one datagram; `true` at the dump's end.
+fn parse(mut data: &[u8], out: &mut Vec<Row>) -> io::Result<bool> {
     while data.len() >= 16 {
         let len = u32::from_ne_bytes(data[0..4].try_into().expect("4 bytes")) as usize;
         let kind = u16::from_ne_bytes([data[4], data[5]]);
@@ -240,7 +282,12 @@ fn parse(mut data: &[u8], out: &mut Vec<(u64, u8)>) -> io::Result<bool> {
             }
             SOCK_DIAG_BY_FAMILY if payload.len() >= MSG_MIN_BYTES => {
                 let inode = u64::from_ne_bytes(payload[56..64].try_into().expect("8 bytes"));
-                out.push((inode, payload[2]));
+                let reason = super::smc_reason::fallback_of(&payload[MSG_MIN_BYTES..]);
+                out.push(Row {
+                    inode,
+                    mode: payload[2],
+                    reason,
+                });
             }
             _ => {}
         }
@@ -282,6 +329,20 @@ mod tests {
             fell.starts_with("transport smc: 3 checked data connections fell back"),
             "{fell}"
         );
+        // The reasons SMC_DIAG gave, merged over tests and named.
+        let (mut a, mut b) = (stats(1, 0), stats(2, 0));
+        a.add_smc_fallback(0x0500_0000, 0x0303_0000, 1);
+        b.add_smc_fallback(0x0500_0000, 0x0303_0000, 1);
+        b.add_smc_fallback(0x0201_0000, 0, 1);
+        let why = SMC.fallback(&[a, b]).unwrap();
+        assert!(
+            why.contains(
+                "fell back to TCP (2: decline 0x05000000 (the peer declined during the \
+                 handshake), peer's diagnosis 0x03030000 (no SMC device found (RoCE or ISM)); \
+                 1: decline 0x02010000"
+            ),
+            "{why}"
+        );
         let unknown = SMC.fallback(&[stats(0, 4)]).unwrap();
         assert!(
             unknown.contains("did not give the mode of 4 checked"),
@@ -291,23 +352,32 @@ mod tests {
     }
 
     #[test]
-    fn diag_rows_give_inode_and_mode() {
+    fn diag_rows_give_inode_mode_and_reason() {
         let req = request();
         assert_eq!(req.len(), 68);
         assert_eq!(req[16], 43);
-        let mut row = vec![0u8; 16 + 72];
-        row[0..4].copy_from_slice(&88u32.to_ne_bytes());
+        // The message, then an SMC_DIAG_FALLBACK attribute (len 12, type 5).
+        let mut row = vec![0u8; 16 + 64 + 12];
+        row[0..4].copy_from_slice(&92u32.to_ne_bytes());
         row[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
         row[16 + 2] = SMC_DIAG_MODE_FALLBACK_TCP;
         row[16 + 56..16 + 64].copy_from_slice(&4711u64.to_ne_bytes());
+        row[80..82].copy_from_slice(&12u16.to_ne_bytes());
+        row[82..84].copy_from_slice(&5u16.to_ne_bytes());
+        row[84..88].copy_from_slice(&0x0201_0000u32.to_ne_bytes());
         let mut done = vec![0u8; 20];
         done[0..4].copy_from_slice(&20u32.to_ne_bytes());
         done[4..6].copy_from_slice(&NLMSG_DONE.to_ne_bytes());
         let mut out = Vec::new();
         assert!(!parse(&row, &mut out).unwrap());
         assert!(parse(&done, &mut out).unwrap());
-        assert_eq!(out, vec![(4711, SMC_DIAG_MODE_FALLBACK_TCP)]);
+        let want = Row {
+            inode: 4711,
+            mode: SMC_DIAG_MODE_FALLBACK_TCP,
+            reason: Some((0x0201_0000, 0)),
+        };
+        assert_eq!(out, vec![want]);
         // No SMC here: the dump fails or lists nothing, never panics.
-        let _ = dump_modes();
+        let _ = dump();
     }
 }
