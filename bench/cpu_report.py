@@ -36,8 +36,9 @@ after it). Standard library only; the stackbench binary ($STACKBENCH, else
 import json
 import os
 import statistics
-import subprocess
 import sys
+
+import flat_export
 
 TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 BUSY_STATES = ("user", "nice", "system", "irq", "softirq", "steal")
@@ -102,22 +103,11 @@ def snap_delta(base, first, second):
 
 
 def flat_rows(path):
-    """The run record in PATH as `stackbench results export --flat --format
-    json` gives it: one dict per class, every figure a column named with its
-    unit (docs/record.md lists them). The binary ($STACKBENCH, else
-    `stackbench` on PATH) reads every schema version, so this script carries
-    no schema logic."""
-    binary = os.environ.get("STACKBENCH") or "stackbench"
+    """The run record in PATH as flat rows (see flat_export.py)."""
     try:
-        out = subprocess.run([binary, "results", "export", "--flat", "--format", "json", path],
-                             capture_output=True, text=True, check=False)
-    except OSError as err:
-        raise ParseError("cannot run %s (%s); set STACKBENCH to the stackbench binary"
-                         % (binary, err)) from None
-    if out.returncode != 0:
-        lines = out.stderr.strip().splitlines()
-        raise ParseError(lines[0] if lines else "%s exited with %d" % (binary, out.returncode))
-    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        return flat_export.flat_rows(path)
+    except flat_export.FlatError as err:
+        raise ParseError(str(err)) from None
 
 
 def has_side(row, side):

@@ -38,8 +38,9 @@ record version as the same flat columns.
 import json
 import os
 import statistics
-import subprocess
 import sys
+
+import flat_export
 
 
 class ParseError(Exception):
@@ -47,22 +48,11 @@ class ParseError(Exception):
 
 
 def flat_rows(path):
-    """The run record in PATH as `stackbench results export --flat --format
-    json` gives it: one dict per class, every figure a column named with its
-    unit (docs/record.md lists them). The binary ($STACKBENCH, else
-    `stackbench` on PATH) reads every schema version, so this script carries
-    no schema logic."""
-    binary = os.environ.get("STACKBENCH") or "stackbench"
+    """The run record in PATH as flat rows (see flat_export.py)."""
     try:
-        out = subprocess.run([binary, "results", "export", "--flat", "--format", "json", path],
-                             capture_output=True, text=True, check=False)
-    except OSError as err:
-        raise ParseError("cannot run %s (%s); set STACKBENCH to the stackbench binary"
-                         % (binary, err)) from None
-    if out.returncode != 0:
-        lines = out.stderr.strip().splitlines()
-        raise ParseError(lines[0] if lines else "%s exited with %d" % (binary, out.returncode))
-    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        return flat_export.flat_rows(path)
+    except flat_export.FlatError as err:
+        raise ParseError(str(err)) from None
 
 
 def parse_stackbench(rows, notation=None):

@@ -7,9 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use clap::Args;
-use stackbench_record::record_from_json;
 use stackbench_record::RunRecord;
 use stackbench_results::compare::{compare_runs, emulated_sides, is_emulated, Margins, RunInput};
 use stackbench_results::compare_output::{render_json, render_markdown, render_table};
@@ -52,48 +50,18 @@ struct SideRun {
     env: Option<Environment>,
 }
 
-/// Reads runs from a JSON file: run records as `stackbench run --json`
-/// writes them, or stored runs as `stackbench results show N --json` prints
-/// them (`{"id", "record", "env", …}`, whose environment then counts too).
-/// Each record is checked and migrated by `record_from_json`.
+/// Reads runs from a JSON file (see [`crate::json_files::read_runs`]); a
+/// stored run's environment then counts too.
 fn read_json_runs(path: &Path) -> anyhow::Result<Vec<SideRun>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let docs = crate::json_files::json_documents(path, &text)?;
-    if docs.is_empty()
-        || docs
-            .iter()
-            .any(|v| !v["classes"].is_array() && !v["record"]["classes"].is_array())
-    {
-        return crate::exit::usage(format!(
-            "{}: not run records (no \"classes\"): give files written by `stackbench run --json` or `stackbench results show N --json`",
-            path.display()
-        ));
-    }
-    let count = docs.len();
-    docs.into_iter()
-        .enumerate()
-        .map(|(i, mut doc)| {
-            let place = match count {
-                1 => path.display().to_string(),
-                _ => format!("{} (record {})", path.display(), i + 1),
-            };
-            let stored = doc["record"].is_object();
-            let (value, env, name) = if stored {
-                let env = serde_json::from_value(doc["env"].take()).ok();
-                let name = match doc["id"].as_i64() {
-                    Some(id) => format!("run {id}"),
-                    None => place.clone(),
-                };
-                (doc["record"].take(), env, name)
-            } else {
-                (doc, None, place.clone())
-            };
-            let record =
-                record_from_json(value).or_else(|e| crate::exit::usage(format!("{place}: {e}")))?;
-            Ok(SideRun { name, record, env })
+    let runs = crate::json_files::read_runs(path)?;
+    Ok(runs
+        .into_iter()
+        .map(|r| SideRun {
+            name: r.name,
+            record: r.record,
+            env: r.env.and_then(|e| serde_json::from_value(e).ok()),
         })
-        .collect()
+        .collect())
 }
 
 /// Widest id range one side may give (`2-4`).

@@ -183,38 +183,8 @@ fn export_flat(
     }
 }
 
-/// The run records of one file, named as the flat table's `run` column: a
-/// stored run (`results show N --json`) as `run N`, else the file (with
-/// `record N` when it holds several).
+/// The run records of one file, named as the flat table's `run` column.
 fn read_record_file(path: &Path) -> anyhow::Result<Vec<(String, stackbench_record::RunRecord)>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let docs = crate::json_files::json_documents(path, &text)?;
-    if docs.is_empty() {
-        return crate::exit::usage(format!(
-            "{}: no run record: give files written by `stackbench run --json` or `stackbench results show N --json`",
-            path.display()
-        ));
-    }
-    let count = docs.len();
-    docs.into_iter()
-        .enumerate()
-        .map(|(i, mut doc)| {
-            let place = match count {
-                1 => path.display().to_string(),
-                _ => format!("{} (record {})", path.display(), i + 1),
-            };
-            let (value, name) = if doc["record"].is_object() {
-                let name = doc["id"]
-                    .as_i64()
-                    .map_or(place.clone(), |id| format!("run {id}"));
-                (doc["record"].take(), name)
-            } else {
-                (doc, place.clone())
-            };
-            let record = stackbench_record::record_from_json(value)
-                .or_else(|e| crate::exit::usage(format!("{place}: {e}")))?;
-            Ok((name, record))
-        })
-        .collect()
+    let runs = crate::json_files::read_runs(path)?;
+    Ok(runs.into_iter().map(|r| (r.name, r.record)).collect())
 }
