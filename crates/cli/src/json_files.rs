@@ -29,7 +29,11 @@ pub fn read_runs(path: &Path) -> anyhow::Result<Vec<FileRun>> {
     // version (then `record_from_json` says what is wrong with it, e.g. a
     // version newer than this binary reads).
     let record_like = |v: &Value| {
-        let r = if v["record"].is_object() { &v["record"] } else { v };
+        let r = if v["record"].is_object() {
+            &v["record"]
+        } else {
+            v
+        };
         r["classes"].is_array() || r["schema_version"].is_u64()
     };
     if docs.is_empty() || !docs.iter().all(record_like) {

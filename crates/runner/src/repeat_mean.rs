@@ -266,7 +266,6 @@ fn side_memory(runs: &Of<SideMemory>) -> SideMemory {
 
 #[cfg(test)]
 mod tests {
-    use stackbench_model::Kind;
 
     use super::*;
 
@@ -283,13 +282,6 @@ mod tests {
             ..SideCpu::default()
         };
         ClassResult {
-            workload: "RR1(1B/1B)".into(),
-            notation: "RR1(1B/1B)".into(),
-            kind: Kind::Rr,
-            stream_direction: None,
-            clients: 1,
-            request_bytes: 1,
-            response_bytes: 1,
             transactions: rate_tps as u64,
             duration_s: 1.0,
             rate_tps,
@@ -320,10 +312,7 @@ mod tests {
                 }),
                 server: None,
             }),
-            repetitions: None,
-            population: None,
-            tls: None,
-            stall_band: None,
+            ..ClassResult::sample()
         }
     }
 

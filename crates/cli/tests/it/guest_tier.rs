@@ -111,6 +111,17 @@ fn assert_ktls(label: &str, record: &Value) {
 /// A kTLS run of `workload` with TLS `version` and `extra` flags in the
 /// guest, checked by [`assert_ktls`]; its record.
 fn ktls_run(label: &str, workload: &str, version: &str, extra: &[&str]) -> Value {
+    ktls_run_on(kernel(), label, workload, version, extra).0
+}
+
+/// [`ktls_run`] on `kernel`; the record and the stored run.
+fn ktls_run_on(
+    kernel: &str,
+    label: &str,
+    workload: &str,
+    version: &str,
+    extra: &[&str],
+) -> (Value, Option<Value>) {
     let flags = [
         "--transport",
         "tls",
@@ -120,10 +131,11 @@ fn ktls_run(label: &str, workload: &str, version: &str, extra: &[&str]) -> Value
         version,
     ];
     let window = ["--duration", "2s", "--warmup", "1s"];
-    let (out, _) = run_in_guest(&[&[workload][..], &flags, extra, &window].concat());
+    let (out, stored) =
+        run_in_guest_on(kernel, &[&[workload][..], &flags, extra, &window].concat());
     let record = ok_record(&out);
     assert_ktls(label, &record);
-    record
+    (record, stored)
 }
 
 #[test]
@@ -158,21 +170,7 @@ fn a_612_kernel_with_compressed_modules_loads_ktls_and_smc() {
     }
     // 6.12 ships tls.ko.xz and smc.ko.xz: before the initramfs decompressed
     // them, kTLS said "no kernel TLS" and smc "no AF_SMC" in this guest.
-    let flags = [
-        "--transport",
-        "tls",
-        "--tls-mode",
-        "ktls",
-        "--tls-version",
-        "1.3",
-    ];
-    let window = ["--duration", "2s", "--warmup", "1s"];
-    let (out, stored) = run_in_guest_on(
-        KERNEL_612,
-        &[&["RR2(4kB/4kB)"][..], &flags, &window].concat(),
-    );
-    let record = ok_record(&out);
-    assert_ktls("6.12 kTLS", &record);
+    let (record, stored) = ktls_run_on(KERNEL_612, "6.12 kTLS", "RR2(4kB/4kB)", "1.3", &[]);
     assert_eq!(
         record["settings"]["kernel"], KERNEL_612,
         "the setting as given"

@@ -4,36 +4,10 @@ use super::*;
 use crate::record::RepetitionValues;
 use crate::record::{CpuBreakdown, CpuFigures, MeasureSummary, ProcessCpu, Repetitions, SideCpu};
 use crate::stats::{summarize_repetitions, Iterations};
-use stackbench_model::Kind;
 
 /// A plausible class with none of the optional figures.
 pub(crate) fn sample_class() -> crate::record::ClassResult {
-    crate::record::ClassResult {
-        workload: "RR1(1B/1B)".into(),
-        notation: "RR1(1B/1B)".into(),
-        kind: Kind::Rr,
-        stream_direction: None,
-        clients: 1,
-        request_bytes: 1,
-        response_bytes: 1,
-        transactions: 100_000,
-        duration_s: 10.0,
-        rate_tps: 10_000.0,
-        latency_us: Some(crate::record::LatencyUs::default()),
-        tx_bytes: 100_000,
-        rx_bytes: 100_000,
-        tx_bytes_per_s: 10_000.0,
-        rx_bytes_per_s: 10_000.0,
-        errors: 0,
-        error_counts: crate::record::ErrorCounts::default(),
-        per_second_tps: vec![10_000.0; 10],
-        cpu: None,
-        memory: None,
-        repetitions: None,
-        population: None,
-        tls: None,
-        stall_band: None,
-    }
+    crate::record::ClassResult::sample()
 }
 
 fn side(util_pct: f64) -> SideCpu {
