@@ -21,7 +21,7 @@ use io_uring::{types, IoUring};
 
 use stackbench_model::{IoMode, Kind, Transport};
 
-use crate::driver::RunConfig;
+use crate::driver::config::RunConfig;
 
 /// Whether this process can use io_uring; the error says why not.
 pub fn uring_available() -> Result<(), String> {

@@ -30,6 +30,7 @@ use stackbench_model::settings::GuestAccel;
 use stackbench_record::{RunRecord, EMULATED_NOTE};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+pub use crate::compare_diff::RunInput;
 use crate::compare_diff::{differences, Difference};
 use crate::env::Environment;
 use crate::metric::{MarginKind, Metric, Samples, MIX_METRICS};
@@ -248,16 +249,6 @@ pub struct LeftOut {
     /// How a reader finds the run: `run 7`, `a.json #2`.
     pub run: String,
     pub reason: String,
-}
-
-/// One run given to [`compare_runs`].
-#[derive(Debug, Clone, Copy)]
-pub struct RunInput<'a> {
-    /// How a reader finds the run: `run 7` (a stored id), `a.json #2`.
-    pub name: &'a str,
-    pub record: &'a RunRecord,
-    /// The stored environment, when known (absent for plain record files).
-    pub env: Option<&'a Environment>,
 }
 
 impl Comparison {

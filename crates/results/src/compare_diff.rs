@@ -7,8 +7,19 @@
 
 use serde::Serialize;
 use stackbench_model::settings;
+use stackbench_record::RunRecord;
 
-use crate::compare::RunInput;
+use crate::env::Environment;
+
+/// One run given to [`compare_runs`](crate::compare::compare_runs).
+#[derive(Debug, Clone, Copy)]
+pub struct RunInput<'a> {
+    /// How a reader finds the run: `run 7` (a stored id), `a.json #2`.
+    pub name: &'a str,
+    pub record: &'a RunRecord,
+    /// The stored environment, when known (absent for plain record files).
+    pub env: Option<&'a Environment>,
+}
 
 /// One key whose value is not the same on every compared run.
 #[derive(Debug, Clone, PartialEq, Serialize)]

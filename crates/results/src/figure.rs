@@ -16,6 +16,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 pub use crate::figure_marks::RunMark;
+pub(crate) use crate::figure_marks::FONT;
 use crate::figure_marks::{with_marks, Placed};
 use crate::metric::{mean_sd, Metric, Samples};
 
@@ -30,7 +31,7 @@ pub(crate) const VARIANT_COLOURS: [RGBColor; 6] = [
 ];
 const P50_COLOUR: RGBColor = RGBColor(86, 180, 233);
 const P99_COLOUR: RGBColor = RGBColor(0, 90, 150);
-pub(crate) const FONT: &str = "sans-serif";
+
 pub(crate) const PANEL_W: u32 = 480;
 pub(crate) const PANEL_H: u32 = 300;
 

@@ -6,8 +6,9 @@
 //! element, so the figures place marks with plotters' coordinate mapping and
 //! [`with_marks`] writes them into the finished SVG.
 
-use crate::figure::FONT;
 use crate::metric::Metric;
+
+pub(crate) const FONT: &str = "sans-serif";
 
 /// One run drawn as a point over a figure.
 #[derive(Debug, Clone, PartialEq)]

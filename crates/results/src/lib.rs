@@ -19,6 +19,7 @@ pub mod quality;
 pub mod release_table;
 pub mod report;
 mod report_env;
+mod report_input;
 pub mod run_table;
 pub mod store;
 pub mod study;

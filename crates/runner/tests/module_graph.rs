@@ -213,19 +213,6 @@ fn workspace_crates() -> Vec<PathBuf> {
     crates
 }
 
-/// Cycles that predate this test, in crates whose modules are being
-/// reworked elsewhere (the engine's driver by the state-machine and backend
-/// work; metrics' record types by their move to a record crate; results'
-/// report and compare modules): each is to be removed by that work, and the
-/// test fails when one disappears so the list only shrinks.
-const KNOWN: &[&str] = &[
-    "crates/engine: driver → iomode → driver",
-    "crates/engine: driver::worker → driver::uring → driver::worker",
-    "crates/results: compare → compare_diff → compare",
-    "crates/results: figure → figure_marks → figure",
-    "crates/results: report → report_env → report",
-];
-
 #[test]
 fn no_crate_has_an_import_cycle() {
     let crates = workspace_crates();
@@ -237,26 +224,7 @@ fn no_crate_has_an_import_cycle() {
             all.push(format!("crates/{name}: {cycle}"));
         }
     }
-    let new: Vec<&String> = all
-        .iter()
-        .filter(|c| !KNOWN.contains(&c.as_str()))
-        .collect();
-    assert!(
-        new.is_empty(),
-        "import cycles:\n{}",
-        new.iter()
-            .map(|c| c.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    let gone: Vec<&&str> = KNOWN
-        .iter()
-        .filter(|k| !all.iter().any(|c| c == *k))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "cycles gone: remove them from KNOWN: {gone:?}"
-    );
+    assert!(all.is_empty(), "import cycles:\n{}", all.join("\n"));
 }
 
 #[test]

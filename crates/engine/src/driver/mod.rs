@@ -19,12 +19,14 @@
 mod accum;
 mod class_threads;
 mod clock;
+pub mod config;
 mod control;
 mod direct;
 mod machine;
 #[cfg(test)]
 mod mock;
 mod pace;
+mod ring;
 mod summary;
 mod uring;
 mod watch;
@@ -37,16 +39,15 @@ use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::record::CpuAttribution;
-use stackbench_metrics::warnings::{stall_band, PathFloor};
+use stackbench_metrics::warnings::stall_band;
 use stackbench_metrics::{ClassResult, CpuFigures};
 use stackbench_model::settings::TlsMode;
-use stackbench_model::{
-    ClassPriorities, IoMode, SocketOptions, Spin, TlsParams, Transport, Workload,
-};
+use stackbench_model::{SocketOptions, TlsParams, Transport, Workload};
 
 use accum::ClassAccum;
 use class_threads::ClassThreads;
 use clock::{Timing, Window};
+pub use config::RunConfig;
 pub use control::ControlClient;
 use pace::Pace;
 pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
@@ -61,47 +62,6 @@ use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sampling::{self, Placement};
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Dialer, TransportOps};
-
-/// One workload's run settings (already resolved).
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    pub workload: Workload,
-    /// Measurement window; `None` when bounded by `transactions` only.
-    pub duration: Option<Duration>,
-    pub warmup: Duration,
-    /// Exact transactions per class; with `duration` too, the run is
-    /// incomplete when the duration ends before them.
-    pub transactions: Option<u64>,
-    /// Worker threads (at most one per client is used).
-    pub threads: usize,
-    /// A mix: each class on driver and responder worker threads of its own
-    /// (`threads / classes` each on the driver, the responder's threads /
-    /// classes on its side, at least one), so that each class's CPU is
-    /// measured from its own threads ([`CpuMethod::Threads`]).
-    ///
-    /// [`CpuMethod::Threads`]: stackbench_metrics::record::CpuMethod
-    pub class_workers: bool,
-    /// CPUs the driver is pinned to (empty: not pinned), for the CPU-set view.
-    pub client_cpus: Vec<usize>,
-    pub socket: SocketOptions,
-    /// Which sides busy-poll: the driver's workers, and the responder's
-    /// (told in each test's start message).
-    pub spin: Spin,
-    /// Think time, open-loop rate, arrivals, ramp and seed.
-    pub pacing: PacingConfig,
-    /// What carries the data connections.
-    pub transport: Transport,
-    /// Transport `tls`: what both sides use (`None` for the others).
-    pub tls: Option<TlsParams>,
-    /// One priority level per class, in mix order (`None`: sockets untouched).
-    pub priority: Option<ClassPriorities>,
-    /// The I/O backend asked for; [`crate::iomode::effective`] decides the
-    /// one both sides use.
-    pub io: IoMode,
-    /// What the path adds by design (a lab link's delay and rate; zero on
-    /// loopback), above which the delayed-ACK stall band is counted.
-    pub path: PathFloor,
-}
 
 /// A live view of a run, for progress displays.
 #[derive(Debug, Clone)]
@@ -678,6 +638,8 @@ fn assign_by_class(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stackbench_metrics::warnings::PathFloor;
+    use stackbench_model::{IoMode, Spin};
 
     #[test]
     fn class_workers_share_out_the_cpus_only_when_each_class_gets_one() {

@@ -31,13 +31,14 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::{opcode, squeue, types};
 
 use crate::app::Codec;
-use crate::iomode::{build, enter};
+use crate::iomode::enter;
 
 use super::accum::ClassAccum;
 use super::machine::{Got, Phase, BACKEND_FLAGS};
+use super::ring::Ring;
 use super::worker::Worker;
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 
@@ -59,65 +60,10 @@ const OP_CONNECT: u64 = 3;
 /// A request's last send with no completion on success: only a failure
 /// (an error, or a short MSG_WAITALL send) reports.
 const OP_SEND_LAST: u64 = 4;
-/// Largest submission queue (completions: twice that, and the kernel keeps
-/// any overflow: IORING_FEAT_NODROP).
-const MAX_ENTRIES: u32 = 4096;
 /// Longest wait in one enter, so stop requests are seen promptly.
 const MAX_WAIT: Duration = Duration::from_millis(50);
 /// How long the end of a run waits for shut-down sockets' operations.
 const DRAIN_WAIT: Duration = Duration::from_millis(200);
-
-/// A worker's ring and what its operations point into.
-pub(in crate::driver) struct Ring {
-    ring: IoUring,
-    /// Operations queued or submitted whose completion was not seen yet.
-    in_flight: usize,
-    /// One turn's completions: (user data, result).
-    done: Vec<(u64, i32)>,
-    /// The kernel posts no completion for a successful last send
-    /// (IOSQE_CQE_SKIP_SUCCESS, Linux 5.17), so one transaction wakes the
-    /// worker once, for its response.
-    skip_ok: bool,
-    /// Where every receive lands (counted, never read).
-    sink: Box<[u8]>,
-}
-
-impl Ring {
-    /// A ring for a worker of `conns` connections.
-    pub(in crate::driver) fn new(conns: usize) -> io::Result<Ring> {
-        let entries = ((conns * 2 + 8) as u32)
-            .next_power_of_two()
-            .min(MAX_ENTRIES);
-        let ring = build(entries)?;
-        let _ = ring.submitter().register_ring_fd();
-        Ok(Ring {
-            skip_ok: ring.params().is_feature_skip_cqe_on_success(),
-            ring,
-            in_flight: 0,
-            done: Vec::with_capacity(entries as usize * 2),
-            sink: vec![0; IO_CHUNK_BYTES].into_boxed_slice(),
-        })
-    }
-
-    /// Queues one operation, submitting what is queued first when the
-    /// submission queue is full.
-    fn push(&mut self, entry: &squeue::Entry) {
-        self.push_silent(entry);
-        self.in_flight += 1;
-    }
-
-    /// Queues an operation that posts no completion when it succeeds.
-    fn push_silent(&mut self, entry: &squeue::Entry) {
-        // SAFETY: every buffer an entry points into (the sink, the worker's
-        // zero buffer) lives until the ring is drained (`Worker::drain`) or
-        // dropped (declared before those buffers).
-        while unsafe { self.ring.submission().push(entry) }.is_err() {
-            if self.ring.submit().is_err() {
-                std::thread::yield_now();
-            }
-        }
-    }
-}
 
 impl Worker<'_> {
     /// The io_uring loop: submit everything queued and wait for the next

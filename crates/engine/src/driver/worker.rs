@@ -34,7 +34,7 @@ use super::clock::{Timing, Window};
 pub use super::machine::ClassPlan;
 use super::machine::{Epoch, Got, Machine, Next, Phase, Sent};
 use super::pace;
-use super::uring::Ring;
+use super::ring::Ring;
 use crate::app::Codec;
 use crate::iomode::{self, Claims};
 use crate::sockopt::{self, IO_CHUNK_BYTES};

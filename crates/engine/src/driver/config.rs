@@ -1,0 +1,53 @@
+//! What one workload's run is told: [`RunConfig`], resolved from the
+//! settings by the runner. Apart from the driver's loop so that the I/O
+//! backend choice (`iomode`), which reads it, and the driver, which runs it,
+//! do not import each other.
+
+use std::time::Duration;
+
+use stackbench_metrics::warnings::PathFloor;
+use stackbench_model::settings::{ClassPriorities, Spin};
+use stackbench_model::{IoMode, SocketOptions, TlsParams, Transport, Workload};
+
+use super::pace::PacingConfig;
+
+/// One workload's run settings (already resolved).
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub workload: Workload,
+    /// Measurement window; `None` when bounded by `transactions` only.
+    pub duration: Option<Duration>,
+    pub warmup: Duration,
+    /// Exact transactions per class; with `duration` too, the run is
+    /// incomplete when the duration ends before them.
+    pub transactions: Option<u64>,
+    /// Worker threads (at most one per client is used).
+    pub threads: usize,
+    /// A mix: each class on driver and responder worker threads of its own
+    /// (`threads / classes` each on the driver, the responder's threads /
+    /// classes on its side, at least one), so that each class's CPU is
+    /// measured from its own threads ([`CpuMethod::Threads`]).
+    ///
+    /// [`CpuMethod::Threads`]: stackbench_metrics::record::CpuMethod
+    pub class_workers: bool,
+    /// CPUs the driver is pinned to (empty: not pinned), for the CPU-set view.
+    pub client_cpus: Vec<usize>,
+    pub socket: SocketOptions,
+    /// Which sides busy-poll: the driver's workers, and the responder's
+    /// (told in each test's start message).
+    pub spin: Spin,
+    /// Think time, open-loop rate, arrivals, ramp and seed.
+    pub pacing: PacingConfig,
+    /// What carries the data connections.
+    pub transport: Transport,
+    /// Transport `tls`: what both sides use (`None` for the others).
+    pub tls: Option<TlsParams>,
+    /// One priority level per class, in mix order (`None`: sockets untouched).
+    pub priority: Option<ClassPriorities>,
+    /// The I/O backend asked for; [`crate::iomode::effective`] decides the
+    /// one both sides use.
+    pub io: IoMode,
+    /// What the path adds by design (a lab link's delay and rate; zero on
+    /// loopback), above which the delayed-ACK stall band is counted.
+    pub path: PathFloor,
+}
