@@ -49,6 +49,9 @@ pub fn read_plain(path: &Path) -> std::io::Result<Vec<u8>> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let compression = Compression::of(&name).unwrap_or(Compression::None);
     let raw = std::fs::read(path)?;
+    if compression == Compression::None {
+        return Ok(raw);
+    }
     decompress(compression, &raw).map_err(|e| {
         std::io::Error::new(
             e.kind(),
