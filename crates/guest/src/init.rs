@@ -81,6 +81,7 @@ fn run(port: &mut Option<File>) -> Result<Vec<u8>, String> {
         .env("PATH", "/bin:/sbin:/usr/bin:/usr/sbin")
         .env("HOME", "/root")
         .env("STACKBENCH_IN_GUEST", "1")
+        .env(ACCEL_ENV, accel_of_cmdline())
         .current_dir("/root")
         .output()
         .map_err(|e| format!("start {program}: {e}"))?;
@@ -95,6 +96,19 @@ fn run(port: &mut Option<File>) -> Result<Vec<u8>, String> {
         &out.stderr,
         status,
     ))
+}
+
+/// What the job is told of its CPU: `kvm` or `tcg` (emulated), from the
+/// `stackbench_accel=` the host put on the kernel command line.
+pub const ACCEL_ENV: &str = "STACKBENCH_GUEST_ACCEL";
+
+fn accel_of_cmdline() -> String {
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    cmdline
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("stackbench_accel="))
+        .unwrap_or("")
+        .to_string()
 }
 
 fn mount(source: &str, target: &str, fstype: &str) -> Result<(), String> {

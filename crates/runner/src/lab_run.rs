@@ -114,6 +114,7 @@ impl LabRun {
             rtt_ns: (2 * hops * one_way).as_nanos() as u64,
             rate_bps: link.rate_bps,
             lossy: link.netem.loss_pct > 0.0,
+            emulated: false,
         }
     }
 }

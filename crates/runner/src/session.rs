@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stackbench_engine::affinity::{format_cpu_list, pin_current_thread};
 use stackbench_engine::{limits, transport, ControlClient, RunConfig};
-use stackbench_metrics::warnings::Warning;
+use stackbench_metrics::warnings::{PathFloor, Warning};
 use stackbench_model::settings::{CpuList, RunSettings, Text};
 use stackbench_model::Workload;
 use stackbench_record::CpuAttribution;
@@ -289,11 +289,16 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         priority: s.priority.clone(),
         io: s.io,
         pacing: pacing_config(s),
-        path: plan
-            .lab
-            .as_ref()
-            .map(LabRun::path_floor)
-            .unwrap_or_default(),
+        path: PathFloor {
+            // Set by the guest's init from the kernel command line the host
+            // booted it with (a TCG guest's CPU is emulated).
+            emulated: std::env::var("STACKBENCH_GUEST_ACCEL").is_ok_and(|a| a == "tcg"),
+            ..plan
+                .lab
+                .as_ref()
+                .map(LabRun::path_floor)
+                .unwrap_or_default()
+        },
     }
 }
 

@@ -45,6 +45,10 @@ pub struct PathFloor {
     pub rate_bps: Option<u64>,
     /// The path drops packets on purpose (netem loss).
     pub lossy: bool,
+    /// The CPU is emulated (a TCG guest): every timing is the emulator's,
+    /// tens of milliseconds for what takes microseconds, so the band would
+    /// count the emulation, not Nagle.
+    pub emulated: bool,
 }
 
 impl PathFloor {
@@ -58,11 +62,11 @@ impl PathFloor {
 }
 
 /// Counts `hist`'s transactions in the band above `floor_ns`; `None`
-/// when the path cannot tell a stall (floor ≥ 35 ms, or loss) or no
-/// transaction was recorded.
+/// when the path cannot tell a stall (floor ≥ 35 ms, loss, an emulated CPU)
+/// or no transaction was recorded.
 pub fn stall_band(hist: &LatencyHistogram, floor_ns: u64, path: &PathFloor) -> Option<StallBand> {
     let total = hist.count();
-    if total == 0 || path.lossy || floor_ns >= STALL_LOW_NS {
+    if total == 0 || path.lossy || path.emulated || floor_ns >= STALL_LOW_NS {
         return None;
     }
     let (low, high) = (floor_ns + STALL_LOW_NS, floor_ns + STALL_HIGH_NS);
@@ -168,6 +172,11 @@ mod tests {
             ..PathFloor::default()
         };
         assert!(stall_band(&h, 0, &lossy).is_none());
+        let emulated = PathFloor {
+            emulated: true,
+            ..PathFloor::default()
+        };
+        assert!(stall_band(&h, 0, &emulated).is_none());
     }
 
     /// STR10(1B/20MB) on two CPUs: every transfer 40-80 ms because ten
