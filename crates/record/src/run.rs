@@ -156,6 +156,14 @@ pub struct ClassResult {
     /// `None` (null) when the window had no transaction: no latency was
     /// measured, and zeros would read as a very fast one.
     pub latency_us: Option<LatencyUs>,
+    /// The whole latency distribution behind `latency_us`, in nanoseconds,
+    /// as HdrHistogram's interchange encoding (V2 with DEFLATE, base64,
+    /// `HISTF…`; 3 significant digits, 1 ns … 1 h): runs measured apart — by
+    /// agents, or to pool — merge by adding these counts, never by averaging
+    /// percentiles. `None` without a transaction, and for a mean over
+    /// repetitions (each repetition's distribution is its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_hdr: Option<String>,
     /// Payload bytes the driver sent inside the window.
     pub tx_bytes: u64,
     /// Payload bytes the driver received inside the window.
@@ -696,6 +704,7 @@ impl ClassResult {
             duration_s: 10.0,
             rate_tps: 10_000.0,
             latency_us: Some(LatencyUs::default()),
+            latency_hdr: None,
             tx_bytes: 100_000,
             rx_bytes: 100_000,
             tx_bytes_per_s: 10_000.0,

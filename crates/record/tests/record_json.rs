@@ -301,6 +301,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 duration_s: f[0],
                 rate_tps: f[1],
                 latency_us,
+                latency_hdr: None,
                 tx_bytes: u[3],
                 rx_bytes: u[4],
                 tx_bytes_per_s: f[2],

@@ -69,6 +69,7 @@ pub fn record(
                     max: p99_us * 3.0,
                     stdev: p50_us * 0.2,
                 }),
+                latency_hdr: None,
                 tx_bytes: transactions * c.request_bytes,
                 rx_bytes: transactions * c.response_bytes,
                 tx_bytes_per_s: rate_tps * c.request_bytes as f64,

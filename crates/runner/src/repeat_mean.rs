@@ -102,6 +102,12 @@ fn mean_class(runs: &Of<ClassResult>) -> ClassResult {
         duration_s: runs.f(|c| c.duration_s),
         rate_tps: runs.f(|c| c.rate_tps),
         latency_us: runs.each(|c| c.latency_us.as_ref()).map(|l| latency(&l)),
+        // A mean over repetitions has no one distribution of its own; a
+        // single repetition keeps its own.
+        latency_hdr: match runs.0.as_slice() {
+            [one] => one.latency_hdr.clone(),
+            _ => None,
+        },
         tx_bytes: runs.u(|c| c.tx_bytes),
         rx_bytes: runs.u(|c| c.rx_bytes),
         tx_bytes_per_s: runs.f(|c| c.tx_bytes_per_s),

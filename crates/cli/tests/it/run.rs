@@ -617,3 +617,23 @@ fn run_is_stored_with_labels_and_study_runs_against_the_engine() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches("\"nodelay\": true").count(), 2, "{text}");
 }
+
+/// The record carries the class's whole latency distribution, so runs
+/// measured apart merge exactly: it decodes to as many values as the class
+/// has transactions, and its percentiles are the record's.
+#[test]
+fn the_record_carries_its_latency_distribution() {
+    let doc = crate::common::run_json("RR1(1B/1B)", 300, &[]);
+    let class = &doc["classes"][0];
+    let text = class["latency_hdr"].as_str().expect("latency_hdr");
+    let hist = stackbench_metrics::latency::LatencyHistogram::from_base64(text).unwrap();
+    assert_eq!(hist.count(), class["transactions"].as_u64().unwrap());
+    let summary = hist.summary_us().unwrap();
+    for (name, value) in [
+        ("p50", summary.p50),
+        ("p99", summary.p99),
+        ("max", summary.max),
+    ] {
+        assert_eq!(class["latency_us"][name].as_f64().unwrap(), value, "{name}");
+    }
+}

@@ -49,6 +49,7 @@ pub fn class_result(
         duration_s,
         rate_tps: per_s(acc.transactions),
         latency_us: acc.hist.summary_us(),
+        latency_hdr: (acc.hist.count() > 0).then(|| acc.hist.to_base64()),
         tx_bytes: acc.tx_bytes,
         rx_bytes: acc.rx_bytes,
         tx_bytes_per_s: per_s(acc.tx_bytes),
