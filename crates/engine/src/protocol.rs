@@ -108,7 +108,7 @@ pub struct ServerTestStats {
     #[serde(default)]
     pub tls_ktls_connections: u64,
     #[serde(default)]
-    pub ktls: Option<stackbench_metrics::record::KtlsCounters>,
+    pub ktls: Option<stackbench_record::KtlsCounters>,
 }
 
 impl ServerTestStats {

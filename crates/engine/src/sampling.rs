@@ -8,7 +8,7 @@
 use stackbench_metrics::cpu::{self, CpuSample, ProcessSource, Work};
 use stackbench_metrics::memory::{self, MemorySample};
 use stackbench_metrics::threads::{threads_side_cpu, ThreadTimes};
-use stackbench_metrics::{CpuFigures, MemoryFigures, SideCpu};
+use stackbench_record::{CpuFigures, MemoryFigures, SideCpu};
 
 use crate::protocol::TestThreads;
 use crate::sockdiag::Side;

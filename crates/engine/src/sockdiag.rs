@@ -31,7 +31,8 @@ use netlink_packet_sock_diag::inet::{
 };
 use netlink_packet_sock_diag::SockDiagMessage;
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr as NetlinkAddr};
-use stackbench_metrics::{procfs, OwnSockets, SkMemInfo, SockKind};
+use stackbench_metrics::{procfs, OwnSockets, SockKind};
+use stackbench_record::SkMemInfo;
 
 use crate::transport::Endpoint;
 

@@ -10,8 +10,8 @@ use stackbench_engine::{
     run_workload, ControlClient, PacingConfig, Responder, ResponderConfig, ResponderHandle,
     RunConfig, RunOutcome,
 };
-use stackbench_metrics::{ClassResult, PacingMode};
 use stackbench_model::{Arrivals, CrrClose, IoMode, PerSecond, SocketOptions, Spin, Transport};
+use stackbench_record::{ClassResult, PacingMode};
 
 fn responder(listen: &str) -> ResponderHandle {
     responder_threads(listen, 2)

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use stackbench_model::size::MIB;
 
 use crate::procfs::{self, CpuTimes, ProcError};
-use crate::record::{
+use stackbench_record::{
     CpuAttribution, CpuBreakdown, CpuMethod, ProcessCpu, ProcessCpuMethod, SideCpu,
 };
 
@@ -322,7 +322,7 @@ fn process_delta(start: Option<ProcessTimes>, end: Option<ProcessTimes>) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::CpuFigures;
+    use stackbench_record::CpuFigures;
 
     #[test]
     fn a_mix_share_keeps_cpu_seconds_and_drops_per_transaction_figures() {

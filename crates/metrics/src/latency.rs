@@ -7,7 +7,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::record::LatencyUs;
+use stackbench_record::LatencyUs;
 
 /// Highest latency the histogram can hold: one hour, in ns. Larger values are
 /// clamped (and would show as a max of one hour).

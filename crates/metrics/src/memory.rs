@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::procfs::{self, ProcError, SockStat};
-use crate::record::{SideMemory, SkMemInfo};
+use stackbench_record::{SideMemory, SkMemInfo};
 
 /// Which socket family a [`OwnSockets`] sum covers; it decides which
 /// `SK_MEMINFO` fields are memory the socket holds.

@@ -10,7 +10,7 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::record::{ConfidenceInterval, MeasureSummary, RepetitionValues, Repetitions};
+use stackbench_record::{ConfidenceInterval, MeasureSummary, RepetitionValues, Repetitions};
 
 /// Confidence level of the interval reported for a plain `--repeat N`: the
 /// conventional 95%. `--confidence L,W` sets its own.

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpu::{self, Work};
 use crate::procfs::{self, ProcError};
-use crate::record::{CpuAttribution, CpuBreakdown, CpuMethod, SideCpu};
+use stackbench_record::{CpuAttribution, CpuBreakdown, CpuMethod, SideCpu};
 
 /// Cumulative CPU time of a set of threads at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -7,8 +7,8 @@
 
 use std::fmt;
 
-use crate::record::{ClassResult, SideCpu, WarningRecord};
 use crate::stats::cv_pct;
+use stackbench_record::{ClassResult, SideCpu, WarningRecord};
 
 mod ktls;
 mod population;
@@ -530,7 +530,7 @@ pub fn class_warnings(
 }
 
 /// Unmet `--confidence` target after the last repetition.
-pub fn check_confidence(rep: &crate::record::Repetitions) -> Option<Warning> {
+pub fn check_confidence(rep: &stackbench_record::Repetitions) -> Option<Warning> {
     let target = rep.target_width_pct?;
     if rep.reached != Some(false) {
         return None;

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use stackbench_engine::{Progress, Responder, ResponderConfig, ResponderHandle, RunConfig};
-use stackbench_metrics::WarningRecord;
+use stackbench_record::WarningRecord;
 use stackbench_model::settings::RunSettings;
 use stackbench_model::sweep::{Sweep, SweepDim};
 use stackbench_model::Workload;

@@ -3,7 +3,8 @@
 //! uncorrected latency of the open loop, the generator lag) are allocated
 //! only for them.
 
-use stackbench_metrics::{ErrorCounts, LatencyHistogram};
+use stackbench_metrics::LatencyHistogram;
+use stackbench_record::ErrorCounts;
 
 use crate::transport::tls::Handshake;
 

@@ -28,7 +28,7 @@ pub struct RunConfig {
     /// classes on its side, at least one), so that each class's CPU is
     /// measured from its own threads ([`CpuMethod::Threads`]).
     ///
-    /// [`CpuMethod::Threads`]: stackbench_metrics::record::CpuMethod
+    /// [`CpuMethod::Threads`]: stackbench_record::CpuMethod
     pub class_workers: bool,
     /// CPUs the driver is pinned to (empty: not pinned), for the CPU-set view.
     pub client_cpus: Vec<usize>,

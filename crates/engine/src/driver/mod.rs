@@ -38,11 +38,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
-use stackbench_metrics::record::CpuAttribution;
 use stackbench_metrics::warnings::stall_band;
-use stackbench_metrics::{ClassResult, CpuFigures};
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{SocketOptions, TlsParams, Transport, Workload};
+use stackbench_record::CpuAttribution;
+use stackbench_record::{ClassResult, CpuFigures};
 
 use accum::ClassAccum;
 use class_threads::ClassThreads;

@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use stackbench_metrics::record::{
+use stackbench_metrics::LatencyHistogram;
+use stackbench_model::{ClassSpec, Pacing};
+use stackbench_record::ClassResult;
+use stackbench_record::{
     HandshakeCpuUs, KtlsCounters, KtlsFigures, LagUs, PacingMode, PopulationFigures, TlsFigures,
 };
-use stackbench_metrics::{ClassResult, LatencyHistogram};
-use stackbench_model::{ClassSpec, Pacing};
 
 use super::accum::ClassAccum;
 use super::pace::{Pace, PacingConfig};

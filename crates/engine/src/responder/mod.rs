@@ -36,9 +36,9 @@ use crate::protocol::{
     self, Reply, Request, ServerTestStats, TestSpec, TestThreads, PROTOCOL_VERSION,
 };
 use crate::sockopt;
-use stackbench_metrics::record::KtlsCounters;
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{IoMode, TlsParams};
+use stackbench_record::KtlsCounters;
 
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Endpoint, ListenRequest, Listening, SocketDir, Transport};

@@ -31,8 +31,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use stackbench_metrics::{LatencyUs, TlsFigures};
 use stackbench_model::{SocketOptions, TlsParams};
+use stackbench_record::{LatencyUs, TlsFigures};
 
 use crate::transport::Endpoint;
 

@@ -26,9 +26,9 @@ use openssl::hash::MessageDigest;
 use openssl::pkey::PKey;
 use openssl::sign::Signer;
 use openssl::ssl::{Ssl, SslContext, SslContextBuilder, SslContextRef, SslRef};
-use stackbench_metrics::record::KtlsCounters;
 use stackbench_model::settings::{TlsMode, TlsVersion};
 use stackbench_model::TlsParams;
+use stackbench_record::KtlsCounters;
 
 /// From linux/tls.h.
 const SOL_TLS: libc::c_int = 282;

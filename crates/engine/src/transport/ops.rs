@@ -28,8 +28,8 @@
 use std::net::{IpAddr, SocketAddr};
 
 use socket2::{Domain, Protocol};
-use stackbench_metrics::record::KtlsCounters;
 use stackbench_model::{SocketOptions, TlsParams, Transport};
+use stackbench_record::KtlsCounters;
 
 use super::{DataListener, DataStream, Dialer, Endpoint, SocketDir};
 use crate::protocol::ServerTestStats;

@@ -35,9 +35,9 @@ use openssl::ssl::{
     SslSession, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::{X509NameBuilder, X509};
-use stackbench_metrics::record::KtlsCounters;
 use stackbench_model::settings::{CertType, CipherSuite, TlsVersion};
 use stackbench_model::{TlsParams, Transport};
+use stackbench_record::KtlsCounters;
 
 use super::ktls;
 pub use super::ktls::ktls_available;

@@ -3,7 +3,7 @@
 //! and the outcome carries the mix's; with `class_workers` each class runs on
 //! driver and responder threads of its own and its CPU is its own.
 
-use stackbench_metrics::record::{CpuAttribution, CpuMethod};
+use stackbench_record::{CpuAttribution, CpuMethod};
 
 use super::{assert_exact, config, responder, run};
 

@@ -2,7 +2,7 @@
 //! (no connection switched, the kTLS counters did not rise, or records
 //! failed to decrypt) is never stored as fine.
 
-use crate::record::ClassResult;
+use stackbench_record::ClassResult;
 
 use super::Warning;
 
@@ -39,7 +39,7 @@ pub fn check_ktls(class: &ClassResult) -> Option<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{KtlsCounters, KtlsFigures, TlsFigures};
+    use stackbench_record::{KtlsCounters, KtlsFigures, TlsFigures};
 
     fn class(k: KtlsFigures) -> ClassResult {
         let mut c = crate::warnings::tests::sample_class();

@@ -2,7 +2,7 @@
 //! N = X(R+Z), and whether the driver kept to its schedule.
 
 use super::Warning;
-use crate::record::{ClassResult, PacingMode};
+use stackbench_record::{ClassResult, PacingMode};
 
 /// Little's law N = X(R+Z) off by more than 2%: for a population in steady
 /// state it holds exactly up to window-edge effects, which are well below 1%
@@ -52,7 +52,7 @@ pub fn check_driver_behind(class: &ClassResult) -> Option<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{LagUs, LatencyUs, PopulationFigures};
+    use stackbench_record::{LagUs, LatencyUs, PopulationFigures};
 
     fn population(clients: u32, rate_tps: f64, r_us: f64, z_s: f64) -> ClassResult {
         let mut c = crate::warnings::tests::sample_class();

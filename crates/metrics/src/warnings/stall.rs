@@ -18,8 +18,8 @@
 //! and up, lands in the same band).
 
 use super::Warning;
-use crate::record::{ClassResult, StallBand};
 use crate::LatencyHistogram;
+use stackbench_record::{ClassResult, StallBand};
 
 /// The band's low edge above the floor, ns.
 pub const STALL_LOW_NS: u64 = 35_000_000;
@@ -95,7 +95,7 @@ pub fn check_delayed_ack_stall(class: &ClassResult) -> Option<Warning> {
     let open = class
         .population
         .as_ref()
-        .is_some_and(|p| p.pacing == crate::record::PacingMode::Open);
+        .is_some_and(|p| p.pacing == stackbench_record::PacingMode::Open);
     let p50_us = class.latency_us.map_or(0.0, |l| l.p50);
     let small = class.request_bytes + class.response_bytes <= SMALL_TRANSACTION_BYTES;
     let unexplained = p50_us < band.low_us || small;

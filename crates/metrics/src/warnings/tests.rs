@@ -1,13 +1,15 @@
 //! Tests of the warning checks and their messages.
 
 use super::*;
-use crate::record::RepetitionValues;
-use crate::record::{CpuBreakdown, CpuFigures, MeasureSummary, ProcessCpu, Repetitions, SideCpu};
 use crate::stats::{summarize_repetitions, Iterations};
+use stackbench_record::RepetitionValues;
+use stackbench_record::{
+    CpuBreakdown, CpuFigures, MeasureSummary, ProcessCpu, Repetitions, SideCpu,
+};
 
 /// A plausible class with none of the optional figures.
-pub(crate) fn sample_class() -> crate::record::ClassResult {
-    crate::record::ClassResult::sample()
+pub(crate) fn sample_class() -> stackbench_record::ClassResult {
+    stackbench_record::ClassResult::sample()
 }
 
 fn side(util_pct: f64) -> SideCpu {
