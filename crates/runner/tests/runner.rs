@@ -8,10 +8,10 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use stackbench_engine::{Progress, Responder, ResponderConfig, ResponderHandle, RunConfig};
-use stackbench_record::WarningRecord;
 use stackbench_model::settings::RunSettings;
 use stackbench_model::sweep::{Sweep, SweepDim};
 use stackbench_model::Workload;
+use stackbench_record::WarningRecord;
 use stackbench_runner::find_rate::{find_max_rate, Search};
 use stackbench_runner::sweep::{plan_sweep, run_sweep};
 use stackbench_runner::{resolve, Observer, RunError, Runner};
