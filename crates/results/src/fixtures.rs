@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 
 use stackbench_record::{
-    ClassResult, CpuFigures, ErrorCounts, GuestEnvironment, LatencyUs, RunRecord, RunSettings,
-    SideCpu,
+    ClassResult, CpuFigures, GuestEnvironment, LatencyUs, RunRecord, RunSettings, SideCpu,
 };
 
 /// The settings a fixture record says it ran with.
@@ -69,20 +68,13 @@ pub fn record(
                     max: p99_us * 3.0,
                     stdev: p50_us * 0.2,
                 }),
-                latency_hdr: None,
                 tx_bytes: transactions * c.request_bytes,
                 rx_bytes: transactions * c.response_bytes,
                 tx_bytes_per_s: rate_tps * c.request_bytes as f64,
                 rx_bytes_per_s: rate_tps * c.response_bytes as f64,
-                errors: 0,
-                error_counts: ErrorCounts::default(),
                 per_second_tps: vec![rate_tps; duration_s as usize],
-                cpu: None,
-                memory: None,
-                repetitions: None,
-                population: None,
-                tls: None,
-                stall_band: None,
+                // No errors and none of the optional figures.
+                ..ClassResult::sample()
             }
         })
         .collect();
