@@ -77,7 +77,7 @@ pub fn effective(cfg: &RunConfig) -> (IoMode, Option<String>) {
 /// with two syscalls per transaction (`driver::direct`).
 pub fn auto_choice(cfg: &RunConfig) -> IoMode {
     let rr_only = cfg.workload.classes.iter().all(|c| c.kind == Kind::Rr);
-    let shared = cfg.workload.total_clients() >= 2 * cfg.threads.max(1) as u64;
+    let shared = cfg.total_clients_here() >= 2 * cfg.threads.max(1) as u64;
     if rr_only && shared && URING.refusal(cfg).is_none() && uring_available().is_ok() {
         IoMode::Uring
     } else {

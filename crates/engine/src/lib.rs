@@ -27,6 +27,9 @@ pub mod sockopt;
 pub mod timer;
 pub mod transport;
 
-pub use driver::{run_workload, ControlClient, PacingConfig, Progress, RunConfig, RunOutcome};
+pub use driver::{
+    run_workload, run_workload_gated, ControlClient, GateState, PacingConfig, Progress, RunConfig,
+    RunOutcome, StartGate,
+};
 pub use error::EngineError;
 pub use responder::{Responder, ResponderConfig, ResponderHandle};

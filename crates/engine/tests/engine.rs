@@ -46,6 +46,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         priority: None,
         io: IoMode::Epoll,
         path: Default::default(),
+        segment: Default::default(),
     }
 }
 

@@ -16,7 +16,7 @@
 use std::ops::Range;
 
 /// Agent `index` of `count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Segment {
     index: u32,
     count: u32,
@@ -75,6 +75,21 @@ impl Segment {
         r.end - r.start
     }
 
+    /// This segment's part of `transactions` spread over `clients` the way
+    /// one process spreads them (client `i` gets `transactions / clients`,
+    /// plus one for the first `transactions % clients`): the sum of the
+    /// quotas of the clients in [`Segment::range`], so the parts of all
+    /// segments add up to `transactions` exactly.
+    pub fn quota_share(&self, transactions: u64, clients: u64) -> u64 {
+        if clients == 0 {
+            return 0;
+        }
+        let r = self.range(clients);
+        let (each, extra) = (transactions / clients, transactions % clients);
+        let with_extra = r.end.min(extra).saturating_sub(r.start);
+        (r.end - r.start) * each + with_extra
+    }
+
     /// This segment's part of a class's open-loop rate (events per second):
     /// the rate in proportion to the clients it runs, since a class's rate is
     /// spread evenly over its connections.
@@ -83,6 +98,13 @@ impl Segment {
             return 0.0;
         }
         per_s * self.share(clients) as f64 / clients as f64
+    }
+}
+
+impl Default for Segment {
+    /// The whole run.
+    fn default() -> Segment {
+        Segment::WHOLE
     }
 }
 
@@ -139,6 +161,21 @@ mod tests {
         assert_eq!(idle.share(2), 0);
         assert_eq!(idle.rate_share(50.0, 2), 0.0);
         assert_eq!(Segment::WHOLE.rate_share(50.0, 2), 50.0);
+    }
+
+    #[test]
+    fn transaction_quotas_add_up_as_one_process_splits_them() {
+        for n in 1..=9u32 {
+            for (transactions, clients) in [(100_000, 7), (10, 3), (2, 5), (0, 4), (7, 0)] {
+                let total: u64 = Segment::all(n)
+                    .map(|s| s.quota_share(transactions, clients))
+                    .sum();
+                assert_eq!(total, if clients == 0 { 0 } else { transactions });
+            }
+        }
+        // 10 over 3 clients is 4, 3, 3: agent 0 of 3 runs client 0 alone.
+        assert_eq!(Segment::new(0, 3).unwrap().quota_share(10, 3), 4);
+        assert_eq!(Segment::new(2, 3).unwrap().quota_share(10, 3), 3);
     }
 
     #[test]

@@ -299,6 +299,7 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
                 .map(LabRun::path_floor)
                 .unwrap_or_default()
         },
+        segment: Default::default(),
     }
 }
 

@@ -6,13 +6,15 @@
 use std::time::Duration;
 
 use stackbench_metrics::warnings::PathFloor;
+use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, Spin};
 use stackbench_model::{IoMode, SocketOptions, TlsParams, Transport, Workload};
 
 use super::pace::PacingConfig;
 
-/// One workload's run settings (already resolved).
-#[derive(Debug, Clone)]
+/// One workload's run settings (already resolved). Serializable: a
+/// controller sends it whole to its agents, which run it as given.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RunConfig {
     pub workload: Workload,
     /// Measurement window; `None` when bounded by `transactions` only.
@@ -50,4 +52,31 @@ pub struct RunConfig {
     /// What the path adds by design (a lab link's delay and rate; zero on
     /// loopback), above which the delayed-ACK stall band is counted.
     pub path: PathFloor,
+    /// The share of every class this process runs: the whole run, or agent
+    /// i of N's segment (its clients keep their global indexes, so their
+    /// ramp places, think-time phases and quotas are the one-process run's).
+    pub segment: Segment,
+}
+
+impl RunConfig {
+    /// Clients of class `class` this process runs.
+    pub fn clients_here(&self, class: usize) -> u32 {
+        let c = self.workload.classes[class].clients;
+        self.segment.share(u64::from(c)) as u32
+    }
+
+    /// Clients of every class this process runs.
+    pub fn total_clients_here(&self) -> u64 {
+        (0..self.workload.classes.len())
+            .map(|i| u64::from(self.clients_here(i)))
+            .sum()
+    }
+
+    /// `--transactions` of class `class` this process runs: its clients'
+    /// quotas (`None`: not bounded by a count).
+    pub fn transactions_here(&self, class: usize) -> Option<u64> {
+        let clients = u64::from(self.workload.classes[class].clients);
+        self.transactions
+            .map(|n| self.segment.quota_share(n, clients))
+    }
 }

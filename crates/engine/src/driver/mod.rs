@@ -22,6 +22,7 @@ mod clock;
 pub mod config;
 mod control;
 mod direct;
+pub mod gate;
 mod machine;
 #[cfg(test)]
 mod mock;
@@ -39,8 +40,9 @@ use std::time::{Duration, Instant};
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::warnings::stall_band;
+use stackbench_model::segment::Segment;
 use stackbench_model::settings::TlsMode;
-use stackbench_model::{SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{ClassSpec, SocketOptions, TlsParams, Transport, Workload};
 use stackbench_record::CpuAttribution;
 use stackbench_record::{ClassResult, CpuFigures};
 
@@ -49,6 +51,7 @@ use class_threads::ClassThreads;
 use clock::{Timing, Window};
 pub use config::RunConfig;
 pub use control::ControlClient;
+pub use gate::{GateState, StartGate};
 use pace::Pace;
 pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
 use watch::{Watch, Watched};
@@ -96,6 +99,9 @@ pub struct RunOutcome {
     /// class completed no transaction, or a count was not reached.
     pub complete: bool,
     pub incomplete_reason: Option<String>,
+    /// When the window (its warm-up) opened, on this host's wall clock
+    /// (Unix seconds); `None` when it never opened.
+    pub window_opened_unix_s: Option<f64>,
 }
 
 /// Runs one workload (all its classes concurrently) against the responder
@@ -104,6 +110,19 @@ pub struct RunOutcome {
 pub fn run_workload(
     control: &mut ControlClient,
     cfg: &RunConfig,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<RunOutcome, EngineError> {
+    run_workload_gated(control, cfg, None, stop, on_progress)
+}
+
+/// [`run_workload`] for an agent: its share is `cfg.segment`, and its window
+/// opens at the start time `gate` gives (see [`gate`]), not as soon as its
+/// clients are connected.
+pub fn run_workload_gated(
+    control: &mut ControlClient,
+    cfg: &RunConfig,
+    gate: Option<&mut dyn StartGate>,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
@@ -116,7 +135,7 @@ pub fn run_workload(
         io: crate::iomode::effective(cfg).0,
         ..cfg.clone()
     };
-    let _fds = limits::reserve_fds(cfg.workload.total_clients()).map_err(EngineError::Limit)?;
+    let _fds = limits::reserve_fds(cfg.total_clients_here()).map_err(EngineError::Limit)?;
     // Before any connection of the run: the kernel's kTLS counters here.
     let ktls_before = row.kernel_counters();
     let ktls = ktls_before.is_some();
@@ -137,6 +156,7 @@ pub fn run_workload(
         control,
         cfg,
         (&plans, &dialers, &endpoints),
+        gate,
         stop,
         on_progress,
     );
@@ -146,6 +166,7 @@ pub fn run_workload(
         start_samples,
         end_samples,
         window_memory,
+        window_opened_unix_s,
     } = watched;
     let merged = merge_workers(plans.len(), per_worker, &mut reason);
     if reason.is_none() {
@@ -173,11 +194,8 @@ pub fn run_workload(
     let mix = cfg.workload.classes.len() > 1;
     let samples = (&start_samples, &end_samples);
     let class_cpus = class_cpus(control, cfg, &merged, &test_ids, samples, mix_cpu.as_ref());
-    let memory = sampling::memory_figures(
-        &window_memory,
-        &baseline_memory,
-        cfg.workload.total_clients(),
-    );
+    let memory =
+        sampling::memory_figures(&window_memory, &baseline_memory, cfg.total_clients_here());
     let classes = cfg
         .workload
         .classes
@@ -186,9 +204,16 @@ pub fn run_workload(
         .zip(&plans)
         .zip(proxy_tls)
         .zip(class_cpus)
-        .map(|((((spec, acc), plan), proxy_tls), cpu)| {
-            let window_ns = window_ns(&timing, stopped_at_ns, cfg.transactions, acc);
-            let mut class = summary::class_result(&workload, spec, acc, window_ns);
+        .enumerate()
+        .map(|(index, ((((spec, acc), plan), proxy_tls), cpu))| {
+            let count = cfg.transactions_here(index);
+            let window_ns = window_ns(&timing, stopped_at_ns, count, acc);
+            // This process's share of the class (all of it but for an agent).
+            let here = ClassSpec {
+                clients: cfg.clients_here(index),
+                ..spec.clone()
+            };
+            let mut class = summary::class_result(&workload, &here, acc, window_ns);
             // Only where Nagle can hold data: a TCP-family transport without
             // nodelay (AF_UNIX has no Nagle; with nodelay nothing is held).
             let nagle = row.nagle() && !cfg.socket.nodelay;
@@ -223,6 +248,7 @@ pub fn run_workload(
         server_stats,
         complete: reason.is_none(),
         incomplete_reason: reason,
+        window_opened_unix_s,
     })
 }
 
@@ -368,17 +394,17 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             spin: cfg.spin.responder(),
             io: cfg.io,
         };
-        let spread = transport::spread(row, control.target().ip(), class.clients);
+        let clients = cfg.clients_here(index);
+        let spread = transport::spread(row, control.target().ip(), clients);
         let tls = tls_params(cfg)?;
-        let conns = (class.clients, spread.ports);
+        let conns = (clients, spread.ports);
         let own = own_server_workers(cfg, control.server_threads);
         let own_cpus = cpu_share(&control.server_cpus, cfg, index);
         let own = (own, if own > 0 { own_cpus } else { Vec::new() });
         let (id, endpoints) = control.start_own(spec, cfg.transport, conns, tls.clone(), own)?;
         test_ids.push(id);
-        let (dialer, proxy) =
-            class_dialer((cfg, row), class.clients, (&endpoints, spread.sources), tls)
-                .map_err(EngineError::Transport)?;
+        let (dialer, proxy) = class_dialer((cfg, row), clients, (&endpoints, spread.sources), tls)
+            .map_err(EngineError::Transport)?;
         dialers.push(dialer);
         proxies.push(proxy);
         all_endpoints.extend(endpoints);
@@ -471,14 +497,15 @@ fn drive(
     control: &mut ControlClient,
     cfg: &RunConfig,
     (plans, dialers, endpoints): (&[ClassPlan], &[Dialer], &[transport::Endpoint]),
+    gate: Option<&mut dyn StartGate>,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Driven {
     let by_class = cfg.class_workers && cfg.workload.classes.len() > 1;
     let assignments = if by_class {
-        assign_by_class(&cfg.workload, cfg.transactions, cfg.threads)
+        assign_by_class(&cfg.workload, cfg.transactions, cfg.threads, cfg.segment)
     } else {
-        assign_clients(&cfg.workload, cfg.transactions, cfg.threads)
+        assign_clients(&cfg.workload, cfg.transactions, cfg.threads, cfg.segment)
     };
     let class_threads = by_class.then(ClassThreads::default);
     let expected = assignments.iter().flatten().filter(|c| c.quota > 0).count() as u64;
@@ -503,7 +530,9 @@ fn drive(
     let abort = AtomicBool::new(false);
     let ramp_ns = (cfg.workload.total_clients() as f64 * ramp_gap_ns) as u64;
     let watched = (slots, class_threads.as_ref());
-    let mut watch = Watch::new(shared.epoch, window, cfg, watched, expected, ramp_ns);
+    let mut gate = gate;
+    let mut watch =
+        Watch::new(shared.epoch, window, cfg, watched, expected, ramp_ns).gated(gate.is_some());
     watch.endpoints = endpoints.to_vec();
     let per_worker = thread::scope(|scope| {
         let handles: Vec<_> = assignments
@@ -534,7 +563,7 @@ fn drive(
             })
             .collect();
         while !handles.iter().all(|h| h.is_finished()) {
-            watch.tick(control, stop, &abort, on_progress);
+            watch.tick(control, gate.as_deref_mut(), stop, &abort, on_progress);
         }
         handles
             .into_iter()
@@ -579,60 +608,74 @@ fn window_ns(
     end.saturating_sub(timing.warmup_end_ns)
 }
 
-/// Spreads every client of every class round-robin over `threads` workers and
-/// splits each class's exact quota over its clients. Returns, per worker, its
-/// clients (class index, quota, index in the run); workers without clients
-/// are omitted.
+/// Spreads every client of every class in `segment` round-robin over
+/// `threads` workers, each with its exact quota (see [`for_each_client`]).
+/// Returns, per worker, its clients (class index, quota, index in the run);
+/// workers without clients are omitted.
 fn assign_clients(
     workload: &Workload,
     transactions: Option<u64>,
     threads: usize,
+    segment: Segment,
 ) -> Vec<Vec<Client>> {
     let threads = threads.max(1);
     let mut workers = vec![Vec::new(); threads];
     let mut next = 0;
-    for (class_idx, class) in workload.classes.iter().enumerate() {
-        let c = u64::from(class.clients);
-        for i in 0..c {
-            let quota = transactions.map_or(u64::MAX, |n| n / c + u64::from(i < n % c));
-            workers[next % threads].push(Client {
-                class: class_idx as u16,
-                quota,
-                index: next as u64,
-            });
-            next += 1;
-        }
-    }
+    for_each_client(workload, transactions, segment, |client| {
+        workers[next % threads].push(client);
+        next += 1;
+    });
     workers.retain(|w| !w.is_empty());
     workers
 }
 
-/// `class_workers`: each class's clients round-robin over workers of its
-/// own, `threads / classes` of them (at least one, at most one per client),
-/// quotas split as in [`assign_clients`].
+/// `class_workers`: each class's clients in `segment` round-robin over
+/// workers of its own, `threads / classes` of them (at least one, at most
+/// one per client), quotas as in [`assign_clients`].
 fn assign_by_class(
     workload: &Workload,
     transactions: Option<u64>,
     threads: usize,
+    segment: Segment,
 ) -> Vec<Vec<Client>> {
-    let per_class = (threads / workload.classes.len().max(1)).max(1);
-    let mut workers = Vec::new();
-    let mut index = 0;
+    let classes = workload.classes.len();
+    let per_class = (threads / classes.max(1)).max(1);
+    let mut own = vec![vec![Vec::new(); per_class]; classes];
+    let mut next = vec![0usize; classes];
+    for_each_client(workload, transactions, segment, |client| {
+        let class = usize::from(client.class);
+        own[class][next[class] % per_class].push(client);
+        next[class] += 1;
+    });
+    own.into_iter()
+        .flatten()
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Every client of every class that `segment` runs, in class order, with its
+/// index in the whole run and its exact quota: client `i` of a class of `c`
+/// gets `n / c` of `--transactions n`, plus one for the first `n % c`, by
+/// its global index, so the agents' quotas add up to one process's.
+fn for_each_client(
+    workload: &Workload,
+    transactions: Option<u64>,
+    segment: Segment,
+    mut each: impl FnMut(Client),
+) {
+    let mut first = 0u64; // the class's first global index
     for (class_idx, class) in workload.classes.iter().enumerate() {
         let c = u64::from(class.clients);
-        let mut own = vec![Vec::new(); per_class];
-        for i in 0..c {
+        for i in segment.range(c) {
             let quota = transactions.map_or(u64::MAX, |n| n / c + u64::from(i < n % c));
-            own[i as usize % per_class].push(Client {
+            each(Client {
                 class: class_idx as u16,
                 quota,
-                index,
+                index: first + i,
             });
-            index += 1;
         }
-        workers.extend(own.into_iter().filter(|w| !w.is_empty()));
+        first += c;
     }
-    workers
 }
 
 #[cfg(test)]
@@ -659,6 +702,7 @@ mod tests {
             priority: None,
             io: IoMode::Epoll,
             path: PathFloor::default(),
+            segment: Default::default(),
         };
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 0), vec![4, 5]);
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 1), vec![6]);
@@ -672,13 +716,13 @@ mod tests {
     fn class_workers_serve_one_class_each() {
         let w: Workload = "RR3(1B/1B)+CRR2(1B/1B)".parse().unwrap();
         // Fewer threads than classes: still one worker per class.
-        let a = assign_by_class(&w, Some(10), 1);
+        let a = assign_by_class(&w, Some(10), 1, Segment::WHOLE);
         assert_eq!(a.len(), 2);
         for worker in &a {
             assert!(worker.iter().all(|c| c.class == worker[0].class));
         }
         // Four threads: two per class; quotas still sum to the count.
-        let a = assign_by_class(&w, Some(10), 4);
+        let a = assign_by_class(&w, Some(10), 4, Segment::WHOLE);
         assert_eq!(a.len(), 4);
         for class in [0, 1] {
             let sum: u64 = a
@@ -697,7 +741,7 @@ mod tests {
     #[test]
     fn quotas_sum_to_exact_counts_and_spread_evenly() {
         let w: Workload = "RR3(1B/1B)+CRR2(1B/1B)".parse().unwrap();
-        let a = assign_clients(&w, Some(10), 2);
+        let a = assign_clients(&w, Some(10), 2, Segment::WHOLE);
         assert_eq!(a.len(), 2);
         let sum = |class: u16| {
             a.iter()
@@ -711,14 +755,14 @@ mod tests {
         assert_eq!(a[0].len(), 3);
         assert_eq!(a[1].len(), 2);
         // Fewer transactions than clients: some clients get nothing.
-        let a = assign_clients(&"RR4(1B/1B)".parse().unwrap(), Some(2), 1);
+        let a = assign_clients(&"RR4(1B/1B)".parse().unwrap(), Some(2), 1, Segment::WHOLE);
         assert_eq!(
             a[0].iter().map(|c| c.quota).collect::<Vec<_>>(),
             vec![1, 1, 0, 0]
         );
         // More threads than clients: no idle workers.
         assert_eq!(
-            assign_clients(&"RR1(1B/1B)".parse().unwrap(), None, 8).len(),
+            assign_clients(&"RR1(1B/1B)".parse().unwrap(), None, 8, Segment::WHOLE).len(),
             1
         );
     }

@@ -31,7 +31,7 @@ pub const LATE_NS: u64 = 1_000_000;
 pub const DROP_BEHIND_NS: u64 = 1_000_000_000;
 
 /// The run-level pacing settings (a class's own `@…` wins over them).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PacingConfig {
     pub think: Option<ThinkTime>,
     /// Open loop: offered rate per class.

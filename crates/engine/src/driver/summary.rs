@@ -187,14 +187,17 @@ pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
         .classes
         .iter()
         .zip(merged)
-        .filter_map(|(spec, acc)| {
+        .enumerate()
+        .filter_map(|(index, (spec, acc))| {
             if acc.transactions == 0 {
                 Some(format!(
                     "{spec}: no transaction completed in the {window} window: {}",
                     nothing_fix(spec, &Pace::of(spec, &cfg.pacing))
                 ))
             } else {
-                let n = cfg.transactions.filter(|&n| acc.transactions < n)?;
+                let n = cfg
+                    .transactions_here(index)
+                    .filter(|&n| acc.transactions < n)?;
                 Some(format!(
                     "{spec}: --transactions {n} not reached: {} done when the {window} \
                      --duration ended; lengthen --duration or lower --transactions",
@@ -272,6 +275,7 @@ mod tests {
             io: Default::default(),
             pacing: PacingConfig::default(),
             path: Default::default(),
+            segment: Default::default(),
         }
     }
 

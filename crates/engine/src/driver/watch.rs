@@ -7,10 +7,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::class_threads::ClassThreads;
 use super::clock::Window;
+use super::gate::{self, GateState, StartGate};
 use super::worker::WorkerSlots;
 use super::{ControlClient, Progress, RunConfig};
 use crate::protocol::Reply;
@@ -40,6 +41,8 @@ pub struct Watched {
     pub end_samples: SidePair,
     /// Memory of (client, server) at the window's start (see [`Watch::tick`]).
     pub window_memory: MemoryPair,
+    /// When the window (the warm-up) opened, on this host's wall clock.
+    pub window_opened_unix_s: Option<f64>,
 }
 
 pub struct Watch<'a> {
@@ -68,6 +71,12 @@ pub struct Watch<'a> {
     /// The responder's endpoints: this side's sockets to them are summed
     /// for kernel socket memory.
     pub endpoints: Vec<Endpoint>,
+    /// An agent's run: the window opens at its gate's start time, not when
+    /// the clients are connected.
+    gated: bool,
+    /// The gate's start time on the epoch, once given.
+    start_ns: Option<u64>,
+    window_opened_unix_s: Option<f64>,
 }
 
 impl<'a> Watch<'a> {
@@ -99,7 +108,17 @@ impl<'a> Watch<'a> {
             started: false,
             ended: false,
             endpoints: Vec::new(),
+            gated: false,
+            start_ns: None,
+            window_opened_unix_s: None,
         }
+    }
+
+    /// Opens the window at the start time of the gate passed to
+    /// [`Watch::tick`] instead of when the clients are connected.
+    pub fn gated(mut self, gated: bool) -> Watch<'a> {
+        self.gated = gated;
+        self
     }
 
     fn now_ns(&self) -> u64 {
@@ -115,21 +134,53 @@ impl<'a> Watch<'a> {
 
     /// Opens the window when every client is connected, or at the deadline.
     fn maybe_open(&mut self, now: u64) {
-        if self.opened.is_some()
-            || (self.connected() < self.expected_clients && now < self.connect_deadline_ns)
-        {
+        if self.opened.is_some() || !self.armed(now) {
             return;
         }
+        if self.gated && self.start_ns.is_none_or(|start| now < start) {
+            return; // armed, waiting for the controller's start time
+        }
+        self.window_opened_unix_s = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_secs_f64());
         let warmup_end = now + self.warmup.as_nanos() as u64;
         let end = self.duration.map(|d| warmup_end + d.as_nanos() as u64);
         self.window.open(warmup_end, end);
         self.opened = Some((warmup_end, end));
     }
 
+    /// Every client connected, or the deadline for them passed.
+    fn armed(&self, now: u64) -> bool {
+        self.connected() >= self.expected_clients || now >= self.connect_deadline_ns
+    }
+
+    /// Asks the gate (if any) for the start time or an early end.
+    fn poll_gate(&mut self, gate: Option<&mut (dyn StartGate + '_)>, now: u64, abort: &AtomicBool) {
+        let armed = self.opened.is_none() && self.armed(now);
+        let Some(gate) = gate else {
+            return;
+        };
+        match gate.poll(armed) {
+            GateState::Wait => {}
+            GateState::StartAt(at) => {
+                self.start_ns.get_or_insert(gate::ns_until(at, now));
+            }
+            GateState::Abort(reason) => {
+                if self.reason.is_none() {
+                    self.reason = Some(reason);
+                    self.stopped_at_ns = Some(now);
+                    abort.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
     /// One turn of the watch: sleep to the next check or window edge, then act.
     pub fn tick(
         &mut self,
         control: &mut ControlClient,
+        gate: Option<&mut (dyn StartGate + '_)>,
         stop: &AtomicBool,
         abort: &AtomicBool,
         on_progress: &mut dyn FnMut(&Progress),
@@ -141,12 +192,14 @@ impl<'a> Watch<'a> {
         };
         let mut wake = now + interval.as_nanos() as u64;
         match self.opened {
+            None => wake = self.start_ns.map_or(wake, |start| wake.min(start)),
             Some((warmup_end, _)) if !self.started => wake = wake.min(warmup_end),
             Some((_, Some(end))) if !self.ended => wake = wake.min(end),
             _ => {}
         }
         thread::sleep(Duration::from_nanos(wake.saturating_sub(now)));
         let now = self.now_ns();
+        self.poll_gate(gate, now, abort);
         self.maybe_open(now);
         if let Some((warmup_end, end)) = self.opened {
             if !self.started && now >= warmup_end {
@@ -201,6 +254,7 @@ impl<'a> Watch<'a> {
             start_samples: self.start_samples,
             end_samples: self.end_samples,
             window_memory: self.window_memory,
+            window_opened_unix_s: self.window_opened_unix_s,
         }
     }
 

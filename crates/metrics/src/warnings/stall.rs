@@ -37,7 +37,7 @@ pub const STALL_SHARE_PCT: f64 = 1.0;
 pub const SMALL_TRANSACTION_BYTES: u64 = 128 * 1024;
 
 /// What the network path between driver and responder adds by design.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct PathFloor {
     /// Configured round trip (netem delay + jitter, both ways, every hop).
     pub rtt_ns: u64,

@@ -9,6 +9,7 @@
 //! in the engine. A bad value gets the same message from a flag, a study key or
 //! a sweep, because all three go through [`RunSettings::set`].
 
+mod agents;
 mod guest;
 mod link;
 mod priority;
@@ -19,6 +20,7 @@ mod tls;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
+pub use agents::Launcher;
 pub use guest::{GuestAccel, KernelSpec};
 pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct};
 pub use priority::{
@@ -297,6 +299,12 @@ run_settings! {
     guest_memory: Bytes = Bytes(2 << 30), json "guest_memory_bytes", range "256MiB" ..= "256GiB";
     /// Guest CPU: auto (KVM when a guest boots with it, else TCG), kvm, or tcg (emulated: results are functional only).
     guest_accel: GuestAccel = GuestAccel::Auto, json "guest_accel";
+    /// Driver processes (agents) the run is split over, each running an exact segment of every class [default: 1, or as many as the population needs under the open-file limit].
+    agents: Option<u32> = None, json "agents", range "1" ..= "1024";
+    /// Who starts the agents: local (this host, one responder process each), slurm (srun, one task per agent) or external (started elsewhere, e.g. a Kubernetes Indexed Job; they connect to agent_listen).
+    launcher: Launcher = Launcher::Local, json "launcher";
+    /// Address the controller listens on for its agents, e.g. 0.0.0.0:7700 [default: 127.0.0.1, any port, for local and slurm on this host].
+    agent_listen: Option<Text> = None, json "agent_listen";
     /// Seed of the think-time and arrival draws, for reproducible runs [default: a random seed, stored with the result].
     seed: Option<u64> = None, json "seed";
 }
