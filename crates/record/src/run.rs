@@ -15,11 +15,13 @@ use serde::{Deserialize, Serialize};
 pub use stackbench_model::settings::RunSettings;
 use stackbench_model::{Kind, StreamDirection};
 
+mod agents;
 mod ktls;
 mod schema;
 mod stall;
 mod tls;
 
+pub use agents::{AgentClassRow, AgentRecord, AgentsSummary};
 pub use ktls::{KtlsCounters, KtlsFigures};
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
 pub use stall::StallBand;
@@ -65,6 +67,12 @@ pub struct RunRecord {
     /// single-class workloads; absent in records older than it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mix_cpu: Vec<MixCpu>,
+    /// The agents a run spread over several driver processes was measured
+    /// by (`agents` setting): the classes above are their figures merged
+    /// (counts summed, latency histograms added), and here is each agent's
+    /// own. Absent for a run driven by one process, and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<AgentsSummary>,
     /// The lab a `--lab` run crossed, carried to the stored environment
     /// (`environment.lab`), not part of the record's own JSON.
     #[serde(skip)]
@@ -762,6 +770,7 @@ pub(crate) mod tests {
             classes: vec![sample_class()],
             warnings: vec![],
             mix_cpu: Vec::new(),
+            agents: None,
             lab: None,
             environment: None,
         };

@@ -381,6 +381,7 @@ fn run_record() -> impl Strategy<Value = RunRecord> {
                 classes,
                 warnings,
                 mix_cpu: Vec::new(),
+                agents: None,
                 lab: None,
                 environment: None,
             },

@@ -89,6 +89,7 @@ pub fn record(
         classes,
         warnings: Vec::new(),
         mix_cpu: Vec::new(),
+        agents: None,
         lab: None,
         environment: None,
     }

@@ -9,11 +9,12 @@
 //! keeps the command line, printing and exit statuses.
 //!
 //! Modules depend on each other in one direction (a test checks it):
-//! `error`, `observe`, `quality`, `repeat_mean` at the bottom; `lab_run`,
+//! `error`, `observe`, `quality`, `repeat_mean`, `agent_merge` at the bottom; `lab_run`,
 //! `spawn`, `repeat`, `plan` above them; `guest_step` (the host's side of a
 //! step on another kernel) on `plan`; `session` (the [`Runner`]) on all of
 //! those; `guest_side`, `sweep`, `find_rate`, `study` and `study_estimate` on top.
 
+pub mod agent_merge;
 pub mod error;
 pub mod find_rate;
 pub mod guest_side;

@@ -395,6 +395,7 @@ fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bo
         classes: Vec::new(),
         warnings: Vec::new(),
         mix_cpu: Vec::new(),
+        agents: None,
         lab: None,
         environment: None,
     }
