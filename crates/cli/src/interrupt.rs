@@ -18,6 +18,13 @@ pub fn runner(terminal: &mut Terminal) -> Runner<'_> {
     Runner::new(terminal, &STOP).on_session_open(install)
 }
 
+/// The flag Ctrl-C and SIGTERM set, with the handler installed (for what
+/// runs without a [`Runner`], such as an agent).
+pub fn stop_flag() -> &'static AtomicBool {
+    install();
+    &STOP
+}
+
 /// Installs the handler that sets the flag (once per process).
 fn install() {
     static INSTALL: Once = Once::new();

@@ -3,6 +3,7 @@
 //! they return, and maps errors to exit statuses (0 success, 1 a failed comparison, 2 usage or input error,
 //! 3 an incomplete run).
 
+mod agent_cmd;
 mod clap_error;
 mod compare_cmd;
 mod exit;
@@ -38,6 +39,9 @@ enum Command {
     Run(run_cmd::RunArgs),
     /// Run the responder for drivers on this or other hosts.
     Serve(serve_cmd::ServeArgs),
+    /// Run one segment of a run split over agents, for the controller at
+    /// --controller (started by `run`/`study --agents N`, srun or a cluster).
+    Agent(agent_cmd::AgentArgs),
     /// Capacity planning from measured costs: CPU, ratings, storage, offload,
     /// queueing models and scalability fits.
     Plan(plan_cmd::PlanArgs),
@@ -154,6 +158,7 @@ fn main() {
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),
+        Command::Agent(args) => agent_cmd::run(args),
         Command::Plan(args) => plan_cmd::run(args),
         Command::Results(args) => results_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(args),

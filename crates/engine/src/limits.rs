@@ -80,6 +80,22 @@ fn raise_nofile(need: u64) -> Result<(), (u64, u64)> {
     }
 }
 
+/// How many connections one process can hold under the hard open-file
+/// limit (what it may raise its soft limit to), after what it already has
+/// open and the spare kept for everything else: above it, a run needs
+/// several processes (agents).
+pub fn connections_per_process() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return u64::MAX;
+    }
+    lim.rlim_max.saturating_sub(baseline_fds() + SPARE_FDS)
+}
+
 fn limit_message(connections: u64, need: u64, soft: u64, hard: u64) -> String {
     let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
         .ok()

@@ -14,18 +14,23 @@
 //! step on another kernel) on `plan`; `session` (the [`Runner`]) on all of
 //! those; `guest_side`, `sweep`, `find_rate`, `study` and `study_estimate` on top.
 
+pub mod agent;
 pub mod agent_merge;
+pub mod agent_wire;
+pub mod controller;
 pub mod error;
 pub mod find_rate;
 pub mod guest_side;
 pub mod guest_step;
 pub mod lab_run;
+pub mod launch;
 pub mod observe;
 pub mod plan;
 pub mod quality;
 pub mod repeat;
 pub mod repeat_mean;
 pub mod session;
+pub mod slurm;
 pub mod spawn;
 pub mod study;
 pub mod study_estimate;

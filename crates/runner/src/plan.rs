@@ -8,9 +8,11 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use stackbench_engine::affinity::current_cpus;
-use stackbench_engine::{sockopt, transport, PacingConfig};
+use stackbench_engine::{limits, sockopt, transport, PacingConfig};
 use stackbench_metrics::stats::Iterations;
-use stackbench_model::settings::{CpuList, IterationBounds, RunSettings, Secs, Text, TlsMode};
+use stackbench_model::settings::{
+    CpuList, IterationBounds, Launcher, RunSettings, Secs, Text, TlsMode,
+};
 use stackbench_model::{TlsParams, Transport, Workload};
 
 use crate::error::{input, RunError};
@@ -89,6 +91,7 @@ pub fn resolve(
         return guest_plan(s, workloads, iterations, announce);
     }
     let lab = crate::lab_run::resolve(&mut s)?;
+    resolve_agents(&mut s, &workloads, lab.is_some())?;
     let remote = s.target.is_some();
     let place = placement(
         s.client_cpus.take().map(|c| c.0),
@@ -108,6 +111,53 @@ pub fn resolve(
         announce,
         lab,
     })
+}
+
+/// How many agents (driver processes) the run is split over: as given, or,
+/// for the local launcher, as many as keep each agent (and the responder
+/// process it drives) within 90% of what one process may open. Every agent
+/// must get at least one client of every class.
+fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Result<(), RunError> {
+    let most = workloads
+        .iter()
+        .map(Workload::total_clients)
+        .max()
+        .unwrap_or(0);
+    let n = match (s.agents, s.launcher) {
+        (Some(n), _) => n,
+        (None, Launcher::Local) => agents_needed(most, limits::connections_per_process()),
+        (None, other) => {
+            return input(format!(
+                "launcher {}: give the number of agents it starts, e.g. --agents 4",
+                other.name()
+            ))
+        }
+    };
+    s.agents = Some(n);
+    if n == 1 {
+        return Ok(());
+    }
+    if lab {
+        return input(format!(
+            "agents {n} with a lab: a lab run has one driver process in its host; drop --agents or the lab"
+        ));
+    }
+    let fewest = workloads
+        .iter()
+        .flat_map(|w| w.classes.iter().map(move |c| (c.clients, w)))
+        .min_by_key(|(c, _)| *c);
+    if let Some((clients, w)) = fewest.filter(|(c, _)| *c < n) {
+        return input(format!(
+            "agents {n}: {w} has a class of {clients} clients and every agent runs a share of              every class: use at most {clients} agents"
+        ));
+    }
+    Ok(())
+}
+
+/// Agents enough that none holds more than 90% of `per_process` connections.
+fn agents_needed(clients: u64, per_process: u64) -> u32 {
+    let per_agent = (per_process / 10 * 9).max(1);
+    clients.div_ceil(per_agent).clamp(1, 1024) as u32
 }
 
 /// Pacing settings that contradict each other or apply to nothing.
@@ -253,6 +303,9 @@ pub fn session_key(s: &RunSettings) -> String {
         "server_cpus",
         "server_threads",
         "client_cpus",
+        "agents",
+        "launcher",
+        "agent_listen",
     ]
     .iter()
     .map(|k| s.text_of(k).unwrap_or_default())

@@ -11,13 +11,47 @@
 
 use std::sync::atomic::AtomicBool;
 
-use stackbench_engine::{run_workload, ControlClient, RunConfig};
+use stackbench_engine::{run_workload, ControlClient, Progress, RunConfig, RunOutcome};
 use stackbench_metrics::stats::{summarize_repetitions, Iterations, Verdict};
 use stackbench_record::RepetitionValues;
 use stackbench_record::{ClassResult, CpuFigures};
 
 use crate::observe::Observer;
 use crate::repeat_mean::{mean_classes, mean_cpu};
+
+/// What runs one workload once: this process's driver against a responder
+/// ([`ControlClient`]), or a controller's agents
+/// ([`crate::controller::Controller`]). An `Err` means nothing was measured.
+pub trait Execute {
+    fn execute(
+        &mut self,
+        cfg: &RunConfig,
+        stop: &AtomicBool,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunOutcome, String>;
+}
+
+impl Execute for ControlClient {
+    fn execute(
+        &mut self,
+        cfg: &RunConfig,
+        stop: &AtomicBool,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunOutcome, String> {
+        run_workload(self, cfg, stop, on_progress).map_err(|e| e.to_string())
+    }
+}
+
+impl Execute for crate::controller::Controller {
+    fn execute(
+        &mut self,
+        cfg: &RunConfig,
+        stop: &AtomicBool,
+        _: &mut dyn FnMut(&Progress),
+    ) -> Result<RunOutcome, String> {
+        self.run(cfg, stop)
+    }
+}
 
 /// What the repetitions of one workload produced.
 pub struct Repeated {
@@ -34,7 +68,7 @@ pub struct Repeated {
 /// Runs `cfg` as many times as `it` asks; stops early on an incomplete run,
 /// keeping the repetitions completed so far.
 pub fn run_repeated(
-    control: &mut ControlClient,
+    control: &mut dyn Execute,
     cfg: &RunConfig,
     it: &Iterations,
     stop: &AtomicBool,
@@ -47,12 +81,12 @@ pub fn run_repeated(
     let (mut complete, mut reason) = (true, None);
     for n in 1..=it.max {
         obs.started(cfg);
-        let outcome = run_workload(control, cfg, stop, &mut |p| obs.progress(p));
+        let outcome = control.execute(cfg, stop, &mut |p| obs.progress(p));
         obs.finished();
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
-                (complete, reason) = (false, Some(e.to_string()));
+                (complete, reason) = (false, Some(e));
                 break;
             }
         };

@@ -22,6 +22,7 @@ use stackbench_record::{MixCpu, RunRecord, WarningRecord, SCHEMA_VERSION};
 use stackbench_results::env::Environment;
 use stackbench_results::study::StudyStep;
 
+use crate::controller::{AgentsSpec, Controller};
 use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
 use crate::observe::Observer;
@@ -35,7 +36,10 @@ struct Session {
     /// What decides the responder and the measured CPUs: a plan with the same
     /// key reuses the session.
     key: String,
-    _spawned: Option<SpawnedResponder>,
+    /// A run split over agents: the controller of its agents.
+    agents: Option<Controller>,
+    /// Responder processes started here: one, or one per local agent.
+    _spawned: Vec<SpawnedResponder>,
     target: String,
     spawned: bool,
     control: ControlClient,
@@ -126,6 +130,7 @@ impl<'a> Runner<'a> {
                 key,
                 self.responder_program.as_deref(),
                 &mut *self.observer,
+                self.stop,
             )?;
             self.open = Some(opened);
         }
@@ -155,6 +160,9 @@ impl<'a> Runner<'a> {
                 record.lab = Some(env);
             }
         }
+        if let Some(controller) = self.open.as_mut().and_then(|o| o.agents.as_mut()) {
+            record.agents = controller.take_summary();
+        }
         if !record.complete {
             self.open = None; // a lost responder or an interrupt: start afresh
         }
@@ -181,19 +189,33 @@ fn open_session(
     key: String,
     program: Option<&std::path::Path>,
     obs: &mut dyn Observer,
+    stop: &AtomicBool,
 ) -> Result<Session, RunError> {
-    let (spawned, target) = start_responder(&plan.settings, plan.lab.as_ref(), program)?;
+    let s = &plan.settings;
+    let agents = s.agents.unwrap_or(1);
+    let (spawned, targets) = start_responders(s, plan.lab.as_ref(), program, agents)?;
+    let target = targets[0].clone();
     let connect = || ControlClient::connect(&target).or_else(|e| input(e.to_string()));
     let control = match &plan.lab {
         None => connect()?,
         Some(lab) => lab.in_from(connect)??, // the control socket is A's
     };
-    let record = new_record(plan, &control, &target, spawned.is_some());
+    let record = new_record(plan, &control, &target, !spawned.is_empty());
     let (client, server) = (
         RunPlan::cpus(&record.settings.client_cpus),
         RunPlan::cpus(&record.settings.server_cpus),
     );
-    if plan.announce {
+    if plan.announce && agents > 1 {
+        obs.note(&format!(
+            "{agents} agents ({} launcher, {} threads each) on CPUs {}, {} responder{} on CPUs {}",
+            s.launcher.name(),
+            plan.threads(),
+            cpu_text(&client),
+            targets.len(),
+            if targets.len() == 1 { "" } else { "s" },
+            cpu_text(&server)
+        ));
+    } else if plan.announce {
         obs.note(&format!(
             "driver on CPUs {} ({} threads), responder {target} on CPUs {}",
             cpu_text(&client),
@@ -208,9 +230,22 @@ fn open_session(
     for w in &warnings {
         obs.warning(w);
     }
+    let controller = if agents > 1 {
+        let spec = AgentsSpec {
+            count: agents,
+            launcher: s.launcher,
+            listen: s.agent_listen.as_ref().map(|t| t.0.as_str()),
+            targets,
+            program,
+        };
+        Some(Controller::start(spec, stop)?)
+    } else {
+        None
+    };
     Ok(Session {
         key,
-        spawned: spawned.is_some(),
+        agents: controller,
+        spawned: !spawned.is_empty(),
         _spawned: spawned,
         target,
         control,
@@ -236,21 +271,36 @@ fn preflight(plan: &RunPlan) -> Result<(), RunError> {
             .check_usable(addr)
             .or_else(input)?;
     }
+    // Each agent holds its share (the largest one) of the connections.
+    let agents = u64::from(s.agents.unwrap_or(1).max(1));
     let most = plan.workloads.iter().map(Workload::total_clients).max();
-    limits::reserve_fds(most.unwrap_or(0)).or_else(input)?;
+    limits::reserve_fds(most.unwrap_or(0).div_ceil(agents)).or_else(input)?;
     Ok(())
 }
 
-/// The responder to drive: the given target, or a `stackbench serve` child
-/// started on loopback, or in host B of a lab run (returned so it lives as
+/// The responders to drive: the given target (every address its name
+/// resolves to when the run has agents: agent i drives the i-th, modulo
+/// their number), or `stackbench serve` children started on loopback — one,
+/// or one per agent so that no process holds more connections than one
+/// process may open — or in host B of a lab run (returned so they live as
 /// long as the run).
-fn start_responder(
+fn start_responders(
     s: &RunSettings,
     lab: Option<&LabRun>,
     program: Option<&std::path::Path>,
-) -> Result<(Option<SpawnedResponder>, String), RunError> {
+    agents: u32,
+) -> Result<(Vec<SpawnedResponder>, Vec<String>), RunError> {
     if let Some(t) = &s.target {
-        return Ok((None, t.0.clone()));
+        let mut all: Vec<String> = match t.0.to_socket_addrs() {
+            Ok(addrs) if agents > 1 => addrs.map(|a| a.to_string()).collect(),
+            _ => Vec::new(),
+        };
+        all.sort();
+        all.dedup();
+        if all.len() < 2 {
+            all = vec![t.0.clone()];
+        }
+        return Ok((Vec::new(), all));
     }
     let listen = match lab {
         Some(lab) => lab.listen(),
@@ -260,15 +310,18 @@ fn start_responder(
     // Spawned from this (long-lived) thread: the child's PR_SET_PDEATHSIG
     // fires when the thread that forked it ends.
     let netns = lab.map(|l| l.netns_file(&l.path.to));
-    let spawned = SpawnedResponder::start(
-        &listen,
-        &RunPlan::cpus(&s.server_cpus),
-        s.server_threads.unwrap_or(1) as usize,
-        netns.as_deref(),
-        program,
-    )?;
-    let addr = spawned.addr.clone();
-    Ok((Some(spawned), addr))
+    let mut spawned = Vec::new();
+    for _ in 0..agents.max(1) {
+        spawned.push(SpawnedResponder::start(
+            &listen,
+            &RunPlan::cpus(&s.server_cpus),
+            s.server_threads.unwrap_or(1) as usize,
+            netns.as_deref(),
+            program,
+        )?);
+    }
+    let addrs = spawned.iter().map(|r| r.addr.clone()).collect();
+    Ok((spawned, addrs))
 }
 
 /// What the engine runs for one workload of the plan.
@@ -318,7 +371,11 @@ fn run_workloads(
             io: record.settings.io,
             ..run_config(plan, workload)
         };
-        let outcome = repeat::run_repeated(&mut session.control, &cfg, &plan.iterations, stop, obs);
+        let exec: &mut dyn repeat::Execute = match session.agents.as_mut() {
+            Some(controller) => controller,
+            None => &mut session.control,
+        };
+        let outcome = repeat::run_repeated(exec, &cfg, &plan.iterations, stop, obs);
         let mix_name = workload.to_string();
         let mut said_for_mix: Vec<(&'static str, String)> = Vec::new();
         for class in &outcome.classes {

@@ -54,6 +54,7 @@ pub use control::ControlClient;
 pub use gate::{GateState, StartGate};
 use pace::Pace;
 pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
+pub use watch::CONNECT_GRACE_NS;
 use watch::{Watch, Watched};
 use worker::{Backend, ClassPlan, Client, Shared, Worker, WorkerSlots};
 
@@ -211,7 +212,7 @@ pub fn run_workload_gated(
             // This process's share of the class (all of it but for an agent).
             let here = ClassSpec {
                 clients: cfg.clients_here(index),
-                ..spec.clone()
+                ..*spec
             };
             let mut class = summary::class_result(&workload, &here, acc, window_ns);
             // Only where Nagle can hold data: a TCP-family transport without

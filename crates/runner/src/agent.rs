@@ -1,0 +1,298 @@
+//! The agent: a driver process that runs one segment of a controller's runs
+//! (`stackbench agent --controller HOST:PORT`). It says hello with its
+//! segment, answers the controller's clock probes, and for each run connects
+//! its clients to the responder it is given, reports armed, opens its window
+//! at the controller's start time and sends back what it measured. It exits
+//! when the controller says bye or its connection closes — also in the
+//! middle of a run, within one tick of the driver's watch — so a controller
+//! that dies leaves no agent behind.
+
+use std::collections::HashMap;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use stackbench_engine::affinity::pin_current_thread;
+use stackbench_engine::{run_workload_gated, ControlClient, GateState, RunConfig, StartGate};
+use stackbench_model::segment::Segment;
+
+use crate::agent_wire::{
+    self, host_name, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming,
+};
+use crate::error::{input, RunError};
+
+/// How long an agent keeps trying to reach its controller: an agent started
+/// by a cluster engine may come up before the controller listens.
+const CONNECT_PATIENCE: Duration = Duration::from_secs(60);
+
+/// The segment an agent takes: `--segment I/N`, else Slurm's task rank
+/// (`SLURM_PROCID` of `SLURM_NTASKS`), else a Kubernetes Indexed Job's
+/// (`JOB_COMPLETION_INDEX` of `STACKBENCH_AGENTS`).
+pub fn segment_from(
+    flag: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Segment, String> {
+    let parse = |i: &str, n: &str, from: &str| -> Result<Segment, String> {
+        let num = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("{from}: '{t}' is not a whole number"))
+        };
+        Segment::new(num(i)?, num(n)?).map_err(|e| format!("{from}: {e}"))
+    };
+    if let Some(text) = flag {
+        let (i, n) = text
+            .split_once('/')
+            .ok_or_else(|| format!("--segment '{text}': use I/N, e.g. 0/4 (agent 0 of 4)"))?;
+        return parse(i, n, "--segment");
+    }
+    if let (Some(i), Some(n)) = (env("SLURM_PROCID"), env("SLURM_NTASKS")) {
+        return parse(&i, &n, "SLURM_PROCID/SLURM_NTASKS");
+    }
+    if let (Some(i), Some(n)) = (env("JOB_COMPLETION_INDEX"), env("STACKBENCH_AGENTS")) {
+        return parse(&i, &n, "JOB_COMPLETION_INDEX/STACKBENCH_AGENTS");
+    }
+    Err(
+        "no segment: give --segment I/N, or run under srun (SLURM_PROCID, SLURM_NTASKS) or as a \
+         Kubernetes Indexed Job (JOB_COMPLETION_INDEX with STACKBENCH_AGENTS)"
+            .to_string(),
+    )
+}
+
+/// Runs the agent until the controller says bye or goes away. `stop` (the
+/// agent's own Ctrl-C) ends the run in progress and the agent.
+pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Result<(), RunError> {
+    let mut stream = connect(controller)?;
+    let rx = agent_wire::reader::<FromController>(
+        stream
+            .try_clone()
+            .map_err(|e| RunError::runtime("control connection", e))?,
+        format!("the controller {controller}"),
+    );
+    send(
+        &mut stream,
+        &FromAgent::Hello {
+            protocol: agent_wire::PROTOCOL,
+            version: agent_wire::VERSION.to_string(),
+            index: segment.index(),
+            count: segment.count(),
+            host: host_name(),
+            pid: std::process::id(),
+        },
+    )
+    .map_err(|e| RunError::runtime("saying hello to the controller", e))?;
+    let mut responders: HashMap<String, ControlClient> = HashMap::new();
+    loop {
+        let msg = match rx.recv() {
+            Ok(Incoming::Message(m)) => m,
+            // The controller ended without a bye (it died): nothing to do.
+            Ok(Incoming::Closed(_)) | Err(_) => return Ok(()),
+        };
+        match msg {
+            FromController::Welcome => {}
+            FromController::Refused { reason } => return input(reason),
+            FromController::Ping { seq } => {
+                let pong = FromAgent::Pong {
+                    seq,
+                    agent_unix_ns: now_unix_ns(),
+                };
+                send(&mut stream, &pong).map_err(|e| RunError::runtime("control", e))?;
+            }
+            FromController::Run {
+                run,
+                config,
+                target,
+            } => {
+                let reply = run_one(
+                    run,
+                    &config,
+                    &target,
+                    &mut responders,
+                    (&mut stream, &rx),
+                    stop,
+                );
+                send(&mut stream, &reply).map_err(|e| RunError::runtime("control", e))?;
+            }
+            FromController::Bye => return Ok(()),
+            // A start or stop of a run already over.
+            FromController::Start { .. } | FromController::Stop { .. } => {}
+        }
+    }
+}
+
+/// Connects to the controller, retrying while it is not yet listening.
+fn connect(controller: &str) -> Result<TcpStream, RunError> {
+    let deadline = Instant::now() + CONNECT_PATIENCE;
+    loop {
+        let addrs: Vec<_> = controller
+            .to_socket_addrs()
+            .or_else(|e| input(format!("--controller '{controller}': {e}: use HOST:PORT")))?
+            .collect();
+        let tried = addrs
+            .iter()
+            .find_map(|a| TcpStream::connect_timeout(a, Duration::from_secs(2)).ok());
+        match tried {
+            Some(s) => {
+                let _ = s.set_nodelay(true);
+                return Ok(s);
+            }
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            None => {
+                return Err(RunError::Runtime(format!(
+                    "no controller answered at {controller} within {} s: start the run or study \
+                     with --agents first, or check the address",
+                    CONNECT_PATIENCE.as_secs()
+                )))
+            }
+        }
+    }
+}
+
+/// One run of the agent's segment: its answer to the controller.
+fn run_one(
+    run: u64,
+    cfg: &RunConfig,
+    target: &str,
+    responders: &mut HashMap<String, ControlClient>,
+    (stream, rx): (&mut TcpStream, &Receiver<Incoming<FromController>>),
+    stop: &AtomicBool,
+) -> FromAgent {
+    let failed = |error: String| FromAgent::Failed { run, error };
+    if !cfg.client_cpus.is_empty() {
+        if let Err(e) = pin_current_thread(&cfg.client_cpus) {
+            return failed(format!("client_cpus: {e}"));
+        }
+    }
+    if !responders.get(target).is_some_and(ControlClient::is_alive) {
+        match ControlClient::connect(target) {
+            Ok(c) => responders.insert(target.to_string(), c),
+            Err(e) => return failed(format!("responder {target}: {e}")),
+        };
+    }
+    let control = responders.get_mut(target).expect("connected above");
+    let responder_host = if control.target().ip().is_loopback() {
+        host_name()
+    } else {
+        control.target().ip().to_string()
+    };
+    let mut gate = ControllerGate {
+        run,
+        stream,
+        rx,
+        armed_sent: false,
+    };
+    let outcome = run_workload_gated(control, cfg, Some(&mut gate), stop, &mut |_| {});
+    match outcome {
+        Ok(o) => FromAgent::Done {
+            run,
+            part: Box::new(AgentResult {
+                classes: o.classes,
+                mix_cpu: o.mix_cpu,
+                complete: o.complete,
+                incomplete_reason: o.incomplete_reason,
+                window_opened_unix_s: o.window_opened_unix_s,
+                responder_host,
+            }),
+        },
+        Err(e) => failed(e.to_string()),
+    }
+}
+
+/// The start barrier as the driver's watch sees it: says armed once, then
+/// waits for the controller's start time; a stop, or the controller's
+/// connection closing, ends the run.
+struct ControllerGate<'a> {
+    run: u64,
+    stream: &'a mut TcpStream,
+    rx: &'a Receiver<Incoming<FromController>>,
+    armed_sent: bool,
+}
+
+impl StartGate for ControllerGate<'_> {
+    fn poll(&mut self, armed: bool) -> GateState {
+        if armed && !self.armed_sent {
+            self.armed_sent = true;
+            if let Err(e) = send(self.stream, &FromAgent::Armed { run: self.run }) {
+                return GateState::Abort(format!("the controller's connection failed: {e}"));
+            }
+        }
+        loop {
+            match self.rx.try_recv() {
+                Ok(Incoming::Message(FromController::Start { run, at_unix_ns }))
+                    if run == self.run =>
+                {
+                    return GateState::StartAt(UNIX_EPOCH + Duration::from_nanos(at_unix_ns));
+                }
+                Ok(Incoming::Message(FromController::Stop { run })) if run == self.run => {
+                    return GateState::Abort("stopped by the controller".to_string());
+                }
+                Ok(Incoming::Message(FromController::Ping { seq })) => {
+                    let pong = FromAgent::Pong {
+                        seq,
+                        agent_unix_ns: now_unix_ns(),
+                    };
+                    let _ = send(self.stream, &pong);
+                }
+                Ok(Incoming::Message(_)) => {} // a message of another run
+                Ok(Incoming::Closed(reason)) => {
+                    return GateState::Abort(format!("controller lost: {reason}"))
+                }
+                Err(TryRecvError::Empty) => return GateState::Wait,
+                Err(TryRecvError::Disconnected) => {
+                    return GateState::Abort("controller lost".to_string())
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn segment_from_flag_then_slurm_then_kubernetes() {
+        let none = env_of(&[]);
+        assert_eq!(segment_from(Some("2/4"), &none).unwrap().to_string(), "2/4");
+        let slurm = env_of(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "3")]);
+        assert_eq!(segment_from(None, &slurm).unwrap().to_string(), "1/3");
+        let k8s = env_of(&[("JOB_COMPLETION_INDEX", "5"), ("STACKBENCH_AGENTS", "8")]);
+        assert_eq!(segment_from(None, &k8s).unwrap().to_string(), "5/8");
+        // The flag wins over the environment.
+        assert_eq!(
+            segment_from(Some("0/2"), &slurm).unwrap().to_string(),
+            "0/2"
+        );
+    }
+
+    #[test]
+    fn bad_segments_are_one_line_with_the_fix() {
+        let none = env_of(&[]);
+        assert!(segment_from(None, &none)
+            .unwrap_err()
+            .contains("--segment I/N"));
+        assert!(segment_from(Some("4/4"), &none)
+            .unwrap_err()
+            .contains("0 to 3"));
+        assert!(segment_from(Some("0/0"), &none)
+            .unwrap_err()
+            .contains("at least 1"));
+        assert!(segment_from(Some("x"), &none)
+            .unwrap_err()
+            .contains("use I/N"));
+        let bad = env_of(&[("SLURM_PROCID", "a"), ("SLURM_NTASKS", "2")]);
+        assert!(segment_from(None, &bad)
+            .unwrap_err()
+            .contains("SLURM_PROCID"));
+    }
+}

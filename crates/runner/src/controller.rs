@@ -1,0 +1,575 @@
+//! The controller of a run split over agents. It listens for the agents,
+//! starts them (locally, through `srun`, or not at all when a cluster engine
+//! does), checks each one's version and segment, measures each one's clock
+//! offset as NTP does (the sample with the shortest round trip: offset =
+//! agent clock − midpoint of the probe), and then, for every workload run:
+//!
+//! 1. sends the run (the whole [`RunConfig`] with the agent's segment, and
+//!    the responder it drives) to every agent;
+//! 2. waits until every agent is armed (its clients connected) — the first
+//!    phase of the barrier; an agent not armed by the deadline is named;
+//! 3. sends one start time, a little ahead, converted to each agent's clock —
+//!    the second phase: all windows open at once, and the skew between them
+//!    is measured from the times each agent says its window opened;
+//! 4. collects every agent's result and merges them exactly
+//!    ([`crate::agent_merge`]).
+//!
+//! An agent that fails or goes silent makes the run incomplete, naming the
+//! agent with its host and segment; the others are stopped and their results
+//! kept. The design follows uperf's master/slave barriers and perfSONAR
+//! pScheduler's common start time; k6-operator starts its paused runners one
+//! by one instead, and its skew grows with their number.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use stackbench_engine::{RunConfig, RunOutcome};
+use stackbench_model::segment::Segment;
+use stackbench_model::settings::Launcher;
+use stackbench_record::AgentsSummary;
+
+use crate::agent_merge::{self, AgentPart};
+use crate::agent_wire::{
+    self, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming,
+};
+use crate::error::{input, RunError};
+use crate::launch::Launched;
+
+/// Clock probes per agent; the one with the shortest round trip is kept.
+const CLOCK_PROBES: u32 = 8;
+/// How far ahead of now the start time is set: every agent must receive it
+/// before it comes (a few ms of control traffic each, on a loaded host).
+const START_LEAD: Duration = Duration::from_millis(100);
+const START_LEAD_PER_AGENT: Duration = Duration::from_millis(5);
+/// How long the agents have to connect and say hello.
+const HELLO_PATIENCE_LOCAL: Duration = Duration::from_secs(30);
+const HELLO_PATIENCE_REMOTE: Duration = Duration::from_secs(300);
+/// Beyond a run's own connect deadline (ramp + the driver's grace), how long
+/// the controller waits for the agents to be armed.
+const ARM_MARGIN: Duration = Duration::from_secs(30);
+/// After the window should have ended, how long the controller waits for
+/// the results (the agents' end samples and socket dumps).
+const RESULT_MARGIN: Duration = Duration::from_secs(60);
+
+/// One connected agent.
+struct Agent {
+    segment: Segment,
+    host: String,
+    pid: u32,
+    stream: TcpStream,
+    rx: Receiver<Incoming<FromAgent>>,
+    /// Agent clock minus controller clock, and the probe's round trip, ns.
+    offset_ns: i64,
+    rtt_ns: u64,
+    /// The responder it drives.
+    target: String,
+}
+
+impl Agent {
+    fn name(&self) -> String {
+        format!("agent {} on {} (pid {})", self.segment, self.host, self.pid)
+    }
+}
+
+/// The agents of a session, connected and ready for runs.
+pub struct Controller {
+    agents: Vec<Agent>,
+    launcher: Launcher,
+    next_run: u64,
+    /// What each run's agents did, for the record (see [`Controller::take_summary`]).
+    summaries: Vec<AgentsSummary>,
+    _launched: Launched,
+}
+
+/// What starting the agents needs.
+pub struct AgentsSpec<'a> {
+    pub count: u32,
+    pub launcher: Launcher,
+    /// Where to listen for the agents (`None`: loopback, any port).
+    pub listen: Option<&'a str>,
+    /// The responders: agent i drives `targets[i % len]`.
+    pub targets: Vec<String>,
+    /// The stackbench executable for local and srun agents (`None`: this one).
+    pub program: Option<&'a Path>,
+}
+
+impl Controller {
+    /// Listens, starts the agents as `spec.launcher` says, and waits for
+    /// each one's hello; then measures their clocks.
+    pub fn start(spec: AgentsSpec, stop: &AtomicBool) -> Result<Controller, RunError> {
+        let listen = spec.listen.unwrap_or("127.0.0.1:0");
+        let listener = TcpListener::bind(listen).or_else(|e| {
+            input(format!(
+                "agent_listen {listen}: {e}: give an address of this host, e.g. 0.0.0.0:7700"
+            ))
+        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| RunError::runtime("agent listener", e))?;
+        let program = match spec.program {
+            Some(p) => p.to_path_buf(),
+            None => std::env::current_exe()
+                .map_err(|e| RunError::runtime("cannot find the stackbench executable", e))?,
+        };
+        let mut launched =
+            crate::launch::launch(spec.launcher, spec.count, &program, &addr.to_string())?;
+        let patience = match spec.launcher {
+            Launcher::Local => HELLO_PATIENCE_LOCAL,
+            Launcher::Slurm | Launcher::External => HELLO_PATIENCE_REMOTE,
+        };
+        let mut agents = accept_agents(&listener, spec.count, patience, &mut launched, stop)?;
+        agents.sort_by_key(|a| a.segment.index());
+        for a in &mut agents {
+            a.target = spec.targets[a.segment.index() as usize % spec.targets.len()].clone();
+            (a.offset_ns, a.rtt_ns) = clock_offset(a)?;
+        }
+        Ok(Controller {
+            agents,
+            launcher: spec.launcher,
+            next_run: 0,
+            summaries: Vec::new(),
+            _launched: launched,
+        })
+    }
+
+    /// The agents' rows of every run since the last call, for the record.
+    pub fn take_summary(&mut self) -> Option<AgentsSummary> {
+        let mut all = std::mem::take(&mut self.summaries).into_iter();
+        let mut first = all.next()?;
+        for s in all {
+            first.start_skew_s = match (first.start_skew_s, s.start_skew_s) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            first.merge_notes.extend(s.merge_notes);
+            first.agents.extend(s.agents);
+        }
+        Some(first)
+    }
+
+    /// Runs `cfg` on every agent, each its own segment, and merges the
+    /// results. An `Err` means no agent measured anything.
+    pub fn run(&mut self, cfg: &RunConfig, stop: &AtomicBool) -> Result<RunOutcome, String> {
+        self.next_run += 1;
+        let run = self.next_run;
+        let n = self.agents.len() as u32;
+        for a in &mut self.agents {
+            let config = RunConfig {
+                segment: a.segment,
+                ..cfg.clone()
+            };
+            let msg = FromController::Run {
+                run,
+                config: Box::new(config),
+                target: a.target.clone(),
+            };
+            send(&mut a.stream, &msg).map_err(|e| agent_lost(a, &e.to_string()))?;
+        }
+        // Phase 1: every agent armed.
+        let ramp = cfg
+            .pacing
+            .ramp
+            .map_or(0.0, |r| cfg.workload.total_clients() as f64 / r.per_s());
+        let arm_deadline = Instant::now()
+            + Duration::from_secs_f64(ramp)
+            + Duration::from_nanos(stackbench_engine::driver::CONNECT_GRACE_NS)
+            + ARM_MARGIN;
+        let mut state: Vec<AgentState> = vec![AgentState::Running; n as usize];
+        let mut failure: Option<String> = None;
+        self.wait(run, &mut state, arm_deadline, stop, &mut failure, |s| {
+            !matches!(s, AgentState::Running)
+        });
+        if failure.is_none() && !state.iter().all(|s| matches!(s, AgentState::Armed)) {
+            let late: Vec<String> = self
+                .agents
+                .iter()
+                .zip(&state)
+                .filter(|(_, s)| matches!(s, AgentState::Running))
+                .map(|(a, _)| a.name())
+                .collect();
+            failure = Some(format!(
+                "agents not armed (clients not all connected) after {:.0} s: {}",
+                arm_deadline
+                    .saturating_duration_since(Instant::now())
+                    .as_secs_f64(),
+                late.join(", ")
+            ));
+        }
+        // Phase 2: one start time for all.
+        if failure.is_none() {
+            let lead = START_LEAD + START_LEAD_PER_AGENT * n;
+            let start = now_unix_ns() + lead.as_nanos() as u64;
+            for a in &mut self.agents {
+                let at = start.saturating_add_signed(a.offset_ns);
+                let msg = FromController::Start {
+                    run,
+                    at_unix_ns: at,
+                };
+                if let Err(e) = send(&mut a.stream, &msg) {
+                    failure.get_or_insert(format!("{}: {e}", a.name()));
+                }
+            }
+        }
+        if failure.is_some() {
+            self.stop_all(run);
+        }
+        let window = cfg.warmup + cfg.duration.unwrap_or(Duration::from_secs(86_400 * 365));
+        let result_deadline = Instant::now() + START_LEAD + window + RESULT_MARGIN;
+        self.wait(run, &mut state, result_deadline, stop, &mut failure, |s| {
+            matches!(s, AgentState::Done(_) | AgentState::Failed(_))
+        });
+        if failure.is_some() {
+            self.stop_all(run);
+            // What the others measured until the stop.
+            let grace = Instant::now() + Duration::from_secs(10);
+            let mut ignored = None;
+            self.wait(
+                run,
+                &mut state,
+                grace,
+                &AtomicBool::new(false),
+                &mut ignored,
+                |s| matches!(s, AgentState::Done(_) | AgentState::Failed(_)),
+            );
+        }
+        let parts = self.parts(state);
+        if parts.iter().all(|p| p.classes.is_empty()) {
+            return Err(failure.unwrap_or_else(|| "no agent returned a result".to_string()));
+        }
+        let mut merged = agent_merge::merge(&parts, self.launcher.name());
+        // Each agent named its class by its share (RR2 of RR8): the merged
+        // class is the whole one.
+        let workload = cfg.workload.to_string();
+        for (class, spec) in merged.classes.iter_mut().zip(&cfg.workload.classes) {
+            class.notation = spec.to_string();
+            class.workload = workload.clone();
+        }
+        let mut reason = merged.incomplete_reason;
+        if let Some(f) = failure {
+            reason = Some(match reason {
+                Some(r) if !r.contains(&f) => format!("{f}; {r}"),
+                Some(r) => r,
+                None => f,
+            });
+        }
+        let opened = parts
+            .iter()
+            .filter_map(|p| Some(p.window_start_s? - p.clock_offset_s))
+            .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.min(t))));
+        self.summaries.push(merged.agents);
+        Ok(RunOutcome {
+            classes: merged.classes,
+            mix_cpu: merged.mix_cpu,
+            server_stats: Vec::new(),
+            complete: reason.is_none(),
+            incomplete_reason: reason,
+            window_opened_unix_s: opened,
+        })
+    }
+
+    /// Reads the agents' messages of `run` until every agent's state
+    /// satisfies `done`, the deadline passes, or `stop` is set (then the
+    /// agents are told to stop, and waiting goes on for their results).
+    fn wait(
+        &mut self,
+        run: u64,
+        state: &mut [AgentState],
+        deadline: Instant,
+        stop: &AtomicBool,
+        failure: &mut Option<String>,
+        done: impl Fn(&AgentState) -> bool,
+    ) {
+        let mut stopped = false;
+        while !state.iter().all(&done) {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            if stop.load(Ordering::Relaxed) && !stopped {
+                stopped = true;
+                self.stop_all(run);
+            }
+            let mut quiet = true;
+            for (a, st) in self.agents.iter().zip(state.iter_mut()) {
+                if done(st) {
+                    continue;
+                }
+                match a.rx.try_recv() {
+                    Ok(Incoming::Message(FromAgent::Armed { run: r })) if r == run => {
+                        *st = AgentState::Armed;
+                        quiet = false;
+                    }
+                    Ok(Incoming::Message(FromAgent::Done { run: r, part })) if r == run => {
+                        *st = AgentState::Done(part);
+                        quiet = false;
+                    }
+                    Ok(Incoming::Message(FromAgent::Failed { run: r, error })) if r == run => {
+                        failure.get_or_insert(format!("{}: {error}", a.name()));
+                        *st = AgentState::Failed(error);
+                        quiet = false;
+                    }
+                    Ok(Incoming::Message(_)) => quiet = false, // a stale message
+                    Ok(Incoming::Closed(reason)) => {
+                        let why = format!("{} died or stopped reporting ({reason})", a.name());
+                        failure.get_or_insert(why.clone());
+                        *st = AgentState::Failed(why);
+                    }
+                    Err(_) => {}
+                }
+            }
+            if failure.is_some() && !stopped {
+                stopped = true;
+                self.stop_all(run);
+            }
+            if quiet {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+
+    fn stop_all(&mut self, run: u64) {
+        for a in &mut self.agents {
+            let _ = send(&mut a.stream, &FromController::Stop { run });
+        }
+    }
+
+    /// The merge's input: each agent's result (an empty one, incomplete and
+    /// named, for an agent that returned none).
+    fn parts(&self, state: Vec<AgentState>) -> Vec<AgentPart> {
+        self.agents
+            .iter()
+            .zip(state)
+            .map(|(a, st)| {
+                let (result, reason) = match st {
+                    AgentState::Done(r) => (Some(*r), None),
+                    AgentState::Failed(e) => (None, Some(e)),
+                    _ => (None, Some("returned no result".to_string())),
+                };
+                let r = result.unwrap_or_else(|| AgentResult {
+                    classes: Vec::new(),
+                    mix_cpu: None,
+                    complete: false,
+                    incomplete_reason: reason,
+                    window_opened_unix_s: None,
+                    responder_host: String::new(),
+                });
+                AgentPart {
+                    index: a.segment.index(),
+                    count: a.segment.count(),
+                    pid: a.pid,
+                    host: a.host.clone(),
+                    responder: a.target.clone(),
+                    responder_host: r.responder_host,
+                    classes: r.classes,
+                    mix_cpu: r.mix_cpu,
+                    complete: r.complete,
+                    incomplete_reason: r.incomplete_reason,
+                    window_start_s: r.window_opened_unix_s,
+                    clock_offset_s: a.offset_ns as f64 / 1e9,
+                    clock_rtt_s: a.rtt_ns as f64 / 1e9,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        for a in &mut self.agents {
+            let _ = send(&mut a.stream, &FromController::Bye);
+        }
+    }
+}
+
+/// Where an agent is in one run.
+#[derive(Debug)]
+enum AgentState {
+    Running,
+    Armed,
+    Done(Box<AgentResult>),
+    Failed(String),
+}
+
+impl Clone for AgentState {
+    fn clone(&self) -> Self {
+        match self {
+            AgentState::Running => AgentState::Running,
+            AgentState::Armed => AgentState::Armed,
+            AgentState::Done(r) => AgentState::Done(r.clone()),
+            AgentState::Failed(e) => AgentState::Failed(e.clone()),
+        }
+    }
+}
+
+fn agent_lost(a: &Agent, e: &str) -> String {
+    format!("{}: {e}", a.name())
+}
+
+/// Accepts `count` agents and checks their hellos: same protocol and
+/// version, segments of `count`, each index once.
+fn accept_agents(
+    listener: &TcpListener,
+    count: u32,
+    patience: Duration,
+    launched: &mut Launched,
+    stop: &AtomicBool,
+) -> Result<Vec<Agent>, RunError> {
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| RunError::runtime("agent listener", e))?;
+    let deadline = Instant::now() + patience;
+    let mut agents: Vec<Agent> = Vec::new();
+    while (agents.len() as u32) < count {
+        if stop.load(Ordering::Relaxed) {
+            return Err(RunError::Runtime(
+                "interrupted while the agents started".into(),
+            ));
+        }
+        if let Some(dead) = launched.exited() {
+            return Err(RunError::Runtime(format!(
+                "{dead} before it said hello ({} of {count} agents connected)",
+                agents.len()
+            )));
+        }
+        if Instant::now() >= deadline {
+            let have: Vec<u32> = agents.iter().map(|a| a.segment.index()).collect();
+            let missing: Vec<String> = (0..count)
+                .filter(|i| !have.contains(i))
+                .map(|i| format!("{i}/{count}"))
+                .collect();
+            return Err(RunError::Runtime(format!(
+                "agents not ready after {} s: {} never said hello ({})",
+                patience.as_secs(),
+                missing.join(", "),
+                launched.describe()
+            )));
+        }
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                stream
+                    .set_nonblocking(false)
+                    .map_err(|e| RunError::runtime("agent connection", e))?;
+                let _ = stream.set_nodelay(true);
+                agents.push(hello(stream, &peer.to_string(), count, &agents)?);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(RunError::runtime("accepting an agent", e)),
+        }
+    }
+    Ok(agents)
+}
+
+/// Reads and checks one agent's hello; a refusal is sent to the agent too.
+fn hello(mut stream: TcpStream, peer: &str, count: u32, have: &[Agent]) -> Result<Agent, RunError> {
+    let rx = agent_wire::reader::<FromAgent>(
+        stream
+            .try_clone()
+            .map_err(|e| RunError::runtime("agent connection", e))?,
+        format!("agent at {peer}"),
+    );
+    let msg = match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(Incoming::Message(m)) => m,
+        Ok(Incoming::Closed(why)) => return Err(RunError::Runtime(why)),
+        Err(_) => {
+            return Err(RunError::Runtime(format!(
+                "{peer} connected to the agent port but said nothing: is it a stackbench agent?"
+            )))
+        }
+    };
+    let FromAgent::Hello {
+        protocol,
+        version,
+        index,
+        count: theirs,
+        host,
+        pid,
+    } = msg
+    else {
+        return Err(RunError::Runtime(format!(
+            "{peer} did not start with a hello"
+        )));
+    };
+    let refusal = if protocol != agent_wire::PROTOCOL || version != agent_wire::VERSION {
+        Some(format!(
+            "agent {index}/{theirs} on {host} is stackbench {version} (agent protocol {protocol}), \
+             this controller is {} (protocol {}): run the same stackbench on every host",
+            agent_wire::VERSION,
+            agent_wire::PROTOCOL
+        ))
+    } else if theirs != count {
+        Some(format!(
+            "agent {index}/{theirs} on {host} was started for {theirs} agents, this run has {count}: \
+             start it with --segment I/{count} (or {count} srun tasks / Job completions)"
+        ))
+    } else if have.iter().any(|a| a.segment.index() == index) {
+        Some(format!(
+            "two agents took segment {index}/{count} (on {host} and {}): give each its own index",
+            have.iter()
+                .find(|a| a.segment.index() == index)
+                .map_or("?", |a| a.host.as_str())
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
+        let _ = send(
+            &mut stream,
+            &FromController::Refused {
+                reason: reason.clone(),
+            },
+        );
+        return input(reason);
+    }
+    let segment = Segment::new(index, count).or_else(input)?;
+    send(&mut stream, &FromController::Welcome)
+        .map_err(|e| RunError::runtime("welcoming an agent", e))?;
+    Ok(Agent {
+        segment,
+        host,
+        pid,
+        stream,
+        rx,
+        offset_ns: 0,
+        rtt_ns: 0,
+        target: String::new(),
+    })
+}
+
+/// The agent's clock offset (agent − controller) from the probe with the
+/// shortest round trip, and that round trip, ns.
+fn clock_offset(a: &mut Agent) -> Result<(i64, u64), RunError> {
+    let mut best: Option<(i64, u64)> = None;
+    for seq in 0..CLOCK_PROBES {
+        let t0 = now_unix_ns();
+        send(&mut a.stream, &FromController::Ping { seq })
+            .map_err(|e| RunError::runtime(&a.name(), e))?;
+        let pong = loop {
+            match a.rx.recv_timeout(Duration::from_secs(5)) {
+                Ok(Incoming::Message(FromAgent::Pong {
+                    seq: s,
+                    agent_unix_ns,
+                })) if s == seq => break agent_unix_ns,
+                Ok(Incoming::Message(_)) => continue,
+                Ok(Incoming::Closed(why)) => return Err(RunError::Runtime(why)),
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
+                    return Err(RunError::Runtime(format!(
+                        "{} did not answer its clock probe within 5 s",
+                        a.name()
+                    )))
+                }
+            }
+        };
+        let t2 = now_unix_ns();
+        let rtt = t2.saturating_sub(t0);
+        let offset = pong as i128 - (i128::from(t0) + i128::from(t2)) / 2;
+        if best.is_none_or(|(_, r)| rtt < r) {
+            best = Some((offset as i64, rtt));
+        }
+    }
+    Ok(best.expect("at least one probe"))
+}
