@@ -1,6 +1,7 @@
 //! The CLI's integration tests, one test binary: each module drives the
 //! `stackbench` binary for one area; `common` holds the shared helpers.
 
+mod agents;
 mod bench_scripts;
 mod common;
 mod compare_cli;

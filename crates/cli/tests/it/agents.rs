@@ -1,0 +1,226 @@
+//! Runs split over agents: exact counts over local agents, the start skew
+//! stored, agents started by someone else (launcher external) joining over
+//! TCP, an agent of another version refused, a dead agent making the run
+//! incomplete by name, a dead controller taking its agents with it, and the
+//! bad inputs refused in one line.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// A free loopback port for the controller's agent listener.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `stackbench agent --controller ADDR --segment I/N`, started as a child.
+fn agent(addr: &str, segment: &str) -> Child {
+    stackbench()
+        .args(["agent", "--controller", addr, "--segment", segment])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s.split_whitespace().nth(2).is_some_and(|st| st == "Z"))
+}
+
+#[test]
+fn four_local_agents_run_exact_counts_and_store_their_rows() {
+    let v = run_json("RR8(64B/64B)", 10_000, &["--agents", "4"]);
+    assert_eq!(v["complete"], true, "{v}");
+    let class = &v["classes"][0];
+    assert_eq!(class["notation"], "RR8(64B/64B)");
+    assert_eq!(class["clients"], 8);
+    assert_eq!(class["transactions"], 10_000);
+    assert_eq!(v["settings"]["agents"], 4);
+    let agents = &v["agents"];
+    assert_eq!(agents["count"], 4);
+    assert_eq!(agents["launcher"], "local");
+    let rows = agents["agents"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    let per_agent: Vec<u64> = rows
+        .iter()
+        .map(|r| r["classes"][0]["transactions"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_agent, vec![2_500; 4]);
+    // One machine: the windows open together (the closing note reports the
+    // figure; a loaded test machine gets a looser bound).
+    let skew = agents["start_skew_s"].as_f64().unwrap();
+    assert!((0.0..0.05).contains(&skew), "start skew {skew} s");
+    // The merged latency is a histogram of every agent's transactions.
+    let p50 = class["latency_us"]["p50"].as_f64().unwrap();
+    assert!(p50 > 0.0);
+}
+
+#[test]
+fn external_agents_join_and_a_killed_agent_makes_the_run_incomplete_by_name() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let controller = stackbench()
+        .args(["run", "RR2(64B/64B)", "--duration", "3s", "--warmup", "0s"])
+        .args([
+            "--agents",
+            "2",
+            "--launcher",
+            "external",
+            "--agent-listen",
+            &addr,
+        ])
+        .args(["--json", "--no-store"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let keep = agent(&addr, "0/2");
+    let mut doomed = agent(&addr, "1/2");
+    // Kill agent 1 once the run is measuring (its driver thread runs).
+    wait_until_measuring(&doomed, Duration::from_secs(30));
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    let out = wait_bounded(controller, Duration::from_secs(60));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["complete"], false);
+    let reason = v["incomplete_reason"].as_str().unwrap();
+    assert!(reason.contains("agent 1/2"), "{reason}");
+    // The surviving agent's rows are kept.
+    let rows = v["agents"]["agents"].as_array().unwrap();
+    let kept = rows.iter().find(|r| r["index"] == 0).unwrap();
+    assert!(
+        kept["classes"][0]["transactions"].as_u64().unwrap() > 0,
+        "{kept}"
+    );
+    let survivor = wait_bounded(keep, Duration::from_secs(10));
+    assert!(survivor.status.success());
+}
+
+#[test]
+fn agents_leave_when_their_controller_dies() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut controller = stackbench()
+        .args(["run", "RR2(64B/64B)", "--duration", "60s", "--warmup", "0s"])
+        .args([
+            "--agents",
+            "2",
+            "--launcher",
+            "external",
+            "--agent-listen",
+            &addr,
+        ])
+        .args(["--no-store"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let agents = [agent(&addr, "0/2"), agent(&addr, "1/2")];
+    wait_until_measuring(&agents[0], Duration::from_secs(30));
+    controller.kill().unwrap();
+    controller.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for a in agents {
+        let pid = a.id();
+        let out = wait_bounded(a, deadline.saturating_duration_since(Instant::now()));
+        assert!(!alive(pid));
+        drop(out);
+    }
+}
+
+#[test]
+fn an_agent_of_another_version_is_refused_in_one_line() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let controller = stackbench()
+        .args(["run", "RR2(64B/64B)", "--transactions", "10"])
+        .args([
+            "--agents",
+            "2",
+            "--launcher",
+            "external",
+            "--agent-listen",
+            &addr,
+        ])
+        .args(["--no-store"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stream = loop {
+        match TcpStream::connect(&addr) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => panic!("the controller never listened: {e}"),
+        }
+    };
+    let mut w = stream.try_clone().unwrap();
+    writeln!(
+        w,
+        r#"{{"msg":"hello","protocol":1,"version":"0.0.1","index":0,"count":2,"host":"old","pid":1}}"#
+    )
+    .unwrap();
+    let mut answer = String::new();
+    BufReader::new(stream).read_line(&mut answer).unwrap();
+    assert!(answer.contains("refused"), "{answer}");
+    let out = wait_bounded(controller, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.contains("0.0.1") && last.contains("same stackbench"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_agent_inputs_are_one_line_and_start_nothing() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["run", "RR2(1B/1B)", "--agents", "3", "--transactions", "10"],
+            "at most 2 agents",
+        ),
+        (&["run", "RR2(1B/1B)", "--agents", "0"], "agents"),
+        (
+            &[
+                "run",
+                "RR2(1B/1B)",
+                "--launcher",
+                "slurm",
+                "--transactions",
+                "10",
+            ],
+            "--agents 4",
+        ),
+        (
+            &["agent", "--controller", "127.0.0.1:1", "--segment", "4/4"],
+            "0 to 3",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = stackbench()
+            .args(args)
+            .env_remove("SLURM_PROCID")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
