@@ -317,7 +317,7 @@ fn side_inputs<'a>(
 ) -> Vec<SideInput<'a>> {
     of.iter()
         .filter_map(|(i, p, f)| {
-            get(*f).map(|side| SideInput {
+            get(f).map(|side| SideInput {
                 host: (if server { &p.responder_host } else { &p.host }).clone(),
                 part: *i,
                 process: if server {
