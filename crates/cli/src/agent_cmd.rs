@@ -25,7 +25,7 @@ pub struct AgentArgs {
 pub fn run(args: AgentArgs) -> anyhow::Result<i32> {
     let env = |k: &str| std::env::var(k).ok();
     let segment = stackbench_runner::agent::segment_from(args.segment.as_deref(), &env)
-        .map_err(|m| crate::exit::UsageError(m))?;
+        .map_err(crate::exit::UsageError)?;
     let stop = crate::interrupt::stop_flag();
     stackbench_runner::agent::agent_main(&args.controller, segment, stop).map_err(run_error)?;
     Ok(crate::exit::OK)
