@@ -7,6 +7,7 @@ mod compare_cli;
 mod docs;
 mod guest;
 mod guest_tier;
+mod k8s;
 mod lab;
 mod lab_run;
 mod mix_cpu;
