@@ -11,11 +11,12 @@
 //!   its command (`--execution-segment`); here one Indexed Job runs every
 //!   agent and each takes its segment from `JOB_COMPLETION_INDEX` and
 //!   `STACKBENCH_AGENTS`, so N is one number in one object.
-//! - k6-operator starts runners `--paused` and a starter pod resumes them
-//!   one by one over their REST API, behind a Service per runner (the start
-//!   skew grows with N). Here agents dial out to the controller, which arms
-//!   them all and gives one `start_at`: no Service per agent, no pod that
-//!   talks to the API server (so no service account token is mounted).
+//! - k6-operator starts runners `--paused` and a starter Job curls each
+//!   runner's REST API in turn to resume it, behind a Service per runner
+//!   (the start skew grows with N). Here agents dial out to the controller,
+//!   which arms them all and gives one `start_at`: no Service per agent, no
+//!   starter, and no pod needs the API server (no service-account token is
+//!   mounted).
 //! - As k6-operator's runners: `restartPolicy: Never` and no retries, so a
 //!   failed runner is never replaced mid-test. Its `separate` option is a
 //!   *required* anti-affinity; here the spread is *preferred*, so a one-node

@@ -123,10 +123,12 @@ fn checked(args: &RenderArgs) -> anyhow::Result<Cluster> {
     let (smallest, largest) = populations(&study, &file).or_else(|e| usage(e.to_string()))?;
     let agents = match args.agents {
         Some(0) => return usage("--agents 0: give at least 1 agent"),
-        Some(n) if u64::from(n) > largest => return usage(format!(
+        Some(n) if u64::from(n) > largest => {
+            return usage(format!(
             "--agents {n}: more agents than the study's largest population ({largest} clients): \
                  give at most {largest}"
-        )),
+        ))
+        }
         Some(n) => n,
         None => largest.div_ceil(CLIENTS_PER_AGENT).max(1) as u32,
     };

@@ -470,7 +470,7 @@ fn the_schema_check_rejects_a_broken_manifest() {
     spec.insert("backoffLimitPerIndx".into(), limit);
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, job.to_string()).unwrap();
-    let out = validate(&command, &[broken.clone()]);
+    let out = validate(&command, std::slice::from_ref(&broken));
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{text}");
