@@ -61,6 +61,8 @@ pub struct Cluster {
     pub responders: u32,
     /// The study file's text, as read.
     pub study_text: String,
+    /// The study's name: the `study` label of every run it stores.
+    pub study_name: String,
     /// A PersistentVolumeClaim for the result database; `None`: an emptyDir
     /// (the database lives as long as the controller pod).
     pub results_claim: Option<String>,
@@ -308,14 +310,17 @@ fn wait_for(c: &Cluster, name: &str, test: &str, what: &str) -> Value {
     })
 }
 
-/// The controller: runs the study, then prints every stored run as JSON
-/// after [`RESULTS_MARKER`] so `kubectl logs` carries the results out, and
-/// exits with the study's status (3: a run was incomplete). No retries: a
-/// second controller would start the study over while the agents are gone.
+/// The controller: runs the study, then prints the study's stored runs as
+/// JSON after [`RESULTS_MARKER`] so `kubectl logs` carries the results out,
+/// and exits with the study's status (3: a run was incomplete). No
+/// retries: a second controller would start the study over while the
+/// agents are gone. The study's name reaches the script through the
+/// environment, which needs no shell quoting whatever the name holds.
 fn controller_job(c: &Cluster) -> Value {
     let script = format!(
         "\"$@\"; status=$?; echo '{RESULTS_MARKER}'; \
-         stackbench results export --db {RESULTS_DIR}/results.db --format json; exit $status"
+         stackbench results export --db {RESULTS_DIR}/results.db --where \"study=$STUDY_NAME\" \
+         --format json; exit $status"
     );
     let mut command = vec!["/bin/sh".to_string(), "-c".into(), script, "sh".into()];
     command.extend(c.controller_argv());
@@ -353,6 +358,7 @@ fn controller_job(c: &Cluster) -> Value {
                         "name": "controller",
                         "image": c.image,
                         "command": command,
+                        "env": [{ "name": "STUDY_NAME", "value": c.study_name }],
                         "ports": [{ "name": "agents", "containerPort": CONTROLLER_PORT }],
                         "readinessProbe": listening_probe(CONTROLLER_PORT),
                         "resources": resources("100m", "256Mi"),

@@ -171,6 +171,7 @@ fn checked(args: &RenderArgs) -> anyhow::Result<Cluster> {
         agents,
         responders,
         study_text: text,
+        study_name: study.name.clone(),
         results_claim: args.results_claim.clone(),
     })
 }
@@ -226,13 +227,39 @@ fn checked_name(given: Option<&str>, study: &str, agents: u32) -> anyhow::Result
     }
 }
 
+/// An object with `apiVersion`, `kind` and `metadata` first, as people
+/// write them (serde_json's map keeps its keys sorted; inside each part they
+/// stay sorted).
+#[derive(serde::Serialize)]
+struct Ordered<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a serde_json::Value,
+    kind: &'a serde_json::Value,
+    metadata: &'a serde_json::Value,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, serde_json::Value>,
+}
+
+fn ordered(value: &serde_json::Value) -> Ordered<'_> {
+    let mut rest = value.as_object().cloned().unwrap_or_default();
+    for key in ["apiVersion", "kind", "metadata"] {
+        rest.remove(key);
+    }
+    Ordered {
+        api_version: &value["apiVersion"],
+        kind: &value["kind"],
+        metadata: &value["metadata"],
+        rest,
+    }
+}
+
 /// Writes every object to `dir` (created when missing).
 fn write_all(dir: &Path, objects: &[Object]) -> anyhow::Result<()> {
     use anyhow::Context;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for o in objects {
         let path = dir.join(&o.file);
-        let text = serde_json::to_string_pretty(&o.value)? + "\n";
+        let text = serde_json::to_string_pretty(&ordered(&o.value))? + "\n";
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())

@@ -185,11 +185,16 @@ fn render_writes_the_study_agents_responders_and_controller() {
             "/results/results.db",
         ]
     );
+    let script = command[2];
     assert!(
-        command[2].contains("stackbench results export"),
-        "{}",
-        command[2]
+        script.contains(
+            "stackbench results export --db /results/results.db --where \"study=$STUDY_NAME\""
+        ),
+        "{script}"
     );
+    let env = &pod["containers"][0]["env"][0];
+    assert_eq!(env["name"], "STUDY_NAME");
+    assert_eq!(env["value"], "tn3270-capacity");
     let wait = pod["initContainers"][0]["command"][2].as_str().unwrap();
     assert!(
         wait.contains("getent ahosts tn3270-capacity-responder"),
