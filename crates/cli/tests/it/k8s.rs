@@ -498,3 +498,23 @@ fn the_schema_check_rejects_a_broken_manifest() {
         "{text}"
     );
 }
+
+/// One N serves every step: where a step's population is smaller, render
+/// says that some agents run no client there (and still writes).
+#[test]
+fn render_notes_steps_smaller_than_the_agent_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = stackbench()
+        .args(["k8s", "render"])
+        .arg(study("tn3270-capacity.toml"))
+        .args(["--agents", "9000", "-o"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("9000 agents but the study's smallest population is 8192 clients"),
+        "{err}"
+    );
+}
