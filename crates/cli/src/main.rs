@@ -10,6 +10,7 @@ mod exit;
 mod guest_cmd;
 mod interrupt;
 mod json_files;
+mod k8s_cmd;
 mod lab_cmd;
 mod plan_cmd;
 mod progress;
@@ -60,6 +61,9 @@ enum Command {
     /// Run one stackbench command inside a guest VM booted with a chosen
     /// Linux kernel (features this host's kernel lacks: kTLS, ESP, netem).
     Guest(guest_cmd::GuestArgs),
+    /// Kubernetes manifests that run a study with its agents and responders
+    /// in a cluster (docs/cluster.md).
+    K8s(k8s_cmd::K8sArgs),
 }
 
 /// A closed stdout (`stackbench … | head`) ends the program quietly, as
@@ -170,6 +174,7 @@ fn main() {
         }
         Command::Lab(args) => lab_cmd::run(args),
         Command::Guest(args) => guest_cmd::run(args),
+        Command::K8s(args) => k8s_cmd::run(args),
     };
     std::process::exit(exit::code_for(result));
 }

@@ -1,5 +1,6 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
-//! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP. A test that
+//! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, the pinned
+//! Kubernetes schema validator. A test that
 //! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
 //! tier (a comma-separated list, or `all`) the skip is a failure instead, so
 //! CI, which installs and starts what the tiers need, cannot pass by skipping
@@ -31,10 +32,13 @@ pub enum Tier {
     Uring,
     /// MPTCP enabled in this kernel (net.mptcp.enabled).
     Mptcp,
+    /// The pinned `kubernetes-validate` (deploy/k8s-validate.txt): rendered
+    /// manifests checked against the Kubernetes OpenAPI schema, offline.
+    K8sSchema,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 8] = [
+    pub const ALL: [Tier; 9] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -43,6 +47,7 @@ impl Tier {
         Tier::Ipv6,
         Tier::Uring,
         Tier::Mptcp,
+        Tier::K8sSchema,
     ];
 
     /// The tier's name in `STACKBENCH_REQUIRE`.
@@ -56,6 +61,7 @@ impl Tier {
             Tier::Ipv6 => "ipv6",
             Tier::Uring => "uring",
             Tier::Mptcp => "mptcp",
+            Tier::K8sSchema => "k8s-schema",
         }
     }
 }

@@ -8,6 +8,7 @@ mod compare_cli;
 mod docs;
 mod guest;
 mod guest_tier;
+mod k8s;
 mod lab;
 mod lab_run;
 mod mix_cpu;
