@@ -90,3 +90,60 @@ pub struct AgentClassRow {
     /// Busy share of the responder CPUs in this agent's view, percent.
     pub server_util_pct: Option<f64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::tests::sample_class;
+    use crate::{record_from_json, RunRecord, SCHEMA_VERSION};
+
+    fn run(agents: Option<AgentsSummary>) -> RunRecord {
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            stackbench_version: "0.1.0".into(),
+            complete: true,
+            incomplete_reason: None,
+            started_unix_s: 1.0,
+            settings: Default::default(),
+            responder: "remote".into(),
+            classes: vec![sample_class()],
+            warnings: vec![],
+            mix_cpu: vec![],
+            agents,
+            lab: None,
+            environment: None,
+        }
+    }
+
+    /// A record with agents reads back whole; one without them (every
+    /// record before agents existed) has no `agents` key and reads as `None`.
+    #[test]
+    fn agents_round_trip_and_are_absent_for_one_process() {
+        let with = run(Some(AgentsSummary {
+            count: 2,
+            launcher: "local".into(),
+            start_skew_s: Some(0.0004),
+            merge_notes: vec![],
+            agents: vec![AgentRecord {
+                index: 1,
+                count: 2,
+                host: "node2".into(),
+                window_start_s: Some(1.5),
+                complete: true,
+                classes: vec![AgentClassRow {
+                    notation: "RR1(1B/1B)".into(),
+                    clients: 1,
+                    ..AgentClassRow::default()
+                }],
+                ..AgentRecord::default()
+            }],
+        }));
+        let json = serde_json::to_value(&with).unwrap();
+        assert_eq!(json["agents"]["agents"][0]["host"], "node2");
+        assert!(json["agents"].get("merge_notes").is_none());
+        assert_eq!(record_from_json(json).unwrap(), with);
+        let without = serde_json::to_value(run(None)).unwrap();
+        assert!(without.get("agents").is_none());
+        assert_eq!(record_from_json(without).unwrap().agents, None);
+    }
+}

@@ -8,10 +8,13 @@
 //! counterpart of `repeat_mean`, whose repetitions measured the same thing
 //! over and are averaged. Distributions are merged by adding histogram
 //! buckets and taking percentiles from the sum, never by averaging the
-//! agents' percentiles (k8s-netperf averages P99 over its client pods,
-//! Locust rounds its workers' response times before adding them; both give
-//! figures no transaction had). Where a figure cannot be merged exactly it
-//! is left out with a note (`AgentsSummary::merge_notes`), never estimated.
+//! agents' percentiles: k8s-netperf reports the average of its samples' P99
+//! (pkg/results/result.go, `ShowLatencyResult`), and Locust adds its
+//! workers' response-time counts only after rounding each time to two
+//! significant digits (locust/stats.py, `StatsEntry._log_response_time`);
+//! both report figures no transaction had. Where a figure cannot be merged
+//! exactly it is left out with a note (`AgentsSummary::merge_notes`),
+//! never estimated.
 //!
 //! Each part's `classes` are that agent's own, with its segment's share in
 //! `clients` (and in a population's `connected` and `offered_rate_tps`),

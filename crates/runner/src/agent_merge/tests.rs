@@ -384,3 +384,87 @@ fn one_agent_is_its_own_merge() {
     assert_eq!(p99, one.latency_us.unwrap().p99);
     assert_eq!(merged.classes[0], one);
 }
+
+/// TLS: handshake counts add up, the CPU per handshake is weighted by each
+/// agent's handshakes, and the kernel's kTLS counters (one set per network
+/// namespace) are counted once per host.
+#[test]
+fn tls_counts_add_and_per_handshake_means_are_weighted() {
+    use stackbench_record::{HandshakeCpuUs, KtlsCounters, KtlsFigures, TlsFigures};
+    let agent = |i: u32, host: &str, full: u64, client_full_us: f64| {
+        let mut c = class(100, 1.0, 1, &samples(100, 1, 1));
+        c.tls = Some(TlsFigures {
+            version: "1.3".into(),
+            full_handshakes: full,
+            rekeys: 2,
+            handshake_cpu_us: Some(HandshakeCpuUs {
+                client_full: Some(client_full_us),
+                ..HandshakeCpuUs::default()
+            }),
+            ktls: Some(KtlsFigures {
+                connections: full,
+                client: Some(KtlsCounters {
+                    tx_sw: 10,
+                    ..KtlsCounters::default()
+                }),
+                ..KtlsFigures::default()
+            }),
+            ..TlsFigures::default()
+        });
+        part(i, host, vec![c])
+    };
+    let parts = vec![
+        agent(0, "a", 100, 500.0),
+        agent(1, "a", 300, 900.0),
+        agent(2, "b", 0, 0.0),
+    ];
+    let tls = merge(&parts, "local").classes[0].tls.clone().unwrap();
+    assert_eq!((tls.full_handshakes, tls.rekeys), (400, 6));
+    let cpu = tls.handshake_cpu_us.unwrap();
+    assert_eq!(
+        cpu.client_full,
+        Some((100.0 * 500.0 + 300.0 * 900.0) / 400.0)
+    );
+    assert_eq!(cpu.client_resumed, None);
+    let ktls = tls.ktls.unwrap();
+    assert_eq!(ktls.connections, 400);
+    assert_eq!(ktls.client.unwrap().tx_sw, 20, "hosts a and b once each");
+}
+
+/// A mix's own CPU is merged like a class's and divided by the transactions
+/// of all its classes over every agent.
+#[test]
+fn a_mix_cpu_is_per_transaction_of_all_its_classes() {
+    let mix = |cpu_seconds: f64| {
+        let side = SideCpu {
+            attribution: stackbench_record::CpuAttribution::Mix,
+            ..side(4, 10.0, cpu_seconds, 1.0)
+        };
+        CpuFigures {
+            attribution: stackbench_record::CpuAttribution::Mix,
+            ..CpuFigures::combine(Some(side.clone()), Some(side), None)
+        }
+    };
+    let two = |i: u32, host: &str, cpu_seconds: f64| {
+        let mut a = class(1000, 10.0, 1, &samples(10, 1, 1));
+        let mut b = class(3000, 10.0, 1, &samples(10, 2, 1));
+        b.notation = "RR1(1B/1B)".into();
+        a.cpu = Some(mix(cpu_seconds).mix_share());
+        b.cpu = a.cpu.clone();
+        AgentPart {
+            mix_cpu: Some(mix(cpu_seconds)),
+            ..part(i, host, vec![a, b])
+        }
+    };
+    let merged = merge(&[two(0, "a", 2.0), two(1, "b", 3.0)], "local");
+    let cpu = merged.mix_cpu.unwrap();
+    let client = cpu.client.as_ref().unwrap();
+    assert_eq!(client.cpu_seconds, 5.0);
+    assert_eq!(client.cpu_us_per_tran, Some(5.0e6 / 8000.0));
+    assert_eq!(cpu.attribution, stackbench_record::CpuAttribution::Mix);
+    // Each class holds the mix's CPU, without a per-transaction figure.
+    let class_cpu = merged.classes[1].cpu.as_ref().unwrap();
+    assert_eq!(class_cpu.client.as_ref().unwrap().cpu_seconds, 5.0);
+    assert_eq!(class_cpu.client.as_ref().unwrap().cpu_us_per_tran, None);
+    assert_eq!(class_cpu.total_cpu_us_per_tran, None);
+}
