@@ -116,7 +116,10 @@ pub fn resolve(
 /// How many agents (driver processes) the run is split over: as given, or,
 /// for the local launcher, as many as keep each agent (and the responder
 /// process it drives) within 90% of what one process may open. Every agent
-/// must get at least one client of every class.
+/// must get at least one client of every class. Left `None` when one
+/// process holds the run and no agent was asked for: it then runs in this
+/// process (`--agents 1` runs it in one agent process, which is how the
+/// controller's own overhead is measured).
 fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Result<(), RunError> {
     let most = workloads
         .iter()
@@ -125,7 +128,10 @@ fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Res
         .unwrap_or(0);
     let n = match (s.agents, s.launcher) {
         (Some(n), _) => n,
-        (None, Launcher::Local) => agents_needed(most, limits::connections_per_process()),
+        (None, Launcher::Local) => match agents_needed(most, limits::connections_per_process()) {
+            1 => return Ok(()),
+            n => n,
+        },
         (None, other) => {
             return input(format!(
                 "launcher {}: give the number of agents it starts, e.g. --agents 4",
@@ -134,9 +140,6 @@ fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Res
         }
     };
     s.agents = Some(n);
-    if n == 1 {
-        return Ok(());
-    }
     if lab {
         return input(format!(
             "agents {n} with a lab: a lab run has one driver process in its host; drop --agents or the lab"

@@ -194,6 +194,8 @@ fn open_session(
     let s = &plan.settings;
     let agents = s.agents.unwrap_or(1);
     let (spawned, targets) = start_responders(s, plan.lab.as_ref(), program, agents)?;
+    // Agent processes whenever agents were asked for or needed, even one.
+    let split = s.agents.is_some();
     let target = targets[0].clone();
     let connect = || ControlClient::connect(&target).or_else(|e| input(e.to_string()));
     let control = match &plan.lab {
@@ -205,7 +207,7 @@ fn open_session(
         RunPlan::cpus(&record.settings.client_cpus),
         RunPlan::cpus(&record.settings.server_cpus),
     );
-    if plan.announce && agents > 1 {
+    if plan.announce && split {
         obs.note(&format!(
             "{agents} agents ({} launcher, {} threads each) on CPUs {}, {} responder{} on CPUs {}",
             s.launcher.name(),
@@ -230,7 +232,7 @@ fn open_session(
     for w in &warnings {
         obs.warning(w);
     }
-    let controller = if agents > 1 {
+    let controller = if split {
         let spec = AgentsSpec {
             count: agents,
             launcher: s.launcher,

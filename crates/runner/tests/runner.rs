@@ -323,9 +323,11 @@ fn the_max_rate_search_refuses_what_it_cannot_search() {
 fn more_connections_than_descriptors_are_refused_before_the_responder() {
     // 1024K connections and the run's own descriptors exceed the most
     // any process may open (fs.nr_open is at most 1048576 by default); no
-    // responder listens at the target: the refusal comes first.
+    // responder listens at the target: the refusal comes first. One agent
+    // asked for: otherwise the run is split over as many as it needs.
     let mut s = RunSettings::default();
     s.set("target", "127.0.0.1:9").unwrap();
+    s.set("agents", "1").unwrap();
     let plan = resolve(s, workload("RR1024K(1B/1B)"), false, true).unwrap();
     let (mut rec, stop) = (Recorder::default(), flag());
     let e = Runner::new(&mut rec, stop).execute(&plan).unwrap_err();

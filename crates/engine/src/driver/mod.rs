@@ -223,6 +223,14 @@ pub fn run_workload_gated(
                 .then(|| stall_band(&acc.hist, floor_ns, &cfg.path))
                 .flatten();
             class.population = summary::population(spec, &plan.pace, &cfg.pacing, acc);
+            if let Some(rate) = class
+                .population
+                .as_mut()
+                .and_then(|p| p.offered_rate_tps.as_mut())
+            {
+                // An agent offers its segment's share of the class's rate.
+                *rate = cfg.segment.rate_share(*rate, u64::from(spec.clients));
+            }
             class.cpu = cpu;
             class.memory = Some(memory.clone());
             class.tls = class.tls.take().or(proxy_tls);
