@@ -20,6 +20,9 @@ usage: bench/ab.sh A_BINARY B_BINARY     (settings come from the environment)
   REPS=5           runs of each binary per workload, interleaved
   WORKLOADS="RR1(1B/1B) RR10(4kB/4kB) CRR10(64B/8kB) STR3(1B/20MB)"
   ARGS=""          extra `run` flags for both binaries (e.g. "--crr-close abort")
+  ARGS_A="" ARGS_B=""  extra flags for one side only: one binary against itself
+                   with a setting changed (e.g. ARGS_B="--agents 1": the
+                   controller and one agent process against the in-process driver)
   OUT_DIR=$(mktemp -d)   the JSON records of every run are kept here
 
 Placement is stackbench's default (driver CPU 0, responder CPU 1 on 2 CPUs),
@@ -41,19 +44,22 @@ WARMUP=${WARMUP:-1s}
 REPS=${REPS:-5}
 WORKLOADS=${WORKLOADS:-"RR1(1B/1B) RR10(4kB/4kB) CRR10(64B/8kB) STR3(1B/20MB)"}
 ARGS=${ARGS:-}
+ARGS_A=${ARGS_A:-}
+ARGS_B=${ARGS_B:-}
 OUT_DIR=${OUT_DIR:-$(mktemp -d)}
 mkdir -p "$OUT_DIR"
 limit=$(( ${DURATION%s} + ${WARMUP%s} + 60 ))
 
-echo "ab.sh: A=$A B=$B, $REPS reps x {$WORKLOADS}, $DURATION + $WARMUP warm-up; records in $OUT_DIR" >&2
+echo "ab.sh: A=$A${ARGS_A:+ $ARGS_A} B=$B${ARGS_B:+ $ARGS_B}, $REPS reps x {$WORKLOADS}, $DURATION + $WARMUP warm-up; records in $OUT_DIR" >&2
 for rep in $(seq 1 "$REPS"); do
   for wl in $WORKLOADS; do
     for side in A B; do
-      bin=$A; [[ $side == B ]] && bin=$B
+      bin=$A side_args=$ARGS_A
+      [[ $side == B ]] && bin=$B side_args=$ARGS_B
       out="$OUT_DIR/$side.$rep.$(echo "$wl" | tr -c 'A-Za-z0-9' _).json"
       # shellcheck disable=SC2086 # ARGS is a list of flags
       if ! timeout "$limit" "$bin" run "$wl" --duration "$DURATION" --warmup "$WARMUP" \
-          --no-store --json $ARGS >"$out" 2>"$out.log"; then
+          --no-store --json $ARGS $side_args >"$out" 2>"$out.log"; then
         echo "ab.sh: $side rep $rep $wl failed (see $out.log); left out" >&2
         rm -f "$out"
       fi
