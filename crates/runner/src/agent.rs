@@ -25,6 +25,8 @@ use crate::error::{input, RunError};
 /// How long an agent keeps trying to reach its controller: an agent started
 /// by a cluster engine may come up before the controller listens.
 const CONNECT_PATIENCE: Duration = Duration::from_secs(60);
+/// How often an agent tells the controller where its run is.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
 /// The segment an agent takes: `--segment I/N`, else Slurm's task rank
 /// (`SLURM_PROCID` of `SLURM_NTASKS`), else a Kubernetes Indexed Job's
@@ -176,13 +178,28 @@ fn run_one(
     } else {
         control.target().ip().to_string()
     };
+    let mut progress_to = stream.try_clone().ok();
     let mut gate = ControllerGate {
         run,
         stream,
         rx,
         armed_sent: false,
     };
-    let outcome = run_workload_gated(control, cfg, Some(&mut gate), stop, &mut |_| {});
+    let mut last = Instant::now();
+    let mut report = |p: &stackbench_engine::Progress| {
+        if last.elapsed() < PROGRESS_EVERY {
+            return;
+        }
+        last = Instant::now();
+        if let Some(s) = progress_to.as_mut() {
+            let msg = FromAgent::Progress {
+                run,
+                progress: p.clone(),
+            };
+            let _ = send(s, &msg);
+        }
+    };
+    let outcome = run_workload_gated(control, cfg, Some(&mut gate), stop, &mut report);
     match outcome {
         Ok(o) => FromAgent::Done {
             run,

@@ -13,7 +13,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 
 use serde::{Deserialize, Serialize};
-use stackbench_engine::RunConfig;
+use stackbench_engine::{Progress, RunConfig};
 use stackbench_record::{ClassResult, CpuFigures};
 
 /// Version of this protocol; both sides must also be the same stackbench.
@@ -40,6 +40,8 @@ pub enum FromAgent {
     Pong { seq: u32, agent_unix_ns: u64 },
     /// Every client of the agent's segment is connected: ready to start.
     Armed { run: u64 },
+    /// Where its run is (about once a second), for the controller's progress line.
+    Progress { run: u64, progress: Progress },
     /// The run is over; what the agent measured.
     Done { run: u64, part: Box<AgentResult> },
     /// The run could not start here (no responder, a refused option…).

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use stackbench_engine::{RunConfig, RunOutcome};
+use stackbench_engine::{Progress, RunConfig, RunOutcome};
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::Launcher;
 use stackbench_record::AgentsSummary;
@@ -152,7 +152,12 @@ impl Controller {
 
     /// Runs `cfg` on every agent, each its own segment, and merges the
     /// results. An `Err` means no agent measured anything.
-    pub fn run(&mut self, cfg: &RunConfig, stop: &AtomicBool) -> Result<RunOutcome, String> {
+    pub fn run(
+        &mut self,
+        cfg: &RunConfig,
+        stop: &AtomicBool,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunOutcome, String> {
         self.next_run += 1;
         let run = self.next_run;
         let n = self.agents.len() as u32;
@@ -179,9 +184,15 @@ impl Controller {
             + ARM_MARGIN;
         let mut state: Vec<AgentState> = vec![AgentState::Running; n as usize];
         let mut failure: Option<String> = None;
-        self.wait(run, &mut state, arm_deadline, stop, &mut failure, |s| {
-            !matches!(s, AgentState::Running)
-        });
+        let mut seen = Seen::new(n as usize, on_progress);
+        self.wait(
+            run,
+            &mut state,
+            arm_deadline,
+            stop,
+            (&mut failure, &mut seen),
+            |s| !matches!(s, AgentState::Running),
+        );
         if failure.is_none() && !state.iter().all(|s| matches!(s, AgentState::Armed)) {
             let late: Vec<String> = self
                 .agents
@@ -218,9 +229,14 @@ impl Controller {
         }
         let window = cfg.warmup + cfg.duration.unwrap_or(Duration::from_secs(86_400 * 365));
         let result_deadline = Instant::now() + START_LEAD + window + RESULT_MARGIN;
-        self.wait(run, &mut state, result_deadline, stop, &mut failure, |s| {
-            matches!(s, AgentState::Done(_) | AgentState::Failed(_))
-        });
+        self.wait(
+            run,
+            &mut state,
+            result_deadline,
+            stop,
+            (&mut failure, &mut seen),
+            |s| matches!(s, AgentState::Done(_) | AgentState::Failed(_)),
+        );
         if failure.is_some() {
             self.stop_all(run);
             // What the others measured until the stop.
@@ -231,7 +247,7 @@ impl Controller {
                 &mut state,
                 grace,
                 &AtomicBool::new(false),
-                &mut ignored,
+                (&mut ignored, &mut seen),
                 |s| matches!(s, AgentState::Done(_) | AgentState::Failed(_)),
             );
         }
@@ -279,7 +295,7 @@ impl Controller {
         state: &mut [AgentState],
         deadline: Instant,
         stop: &AtomicBool,
-        failure: &mut Option<String>,
+        (failure, seen): (&mut Option<String>, &mut Seen),
         done: impl Fn(&AgentState) -> bool,
     ) {
         let mut stopped = false;
@@ -293,11 +309,15 @@ impl Controller {
                 self.stop_all(run);
             }
             let mut quiet = true;
-            for (a, st) in self.agents.iter().zip(state.iter_mut()) {
+            for (i, (a, st)) in self.agents.iter().zip(state.iter_mut()).enumerate() {
                 if done(st) {
                     continue;
                 }
                 match a.rx.try_recv() {
+                    Ok(Incoming::Message(FromAgent::Progress { run: r, progress })) if r == run => {
+                        seen.update(i, progress);
+                        quiet = false;
+                    }
                     Ok(Incoming::Message(FromAgent::Armed { run: r })) if r == run => {
                         *st = AgentState::Armed;
                         quiet = false;
@@ -381,6 +401,45 @@ impl Drop for Controller {
         for a in &mut self.agents {
             let _ = send(&mut a.stream, &FromController::Bye);
         }
+    }
+}
+
+/// The agents' latest progress, summed into one line for the observer.
+struct Seen<'a> {
+    latest: Vec<Option<Progress>>,
+    on_progress: &'a mut dyn FnMut(&Progress),
+}
+
+impl<'a> Seen<'a> {
+    fn new(agents: usize, on_progress: &'a mut dyn FnMut(&Progress)) -> Seen<'a> {
+        Seen {
+            latest: vec![None; agents],
+            on_progress,
+        }
+    }
+
+    /// Takes agent `i`'s progress and shows the sum: connections and counts
+    /// added, time and phase the least advanced agent's.
+    fn update(&mut self, i: usize, p: Progress) {
+        self.latest[i] = Some(p);
+        let all: Vec<&Progress> = self.latest.iter().flatten().collect();
+        let Some(first) = all.first() else {
+            return;
+        };
+        let mut sum = Progress {
+            elapsed: all.iter().map(|p| p.elapsed).min().unwrap_or_default(),
+            connecting: all.iter().any(|p| p.connecting),
+            connected: all.iter().map(|p| p.connected).sum(),
+            in_warmup: all.iter().any(|p| p.in_warmup),
+            measured: all.iter().map(|p| p.measured).min().flatten(),
+            transactions: vec![0; first.transactions.len()],
+        };
+        for p in &all {
+            for (t, n) in sum.transactions.iter_mut().zip(&p.transactions) {
+                *t += n;
+            }
+        }
+        (self.on_progress)(&sum);
     }
 }
 

@@ -47,9 +47,9 @@ impl Execute for crate::controller::Controller {
         &mut self,
         cfg: &RunConfig,
         stop: &AtomicBool,
-        _: &mut dyn FnMut(&Progress),
+        on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunOutcome, String> {
-        self.run(cfg, stop)
+        self.run(cfg, stop, on_progress)
     }
 }
 

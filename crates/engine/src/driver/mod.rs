@@ -68,7 +68,7 @@ use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Dialer, TransportOps};
 
 /// A live view of a run, for progress displays.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Progress {
     pub elapsed: Duration,
     /// Clients are still connecting: the window has not opened.
