@@ -518,3 +518,125 @@ fn render_notes_steps_smaller_than_the_agent_count() {
         "{err}"
     );
 }
+
+/// The rendered commands, run here with the cluster's names replaced by
+/// loopback addresses: the responder Deployment's `serve`, the controller
+/// Job's shell wrapper and study, and the Indexed Job's agents, each agent
+/// taking its segment from `JOB_COMPLETION_INDEX` and `STACKBENCH_AGENTS`
+/// as in the cluster. The controller's log holds the study's merged record.
+#[test]
+fn the_rendered_commands_run_a_study_over_agents_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("k8s-local.toml");
+    std::fs::write(
+        &file,
+        "name = \"k8s-local\"\nworkloads = [\"RR4(64B/64B)\"]\ntransactions = 4000\n",
+    )
+    .unwrap();
+    let (_out, objects) = render(&file, &["--agents", "2", "--responders", "1"]);
+    let bin = assert_cmd::cargo::cargo_bin("stackbench");
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (rport, cport) = (free(), free());
+    let local = |words: Vec<&str>| -> Vec<String> {
+        let db = dir.path().join("results.db");
+        words
+            .iter()
+            .map(|w| {
+                w.replace("/etc/stackbench/study.toml", &file.to_string_lossy())
+                    .replace("0.0.0.0:7701", &format!("127.0.0.1:{rport}"))
+                    .replace("0.0.0.0:7700", &format!("127.0.0.1:{cport}"))
+                    .replace("k8s-local-responder:7701", &format!("127.0.0.1:{rport}"))
+                    .replace("k8s-local-controller:7700", &format!("127.0.0.1:{cport}"))
+                    .replace("/results/results.db", &db.to_string_lossy())
+            })
+            .collect()
+    };
+    let container = |kind: &str, name: &str| {
+        object(&objects, kind, name)["spec"]["template"]["spec"]["containers"][0].clone()
+    };
+    let command = |c: &Value| {
+        let mut words = strings(&c["command"]);
+        if let Some(args) = c["args"].as_array() {
+            words.extend(args.iter().map(|a| a.as_str().unwrap()));
+        }
+        local(words)
+    };
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let spawn = |words: &[String], env: &[(String, String)]| {
+        let mut cmd = Command::new(&words[0]);
+        cmd.args(&words[1..])
+            .env("PATH", &path)
+            .env("STACKBENCH_DB", dir.path().join("unused.db"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.spawn().unwrap()
+    };
+    let responder_words = command(&container("Deployment", "k8s-local-responder"));
+    let mut responder = spawn(&responder_words, &[]);
+    let agent_container = container("Job", "k8s-local-agents");
+    let agent_words = command(&agent_container);
+    let env_of = |c: &Value| -> Vec<(String, String)> {
+        c["env"].as_array().map_or_else(Vec::new, |env| {
+            env.iter()
+                .filter_map(|e| Some((e["name"].as_str()?.into(), e["value"].as_str()?.into())))
+                .collect()
+        })
+    };
+    let agent_env = env_of(&agent_container);
+    let controller_container = container("Job", "k8s-local-controller");
+    let controller = spawn(
+        &command(&controller_container),
+        &env_of(&controller_container),
+    );
+    let agents: Vec<_> = (0..2)
+        .map(|i| {
+            let mut env = agent_env.clone();
+            env.push(("JOB_COMPLETION_INDEX".into(), i.to_string()));
+            spawn(&agent_words, &env)
+        })
+        .collect();
+    let out = crate::common::wait_bounded(controller, std::time::Duration::from_secs(120));
+    for a in agents {
+        let done = crate::common::wait_bounded(a, std::time::Duration::from_secs(10));
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    let _ = responder.kill();
+    let _ = responder.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, export) = stdout
+        .split_once("--- stackbench results (JSON) ---")
+        .expect("the controller prints its results after the marker");
+    let runs: Value = serde_json::from_str(export.trim()).unwrap();
+    let run = runs.as_array().and_then(|r| r.first()).unwrap_or(&runs);
+    let record = if run["record"].is_object() {
+        &run["record"]
+    } else {
+        run
+    };
+    assert_eq!(record["agents"]["count"], 2, "{record}");
+    assert_eq!(record["agents"]["launcher"], "external");
+    assert_eq!(record["classes"][0]["transactions"], 4000);
+}
