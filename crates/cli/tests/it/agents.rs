@@ -47,6 +47,7 @@ fn four_local_agents_run_exact_counts_and_store_their_rows() {
     let agents = &v["agents"];
     assert_eq!(agents["count"], 4);
     assert_eq!(agents["launcher"], "local");
+    assert_eq!(agents["responders"], 4, "one responder per local agent");
     let rows = agents["agents"].as_array().unwrap();
     assert_eq!(rows.len(), 4);
     let per_agent: Vec<u64> = rows

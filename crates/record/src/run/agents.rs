@@ -16,6 +16,10 @@ pub struct AgentsSummary {
     pub count: u32,
     /// How the agents were started: `local`, `slurm` or `external`.
     pub launcher: String,
+    /// Responder processes (or addresses of a given target) the agents
+    /// drove: one per agent when the run started them.
+    #[serde(default)]
+    pub responders: u32,
     /// Latest minus earliest window start of the agents whose window opened,
     /// seconds on the controller's clock (each agent's start corrected by its
     /// measured clock offset); `None` when no agent's window opened.
@@ -122,6 +126,7 @@ mod tests {
         let with = run(Some(AgentsSummary {
             count: 2,
             launcher: "local".into(),
+            responders: 2,
             start_skew_s: Some(0.0004),
             merge_notes: vec![],
             agents: vec![AgentRecord {

@@ -119,6 +119,12 @@ pub fn merge(parts: &[AgentPart], launcher: &str) -> Merged {
         agents: AgentsSummary {
             count: parts.first().map_or(0, |p| p.count),
             launcher: launcher.to_string(),
+            responders: {
+                let mut distinct: Vec<&str> = parts.iter().map(|p| p.responder.as_str()).collect();
+                distinct.sort_unstable();
+                distinct.dedup();
+                distinct.len() as u32
+            },
             start_skew_s,
             merge_notes: notes,
             agents: rows,
