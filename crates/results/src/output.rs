@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use stackbench_model::settings::Spin;
-use stackbench_record::{ClassResult, RunRecord};
+use stackbench_record::{AgentsSummary, ClassResult, RunRecord};
 use stackbench_record::{
     CpuAttribution, CpuMethod, MeasureSummary, PacingMode, PopulationFigures, Repetitions, SideCpu,
     TlsFigures,
@@ -57,6 +57,9 @@ pub fn human(record: &RunRecord, layout: Layout) -> String {
         if let Some(t) = &c.tls {
             out.push_str(&tls_line(&c.notation, t));
         }
+    }
+    if let Some(a) = &record.agents {
+        out.push_str(&agents_lines(a));
     }
     out.push_str(&settings_block(record, layout.width));
     if !record.complete {
@@ -389,6 +392,57 @@ fn repetitions_line(notation: &str, rep: &Repetitions) -> String {
 
 /// The effective settings, every one of the settings table as `name=value`,
 /// after the responder's kind, wrapped to `width` columns.
+/// The agents of a run split over several driver processes: how many, who
+/// started them, the start skew, and each agent's transactions and rate (so
+/// a slow or late agent shows), plus what could not be merged exactly.
+pub fn agents_lines(a: &AgentsSummary) -> String {
+    let mut out = String::new();
+    let skew = a
+        .start_skew_s
+        .map_or("-".to_string(), |s| format!("{:.2} ms", s * 1e3));
+    let _ = writeln!(
+        out,
+        "agents: {} ({} launcher), {} responder{}, start skew {skew}",
+        a.count,
+        a.launcher,
+        a.responders,
+        if a.responders == 1 { "" } else { "s" }
+    );
+    for r in &a.agents {
+        let classes: Vec<String> = r
+            .classes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} tr {:.1} tr/s",
+                    c.notation, c.transactions, c.rate_tps
+                )
+            })
+            .collect();
+        let state = if r.complete {
+            String::new()
+        } else {
+            format!(
+                " INCOMPLETE: {}",
+                r.incomplete_reason.as_deref().unwrap_or("no result")
+            )
+        };
+        let _ = writeln!(
+            out,
+            "  agent {}/{} on {} (pid {}): {}{state}",
+            r.index,
+            r.count,
+            r.host,
+            r.pid,
+            classes.join(", ")
+        );
+    }
+    for note in &a.merge_notes {
+        let _ = writeln!(out, "  merge note: {note}");
+    }
+    out
+}
+
 pub fn settings_block(record: &RunRecord, width: usize) -> String {
     let items: Vec<String> = record
         .settings
@@ -465,6 +519,49 @@ pub fn csv(record: &RunRecord) -> String {
 mod tests {
     use super::*;
     use stackbench_record::HandshakeCpuUs;
+
+    #[test]
+    fn agents_lines_give_skew_each_agent_and_an_incomplete_one() {
+        use stackbench_record::{AgentClassRow, AgentRecord};
+        let row = |index: u32, complete: bool| AgentRecord {
+            index,
+            count: 2,
+            host: format!("node{index}"),
+            pid: 100 + index,
+            complete,
+            incomplete_reason: (!complete).then(|| "died".to_string()),
+            classes: vec![AgentClassRow {
+                notation: "RR2(1B/1B)".into(),
+                transactions: 5000,
+                rate_tps: 1234.5,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let text = agents_lines(&AgentsSummary {
+            count: 2,
+            launcher: "slurm".into(),
+            responders: 1,
+            start_skew_s: Some(0.0004),
+            merge_notes: vec!["left out".into()],
+            agents: vec![row(0, true), row(1, false)],
+        });
+        assert!(
+            text.starts_with("agents: 2 (slurm launcher), 1 responder, start skew 0.40 ms\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("agent 0/2 on node0 (pid 100): RR2(1B/1B) 5000 tr 1234.5 tr/s\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "agent 1/2 on node1 (pid 101): RR2(1B/1B) 5000 tr 1234.5 tr/s INCOMPLETE: died"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("merge note: left out"));
+    }
 
     #[test]
     fn tls_line_names_cipher_handshake_cpu_and_key_updates() {
