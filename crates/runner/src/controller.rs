@@ -7,7 +7,8 @@
 //! 1. sends the run (the whole [`RunConfig`] with the agent's segment, and
 //!    the responder it drives) to every agent;
 //! 2. waits until every agent is armed (its clients connected) — the first
-//!    phase of the barrier; an agent not armed by the deadline is named;
+//!    phase of the barrier; each arms by its own connect deadline, and one
+//!    that stops reporting is named;
 //! 3. sends one start time, a little ahead, converted to each agent's clock —
 //!    the second phase: all windows open at once, and the skew between them
 //!    is measured from the times each agent says its window opened;
@@ -47,12 +48,13 @@ const START_LEAD_PER_AGENT: Duration = Duration::from_millis(5);
 /// How long the agents have to connect and say hello.
 const HELLO_PATIENCE_LOCAL: Duration = Duration::from_secs(30);
 const HELLO_PATIENCE_REMOTE: Duration = Duration::from_secs(300);
-/// Beyond a run's own connect deadline (ramp + the driver's grace), how long
-/// the controller waits for the agents to be armed.
-const ARM_MARGIN: Duration = Duration::from_secs(30);
-/// After the window should have ended, how long the controller waits for
-/// the results (the agents' end samples and socket dumps).
-const RESULT_MARGIN: Duration = Duration::from_secs(60);
+/// An agent that sends nothing for this long has stopped reporting. A live
+/// agent reports its progress twice a second while it connects and runs;
+/// after its window it is silent only while it closes its connections and
+/// takes its end samples, seconds even for ~20K connections. Waits are
+/// bounded by this silence, not by a guess of how long a ramp takes on a
+/// loaded machine.
+const SILENCE: Duration = Duration::from_secs(120);
 
 /// One connected agent.
 struct Agent {
@@ -173,25 +175,19 @@ impl Controller {
             };
             send(&mut a.stream, &msg).map_err(|e| agent_lost(a, &e.to_string()))?;
         }
-        // Phase 1: every agent armed.
-        let ramp = cfg
-            .pacing
-            .ramp
-            .map_or(0.0, |r| cfg.workload.total_clients() as f64 / r.per_s());
-        let arm_deadline = Instant::now()
-            + Duration::from_secs_f64(ramp)
-            + Duration::from_nanos(stackbench_engine::driver::CONNECT_GRACE_NS)
-            + ARM_MARGIN;
+        // Phase 1: every agent armed (each arms by its own connect
+        // deadline at the latest: the ramp plus the driver's grace).
         let mut state: Vec<AgentState> = vec![AgentState::Running; n as usize];
         let mut failure: Option<String> = None;
         let mut seen = Seen::new(n as usize, on_progress);
+        let armed = |s: &AgentState| !matches!(s, AgentState::Running);
         self.wait(
             run,
             &mut state,
-            arm_deadline,
+            None,
             stop,
             (&mut failure, &mut seen),
-            |s| !matches!(s, AgentState::Running),
+            armed,
         );
         if failure.is_none() && !state.iter().all(|s| matches!(s, AgentState::Armed)) {
             let late: Vec<String> = self
@@ -201,13 +197,7 @@ impl Controller {
                 .filter(|(_, s)| matches!(s, AgentState::Running))
                 .map(|(a, _)| a.name())
                 .collect();
-            failure = Some(format!(
-                "agents not armed (clients not all connected) after {:.0} s: {}",
-                arm_deadline
-                    .saturating_duration_since(Instant::now())
-                    .as_secs_f64(),
-                late.join(", ")
-            ));
+            failure = Some(format!("agents not armed: {}", late.join(", ")));
         }
         // Phase 2: one start time for all.
         if failure.is_none() {
@@ -227,12 +217,10 @@ impl Controller {
         if failure.is_some() {
             self.stop_all(run);
         }
-        let window = cfg.warmup + cfg.duration.unwrap_or(Duration::from_secs(86_400 * 365));
-        let result_deadline = Instant::now() + START_LEAD + window + RESULT_MARGIN;
         self.wait(
             run,
             &mut state,
-            result_deadline,
+            None,
             stop,
             (&mut failure, &mut seen),
             |s| matches!(s, AgentState::Done(_) | AgentState::Failed(_)),
@@ -245,7 +233,7 @@ impl Controller {
             self.wait(
                 run,
                 &mut state,
-                grace,
+                Some(grace),
                 &AtomicBool::new(false),
                 (&mut ignored, &mut seen),
                 |s| matches!(s, AgentState::Done(_) | AgentState::Failed(_)),
@@ -287,21 +275,23 @@ impl Controller {
     }
 
     /// Reads the agents' messages of `run` until every agent's state
-    /// satisfies `done`, the deadline passes, or `stop` is set (then the
-    /// agents are told to stop, and waiting goes on for their results).
+    /// satisfies `done` or the deadline (if any) passes. `stop` tells the
+    /// agents to stop, and waiting goes on for their results; an agent
+    /// silent for [`SILENCE`] has failed.
     fn wait(
         &mut self,
         run: u64,
         state: &mut [AgentState],
-        deadline: Instant,
+        deadline: Option<Instant>,
         stop: &AtomicBool,
         (failure, seen): (&mut Option<String>, &mut Seen),
         done: impl Fn(&AgentState) -> bool,
     ) {
         let mut stopped = false;
+        let mut heard = vec![Instant::now(); state.len()];
         while !state.iter().all(&done) {
             let now = Instant::now();
-            if now >= deadline {
+            if deadline.is_some_and(|d| now >= d) {
                 return;
             }
             if stop.load(Ordering::Relaxed) && !stopped {
@@ -313,7 +303,20 @@ impl Controller {
                 if done(st) {
                     continue;
                 }
-                match a.rx.try_recv() {
+                let msg = a.rx.try_recv();
+                if msg.is_ok() {
+                    heard[i] = now;
+                } else if now.duration_since(heard[i]) >= SILENCE {
+                    let why = format!(
+                        "{} sent nothing for {} s (stopped reporting)",
+                        a.name(),
+                        SILENCE.as_secs()
+                    );
+                    failure.get_or_insert(why.clone());
+                    *st = AgentState::Failed(why);
+                    continue;
+                }
+                match msg {
                     Ok(Incoming::Message(FromAgent::Progress { run: r, progress })) if r == run => {
                         seen.update(i, progress);
                         quiet = false;
