@@ -1,5 +1,6 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
-//! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP. A test that
+//! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, a Slurm
+//! cluster. A test that
 //! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
 //! tier (a comma-separated list, or `all`) the skip is a failure instead, so
 //! CI, which installs and starts what the tiers need, cannot pass by skipping
@@ -31,10 +32,13 @@ pub enum Tier {
     Uring,
     /// MPTCP enabled in this kernel (net.mptcp.enabled).
     Mptcp,
+    /// A Slurm cluster this host can submit to: `srun` and `sinfo` on PATH,
+    /// munged answering, a node idle, mix or alloc (`.ci/slurm-up`).
+    Slurm,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 8] = [
+    pub const ALL: [Tier; 9] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -43,6 +47,7 @@ impl Tier {
         Tier::Ipv6,
         Tier::Uring,
         Tier::Mptcp,
+        Tier::Slurm,
     ];
 
     /// The tier's name in `STACKBENCH_REQUIRE`.
@@ -56,6 +61,7 @@ impl Tier {
             Tier::Ipv6 => "ipv6",
             Tier::Uring => "uring",
             Tier::Mptcp => "mptcp",
+            Tier::Slurm => "slurm",
         }
     }
 }
@@ -112,6 +118,7 @@ mod tests {
         assert_eq!(names("root, qemu", Tier::Qemu), Ok(true));
         assert_eq!(names("root,qemu", Tier::Chromium), Ok(false));
         assert_eq!(names("all", Tier::Mptcp), Ok(true));
+        assert_eq!(names("mptcp,slurm", Tier::Slurm), Ok(true));
         let e = names("root,chromum", Tier::Root).unwrap_err();
         assert!(e.contains("unknown tier 'chromum'"), "{e}");
     }
