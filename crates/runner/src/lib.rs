@@ -13,6 +13,7 @@
 //! `spawn`, `repeat`, `plan` above them; `guest_step` (the host's side of a
 //! step on another kernel) on `plan`; `session` (the [`Runner`]) on all of
 //! those; `guest_side`, `sweep`, `find_rate`, `study` and `study_estimate` on top.
+//! `slurm` (srun as a launcher of agents) stands alone.
 
 pub mod error;
 pub mod find_rate;
@@ -25,6 +26,7 @@ pub mod quality;
 pub mod repeat;
 pub mod repeat_mean;
 pub mod session;
+pub mod slurm;
 pub mod spawn;
 pub mod study;
 pub mod study_estimate;
