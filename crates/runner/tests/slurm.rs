@@ -137,3 +137,66 @@ fn launch_refuses_a_command_without_a_job_name() {
     let e = Launched::spawn(std::process::Command::new("srun")).unwrap_err();
     assert!(e.to_string().contains("--job-name"), "{e}");
 }
+
+/// Set in the child process that stands in for a controller.
+const STAND_IN: &str = "STACKBENCH_SLURM_CONTROLLER_STAND_IN";
+
+/// Not a check of its own: with `STAND_IN` set (by
+/// `a_controller_killed_outright_leaves_no_job_and_no_process`, in a child
+/// process) it launches a step, prints its job name and waits to be killed.
+#[test]
+fn controller_stand_in() {
+    if std::env::var_os(STAND_IN).is_none() {
+        return;
+    }
+    let mut cmd = slurm::srun_command(2, Path::new("sleep"), ["3132"]);
+    cmd.stderr(Stdio::null());
+    let launched = Launched::spawn(cmd).unwrap();
+    println!("job {}", launched.job_name());
+    loop {
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
+
+#[test]
+fn a_controller_killed_outright_leaves_no_job_and_no_process() {
+    use std::io::BufRead;
+    if !slurm_up("controller killed") {
+        return;
+    }
+    let mut controller = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "controller_stand_in", "--nocapture"])
+        .env(STAND_IN, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(controller.stdout.take().unwrap());
+    let name = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("job ").map(String::from))
+        .expect("the stand-in names its job");
+    let (program, args) = ("sleep", ["3132"]);
+    wait_for("both tasks running", Duration::from_secs(30), || {
+        processes(program, &args).len() == 2
+    });
+    // SIGKILL: no Drop runs; srun's death signal and its shepherd must do.
+    controller.kill().unwrap();
+    controller.wait().unwrap();
+    let killed = Instant::now();
+    let queued = || {
+        let out = std::process::Command::new("squeue")
+            .args(["-h", "-o", "%i", &format!("--name={name}")])
+            .output()
+            .unwrap();
+        !out.stdout.is_empty()
+    };
+    wait_for("job and tasks gone", Duration::from_secs(20), || {
+        !queued() && processes(program, &args).is_empty()
+    });
+    eprintln!(
+        "controller killed: job {name} gone after {:?}",
+        killed.elapsed()
+    );
+}
