@@ -14,19 +14,19 @@
 //! When the controller dies, the agents must end within a bounded time and
 //! leave nothing behind. Three things see to it, each verified on Slurm
 //! 22.05 (Debian bookworm's slurm-wlm) with `.ci/slurm-up`'s cluster:
-//! - srun runs in its own process group (a Ctrl-C at the controller's
-//!   terminal reaches the controller, whose [`Launched`] ends the step; a
-//!   first SIGINT at srun would only print the step's status) with
-//!   `PR_SET_PDEATHSIG` = SIGTERM, so a controller killed outright still
-//!   sends srun SIGTERM, on which srun cancels the step (seen: the tasks
-//!   got SIGKILL within a second).
+//! - srun runs in its own process group, so a Ctrl-C at the terminal reaches
+//!   the controller alone (a first SIGINT at srun would only print the
+//!   step's status), with `PR_SET_PDEATHSIG` = SIGTERM: a controller that
+//!   dies without dropping its [`Launched`] (SIGINT, SIGKILL) still sends
+//!   srun SIGTERM, on which srun cancels the step (the tier's test: job and
+//!   tasks gone ~0.2 s after the controller's SIGKILL).
 //! - srun forks a shepherd process that cancels the job allocation when
 //!   srun itself dies, even by SIGKILL (SchedMD slurm,
 //!   src/srun/libsrun/srun_job.c, `_shepherd_spawn`; seen: the job left
 //!   `squeue` within a second of `kill -9` on srun). The shepherd is in
 //!   srun's process group, which is why [`Launched`] signals srun's pid and
 //!   never the group.
-//! - the lead's agents exit when the controller's connection closes.
+//! - the agents exit when the controller's control connection closes.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
@@ -201,6 +201,16 @@ pub fn agents_command(program: &Path, agents: u32, controller: &str) -> Command 
     )
 }
 
+/// Starts `agents` agents of `program` through srun (after [`check`]), told
+/// to reach the controller at `controller`. The error is one line: what is
+/// missing and how to fix it, or why srun did not start; nothing is left
+/// running on error.
+pub fn launch_agents(program: &Path, agents: u32, controller: &str) -> Result<Launched, String> {
+    check()?;
+    Launched::spawn(agents_command(program, agents, controller))
+        .map_err(|e| format!("srun did not start ({e}): check `srun -n 1 true` on this host"))
+}
+
 /// `srun` running `program args…` as `tasks` tasks of one new job, with the
 /// flags the agents need (Slurm 22.05's srun(1), checked against `man srun`
 /// of Debian bookworm's slurm-client and against its cluster):
@@ -309,6 +319,12 @@ impl Launched {
     /// srun's exit status once the step has ended (all agents exited).
     pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
         self.child.try_wait()
+    }
+
+    /// Waits for srun, which returns once every task has exited (non-zero
+    /// when any task failed).
+    pub fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.child.wait()
     }
 
     /// Whether the job is still in the queue (any state, completing too).

@@ -79,6 +79,32 @@ fn srun_runs_n_tasks_that_see_their_segment() {
 }
 
 #[test]
+fn launch_agents_runs_the_agent_command_in_each_segment() {
+    use std::os::unix::fs::PermissionsExt;
+    if !slurm_up("launch_agents") {
+        return;
+    }
+    // A stand-in for the stackbench binary: each task writes what it was
+    // given (its arguments and its segment) to a file named by its rank.
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("stackbench");
+    let out = dir.path().display();
+    std::fs::write(
+        &program,
+        format!("#!/bin/sh\necho \"$SLURM_PROCID/$SLURM_NTASKS $*\" > {out}/seen.$SLURM_PROCID\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut launched = slurm::launch_agents(&program, 3, "127.0.0.1:7700").unwrap();
+    assert!(launched.wait().unwrap().success());
+    for i in 0..3 {
+        let seen = std::fs::read_to_string(dir.path().join(format!("seen.{i}"))).unwrap();
+        assert_eq!(seen, format!("{i}/3 agent --controller 127.0.0.1:7700\n"));
+    }
+    assert!(!dir.path().join("seen.3").exists());
+}
+
+#[test]
 fn an_agent_that_fails_leaves_the_others_running() {
     if !slurm_up("kill-on-bad-exit") {
         return;
