@@ -41,9 +41,12 @@ use std::time::{Duration, Instant};
 /// cancels its own job by name and nobody else's.
 pub const JOB_NAME_PREFIX: &str = "stackbench-agents";
 
-/// The node states (`sinfo -o %t`) in which a node takes tasks; a state
-/// with a suffix (`idle*`: not responding, `idle~`: powered down) does not.
-const UP_STATES: [&str; 3] = ["idle", "mix", "alloc"];
+/// The node states (`sinfo -o %t`) in which a node takes tasks: `comp`
+/// (a job's tasks being cleaned up) too, as sinfo shows a node that way for
+/// a moment after each job — one launch must not be refused because another
+/// just ended. A state with a suffix (`idle*`: not responding, `idle~`:
+/// powered down) does not take tasks.
+const UP_STATES: [&str; 4] = ["idle", "mix", "alloc", "comp"];
 
 /// How long [`Launched`]'s drop waits for srun to end and for the job to
 /// leave the queue before it stops waiting.
@@ -164,7 +167,7 @@ fn check_nodes(path: &OsStr, sinfo: &Path) -> Result<(), String> {
         states.join(",")
     };
     Err(format!(
-        "no Slurm node up (sinfo shows {shown}, none idle, mix or alloc): start slurmd \
+        "no Slurm node up (sinfo shows {shown}, none idle, mix, alloc or comp): start slurmd \
          (.ci/slurm-up), or `scontrol update nodename=NODE state=resume`, or use --launcher local"
     ))
 }
@@ -500,9 +503,10 @@ mod tests {
     fn check_wants_a_node_that_takes_tasks() {
         assert_eq!(with_nodes("idle\\n"), Ok(()));
         assert_eq!(with_nodes("down*\\nmix\\n"), Ok(()));
+        assert_eq!(with_nodes("comp\\n"), Ok(()));
         let e = with_nodes("down*\\nidle*\\ndrain\\n").unwrap_err();
         assert!(
-            e.starts_with("no Slurm node up (sinfo shows down*,idle*,drain, none idle"),
+            e.starts_with("no Slurm node up (sinfo shows down*,idle*,drain, none idle, mix"),
             "{e}"
         );
         assert!(e.contains("slurmd"), "{e}");

@@ -33,7 +33,7 @@ pub enum Tier {
     /// MPTCP enabled in this kernel (net.mptcp.enabled).
     Mptcp,
     /// A Slurm cluster this host can submit to: `srun` and `sinfo` on PATH,
-    /// munged answering, a node idle, mix or alloc (`.ci/slurm-up`).
+    /// munged answering, a node idle, mix, alloc or comp (`.ci/slurm-up`).
     Slurm,
 }
 
