@@ -116,8 +116,13 @@ impl Controller {
             None => std::env::current_exe()
                 .map_err(|e| RunError::runtime("cannot find the stackbench executable", e))?,
         };
-        let mut launched =
-            crate::launch::launch(spec.launcher, spec.count, &program, &addr.to_string())?;
+        // Agents elsewhere cannot dial an unspecified address: name this host.
+        let dial = if addr.ip().is_unspecified() {
+            format!("{}:{}", agent_wire::host_name(), addr.port())
+        } else {
+            addr.to_string()
+        };
+        let mut launched = crate::launch::launch(spec.launcher, spec.count, &program, &dial)?;
         let patience = match spec.launcher {
             Launcher::Local => HELLO_PATIENCE_LOCAL,
             Launcher::Slurm | Launcher::External => HELLO_PATIENCE_REMOTE,

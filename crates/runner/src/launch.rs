@@ -16,6 +16,8 @@ use crate::error::RunError;
 pub struct Launched {
     kind: Launcher,
     children: Vec<(String, Child)>,
+    /// The agents' job step (launcher slurm); cancelled when dropped.
+    srun: Option<crate::slurm::Launched>,
 }
 
 /// Starts `count` agents that connect to `controller` (HOST:PORT).
@@ -28,6 +30,7 @@ pub fn launch(
     let mut launched = Launched {
         kind,
         children: Vec::new(),
+        srun: None,
     };
     match kind {
         Launcher::Local => {
@@ -43,13 +46,11 @@ pub fn launch(
             }
         }
         Launcher::Slurm => {
-            crate::slurm::check().map_err(RunError::Input)?;
-            let cmd = crate::slurm::agents_command(program, count, controller);
-            let child = spawn_owned(cmd)
-                .map_err(|e| RunError::runtime("cannot start srun for the agents", e))?;
-            launched
-                .children
-                .push(("srun (the agents' job step)".into(), child));
+            // From the thread that runs the session: srun gets SIGTERM when
+            // the thread that spawned it ends (see crate::slurm).
+            let srun = crate::slurm::launch_agents(program, count, controller)
+                .map_err(RunError::Input)?;
+            launched.srun = Some(srun);
         }
         Launcher::External => {}
     }
@@ -77,6 +78,11 @@ fn spawn_owned(mut cmd: Command) -> std::io::Result<Child> {
 impl Launched {
     /// A started process that has already ended, described with its status.
     pub fn exited(&mut self) -> Option<String> {
+        if let Some(srun) = self.srun.as_mut() {
+            if let Some(status) = srun.try_wait().ok().flatten() {
+                return Some(format!("srun (job {}) exited ({status})", srun.job_name()));
+            }
+        }
         self.children.iter_mut().find_map(|(name, child)| {
             let status = child.try_wait().ok().flatten()?;
             Some(format!("{name} exited ({status})"))

@@ -13,6 +13,7 @@
 //! `spawn`, `repeat`, `plan` above them; `guest_step` (the host's side of a
 //! step on another kernel) on `plan`; `session` (the [`Runner`]) on all of
 //! those; `guest_side`, `sweep`, `find_rate`, `study` and `study_estimate` on top.
+//! `slurm` (srun as a launcher of agents) stands alone.
 
 pub mod agent;
 pub mod agent_merge;

@@ -1,6 +1,6 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
 //! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, the pinned
-//! Kubernetes schema validator. A test that
+//! Kubernetes schema validator, a Slurm cluster. A test that
 //! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
 //! tier (a comma-separated list, or `all`) the skip is a failure instead, so
 //! CI, which installs and starts what the tiers need, cannot pass by skipping
@@ -35,10 +35,13 @@ pub enum Tier {
     /// The pinned `kubernetes-validate` (deploy/k8s-validate.txt): rendered
     /// manifests checked against the Kubernetes OpenAPI schema, offline.
     K8sSchema,
+    /// A Slurm cluster this host can submit to: `srun` and `sinfo` on PATH,
+    /// munged answering, a node idle, mix, alloc or comp (`.ci/slurm-up`).
+    Slurm,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 9] = [
+    pub const ALL: [Tier; 10] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -48,6 +51,7 @@ impl Tier {
         Tier::Uring,
         Tier::Mptcp,
         Tier::K8sSchema,
+        Tier::Slurm,
     ];
 
     /// The tier's name in `STACKBENCH_REQUIRE`.
@@ -62,6 +66,7 @@ impl Tier {
             Tier::Uring => "uring",
             Tier::Mptcp => "mptcp",
             Tier::K8sSchema => "k8s-schema",
+            Tier::Slurm => "slurm",
         }
     }
 }
@@ -118,6 +123,7 @@ mod tests {
         assert_eq!(names("root, qemu", Tier::Qemu), Ok(true));
         assert_eq!(names("root,qemu", Tier::Chromium), Ok(false));
         assert_eq!(names("all", Tier::Mptcp), Ok(true));
+        assert_eq!(names("mptcp,slurm", Tier::Slurm), Ok(true));
         let e = names("root,chromum", Tier::Root).unwrap_err();
         assert!(e.contains("unknown tier 'chromum'"), "{e}");
     }

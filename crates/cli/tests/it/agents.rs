@@ -225,3 +225,54 @@ fn bad_agent_inputs_are_one_line_and_start_nothing() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// A study step over 4 agents that srun starts as the tasks of one job step
+/// (each taking SLURM_PROCID/SLURM_NTASKS as its segment): exact counts, the
+/// launcher stored and every segment reported (that the job step leaves
+/// nothing behind is the slurm tier's own test, crates/runner/tests/slurm.rs).
+#[test]
+fn a_study_step_runs_over_four_agents_started_by_srun() {
+    if let Err(why) = stackbench_runner::slurm::check() {
+        stackbench_testkit::skip(
+            stackbench_testkit::Tier::Slurm,
+            "a_study_step_runs_over_four_agents_started_by_srun",
+            &why,
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("slurm-step.toml");
+    std::fs::write(
+        &file,
+        "name = \"slurm-step\"\nworkloads = [\"RR8(64B/64B)\"]\ntransactions = 8000\n\
+         agents = 4\nlauncher = \"slurm\"\n",
+    )
+    .unwrap();
+    let db = dir.path().join("results.db");
+    let out = stackbench()
+        .args(["study"])
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let export = json_ok(
+        stackbench()
+            .args(["results", "export", "--format", "json", "--db"])
+            .arg(&db),
+    );
+    let run = &export[0];
+    let record = if run["record"].is_object() { &run["record"] } else { run };
+    assert_eq!(record["agents"]["launcher"], "slurm", "{record}");
+    assert_eq!(record["agents"]["count"], 4);
+    assert_eq!(record["classes"][0]["transactions"], 8000);
+    let rows = record["agents"]["agents"].as_array().unwrap();
+    let mut indexes: Vec<u64> = rows.iter().map(|r| r["index"].as_u64().unwrap()).collect();
+    indexes.sort_unstable();
+    assert_eq!(indexes, vec![0, 1, 2, 3]);
+}
