@@ -48,8 +48,8 @@ pub fn launch(
         Launcher::Slurm => {
             // From the thread that runs the session: srun gets SIGTERM when
             // the thread that spawned it ends (see crate::slurm).
-            let srun = crate::slurm::launch_agents(program, count, controller)
-                .map_err(RunError::Input)?;
+            let srun =
+                crate::slurm::launch_agents(program, count, controller).map_err(RunError::Input)?;
             launched.srun = Some(srun);
         }
         Launcher::External => {}

@@ -267,7 +267,11 @@ fn a_study_step_runs_over_four_agents_started_by_srun() {
             .arg(&db),
     );
     let run = &export[0];
-    let record = if run["record"].is_object() { &run["record"] } else { run };
+    let record = if run["record"].is_object() {
+        &run["record"]
+    } else {
+        run
+    };
     assert_eq!(record["agents"]["launcher"], "slurm", "{record}");
     assert_eq!(record["agents"]["count"], 4);
     assert_eq!(record["classes"][0]["transactions"], 8000);

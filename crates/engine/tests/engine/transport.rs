@@ -168,9 +168,10 @@ fn enter_fresh_netns(port_range: &str) -> Result<(), String> {
 /// against the default 28,232 ports) needs ~61K descriptors in this one
 /// process, more than a hard limit of 20,000 without CAP_SYS_RESOURCE allows;
 /// so the test shrinks the port range instead, in a private network
-/// namespace: 3,000 connections over a 1,000-port range must use four
-/// source addresses (IPv4) or four responder ports (IPv6), and every one of
-/// them must connect. docs/running.md gives the full-size manual command.
+/// namespace: 3,000 connections over a 1,000-port range must use seven
+/// source addresses (IPv4) or seven responder ports (IPv6) — 434
+/// connections a path, under the half of the range connect() searches
+/// first — and every one of them must connect. docs/running.md gives the full-size manual command.
 #[test]
 fn more_connections_than_one_address_has_ports() {
     const CLIENTS: u64 = 3_000;
@@ -184,7 +185,7 @@ fn more_connections_than_one_address_has_ports() {
             return tx.send(None).unwrap();
         }
         let per_path = u64::from(stackbench_engine::transport::connections_per_path());
-        assert_eq!(per_path, 875, "the namespace's range is in force");
+        assert_eq!(per_path, 434, "the namespace's range is in force");
         let mut outs = Vec::new();
         for listen in ["127.0.0.1:0", "[::1]:0"] {
             let h = responder(listen);
