@@ -91,7 +91,7 @@ pub fn resolve(
         return guest_plan(s, workloads, iterations, announce);
     }
     let lab = crate::lab_run::resolve(&mut s)?;
-    resolve_agents(&mut s, &workloads, lab.is_some())?;
+    resolve_agents(&mut s, &workloads, lab.as_ref())?;
     let remote = s.target.is_some();
     let place = placement(
         s.client_cpus.take().map(|c| c.0),
@@ -119,8 +119,14 @@ pub fn resolve(
 /// must get at least one client of every class. Left `None` when one
 /// process holds the run and no agent was asked for: it then runs in this
 /// process (`--agents 1` runs it in one agent process, which is how the
-/// controller's own overhead is measured).
-fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Result<(), RunError> {
+/// controller's own overhead is measured). In a lab run the agents are
+/// started here, each inside one of the hosts `lab_from` lists.
+fn resolve_agents(
+    s: &mut RunSettings,
+    workloads: &[Workload],
+    lab: Option<&LabRun>,
+) -> Result<(), RunError> {
+    let hosts = lab.map_or(1, |l| l.drivers.len());
     let most = workloads
         .iter()
         .map(Workload::total_clients)
@@ -129,6 +135,12 @@ fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Res
     let n = match (s.agents, s.launcher) {
         (Some(n), _) => n,
         (None, Launcher::Local) => match agents_needed(most, limits::connections_per_process()) {
+            1 if hosts > 1 => {
+                return input(format!(
+                    "lab_from lists {hosts} hosts, and one driver process runs in one host: \
+                     add --agents {hosts} (agent i runs in host i mod {hosts}) or give one host"
+                ))
+            }
             1 => return Ok(()),
             n => n,
         },
@@ -140,10 +152,24 @@ fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Res
         }
     };
     s.agents = Some(n);
-    if lab {
+    if lab.is_some() && s.launcher != Launcher::Local {
         return input(format!(
-            "agents {n} with a lab: a lab run has one driver process in its host; drop --agents or the lab"
+            "launcher {} with a lab: agents in lab hosts are started here, inside their \
+             namespaces; use --launcher local (the default)",
+            s.launcher.name()
         ));
+    }
+    if (n as usize) < hosts {
+        return input(format!(
+            "agents {n} for the {hosts} hosts lab_from lists: some host would run no agent; \
+             use at least --agents {hosts}"
+        ));
+    }
+    if lab.is_some() && s.agent_listen.is_some() {
+        return input(
+            "agent_listen with a lab: the controller listens in host lab_to, where the \
+             agents in the lab_from hosts reach it; drop agent_listen",
+        );
     }
     let fewest = workloads
         .iter()
@@ -151,7 +177,8 @@ fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Res
         .min_by_key(|(c, _)| *c);
     if let Some((clients, w)) = fewest.filter(|(c, _)| *c < n) {
         return input(format!(
-            "agents {n}: {w} has a class of {clients} clients and every agent runs a share of              every class: use at most {clients} agents"
+            "agents {n}: {w} has a class of {clients} clients and every agent runs a share of \
+             every class: use at most {clients} agents"
         ));
     }
     Ok(())
