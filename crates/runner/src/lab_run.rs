@@ -4,7 +4,10 @@
 //! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`): the checks `plan::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
-//! lab crate).
+//! lab crate). A run split over agents may list several driver hosts
+//! (`--lab-from d1,d2,d3,d4`): agent i runs in host i mod their number,
+//! drives a responder on B's address on its own host's link, and reaches the
+//! controller, whose listener is bound inside B, at that same address.
 
 use std::net::IpAddr;
 use std::os::fd::AsFd;
