@@ -496,6 +496,66 @@ mod tests {
         }
     }
 
+    /// A lab run from `hosts` of the four-driver example to its server,
+    /// resolved as `lab_run::resolve` does (which needs root; this does not).
+    fn four_driver_lab(hosts: &[&str]) -> LabRun {
+        let text = include_str!("../../../examples/lab-four-drivers.toml");
+        let lab = stackbench_lab::parse_lab(text, "lab-four-drivers.toml").unwrap();
+        let drivers: Vec<crate::lab_run::LabDriver> = hosts
+            .iter()
+            .map(|h| {
+                let path = stackbench_lab::path::path(&lab, h, "server").unwrap();
+                let ip = stackbench_lab::path::address(&lab, path.link, "server", false).unwrap();
+                crate::lab_run::LabDriver {
+                    path,
+                    responder_ip: ip,
+                }
+            })
+            .collect();
+        LabRun {
+            file: "lab-four-drivers.toml".into(),
+            path: drivers[0].path.clone(),
+            responder_ip: drivers[0].responder_ip,
+            lab,
+            drivers,
+        }
+    }
+
+    #[test]
+    fn agents_in_lab_hosts_need_one_per_host_and_start_here() {
+        let w: Vec<Workload> = vec!["RR8(64B/64B)".parse().unwrap()];
+        let four = four_driver_lab(&["d1", "d2", "d3", "d4"]);
+        let refused = |pairs: &[(&str, &str)], lab: &LabRun| match resolve_agents(
+            &mut settings(pairs),
+            &w,
+            Some(lab),
+        ) {
+            Err(RunError::Input(m)) => m,
+            other => panic!("expected an input error, got {other:?}"),
+        };
+        let m = refused(&[], &four);
+        assert!(
+            m.contains("lab_from lists 4 hosts") && m.contains("--agents 4"),
+            "{m}"
+        );
+        let m = refused(&[("agents", "2")], &four);
+        assert!(m.contains("use at least --agents 4"), "{m}");
+        let m = refused(&[("agents", "4"), ("launcher", "slurm")], &four);
+        assert!(m.starts_with("launcher slurm with a lab"), "{m}");
+        let m = refused(&[("agents", "4"), ("agent_listen", "0.0.0.0:7700")], &four);
+        assert!(m.starts_with("agent_listen with a lab"), "{m}");
+        let mut ok = settings(&[("agents", "4")]);
+        resolve_agents(&mut ok, &w, Some(&four)).unwrap();
+        assert_eq!(ok.agents, Some(4));
+        // One host: no agents keeps the run in this process, as before.
+        let one = four_driver_lab(&["d2"]);
+        let mut single = settings(&[]);
+        resolve_agents(&mut single, &w, Some(&one)).unwrap();
+        assert_eq!(single.agents, None);
+        // Responder i listens on the server's address on agent i's link.
+        assert_eq!(four.listen(5), "10.72.1.2:0");
+    }
+
     #[test]
     fn the_session_key_names_what_decides_the_responder() {
         let a = settings(&[("server_threads", "2")]);
