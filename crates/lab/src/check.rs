@@ -1,19 +1,22 @@
 //! Checks across a lab file's entries, so `up` never builds a lab whose
 //! hosts cannot reach each other: names unique, links between known hosts,
 //! each host on one link (one NIC per LPAR; more hosts meet through a
-//! router), a direct link's ends in one subnet and a routed link's ends in
+//! router) — or, for a host that several hosts reach directly (a server
+//! facing its driver hosts), one NIC per link, each link in a subnet of its
+//! own — a direct link's ends in one subnet and a routed link's ends in
 //! two, a router with room for its own address in each subnet it joins.
 
 use std::collections::HashMap;
 
 use crate::error::Result;
 use crate::source::{Source, Spans};
-use crate::spec::{Host, IpNet, Lab, Link, IPV6_MIN_MTU};
+use crate::spec::{Host, IpNet, IpsecAlgorithm, Lab, Link, IPV6_MIN_MTU};
 
 /// Checks the whole lab; errors point at the host or link entry concerned.
 pub(crate) fn topology(src: &Source, lab: &Lab, spans: &Spans) -> Result<()> {
     names(src, lab, spans)?;
-    let mut on_link: HashMap<&str, usize> = HashMap::new();
+    // Each host's subnets so far, with the link each is on.
+    let mut on_link: HashMap<&str, Vec<(usize, IpNet)>> = HashMap::new();
     let mut router_subnets: Vec<(&str, IpNet)> = Vec::new();
     for (i, link) in lab.links.iter().enumerate() {
         let at = |m: String| {
@@ -24,16 +27,11 @@ pub(crate) fn topology(src: &Source, lab: &Lab, spans: &Spans) -> Result<()> {
         };
         let (a, b) = ends(lab, link).map_err(at)?;
         for host in [a, b] {
-            if let Some(first) = on_link.insert(&host.name, i) {
-                return Err(at(format!(
-                    "host '{}' is already on link {first}: give each host one link (one NIC per LPAR) and join more hosts through a [[router]] with via",
-                    host.name
-                )));
-            }
+            several_links(lab, i, host, on_link.entry(&host.name).or_default()).map_err(at)?;
         }
         mtu_fits(link, a, b).map_err(at)?;
         match &link.via {
-            None => same_subnets(a, b).map_err(at)?,
+            None => same_subnets(lab, i, a, b).map_err(at)?,
             Some(router) => {
                 for net in routed_subnets(lab, a, b).map_err(at)? {
                     if router_subnets
@@ -148,9 +146,62 @@ fn common<'a>(a: &'a Host, b: &'a Host) -> Result<Vec<(&'a IpNet, &'a IpNet)>, S
     Ok(pairs)
 }
 
-/// A direct link: both ends in one subnet per family.
-fn same_subnets(a: &Host, b: &Host) -> Result<(), String> {
-    for (x, y) in common(a, b)? {
+/// A host on link `i` after the links in `seen`: alone, or on several
+/// direct links (no IPsec: a link's SAs replace its hosts' others), each in
+/// subnets no other of its links has — two interfaces in one subnet would
+/// make the replies leave by whichever route comes first.
+fn several_links(
+    lab: &Lab,
+    i: usize,
+    host: &Host,
+    seen: &mut Vec<(usize, IpNet)>,
+) -> Result<(), String> {
+    let mine = lab.link_addresses(i, &host.name);
+    let link = &lab.links[i];
+    let links = lab.links_of(&host.name);
+    if links > 1 && (link.via.is_some() || link.ipsec != IpsecAlgorithm::Off) {
+        let what = if link.via.is_some() { "via" } else { "ipsec" };
+        return Err(format!(
+            "host '{}' is on {links} links, and a host on several links reaches each directly \
+             without IPsec: drop {what} here, or give each host one link (one NIC per LPAR) \
+             and join more hosts through a [[router]] with via",
+            host.name
+        ));
+    }
+    for net in &mine {
+        if let Some((first, _)) = seen.iter().find(|(_, n)| n.same_subnet(net)) {
+            return Err(format!(
+                "host '{}' is already on link {first} in {}: give each of its links its own \
+                 subnet (one address per family and link), or give each host one link \
+                 (one NIC per LPAR) and join more hosts through a [[router]] with via",
+                host.name,
+                net.network()
+            ));
+        }
+    }
+    seen.extend(mine.into_iter().map(|n| (i, n)));
+    Ok(())
+}
+
+/// A direct link: both ends in one subnet per family (for a host on
+/// several links, its addresses facing this one's other end).
+fn same_subnets(lab: &Lab, i: usize, a: &Host, b: &Host) -> Result<(), String> {
+    let multi = |h: &Host| lab.links_of(&h.name) > 1;
+    let on_link = |h: &Host| Host {
+        addresses: lab.link_addresses(i, &h.name),
+        ..h.clone()
+    };
+    if let Some((h, peer)) = [(a, b), (b, a)]
+        .into_iter()
+        .find(|(h, _)| multi(h) && lab.link_addresses(i, &h.name).is_empty())
+    {
+        return Err(format!(
+            "host '{}' is on several links and has no address in a subnet of host '{}': give it one address per link, in the subnet of that link's other end",
+            h.name, peer.name
+        ));
+    }
+    let (a, b) = (on_link(a), on_link(b));
+    for (x, y) in common(&a, &b)? {
         if !x.same_subnet(y) {
             return Err(format!(
                 "{x} and {y} are in different subnets: put both hosts in one subnet, or route the link through a [[router]] with via"

@@ -14,7 +14,8 @@
 //!   template between the two hosts' addresses (tunnel mode: host to host,
 //!   an outer header with the same addresses). Routers on a `via` link
 //!   forward ESP and hold no state.
-//! - **Removal.** Each host is on one link, so its namespace's SAs and
+//! - **Removal.** A host with IPsec is on one link (the lab check refuses
+//!   ESP on a host with several), so its namespace's SAs and
 //!   policies are the link's: a changed configuration flushes them and
 //!   installs anew; `ipsec` off flushes them; `lab down` deletes the
 //!   namespaces, and the kernel frees their SAs and policies with them.
@@ -79,16 +80,13 @@ pub fn xfrm_error(
 /// `(A's address, B's address)` for each family both hosts of link `i` have.
 pub fn address_pairs(lab: &Lab, i: usize) -> Vec<(IpAddr, IpAddr)> {
     let link = &lab.links[i];
-    let (Some(a), Some(b)) = (lab.host(&link.a), lab.host(&link.b)) else {
-        return Vec::new();
-    };
-    a.addresses
-        .iter()
+    let (a, b) = (
+        lab.link_addresses(i, &link.a),
+        lab.link_addresses(i, &link.b),
+    );
+    a.iter()
         .filter_map(|x| {
-            let y = b
-                .addresses
-                .iter()
-                .find(|y| y.addr.is_ipv4() == x.addr.is_ipv4())?;
+            let y = b.iter().find(|y| y.addr.is_ipv4() == x.addr.is_ipv4())?;
             Some((x.addr, y.addr))
         })
         .collect()

@@ -132,10 +132,7 @@ fn host_end(lab: &Lab, link: usize, host: &str, end: &str) -> End {
         ns: lab.namespace(host),
         ifname: ifname(&lab.name, link, end),
         ifindex: ifindex(link, end),
-        addresses: lab
-            .host(host)
-            .map(|h| h.addresses.clone())
-            .unwrap_or_default(),
+        addresses: lab.link_addresses(link, host),
     }
 }
 

@@ -90,7 +90,9 @@ fn table_items<'a, 'i>(src: &Source, key: &str, v: &'a Value<'i>) -> Result<Vec<
     Ok(items.iter().collect())
 }
 
-fn addresses(src: &Source, v: &Value) -> Result<Vec<IpNet>> {
+/// A host's addresses: at most one per family for each link it is on
+/// (`links`, counted from the file's `[[link]]` entries).
+fn addresses(src: &Source, v: &Value, links: usize) -> Result<Vec<IpNet>> {
     let items: Vec<&Value> = match v.get_ref() {
         DeValue::Array(items) => items.iter().collect(),
         _ => vec![v],
@@ -118,21 +120,32 @@ fn addresses(src: &Source, v: &Value) -> Result<Vec<IpNet>> {
                 net.network()
             )));
         }
-        if out.iter().any(|o| o.addr.is_ipv4() == net.addr.is_ipv4()) {
-            return Err(at("a host has at most one IPv4 and one IPv6 address".into()));
+        let same_family = out
+            .iter()
+            .filter(|o| o.addr.is_ipv4() == net.addr.is_ipv4())
+            .count();
+        if same_family >= links.max(1) {
+            return Err(at(format!(
+                "a host has at most one IPv4 and one IPv6 address per link it is on (this one: {})",
+                links.max(1)
+            )));
         }
         out.push(net);
     }
     Ok(out)
 }
 
-fn host(src: &Source, v: &Value) -> Result<crate::spec::Host> {
+fn host(src: &Source, v: &Value, links: &dyn Fn(&str) -> usize) -> Result<crate::spec::Host> {
     let mut out = crate::spec::Host {
         name: String::new(),
         cpus: None,
         addresses: Vec::new(),
     };
     let table = v.get_ref().as_table().expect("checked by table_items");
+    // The name first: how many addresses the host may have depends on it.
+    if let Some(value) = table.get("name") {
+        out.name = name(src, "host name", value, MAX_HOST_NAME, true)?;
+    }
     for (key, value) in sorted(table) {
         match key.get_ref().as_ref() {
             "name" => out.name = name(src, "host name", value, MAX_HOST_NAME, true)?,
@@ -145,7 +158,7 @@ fn host(src: &Source, v: &Value) -> Result<crate::spec::Host> {
                     .map_err(|e| src.at(value.span().start, format!("cpus: {e}")))?;
                 out.cpus = Some(cpus);
             }
-            "address" => out.addresses = addresses(src, value)?,
+            "address" => out.addresses = addresses(src, value, links(&out.name))?,
             _ => return Err(unknown(src, key, "[[host]]", HOST_KEYS)),
         }
     }
@@ -331,13 +344,14 @@ fn link(src: &Source, v: &Value) -> Result<Link> {
 
 /// Reads the top-level keys into a lab (entries checked one by one).
 fn entries(src: &Source, doc: &DeTable, lab: &mut Lab, spans: &mut Spans) -> Result<()> {
+    let links = |host: &str| link_count(doc, host);
     for (key, value) in sorted(doc) {
         match key.get_ref().as_ref() {
             "name" => lab.name = name(src, "lab name", value, MAX_LAB_NAME, false)?,
             "description" => lab.description = string(src, "description", value)?,
             "host" => {
                 for item in table_items(src, "host", value)? {
-                    lab.hosts.push(host(src, item)?);
+                    lab.hosts.push(host(src, item, &links)?);
                     spans.hosts.push(item.span().start);
                 }
             }
@@ -363,6 +377,23 @@ fn entries(src: &Source, doc: &DeTable, lab: &mut Lab, spans: &mut Spans) -> Res
         }
     }
     Ok(())
+}
+
+/// How many `[[link]]` entries name `host` as an end (read from the raw
+/// tree: the links come after the hosts in most files).
+fn link_count(doc: &DeTable, host: &str) -> usize {
+    let Some(items) = doc.get("link").and_then(|v| v.get_ref().as_array()) else {
+        return 0;
+    };
+    let is_end = |t: &DeTable, key: &str| {
+        t.get(key)
+            .is_some_and(|v| matches!(v.get_ref(), DeValue::String(s) if s.as_ref() == host))
+    };
+    items
+        .iter()
+        .filter_map(|i| i.get_ref().as_table())
+        .filter(|t| is_end(t, "a") || is_end(t, "b"))
+        .count()
 }
 
 /// Parses lab-file text; `file` names it in errors.

@@ -120,13 +120,14 @@ pub fn path(lab: &Lab, from: &str, to: &str) -> Result<LabPath, String> {
     })
 }
 
-/// The address of host `host` to listen on: its first IPv6 address when
-/// `ipv6`, else its first IPv4 one.
-pub fn address(lab: &Lab, host: &str, ipv6: bool) -> Result<IpAddr, String> {
-    let h = lab
-        .host(host)
-        .ok_or_else(|| format!("no host '{host}' in lab {}", lab.name))?;
-    h.addresses
+/// The address of host `host` to listen on for peers on link `link`: its
+/// first IPv6 address on that link when `ipv6`, else its first IPv4 one (a
+/// host on several links has one per link, see [`Lab::link_addresses`]).
+pub fn address(lab: &Lab, link: usize, host: &str, ipv6: bool) -> Result<IpAddr, String> {
+    if lab.host(host).is_none() {
+        return Err(format!("no host '{host}' in lab {}", lab.name));
+    }
+    lab.link_addresses(link, host)
         .iter()
         .map(|n| n.addr)
         .find(|a| a.is_ipv6() == ipv6)
@@ -177,6 +178,13 @@ pub fn with_overrides(lab: &Lab, link: usize, o: &LinkOverrides) -> Result<Lab, 
         }
     }
     properties(l, o)?;
+    if l.ipsec != IpsecAlgorithm::Off {
+        if let Some(h) = [&l.a, &l.b].into_iter().find(|h| lab.links_of(h) > 1) {
+            return Err(format!(
+                "link_ipsec: host '{h}' is on several links, and a link's SAs replace its hosts' others: drop link_ipsec, or use a lab whose hosts have one link each"
+            ));
+        }
+    }
     if l.offloads.tso && !l.offloads.tx_csum {
         return Err(format!(
             "link_offloads: tso on needs tx_csum on (the kernel drops TSO without checksum offload); the link has {}: add tso=off or tx_csum=on",
@@ -250,10 +258,10 @@ via = "r1"
             "{e}"
         );
         assert_eq!(
-            address(&lab, "client", true).unwrap().to_string(),
+            address(&lab, 0, "client", true).unwrap().to_string(),
             "fd77:1::1"
         );
-        assert!(address(&lab, "server", true)
+        assert!(address(&lab, 0, "server", true)
             .unwrap_err()
             .contains("no IPv6"));
     }

@@ -49,7 +49,9 @@ pub struct Host {
     pub name: String,
     /// CPUs the host's processes use; `None` = all of the machine's.
     pub cpus: Option<Vec<usize>>,
-    /// Addresses with prefix lengths, put on the host's link interface.
+    /// Addresses with prefix lengths, put on the host's link interface (at
+    /// most one per family, or one per family and link for a host on
+    /// several links; see [`Lab::link_addresses`]).
     pub addresses: Vec<IpNet>,
 }
 
@@ -366,6 +368,36 @@ impl Lab {
     /// The host named `name`.
     pub fn host(&self, name: &str) -> Option<&Host> {
         self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// How many links host `name` is on.
+    pub fn links_of(&self, name: &str) -> usize {
+        self.links
+            .iter()
+            .filter(|l| l.a == name || l.b == name)
+            .count()
+    }
+
+    /// The addresses host `name` has on link `link`: all of them when the
+    /// host is on that link alone (the usual LPAR with one NIC); for a host
+    /// on several (direct) links, such as a server facing several driver
+    /// hosts, those in a subnet of the link's other end — one NIC per link,
+    /// each in its own subnet (the `check` module makes sure of that).
+    pub fn link_addresses(&self, link: usize, name: &str) -> Vec<IpNet> {
+        let l = &self.links[link];
+        let Some(host) = self.host(name) else {
+            return Vec::new();
+        };
+        if self.links_of(name) <= 1 {
+            return host.addresses.clone();
+        }
+        let peer = if l.a == name { &l.b } else { &l.a };
+        let theirs = self.host(peer).map_or(&[][..], |h| &h.addresses[..]);
+        host.addresses
+            .iter()
+            .filter(|x| theirs.iter().any(|y| x.same_subnet(y)))
+            .copied()
+            .collect()
     }
 
     /// The namespace name of a host or router: `sb-<lab>-<name>`.

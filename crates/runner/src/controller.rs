@@ -37,7 +37,7 @@ use crate::agent_wire::{
     self, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming,
 };
 use crate::error::{input, RunError};
-use crate::launch::Launched;
+use crate::launch::{AgentHost, Launched};
 
 /// Clock probes per agent; the one with the shortest round trip is kept.
 const CLOCK_PROBES: u32 = 8;
@@ -96,6 +96,13 @@ pub struct AgentsSpec<'a> {
     pub targets: Vec<String>,
     /// The stackbench executable for local and srun agents (`None`: this one).
     pub program: Option<&'a Path>,
+    /// A listener already bound, used instead of binding `listen`: a lab
+    /// run binds it inside host lab_to, where its agents can reach it.
+    pub listener: Option<TcpListener>,
+    /// Local agents in lab hosts: agent i runs in `hosts[i % len]` and dials
+    /// the controller at that host's address for it (empty: here, at the
+    /// listener's address).
+    pub hosts: Vec<AgentHost>,
 }
 
 impl Controller {
@@ -103,11 +110,14 @@ impl Controller {
     /// each one's hello; then measures their clocks.
     pub fn start(spec: AgentsSpec, stop: &AtomicBool) -> Result<Controller, RunError> {
         let listen = spec.listen.unwrap_or("127.0.0.1:0");
-        let listener = TcpListener::bind(listen).or_else(|e| {
-            input(format!(
-                "agent_listen {listen}: {e}: give an address of this host, e.g. 0.0.0.0:7700"
-            ))
-        })?;
+        let listener = match spec.listener {
+            Some(l) => l,
+            None => TcpListener::bind(listen).or_else(|e| {
+                input(format!(
+                    "agent_listen {listen}: {e}: give an address of this host, e.g. 0.0.0.0:7700"
+                ))
+            })?,
+        };
         let addr = listener
             .local_addr()
             .map_err(|e| RunError::runtime("agent listener", e))?;
@@ -122,7 +132,8 @@ impl Controller {
         } else {
             addr.to_string()
         };
-        let mut launched = crate::launch::launch(spec.launcher, spec.count, &program, &dial)?;
+        let mut launched =
+            crate::launch::launch(spec.launcher, spec.count, &program, &dial, &spec.hosts)?;
         let patience = match spec.launcher {
             Launcher::Local => HELLO_PATIENCE_LOCAL,
             Launcher::Slurm | Launcher::External => HELLO_PATIENCE_REMOTE,

@@ -4,7 +4,10 @@
 //! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`): the checks `plan::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
-//! lab crate).
+//! lab crate). A run split over agents may list several driver hosts
+//! (`--lab-from d1,d2,d3,d4`): agent i runs in host i mod their number,
+//! drives a responder on B's address on its own host's link, and reaches the
+//! controller, whose listener is bound inside B, at that same address.
 
 use std::net::IpAddr;
 use std::os::fd::AsFd;
@@ -26,7 +29,21 @@ pub struct LabRun {
     /// The lab file as given.
     pub file: String,
     pub lab: Lab,
+    /// The first listed driver host's path (the stored environment's).
     pub path: LabPath,
+    pub responder_ip: IpAddr,
+    /// Every host `lab_from` lists, in order, with its path to host B and
+    /// B's address on that path's link (the first is `path` and
+    /// `responder_ip`): agent i runs in `drivers[i % len]`.
+    pub drivers: Vec<LabDriver>,
+}
+
+/// One driver host of a lab run.
+#[derive(Debug, Clone)]
+pub struct LabDriver {
+    pub path: LabPath,
+    /// Host B's address on this path's link: where this host's agents find
+    /// their responders and the controller.
     pub responder_ip: IpAddr,
 }
 
@@ -80,10 +97,30 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         );
     };
     let lab = stackbench_lab::read_lab(&PathBuf::from(&file)).or_else(|e| input(e.to_string()))?;
-    let path = stackbench_lab::path::path(&lab, &from.0, &to.0).or_else(input)?;
+    // Several driver hosts (`d1,d2,d3,d4`) for a run split over agents.
+    let hosts: Vec<&str> = from.0.split(',').map(str::trim).collect();
+    let paths = hosts
+        .iter()
+        .map(|h| stackbench_lab::path::path(&lab, h, &to.0))
+        .collect::<Result<Vec<LabPath>, String>>()
+        .or_else(input)?;
     let overrides = overrides(s);
-    let lab = stackbench_lab::path::with_overrides(&lab, path.link, &overrides).or_else(input)?;
-    let responder_ip = stackbench_lab::path::address(&lab, &to.0, s.ipv6).or_else(input)?;
+    let mut lab = lab;
+    for p in &paths {
+        lab = stackbench_lab::path::with_overrides(&lab, p.link, &overrides).or_else(input)?;
+    }
+    let drivers = paths
+        .into_iter()
+        .map(|path| {
+            let ip = stackbench_lab::path::address(&lab, path.link, &to.0, s.ipv6)?;
+            Ok(LabDriver {
+                path,
+                responder_ip: ip,
+            })
+        })
+        .collect::<Result<Vec<LabDriver>, String>>()
+        .or_else(input)?;
+    let (path, responder_ip) = (drivers[0].path.clone(), drivers[0].responder_ip);
     // SAFETY: geteuid(2) cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return input(format!(
@@ -91,13 +128,15 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         ));
     }
     let cpus = |host: &str| lab.host(host).and_then(|h| h.cpus.clone()).map(CpuList);
-    s.client_cpus = s.client_cpus.take().or_else(|| cpus(&from.0));
+    // Agents in several hosts are pinned as the first host says.
+    s.client_cpus = s.client_cpus.take().or_else(|| cpus(hosts[0]));
     s.server_cpus = s.server_cpus.take().or_else(|| cpus(&to.0));
     Ok(Some(LabRun {
         file,
         lab,
         path,
         responder_ip,
+        drivers,
     }))
 }
 
@@ -155,15 +194,56 @@ impl LabRun {
         netns::path(&self.lab.namespace(host))
     }
 
-    /// The address the responder listens on (port 0).
-    pub fn listen(&self) -> String {
-        std::net::SocketAddr::new(self.responder_ip, 0).to_string()
+    /// The address responder `i` (the one agent i drives) listens on, port
+    /// 0: host B's address on the link of agent i's host.
+    pub fn listen(&self, i: usize) -> String {
+        let ip = self.drivers[i % self.drivers.len()].responder_ip;
+        std::net::SocketAddr::new(ip, 0).to_string()
+    }
+
+    /// The controller's agent listener, bound inside host B on every
+    /// address (B's namespace has only the lab's), and where each driver
+    /// host's agents dial it: B's address on their link. The control
+    /// exchange crosses the lab links as it would between real hosts; only
+    /// a Stop falls inside the window.
+    pub fn agent_listener(
+        &self,
+        ipv6: bool,
+    ) -> Result<(std::net::TcpListener, Vec<crate::launch::AgentHost>), RunError> {
+        let any = if ipv6 { "[::]:0" } else { "0.0.0.0:0" };
+        let listener = self
+            .in_host(&self.path.to, || std::net::TcpListener::bind(any))?
+            .map_err(|e| RunError::runtime("agent listener in host lab_to", e))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| RunError::runtime("agent listener", e))?
+            .port();
+        let hosts = self
+            .drivers
+            .iter()
+            .map(|d| crate::launch::AgentHost {
+                netns: self.netns_file(&d.path.from),
+                controller: std::net::SocketAddr::new(d.responder_ip, port).to_string(),
+            })
+            .collect();
+        Ok((listener, hosts))
     }
 
     /// Runs `f` on a thread inside host A's namespace (threads it spawns,
     /// the driver's workers, inherit it); the caller's namespace is unchanged.
     pub fn in_from<T: Send>(&self, f: impl FnOnce() -> T + Send) -> Result<T, RunError> {
-        let name = self.lab.namespace(&self.path.from);
+        self.in_host(&self.path.from, f)
+    }
+
+    /// Runs `f` on a thread inside host `host`'s namespace: the sockets it
+    /// makes stay there (a listener bound in host B is reached over B's
+    /// links) while the caller's namespace is unchanged.
+    pub fn in_host<T: Send>(
+        &self,
+        host: &str,
+        f: impl FnOnce() -> T + Send,
+    ) -> Result<T, RunError> {
+        let name = self.lab.namespace(host);
         let ns = netns::open(&name).or_else(|e| input(e.to_string()))?;
         std::thread::scope(|scope| {
             scope

@@ -3,9 +3,12 @@
 //! job step, `external` not at all (a cluster engine does, e.g. a
 //! Kubernetes Indexed Job, and they connect to `agent_listen`). What was
 //! started is stopped when the handle drops, so a run leaves nothing behind.
+//! Local agents of a lab run start inside their lab hosts' network
+//! namespaces, as the lab's responder does ([`crate::spawn`]).
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use stackbench_model::settings::Launcher;
@@ -20,12 +23,24 @@ pub struct Launched {
     srun: Option<crate::slurm::Launched>,
 }
 
-/// Starts `count` agents that connect to `controller` (HOST:PORT).
+/// Where a local agent runs: a lab host's network namespace, and the
+/// controller's address as seen from there.
+#[derive(Debug, Clone)]
+pub struct AgentHost {
+    /// The namespace file (`/run/netns/sb-LAB-HOST`).
+    pub netns: PathBuf,
+    /// HOST:PORT the agent dials.
+    pub controller: String,
+}
+
+/// Starts `count` agents that connect to `controller` (HOST:PORT); local
+/// agent i runs in `hosts[i % len]` when `hosts` is not empty.
 pub fn launch(
     kind: Launcher,
     count: u32,
     program: &Path,
     controller: &str,
+    hosts: &[AgentHost],
 ) -> Result<Launched, RunError> {
     let mut launched = Launched {
         kind,
@@ -35,14 +50,21 @@ pub fn launch(
     match kind {
         Launcher::Local => {
             for i in 0..count {
+                let host = (!hosts.is_empty()).then(|| &hosts[i as usize % hosts.len()]);
+                let dial = host.map_or(controller, |h| h.controller.as_str());
                 let mut cmd = Command::new(program);
-                cmd.args(["agent", "--controller", controller, "--segment"])
+                cmd.args(["agent", "--controller", dial, "--segment"])
                     .arg(format!("{i}/{count}"));
-                let child = spawn_owned(cmd)
+                let netns = host.map(|h| h.netns.as_path());
+                let child = spawn_owned(cmd, netns)
                     .map_err(|e| RunError::runtime("cannot start a local agent process", e))?;
+                let place = match host {
+                    Some(h) => format!(" in {}", h.netns.display()),
+                    None => String::new(),
+                };
                 launched
                     .children
-                    .push((format!("local agent {i}/{count}"), child));
+                    .push((format!("local agent {i}/{count}{place}"), child));
             }
         }
         Launcher::Slurm => {
@@ -59,20 +81,39 @@ pub fn launch(
 
 /// Spawns a child in its own process group (a terminal's Ctrl-C reaches
 /// only the controller, which then stops the agents cleanly) that the kernel
-/// kills if this process dies (PR_SET_PDEATHSIG).
-fn spawn_owned(mut cmd: Command) -> std::io::Result<Child> {
+/// kills if this process dies (PR_SET_PDEATHSIG), inside the network
+/// namespace file `netns` when given (opened here, entered by the child
+/// between fork and exec).
+fn spawn_owned(mut cmd: Command, netns: Option<&Path>) -> std::io::Result<Child> {
+    let ns: Option<OwnedFd> = match netns {
+        Some(p) => Some(
+            std::fs::File::open(p)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))?
+                .into(),
+        ),
+        None => None,
+    };
+    let ns_fd = ns.as_ref().map(|f| f.as_raw_fd());
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .process_group(0);
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    // SAFETY: prctl and setns are async-signal-safe system calls; nothing
+    // else runs between fork and exec. `ns` outlives the spawn below.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if let Some(fd) = ns_fd {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             Ok(())
         });
     }
-    cmd.spawn()
+    let child = cmd.spawn();
+    drop(ns);
+    child
 }
 
 impl Launched {

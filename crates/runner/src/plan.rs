@@ -91,7 +91,7 @@ pub fn resolve(
         return guest_plan(s, workloads, iterations, announce);
     }
     let lab = crate::lab_run::resolve(&mut s)?;
-    resolve_agents(&mut s, &workloads, lab.is_some())?;
+    resolve_agents(&mut s, &workloads, lab.as_ref())?;
     let remote = s.target.is_some();
     let place = placement(
         s.client_cpus.take().map(|c| c.0),
@@ -119,8 +119,14 @@ pub fn resolve(
 /// must get at least one client of every class. Left `None` when one
 /// process holds the run and no agent was asked for: it then runs in this
 /// process (`--agents 1` runs it in one agent process, which is how the
-/// controller's own overhead is measured).
-fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Result<(), RunError> {
+/// controller's own overhead is measured). In a lab run the agents are
+/// started here, each inside one of the hosts `lab_from` lists.
+fn resolve_agents(
+    s: &mut RunSettings,
+    workloads: &[Workload],
+    lab: Option<&LabRun>,
+) -> Result<(), RunError> {
+    let hosts = lab.map_or(1, |l| l.drivers.len());
     let most = workloads
         .iter()
         .map(Workload::total_clients)
@@ -129,6 +135,12 @@ fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Res
     let n = match (s.agents, s.launcher) {
         (Some(n), _) => n,
         (None, Launcher::Local) => match agents_needed(most, limits::connections_per_process()) {
+            1 if hosts > 1 => {
+                return input(format!(
+                    "lab_from lists {hosts} hosts, and one driver process runs in one host: \
+                     add --agents {hosts} (agent i runs in host i mod {hosts}) or give one host"
+                ))
+            }
             1 => return Ok(()),
             n => n,
         },
@@ -140,10 +152,24 @@ fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Res
         }
     };
     s.agents = Some(n);
-    if lab {
+    if lab.is_some() && s.launcher != Launcher::Local {
         return input(format!(
-            "agents {n} with a lab: a lab run has one driver process in its host; drop --agents or the lab"
+            "launcher {} with a lab: agents in lab hosts are started here, inside their \
+             namespaces; use --launcher local (the default)",
+            s.launcher.name()
         ));
+    }
+    if (n as usize) < hosts {
+        return input(format!(
+            "agents {n} for the {hosts} hosts lab_from lists: some host would run no agent; \
+             use at least --agents {hosts}"
+        ));
+    }
+    if lab.is_some() && s.agent_listen.is_some() {
+        return input(
+            "agent_listen with a lab: the controller listens in host lab_to, where the \
+             agents in the lab_from hosts reach it; drop agent_listen",
+        );
     }
     let fewest = workloads
         .iter()
@@ -151,7 +177,8 @@ fn resolve_agents(s: &mut RunSettings, workloads: &[Workload], lab: bool) -> Res
         .min_by_key(|(c, _)| *c);
     if let Some((clients, w)) = fewest.filter(|(c, _)| *c < n) {
         return input(format!(
-            "agents {n}: {w} has a class of {clients} clients and every agent runs a share of              every class: use at most {clients} agents"
+            "agents {n}: {w} has a class of {clients} clients and every agent runs a share of \
+             every class: use at most {clients} agents"
         ));
     }
     Ok(())
@@ -467,6 +494,66 @@ mod tests {
         if local.client.len() + local.server.len() >= 2 && local.client != local.server {
             assert!(local.client.iter().all(|c| !local.server.contains(c)));
         }
+    }
+
+    /// A lab run from `hosts` of the four-driver example to its server,
+    /// resolved as `lab_run::resolve` does (which needs root; this does not).
+    fn four_driver_lab(hosts: &[&str]) -> LabRun {
+        let text = include_str!("../../../examples/lab-four-drivers.toml");
+        let lab = stackbench_lab::parse_lab(text, "lab-four-drivers.toml").unwrap();
+        let drivers: Vec<crate::lab_run::LabDriver> = hosts
+            .iter()
+            .map(|h| {
+                let path = stackbench_lab::path::path(&lab, h, "server").unwrap();
+                let ip = stackbench_lab::path::address(&lab, path.link, "server", false).unwrap();
+                crate::lab_run::LabDriver {
+                    path,
+                    responder_ip: ip,
+                }
+            })
+            .collect();
+        LabRun {
+            file: "lab-four-drivers.toml".into(),
+            path: drivers[0].path.clone(),
+            responder_ip: drivers[0].responder_ip,
+            lab,
+            drivers,
+        }
+    }
+
+    #[test]
+    fn agents_in_lab_hosts_need_one_per_host_and_start_here() {
+        let w: Vec<Workload> = vec!["RR8(64B/64B)".parse().unwrap()];
+        let four = four_driver_lab(&["d1", "d2", "d3", "d4"]);
+        let refused = |pairs: &[(&str, &str)], lab: &LabRun| match resolve_agents(
+            &mut settings(pairs),
+            &w,
+            Some(lab),
+        ) {
+            Err(RunError::Input(m)) => m,
+            other => panic!("expected an input error, got {other:?}"),
+        };
+        let m = refused(&[], &four);
+        assert!(
+            m.contains("lab_from lists 4 hosts") && m.contains("--agents 4"),
+            "{m}"
+        );
+        let m = refused(&[("agents", "2")], &four);
+        assert!(m.contains("use at least --agents 4"), "{m}");
+        let m = refused(&[("agents", "4"), ("launcher", "slurm")], &four);
+        assert!(m.starts_with("launcher slurm with a lab"), "{m}");
+        let m = refused(&[("agents", "4"), ("agent_listen", "0.0.0.0:7700")], &four);
+        assert!(m.starts_with("agent_listen with a lab"), "{m}");
+        let mut ok = settings(&[("agents", "4")]);
+        resolve_agents(&mut ok, &w, Some(&four)).unwrap();
+        assert_eq!(ok.agents, Some(4));
+        // One host: no agents keeps the run in this process, as before.
+        let one = four_driver_lab(&["d2"]);
+        let mut single = settings(&[]);
+        resolve_agents(&mut single, &w, Some(&one)).unwrap();
+        assert_eq!(single.agents, None);
+        // Responder i listens on the server's address on agent i's link.
+        assert_eq!(four.listen(5), "10.72.1.2:0");
     }
 
     #[test]

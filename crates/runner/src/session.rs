@@ -233,12 +233,23 @@ fn open_session(
         obs.warning(w);
     }
     let controller = if split {
+        // Agents in lab hosts cannot reach this namespace's loopback: the
+        // controller listens in host B, on the links they drive.
+        let (listener, hosts) = match &plan.lab {
+            Some(lab) => {
+                let (l, h) = lab.agent_listener(s.ipv6)?;
+                (Some(l), h)
+            }
+            None => (None, Vec::new()),
+        };
         let spec = AgentsSpec {
             count: agents,
             launcher: s.launcher,
             listen: s.agent_listen.as_ref().map(|t| t.0.as_str()),
             targets,
             program,
+            listener,
+            hosts,
         };
         Some(Controller::start(spec, stop)?)
     } else {
@@ -304,8 +315,10 @@ fn start_responders(
         }
         return Ok((Vec::new(), all));
     }
-    let listen = match lab {
-        Some(lab) => lab.listen(),
+    // Responder i (agent i's) listens on host B's address on the link of
+    // agent i's host.
+    let listen = |i: usize| match lab {
+        Some(lab) => lab.listen(i),
         None if s.ipv6 => "[::1]:0".to_string(),
         None => "127.0.0.1:0".to_string(),
     };
@@ -313,9 +326,9 @@ fn start_responders(
     // fires when the thread that forked it ends.
     let netns = lab.map(|l| l.netns_file(&l.path.to));
     let mut spawned = Vec::new();
-    for _ in 0..agents.max(1) {
+    for i in 0..agents.max(1) {
         spawned.push(SpawnedResponder::start(
-            &listen,
+            &listen(i as usize),
             &RunPlan::cpus(&s.server_cpus),
             s.server_threads.unwrap_or(1) as usize,
             netns.as_deref(),

@@ -10,6 +10,7 @@ mod guest;
 mod guest_tier;
 mod k8s;
 mod lab;
+mod lab_agents;
 mod lab_run;
 mod mix_cpu;
 mod plan;

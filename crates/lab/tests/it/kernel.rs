@@ -1,7 +1,7 @@
 //! Real labs (root only; skipped with a message elsewhere): up → show →
 //! down, a second up changing nothing, a changed file applied in place, a
-//! routed path carrying TCP both ways, and an unknown qdisc kind named by
-//! its kernel option.
+//! routed path carrying TCP both ways, a host on four links reached on each,
+//! and an unknown qdisc kind named by its kernel option.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -176,6 +176,48 @@ fn routed_link_carries_tcp_over_ipv4_and_ipv6() {
         .unwrap();
         assert_eq!(&reply, b"hello");
         echo.join().unwrap();
+    }
+}
+
+/// A server host on four links: each link's interface has the server's
+/// addresses in that link's subnet only, `show` finds the kernel as the file
+/// says, and each driver host reaches the server on its own link.
+#[test]
+fn a_host_on_four_links_is_reached_from_each_driver_host() {
+    if !can_make_namespaces("a_host_on_four_links_is_reached") {
+        return;
+    }
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/lab-four-drivers.toml"
+    ))
+    .unwrap()
+    .replace("name = \"four\"", "name = \"tmulti\"");
+    let guard = LabGuard::new(&text);
+    up(&guard.0).unwrap();
+    let shown = render(&guard.0, &read(&guard.0).unwrap());
+    assert!(
+        shown.contains("sb-tmulti-server/tmulti-2b: up, mtu 1500, tbf 1Gbit")
+            && shown.contains("10.73.1.2/24 fd73:1::2/64, tso"),
+        "{shown}"
+    );
+    assert!(shown.ends_with("state: as configured\n"), "{shown}");
+    for d in 1..=4 {
+        for server in [format!("10.7{d}.1.2:7002"), format!("[fd7{d}:1::2]:7002")] {
+            let addr: SocketAddr = server.parse().unwrap();
+            let echo = echo_once("sb-tmulti-server", addr);
+            let reply = netns::run_in(&format!("sb-tmulti-d{d}"), || {
+                let mut c = connect_through_fresh_link(addr);
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                c.write_all(b"hello").unwrap();
+                let mut buf = [0u8; 5];
+                c.read_exact(&mut buf).unwrap();
+                Ok(buf)
+            })
+            .unwrap();
+            assert_eq!(&reply, b"hello", "d{d} -> {server}");
+            echo.join().unwrap();
+        }
     }
 }
 

@@ -21,6 +21,98 @@ fn examples_parse() {
     let prio = read_lab(&examples().join("lab-prio.toml")).unwrap();
     assert!(prio.links[0].priority_classes);
     assert!(!pair.links[0].priority_classes);
+    let four = read_lab(&examples().join("lab-four-drivers.toml")).unwrap();
+    assert_eq!(four.links_of("server"), 4);
+    assert_eq!(four.links_of("d3"), 1);
+}
+
+/// A server that several driver hosts reach directly: one NIC per link,
+/// each with the server's addresses in that link's subnet, and the
+/// responder's address the one facing the driver.
+#[test]
+fn a_host_on_several_links_has_one_address_per_link() {
+    use stackbench_lab::layout::layout;
+    use stackbench_lab::path::{address, path};
+    let lab = read_lab(&examples().join("lab-four-drivers.toml")).unwrap();
+    let plan = layout(&lab);
+    let server_ends: Vec<(String, Vec<String>)> = plan
+        .pairs
+        .iter()
+        .flat_map(|p| p.ends.iter())
+        .filter(|e| e.ns == "sb-four-server")
+        .map(|e| {
+            let addrs = e.addresses.iter().map(ToString::to_string).collect();
+            (e.ifname.clone(), addrs)
+        })
+        .collect();
+    assert_eq!(
+        server_ends[2],
+        (
+            "four-2b".to_string(),
+            vec!["10.73.1.2/24".to_string(), "fd73:1::2/64".to_string()]
+        )
+    );
+    assert_eq!(server_ends.len(), 4);
+    let d4 = path(&lab, "d4", "server").unwrap();
+    assert_eq!(d4.link, 3);
+    assert_eq!(
+        address(&lab, d4.link, "server", false).unwrap().to_string(),
+        "10.74.1.2"
+    );
+    assert_eq!(
+        address(&lab, d4.link, "server", true).unwrap().to_string(),
+        "fd74:1::2"
+    );
+    // A driver's own link is its only one: all its addresses.
+    assert_eq!(lab.link_addresses(0, "d1"), lab.hosts[0].addresses);
+}
+
+/// Three hosts around `hub`, which is on both links; `hub_addrs` and
+/// `extra` (appended to the second link) vary per case.
+fn hub(hub_addrs: &str, extra: &str) -> String {
+    format!(
+        r#"name = "hub"
+[[host]]
+name = "d1"
+address = "10.71.1.1/24"
+[[host]]
+name = "d2"
+address = "10.72.1.1/24"
+[[host]]
+name = "hub"
+address = [{hub_addrs}]
+[[link]]
+a = "d1"
+b = "hub"
+[[link]]
+a = "d2"
+b = "hub"
+{extra}
+"#
+    )
+}
+
+#[test]
+fn a_host_on_several_links_is_refused_when_its_links_cannot_be_told_apart() {
+    let both = "\"10.71.1.2/24\", \"10.72.1.2/24\"";
+    parse_lab(&hub(both, ""), "lab.toml").unwrap();
+    // One address for two links in two subnets: d2 cannot reach it.
+    refused(
+        &hub("\"10.71.1.2/24\"", ""),
+        "14:1",
+        "host 'hub' is on several links and has no address in a subnet of host 'd2'",
+    );
+    // Three IPv4 addresses for two links.
+    refused(
+        &hub(&format!("{both}, \"10.73.1.2/24\""), ""),
+        "10:44",
+        "at most one IPv4 and one IPv6 address per link it is on (this one: 2)",
+    );
+    refused(
+        &hub(both, "ipsec = \"aes-gcm-128\""),
+        "14:1",
+        "host 'hub' is on 2 links, and a host on several links reaches each directly without IPsec: drop ipsec here",
+    );
 }
 
 #[test]

@@ -267,7 +267,7 @@ run_settings! {
     ramp: Option<PerSecond> = None, json "ramp_conns_per_s", range "1/s" ..= "10000000/s";
     /// Lab file (TOML, see `stackbench lab`): drive from host --lab-from to a responder in host --lab-to over the lab's link (needs root).
     lab: Option<Text> = None, json "lab";
-    /// Lab host the driver runs in (with --lab).
+    /// Lab host the driver runs in (with --lab); with --agents, a comma-separated list: agent i runs in host i mod their number.
     lab_from: Option<Text> = None, json "lab_from";
     /// Lab host the responder runs in (with --lab).
     lab_to: Option<Text> = None, json "lab_to";
