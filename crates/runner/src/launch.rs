@@ -6,8 +6,6 @@
 //! Local agents of a lab run start inside their lab hosts' network
 //! namespaces, as the lab's responder does ([`crate::spawn`]).
 
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -56,7 +54,7 @@ pub fn launch(
                 cmd.args(["agent", "--controller", dial, "--segment"])
                     .arg(format!("{i}/{count}"));
                 let netns = host.map(|h| h.netns.as_path());
-                let child = spawn_owned(cmd, netns)
+                let child = crate::spawn::spawn_owned(cmd.stdout(Stdio::null()), netns)
                     .map_err(|e| RunError::runtime("cannot start a local agent process", e))?;
                 let place = match host {
                     Some(h) => format!(" in {}", h.netns.display()),
@@ -77,43 +75,6 @@ pub fn launch(
         Launcher::External => {}
     }
     Ok(launched)
-}
-
-/// Spawns a child in its own process group (a terminal's Ctrl-C reaches
-/// only the controller, which then stops the agents cleanly) that the kernel
-/// kills if this process dies (PR_SET_PDEATHSIG), inside the network
-/// namespace file `netns` when given (opened here, entered by the child
-/// between fork and exec).
-fn spawn_owned(mut cmd: Command, netns: Option<&Path>) -> std::io::Result<Child> {
-    let ns: Option<OwnedFd> = match netns {
-        Some(p) => Some(
-            std::fs::File::open(p)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))?
-                .into(),
-        ),
-        None => None,
-    };
-    let ns_fd = ns.as_ref().map(|f| f.as_raw_fd());
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .process_group(0);
-    // SAFETY: prctl and setns are async-signal-safe system calls; nothing
-    // else runs between fork and exec. `ns` outlives the spawn below.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            if let Some(fd) = ns_fd {
-                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-    let child = cmd.spawn();
-    drop(ns);
-    child
 }
 
 impl Launched {

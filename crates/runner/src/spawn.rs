@@ -41,20 +41,6 @@ impl SpawnedResponder {
         netns: Option<&Path>,
         program: Option<&Path>,
     ) -> Result<SpawnedResponder, RunError> {
-        let ns: Option<OwnedFd> = match netns {
-            Some(p) => Some(
-                std::fs::File::open(p)
-                    .map_err(|e| {
-                        RunError::runtime(
-                            &format!("cannot open network namespace {}", p.display()),
-                            e,
-                        )
-                    })?
-                    .into(),
-            ),
-            None => None,
-        };
-        let ns_fd = ns.as_ref().map(|f| f.as_raw_fd());
         let exe = match program {
             Some(p) => p.to_path_buf(),
             None => std::env::current_exe()
@@ -71,27 +57,14 @@ impl SpawnedResponder {
         if !cpus.is_empty() {
             cmd.args(["--cpus", &format_cpu_list(cpus)]);
         }
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .process_group(0);
-        // SAFETY: prctl and setns are async-signal-safe system calls; nothing
-        // else runs between fork and exec. `ns` outlives the spawn below.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if let Some(fd) = ns_fd {
-                    if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| RunError::runtime("cannot start the responder process", e))?;
-        drop(ns);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut child = spawn_owned(&mut cmd, netns).map_err(|e| {
+            let doing = match netns {
+                Some(p) => format!("cannot start the responder process in {}", p.display()),
+                None => "cannot start the responder process".to_string(),
+            };
+            RunError::runtime(&doing, e)
+        })?;
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut line = String::new();
         BufReader::new(stdout)
@@ -119,4 +92,39 @@ impl Drop for SpawnedResponder {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Spawns a child in its own process group (a terminal's Ctrl-C reaches
+/// only the controller, which then stops the agents cleanly) that the kernel
+/// kills if this process dies (PR_SET_PDEATHSIG), inside the network
+/// namespace file `netns` when given (opened here, entered by the child
+/// between fork and exec). Its stdin is closed; stdout and stderr are as
+/// `cmd` sets them (inherited by default).
+pub fn spawn_owned(cmd: &mut Command, netns: Option<&Path>) -> std::io::Result<Child> {
+    let ns: Option<OwnedFd> = match netns {
+        Some(p) => Some(
+            std::fs::File::open(p)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))?
+                .into(),
+        ),
+        None => None,
+    };
+    let ns_fd = ns.as_ref().map(|f| f.as_raw_fd());
+    cmd.stdin(Stdio::null()).process_group(0);
+    // SAFETY: prctl and setns are async-signal-safe system calls; nothing
+    // else runs between fork and exec. `ns` outlives the spawn below.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if let Some(fd) = ns_fd {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn();
+    drop(ns);
+    child
 }

@@ -30,6 +30,27 @@ fn agent(addr: &str, segment: &str) -> Child {
         .unwrap()
 }
 
+/// `stackbench run RR2(64B/64B) ARGS… --agents 2 --launcher external
+/// --agent-listen ADDR`: a controller that waits for two agents started by
+/// the test; stdout and stderr both as `out` says.
+fn external_controller(addr: &str, args: &[&str], out: fn() -> Stdio) -> Child {
+    stackbench()
+        .args(["run", "RR2(64B/64B)"])
+        .args(args)
+        .args([
+            "--agents",
+            "2",
+            "--launcher",
+            "external",
+            "--agent-listen",
+            addr,
+        ])
+        .stdout(out())
+        .stderr(out())
+        .spawn()
+        .unwrap()
+}
+
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
@@ -68,21 +89,11 @@ fn four_local_agents_run_exact_counts_and_store_their_rows() {
 fn external_agents_join_and_a_killed_agent_makes_the_run_incomplete_by_name() {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let controller = stackbench()
-        .args(["run", "RR2(64B/64B)", "--duration", "3s", "--warmup", "0s"])
-        .args([
-            "--agents",
-            "2",
-            "--launcher",
-            "external",
-            "--agent-listen",
-            &addr,
-        ])
-        .args(["--json", "--no-store"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let controller = external_controller(
+        &addr,
+        &["--duration", "3s", "--warmup", "0s", "--json", "--no-store"],
+        Stdio::piped,
+    );
     let keep = agent(&addr, "0/2");
     let mut doomed = agent(&addr, "1/2");
     // Kill agent 1 once the run is measuring (its driver thread runs).
@@ -115,21 +126,11 @@ fn external_agents_join_and_a_killed_agent_makes_the_run_incomplete_by_name() {
 fn agents_leave_when_their_controller_dies() {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let mut controller = stackbench()
-        .args(["run", "RR2(64B/64B)", "--duration", "60s", "--warmup", "0s"])
-        .args([
-            "--agents",
-            "2",
-            "--launcher",
-            "external",
-            "--agent-listen",
-            &addr,
-        ])
-        .args(["--no-store"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut controller = external_controller(
+        &addr,
+        &["--duration", "60s", "--warmup", "0s", "--no-store"],
+        Stdio::null,
+    );
     let agents = [agent(&addr, "0/2"), agent(&addr, "1/2")];
     wait_until_measuring(&agents[0], Duration::from_secs(30));
     controller.kill().unwrap();
@@ -147,21 +148,8 @@ fn agents_leave_when_their_controller_dies() {
 fn an_agent_of_another_version_is_refused_in_one_line() {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let controller = stackbench()
-        .args(["run", "RR2(64B/64B)", "--transactions", "10"])
-        .args([
-            "--agents",
-            "2",
-            "--launcher",
-            "external",
-            "--agent-listen",
-            &addr,
-        ])
-        .args(["--no-store"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let controller =
+        external_controller(&addr, &["--transactions", "10", "--no-store"], Stdio::piped);
     let deadline = Instant::now() + Duration::from_secs(30);
     let stream = loop {
         match TcpStream::connect(&addr) {
