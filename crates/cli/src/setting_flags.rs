@@ -208,6 +208,10 @@ mod tests {
         ("ramp", "0/s"),
         ("ramp", "fast"),
         ("seed", "x"),
+        ("agents", "0"),
+        ("agents", "2000"),
+        ("launcher", "pbs"),
+        ("agent_listen", " "),
     ];
 
     /// The message a study key gets for `name = "value"`.

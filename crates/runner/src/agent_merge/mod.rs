@@ -173,10 +173,25 @@ fn matching_parts<'a>(parts: &'a [AgentPart], reasons: &mut Vec<String>) -> Vec<
     };
     let names =
         |p: &AgentPart| -> Vec<String> { p.classes.iter().map(|c| c.notation.clone()).collect() };
+    // The same classes: kind, direction and sizes. Not the notation, which
+    // names each agent's own share of the clients (RR17477 beside RR17476
+    // when 262,144 users split over 15 agents).
+    let identity = |p: &AgentPart| -> Vec<String> {
+        p.classes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{:?} {:?} {} {}",
+                    c.kind, c.stream_direction, c.request_bytes, c.response_bytes
+                )
+            })
+            .collect()
+    };
     let want = names(reference);
+    let want_identity = identity(reference);
     let mut kept = Vec::new();
     for p in parts.iter().filter(|p| !p.classes.is_empty()) {
-        if names(p) == want {
+        if identity(p) == want_identity {
             kept.push(p);
         } else {
             reasons.push(format!(

@@ -367,13 +367,27 @@ fn a_part_with_other_classes_is_left_out_and_named() {
     let mut parts: Vec<AgentPart> = (0..2)
         .map(|i| part(i, "h", vec![class(10, 1.0, 1, &samples(10, 1, 1))]))
         .collect();
-    parts[1].classes[0].notation = "RR1(1B/1B)".into();
+    parts[1].classes[0].notation = "RR1(1B/2B)".into();
+    parts[1].classes[0].response_bytes += 1;
     let merged = merge(&parts, "local");
     assert_eq!(merged.classes[0].transactions, 10);
     assert!(merged
         .incomplete_reason
         .unwrap()
-        .contains("measured RR1(1B/1B) instead of"));
+        .contains("measured RR1(1B/2B) instead of"));
+}
+
+/// Agents name their classes by their own share of the clients (262,144
+/// users over 15 agents: RR17477 beside RR17476); those are the same class.
+#[test]
+fn uneven_shares_of_one_class_merge() {
+    let mut parts: Vec<AgentPart> = (0..4)
+        .map(|i| part(i, "h", vec![class(10, 1.0, 1, &samples(10, 1, 1))]))
+        .collect();
+    parts[0].classes[0].notation = "RR17477(1B/1B)".into();
+    let merged = merge(&parts, "local");
+    assert!(merged.complete, "{:?}", merged.incomplete_reason);
+    assert_eq!(merged.classes[0].transactions, 40);
 }
 
 #[test]
