@@ -92,7 +92,7 @@ pub fn sample_of(r: &InetResponse, closed: bool) -> Option<TcpSample> {
         closed,
         counters,
         snd_mss: info.map_or(0, |i| i.snd_mss),
-        rcv_mss: info.map_or(0, |i| i.rcv_mss),
+        rcv_mss: info.map_or(0, |i| i.advmss),
         rtt_us: info.map_or(0, |i| i.rtt),
     })
 }

@@ -114,8 +114,11 @@ fn selected(c: &Conn, sel: &Selection) -> bool {
     let port_ok = sel
         .port
         .is_none_or(|p| c.local.port() == p || c.remote.port() == p);
-    let subnet_ok =
-        sel.subnets.is_empty() || sel.subnets.iter().any(|n| within(canonical(c.remote.ip()), n));
+    let subnet_ok = sel.subnets.is_empty()
+        || sel
+            .subnets
+            .iter()
+            .any(|n| within(canonical(c.remote.ip()), n));
     port_ok && subnet_ok
 }
 
@@ -226,7 +229,11 @@ pub fn figures(classified: &[Classified]) -> (Vec<SubnetFigures>, SubnetFigures)
         .into_iter()
         .map(|(g, s)| s.figures(g.to_string()))
         .collect();
-    rows.sort_by(|a, b| b.connections.cmp(&a.connections).then(a.subnet.cmp(&b.subnet)));
+    rows.sort_by(|a, b| {
+        b.connections
+            .cmp(&a.connections)
+            .then(a.subnet.cmp(&b.subnet))
+    });
     (rows, total.figures("all".into()))
 }
 
@@ -241,7 +248,11 @@ mod tests {
 
     fn facts() -> HostFacts {
         HostFacts {
-            addresses: vec![net("10.77.1.1/24"), net("10.77.2.1/24"), net("fd77:1::1/64")],
+            addresses: vec![
+                net("10.77.1.1/24"),
+                net("10.77.2.1/24"),
+                net("fd77:1::1/64"),
+            ],
             ipsec_pairs: vec![("10.77.2.2".parse().unwrap(), "10.77.2.1".parse().unwrap())],
         }
     }
@@ -287,9 +298,18 @@ mod tests {
         let ip = |t: &str| t.parse::<IpAddr>().unwrap();
         assert_eq!(f.path(ip("127.0.0.1"), ip("127.0.0.1")), PathKind::SameHost);
         assert_eq!(f.path(ip("10.77.1.1"), ip("10.77.2.1")), PathKind::SameHost);
-        assert_eq!(f.path(ip("10.77.1.1"), ip("10.77.1.9")), PathKind::SameSubnet);
-        assert_eq!(f.path(ip("fd77:1::1"), ip("fd77:1::2")), PathKind::SameSubnet);
-        assert_eq!(f.path(ip("::ffff:10.77.1.1"), ip("::ffff:10.77.1.9")), PathKind::SameSubnet);
+        assert_eq!(
+            f.path(ip("10.77.1.1"), ip("10.77.1.9")),
+            PathKind::SameSubnet
+        );
+        assert_eq!(
+            f.path(ip("fd77:1::1"), ip("fd77:1::2")),
+            PathKind::SameSubnet
+        );
+        assert_eq!(
+            f.path(ip("::ffff:10.77.1.1"), ip("::ffff:10.77.1.9")),
+            PathKind::SameSubnet
+        );
         // The SA protects the pair in either direction.
         assert_eq!(f.path(ip("10.77.2.1"), ip("10.77.2.2")), PathKind::Ipsec);
         assert_eq!(f.path(ip("10.77.1.1"), ip("192.0.2.7")), PathKind::Routed);
@@ -314,7 +334,10 @@ mod tests {
         let (rows, total) = figures(&c);
         assert_eq!(rows[0].subnet, "10.77.1.0/24");
         let r = &rows[0];
-        assert_eq!((r.connections, r.eligible, r.same_subnet, r.well_suited), (4, 4, 4, 1));
+        assert_eq!(
+            (r.connections, r.eligible, r.same_subnet, r.well_suited),
+            (4, 4, 4, 1)
+        );
         assert!((r.well_suited_pct - 25.0).abs() < 1e-9);
         let all_bytes = 1_000_000 + 8000 + 8000 + 1000;
         assert_eq!(r.bytes, all_bytes);

@@ -9,7 +9,8 @@
 //! kernel's sock_diag dump and close events), [`sizes`] and [`track`]
 //! (samples folded into connections), [`classify`] (paths, thresholds,
 //! figures per subnet), [`observe`] (the window), [`mix`] (the observed
-//! mix as workloads) and [`project`] (the runs over TCP and unix).
+//! mix as workloads), [`summary`] (the stored form) and [`project`] (the
+//! runs over TCP and unix).
 //! Everything but `census`, `observe` and `project` is pure.
 
 pub mod census;
@@ -19,4 +20,5 @@ pub mod observe;
 pub mod project;
 pub mod sample;
 pub mod sizes;
+pub mod summary;
 pub mod track;

@@ -44,6 +44,9 @@ pub struct Observed {
     pub started_unix_s: f64,
     /// The window as it ran (shorter when `stop` ended it).
     pub window: Duration,
+    /// The longest dump: when it exceeds the interval, sights are that far
+    /// apart and lifetimes that coarse.
+    pub slowest_dump: Duration,
 }
 
 /// Watches for `w.window` (or until `stop`), in `w.namespace` if given.
@@ -84,6 +87,7 @@ fn observe_here(w: &Watch, stop: &AtomicBool) -> io::Result<Observed> {
     let mut close_events = 0;
     let mut overran = false;
     let mut next = start;
+    let mut slowest_dump = Duration::ZERO;
     loop {
         let at = start.elapsed();
         if let Some(e) = events.as_mut() {
@@ -93,7 +97,10 @@ fn observe_here(w: &Watch, stop: &AtomicBool) -> io::Result<Observed> {
             tracker.closed(at, &closed);
         }
         let ended = at >= w.window || stop.load(Ordering::Relaxed);
-        tracker.dump(start.elapsed(), &dump_tcp()?);
+        let before = Instant::now();
+        let sockets = dump_tcp()?;
+        slowest_dump = slowest_dump.max(before.elapsed());
+        tracker.dump(start.elapsed(), &sockets);
         if ended {
             break;
         }
@@ -128,6 +135,7 @@ fn observe_here(w: &Watch, stop: &AtomicBool) -> io::Result<Observed> {
         close_events_overran: overran,
         started_unix_s,
         window,
+        slowest_dump,
     })
 }
 
@@ -162,7 +170,9 @@ pub fn interface_addresses() -> io::Result<Vec<IpNet>> {
         // SAFETY: `p` walks the list getifaddrs returned; each entry's
         // address and netmask point to sockaddrs of the entry's family.
         let ifa = unsafe { &*p };
-        if let (Some(addr), Some(mask)) = unsafe { (sockaddr_ip(ifa.ifa_addr), sockaddr_ip(ifa.ifa_netmask)) } {
+        if let (Some(addr), Some(mask)) =
+            unsafe { (sockaddr_ip(ifa.ifa_addr), sockaddr_ip(ifa.ifa_netmask)) }
+        {
             let prefix_len = match mask {
                 IpAddr::V4(m) => u32::from(m).count_ones(),
                 IpAddr::V6(m) => u128::from(m).count_ones(),
@@ -207,7 +217,8 @@ mod tests {
     fn loopback_is_among_the_interface_addresses() {
         let a = interface_addresses().unwrap();
         assert!(
-            a.iter().any(|n| n.addr == IpAddr::from([127, 0, 0, 1]) && n.prefix_len == 8),
+            a.iter()
+                .any(|n| n.addr == IpAddr::from([127, 0, 0, 1]) && n.prefix_len == 8),
             "{a:?}"
         );
     }
@@ -240,11 +251,7 @@ mod tests {
             }
             watcher.join().unwrap()
         });
-        let clients: Vec<&Conn> = observed
-            .conns
-            .iter()
-            .filter(|c| c.remote == addr)
-            .collect();
+        let clients: Vec<&Conn> = observed.conns.iter().filter(|c| c.remote == addr).collect();
         if observed.close_events_refused.is_some() {
             assert!(!clients.is_empty() || observed.dumps > 0);
             return;

@@ -68,7 +68,9 @@ pub struct TcpSample {
     pub counters: Counters,
     /// The MSS this end sends with, bytes.
     pub snd_mss: u32,
-    /// The MSS this end receives with (the peer's segment size), bytes.
+    /// The MSS this end advertised (`tcpi_advmss`: the largest segment the
+    /// peer sends), bytes. Not `tcpi_rcv_mss`, the kernel's guess from the
+    /// segments seen so far, which a flow of 4 kB messages keeps at 4 kB.
     pub rcv_mss: u32,
     /// Smoothed RTT, µs.
     pub rtt_us: u32,

@@ -37,7 +37,10 @@ impl SizeTally {
         let mean = bytes / segments;
         let fits = mss == 0 || mean * 2 <= u64::from(mss);
         let i = if fits {
-            BOUNDS.iter().position(|b| mean <= *b).unwrap_or(BOUNDS.len())
+            BOUNDS
+                .iter()
+                .position(|b| mean <= *b)
+                .unwrap_or(BOUNDS.len())
         } else {
             BOUNDS.len()
         };
@@ -95,7 +98,10 @@ mod tests {
         t.add(10 * 64, 10, 1448);
         let b = t.buckets();
         assert_eq!(b.len(), 2);
-        assert_eq!((b[0].up_to_bytes, b[0].messages, b[0].bytes), (Some(64), 10, 640));
+        assert_eq!(
+            (b[0].up_to_bytes, b[0].messages, b[0].bytes),
+            (Some(64), 10, 640)
+        );
         assert_eq!(
             (b[1].up_to_bytes, b[1].messages, b[1].bytes),
             (Some(4096), 250, 250 * 4096)
@@ -130,7 +136,10 @@ mod tests {
         b.add(70_000, 1, 0);
         a.merge(&b);
         let got = a.buckets();
-        assert_eq!((got[0].up_to_bytes, got[0].messages, got[0].bytes), (Some(256), 4, 400));
+        assert_eq!(
+            (got[0].up_to_bytes, got[0].messages, got[0].bytes),
+            (Some(256), 4, 400)
+        );
         assert_eq!((got[1].up_to_bytes, got[1].messages), (None, 1));
     }
 }

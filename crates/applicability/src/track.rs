@@ -56,8 +56,13 @@ impl Conn {
     /// Adds one more sight: the sizes of the interval since the previous one.
     fn advance(&mut self, at: Duration, s: &TcpSample) {
         let d = s.counters.since(&self.last);
-        self.sent.add(d.bytes_sent, d.data_segs_out, self.snd_mss.max(s.snd_mss));
-        self.received.add(d.bytes_received, d.data_segs_in, self.rcv_mss.max(s.rcv_mss));
+        self.sent
+            .add(d.bytes_sent, d.data_segs_out, self.snd_mss.max(s.snd_mss));
+        self.received.add(
+            d.bytes_received,
+            d.data_segs_in,
+            self.rcv_mss.max(s.rcv_mss),
+        );
         self.last = s.counters;
         self.last_seen = at;
         self.snd_mss = self.snd_mss.max(s.snd_mss);
@@ -172,7 +177,10 @@ mod tests {
         let mut t = Tracker::default();
         // Cookie 1 was open before the window with 5000 B sent.
         t.dump(ms(0), &[sample(1, 5000, 0, false)]);
-        t.dump(ms(100), &[sample(1, 5400, 800, false), sample(2, 100, 0, false)]);
+        t.dump(
+            ms(100),
+            &[sample(1, 5400, 800, false), sample(2, 100, 0, false)],
+        );
         t.closed(ms(150), &[sample(2, 100, 800, true)]);
         // Cookie 3 lived between two dumps: only its close event shows it.
         t.closed(ms(190), &[sample(3, 64, 8000, true)]);

@@ -30,6 +30,10 @@ pub struct Applicability {
     pub interval_ms: f64,
     /// Dumps taken inside the window.
     pub samples: u64,
+    /// The longest dump, ms: a dump takes time in proportion to the TCP
+    /// sockets of the whole machine (the kernel walks one table for every
+    /// namespace), and sights are at least this far apart.
+    pub slowest_dump_ms: f64,
     /// Close events received (the sock_diag destroy multicast groups): the
     /// final counters of connections that closed inside the window, also of
     /// those that lived between two dumps.
