@@ -49,16 +49,18 @@ pub struct Observed {
     pub slowest_dump: Duration,
 }
 
-/// Watches for `w.window` (or until `stop`), in `w.namespace` if given.
-pub fn observe(w: &Watch, stop: &AtomicBool) -> io::Result<Observed> {
+/// Watches for `w.window` (or until `stop`), in `w.namespace` if given;
+/// `started` is called once the first dump is taken (traffic from then on
+/// is the window's).
+pub fn observe(w: &Watch, stop: &AtomicBool, started: &(dyn Fn() + Sync)) -> io::Result<Observed> {
     let Some(name) = &w.namespace else {
-        return observe_here(w, stop);
+        return observe_here(w, stop, started);
     };
     let ns = netns::open(name).map_err(|e| io::Error::other(e.to_string()))?;
     std::thread::scope(|s| {
         s.spawn(|| {
             netns::enter(ns.as_fd())?;
-            observe_here(w, stop)
+            observe_here(w, stop, started)
         })
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -71,7 +73,7 @@ fn now_unix_s() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-fn observe_here(w: &Watch, stop: &AtomicBool) -> io::Result<Observed> {
+fn observe_here(w: &Watch, stop: &AtomicBool, started: &(dyn Fn() + Sync)) -> io::Result<Observed> {
     let (mut events, refused) = match CloseEvents::subscribe() {
         Ok(e) => (Some(e), None),
         Err(e) => (None, Some(e.to_string())),
@@ -101,6 +103,9 @@ fn observe_here(w: &Watch, stop: &AtomicBool) -> io::Result<Observed> {
         let sockets = dump_tcp()?;
         slowest_dump = slowest_dump.max(before.elapsed());
         tracker.dump(start.elapsed(), &sockets);
+        if tracker.dumps() == 1 {
+            started();
+        }
         if ended {
             break;
         }
@@ -237,8 +242,14 @@ mod tests {
         };
         let stop = AtomicBool::new(false);
         let observed = std::thread::scope(|s| {
-            let watcher = s.spawn(|| observe(&w, &stop).unwrap());
-            std::thread::sleep(Duration::from_millis(150));
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            let watcher = s.spawn(move || {
+                let started = move || {
+                    let _ = tx.send(());
+                };
+                observe(&w, &stop, &started).unwrap()
+            });
+            rx.recv().unwrap();
             for _ in 0..50 {
                 let mut c = TcpStream::connect(addr).unwrap();
                 let (mut srv, _) = listener.accept().unwrap();

@@ -156,14 +156,15 @@ pub fn run(args: ApplicabilityArgs) -> anyhow::Result<i32> {
             min_bytes,
         },
     };
-    // Also with --json (stderr is for diagnostics): a script waits for it
-    // before it starts the traffic to observe.
-    eprintln!(
+    // Said once the first dump is taken, also with --json (stderr is for
+    // diagnostics): a script waits for it before it starts the traffic.
+    let line = format!(
         "stackbench: watching the TCP connections of {scope} for {} (a dump every {})",
         args.window, args.interval
     );
+    let started = move || eprintln!("{line}");
     let stop = crate::interrupt::stop_flag();
-    let observed = observe(&watch, stop)?;
+    let observed = observe(&watch, stop, &started)?;
     if let Some(why) = &observed.close_events_refused {
         eprintln!(
             "stackbench: warning: no close events ({why}): connections that opened and closed within one --interval were not seen"

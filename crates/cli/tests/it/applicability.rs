@@ -75,7 +75,7 @@ fn lab_file(dir: &Path, name: &str, ipsec: bool) -> PathBuf {
 }
 
 /// A started `stackbench applicability ARGS --json`, returned once it has
-/// said it is watching (its first dump is taken right after).
+/// said it is watching (once its first dump is taken).
 struct Watcher {
     child: std::process::Child,
     stderr: BufReader<std::process::ChildStderr>,
@@ -94,9 +94,8 @@ impl Watcher {
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
         stderr.read_line(&mut line).unwrap();
+        // Said once the first dump is taken.
         assert!(line.contains("watching"), "{line}");
-        // The subscription and the first dump follow the line at once.
-        std::thread::sleep(Duration::from_millis(200));
         Watcher { child, stderr }
     }
 
