@@ -318,3 +318,107 @@ fn table(r: &Applicability) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stackbench_record::applicability::{ProjectedClass, Projection};
+
+    fn figures(subnet: &str, connections: u64, well: u64) -> SubnetFigures {
+        SubnetFigures {
+            subnet: subnet.into(),
+            connections,
+            eligible: connections,
+            same_subnet: connections,
+            well_suited: well,
+            well_suited_pct: well as f64 * 100.0 / connections as f64,
+            well_suited_segments_pct: 94.3,
+            well_suited_bytes_pct: 98.8,
+            send_sizes: vec![
+                SizeBucket {
+                    up_to_bytes: Some(64),
+                    messages: 1,
+                    bytes: 64,
+                },
+                SizeBucket {
+                    up_to_bytes: Some(4096),
+                    messages: 3,
+                    bytes: 12288,
+                },
+            ],
+            ..SubnetFigures::default()
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_subnet_the_sizes_and_the_projection() {
+        let mut r = Applicability {
+            scope: "lab x.toml host client".into(),
+            window_s: 16.0,
+            interval_ms: 100.0,
+            samples: 161,
+            slowest_dump_ms: 17.0,
+            close_events: 1754,
+            close_events_subscribed: true,
+            thresholds: Thresholds {
+                min_lifetime_s: 1.0,
+                min_bytes: 16384,
+            },
+            subnets: vec![figures("10.77.1.0/24", 1754, 1)],
+            total: figures("all", 1754, 1),
+            ..Applicability::default()
+        };
+        let text = table(&r);
+        assert!(text.starts_with("lab x.toml host client: window 16.0 s, 161 dumps every 100 ms (the slowest took 17 ms), 1754 close events\n"), "{text}");
+        assert!(text.contains("lifetime ≥ 1 s and ≥ 16kB"), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("10.77.1.0/24"))
+            .unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells,
+            [
+                "10.77.1.0/24",
+                "1754",
+                "1754",
+                "0",
+                "1754",
+                "0",
+                "0",
+                "1",
+                "0.1",
+                "94.3",
+                "98.8"
+            ]
+        );
+        assert!(
+            text.contains("  sent (4 messages): ≤64B 25%, ≤4kB 75%\n"),
+            "{text}"
+        );
+        assert!(text.contains("received: no data"), "{text}");
+        assert!(text.contains("no projection"), "{text}");
+        r.projection = Some(Projection {
+            classes: vec![ProjectedClass {
+                workload: "CRR1(64B/8kB)".into(),
+                connections: 1752,
+                observed_transactions: 1752,
+                observed_tps: 109.4,
+                tcp_cpu_us_per_tran: Some(78.6),
+                unix_cpu_us_per_tran: Some(62.3),
+                saved_cpu_us_per_tran: Some(16.3),
+            }],
+            run_window_s: 5.0,
+            saved_cpu_us_per_tran: Some(16.3),
+            saved_cpu_us_per_s: Some(1783.2),
+        });
+        let text = table(&r);
+        let row = text.lines().find(|l| l.starts_with("CRR1")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells,
+            ["CRR1(64B/8kB)", "1752", "109.4", "78.6", "62.3", "16.3"]
+        );
+        assert!(text.contains("saved: 16.3 µs CPU per transaction, 1783 µs per second of the observed traffic (0.18% of one CPU)"), "{text}");
+    }
+}
