@@ -4,6 +4,7 @@
 //! 3 an incomplete run).
 
 mod agent_cmd;
+mod applicability_cmd;
 mod clap_error;
 mod compare_cmd;
 mod exit;
@@ -64,6 +65,10 @@ enum Command {
     /// Kubernetes manifests that run a study with its agents and responders
     /// in a cluster (docs/cluster.md).
     K8s(k8s_cmd::K8sArgs),
+    /// Watch this host's (or a lab host's) TCP connections and report which
+    /// could take a faster path (SMCAT), with the projected CPU gain
+    /// (docs/applicability.md).
+    Applicability(applicability_cmd::ApplicabilityArgs),
 }
 
 /// A closed stdout (`stackbench … | head`) ends the program quietly, as
@@ -175,6 +180,7 @@ fn main() {
         Command::Lab(args) => lab_cmd::run(args),
         Command::Guest(args) => guest_cmd::run(args),
         Command::K8s(args) => k8s_cmd::run(args),
+        Command::Applicability(args) => applicability_cmd::run(args),
     };
     std::process::exit(exit::code_for(result));
 }

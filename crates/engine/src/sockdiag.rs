@@ -101,8 +101,9 @@ fn inet_request(family: u8, side: Side, port: u16) -> SockDiagMessage {
     })
 }
 
-/// Sends one dump request and returns every reply message until `Done`.
-fn dump(request: SockDiagMessage) -> io::Result<Vec<SockDiagMessage>> {
+/// Sends one dump request and returns every reply message until `Done`
+/// (also for `stackbench_applicability`'s census of all TCP sockets).
+pub fn dump(request: SockDiagMessage) -> io::Result<Vec<SockDiagMessage>> {
     let mut socket = Socket::new(NETLINK_SOCK_DIAG)?;
     socket.bind_auto()?;
     socket.connect(&NetlinkAddr::new(0, 0))?;

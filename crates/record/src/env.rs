@@ -57,6 +57,10 @@ pub struct Environment {
     /// runs on this machine's kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<crate::guest::GuestEnvironment>,
+    /// The traffic observation a `stackbench applicability` projection run
+    /// stands for (see docs/applicability.md); absent for other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applicability: Option<crate::applicability::Applicability>,
 }
 
 impl Environment {

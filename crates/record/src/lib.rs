@@ -9,6 +9,7 @@
 //! from a newer stackbench and migrates an older one; [`flat`] turns records
 //! into the one-row-per-class table scripts read instead of the JSON.
 
+pub mod applicability;
 pub mod env;
 pub mod flat;
 pub mod guest;
@@ -17,6 +18,7 @@ pub mod migrate;
 pub mod reference;
 pub mod run;
 
+pub use applicability::Applicability;
 pub use env::{Environment, InterfaceInfo};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
 pub use lab::{LabEnvironment, LabInterface, LabIpsec, LabNetem, LabSa};

@@ -88,6 +88,7 @@ pub fn capture(target: &str, client_cpus: &[usize], server_cpus: &[usize]) -> En
         sysctls: read_sysctls(Path::new("/proc/sys")),
         lab: None,
         guest: None,
+        applicability: None,
     }
 }
 

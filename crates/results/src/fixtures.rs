@@ -162,6 +162,7 @@ pub fn environment(kernel: &str) -> Environment {
         sysctls,
         lab: None,
         guest: None,
+        applicability: None,
     }
 }
 
@@ -187,6 +188,7 @@ pub fn guest_run_environment(release: &str, accel: &str) -> Environment {
     Environment {
         kernel_release: Some(release.to_string()),
         guest: Some(guest_environment(release, accel)),
+        applicability: None,
         ..environment(release)
     }
 }

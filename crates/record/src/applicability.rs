@@ -1,0 +1,149 @@
+//! The stored form of `stackbench applicability` (the Linux analogue of
+//! z/OS's SMC Applicability Tool, SMCAT): what TCP traffic was observed per
+//! destination subnet, how much of it could take a faster path (same host:
+//! AF_UNIX or SMC-D loopback; same subnet: SMC), how much is well-suited by
+//! its lifetime and volume, the application message sizes, and the projected
+//! CPU gain of the observed mix over AF_UNIX. It is kept in the environment
+//! of the two projection runs (`env.applicability`), so a store holds the
+//! observation beside the runs that measured its gain.
+//! Filling it in is `stackbench_applicability`; this module holds the stored
+//! form only.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One observation window and what it projects.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Applicability {
+    /// Where the connections were observed: `this host`, or `lab FILE host
+    /// NAME` (that host's network namespace).
+    pub scope: String,
+    /// Only connections to or from these prefixes were counted (empty: all).
+    pub filter_subnets: Vec<String>,
+    /// Only connections with this local or remote port were counted.
+    pub filter_port: Option<u16>,
+    /// When the window started, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// The observation window, seconds.
+    pub window_s: f64,
+    /// The interval between two sock_diag dumps, ms.
+    pub interval_ms: f64,
+    /// Dumps taken inside the window.
+    pub samples: u64,
+    /// The longest dump, ms: a dump takes time in proportion to the TCP
+    /// sockets of the whole machine (the kernel walks one table for every
+    /// namespace), and sights are at least this far apart.
+    pub slowest_dump_ms: f64,
+    /// Close events received (the sock_diag destroy multicast groups): the
+    /// final counters of connections that closed inside the window, also of
+    /// those that lived between two dumps.
+    pub close_events: u64,
+    /// False when the kernel refused the close-event subscription: then a
+    /// connection that opened and closed between two dumps was not seen.
+    pub close_events_subscribed: bool,
+    /// The thresholds a connection must reach to count as well-suited.
+    pub thresholds: Thresholds,
+    /// One row per destination subnet, most connections first.
+    pub subnets: Vec<SubnetFigures>,
+    /// All subnets together (`subnet` = `all`).
+    pub total: SubnetFigures,
+    /// The projected gain of the observed mix over AF_UNIX; absent with
+    /// `--no-project` or when no eligible traffic was seen.
+    pub projection: Option<Projection>,
+}
+
+/// What makes an eligible connection well-suited.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Thresholds {
+    /// The least time from a connection's first to its last sight, seconds
+    /// (a connection still open at the window's end counts what it lived inside it).
+    pub min_lifetime_s: f64,
+    /// The least payload bytes, both directions, the connection moved inside the window.
+    pub min_bytes: u64,
+}
+
+/// SMCAT's figures for the connections to one destination subnet.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct SubnetFigures {
+    /// The destination subnet (`10.77.1.0/24`, `fd77:1::/64`, a given
+    /// `--subnet`), or `all`.
+    pub subnet: String,
+    /// Connections seen (a same-host connection once, by its client end).
+    pub connections: u64,
+    /// Eligible: same host or same subnet, not IPsec-protected.
+    pub eligible: u64,
+    /// Of the eligible, same host (loopback or a local address): candidates
+    /// for AF_UNIX or SMC-D loopback.
+    pub same_host: u64,
+    /// Of the eligible, on the subnet of a local interface (SMC-R, SMC-D).
+    pub same_subnet: u64,
+    /// Excluded: an IPsec SA protects the pair of addresses.
+    pub excluded_ipsec: u64,
+    /// Excluded: the peer is reached through a router (another subnet).
+    pub excluded_routed: u64,
+    /// Eligible connections that reached both thresholds.
+    pub well_suited: u64,
+    /// `well_suited` / `connections` × 100.
+    pub well_suited_pct: f64,
+    /// Segments sent and received (`tcp_info` `segs_out` + `segs_in`) inside the window.
+    pub segments: u64,
+    /// Share of `segments` that flowed over well-suited connections, percent.
+    pub well_suited_segments_pct: f64,
+    /// Payload bytes sent (acknowledged) and received inside the window.
+    pub bytes: u64,
+    /// Share of `bytes` that flowed over well-suited connections, percent.
+    pub well_suited_bytes_pct: f64,
+    /// Estimated application send sizes (see docs/applicability.md).
+    pub send_sizes: Vec<SizeBucket>,
+    /// Estimated application receive sizes.
+    pub receive_sizes: Vec<SizeBucket>,
+}
+
+/// One bucket of the application message size distribution.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct SizeBucket {
+    /// The bucket's upper bound, bytes; `None` for messages larger than one
+    /// segment (MSS), whose size cannot be told from the counters.
+    pub up_to_bytes: Option<u64>,
+    /// Estimated messages in the bucket.
+    pub messages: u64,
+    /// Payload bytes in the bucket.
+    pub bytes: u64,
+}
+
+/// The observed eligible mix as stackbench workloads, run over TCP and
+/// AF_UNIX here, and the CPU the unix path would save.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Projection {
+    /// One entry per projected class.
+    pub classes: Vec<ProjectedClass>,
+    /// The projection runs' window each, seconds.
+    pub run_window_s: f64,
+    /// CPU saved per observed transaction (weighted by the classes'
+    /// observed transactions), µs; `None` when a run gave no CPU figure.
+    pub saved_cpu_us_per_tran: Option<f64>,
+    /// CPU saved per second of the observed traffic (its transaction rates
+    /// times the saving per transaction), µs per s.
+    pub saved_cpu_us_per_s: Option<f64>,
+}
+
+/// One class of the projected mix.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ProjectedClass {
+    /// The class in workload notation (`RR1(4kB/4kB)`, `CRR4(64B/8kB)`).
+    pub workload: String,
+    /// The observed connections it stands for: long-lived ones as RR,
+    /// short-lived ones (below the lifetime threshold) as CRR.
+    pub connections: u64,
+    /// Transactions observed (CRR: connections; RR: estimated from bytes
+    /// and the request size).
+    pub observed_transactions: u64,
+    /// `observed_transactions` per second of the window.
+    pub observed_tps: f64,
+    /// Both sides' CPU per transaction over TCP, µs.
+    pub tcp_cpu_us_per_tran: Option<f64>,
+    /// Both sides' CPU per transaction over AF_UNIX, µs.
+    pub unix_cpu_us_per_tran: Option<f64>,
+    /// `tcp_cpu_us_per_tran` − `unix_cpu_us_per_tran`, µs.
+    pub saved_cpu_us_per_tran: Option<f64>,
+}
