@@ -31,6 +31,33 @@ pub struct LabEnvironment {
     pub interfaces: Vec<LabInterface>,
     /// The same read after the window; empty when it could not be read.
     pub interfaces_after: Vec<LabInterface>,
+    /// The host policy (nftables) of host `to` as the kernel held it after
+    /// the window, read back rule by rule; `None`: no policy table there.
+    /// The asked-for policy is the settings' `host_policy_*`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<LabPolicy>,
+}
+
+/// A lab host's per-connection policy (table `stackbench_policy`), counted
+/// from the kernel's rule dump.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabPolicy {
+    /// Namespace the table is in, `sb-<lab>-<host>`.
+    pub namespace: String,
+    /// Rules in chain `rules`: the non-matching rules walked ahead of the
+    /// accept (the setting `host_policy_rules`).
+    pub rules: u32,
+    /// Rules in the input base chain: the frame around the walk
+    /// (established accept, jump, log, reset, accept).
+    pub input_rules: u32,
+    /// Connection tracking bypassed (the `notrack` chains are there):
+    /// every packet walks the rules.
+    pub notrack: bool,
+    /// Whether the kernel writes the log rule's messages: its syslog logger
+    /// writes for a lab namespace only with net.netfilter.nf_log_all_netns
+    /// = 1 (otherwise logging costs the limit and log evaluation alone).
+    pub log_written: bool,
 }
 
 /// One interface on the path, as the kernel reported it.
