@@ -4,7 +4,8 @@
 //! the kernel lists them to `nft`, and as the record's read-back stores
 //! them), a later step without a policy removes the table, `lab down`
 //! removes the namespace with it, and the reset action refuses connections
-//! to its port while another port of the same host answers.
+//! to its port while another port of the same host answers; without `nft`
+//! a policy is refused in one line before anything is built.
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -156,7 +157,7 @@ fn ten_thousand_rules_are_installed_stored_and_removed() {
     let ns = "sb-tpol-server";
 
     let shown = run_across(
-        &file,
+        file,
         &[
             "--host-policy-rules",
             "10000",
@@ -240,7 +241,7 @@ fn the_reset_action_refuses_its_port_only() {
 
     let port = blocked_addr.port().to_string();
     let shown = run_across(
-        &file,
+        file,
         &[
             "--host-policy-rules",
             "100",
@@ -259,4 +260,32 @@ fn the_reset_action_refuses_its_port_only() {
     drop((blocked, open));
     let down = lab("down", file).output().unwrap();
     assert!(down.status.success());
+}
+
+/// A policy on a machine without `nft` is one line naming the package,
+/// exit 2, and nothing is built.
+#[test]
+fn a_policy_without_nft_names_the_package() {
+    let test = "a_policy_without_nft_names_the_package";
+    if !can_make_namespaces(test) {
+        return;
+    }
+    let test_lab = TestLab::new("tnonft");
+    let empty = tempfile::tempdir().unwrap(); // a PATH with no nft on it
+    let out = stackbench()
+        .env("PATH", empty.path())
+        .args(["run", "--lab"])
+        .arg(&test_lab.file)
+        .args(["--from", "client", "--to", "server", "RR1(1B/1B)"])
+        .args(["--duration", "1s", "--host-policy-rules", "10"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(
+        err.contains("the nft command is missing: install the nftables package"),
+        "{err}"
+    );
+    assert!(!Path::new("/run/netns/sb-tnonft-server").exists());
 }

@@ -499,6 +499,28 @@ mod tests {
         assert!(!s.socket_options().nodelay);
     }
 
+    /// Conntrack, logging and a reset port belong to a policy: without
+    /// `host_policy_rules` they would be stored and silently do nothing.
+    #[test]
+    fn policy_parts_need_the_policy() {
+        for (name, value) in [
+            ("host_policy_conntrack", "false"),
+            ("host_policy_log", "true"),
+            ("host_policy_reset_port", "443"),
+        ] {
+            let mut s = RunSettings::default();
+            s.set(name, value).unwrap();
+            let e = s.check_combination().unwrap_err();
+            assert_eq!(e.name, name);
+            assert!(e.message.contains("add host_policy_rules N"), "{e}");
+            s.set("host_policy_rules", "0").unwrap();
+            s.check_combination().unwrap();
+        }
+        let mut s = RunSettings::default();
+        assert!(s.set("host_policy_rules", "100001").is_err());
+        assert!(s.set("host_policy_reset_port", "65536").is_err());
+    }
+
     #[test]
     fn unknown_names_list_the_allowed_ones() {
         let e = RunSettings::default().set("durration", "1s").unwrap_err();
