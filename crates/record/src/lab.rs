@@ -230,6 +230,23 @@ impl LabInterface {
     }
 }
 
+impl LabPolicy {
+    /// One line for reports, e.g. `10000 rules + 3 in input, notrack`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} rules + {} in input, {}{}",
+            self.rules,
+            self.input_rules,
+            if self.notrack { "notrack" } else { "conntrack" },
+            if self.log_written {
+                ", log written"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
 impl LabEnvironment {
     /// Interfaces whose configuration differs between the reads before and
     /// after the window, as `name: before → after`.
@@ -355,5 +372,29 @@ mod tests {
         assert!(env.interfaces[0]
             .summary()
             .contains("ipsec aes-gcm-128 transport"));
+    }
+
+    /// An environment stored before host policies has none, and one with a
+    /// policy keeps its read-back counts.
+    #[test]
+    fn policy_read_back_round_trips_and_is_optional() {
+        let old: LabEnvironment = serde_json::from_str(r#"{"name":"pair"}"#).unwrap();
+        assert!(old.policy.is_none());
+        assert!(!serde_json::to_string(&old).unwrap().contains("policy"));
+        let env = LabEnvironment {
+            policy: Some(LabPolicy {
+                namespace: "sb-pair-server".into(),
+                rules: 10000,
+                input_rules: 3,
+                notrack: true,
+                log_written: false,
+            }),
+            ..LabEnvironment::default()
+        };
+        let back: LabEnvironment =
+            serde_json::from_str(&serde_json::to_string(&env).unwrap()).unwrap();
+        assert_eq!(back, env);
+        let p = back.policy.unwrap();
+        assert_eq!(p.summary(), "10000 rules + 3 in input, notrack");
     }
 }
