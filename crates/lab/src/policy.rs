@@ -73,6 +73,9 @@ pub struct PolicyState {
     pub input_rules: u32,
     /// The raw-priority `notrack` chains are there (connection tracking off).
     pub notrack: bool,
+    /// Packets the reset rule answered with a reset (its counter), one per
+    /// refused connection attempt; `None` without a reset rule.
+    pub resets: Option<u64>,
 }
 
 /// The nft script that replaces the table with `policy` (module doc).
@@ -102,7 +105,9 @@ pub fn ruleset(policy: &Policy) -> String {
         ));
     }
     if let Some(port) = policy.reset_port {
-        out.push_str(&format!("    tcp dport {port} reject with tcp reset\n"));
+        out.push_str(&format!(
+            "    tcp dport {port} counter reject with tcp reset\n"
+        ));
     }
     out.push_str("    accept\n  }\n");
     if !policy.conntrack {
@@ -148,20 +153,21 @@ pub fn check() -> Result<()> {
         Ok(_) => {}
     }
     rules_by_chain().map(drop).map_err(|e| match e {
-        LabError::System { source, .. }
-            if matches!(
-                source.raw_os_error(),
-                Some(libc::EPROTONOSUPPORT) | Some(libc::EOPNOTSUPP)
-            ) =>
-        {
-            LabError::KernelFeature {
-                action: action.into(),
-                feature: "nftables".into(),
-                config: "CONFIG_NF_TABLES (with CONFIG_NF_TABLES_INET)".into(),
-            }
-        }
+        LabError::System { source, .. } if no_nf_tables(&source) => LabError::KernelFeature {
+            action: action.into(),
+            feature: "nftables".into(),
+            config: "CONFIG_NF_TABLES (with CONFIG_NF_TABLES_INET)".into(),
+        },
         other => other,
     })
+}
+
+/// The errors of a kernel without nfnetlink or nf_tables.
+fn no_nf_tables(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EPROTONOSUPPORT) | Some(libc::EOPNOTSUPP)
+    )
 }
 
 /// Runs `nft -f -` with `script` in the calling thread's namespace (a
@@ -204,23 +210,54 @@ fn nft(ns: &str, script: &str) -> Result<()> {
 /// The policy table of namespace `ns` as the kernel holds it; `None` when
 /// there is none.
 pub fn read(ns: &str) -> Result<Option<PolicyState>> {
-    let chains = netns::run_in(ns, rules_by_chain)?;
-    if chains.is_empty() {
+    let rules = match netns::run_in(ns, rules_by_chain) {
+        // A kernel without nf_tables holds no policy (lab runs without one
+        // and `lab show` work there as before).
+        Err(LabError::System { source, .. }) if no_nf_tables(&source) => return Ok(None),
+        other => other?,
+    };
+    if rules.is_empty() {
         return Ok(None);
     }
     let count = |name: &str| {
-        chains
+        rules
             .iter()
-            .filter(|c| c.as_str() == name)
+            .filter(|r| r.chain == name)
             .count()
             .try_into()
             .unwrap_or(u32::MAX)
     };
+    let resets = rules
+        .iter()
+        .filter_map(|r| r.reset_packets)
+        .reduce(|a, b| a + b);
     Ok(Some(PolicyState {
         rules: count(RULES_CHAIN),
         input_rules: count(INPUT_CHAIN),
-        notrack: chains.iter().any(|c| c.starts_with("notrack")),
+        notrack: rules.iter().any(|r| r.chain.starts_with("notrack")),
+        resets,
     }))
+}
+
+/// One line per lab host that has a policy, for `lab show`: its rules as
+/// read back and, with a reset action, how many attempts it reset.
+pub fn show_lines(lab: &crate::Lab) -> Result<String> {
+    let mut out = String::new();
+    for host in &lab.hosts {
+        let ns = lab.namespace(&host.name);
+        if !netns::exists(&ns) {
+            continue;
+        }
+        if let Some(p) = read(&ns)? {
+            let tracking = if p.notrack { "notrack" } else { "conntrack" };
+            let resets = p.resets.map(|n| format!(", {n} reset")).unwrap_or_default();
+            out.push_str(&format!(
+                "policy on {}: {} rules + {} in input, {tracking}{resets}\n",
+                host.name, p.rules, p.input_rules
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// nfnetlink: the nf_tables subsystem and its messages (linux/netfilter/
@@ -231,11 +268,51 @@ const NFT_MSG_GETRULE: u16 = 7;
 const NFPROTO_INET: u8 = 1;
 const NFTA_RULE_TABLE: u16 = 1;
 const NFTA_RULE_CHAIN: u16 = 2;
+const NFTA_RULE_EXPRESSIONS: u16 = 4;
+const NFTA_LIST_ELEM: u16 = 1;
+const NFTA_EXPR_NAME: u16 = 1;
+const NFTA_EXPR_DATA: u16 = 2;
+const NFTA_COUNTER_PACKETS: u16 = 2;
 
-/// The chain of every rule of the policy table in the calling thread's
-/// namespace, one entry per rule (rules of other tables are skipped); an
-/// empty list when the table is absent.
-fn rules_by_chain() -> Result<Vec<String>> {
+/// One rule of the policy table, as the dump gives it.
+struct DumpedRule {
+    chain: String,
+    /// A rule with a `reject` expression: its counter's packets.
+    reset_packets: Option<u64>,
+}
+
+/// The counter packets of a rule that rejects (`counter reject …`), from
+/// its NFTA_RULE_EXPRESSIONS list; `None` for any other rule.
+fn reset_packets(expressions: &[u8]) -> Option<u64> {
+    let (mut rejects, mut packets) = (false, None);
+    for (_, elem) in attrs(expressions).filter(|(k, _)| *k == NFTA_LIST_ELEM) {
+        let name = attrs(elem)
+            .find(|(k, _)| *k == NFTA_EXPR_NAME)
+            .map(|(_, d)| text(d));
+        let data = attrs(elem)
+            .find(|(k, _)| *k == NFTA_EXPR_DATA)
+            .map(|(_, d)| d);
+        match (name.as_deref(), data) {
+            (Some("reject"), _) => rejects = true,
+            (Some("counter"), Some(d)) => {
+                packets = attrs(d)
+                    .find(|(k, _)| *k == NFTA_COUNTER_PACKETS)
+                    .and_then(|(_, v)| v.try_into().ok().map(u64::from_be_bytes));
+            }
+            _ => {}
+        }
+    }
+    if rejects {
+        Some(packets.unwrap_or(0))
+    } else {
+        None
+    }
+}
+
+/// Every rule of the policy table in the calling thread's namespace, with
+/// its chain and, for the reset rule, its counter (rules of other tables
+/// are skipped); an empty list when the table is absent.
+fn rules_by_chain() -> Result<Vec<DumpedRule>> {
     let action = "read the host policy (nf_tables rule dump)";
     let mut nl = Netlink::open_protocol(NETLINK_NETFILTER)
         .map_err(|e| LabError::os(format!("{action}: open NETLINK_NETFILTER"), e))?;
@@ -252,22 +329,26 @@ fn rules_by_chain() -> Result<Vec<String>> {
         Err(e) if e.errno() == Some(libc::ENOENT) => return Ok(Vec::new()),
         Err(e) => return Err(LabError::kernel(action, e.source, e.message)),
     };
-    let mut chains = Vec::new();
+    let mut rules = Vec::new();
     for reply in replies {
         let body = reply.get(4..).unwrap_or_default();
-        let (mut table, mut chain) = (String::new(), String::new());
+        let (mut table, mut chain, mut reset) = (String::new(), String::new(), None);
         for (kind, data) in attrs(body) {
             match kind {
                 NFTA_RULE_TABLE => table = text(data),
                 NFTA_RULE_CHAIN => chain = text(data),
+                NFTA_RULE_EXPRESSIONS => reset = reset_packets(data),
                 _ => {}
             }
         }
         if table == TABLE {
-            chains.push(chain);
+            rules.push(DumpedRule {
+                chain,
+                reset_packets: reset,
+            });
         }
     }
-    Ok(chains)
+    Ok(rules)
 }
 
 #[cfg(test)]
@@ -302,7 +383,9 @@ mod tests {
         assert!(!off.contains("ct state"), "{off}");
         assert_eq!(off.matches("notrack\n").count(), 2, "{off}");
         assert!(off.contains("limit rate 10/second log prefix"), "{off}");
-        let reset = off.find("tcp dport 7 reject with tcp reset").unwrap();
+        let reset = off
+            .find("tcp dport 7 counter reject with tcp reset")
+            .unwrap();
         assert!(off.find("jump rules").unwrap() < reset, "{off}");
         assert!(off.starts_with("table inet stackbench_policy\ndelete table"));
     }

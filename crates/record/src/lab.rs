@@ -58,6 +58,10 @@ pub struct LabPolicy {
     /// writes for a lab namespace only with net.netfilter.nf_log_all_netns
     /// = 1 (otherwise logging costs the limit and log evaluation alone).
     pub log_written: bool,
+    /// Connection attempts the reset action answered with a TCP reset (the
+    /// reset rule's packet counter) since the policy was installed; `None`
+    /// without `host_policy_reset_port`.
+    pub resets: Option<u64>,
 }
 
 /// One interface on the path, as the kernel reported it.
@@ -231,10 +235,10 @@ impl LabInterface {
 }
 
 impl LabPolicy {
-    /// One line for reports, e.g. `10000 rules + 3 in input, notrack`.
+    /// One line for reports, e.g. `10000 rules + 3 in input, notrack, 20 reset`.
     pub fn summary(&self) -> String {
         format!(
-            "{} rules + {} in input, {}{}",
+            "{} rules + {} in input, {}{}{}",
             self.rules,
             self.input_rules,
             if self.notrack { "notrack" } else { "conntrack" },
@@ -242,7 +246,10 @@ impl LabPolicy {
                 ", log written"
             } else {
                 ""
-            }
+            },
+            self.resets
+                .map(|n| format!(", {n} reset"))
+                .unwrap_or_default()
         )
     }
 }
@@ -388,6 +395,7 @@ mod tests {
                 input_rules: 3,
                 notrack: true,
                 log_written: false,
+                resets: Some(20),
             }),
             ..LabEnvironment::default()
         };
@@ -395,6 +403,6 @@ mod tests {
             serde_json::from_str(&serde_json::to_string(&env).unwrap()).unwrap();
         assert_eq!(back, env);
         let p = back.policy.unwrap();
-        assert_eq!(p.summary(), "10000 rules + 3 in input, notrack");
+        assert_eq!(p.summary(), "10000 rules + 3 in input, notrack, 20 reset");
     }
 }

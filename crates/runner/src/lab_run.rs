@@ -225,6 +225,7 @@ impl LabRun {
             rules: state.rules,
             input_rules: state.input_rules,
             notrack: state.notrack,
+            resets: state.resets,
             log_written: self.policy.is_some_and(|p| p.log)
                 && all_netns.is_ok_and(|t| t.trim() == "1"),
         })

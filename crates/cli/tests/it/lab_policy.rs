@@ -177,6 +177,7 @@ fn ten_thousand_rules_are_installed_stored_and_removed() {
     assert_eq!(policy["notrack"], true, "{policy}");
     // jump, log, accept: the frame without conntrack or reset.
     assert_eq!(policy["input_rules"], 3, "{policy}");
+    assert!(policy["resets"].is_null(), "no reset action: {policy}");
     // The kernel's own listing, through nft rather than the read-back.
     let (ok, listed) = nft_in(ns, &["list", "chain", "inet", "stackbench_policy", "rules"]);
     assert!(ok, "no rules chain in {ns}");
@@ -255,8 +256,16 @@ fn the_reset_action_refuses_its_port_only() {
     );
     // established accept, jump, reset, accept.
     assert_eq!(shown["env"]["lab"]["policy"]["input_rules"], 4);
+    assert_eq!(shown["env"]["lab"]["policy"]["resets"], 0);
     assert_eq!(from_client(blocked_addr), (0, 20), "every connection reset");
     assert_eq!(from_client(open_addr), (20, 0), "another port still open");
+    // The kernel counted them: the reset rule's counter, read back.
+    let show = lab("show", file).output().unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains("policy on server: 100 rules + 4 in input, conntrack, 20 reset"),
+        "{text}"
+    );
     drop((blocked, open));
     let down = lab("down", file).output().unwrap();
     assert!(down.status.success());
