@@ -76,6 +76,10 @@ pub struct PolicyState {
     /// Packets the reset rule answered with a reset (its counter), one per
     /// refused connection attempt; `None` without a reset rule.
     pub resets: Option<u64>,
+    /// Connections the namespace's conntrack table held at the read
+    /// (`nf_conntrack_count`; TIME_WAIT entries stay 120 s), `None` when
+    /// unreadable.
+    pub conntrack_entries: Option<u64>,
 }
 
 /// The nft script that replaces the table with `policy` (module doc).
@@ -210,7 +214,13 @@ fn nft(ns: &str, script: &str) -> Result<()> {
 /// The policy table of namespace `ns` as the kernel holds it; `None` when
 /// there is none.
 pub fn read(ns: &str) -> Result<Option<PolicyState>> {
-    let rules = match netns::run_in(ns, rules_by_chain) {
+    let read_both = || {
+        let count = std::fs::read_to_string("/proc/sys/net/netfilter/nf_conntrack_count")
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        rules_by_chain().map(|r| (r, count))
+    };
+    let (rules, conntrack_entries) = match netns::run_in(ns, read_both) {
         // A kernel without nf_tables holds no policy (lab runs without one
         // and `lab show` work there as before).
         Err(LabError::System { source, .. }) if no_nf_tables(&source) => return Ok(None),
@@ -236,6 +246,7 @@ pub fn read(ns: &str) -> Result<Option<PolicyState>> {
         input_rules: count(INPUT_CHAIN),
         notrack: rules.iter().any(|r| r.chain.starts_with("notrack")),
         resets,
+        conntrack_entries,
     }))
 }
 

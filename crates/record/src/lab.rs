@@ -62,6 +62,11 @@ pub struct LabPolicy {
     /// reset rule's packet counter) since the policy was installed; `None`
     /// without `host_policy_reset_port`.
     pub resets: Option<u64>,
+    /// Entries in the host's conntrack table after the window
+    /// (`nf_conntrack_count`; a closed connection's stay 120 s in
+    /// TIME_WAIT): near net.netfilter.nf_conntrack_max the kernel drops new
+    /// connections' SYNs, which a CRR run would show as stalls, not cost.
+    pub conntrack_entries: Option<u64>,
 }
 
 /// One interface on the path, as the kernel reported it.
@@ -396,6 +401,7 @@ mod tests {
                 notrack: true,
                 log_written: false,
                 resets: Some(20),
+                conntrack_entries: None,
             }),
             ..LabEnvironment::default()
         };

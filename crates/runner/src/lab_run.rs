@@ -226,6 +226,7 @@ impl LabRun {
             input_rules: state.input_rules,
             notrack: state.notrack,
             resets: state.resets,
+            conntrack_entries: state.conntrack_entries,
             log_written: self.policy.is_some_and(|p| p.log)
                 && all_netns.is_ok_and(|t| t.trim() == "1"),
         })

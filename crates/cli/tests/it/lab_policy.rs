@@ -178,6 +178,8 @@ fn ten_thousand_rules_are_installed_stored_and_removed() {
     // jump, log, accept: the frame without conntrack or reset.
     assert_eq!(policy["input_rules"], 3, "{policy}");
     assert!(policy["resets"].is_null(), "no reset action: {policy}");
+    // notrack: the run's connections left no conntrack entries.
+    assert_eq!(policy["conntrack_entries"], 0, "{policy}");
     // The kernel's own listing, through nft rather than the read-back.
     let (ok, listed) = nft_in(ns, &["list", "chain", "inet", "stackbench_policy", "rules"]);
     assert!(ok, "no rules chain in {ns}");
@@ -257,6 +259,9 @@ fn the_reset_action_refuses_its_port_only() {
     // established accept, jump, reset, accept.
     assert_eq!(shown["env"]["lab"]["policy"]["input_rules"], 4);
     assert_eq!(shown["env"]["lab"]["policy"]["resets"], 0);
+    // With conntrack, the run's CRR connections are tracked (TIME_WAIT).
+    let tracked = &shown["env"]["lab"]["policy"]["conntrack_entries"];
+    assert!(tracked.as_u64().unwrap() > 0, "{tracked}");
     assert_eq!(from_client(blocked_addr), (0, 20), "every connection reset");
     assert_eq!(from_client(open_addr), (20, 0), "another port still open");
     // The kernel counted them: the reset rule's counter, read back.
