@@ -64,7 +64,7 @@ pub struct LabPolicy {
     pub resets: Option<u64>,
     /// Entries in the host's conntrack table after the window
     /// (`nf_conntrack_count`; a closed connection's stay 120 s in
-    /// TIME_WAIT): near net.netfilter.nf_conntrack_max the kernel drops new
+    /// TIME_WAIT, so earlier steps' count too, even in a notrack step): near net.netfilter.nf_conntrack_max the kernel drops new
     /// connections' SYNs, which a CRR run would show as stalls, not cost.
     pub conntrack_entries: Option<u64>,
 }
