@@ -76,6 +76,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
             let back = stackbench_lab::read(&lab)?;
             let (text, differences) = stackbench_lab::render_counted(&lab, &back);
             write!(out, "{text}")?;
+            write!(out, "{}", stackbench_lab::policy::show_lines(&lab)?)?;
             // A lab of this name built from another file explains the differences.
             if let Err(owned @ LabError::Owned { .. }) = stackbench_lab::owner::check(&lab, &file) {
                 writeln!(out, "owner: {owned}")?;

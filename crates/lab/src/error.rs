@@ -33,6 +33,13 @@ pub enum LabError {
         feature: String,
         config: String,
     },
+    /// A command the lab needs is not installed.
+    #[error("{action}: the {tool} command is missing: install the {package} package (apt-get install {package})")]
+    Tool {
+        action: String,
+        tool: String,
+        package: String,
+    },
     /// A lab of this name is up from another file (see [`crate::owner`]).
     #[error("lab '{lab}' is up from {owner}, not {file}: two lab files share the name '{lab}': give {file} another name, or take the other lab down first (`stackbench lab down {owner}`)")]
     Owned {

@@ -76,6 +76,9 @@
 //!   policies over NETLINK_XFRM ([`xfrm`]); [`probe`] tries each feature in a
 //!   scratch namespace before `up` builds anything, so a kernel without
 //!   netem, fq or ESP is refused in one line naming the option.
+//! - **Host policy.** The run settings `host_policy_*` put an nftables
+//!   table of N rules on host B's input path ([`policy`]), applied after
+//!   each `up` and read back into the environment.
 
 mod check;
 pub mod down;
@@ -92,6 +95,7 @@ mod nl;
 pub mod owner;
 pub mod parse;
 pub mod path;
+pub mod policy;
 pub mod probe;
 pub mod qdisc;
 pub mod rtnl;

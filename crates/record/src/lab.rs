@@ -31,6 +31,42 @@ pub struct LabEnvironment {
     pub interfaces: Vec<LabInterface>,
     /// The same read after the window; empty when it could not be read.
     pub interfaces_after: Vec<LabInterface>,
+    /// The host policy (nftables) of host `to` as the kernel held it after
+    /// the window, read back rule by rule; `None`: no policy table there.
+    /// The asked-for policy is the settings' `host_policy_*`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<LabPolicy>,
+}
+
+/// A lab host's per-connection policy (table `stackbench_policy`), counted
+/// from the kernel's rule dump.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabPolicy {
+    /// Namespace the table is in, `sb-<lab>-<host>`.
+    pub namespace: String,
+    /// Rules in chain `rules`: the non-matching rules walked ahead of the
+    /// accept (the setting `host_policy_rules`).
+    pub rules: u32,
+    /// Rules in the input base chain: the frame around the walk
+    /// (established accept, jump, log, reset, accept).
+    pub input_rules: u32,
+    /// Connection tracking bypassed (the `notrack` chains are there):
+    /// every packet walks the rules.
+    pub notrack: bool,
+    /// Whether the kernel writes the log rule's messages: its syslog logger
+    /// writes for a lab namespace only with net.netfilter.nf_log_all_netns
+    /// = 1 (otherwise logging costs the limit and log evaluation alone).
+    pub log_written: bool,
+    /// Connection attempts the reset action answered with a TCP reset (the
+    /// reset rule's packet counter) since the policy was installed; `None`
+    /// without `host_policy_reset_port`.
+    pub resets: Option<u64>,
+    /// Entries in the host's conntrack table after the window
+    /// (`nf_conntrack_count`; a closed connection's stay 120 s in
+    /// TIME_WAIT, so earlier steps' count too, even in a notrack step): near net.netfilter.nf_conntrack_max the kernel drops new
+    /// connections' SYNs, which a CRR run would show as stalls, not cost.
+    pub conntrack_entries: Option<u64>,
 }
 
 /// One interface on the path, as the kernel reported it.
@@ -203,6 +239,26 @@ impl LabInterface {
     }
 }
 
+impl LabPolicy {
+    /// One line for reports, e.g. `10000 rules + 3 in input, notrack, 20 reset`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} rules + {} in input, {}{}{}",
+            self.rules,
+            self.input_rules,
+            if self.notrack { "notrack" } else { "conntrack" },
+            if self.log_written {
+                ", log written"
+            } else {
+                ""
+            },
+            self.resets
+                .map(|n| format!(", {n} reset"))
+                .unwrap_or_default()
+        )
+    }
+}
+
 impl LabEnvironment {
     /// Interfaces whose configuration differs between the reads before and
     /// after the window, as `name: before → after`.
@@ -328,5 +384,31 @@ mod tests {
         assert!(env.interfaces[0]
             .summary()
             .contains("ipsec aes-gcm-128 transport"));
+    }
+
+    /// An environment stored before host policies has none, and one with a
+    /// policy keeps its read-back counts.
+    #[test]
+    fn policy_read_back_round_trips_and_is_optional() {
+        let old: LabEnvironment = serde_json::from_str(r#"{"name":"pair"}"#).unwrap();
+        assert!(old.policy.is_none());
+        assert!(!serde_json::to_string(&old).unwrap().contains("policy"));
+        let env = LabEnvironment {
+            policy: Some(LabPolicy {
+                namespace: "sb-pair-server".into(),
+                rules: 10000,
+                input_rules: 3,
+                notrack: true,
+                log_written: false,
+                resets: Some(20),
+                conntrack_entries: None,
+            }),
+            ..LabEnvironment::default()
+        };
+        let back: LabEnvironment =
+            serde_json::from_str(&serde_json::to_string(&env).unwrap()).unwrap();
+        assert_eq!(back, env);
+        let p = back.policy.unwrap();
+        assert_eq!(p.summary(), "10000 rules + 3 in input, notrack, 20 reset");
     }
 }

@@ -77,6 +77,19 @@ pub(crate) fn environment_items(input: &StudyInput, v: &Variants, keys: &[String
             Some(ends.join("; "))
         }),
     );
+    if v.groups
+        .iter()
+        .flat_map(|g| &g.1)
+        .any(|r| r.env.lab.as_ref().is_some_and(|l| l.policy.is_some()))
+    {
+        add(
+            "Lab host policy (kernel's)",
+            v.per_variant(|r| {
+                let lab = r.env.lab.as_ref()?;
+                Some(lab.policy.as_ref().map_or("none".into(), |p| p.summary()))
+            }),
+        );
+    }
     let sysctl = |name: &'static str| move |r: &StoredRun| r.env.sysctls.get(name).cloned();
     add(
         "TCP congestion control",

@@ -14,11 +14,12 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 use stackbench_lab::path::{LabPath, LinkOverrides};
+use stackbench_lab::policy::Policy;
 use stackbench_lab::{netns, Lab, Offloads};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::Warning;
 use stackbench_model::settings::{CpuList, RunSettings};
-use stackbench_record::{LabEnvironment, LabInterface, WarningRecord};
+use stackbench_record::{LabEnvironment, LabInterface, LabPolicy, WarningRecord};
 
 use crate::error::{input, RunError};
 
@@ -36,6 +37,8 @@ pub struct LabRun {
     /// B's address on that path's link (the first is `path` and
     /// `responder_ip`): agent i runs in `drivers[i % len]`.
     pub drivers: Vec<LabDriver>,
+    /// The policy host B gets (`host_policy_*`); `None`: B has none.
+    pub policy: Option<Policy>,
 }
 
 /// One driver host of a lab run.
@@ -48,7 +51,7 @@ pub struct LabDriver {
 }
 
 /// Settings that only mean something with `lab`.
-const LAB_ONLY: [&str; 12] = [
+const LAB_ONLY: [&str; 16] = [
     "lab_from",
     "lab_to",
     "link_rate",
@@ -61,6 +64,10 @@ const LAB_ONLY: [&str; 12] = [
     "link_fq_maxrate",
     "link_ipsec",
     "link_ipsec_mode",
+    "host_policy_rules",
+    "host_policy_conntrack",
+    "host_policy_log",
+    "host_policy_reset_port",
 ];
 
 /// Checks the lab settings and resolves them; fills the CPU sets from the
@@ -70,7 +77,7 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         let given: Vec<&str> = LAB_ONLY
             .iter()
             .copied()
-            .filter(|n| s.text_of(n).as_deref() != Some("default"))
+            .filter(|n| s.text_of(n) != RunSettings::default().text_of(n))
             .collect();
         if !given.is_empty() {
             let verb = if given.len() == 1 { "applies" } else { "apply" };
@@ -131,12 +138,22 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     // Agents in several hosts are pinned as the first host says.
     s.client_cpus = s.client_cpus.take().or_else(|| cpus(hosts[0]));
     s.server_cpus = s.server_cpus.take().or_else(|| cpus(&to.0));
+    let policy = s.host_policy_rules.map(|rules| Policy {
+        rules,
+        conntrack: s.host_policy_conntrack.unwrap_or(true),
+        log: s.host_policy_log,
+        reset_port: s.host_policy_reset_port.map(|p| p as u16), // range 1..=65535
+    });
+    if policy.is_some() {
+        s.host_policy_conntrack = s.host_policy_conntrack.or(Some(true)); // stored resolved
+    }
     Ok(Some(LabRun {
         file,
         lab,
         path,
         responder_ip,
         drivers,
+        policy,
     }))
 }
 
@@ -183,10 +200,36 @@ fn overrides(s: &RunSettings) -> LinkOverrides {
 impl LabRun {
     /// Makes the kernel state equal the lab with the run's overrides (in
     /// place: namespaces and pairs stay, so a running responder stays).
+    /// Host B's policy is then installed, replaced or removed (a step
+    /// without one after a step with one leaves no table behind).
     pub fn up(&self) -> Result<(), RunError> {
+        if self.policy.is_some() {
+            stackbench_lab::policy::check().or_else(|e| input(e.to_string()))?;
+        }
         stackbench_lab::up_from(&self.lab, std::path::Path::new(&self.file))
             .map(|_| ())
-            .or_else(|e| input(e.to_string()))
+            .or_else(|e| input(e.to_string()))?;
+        let to = self.lab.namespace(&self.path.to);
+        stackbench_lab::policy::apply(&to, self.policy.as_ref()).or_else(|e| input(e.to_string()))
+    }
+
+    /// Host B's policy as the kernel holds it (`None`: no table, or it
+    /// cannot be read; the run is not failed for it): the rule counts of
+    /// the nf_tables dump, so the record holds what was installed.
+    pub fn read_policy(&self) -> Option<LabPolicy> {
+        let namespace = self.lab.namespace(&self.path.to);
+        let state = stackbench_lab::policy::read(&namespace).ok()??;
+        let all_netns = std::fs::read_to_string("/proc/sys/net/netfilter/nf_log_all_netns");
+        Some(LabPolicy {
+            namespace,
+            rules: state.rules,
+            input_rules: state.input_rules,
+            notrack: state.notrack,
+            resets: state.resets,
+            conntrack_entries: state.conntrack_entries,
+            log_written: self.policy.is_some_and(|p| p.log)
+                && all_netns.is_ok_and(|t| t.trim() == "1"),
+        })
     }
 
     /// The namespace file of host `host`.
@@ -281,6 +324,7 @@ impl LabRun {
             responder_address: self.responder_ip.to_string(),
             interfaces: before,
             interfaces_after: after,
+            policy: self.read_policy(),
         };
         let mut warnings = Vec::new();
         let changes = env.changes();

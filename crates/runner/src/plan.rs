@@ -518,6 +518,7 @@ mod tests {
             responder_ip: drivers[0].responder_ip,
             lab,
             drivers,
+            policy: None,
         }
     }
 

@@ -291,6 +291,14 @@ run_settings! {
     link_ipsec: Option<IpsecAlgorithm> = None, json "link_ipsec";
     /// IPsec mode on the lab path: transport or tunnel [default: the lab file's, else transport].
     link_ipsec_mode: Option<IpsecMode> = None, json "link_ipsec_mode";
+    /// Server-host policy: nftables in host lab_to's input path with N rules that never match, walked by each new connection's first packet (with host_policy_conntrack) or by every packet (without), ahead of the accept; 0: the frame and the accept only [default: no policy].
+    host_policy_rules: Option<u32> = None, json "host_policy_rules", range "0" ..= "100000";
+    /// Policy: connection tracking on (established packets accepted before the rules) or off (notrack: every packet walks them) [default: on, with host_policy_rules].
+    host_policy_conntrack: Option<bool> = None, json "host_policy_conntrack";
+    /// Policy: log what passes the rules (accepted and reset packets), at most 10 messages/s (nftables limit), so logging costs without flooding.
+    host_policy_log: bool = false, json "host_policy_log";
+    /// Policy: reset (TCP RST) connections to this port of host lab_to after the rules, as a disallowed connection is (zERT's reset action).
+    host_policy_reset_port: Option<u32> = None, json "host_policy_reset_port", range "1" ..= "65535";
     /// Kernel the step runs on: host, or a Debian kernel package (linux-image-…, fetched with apt-get download) or vmlinuz path booted in a guest VM that runs the whole step.
     kernel: KernelSpec = KernelSpec::Host, json "kernel";
     /// Virtual CPUs of the guest (with --kernel).
@@ -356,6 +364,29 @@ impl RunSettings {
                 message: "transport unix uses a socket file, not an IP address: drop ipv6 \
                           or use transport tcp, mptcp or tls"
                     .into(),
+            });
+        }
+        let policy_parts = [
+            (
+                "host_policy_conntrack",
+                self.host_policy_conntrack.is_some(),
+            ),
+            ("host_policy_log", self.host_policy_log),
+            (
+                "host_policy_reset_port",
+                self.host_policy_reset_port.is_some(),
+            ),
+        ];
+        if let (None, Some((name, _))) = (
+            self.host_policy_rules,
+            policy_parts.iter().find(|(_, given)| *given),
+        ) {
+            return Err(SettingError {
+                name: (*name).into(),
+                value: self.text_of(name).unwrap_or_default(),
+                message: format!(
+                    "{name} is part of a host policy, and none is asked for: add host_policy_rules N (0 for the frame alone) or drop {name}"
+                ),
             });
         }
         Ok(())
@@ -466,6 +497,28 @@ mod tests {
         s.set("nodelay", "default").unwrap();
         s.set("transport", "unix").unwrap();
         assert!(!s.socket_options().nodelay);
+    }
+
+    /// Conntrack, logging and a reset port belong to a policy: without
+    /// `host_policy_rules` they would be stored and silently do nothing.
+    #[test]
+    fn policy_parts_need_the_policy() {
+        for (name, value) in [
+            ("host_policy_conntrack", "false"),
+            ("host_policy_log", "true"),
+            ("host_policy_reset_port", "443"),
+        ] {
+            let mut s = RunSettings::default();
+            s.set(name, value).unwrap();
+            let e = s.check_combination().unwrap_err();
+            assert_eq!(e.name, name);
+            assert!(e.message.contains("add host_policy_rules N"), "{e}");
+            s.set("host_policy_rules", "0").unwrap();
+            s.check_combination().unwrap();
+        }
+        let mut s = RunSettings::default();
+        assert!(s.set("host_policy_rules", "100001").is_err());
+        assert!(s.set("host_policy_reset_port", "65536").is_err());
     }
 
     #[test]
