@@ -212,6 +212,11 @@ mod tests {
         ("agents", "2000"),
         ("launcher", "pbs"),
         ("agent_listen", " "),
+        ("host_policy_rules", "-1"),
+        ("host_policy_rules", "1000000"),
+        ("host_policy_conntrack", "maybe"),
+        ("host_policy_log", "loud"),
+        ("host_policy_reset_port", "0"),
     ];
 
     /// The message a study key gets for `name = "value"`.
