@@ -18,7 +18,7 @@ use stackbench_engine::{run_workload_gated, ControlClient, GateState, RunConfig,
 use stackbench_model::segment::Segment;
 
 use crate::agent_wire::{
-    self, host_name, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming,
+    self, host_name, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming, Tagged,
 };
 use crate::error::{input, RunError};
 
@@ -87,9 +87,9 @@ pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Resu
     let mut responders: HashMap<String, ControlClient> = HashMap::new();
     loop {
         let msg = match rx.recv() {
-            Ok(Incoming::Message(m)) => m,
+            Ok((_, Incoming::Message(m))) => m,
             // The controller ended without a bye (it died): nothing to do.
-            Ok(Incoming::Closed(_)) | Err(_) => return Ok(()),
+            Ok((_, Incoming::Closed(_))) | Err(_) => return Ok(()),
         };
         match msg {
             FromController::Welcome => {}
@@ -157,7 +157,7 @@ fn run_one(
     cfg: &RunConfig,
     target: &str,
     responders: &mut HashMap<String, ControlClient>,
-    (stream, rx): (&mut TcpStream, &Receiver<Incoming<FromController>>),
+    (stream, rx): (&mut TcpStream, &Receiver<Tagged<FromController>>),
     stop: &AtomicBool,
 ) -> FromAgent {
     let failed = |error: String| FromAgent::Failed { run, error };
@@ -222,7 +222,7 @@ fn run_one(
 struct ControllerGate<'a> {
     run: u64,
     stream: &'a mut TcpStream,
-    rx: &'a Receiver<Incoming<FromController>>,
+    rx: &'a Receiver<Tagged<FromController>>,
     armed_sent: bool,
 }
 
@@ -235,7 +235,7 @@ impl StartGate for ControllerGate<'_> {
             }
         }
         loop {
-            match self.rx.try_recv() {
+            match self.rx.try_recv().map(|(_, m)| m) {
                 Ok(Incoming::Message(FromController::Start { run, at_unix_ns }))
                     if run == self.run =>
                 {

@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 
 use serde::{Deserialize, Serialize};
@@ -104,11 +104,26 @@ pub enum Incoming<T> {
 /// Reads messages on a thread of their own into a channel, so that the
 /// caller can wait with a timeout or poll without blocking (the driver's
 /// watch polls between its ticks). The thread ends with the stream.
-pub fn reader<T>(stream: TcpStream, peer: String) -> Receiver<Incoming<T>>
+pub fn reader<T>(stream: TcpStream, peer: String) -> Receiver<Tagged<T>>
 where
     T: for<'de> Deserialize<'de> + Send + 'static,
 {
     let (tx, rx) = mpsc::channel();
+    reader_into(stream, peer, 0, tx);
+    rx
+}
+
+/// A message (or the end of a stream) with the tag of the connection it
+/// came from.
+pub type Tagged<T> = (usize, Incoming<T>);
+
+/// [`reader`] into a channel several connections share, each message tagged
+/// `tag`: the controller waits on one channel for all its agents, blocking
+/// until one speaks instead of polling each in turn.
+pub fn reader_into<T>(stream: TcpStream, peer: String, tag: usize, tx: Sender<Tagged<T>>)
+where
+    T: for<'de> Deserialize<'de> + Send + 'static,
+{
     thread::Builder::new()
         .name("agent-control".into())
         .spawn(move || {
@@ -121,7 +136,7 @@ where
                     Err(e) => Some(format!("{peer}: control connection: {e}")),
                     Ok(_) => match serde_json::from_str::<T>(line.trim_end()) {
                         Ok(msg) => {
-                            if tx.send(Incoming::Message(msg)).is_err() {
+                            if tx.send((tag, Incoming::Message(msg))).is_err() {
                                 return;
                             }
                             None
@@ -132,13 +147,12 @@ where
                     },
                 };
                 if let Some(reason) = end {
-                    let _ = tx.send(Incoming::Closed(reason));
+                    let _ = tx.send((tag, Incoming::Closed(reason)));
                     return;
                 }
             }
         })
         .expect("spawning the control reader thread");
-    rx
 }
 
 /// This host's name, as agents and responders report it.

@@ -24,7 +24,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use stackbench_engine::{Progress, RunConfig, RunOutcome};
@@ -34,7 +34,7 @@ use stackbench_record::AgentsSummary;
 
 use crate::agent_merge::{self, AgentPart};
 use crate::agent_wire::{
-    self, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming,
+    self, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming, Tagged,
 };
 use crate::error::{input, RunError};
 use crate::launch::{AgentHost, Launched};
@@ -55,6 +55,9 @@ const HELLO_PATIENCE_REMOTE: Duration = Duration::from_secs(300);
 /// bounded by this silence, not by a guess of how long a ramp takes on a
 /// loaded machine.
 const SILENCE: Duration = Duration::from_secs(120);
+/// How often a wait looks at `stop` and at the agents' silence while no
+/// message comes.
+const POLL: Duration = Duration::from_millis(100);
 
 /// One connected agent.
 struct Agent {
@@ -62,7 +65,8 @@ struct Agent {
     host: String,
     pid: u32,
     stream: TcpStream,
-    rx: Receiver<Incoming<FromAgent>>,
+    /// Its messages' tag in the controller's inbox.
+    tag: usize,
     /// Agent clock minus controller clock, and the probe's round trip, ns.
     offset_ns: i64,
     rtt_ns: u64,
@@ -79,6 +83,10 @@ impl Agent {
 /// The agents of a session, connected and ready for runs.
 pub struct Controller {
     agents: Vec<Agent>,
+    /// Every agent's messages, tagged by connection: the controller blocks
+    /// here until one speaks (it runs on the driver's CPUs, so it must not
+    /// poll).
+    inbox: Receiver<Tagged<FromAgent>>,
     launcher: Launcher,
     next_run: u64,
     /// What each run's agents did, for the record (see [`Controller::take_summary`]).
@@ -138,14 +146,22 @@ impl Controller {
             Launcher::Local => HELLO_PATIENCE_LOCAL,
             Launcher::Slurm | Launcher::External => HELLO_PATIENCE_REMOTE,
         };
-        let mut agents = accept_agents(&listener, spec.count, patience, &mut launched, stop)?;
+        let (tx, inbox) = mpsc::channel();
+        let mut agents = accept_agents(
+            &listener,
+            (spec.count, patience),
+            (&tx, &inbox),
+            &mut launched,
+            stop,
+        )?;
         agents.sort_by_key(|a| a.segment.index());
         for a in &mut agents {
             a.target = spec.targets[a.segment.index() as usize % spec.targets.len()].clone();
-            (a.offset_ns, a.rtt_ns) = clock_offset(a)?;
+            (a.offset_ns, a.rtt_ns) = clock_offset(a, &inbox)?;
         }
         Ok(Controller {
             agents,
+            inbox,
             launcher: spec.launcher,
             next_run: 0,
             summaries: Vec::new(),
@@ -314,57 +330,63 @@ impl Controller {
                 stopped = true;
                 self.stop_all(run);
             }
-            let mut quiet = true;
-            for (i, (a, st)) in self.agents.iter().zip(state.iter_mut()).enumerate() {
-                if done(st) {
-                    continue;
-                }
-                let msg = a.rx.try_recv();
-                if msg.is_ok() {
-                    heard[i] = now;
-                } else if now.duration_since(heard[i]) >= SILENCE {
+            for (i, st) in state.iter_mut().enumerate() {
+                let over = matches!(st, AgentState::Done(_) | AgentState::Failed(_));
+                if !over && now.duration_since(heard[i]) >= SILENCE {
                     let why = format!(
                         "{} sent nothing for {} s (stopped reporting)",
-                        a.name(),
+                        self.agents[i].name(),
                         SILENCE.as_secs()
                     );
                     failure.get_or_insert(why.clone());
                     *st = AgentState::Failed(why);
-                    continue;
-                }
-                match msg {
-                    Ok(Incoming::Message(FromAgent::Progress { run: r, progress })) if r == run => {
-                        seen.update(i, progress);
-                        quiet = false;
-                    }
-                    Ok(Incoming::Message(FromAgent::Armed { run: r })) if r == run => {
-                        *st = AgentState::Armed;
-                        quiet = false;
-                    }
-                    Ok(Incoming::Message(FromAgent::Done { run: r, part })) if r == run => {
-                        *st = AgentState::Done(part);
-                        quiet = false;
-                    }
-                    Ok(Incoming::Message(FromAgent::Failed { run: r, error })) if r == run => {
-                        failure.get_or_insert(format!("{}: {error}", a.name()));
-                        *st = AgentState::Failed(error);
-                        quiet = false;
-                    }
-                    Ok(Incoming::Message(_)) => quiet = false, // a stale message
-                    Ok(Incoming::Closed(reason)) => {
-                        let why = format!("{} died or stopped reporting ({reason})", a.name());
-                        failure.get_or_insert(why.clone());
-                        *st = AgentState::Failed(why);
-                    }
-                    Err(_) => {}
                 }
             }
             if failure.is_some() && !stopped {
                 stopped = true;
                 self.stop_all(run);
             }
-            if quiet {
-                std::thread::sleep(Duration::from_millis(1));
+            let mut timeout = POLL;
+            if let Some(d) = deadline {
+                timeout = timeout.min(d.saturating_duration_since(now));
+            }
+            let (tag, msg) = match self.inbox.recv_timeout(timeout) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            let Some(i) = self.agents.iter().position(|a| a.tag == tag) else {
+                continue;
+            };
+            heard[i] = Instant::now();
+            let name = self.agents[i].name();
+            let st = &mut state[i];
+            // Every message updates its agent, whatever this wait is for: an
+            // agent that fails after arming must not be missed.
+            match msg {
+                Incoming::Message(FromAgent::Progress { run: r, progress }) if r == run => {
+                    seen.update(i, progress);
+                }
+                Incoming::Message(FromAgent::Armed { run: r }) if r == run => {
+                    if matches!(st, AgentState::Running) {
+                        *st = AgentState::Armed;
+                    }
+                }
+                Incoming::Message(FromAgent::Done { run: r, part }) if r == run => {
+                    *st = AgentState::Done(part);
+                }
+                Incoming::Message(FromAgent::Failed { run: r, error }) if r == run => {
+                    failure.get_or_insert(format!("{name}: {error}"));
+                    *st = AgentState::Failed(error);
+                }
+                Incoming::Message(_) => {} // a late message of an earlier run
+                Incoming::Closed(reason) => {
+                    if !matches!(st, AgentState::Done(_)) {
+                        let why = format!("{name} died or stopped reporting ({reason})");
+                        failure.get_or_insert(why.clone());
+                        *st = AgentState::Failed(why);
+                    }
+                }
             }
         }
     }
@@ -490,8 +512,8 @@ fn agent_lost(a: &Agent, e: &str) -> String {
 /// version, segments of `count`, each index once.
 fn accept_agents(
     listener: &TcpListener,
-    count: u32,
-    patience: Duration,
+    (count, patience): (u32, Duration),
+    (tx, inbox): (&Sender<Tagged<FromAgent>>, &Receiver<Tagged<FromAgent>>),
     launched: &mut Launched,
     stop: &AtomicBool,
 ) -> Result<Vec<Agent>, RunError> {
@@ -531,7 +553,17 @@ fn accept_agents(
                     .set_nonblocking(false)
                     .map_err(|e| RunError::runtime("agent connection", e))?;
                 let _ = stream.set_nodelay(true);
-                agents.push(hello(stream, &peer.to_string(), count, &agents)?);
+                let tag = agents.len();
+                let reader = stream
+                    .try_clone()
+                    .map_err(|e| RunError::runtime("agent connection", e))?;
+                agent_wire::reader_into(reader, format!("agent at {peer}"), tag, tx.clone());
+                agents.push(hello(
+                    stream,
+                    (&peer.to_string(), tag),
+                    count,
+                    (&agents, inbox),
+                )?);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(5));
@@ -543,17 +575,16 @@ fn accept_agents(
 }
 
 /// Reads and checks one agent's hello; a refusal is sent to the agent too.
-fn hello(mut stream: TcpStream, peer: &str, count: u32, have: &[Agent]) -> Result<Agent, RunError> {
-    let rx = agent_wire::reader::<FromAgent>(
-        stream
-            .try_clone()
-            .map_err(|e| RunError::runtime("agent connection", e))?,
-        format!("agent at {peer}"),
-    );
-    let msg = match rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(Incoming::Message(m)) => m,
-        Ok(Incoming::Closed(why)) => return Err(RunError::Runtime(why)),
-        Err(_) => {
+fn hello(
+    mut stream: TcpStream,
+    (peer, tag): (&str, usize),
+    count: u32,
+    (have, inbox): (&[Agent], &Receiver<Tagged<FromAgent>>),
+) -> Result<Agent, RunError> {
+    let msg = match next_of(inbox, tag, Duration::from_secs(10)) {
+        Some(Incoming::Message(m)) => m,
+        Some(Incoming::Closed(why)) => return Err(RunError::Runtime(why)),
+        None => {
             return Err(RunError::Runtime(format!(
                 "{peer} connected to the agent port but said nothing: is it a stackbench agent?"
             )))
@@ -611,7 +642,7 @@ fn hello(mut stream: TcpStream, peer: &str, count: u32, have: &[Agent]) -> Resul
         host,
         pid,
         stream,
-        rx,
+        tag,
         offset_ns: 0,
         rtt_ns: 0,
         target: String::new(),
@@ -620,21 +651,24 @@ fn hello(mut stream: TcpStream, peer: &str, count: u32, have: &[Agent]) -> Resul
 
 /// The agent's clock offset (agent − controller) from the probe with the
 /// shortest round trip, and that round trip, ns.
-fn clock_offset(a: &mut Agent) -> Result<(i64, u64), RunError> {
+fn clock_offset(
+    a: &mut Agent,
+    inbox: &Receiver<Tagged<FromAgent>>,
+) -> Result<(i64, u64), RunError> {
     let mut best: Option<(i64, u64)> = None;
     for seq in 0..CLOCK_PROBES {
         let t0 = now_unix_ns();
         send(&mut a.stream, &FromController::Ping { seq })
             .map_err(|e| RunError::runtime(&a.name(), e))?;
         let pong = loop {
-            match a.rx.recv_timeout(Duration::from_secs(5)) {
-                Ok(Incoming::Message(FromAgent::Pong {
+            match next_of(inbox, a.tag, Duration::from_secs(5)) {
+                Some(Incoming::Message(FromAgent::Pong {
                     seq: s,
                     agent_unix_ns,
                 })) if s == seq => break agent_unix_ns,
-                Ok(Incoming::Message(_)) => continue,
-                Ok(Incoming::Closed(why)) => return Err(RunError::Runtime(why)),
-                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
+                Some(Incoming::Message(_)) => continue,
+                Some(Incoming::Closed(why)) => return Err(RunError::Runtime(why)),
+                None => {
                     return Err(RunError::Runtime(format!(
                         "{} did not answer its clock probe within 5 s",
                         a.name()
@@ -650,4 +684,23 @@ fn clock_offset(a: &mut Agent) -> Result<(i64, u64), RunError> {
         }
     }
     Ok(best.expect("at least one probe"))
+}
+
+/// The next message tagged `tag` within `patience` (others are dropped:
+/// while one agent says hello or answers its clock probes, the others,
+/// already welcomed, have nothing to say); `None` when none came.
+fn next_of(
+    inbox: &Receiver<Tagged<FromAgent>>,
+    tag: usize,
+    patience: Duration,
+) -> Option<Incoming<FromAgent>> {
+    let deadline = Instant::now() + patience;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match inbox.recv_timeout(left) {
+            Ok((t, m)) if t == tag => return Some(m),
+            Ok(_) => continue,
+            Err(_) => return None,
+        }
+    }
 }
