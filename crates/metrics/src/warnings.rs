@@ -149,6 +149,17 @@ pub enum Warning {
         high_ms: f64,
         p50_us: f64,
     },
+    /// A run over agents placed more agent (or responder) processes than
+    /// their side has CPUs, and its latency has a tail far above its median:
+    /// the processes wait for one another's turn on the CPU.
+    AgentsShareCpus {
+        agents: u32,
+        client_cpus: usize,
+        responders: u32,
+        server_cpus: usize,
+        p50_us: f64,
+        p99_us: f64,
+    },
 }
 
 impl Warning {
@@ -172,6 +183,7 @@ impl Warning {
             Warning::KtlsNotCarried { .. } => "ktls_not_carried",
             Warning::IpsecIdle { .. } => "ipsec_idle",
             Warning::DelayedAckStall { .. } => "delayed_ack_stall",
+            Warning::AgentsShareCpus { .. } => "agents_share_cpus",
         }
     }
 
@@ -319,6 +331,23 @@ impl fmt::Display for Warning {
                  peer's delayed ACK (40 ms); set --nodelay (TCP_NODELAY), or look for \
                  messages written in small pieces (on CPUs busy with other work, scheduling \
                  delays land here too); the rate and latency figures include the stalls"
+            ),
+            Warning::AgentsShareCpus {
+                agents,
+                client_cpus,
+                responders,
+                server_cpus,
+                p50_us,
+                p99_us,
+            } => write!(
+                f,
+                "{agents} agents share {client_cpus} driver CPU(s) and {responders} responder \
+                 processes share {server_cpus} server CPU(s): a transaction waits while the \
+                 other processes run, so the latency tail is scheduling delay (p99 {:.1} ms \
+                 against p50 {p50_us:.0} µs), not the stack's (--nodelay does not change it); \
+                 the rate and CPU figures stand; for the tail, give the agents more CPUs or \
+                 hosts (a lab, Slurm)",
+                p99_us / 1e3
             ),
             Warning::OptionsNotApplied { transport, notes } => write!(
                 f,

@@ -39,7 +39,7 @@ struct Session {
     /// A run split over agents: the controller of its agents.
     agents: Option<Controller>,
     /// Responder processes started here: one, or one per local agent.
-    _spawned: Vec<SpawnedResponder>,
+    responders: Vec<SpawnedResponder>,
     target: String,
     spawned: bool,
     control: ControlClient,
@@ -259,7 +259,7 @@ fn open_session(
         key,
         agents: controller,
         spawned: !spawned.is_empty(),
-        _spawned: spawned,
+        responders: spawned,
         target,
         control,
         warnings,
@@ -412,6 +412,14 @@ fn run_workloads(
                     continue;
                 }
                 warn(obs, record, &w, Some(&class.notation));
+            }
+        }
+        if session.agents.is_some() {
+            let responders = session.responders.len().max(1) as u32;
+            for class in &outcome.classes {
+                if let Some(w) = quality::agents_share_cpus(&plan.settings, responders, class) {
+                    warn(obs, record, &w, Some(&class.notation));
+                }
             }
         }
         if let Some(cpu) = outcome.mix_cpu {
