@@ -148,8 +148,9 @@ pub fn per_conn(bytes: u64, connections: u64) -> Option<f64> {
 
 /// `(now − base) / connections`, or a note when `now` fell below `base`:
 /// the figure then says nothing about the run (other memory was freed
-/// meanwhile), and 0 would read as a measurement.
-fn grown_per_conn(
+/// meanwhile), and 0 would read as a measurement. `what` names the figure
+/// in the note (a merge of agents says it is their sum).
+pub fn grown_per_conn(
     what: &str,
     now: u64,
     base: Option<u64>,

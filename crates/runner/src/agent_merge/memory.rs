@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use stackbench_metrics::memory::per_conn;
+use stackbench_metrics::memory::{grown_per_conn, per_conn};
 use stackbench_record::{SideMemory, SkMemInfo};
 
 /// One agent's figures of one side.
@@ -55,7 +55,7 @@ pub fn merge_side(inputs: &[MemoryInput]) -> Option<SideMemory> {
         rss_bytes,
         rss_baseline_bytes,
         rss_bytes_per_conn: grown_per_conn(
-            "RSS",
+            "RSS summed over the agents",
             rss_bytes,
             rss_baseline_bytes,
             connections,
@@ -84,7 +84,7 @@ pub fn merge_side(inputs: &[MemoryInput]) -> Option<SideMemory> {
         host_sock_mem_bytes,
         host_sock_mem_baseline_bytes: host_base,
         host_sock_mem_bytes_per_conn: grown_per_conn(
-            "the hosts' socket memory (sockstat)",
+            "the hosts' socket memory (sockstat) summed over the agents",
             host_sock_mem_bytes,
             host_base,
             connections,
@@ -123,24 +123,4 @@ fn host_baselines(inputs: &[MemoryInput]) -> Option<u64> {
         }
     }
     lowest.into_iter().map(|(_, b)| b).sum()
-}
-
-/// `(now − base) / connections`, or a note when `now` fell below `base`
-/// (as `stackbench_metrics::memory::side_memory` does for one process).
-fn grown_per_conn(
-    what: &str,
-    now: u64,
-    base: Option<u64>,
-    connections: u64,
-    notes: &mut Vec<String>,
-) -> Option<f64> {
-    let base = base.unwrap_or(0);
-    if now < base {
-        notes.push(format!(
-            "{what} summed over the agents fell during the run ({base} B before the \
-             connections opened, {now} B with them open): no per-connection figure is given"
-        ));
-        return None;
-    }
-    per_conn(now - base, connections)
 }
