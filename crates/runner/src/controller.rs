@@ -195,6 +195,7 @@ impl Controller {
         self.next_run += 1;
         let run = self.next_run;
         let n = self.agents.len() as u32;
+        let mut unsent = None;
         for a in &mut self.agents {
             let config = RunConfig {
                 segment: a.segment,
@@ -205,7 +206,15 @@ impl Controller {
                 config: Box::new(config),
                 target: a.target.clone(),
             };
-            send(&mut a.stream, &msg).map_err(|e| agent_lost(a, &e.to_string()))?;
+            if let Err(e) = send(&mut a.stream, &msg) {
+                unsent = Some(agent_lost(a, &e.to_string()));
+                break;
+            }
+        }
+        if let Some(e) = unsent {
+            // Those that got the run would wait for a start that never comes.
+            self.stop_all(run);
+            return Err(e);
         }
         // Phase 1: every agent armed (each arms by its own connect
         // deadline at the latest: the ramp plus the driver's grace).
