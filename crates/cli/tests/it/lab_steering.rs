@@ -222,3 +222,50 @@ fn a_cpu_the_machine_lacks_is_refused_before_anything_is_built() {
         test_lab.namespaces()
     );
 }
+
+/// RFS needs the machine-wide flow table, which stackbench leaves alone:
+/// with `net.core.rps_sock_flow_entries` at 0 the flow count is refused in
+/// one line before anything is built; above 0 it is written and read back
+/// (the kernel's power of two) on every path interface.
+#[test]
+fn rfs_follows_the_global_flow_table() {
+    let test = "rfs_follows_the_global_flow_table";
+    if !can_steer(test) {
+        return;
+    }
+    let test_lab = TestLab::new("trfs");
+    let entries = std::fs::read_to_string("/proc/sys/net/core/rps_sock_flow_entries")
+        .unwrap()
+        .trim()
+        .parse::<u64>()
+        .unwrap();
+    if entries == 0 {
+        let file = test_lab.file.to_str().unwrap();
+        refused(
+            &[
+                "--lab",
+                file,
+                "--from",
+                "client",
+                "--to",
+                "server",
+                "--link-rps-flow-cnt",
+                "4096",
+                "RR1(1B/1B)",
+            ],
+            "net.core.rps_sock_flow_entries is 0",
+        );
+        assert!(
+            test_lab.namespaces().is_empty(),
+            "{:?}",
+            test_lab.namespaces()
+        );
+        return;
+    }
+    let shown = run_across(&test_lab.file, &["--link-rps-flow-cnt", "3000"]);
+    let steering = shown["env"]["lab"]["steering"].as_array().unwrap();
+    assert_eq!(steering.len(), 2);
+    for s in steering {
+        assert_eq!(s["queues"][0]["rps_flow_cnt"], 4096, "{s}");
+    }
+}
