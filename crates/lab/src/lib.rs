@@ -79,6 +79,10 @@
 //! - **Host policy.** The run settings `host_policy_*` put an nftables
 //!   table of N rules on host B's input path ([`policy`]), applied after
 //!   each `up` and read back into the environment.
+//! - **Inbound steering.** The run settings `link_rps_cpus` and
+//!   `link_rps_flow_cnt` set RPS/RFS on every interface of the path
+//!   ([`steering`]), written in each host's own sysfs after each `up`, read
+//!   back with the per-CPU NET_RX softirq counts.
 
 mod check;
 pub mod down;
@@ -102,6 +106,7 @@ pub mod rtnl;
 pub mod show;
 mod source;
 pub mod spec;
+pub mod steering;
 pub mod up;
 pub mod xfrm;
 

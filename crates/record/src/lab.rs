@@ -36,6 +36,61 @@ pub struct LabEnvironment {
     /// The asked-for policy is the settings' `host_policy_*`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<LabPolicy>,
+    /// Inbound steering (RPS/RFS) of each path interface as sysfs held it
+    /// after `lab up`, read back queue by queue; empty when the run asked
+    /// for none (the settings `link_rps_cpus`, `link_rps_flow_cnt`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steering: Vec<LabSteering>,
+    /// NET_RX softirqs each CPU had handled before the window
+    /// (`/proc/softirqs`, index = CPU; machine-wide, not per namespace):
+    /// with `net_rx_after`, where receive processing ran. Empty when it
+    /// could not be read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub net_rx_before: Vec<u64>,
+    /// The same counts after the window.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub net_rx_after: Vec<u64>,
+}
+
+impl LabEnvironment {
+    /// NET_RX softirqs each CPU handled during the window (after − before;
+    /// empty when either read is missing).
+    pub fn net_rx_window(&self) -> Vec<u64> {
+        if self.net_rx_before.len() != self.net_rx_after.len() {
+            return Vec::new();
+        }
+        self.net_rx_after
+            .iter()
+            .zip(&self.net_rx_before)
+            .map(|(a, b)| a.saturating_sub(*b))
+            .collect()
+    }
+}
+
+/// One path interface's inbound steering, read back from sysfs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabSteering {
+    /// Namespace, `sb-<lab>-<host>`.
+    pub namespace: String,
+    /// Interface name.
+    pub name: String,
+    /// Its receive queues.
+    pub queues: Vec<LabRxQueue>,
+}
+
+/// One receive queue's RPS/RFS state.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabRxQueue {
+    /// Queue, `rx-0`.
+    pub queue: String,
+    /// `rps_cpus` as the kernel printed it (hex CPU mask; 0: RPS off).
+    pub rps_cpus_mask: String,
+    /// The mask's CPUs as a CPU list, e.g. `1` or `0-3`; empty: RPS off.
+    pub rps_cpus: String,
+    /// `rps_flow_cnt`, RFS flow-table entries of the queue (0: RFS off).
+    pub rps_flow_cnt: u32,
 }
 
 /// A lab host's per-connection policy (table `stackbench_policy`), counted

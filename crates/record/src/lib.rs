@@ -21,5 +21,7 @@ pub mod run;
 pub use applicability::Applicability;
 pub use env::{Environment, InterfaceInfo};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
-pub use lab::{LabEnvironment, LabInterface, LabIpsec, LabNetem, LabPolicy, LabSa};
+pub use lab::{
+    LabEnvironment, LabInterface, LabIpsec, LabNetem, LabPolicy, LabRxQueue, LabSa, LabSteering,
+};
 pub use run::*;

@@ -90,6 +90,52 @@ pub(crate) fn environment_items(input: &StudyInput, v: &Variants, keys: &[String
             }),
         );
     }
+    // Inbound steering only when some variant asked for it, so reports of
+    // lab runs without it read as before.
+    if v.groups
+        .iter()
+        .flat_map(|g| &g.1)
+        .any(|r| r.env.lab.as_ref().is_some_and(|l| !l.steering.is_empty()))
+    {
+        add(
+            "Lab inbound steering (kernel's RPS CPUs)",
+            v.per_variant(|r| {
+                let lab = r.env.lab.as_ref()?;
+                let mut cpus: Vec<&str> = lab
+                    .steering
+                    .iter()
+                    .flat_map(|s| &s.queues)
+                    .map(|q| {
+                        if q.rps_cpus.is_empty() {
+                            "off"
+                        } else {
+                            q.rps_cpus.as_str()
+                        }
+                    })
+                    .collect();
+                cpus.dedup();
+                Some(if cpus.is_empty() {
+                    "off".into()
+                } else {
+                    cpus.join(" / ")
+                })
+            }),
+        );
+        add(
+            "NET_RX softirqs per CPU in the window",
+            v.per_variant(|r| {
+                let window = r.env.lab.as_ref()?.net_rx_window();
+                (!window.is_empty()).then(|| {
+                    window
+                        .iter()
+                        .enumerate()
+                        .map(|(cpu, n)| format!("CPU {cpu}: {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+            }),
+        );
+    }
     let sysctl = |name: &'static str| move |r: &StoredRun| r.env.sysctls.get(name).cloned();
     add(
         "TCP congestion control",

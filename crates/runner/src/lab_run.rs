@@ -1,7 +1,8 @@
 //! Runs across a lab (`run --lab FILE --lab-from A --lab-to B`, study keys
 //! `lab`, `lab_from`, `lab_to`, and the link overrides `link_rate`,
 //! `link_mtu`, `link_offloads`, `link_delay`, `link_jitter`, `link_loss`,
-//! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`): the checks `plan::resolve` makes, the
+//! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`,
+//! `link_rps_cpus`, `link_rps_flow_cnt`): the checks `plan::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
 //! lab crate). A run split over agents may list several driver hosts
@@ -15,11 +16,14 @@ use std::path::PathBuf;
 
 use stackbench_lab::path::{LabPath, LinkOverrides};
 use stackbench_lab::policy::Policy;
+use stackbench_lab::steering::{self, Steering};
 use stackbench_lab::{netns, Lab, Offloads};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::Warning;
 use stackbench_model::settings::{CpuList, RunSettings};
-use stackbench_record::{LabEnvironment, LabInterface, LabPolicy, WarningRecord};
+use stackbench_record::{
+    LabEnvironment, LabInterface, LabPolicy, LabRxQueue, LabSteering, WarningRecord,
+};
 
 use crate::error::{input, RunError};
 
@@ -39,6 +43,18 @@ pub struct LabRun {
     pub drivers: Vec<LabDriver>,
     /// The policy host B gets (`host_policy_*`); `None`: B has none.
     pub policy: Option<Policy>,
+    /// The inbound steering every path interface gets (`link_rps_*`);
+    /// `None`: the run asks for none, and RPS/RFS are turned off.
+    pub steering: Option<Steering>,
+}
+
+/// One read of the lab's state, taken before and after the window.
+#[derive(Debug, Clone, Default)]
+pub struct LabRead {
+    /// The path's interfaces as the kernel reported them.
+    pub interfaces: Vec<LabInterface>,
+    /// NET_RX softirqs handled so far per CPU (`/proc/softirqs`).
+    pub net_rx: Vec<u64>,
 }
 
 /// One driver host of a lab run.
@@ -51,7 +67,7 @@ pub struct LabDriver {
 }
 
 /// Settings that only mean something with `lab`.
-const LAB_ONLY: [&str; 16] = [
+const LAB_ONLY: [&str; 18] = [
     "lab_from",
     "lab_to",
     "link_rate",
@@ -64,6 +80,8 @@ const LAB_ONLY: [&str; 16] = [
     "link_fq_maxrate",
     "link_ipsec",
     "link_ipsec_mode",
+    "link_rps_cpus",
+    "link_rps_flow_cnt",
     "host_policy_rules",
     "host_policy_conntrack",
     "host_policy_log",
@@ -147,6 +165,15 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     if policy.is_some() {
         s.host_policy_conntrack = s.host_policy_conntrack.or(Some(true)); // stored resolved
     }
+    let steering = (s.link_rps_cpus.is_some() || s.link_rps_flow_cnt.is_some()).then(|| Steering {
+        cpus: s.link_rps_cpus.clone().map(|c| c.0).unwrap_or_default(),
+        flow_cnt: s.link_rps_flow_cnt.unwrap_or(0),
+    });
+    // Checked here, before `lab up` makes anything, so a refusal leaves
+    // nothing behind.
+    if let Some(st) = &steering {
+        steering::check(st).or_else(input)?;
+    }
     Ok(Some(LabRun {
         file,
         lab,
@@ -154,6 +181,7 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         responder_ip,
         drivers,
         policy,
+        steering,
     }))
 }
 
@@ -210,7 +238,67 @@ impl LabRun {
             .map(|_| ())
             .or_else(|e| input(e.to_string()))?;
         let to = self.lab.namespace(&self.path.to);
-        stackbench_lab::policy::apply(&to, self.policy.as_ref()).or_else(|e| input(e.to_string()))
+        stackbench_lab::policy::apply(&to, self.policy.as_ref())
+            .or_else(|e| input(e.to_string()))?;
+        self.steer()
+    }
+
+    /// Every interface on the driver hosts' paths (a router's two ends and
+    /// each host's one), once each: where inbound steering applies.
+    fn steered_interfaces(&self) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = Vec::new();
+        for d in &self.drivers {
+            for i in &d.path.interfaces {
+                if !all.contains(i) {
+                    all.push(i.clone());
+                }
+            }
+        }
+        all
+    }
+
+    /// Writes the run's steering to every path interface. Without one, RPS
+    /// and RFS are turned off so a step after a steered step starts from
+    /// the kernel's default; failures then are ignored, as a machine whose
+    /// sysfs cannot be written cannot have been steered by an earlier step.
+    fn steer(&self) -> Result<(), RunError> {
+        for (ns, ifname) in self.steered_interfaces() {
+            match &self.steering {
+                Some(st) => steering::apply(&ns, &ifname, st)
+                    .or_else(|e| input(format!("inbound steering on {ifname} in {ns}: {e}")))?,
+                None => {
+                    let _ = steering::apply(&ns, &ifname, &Steering::default());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The steering of every path interface as sysfs holds it (empty
+    /// without `link_rps_*`, or when it cannot be read).
+    fn read_steering(&self) -> Vec<LabSteering> {
+        if self.steering.is_none() {
+            return Vec::new();
+        }
+        self.steered_interfaces()
+            .into_iter()
+            .filter_map(|(ns, ifname)| {
+                let queues = steering::read(&ns, &ifname).ok()?;
+                Some(LabSteering {
+                    queues: queues
+                        .into_iter()
+                        .map(|q| LabRxQueue {
+                            queue: q.queue,
+                            rps_cpus_mask: q.mask,
+                            rps_cpus: stackbench_model::units::format_cpu_list(&q.cpus),
+                            rps_flow_cnt: q.flow_cnt,
+                        })
+                        .collect(),
+                    namespace: ns,
+                    name: ifname,
+                })
+            })
+            .collect()
     }
 
     /// Host B's policy as the kernel holds it (`None`: no table, or it
@@ -302,9 +390,14 @@ impl LabRun {
     }
 
     /// The path's interfaces as the kernel reports them now (empty when the
-    /// lab cannot be read; the run is not failed for it).
-    pub fn read(&self) -> Vec<LabInterface> {
-        stackbench_lab::environment::path_interfaces(&self.lab, &self.path)
+    /// lab cannot be read; the run is not failed for it), and the per-CPU
+    /// NET_RX softirq counts, so the window's receive processing per CPU is
+    /// the difference of two reads.
+    pub fn read(&self) -> LabRead {
+        LabRead {
+            interfaces: stackbench_lab::environment::path_interfaces(&self.lab, &self.path),
+            net_rx: steering::net_rx(),
+        }
     }
 
     /// The environment entry from the reads before and after the window,
@@ -312,8 +405,8 @@ impl LabRun {
     /// counted no ESP packets.
     pub fn environment(
         &self,
-        before: Vec<LabInterface>,
-        after: Vec<LabInterface>,
+        before: LabRead,
+        after: LabRead,
     ) -> (LabEnvironment, Vec<WarningRecord>) {
         let env = LabEnvironment {
             name: self.lab.name.clone(),
@@ -322,9 +415,12 @@ impl LabRun {
             to: self.path.to.clone(),
             hops: self.path.hops.clone(),
             responder_address: self.responder_ip.to_string(),
-            interfaces: before,
-            interfaces_after: after,
+            interfaces: before.interfaces,
+            interfaces_after: after.interfaces,
             policy: self.read_policy(),
+            steering: self.read_steering(),
+            net_rx_before: before.net_rx,
+            net_rx_after: after.net_rx,
         };
         let mut warnings = Vec::new();
         let changes = env.changes();

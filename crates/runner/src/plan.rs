@@ -519,6 +519,7 @@ mod tests {
             lab,
             drivers,
             policy: None,
+            steering: None,
         }
     }
 

@@ -14,6 +14,7 @@ mod lab;
 mod lab_agents;
 mod lab_policy;
 mod lab_run;
+mod lab_steering;
 mod mix_cpu;
 mod plan;
 mod plan_errors;

@@ -291,6 +291,10 @@ run_settings! {
     link_ipsec: Option<IpsecAlgorithm> = None, json "link_ipsec";
     /// IPsec mode on the lab path: transport or tunnel [default: the lab file's, else transport].
     link_ipsec_mode: Option<IpsecMode> = None, json "link_ipsec_mode";
+    /// Inbound steering (RPS): CPUs that do receive processing on every interface of the lab path, e.g. 1 or 0-3, written as each receive queue's rps_cpus in its host's namespace; the same mask for all flows (the kernel steers per queue, not per class) [default: RPS off].
+    link_rps_cpus: Option<CpuList> = None, json "link_rps_cpus";
+    /// Inbound steering (RFS): flow-table entries per receive queue (rps_flow_cnt) on every interface of the lab path, so a flow is processed on the CPU its reader runs on; needs the machine-wide net.core.rps_sock_flow_entries above 0, which stackbench leaves alone [default: RFS off].
+    link_rps_flow_cnt: Option<u32> = None, json "link_rps_flow_cnt", range "1" ..= "1048576";
     /// Server-host policy: nftables in host lab_to's input path with N rules that never match, walked by each new connection's first packet (with host_policy_conntrack) or by every packet (without), ahead of the accept; 0: the frame and the accept only [default: no policy].
     host_policy_rules: Option<u32> = None, json "host_policy_rules", range "0" ..= "100000";
     /// Policy: connection tracking on (established packets accepted before the rules) or off (notrack: every packet walks them) [default: on, with host_policy_rules].

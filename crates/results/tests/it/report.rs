@@ -205,6 +205,66 @@ fn lab_runs_show_their_path_and_link() {
     );
 }
 
+/// A steering study: the environment section prints the RPS CPUs the
+/// kernel held and each variant's NET_RX softirqs per CPU in the window.
+#[test]
+fn steered_lab_runs_show_where_receive_processing_ran() {
+    let with_lab = |variant: &str, rps: Option<&str>, net_rx: [u64; 2], first_id: i64| {
+        let mut runs = stored(
+            "lab-steering",
+            variant,
+            "6.6.0",
+            runs(1, 1.0, 1.0, 5),
+            first_id,
+        );
+        for r in &mut runs {
+            r.env.lab = Some(stackbench_record::LabEnvironment {
+                name: "pair".into(),
+                steering: rps
+                    .map(|cpus| {
+                        vec![stackbench_record::LabSteering {
+                            namespace: "sb-pair-server".into(),
+                            name: "pair-0b".into(),
+                            queues: vec![stackbench_record::LabRxQueue {
+                                queue: "rx-0".into(),
+                                rps_cpus_mask: "2".into(),
+                                rps_cpus: cpus.into(),
+                                rps_flow_cnt: 0,
+                            }],
+                        }]
+                    })
+                    .unwrap_or_default(),
+                net_rx_before: vec![100, 200],
+                net_rx_after: vec![100 + net_rx[0], 200 + net_rx[1]],
+                ..Default::default()
+            });
+        }
+        runs
+    };
+    let mut all = with_lab("off", None, [10, 20], 1);
+    all.extend(with_lab("rps-1", Some("1"), [5, 40], 100));
+    let studies = vec![StudyInput {
+        name: "lab-steering".into(),
+        description: String::new(),
+        study: None,
+        runs: all,
+    }];
+    let opts = ReportOptions {
+        title: "Lab".into(),
+        generated: "2024-05-01".into(),
+        margins: Margins::default(),
+    };
+    let md = build_report(&studies, &opts).unwrap().markdown;
+    assert!(
+        md.contains("Lab inbound steering (kernel's RPS CPUs): off: off; rps-1: 1"),
+        "{md}"
+    );
+    assert!(
+        md.contains("NET_RX softirqs per CPU in the window: off: CPU 0: 10, CPU 1: 20; rps-1: CPU 0: 5, CPU 1: 40"),
+        "{md}"
+    );
+}
+
 #[test]
 fn html_report_is_self_contained() {
     let html = sample_report().html;
