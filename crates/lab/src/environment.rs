@@ -95,6 +95,9 @@ fn interface(link: &Link, host_end: bool, e: &EndState) -> LabInterface {
         }),
         fq_maxrate_bps: e.fq_maxrate_bps,
         ipsec: ipsec_of(link, host_end, e),
+        napi_defer_hard_irqs: e.napi.as_ref().map(|n| n.napi.defer_hard_irqs),
+        gro_flush_timeout_ns: e.napi.as_ref().map(|n| n.napi.gro_flush_timeout_ns),
+        coalesce: e.napi.as_ref().map(|n| n.coalesce.clone()),
         ..counters(&e.ns, &e.ifname)
     }
 }

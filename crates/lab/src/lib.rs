@@ -89,6 +89,7 @@ pub mod htb;
 pub mod ipsec;
 pub mod layout;
 pub mod netem;
+pub mod napi;
 pub mod netlink;
 pub mod netns;
 mod nl;

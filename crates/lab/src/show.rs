@@ -71,6 +71,9 @@ pub struct EndState {
     pub fq_maxrate_bps: Option<u64>,
     /// The IPsec SAs of the end's namespace, with their counters.
     pub sas: Vec<SaState>,
+    /// NAPI deferral, GRO flush timeout and `ethtool -C` coalescing;
+    /// `None` when sysfs has no such files (or the end is absent).
+    pub napi: Option<crate::napi::NapiState>,
 }
 
 /// Reads the lab's namespaces and interfaces from the kernel.
@@ -138,6 +141,7 @@ fn absent(link: usize, end: &End) -> EndState {
         qdiscs: Vec::new(),
         netem: None,
         fq: false,
+        napi: None,
         fq_maxrate_bps: None,
         sas: Vec::new(),
     }
@@ -179,6 +183,8 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
     let forwarding =
         fs::read_to_string("/proc/sys/net/ipv4/ip_forward").is_ok_and(|s| s.trim() == "1");
     let sas = crate::ipsec::read_sas(name)?.unwrap_or_default();
+    // This thread ends with the read, so its own sysfs mount goes with it.
+    let sysfs = crate::napi::private_sysfs().is_ok();
     let mut states = Vec::new();
     for &(link, end) in ends {
         let Some(info) = links.iter().find(|l| l.name == end.ifname) else {
@@ -218,6 +224,7 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
             fq,
             fq_maxrate_bps,
             sas: sas.clone(),
+            napi: napi_of(&end.ifname, sysfs),
         });
     }
     let state = NsState {
@@ -227,6 +234,20 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
         routes,
     };
     Ok((state, states))
+}
+
+/// The NAPI values of `ifname` from this thread's sysfs (`sysfs`: it was
+/// mounted); `None` on a kernel without the files. Every lab interface is
+/// a veth, which the coalescing message names.
+fn napi_of(ifname: &str, sysfs: bool) -> Option<crate::napi::NapiState> {
+    if !sysfs {
+        return None;
+    }
+    let napi = crate::napi::get(ifname).ok()?;
+    Some(crate::napi::NapiState {
+        napi,
+        coalesce: crate::napi::coalesce(ifname, "veth"),
+    })
 }
 
 /// Renders the lab and its readback as text, one line per namespace, link,
@@ -423,8 +444,29 @@ fn end_line(end: &End, state: Option<&EndState>, link: &crate::spec::Link) -> (S
             mark(false, link.offloads.to_string())
         ),
     };
+    // Shown when set or off the kernel's default, so labs without it read as before.
+    let napi = match &s.napi {
+        Some(n) if n.napi != link.napi || link.napi != crate::napi::Napi::default() => format!(
+            ", napi defer {} flush {} ns{}, coalescing {}",
+            n.napi.defer_hard_irqs,
+            n.napi.gro_flush_timeout_ns,
+            mark(
+                n.napi == link.napi,
+                format!(
+                    "defer {} flush {} ns",
+                    link.napi.defer_hard_irqs, link.napi.gro_flush_timeout_ns
+                )
+            ),
+            n.coalesce
+        ),
+        Some(_) => String::new(),
+        None if link.napi != crate::napi::Napi::default() => {
+            format!(", napi unreadable{}", mark(false, "napi settings".into()))
+        }
+        None => String::new(),
+    };
     (
-        format!("{name}: {up}, {mtu}, {rate}, {addrs}, {offloads}\n"),
+        format!("{name}: {up}, {mtu}, {rate}, {addrs}, {offloads}{napi}\n"),
         diffs,
     )
 }

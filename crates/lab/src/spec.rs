@@ -82,6 +82,9 @@ pub struct Link {
     /// ESP between the two hosts (`Off`: clear text).
     pub ipsec: IpsecAlgorithm,
     pub ipsec_mode: IpsecMode,
+    /// NAPI deferral and GRO flush timeout of every interface of the link
+    /// (both 0, the kernel's default, unless a run sets them).
+    pub napi: crate::napi::Napi,
 }
 
 /// netem's parameters on a link (see the `netem` module for placement).
@@ -118,6 +121,7 @@ impl Link {
             fq_maxrate_bps: None,
             ipsec: IpsecAlgorithm::Off,
             ipsec_mode: IpsecMode::Transport,
+            napi: crate::napi::Napi::default(),
         }
     }
 

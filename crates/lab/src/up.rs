@@ -25,7 +25,7 @@ pub use crate::nl::qdisc_error;
 use crate::nl::{netlink, nl_error};
 use crate::parse::cpus_text;
 use crate::spec::{Lab, Link};
-use crate::{down, ethtool, htb, ipsec, netem, netns, probe, qdisc, rtnl};
+use crate::{down, ethtool, htb, ipsec, napi, netem, netns, probe, qdisc, rtnl};
 
 /// Longest wait for a new link's carrier (the kernel's link watch usually
 /// takes microseconds for a veth, at most a second when busy).
@@ -245,7 +245,35 @@ fn configure_end(end: &End, link: &Link, host_end: bool) -> Result<()> {
             other => other,
         })?;
         ethtool::set(&end.ifname, &link.offloads)
-            .map_err(|(name, e)| LabError::os(at(&format!("set offload {name}")), e))
+            .map_err(|(name, e)| LabError::os(at(&format!("set offload {name}")), e))?;
+        set_napi(&end.ifname, link, &at)
+    })
+}
+
+/// The link's NAPI deferral and GRO flush timeout on `ifname`, written in
+/// sysfs (on a thread about to end: see [`napi::private_sysfs`]). Written
+/// even at the defaults, so a study step without them undoes the step
+/// before; a kernel without the files is refused only when asked for them.
+fn set_napi(ifname: &str, link: &Link, at: &dyn Fn(&str) -> String) -> Result<()> {
+    napi::private_sysfs().map_err(|e| LabError::os(at("mount a private sysfs"), e))?;
+    if !napi::supported(ifname) {
+        if link.napi == napi::Napi::default() {
+            return Ok(());
+        }
+        return Err(LabError::KernelFeature {
+            action: at("set napi_defer_hard_irqs"),
+            feature: "per-device NAPI deferral (napi_defer_hard_irqs, gro_flush_timeout)".into(),
+            config: "Linux 5.10 or later".into(),
+        });
+    }
+    napi::set(ifname, &link.napi).map_err(|e| {
+        LabError::os(
+            at(&format!(
+                "set napi_defer_hard_irqs {} and gro_flush_timeout {} ns",
+                link.napi.defer_hard_irqs, link.napi.gro_flush_timeout_ns
+            )),
+            e,
+        )
     })
 }
 

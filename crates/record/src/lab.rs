@@ -103,6 +103,20 @@ pub struct LabInterface {
     pub fq_maxrate_bps: Option<u64>,
     /// The IPsec SAs of the interface's host, with their ESP counters.
     pub ipsec: Option<LabIpsec>,
+    /// Hard interrupts NAPI defers after a busy poll
+    /// (`/sys/class/net/IF/napi_defer_hard_irqs`, the setting
+    /// `link_napi_defer_hard_irqs`); `None`: the kernel has no such file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub napi_defer_hard_irqs: Option<u32>,
+    /// How long GRO holds packets before flushing, ns
+    /// (`/sys/class/net/IF/gro_flush_timeout`, the setting
+    /// `link_gro_flush_timeout`); `None`: the kernel has no such file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro_flush_timeout_ns: Option<u64>,
+    /// The device's interrupt coalescing (`ethtool -c`: rx/tx usecs and
+    /// frames), or why there is none ("not supported by veth").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coalesce: Option<String>,
 }
 
 /// netem as read back from the kernel.
