@@ -42,7 +42,11 @@ fn sysfs(ns: &str, ifname: &str, file: &str) -> String {
         .arg(format!("/sys/class/net/{ifname}/{file}"))
         .output()
         .expect("ip (iproute2) for the root tier");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
@@ -80,7 +84,10 @@ fn bad_coalescing_values_are_one_line() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("link_gro_flush_timeout applies only to a lab run"), "{err}");
+    assert!(
+        err.contains("link_gro_flush_timeout applies only to a lab run"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -93,13 +100,29 @@ fn coalescing_is_written_read_back_and_undone() {
     let _down = Down(&file);
     let out = run(
         &file,
-        &["--link-napi-defer-hard-irqs", "2", "--link-gro-flush-timeout", "200us"],
+        &[
+            "--link-napi-defer-hard-irqs",
+            "2",
+            "--link-gro-flush-timeout",
+            "200us",
+        ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    for (ns, ifname) in [("sb-tnapi-client", "tnapi-0a"), ("sb-tnapi-server", "tnapi-0b")] {
-        assert_eq!(sysfs(ns, ifname, "napi_defer_hard_irqs"), "2", "{ns}/{ifname}");
-        assert_eq!(sysfs(ns, ifname, "gro_flush_timeout"), "200000", "{ns}/{ifname}");
+    for (ns, ifname) in [
+        ("sb-tnapi-client", "tnapi-0a"),
+        ("sb-tnapi-server", "tnapi-0b"),
+    ] {
+        assert_eq!(
+            sysfs(ns, ifname, "napi_defer_hard_irqs"),
+            "2",
+            "{ns}/{ifname}"
+        );
+        assert_eq!(
+            sysfs(ns, ifname, "gro_flush_timeout"),
+            "200000",
+            "{ns}/{ifname}"
+        );
     }
     let id = err
         .lines()
@@ -119,12 +142,26 @@ fn coalescing_is_written_read_back_and_undone() {
 
     // A run without them (a study's next step) puts the defaults back.
     let out = run(&file, &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(sysfs("sb-tnapi-server", "tnapi-0b", "napi_defer_hard_irqs"), "0");
-    assert_eq!(sysfs("sb-tnapi-server", "tnapi-0b", "gro_flush_timeout"), "0");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        sysfs("sb-tnapi-server", "tnapi-0b", "napi_defer_hard_irqs"),
+        "0"
+    );
+    assert_eq!(
+        sysfs("sb-tnapi-server", "tnapi-0b", "gro_flush_timeout"),
+        "0"
+    );
 
     let down = lab("down", &file).output().unwrap();
-    assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
     assert!(!Path::new("/run/netns/sb-tnapi-client").exists());
     assert!(!Path::new("/run/netns/sb-tnapi-server").exists());
     let _ = std::fs::remove_file(&file);
