@@ -92,6 +92,7 @@ pub mod ethtool;
 pub mod htb;
 pub mod ipsec;
 pub mod layout;
+pub mod macvlan;
 pub mod napi;
 pub mod netem;
 pub mod netlink;

@@ -38,6 +38,8 @@ pub struct NsState {
     pub forwarding: bool,
     /// Routes through a gateway, as `DEST via GATEWAY dev NAME`.
     pub routes: Vec<String>,
+    /// The namespace's macvlan interfaces (virtual MACs).
+    pub macvlans: Vec<crate::macvlan::MacvlanState>,
 }
 
 /// One veth end as read back; `present == false` leaves the rest empty.
@@ -92,6 +94,7 @@ pub fn read(lab: &Lab) -> Result<Readback> {
                 present: false,
                 forwarding: false,
                 routes: Vec::new(),
+                macvlans: Vec::new(),
             });
             continue;
         }
@@ -232,6 +235,7 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
         present: true,
         forwarding,
         routes,
+        macvlans: crate::macvlan::read(&mut nl, name)?,
     };
     Ok((state, states))
 }
@@ -349,6 +353,52 @@ fn namespace_lines(lab: &Lab, plan: &Layout, back: &Readback, out: &mut String) 
         };
         diffs += usize::from(!state.present || (ns.router && !state.forwarding));
         out.push_str(&format!("  {} ({role}): {status}\n", ns.name));
+        diffs += macvlan_lines(lab, ns, state, out);
+    }
+    diffs
+}
+
+/// One line per macvlan the host has or should have; returns how many
+/// differ from the file (missing, another mode or address).
+fn macvlan_lines(
+    lab: &Lab,
+    ns: &crate::layout::Namespace,
+    state: &NsState,
+    out: &mut String,
+) -> usize {
+    let host = lab.host(&ns.member).filter(|_| !ns.router);
+    let want = host.map(|h| (h.macvlans.clone(), h.macvlan_mode));
+    let names = crate::macvlan::names_in(lab, &ns.name);
+    let mut diffs = 0;
+    for (i, name) in names.iter().enumerate() {
+        let Some((addresses, mode)) = &want else {
+            continue;
+        };
+        let found = state.macvlans.iter().find(|m| &m.name == name);
+        let line = match found {
+            None => {
+                diffs += 1;
+                "absent".to_string()
+            }
+            Some(m) => {
+                let same = m.mode == Some(*mode) && m.addresses == [addresses[i]];
+                diffs += usize::from(!same);
+                let have: Vec<String> = m.addresses.iter().map(ToString::to_string).collect();
+                format!(
+                    "macvlan {} on {}, mac {}, {}{}",
+                    m.mode.map_or("?", |m| m.name()),
+                    m.parent,
+                    m.mac,
+                    have.join(" "),
+                    if same {
+                        String::new()
+                    } else {
+                        format!(" (configured {} {})", mode.name(), addresses[i])
+                    }
+                )
+            }
+        };
+        out.push_str(&format!("    {}/{name}: {line}\n", ns.name));
     }
     diffs
 }

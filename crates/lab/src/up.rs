@@ -59,7 +59,8 @@ pub fn up(lab: &Lab) -> Result<UpReport> {
         if netns::create(&ns.name)? {
             report.namespaces_created += 1;
         }
-        prepare_namespace(&plan, ns, &mut report.removed)?;
+        let macvlans = crate::macvlan::names_in(lab, &ns.name);
+        prepare_namespace(&plan, ns, &macvlans, &mut report.removed)?;
     }
     for pair in &plan.pairs {
         if ensure_pair(pair, lab.links[pair.link].mtu)? {
@@ -72,6 +73,9 @@ pub fn up(lab: &Lab) -> Result<UpReport> {
                 .any(|n| n.name == end.ns && !n.router);
             configure_end(end, &lab.links[pair.link], host_end)?;
         }
+    }
+    for host in &lab.hosts {
+        crate::macvlan::ensure(lab, host)?;
     }
     for ns in plan.namespaces.iter().filter(|n| !n.routes.is_empty()) {
         add_routes(ns)?;
@@ -122,13 +126,19 @@ fn remove_stale(plan: &Layout) -> Result<Vec<String>> {
 
 /// Loopback up, forwarding on for routers, and lab interfaces that the
 /// layout no longer puts in this namespace removed.
-fn prepare_namespace(plan: &Layout, ns: &Namespace, removed: &mut Vec<String>) -> Result<()> {
+fn prepare_namespace(
+    plan: &Layout,
+    ns: &Namespace,
+    macvlans: &[String],
+    removed: &mut Vec<String>,
+) -> Result<()> {
     let wanted: Vec<&str> = plan
         .pairs
         .iter()
         .flat_map(|p| p.ends.iter())
         .filter(|e| e.ns == ns.name)
         .map(|e| e.ifname.as_str())
+        .chain(macvlans.iter().map(String::as_str))
         .collect();
     let gone = netns::run_in(&ns.name, || {
         let mut nl = netlink()?;

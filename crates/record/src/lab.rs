@@ -36,6 +36,28 @@ pub struct LabEnvironment {
     /// The asked-for policy is the settings' `host_policy_*`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<LabPolicy>,
+    /// The macvlan interfaces (virtual MACs) of hosts `from` and `to`, as
+    /// the kernel listed them before the window; empty: none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub macvlans: Vec<LabMacvlan>,
+}
+
+/// A macvlan interface: a virtual host with its own MAC on a link end.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabMacvlan {
+    /// Namespace, `sb-<lab>-<host>`.
+    pub namespace: String,
+    /// Interface name, `<parent>v<i>`.
+    pub name: String,
+    /// The link end it sits on.
+    pub parent: String,
+    /// `bridge` or `private` (the kernel's IFLA_MACVLAN_MODE).
+    pub mode: String,
+    /// Its own MAC address.
+    pub mac: String,
+    /// Addresses with prefix lengths.
+    pub addresses: Vec<String>,
 }
 
 /// A lab host's per-connection policy (table `stackbench_policy`), counted

@@ -21,5 +21,5 @@ pub mod run;
 pub use applicability::Applicability;
 pub use env::{Environment, InterfaceInfo};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
-pub use lab::{LabEnvironment, LabInterface, LabIpsec, LabNetem, LabPolicy, LabSa};
+pub use lab::{LabEnvironment, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy, LabSa};
 pub use run::*;

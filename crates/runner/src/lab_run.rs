@@ -330,6 +330,7 @@ impl LabRun {
             interfaces: before,
             interfaces_after: after,
             policy: self.read_policy(),
+            macvlans: stackbench_lab::environment::path_macvlans(&self.lab, &self.path),
         };
         let mut warnings = Vec::new();
         let changes = env.changes();
