@@ -46,15 +46,30 @@ pub fn names_in(lab: &Lab, ns: &str) -> Vec<String> {
         .collect()
 }
 
-/// Makes host `host`'s macvlans as the lab says, in its namespace.
+/// Makes host `host`'s macvlans as the lab says, in its namespace, and
+/// removes those it no longer has (the lab's leftover sweep keeps them
+/// apart from its veths).
 pub fn ensure(lab: &Lab, host: &Host) -> Result<()> {
+    let ns = lab.namespace(&host.name);
+    let wanted = names_in(lab, &ns);
+    netns::run_in(&ns, || {
+        let mut nl = netlink()?;
+        let links = rtnl::links(&mut nl).map_err(|e| nl_error(format!("{ns}: list links"), e))?;
+        for l in links
+            .iter()
+            .filter(|l| l.kind.as_deref() == Some("macvlan") && !wanted.contains(&l.name))
+        {
+            rtnl::delete_link(&mut nl, l.index)
+                .map_err(|e| nl_error(format!("{ns}: delete macvlan {}", l.name), e))?;
+        }
+        Ok(())
+    })?;
     if host.macvlans.is_empty() {
         return Ok(());
     }
     let Some(parent_name) = parent(lab, &host.name) else {
         return Ok(()); // parse refuses macvlans on a host without a link
     };
-    let ns = lab.namespace(&host.name);
     let mtu = lab
         .links
         .iter()
