@@ -140,4 +140,20 @@ fn bad_macvlans_are_refused_when_read() {
     );
     let public = parse_lab(&lab_text("tvb", r#""8.8.8.8/24""#, "bridge"), "b.toml");
     assert!(public.is_err());
+    let taken = parse_lab(&lab_text("tvb", r#""10.77.1.1/24""#, "bridge"), "b.toml");
+    assert!(
+        taken
+            .unwrap_err()
+            .to_string()
+            .contains("is taken by host 'client'"),
+        "taken"
+    );
+    let elsewhere = parse_lab(&lab_text("tvb", r#""10.77.9.1/24""#, "bridge"), "b.toml");
+    assert!(
+        elsewhere
+            .unwrap_err()
+            .to_string()
+            .contains("outside the host's subnets"),
+        "subnet"
+    );
 }
