@@ -84,6 +84,31 @@ fn names(src: &Source, lab: &Lab, spans: &Spans) -> Result<()> {
             addresses.push((&host.name, *net));
         }
     }
+    // A macvlan is a virtual host: its address is its own too, and in the
+    // subnet of its host's address of that family (it shares the link).
+    for (host, &at) in lab.hosts.iter().zip(&spans.hosts) {
+        for net in &host.macvlans {
+            if let Some((other, _)) = addresses.iter().find(|(_, n)| n.addr == net.addr) {
+                return Err(src.at(
+                    at,
+                    format!(
+                        "host '{}': macvlan address {} is taken by host '{other}': give each its own",
+                        host.name, net.addr
+                    ),
+                ));
+            }
+            if !host.addresses.iter().any(|a| a.same_subnet(net)) {
+                return Err(src.at(
+                    at,
+                    format!(
+                        "host '{}': macvlan address {net} is outside the host's subnets: use an address of its link's subnet",
+                        host.name
+                    ),
+                ));
+            }
+            addresses.push((&host.name, *net));
+        }
+    }
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! record's types (`stackbench_record::lab`), with their IPsec SAs and byte
 //! counters.
 
-use stackbench_record::{LabInterface, LabIpsec, LabNetem, LabSa};
+use stackbench_record::{LabInterface, LabIpsec, LabMacvlan, LabNetem, LabSa};
 
 use crate::netlink::Netlink;
 use crate::path::LabPath;
@@ -27,6 +27,30 @@ pub fn path_interfaces(lab: &Lab, path: &LabPath) -> Vec<LabInterface> {
                 .iter()
                 .find(|e| e.ns == *ns && e.ifname == *ifname && e.present)?;
             Some(interface(link, hosts.contains(ns), e))
+        })
+        .collect()
+}
+
+/// The macvlan interfaces of the path's two hosts as the kernel lists them
+/// now (empty when there are none or the lab cannot be read).
+pub fn path_macvlans(lab: &Lab, path: &LabPath) -> Vec<LabMacvlan> {
+    let Ok(back) = crate::read(lab) else {
+        return Vec::new();
+    };
+    let hosts = [lab.namespace(&path.from), lab.namespace(&path.to)];
+    back.namespaces
+        .iter()
+        .filter(|n| hosts.contains(&n.name))
+        .flat_map(|n| n.macvlans.iter())
+        .map(|m| LabMacvlan {
+            namespace: m.ns.clone(),
+            name: m.name.clone(),
+            parent: m.parent.clone(),
+            mode: m
+                .mode
+                .map_or_else(|| "other".to_string(), |m| m.name().to_string()),
+            mac: m.mac.clone(),
+            addresses: m.addresses.iter().map(ToString::to_string).collect(),
         })
         .collect()
 }
@@ -95,6 +119,9 @@ fn interface(link: &Link, host_end: bool, e: &EndState) -> LabInterface {
         }),
         fq_maxrate_bps: e.fq_maxrate_bps,
         ipsec: ipsec_of(link, host_end, e),
+        napi_defer_hard_irqs: e.napi.as_ref().map(|n| n.napi.defer_hard_irqs),
+        gro_flush_timeout_ns: e.napi.as_ref().map(|n| n.napi.gro_flush_timeout_ns),
+        coalesce: e.napi.as_ref().map(|n| n.coalesce.clone()),
         ..counters(&e.ns, &e.ifname)
     }
 }

@@ -76,6 +76,10 @@
 //!   policies over NETLINK_XFRM ([`xfrm`]); [`probe`] tries each feature in a
 //!   scratch namespace before `up` builds anything, so a kernel without
 //!   netem, fq or ESP is refused in one line naming the option.
+//! - **NAPI coalescing.** A link's `napi_defer_hard_irqs` and
+//!   `gro_flush_timeout` (run settings `link_napi_defer_hard_irqs`,
+//!   `link_gro_flush_timeout`) are written in sysfs on every interface at
+//!   `up`, defaults included, and read back with `ethtool -c` ([`napi`]).
 //! - **Host policy.** The run settings `host_policy_*` put an nftables
 //!   table of N rules on host B's input path ([`policy`]), applied after
 //!   each `up` and read back into the environment.
@@ -92,6 +96,8 @@ pub mod ethtool;
 pub mod htb;
 pub mod ipsec;
 pub mod layout;
+pub mod macvlan;
+pub mod napi;
 pub mod netem;
 pub mod netlink;
 pub mod netns;

@@ -23,7 +23,7 @@ use crate::spec::{
 };
 
 const LAB_KEYS: &str = "name, description, [[host]], [[router]], [[link]]";
-const HOST_KEYS: &str = "name, cpus, address";
+const HOST_KEYS: &str = "name, cpus, address, macvlan, macvlan_mode";
 const ROUTER_KEYS: &str = "name";
 const LINK_KEYS: &str = "a, b, rate, mtu, offloads, via, priority_classes, delay, jitter, loss, qdisc, fq_maxrate, ipsec, ipsec_mode";
 use crate::path::RATE_RANGE_BPS;
@@ -135,11 +135,45 @@ fn addresses(src: &Source, v: &Value, links: usize) -> Result<Vec<IpNet>> {
     Ok(out)
 }
 
+/// A host's macvlan addresses (`macvlan = ["10.77.1.11/24", …]`), one
+/// interface each: at most [`crate::macvlan::MAX`], checked as host
+/// addresses are, and only on a host with one link (the parent).
+fn macvlans(src: &Source, v: &Value, links: usize) -> Result<Vec<IpNet>> {
+    if links != 1 {
+        return Err(src.at(
+            v.span().start,
+            "macvlan: the host is on several links (or none), and its macvlans need one link end as parent: give them to a host with one link",
+        ));
+    }
+    let items: Vec<&Value> = match v.get_ref() {
+        DeValue::Array(items) => items.iter().collect(),
+        _ => vec![v],
+    };
+    if items.len() > crate::macvlan::MAX {
+        return Err(src.at(
+            v.span().start,
+            format!(
+                "macvlan: {} addresses, at most {} (one interface each)",
+                items.len(),
+                crate::macvlan::MAX
+            ),
+        ));
+    }
+    let mut out = Vec::new();
+    for item in items {
+        // Each is checked as a host address (range, subnet, not reserved).
+        out.extend(addresses(src, item, 1)?);
+    }
+    Ok(out)
+}
+
 fn host(src: &Source, v: &Value, links: &dyn Fn(&str) -> usize) -> Result<crate::spec::Host> {
     let mut out = crate::spec::Host {
         name: String::new(),
         cpus: None,
         addresses: Vec::new(),
+        macvlans: Vec::new(),
+        macvlan_mode: crate::spec::MacvlanMode::Bridge,
     };
     let table = v.get_ref().as_table().expect("checked by table_items");
     // The name first: how many addresses the host may have depends on it.
@@ -159,6 +193,20 @@ fn host(src: &Source, v: &Value, links: &dyn Fn(&str) -> usize) -> Result<crate:
                 out.cpus = Some(cpus);
             }
             "address" => out.addresses = addresses(src, value, links(&out.name))?,
+            "macvlan" => out.macvlans = macvlans(src, value, links(&out.name))?,
+            "macvlan_mode" => {
+                let text = string(src, "macvlan_mode", value)?;
+                out.macvlan_mode = match text.as_str() {
+                    "bridge" => crate::spec::MacvlanMode::Bridge,
+                    "private" => crate::spec::MacvlanMode::Private,
+                    _ => {
+                        return Err(src.at(
+                            value.span().start,
+                            format!("macvlan_mode '{text}': use bridge or private"),
+                        ))
+                    }
+                };
+            }
             _ => return Err(unknown(src, key, "[[host]]", HOST_KEYS)),
         }
     }

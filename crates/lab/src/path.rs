@@ -44,6 +44,10 @@ pub struct LinkOverrides {
     pub fq_maxrate_bps: Option<u64>,
     pub ipsec: Option<IpsecAlgorithm>,
     pub ipsec_mode: Option<IpsecMode>,
+    /// `napi_defer_hard_irqs` of every interface on the link.
+    pub napi_defer_hard_irqs: Option<u32>,
+    /// `gro_flush_timeout` of every interface on the link.
+    pub gro_flush_timeout: Option<std::time::Duration>,
 }
 
 fn listing(lab: &Lab) -> String {
@@ -178,6 +182,21 @@ pub fn with_overrides(lab: &Lab, link: usize, o: &LinkOverrides) -> Result<Lab, 
         }
     }
     properties(l, o)?;
+    if let Some(n) = o.napi_defer_hard_irqs {
+        if n > crate::napi::DEFER_MAX {
+            return Err(format!(
+                "link_napi_defer_hard_irqs {n}: use 0 to {}",
+                crate::napi::DEFER_MAX
+            ));
+        }
+        l.napi.defer_hard_irqs = n;
+    }
+    if let Some(t) = o.gro_flush_timeout {
+        l.napi.gro_flush_timeout_ns = t
+            .as_nanos()
+            .try_into()
+            .map_err(|_| format!("link_gro_flush_timeout {t:?}: use 0s to 1s"))?;
+    }
     if l.ipsec != IpsecAlgorithm::Off {
         if let Some(h) = [&l.a, &l.b].into_iter().find(|h| lab.links_of(h) > 1) {
             return Err(format!(
@@ -320,5 +339,25 @@ via = "r1"
             e.contains("jitter") && e.contains("larger than the delay"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn napi_overrides_reach_the_link_and_are_checked() {
+        let lab = parse_lab(ROUTED, "t.toml").unwrap();
+        let o = LinkOverrides {
+            napi_defer_hard_irqs: Some(2),
+            gro_flush_timeout: Some(std::time::Duration::from_micros(200)),
+            ..LinkOverrides::default()
+        };
+        let changed = with_overrides(&lab, 0, &o).unwrap();
+        assert_eq!(changed.links[0].napi.defer_hard_irqs, 2);
+        assert_eq!(changed.links[0].napi.gro_flush_timeout_ns, 200_000);
+        assert_eq!(lab.links[0].napi, crate::napi::Napi::default());
+        let too_many = LinkOverrides {
+            napi_defer_hard_irqs: Some(crate::napi::DEFER_MAX + 1),
+            ..LinkOverrides::default()
+        };
+        let e = with_overrides(&lab, 0, &too_many).unwrap_err();
+        assert!(e.contains("link_napi_defer_hard_irqs"), "{e}");
     }
 }

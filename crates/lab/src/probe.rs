@@ -1,5 +1,6 @@
 //! Kernel features a lab needs, tried before `up` builds anything: netem and
-//! fq (a root qdisc of that kind on the loopback device) and, for each IPsec
+//! fq (a root qdisc of that kind on the loopback device), per-device NAPI
+//! deferral (its sysfs files) and, for each IPsec
 //! algorithm a link uses, an ESP SA. Tried in a scratch network namespace
 //! that a short-lived thread unshares, so nothing is left behind (the
 //! namespace, and the test SA and qdisc in it, die with the thread). A kernel
@@ -41,8 +42,30 @@ pub fn needs(lab: &Lab) -> Needs {
     out
 }
 
+/// Per-device NAPI deferral, when a link asks for it: the files are per
+/// kernel, so the host's loopback device shows whether the lab's veths have
+/// them (no namespace needed).
+fn napi(lab: &Lab) -> Result<()> {
+    if lab
+        .links
+        .iter()
+        .all(|l| l.napi == crate::napi::Napi::default())
+    {
+        return Ok(());
+    }
+    if std::path::Path::new("/sys/class/net/lo/napi_defer_hard_irqs").exists() {
+        return Ok(());
+    }
+    Err(LabError::KernelFeature {
+        action: format!("lab {}: set napi_defer_hard_irqs", lab.name),
+        feature: "per-device NAPI deferral (napi_defer_hard_irqs, gro_flush_timeout)".into(),
+        config: "Linux 5.10 or later".into(),
+    })
+}
+
 /// Tries every feature `lab` needs in a scratch namespace (module doc).
 pub fn features(lab: &Lab) -> Result<()> {
+    napi(lab)?;
     let needs = needs(lab);
     if needs == Needs::default() {
         return Ok(());

@@ -16,6 +16,7 @@ const RTM_DELADDR: u16 = 21;
 const RTM_GETADDR: u16 = 22;
 const RTM_NEWROUTE: u16 = 24;
 const RTM_GETROUTE: u16 = 26;
+const IFLA_ADDRESS: u16 = 1;
 const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
 const IFLA_LINK: u16 = 5;
@@ -28,6 +29,7 @@ const IFLA_NET_NS_FD: u16 = 28;
 const IFLA_INFO_KIND: u16 = 1;
 const IFLA_INFO_DATA: u16 = 2;
 const VETH_INFO_PEER: u16 = 1;
+const IFLA_MACVLAN_MODE: u16 = 1;
 const IFA_ADDRESS: u16 = 1;
 const IFA_LOCAL: u16 = 2;
 const IFA_FLAGS: u16 = 8;
@@ -68,6 +70,10 @@ pub struct LinkInfo {
     pub tx_bytes: Option<u64>,
     /// `IFLA_IFALIAS` (`ip link set … alias TEXT`), when set.
     pub alias: Option<String>,
+    /// `IFLA_ADDRESS`: the MAC, `aa:bb:cc:dd:ee:ff`.
+    pub mac: Option<String>,
+    /// `IFLA_MACVLAN_MODE` of a macvlan (`MACVLAN_MODE_*`).
+    pub macvlan_mode: Option<u32>,
 }
 
 /// A `struct ifinfomsg` (family, type, index, flags, change mask).
@@ -92,6 +98,8 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
         rx_bytes: None,
         tx_bytes: None,
         alias: None,
+        mac: None,
+        macvlan_mode: None,
     };
     for (kind, data) in attrs(payload.get(16..).unwrap_or_default()) {
         match kind {
@@ -104,10 +112,20 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
                 let at = |i: usize| u64::from_ne_bytes(data[i..i + 8].try_into().expect("8 bytes"));
                 (info.rx_bytes, info.tx_bytes) = (Some(at(16)), Some(at(24)));
             }
+            IFLA_ADDRESS if data.len() == 6 => {
+                let hex: Vec<String> = data.iter().map(|b| format!("{b:02x}")).collect();
+                info.mac = Some(hex.join(":"));
+            }
             IFLA_LINKINFO => {
                 info.kind = attrs(data)
                     .find(|(k, _)| *k == IFLA_INFO_KIND)
                     .map(|(_, d)| text(d));
+                if info.kind.as_deref() == Some("macvlan") {
+                    info.macvlan_mode = attrs(data)
+                        .find(|(k, _)| *k == IFLA_INFO_DATA)
+                        .and_then(|(_, d)| attrs(d).find(|(k, _)| *k == IFLA_MACVLAN_MODE))
+                        .map(|(_, d)| u32_at(d, 0));
+                }
             }
             _ => {}
         }
@@ -152,6 +170,28 @@ pub fn create_veth(nl: &mut Netlink, ends: [VethEnd; 2], mtu: u32) -> Result<(),
         .attr_u32(IFLA_MTU, mtu)
         .attr_u32(IFLA_NET_NS_FD, ns1.as_raw_fd() as u32);
     msg.end(peer);
+    msg.end(data);
+    msg.end(info);
+    nl.request(msg)
+}
+
+/// Creates macvlan `name` on link `parent` (this namespace) in mode `mode`
+/// (`MACVLAN_MODE_*`), with `mtu`; the kernel gives it a random MAC.
+pub fn create_macvlan(
+    nl: &mut Netlink,
+    name: &str,
+    parent: u32,
+    mode: u32,
+    mtu: u32,
+) -> Result<(), NlError> {
+    let mut msg = Message::new(RTM_NEWLINK, F_CREATE | F_EXCL, &ifinfomsg(0, 0, 0));
+    msg.attr_str(IFLA_IFNAME, name)
+        .attr_u32(IFLA_LINK, parent)
+        .attr_u32(IFLA_MTU, mtu);
+    let info = msg.nest(IFLA_LINKINFO);
+    msg.attr_str(IFLA_INFO_KIND, "macvlan");
+    let data = msg.nest(IFLA_INFO_DATA);
+    msg.attr_u32(IFLA_MACVLAN_MODE, mode);
     msg.end(data);
     msg.end(info);
     nl.request(msg)

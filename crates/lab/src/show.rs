@@ -38,6 +38,8 @@ pub struct NsState {
     pub forwarding: bool,
     /// Routes through a gateway, as `DEST via GATEWAY dev NAME`.
     pub routes: Vec<String>,
+    /// The namespace's macvlan interfaces (virtual MACs).
+    pub macvlans: Vec<crate::macvlan::MacvlanState>,
 }
 
 /// One veth end as read back; `present == false` leaves the rest empty.
@@ -71,6 +73,9 @@ pub struct EndState {
     pub fq_maxrate_bps: Option<u64>,
     /// The IPsec SAs of the end's namespace, with their counters.
     pub sas: Vec<SaState>,
+    /// NAPI deferral, GRO flush timeout and `ethtool -C` coalescing;
+    /// `None` when sysfs has no such files (or the end is absent).
+    pub napi: Option<crate::napi::NapiState>,
 }
 
 /// Reads the lab's namespaces and interfaces from the kernel.
@@ -89,6 +94,7 @@ pub fn read(lab: &Lab) -> Result<Readback> {
                 present: false,
                 forwarding: false,
                 routes: Vec::new(),
+                macvlans: Vec::new(),
             });
             continue;
         }
@@ -138,6 +144,7 @@ fn absent(link: usize, end: &End) -> EndState {
         qdiscs: Vec::new(),
         netem: None,
         fq: false,
+        napi: None,
         fq_maxrate_bps: None,
         sas: Vec::new(),
     }
@@ -179,6 +186,8 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
     let forwarding =
         fs::read_to_string("/proc/sys/net/ipv4/ip_forward").is_ok_and(|s| s.trim() == "1");
     let sas = crate::ipsec::read_sas(name)?.unwrap_or_default();
+    // This thread ends with the read, so its own sysfs mount goes with it.
+    let sysfs = crate::napi::private_sysfs().is_ok();
     let mut states = Vec::new();
     for &(link, end) in ends {
         let Some(info) = links.iter().find(|l| l.name == end.ifname) else {
@@ -218,6 +227,7 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
             fq,
             fq_maxrate_bps,
             sas: sas.clone(),
+            napi: napi_of(&end.ifname, sysfs),
         });
     }
     let state = NsState {
@@ -225,8 +235,23 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
         present: true,
         forwarding,
         routes,
+        macvlans: crate::macvlan::read(&mut nl, name)?,
     };
     Ok((state, states))
+}
+
+/// The NAPI values of `ifname` from this thread's sysfs (`sysfs`: it was
+/// mounted); `None` on a kernel without the files. Every lab interface is
+/// a veth, which the coalescing message names.
+fn napi_of(ifname: &str, sysfs: bool) -> Option<crate::napi::NapiState> {
+    if !sysfs {
+        return None;
+    }
+    let napi = crate::napi::get(ifname).ok()?;
+    Some(crate::napi::NapiState {
+        napi,
+        coalesce: crate::napi::coalesce(ifname, "veth"),
+    })
 }
 
 /// Renders the lab and its readback as text, one line per namespace, link,
@@ -328,6 +353,52 @@ fn namespace_lines(lab: &Lab, plan: &Layout, back: &Readback, out: &mut String) 
         };
         diffs += usize::from(!state.present || (ns.router && !state.forwarding));
         out.push_str(&format!("  {} ({role}): {status}\n", ns.name));
+        diffs += macvlan_lines(lab, ns, state, out);
+    }
+    diffs
+}
+
+/// One line per macvlan the host has or should have; returns how many
+/// differ from the file (missing, another mode or address).
+fn macvlan_lines(
+    lab: &Lab,
+    ns: &crate::layout::Namespace,
+    state: &NsState,
+    out: &mut String,
+) -> usize {
+    let host = lab.host(&ns.member).filter(|_| !ns.router);
+    let want = host.map(|h| (h.macvlans.clone(), h.macvlan_mode));
+    let names = crate::macvlan::names_in(lab, &ns.name);
+    let mut diffs = 0;
+    for (i, name) in names.iter().enumerate() {
+        let Some((addresses, mode)) = &want else {
+            continue;
+        };
+        let found = state.macvlans.iter().find(|m| &m.name == name);
+        let line = match found {
+            None => {
+                diffs += 1;
+                "absent".to_string()
+            }
+            Some(m) => {
+                let same = m.mode == Some(*mode) && m.addresses == [addresses[i]];
+                diffs += usize::from(!same);
+                let have: Vec<String> = m.addresses.iter().map(ToString::to_string).collect();
+                format!(
+                    "macvlan {} on {}, mac {}, {}{}",
+                    m.mode.map_or("?", |m| m.name()),
+                    m.parent,
+                    m.mac,
+                    have.join(" "),
+                    if same {
+                        String::new()
+                    } else {
+                        format!(" (configured {} {})", mode.name(), addresses[i])
+                    }
+                )
+            }
+        };
+        out.push_str(&format!("    {}/{name}: {line}\n", ns.name));
     }
     diffs
 }
@@ -423,8 +494,29 @@ fn end_line(end: &End, state: Option<&EndState>, link: &crate::spec::Link) -> (S
             mark(false, link.offloads.to_string())
         ),
     };
+    // Shown when set or off the kernel's default, so labs without it read as before.
+    let napi = match &s.napi {
+        Some(n) if n.napi != link.napi || link.napi != crate::napi::Napi::default() => format!(
+            ", napi defer {} flush {} ns{}, coalescing {}",
+            n.napi.defer_hard_irqs,
+            n.napi.gro_flush_timeout_ns,
+            mark(
+                n.napi == link.napi,
+                format!(
+                    "defer {} flush {} ns",
+                    link.napi.defer_hard_irqs, link.napi.gro_flush_timeout_ns
+                )
+            ),
+            n.coalesce
+        ),
+        Some(_) => String::new(),
+        None if link.napi != crate::napi::Napi::default() => {
+            format!(", napi unreadable{}", mark(false, "napi settings".into()))
+        }
+        None => String::new(),
+    };
     (
-        format!("{name}: {up}, {mtu}, {rate}, {addrs}, {offloads}\n"),
+        format!("{name}: {up}, {mtu}, {rate}, {addrs}, {offloads}{napi}\n"),
         diffs,
     )
 }

@@ -53,6 +53,54 @@ pub struct Host {
     /// most one per family, or one per family and link for a host on
     /// several links; see [`Lab::link_addresses`]).
     pub addresses: Vec<IpNet>,
+    /// Virtual MACs: one macvlan interface per address on the host's link
+    /// end (see [`crate::macvlan`]), each with its own MAC; empty: none.
+    pub macvlans: Vec<IpNet>,
+    /// How the macvlans reach each other.
+    pub macvlan_mode: MacvlanMode,
+}
+
+/// A macvlan's mode (`IFLA_MACVLAN_MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MacvlanMode {
+    /// Macvlans on one parent reach each other inside the host, as
+    /// separate hosts on one switch would.
+    #[default]
+    Bridge,
+    /// Macvlans on one parent never reach each other; each reaches only
+    /// the link's other end.
+    Private,
+}
+
+impl MacvlanMode {
+    /// The spellings a lab file uses.
+    pub const NAMES: [&'static str; 2] = ["bridge", "private"];
+
+    /// The lab file's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            MacvlanMode::Bridge => "bridge",
+            MacvlanMode::Private => "private",
+        }
+    }
+
+    /// The kernel's `MACVLAN_MODE_*` bit.
+    pub fn kernel(self) -> u32 {
+        match self {
+            MacvlanMode::Private => 1,
+            MacvlanMode::Bridge => 4,
+        }
+    }
+
+    /// The mode of a kernel `MACVLAN_MODE_*` value, if one of these.
+    pub fn from_kernel(v: u32) -> Option<MacvlanMode> {
+        match v {
+            1 => Some(MacvlanMode::Private),
+            4 => Some(MacvlanMode::Bridge),
+            _ => None,
+        }
+    }
 }
 
 /// A link between two hosts: a veth pair, or two through a router.
@@ -82,6 +130,9 @@ pub struct Link {
     /// ESP between the two hosts (`Off`: clear text).
     pub ipsec: IpsecAlgorithm,
     pub ipsec_mode: IpsecMode,
+    /// NAPI deferral and GRO flush timeout of every interface of the link
+    /// (both 0, the kernel's default, unless a run sets them).
+    pub napi: crate::napi::Napi,
 }
 
 /// netem's parameters on a link (see the `netem` module for placement).
@@ -118,6 +169,7 @@ impl Link {
             fq_maxrate_bps: None,
             ipsec: IpsecAlgorithm::Off,
             ipsec_mode: IpsecMode::Transport,
+            napi: crate::napi::Napi::default(),
         }
     }
 

@@ -25,7 +25,7 @@ pub use crate::nl::qdisc_error;
 use crate::nl::{netlink, nl_error};
 use crate::parse::cpus_text;
 use crate::spec::{Lab, Link};
-use crate::{down, ethtool, htb, ipsec, netem, netns, probe, qdisc, rtnl};
+use crate::{down, ethtool, htb, ipsec, napi, netem, netns, probe, qdisc, rtnl};
 
 /// Longest wait for a new link's carrier (the kernel's link watch usually
 /// takes microseconds for a veth, at most a second when busy).
@@ -59,7 +59,8 @@ pub fn up(lab: &Lab) -> Result<UpReport> {
         if netns::create(&ns.name)? {
             report.namespaces_created += 1;
         }
-        prepare_namespace(&plan, ns, &mut report.removed)?;
+        let macvlans = crate::macvlan::names_in(lab, &ns.name);
+        prepare_namespace(&plan, ns, &macvlans, &mut report.removed)?;
     }
     for pair in &plan.pairs {
         if ensure_pair(pair, lab.links[pair.link].mtu)? {
@@ -72,6 +73,9 @@ pub fn up(lab: &Lab) -> Result<UpReport> {
                 .any(|n| n.name == end.ns && !n.router);
             configure_end(end, &lab.links[pair.link], host_end)?;
         }
+    }
+    for host in &lab.hosts {
+        crate::macvlan::ensure(lab, host)?;
     }
     for ns in plan.namespaces.iter().filter(|n| !n.routes.is_empty()) {
         add_routes(ns)?;
@@ -122,13 +126,19 @@ fn remove_stale(plan: &Layout) -> Result<Vec<String>> {
 
 /// Loopback up, forwarding on for routers, and lab interfaces that the
 /// layout no longer puts in this namespace removed.
-fn prepare_namespace(plan: &Layout, ns: &Namespace, removed: &mut Vec<String>) -> Result<()> {
+fn prepare_namespace(
+    plan: &Layout,
+    ns: &Namespace,
+    macvlans: &[String],
+    removed: &mut Vec<String>,
+) -> Result<()> {
     let wanted: Vec<&str> = plan
         .pairs
         .iter()
         .flat_map(|p| p.ends.iter())
         .filter(|e| e.ns == ns.name)
         .map(|e| e.ifname.as_str())
+        .chain(macvlans.iter().map(String::as_str))
         .collect();
     let gone = netns::run_in(&ns.name, || {
         let mut nl = netlink()?;
@@ -245,7 +255,35 @@ fn configure_end(end: &End, link: &Link, host_end: bool) -> Result<()> {
             other => other,
         })?;
         ethtool::set(&end.ifname, &link.offloads)
-            .map_err(|(name, e)| LabError::os(at(&format!("set offload {name}")), e))
+            .map_err(|(name, e)| LabError::os(at(&format!("set offload {name}")), e))?;
+        set_napi(&end.ifname, link, &at)
+    })
+}
+
+/// The link's NAPI deferral and GRO flush timeout on `ifname`, written in
+/// sysfs (on a thread about to end: see [`napi::private_sysfs`]). Written
+/// even at the defaults, so a study step without them undoes the step
+/// before; a kernel without the files is refused only when asked for them.
+fn set_napi(ifname: &str, link: &Link, at: &dyn Fn(&str) -> String) -> Result<()> {
+    napi::private_sysfs().map_err(|e| LabError::os(at("mount a private sysfs"), e))?;
+    if !napi::supported(ifname) {
+        if link.napi == napi::Napi::default() {
+            return Ok(());
+        }
+        return Err(LabError::KernelFeature {
+            action: at("set napi_defer_hard_irqs"),
+            feature: "per-device NAPI deferral (napi_defer_hard_irqs, gro_flush_timeout)".into(),
+            config: "Linux 5.10 or later".into(),
+        });
+    }
+    napi::set(ifname, &link.napi).map_err(|e| {
+        LabError::os(
+            at(&format!(
+                "set napi_defer_hard_irqs {} and gro_flush_timeout {} ns",
+                link.napi.defer_hard_irqs, link.napi.gro_flush_timeout_ns
+            )),
+            e,
+        )
     })
 }
 

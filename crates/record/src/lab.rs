@@ -50,6 +50,10 @@ pub struct LabEnvironment {
     /// The same counts after the window.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub net_rx_after: Vec<u64>,
+    /// The macvlan interfaces (virtual MACs) of hosts `from` and `to`, as
+    /// the kernel listed them before the window; empty: none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub macvlans: Vec<LabMacvlan>,
 }
 
 impl LabEnvironment {
@@ -91,6 +95,24 @@ pub struct LabRxQueue {
     pub rps_cpus: String,
     /// `rps_flow_cnt`, RFS flow-table entries of the queue (0: RFS off).
     pub rps_flow_cnt: u32,
+}
+
+/// A macvlan interface: a virtual host with its own MAC on a link end.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabMacvlan {
+    /// Namespace, `sb-<lab>-<host>`.
+    pub namespace: String,
+    /// Interface name, `<parent>v<i>`.
+    pub name: String,
+    /// The link end it sits on.
+    pub parent: String,
+    /// `bridge` or `private` (the kernel's IFLA_MACVLAN_MODE).
+    pub mode: String,
+    /// Its own MAC address.
+    pub mac: String,
+    /// Addresses with prefix lengths.
+    pub addresses: Vec<String>,
 }
 
 /// A lab host's per-connection policy (table `stackbench_policy`), counted
@@ -158,6 +180,20 @@ pub struct LabInterface {
     pub fq_maxrate_bps: Option<u64>,
     /// The IPsec SAs of the interface's host, with their ESP counters.
     pub ipsec: Option<LabIpsec>,
+    /// Hard interrupts NAPI defers after a busy poll
+    /// (`/sys/class/net/IF/napi_defer_hard_irqs`, the setting
+    /// `link_napi_defer_hard_irqs`); `None`: the kernel has no such file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub napi_defer_hard_irqs: Option<u32>,
+    /// How long GRO holds packets before flushing, ns
+    /// (`/sys/class/net/IF/gro_flush_timeout`, the setting
+    /// `link_gro_flush_timeout`); `None`: the kernel has no such file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro_flush_timeout_ns: Option<u64>,
+    /// The device's interrupt coalescing (`ethtool -c`: rx/tx usecs and
+    /// frames), or why there is none ("not supported by veth").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coalesce: Option<String>,
 }
 
 /// netem as read back from the kernel.

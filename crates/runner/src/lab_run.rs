@@ -2,7 +2,8 @@
 //! `lab`, `lab_from`, `lab_to`, and the link overrides `link_rate`,
 //! `link_mtu`, `link_offloads`, `link_delay`, `link_jitter`, `link_loss`,
 //! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`,
-//! `link_rps_cpus`, `link_rps_flow_cnt`): the checks `plan::resolve` makes, the
+//! `link_rps_cpus`, `link_rps_flow_cnt`, `link_napi_defer_hard_irqs`,
+//! `link_gro_flush_timeout`): the checks `plan::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
 //! lab crate). A run split over agents may list several driver hosts
@@ -67,7 +68,7 @@ pub struct LabDriver {
 }
 
 /// Settings that only mean something with `lab`.
-const LAB_ONLY: [&str; 18] = [
+const LAB_ONLY: [&str; 20] = [
     "lab_from",
     "lab_to",
     "link_rate",
@@ -82,6 +83,8 @@ const LAB_ONLY: [&str; 18] = [
     "link_ipsec_mode",
     "link_rps_cpus",
     "link_rps_flow_cnt",
+    "link_napi_defer_hard_irqs",
+    "link_gro_flush_timeout",
     "host_policy_rules",
     "host_policy_conntrack",
     "host_policy_log",
@@ -222,6 +225,8 @@ fn overrides(s: &RunSettings) -> LinkOverrides {
         fq_maxrate_bps: s.link_fq_maxrate.map(|r| r.0),
         ipsec: s.link_ipsec,
         ipsec_mode: s.link_ipsec_mode,
+        napi_defer_hard_irqs: s.link_napi_defer_hard_irqs,
+        gro_flush_timeout: s.link_gro_flush_timeout.map(|d| d.0),
     }
 }
 
@@ -421,6 +426,7 @@ impl LabRun {
             steering: self.read_steering(),
             net_rx_before: before.net_rx,
             net_rx_after: after.net_rx,
+            macvlans: stackbench_lab::environment::path_macvlans(&self.lab, &self.path),
         };
         let mut warnings = Vec::new();
         let changes = env.changes();

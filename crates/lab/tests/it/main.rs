@@ -4,6 +4,7 @@
 
 mod common;
 mod kernel;
+mod macvlan;
 mod parse;
 mod priority;
 mod props;

@@ -295,6 +295,10 @@ run_settings! {
     link_rps_cpus: Option<CpuList> = None, json "link_rps_cpus";
     /// Inbound steering (RFS): flow-table entries per receive queue (rps_flow_cnt) on every interface of the lab path, so a flow is processed on the CPU its reader runs on; needs the machine-wide net.core.rps_sock_flow_entries above 0, which stackbench leaves alone [default: RFS off].
     link_rps_flow_cnt: Option<u32> = None, json "link_rps_flow_cnt", range "1" ..= "1048576";
+    /// NAPI coalescing: hard interrupts each interface on the lab path defers after a poll that found work (napi_defer_hard_irqs; 0: none, the latency profile; e.g. 2 with link_gro_flush_timeout for throughput) [default: 0].
+    link_napi_defer_hard_irqs: Option<u32> = None, json "link_napi_defer_hard_irqs", range "0" ..= "2147483647";
+    /// NAPI coalescing: how long GRO may hold packets on each interface on the lab path before flushing, e.g. 200us; also the timer that polls while interrupts are deferred (gro_flush_timeout; 0s: flush at once) [default: 0s].
+    link_gro_flush_timeout: Option<Secs> = None, json "link_gro_flush_timeout_s", range "0s" ..= "1s";
     /// Server-host policy: nftables in host lab_to's input path with N rules that never match, walked by each new connection's first packet (with host_policy_conntrack) or by every packet (without), ahead of the accept; 0: the frame and the accept only [default: no policy].
     host_policy_rules: Option<u32> = None, json "host_policy_rules", range "0" ..= "100000";
     /// Policy: connection tracking on (established packets accepted before the rules) or off (notrack: every packet walks them) [default: on, with host_policy_rules].
