@@ -32,15 +32,17 @@ struct EthtoolValue {
     data: u32,
 }
 
-/// `struct ifreq` with its `ifr_data` member (40 bytes on 64-bit Linux).
+/// `struct ifreq` with its `ifr_data` member (40 bytes on 64-bit Linux),
+/// pointing at the command's own struct (`ethtool_value`,
+/// `ethtool_coalesce`, …).
 #[repr(C)]
-struct IfreqData {
+struct IfreqData<T> {
     name: [u8; libc::IFNAMSIZ],
-    data: *mut EthtoolValue,
+    data: *mut T,
     _rest: [u8; 16],
 }
 
-fn socket() -> io::Result<OwnedFd> {
+pub(crate) fn socket() -> io::Result<OwnedFd> {
     // SAFETY: plain socket(2); the descriptor is owned at once.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
@@ -52,9 +54,22 @@ fn socket() -> io::Result<OwnedFd> {
 
 fn ethtool(sock: &OwnedFd, ifname: &str, cmd: u32, data: u32) -> io::Result<u32> {
     let mut value = EthtoolValue { cmd, data };
+    // SAFETY: EthtoolValue is `struct ethtool_value`, the struct every
+    // legacy get/set command of COMMANDS reads and writes.
+    unsafe { siocethtool(sock, ifname, &mut value)? };
+    Ok(value.data)
+}
+
+/// One `SIOCETHTOOL` request on `ifname`: the kernel reads `data`'s
+/// leading command word and reads or writes the rest of it.
+///
+/// # Safety
+/// `T` must be `#[repr(C)]` and the kernel's struct for the command in its
+/// first `u32`, so the kernel neither reads nor writes past it.
+pub(crate) unsafe fn siocethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> io::Result<()> {
     let mut req = IfreqData {
         name: [0; libc::IFNAMSIZ],
-        data: &mut value,
+        data,
         _rest: [0; 16],
     };
     let name = ifname.as_bytes();
@@ -62,13 +77,13 @@ fn ethtool(sock: &OwnedFd, ifname: &str, cmd: u32, data: u32) -> io::Result<u32>
         return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
     }
     req.name[..name.len()].copy_from_slice(name);
-    // SAFETY: SIOCETHTOOL reads the ifreq and reads/writes the
-    // ethtool_value it points to; both outlive the call.
+    // SAFETY: SIOCETHTOOL reads the ifreq and the struct it points to, which
+    // the caller vouches for; both outlive the call.
     let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(value.data)
+    Ok(())
 }
 
 /// Sets the offloads of `ifname`; the error names the offload refused.

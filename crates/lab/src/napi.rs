@@ -17,7 +17,6 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 
 /// The two sysfs values (both 0 is the kernel's default: no deferral).
@@ -125,16 +124,7 @@ struct Coalesce {
     fields: [u32; 22],
 }
 
-/// `struct ifreq` with its `ifr_data` member.
-#[repr(C)]
-struct IfreqData {
-    name: [u8; libc::IFNAMSIZ],
-    data: *mut Coalesce,
-    _rest: [u8; 16],
-}
-
 const ETHTOOL_GCOALESCE: u32 = 0x0e;
-const SIOCETHTOOL: libc::c_ulong = 0x8946;
 
 /// The device's interrupt coalescing (`ethtool -c`), or why there is none;
 /// `driver` names the device kind for the message (veth, …).
@@ -153,32 +143,13 @@ pub fn coalesce(ifname: &str, driver: &str) -> String {
 }
 
 fn read_coalesce(ifname: &str) -> io::Result<[u32; 22]> {
-    // SAFETY: plain socket(2); the descriptor is owned at once.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd is fresh and owned by nobody else.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let sock = crate::ethtool::socket()?;
     let mut value = Coalesce {
         cmd: ETHTOOL_GCOALESCE,
         ..Coalesce::default()
     };
-    let mut req = IfreqData {
-        name: [0; libc::IFNAMSIZ],
-        data: &mut value,
-        _rest: [0; 16],
-    };
-    let name = ifname.as_bytes();
-    if name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
-    }
-    req.name[..name.len()].copy_from_slice(name);
-    // SAFETY: SIOCETHTOOL reads the ifreq and writes the ethtool_coalesce
-    // it points to; both outlive the call.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // SAFETY: Coalesce is `struct ethtool_coalesce` (its command word and
+    // 22 u32 fields), what ETHTOOL_GCOALESCE writes.
+    unsafe { crate::ethtool::siocethtool(&sock, ifname, &mut value)? };
     Ok(value.fields)
 }
