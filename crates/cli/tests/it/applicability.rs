@@ -17,15 +17,7 @@ use crate::lab::{can_make_namespaces, lab};
 /// Expects exit 2 and one line holding `needle`, quickly (nothing watched).
 fn refused(args: &[&str], needle: &str) {
     let started = Instant::now();
-    let out = stackbench()
-        .arg("applicability")
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    assert!(err.contains(needle), "want '{needle}': {err}");
+    crate::common::refused("applicability", args, needle);
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{args:?}: a refusal must not wait for the 10 s window"

@@ -89,6 +89,16 @@ pub fn fails_with(args: &[&str], needle: &str) {
     assert!(out.stdout.is_empty());
 }
 
+/// Asserts that `stackbench SUBCOMMAND ARGS…` exits 2 with one line on
+/// stderr containing `needle`.
+pub fn refused(subcommand: &str, args: &[&str], needle: &str) {
+    let out = stackbench().arg(subcommand).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{subcommand} {args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains(needle), "{args:?}: want '{needle}': {err}");
+}
+
 /// Waits for `child` to exit and collects its piped stdout and stderr; if it
 /// has not exited within `max` it is killed and the test fails (a hang check).
 pub fn wait_bounded(mut child: Child, max: Duration) -> Output {

@@ -16,31 +16,29 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{examples, json_ok, stackbench};
+use crate::common::{examples, json_ok, refused, stackbench};
 use crate::lab::{can_make_namespaces, lab};
-
-/// Runs `stackbench run ARGS`, expecting exit 2 and one line with `needle`.
-fn refused(args: &[&str], needle: &str) {
-    let out = stackbench().arg("run").args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    assert!(err.contains(needle), "{args:?}: want '{needle}': {err}");
-}
 
 #[test]
 fn a_host_policy_is_refused_where_it_means_nothing() {
     let w = "RR1(1B/1B)";
     refused(
+        "run",
         &["--host-policy-rules", "100", w],
         "host_policy_rules applies only to a lab run",
     );
-    refused(&["--host-policy-rules", "-5", w], "--host-policy-rules");
     refused(
+        "run",
+        &["--host-policy-rules", "-5", w],
+        "--host-policy-rules",
+    );
+    refused(
+        "run",
         &["--host-policy-rules", "1000000", w],
         "out of range: use 0 to 100000",
     );
     refused(
+        "run",
         &[
             "--host-policy-reset-port",
             "0",
@@ -53,11 +51,13 @@ fn a_host_policy_is_refused_where_it_means_nothing() {
     // Parts of a policy without the policy itself.
     for flag in ["--host-policy-log", "--host-policy-conntrack=false"] {
         refused(
+            "run",
             &[flag, w],
             "is part of a host policy, and none is asked for",
         );
     }
     refused(
+        "run",
         &["--host-policy-reset-port", "8080", w],
         "host_policy_reset_port is part of a host policy",
     );

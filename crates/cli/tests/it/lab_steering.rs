@@ -11,27 +11,20 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{examples, json_ok, stackbench};
+use crate::common::{examples, json_ok, refused, stackbench};
 use crate::lab::{can_make_namespaces, lab};
-
-/// Runs `stackbench run ARGS`, expecting exit 2 and one line with `needle`.
-fn refused(args: &[&str], needle: &str) {
-    let out = stackbench().arg("run").args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    assert!(err.contains(needle), "{args:?}: want '{needle}': {err}");
-}
 
 #[test]
 fn steering_is_refused_where_it_means_nothing() {
     let w = "RR1(1B/1B)";
     refused(
+        "run",
         &["--link-rps-cpus", "1", w],
         "link_rps_cpus applies only to a lab run",
     );
-    refused(&["--link-rps-cpus", "1-0", w], "--link-rps-cpus");
+    refused("run", &["--link-rps-cpus", "1-0", w], "--link-rps-cpus");
     refused(
+        "run",
         &["--link-rps-flow-cnt", "0", w],
         "out of range: use 1 to 1048576",
     );
@@ -215,7 +208,11 @@ fn a_cpu_the_machine_lacks_is_refused_before_anything_is_built() {
     let args = ["--lab", file, "--from", "client", "--to", "server"];
     let mut bad: Vec<&str> = args.to_vec();
     bad.extend(["--link-rps-cpus", "0,1000", "RR1(1B/1B)"]);
-    refused(&bad, "link_rps_cpus 0,1000: CPU 1000 is not online here");
+    refused(
+        "run",
+        &bad,
+        "link_rps_cpus 0,1000: CPU 1000 is not online here",
+    );
     assert!(
         test_lab.namespaces().is_empty(),
         "{:?}",
@@ -242,6 +239,7 @@ fn rfs_follows_the_global_flow_table() {
     if entries == 0 {
         let file = test_lab.file.to_str().unwrap();
         refused(
+            "run",
             &[
                 "--lab",
                 file,
