@@ -150,6 +150,22 @@ fn markdown_report_snapshot() {
 
 /// A lab study: the environment section prints each variant's
 /// path and the kernel's values of its link.
+/// The Markdown report of one lab study made of `runs`.
+fn lab_markdown(name: &str, runs: Vec<StoredRun>) -> String {
+    let studies = vec![StudyInput {
+        name: name.into(),
+        description: String::new(),
+        study: None,
+        runs,
+    }];
+    let opts = ReportOptions {
+        title: "Lab".into(),
+        generated: "2024-05-01".into(),
+        margins: Margins::default(),
+    };
+    build_report(&studies, &opts).unwrap().markdown
+}
+
 #[test]
 fn lab_runs_show_their_path_and_link() {
     let with_lab = |variant: &str, rate_bps: u64, first_id: i64| {
@@ -183,18 +199,7 @@ fn lab_runs_show_their_path_and_link() {
     };
     let mut all = with_lab("100Mbit", 100_000_000, 1);
     all.extend(with_lab("1Gbit", 1_000_000_000, 100));
-    let studies = vec![StudyInput {
-        name: "lab-link-rate".into(),
-        description: String::new(),
-        study: None,
-        runs: all,
-    }];
-    let opts = ReportOptions {
-        title: "Lab".into(),
-        generated: "2024-05-01".into(),
-        margins: Margins::default(),
-    };
-    let md = build_report(&studies, &opts).unwrap().markdown;
+    let md = lab_markdown("lab-link-rate", all);
     assert!(
         md.contains("Lab path: lab pair: client → server, direct"),
         "{md}"
@@ -243,18 +248,7 @@ fn steered_lab_runs_show_where_receive_processing_ran() {
     };
     let mut all = with_lab("off", None, [10, 20], 1);
     all.extend(with_lab("rps-1", Some("1"), [5, 40], 100));
-    let studies = vec![StudyInput {
-        name: "lab-steering".into(),
-        description: String::new(),
-        study: None,
-        runs: all,
-    }];
-    let opts = ReportOptions {
-        title: "Lab".into(),
-        generated: "2024-05-01".into(),
-        margins: Margins::default(),
-    };
-    let md = build_report(&studies, &opts).unwrap().markdown;
+    let md = lab_markdown("lab-steering", all);
     assert!(
         md.contains("Lab inbound steering (kernel's RPS CPUs): off: off; rps-1: 1"),
         "{md}"
