@@ -10,11 +10,9 @@
 //! why `show` reads every value back.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use crate::spec::Offloads;
-
-const SIOCETHTOOL: libc::c_ulong = 0x8946;
 
 /// (get, set) legacy command pairs, in the order of [`Offloads::NAMES`].
 const COMMANDS: [(u32, u32); 5] = [
@@ -32,63 +30,17 @@ struct EthtoolValue {
     data: u32,
 }
 
-/// `struct ifreq` with its `ifr_data` member (40 bytes on 64-bit Linux),
-/// pointing at the command's own struct (`ethtool_value`,
-/// `ethtool_coalesce`, …).
-#[repr(C)]
-struct IfreqData<T> {
-    name: [u8; libc::IFNAMSIZ],
-    data: *mut T,
-    _rest: [u8; 16],
-}
-
-pub(crate) fn socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2); the descriptor is owned at once.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd is fresh and owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 fn ethtool(sock: &OwnedFd, ifname: &str, cmd: u32, data: u32) -> io::Result<u32> {
     let mut value = EthtoolValue { cmd, data };
     // SAFETY: EthtoolValue is `struct ethtool_value`, the struct every
     // legacy get/set command of COMMANDS reads and writes.
-    unsafe { siocethtool(sock, ifname, &mut value)? };
+    unsafe { crate::siocethtool::request(sock, ifname, &mut value)? };
     Ok(value.data)
-}
-
-/// One `SIOCETHTOOL` request on `ifname`: the kernel reads `data`'s
-/// leading command word and reads or writes the rest of it.
-///
-/// # Safety
-/// `T` must be `#[repr(C)]` and the kernel's struct for the command in its
-/// first `u32`, so the kernel neither reads nor writes past it.
-pub(crate) unsafe fn siocethtool<T>(sock: &OwnedFd, ifname: &str, data: &mut T) -> io::Result<()> {
-    let mut req = IfreqData {
-        name: [0; libc::IFNAMSIZ],
-        data,
-        _rest: [0; 16],
-    };
-    let name = ifname.as_bytes();
-    if name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
-    }
-    req.name[..name.len()].copy_from_slice(name);
-    // SAFETY: SIOCETHTOOL reads the ifreq and the struct it points to, which
-    // the caller vouches for; both outlive the call.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Sets the offloads of `ifname`; the error names the offload refused.
 pub fn set(ifname: &str, offloads: &Offloads) -> Result<(), (&'static str, io::Error)> {
-    let sock = socket().map_err(|e| ("socket", e))?;
+    let sock = crate::siocethtool::socket().map_err(|e| ("socket", e))?;
     for ((name, on), (_, set)) in Offloads::NAMES.iter().zip(offloads.values()).zip(COMMANDS) {
         ethtool(&sock, ifname, set, u32::from(on)).map_err(|e| (*name, e))?;
     }
@@ -97,7 +49,7 @@ pub fn set(ifname: &str, offloads: &Offloads) -> Result<(), (&'static str, io::E
 
 /// Reads the offloads of `ifname` back.
 pub fn get(ifname: &str) -> io::Result<Offloads> {
-    let sock = socket()?;
+    let sock = crate::siocethtool::socket()?;
     let mut out = Offloads::default();
     for (name, (get, _)) in Offloads::NAMES.iter().zip(COMMANDS) {
         out.set(name, ethtool(&sock, ifname, get, 0)? != 0);

@@ -110,6 +110,7 @@ pub mod probe;
 pub mod qdisc;
 pub mod rtnl;
 pub mod show;
+mod siocethtool;
 mod source;
 pub mod spec;
 pub mod steering;

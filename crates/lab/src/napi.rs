@@ -143,13 +143,13 @@ pub fn coalesce(ifname: &str, driver: &str) -> String {
 }
 
 fn read_coalesce(ifname: &str) -> io::Result<[u32; 22]> {
-    let sock = crate::ethtool::socket()?;
+    let sock = crate::siocethtool::socket()?;
     let mut value = Coalesce {
         cmd: ETHTOOL_GCOALESCE,
         ..Coalesce::default()
     };
     // SAFETY: Coalesce is `struct ethtool_coalesce` (its command word and
     // 22 u32 fields), what ETHTOOL_GCOALESCE writes.
-    unsafe { crate::ethtool::siocethtool(&sock, ifname, &mut value)? };
+    unsafe { crate::siocethtool::request(&sock, ifname, &mut value)? };
     Ok(value.fields)
 }
