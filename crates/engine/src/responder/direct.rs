@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use mio::{Events, Token};
 use stackbench_model::Kind;
 
-use super::worker::{Entry, Next, Worker};
+use super::machine::Step;
+use super::worker::{Entry, Worker};
 
 /// How often the epoll set (listeners, commands) is looked at, and the
 /// longest a blocked call waits (so an idle connection does not hold them).
@@ -34,7 +35,7 @@ impl Worker {
             Entry::Conn(c) => Some((k, c)),
             Entry::Listener { .. } => None,
         })?;
-        let kind = self.tests.get(conn.test as usize)?.spec.kind;
+        let kind = self.tests.get(conn.state.test as usize)?.spec.kind;
         (conn.stream.is_plain() && kind != Kind::Crr).then_some(key)
     }
 
@@ -49,7 +50,7 @@ impl Worker {
         events.clear();
         let mut checked = Instant::now();
         loop {
-            if let Next::Close { error } = self.drive(key) {
+            if let Step::Close { error } = self.drive(key) {
                 self.close(key, error);
                 return Ok(());
             }
@@ -74,7 +75,7 @@ impl Worker {
         };
         let spin = self
             .tests
-            .get(conn.test as usize)
+            .get(conn.state.test as usize)
             .is_some_and(|t| t.spec.spin);
         let wait = (!spin).then_some(CHECK_EVERY);
         match conn

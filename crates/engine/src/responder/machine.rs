@@ -1,20 +1,39 @@
-//! The responder's per-connection state machine, with no I/O inside: a
-//! connection reads a request, writes the answer, and repeats; only what
-//! follows an answer differs by kind (a CRR connection in server-close mode
-//! is closed right away, every other one goes back to reading). Its state is
-//! two fields — the [`Phase`] and the bytes left in it — kept flat in each
-//! backend's connection entry (epoll and direct in [`super::worker`],
-//! io_uring in [`super::uring`]) so the entries stay small; the backends
-//! report the bytes they moved here and act on the answer.
+//! The responder's per-connection state machine, with no I/O inside: events
+//! go in (accepted, n bytes received, n bytes sent, end of stream, a failed
+//! call) and what the connection needs next comes out (the next I/O as an
+//! [`Io`], and after each event a [`Then`]: a socket option to touch, and
+//! whether to go on, wait for readiness, or close). A connection reads a
+//! request, writes the answer, and repeats; only what follows an answer
+//! differs by kind (a CRR connection in server-close mode is closed right
+//! away, every other one goes back to reading, and a CRR client then closes
+//! or resets it). The machine books what happens — connections, bytes,
+//! transactions, errors, TLS handshakes and key updates — into its
+//! [`Test`]'s counters.
 //!
-//! Sizes come from the test's application protocol ([`crate::app`]): when a
-//! request is complete and how long its answer is are the [`Handler`]'s to
-//! say (raw payloads: the test's sizes).
+//! The backends carry out its actions and feed it their results, the way
+//! the driver's backends feed [`crate::driver`]'s machine (fio's engines in
+//! ioengine.h likewise carry out the I/O its core prepares): epoll and
+//! direct waiting ([`super::worker`], [`super::direct`]) through
+//! [`drive`], the readiness loop written once over any [`ConnIo`]; io_uring
+//! ([`super::uring`]) event by event from its completions; and the test-only
+//! mock (`mock.rs`), which runs [`drive`] over scripted sockets. Everything is
+//! generic or plain functions over small `Copy` types, resolved at compile
+//! time: no allocation and no call through a pointer per event.
+//!
+//! A connection's state is [`ConnState`], 16 bytes kept in each backend's
+//! connection entry next to its socket. Sizes come from the test's
+//! application protocol ([`crate::app`]): when a request is complete and
+//! how long its answer is are the [`Handler`]'s to say (raw payloads: the
+//! test's sizes), and the machine is the only one that asks it.
+
+use std::io;
 
 use stackbench_model::{CrrClose, Kind};
 
 use crate::app::{Handler, Raw};
 use crate::protocol::{ServerTestStats, TestSpec};
+use crate::sockopt::{self, IO_CHUNK_BYTES};
+use crate::transport::tls::Handshake;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Phase {
@@ -22,169 +41,479 @@ pub(super) enum Phase {
     Writing,
 }
 
-/// The application protocol a test's connections speak.
+/// A test as its connections' machine sees it: what it asks for and what
+/// it booked (one per test and worker; the workers' counters are summed
+/// when the test stops).
+pub(super) struct Test {
+    pub(super) id: u64,
+    pub(super) spec: TestSpec,
+    pub(super) stats: ServerTestStats,
+}
+
+impl Test {
+    pub(super) fn new(id: u64, spec: TestSpec) -> Test {
+        Test {
+            id,
+            spec,
+            stats: ServerTestStats::default(),
+        }
+    }
+
+    /// The application protocol the test's connections speak.
+    #[inline]
+    pub(super) fn handler(&self) -> Raw {
+        Raw {
+            request: self.spec.request_bytes,
+            response: self.spec.response_bytes,
+        }
+    }
+
+    /// Bytes of a whole request, as the protocol says (a new connection's
+    /// first read, and where a read between requests starts).
+    #[inline]
+    pub(super) fn request_bytes(&self) -> u64 {
+        Handler::request_bytes(&self.handler())
+    }
+
+    /// Bytes of the answer to a request.
+    #[inline]
+    pub(super) fn response_bytes(&self) -> u64 {
+        self.handler().response_bytes()
+    }
+
+    /// Whether answers are corked while they are written (longer than one
+    /// write, and `cork` asked for: see `SocketOptions::cork`).
+    #[inline]
+    pub(super) fn corks(&self) -> bool {
+        sockopt::corks(&self.spec.socket, self.response_bytes())
+    }
+
+    /// A connection of the test was closed, as an error or not.
+    #[inline]
+    pub(super) fn closed(&mut self, error: bool) {
+        self.stats.errors += u64::from(error);
+    }
+}
+
+/// One connection's state: 16 bytes (see `conn_state_is_small`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct ConnState {
+    /// Bytes left in the phase.
+    remaining: u64,
+    /// The backend's slot of the test the connection serves (the machine
+    /// never reads it; kept here, where the state's padding would be).
+    pub(super) test: u32,
+    phase: Phase,
+    /// Bits the backend keeps about the connection (io_uring: what it has
+    /// in flight, and closing), in the same padding.
+    pub(super) backend: u8,
+}
+
+/// The next I/O a connection needs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Io {
+    /// Receive up to `max` bytes of the request.
+    Recv { max: usize },
+    /// Send `len` bytes of the answer; `cork`: cork the socket first (the
+    /// first chunk of a corked answer); `last`: the answer's last chunk.
+    Send { len: usize, cork: bool, last: bool },
+}
+
+/// What to do to the socket after an event, before its [`Step`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Touch {
+    Nothing,
+    /// Re-arm TCP_QUICKACK (the test asks for it after every receive).
+    Quickack,
+    /// Lift the cork: a corked answer's last byte went out.
+    Uncork,
+}
+
+/// Where a connection goes after an event.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Step {
+    /// Do its next [`Io`] now.
+    Go,
+    /// Wait for the socket's next readiness, then do its next [`Io`] (a
+    /// short read or write, a would-block, or an answer out: the next
+    /// request cannot come before the client has it, so its arrival is a
+    /// fresh edge, and a read now would only say EAGAIN).
+    Wait,
+    /// Close it; `error`: count it against the test.
+    Close { error: bool },
+}
+
+/// The machine's answer to an event.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Then {
+    pub(super) touch: Touch,
+    pub(super) step: Step,
+}
+
+impl From<Step> for Then {
+    #[inline]
+    fn from(step: Step) -> Then {
+        Then {
+            touch: Touch::Nothing,
+            step,
+        }
+    }
+}
+
+impl ConnState {
+    /// A connection accepted for `test`, kept by the backend in slot `slot`:
+    /// counted, and waiting for its first request.
+    #[inline]
+    pub(super) fn accepted(test: &mut Test, slot: u32) -> ConnState {
+        test.stats.connections += 1;
+        ConnState {
+            remaining: test.request_bytes(),
+            test: slot,
+            phase: Phase::Reading,
+            backend: 0,
+        }
+    }
+
+    /// The I/O the connection's phase needs next.
+    #[inline]
+    pub(super) fn io(&self, test: &Test) -> Io {
+        let len = self.remaining.min(IO_CHUNK_BYTES as u64) as usize;
+        match self.phase {
+            Phase::Reading => Io::Recv { max: len },
+            Phase::Writing => Io::Send {
+                len,
+                cork: test.corks() && self.remaining == test.response_bytes(),
+                last: len as u64 == self.remaining,
+            },
+        }
+    }
+
+    /// Whether the connection is between requests (nothing of the next one
+    /// received yet).
+    #[inline]
+    pub(super) fn between_requests(&self, test: &Test) -> bool {
+        self.phase == Phase::Reading && self.remaining == test.request_bytes()
+    }
+
+    /// `n` bytes of the request arrived (`chunk`: them, or empty when the
+    /// backend counts without reading, which an unframed protocol allows)
+    /// from a receive of at most `want`; `handshake`: the TLS handshake that
+    /// receive finished, if any. A complete request turns the connection to
+    /// writing its answer.
+    #[inline]
+    pub(super) fn received(
+        &mut self,
+        test: &mut Test,
+        (n, want): (usize, usize),
+        chunk: &[u8],
+        handshake: Option<&Handshake>,
+    ) -> Then {
+        if let Some(h) = handshake {
+            h.count_into(&mut test.stats);
+        }
+        if self.phase != Phase::Reading {
+            // A request before the answer went out: not a client of ours.
+            return Step::Close { error: true }.into();
+        }
+        let touch = if test.spec.socket.quickack {
+            Touch::Quickack
+        } else {
+            Touch::Nothing
+        };
+        let app = test.handler();
+        test.stats.rx_bytes += n as u64;
+        self.remaining = app.request_left(self.remaining, n as u64, chunk);
+        let step = if self.remaining == 0 {
+            self.phase = Phase::Writing;
+            self.remaining = app.response_bytes();
+            Step::Go
+        } else if n < want {
+            Step::Wait
+        } else {
+            Step::Go
+        };
+        Then { touch, step }
+    }
+
+    /// `n` bytes of the answer went out, of `want` offered; `rekeys`: TLS
+    /// key updates that send started. At the answer's end the transaction
+    /// counts, and a CRR connection in server-close mode is closed; every
+    /// other goes back to reading.
+    #[inline]
+    pub(super) fn sent(&mut self, test: &mut Test, (n, want): (usize, usize), rekeys: u32) -> Then {
+        test.stats.tls_rekeys += u64::from(rekeys);
+        let n = n as u64;
+        let touch = if test.corks() && n == self.remaining {
+            Touch::Uncork
+        } else {
+            Touch::Nothing
+        };
+        test.stats.tx_bytes += n;
+        self.remaining -= n;
+        let step = if self.remaining > 0 {
+            if n < want as u64 {
+                Step::Wait
+            } else {
+                Step::Go
+            }
+        } else {
+            test.stats.transactions += 1;
+            if test.spec.kind == Kind::Crr && test.spec.socket.crr_close == CrrClose::Server {
+                Step::Close { error: false }
+            } else {
+                self.phase = Phase::Reading;
+                self.remaining = test.request_bytes();
+                Step::Wait
+            }
+        };
+        Then { touch, step }
+    }
+
+    /// The client closed its end: normal between requests (CRR client
+    /// close, the end of a run), an error mid-request or mid-answer.
+    #[inline]
+    pub(super) fn eof(&self, test: &Test) -> Step {
+        Step::Close {
+            error: !self.between_requests(test),
+        }
+    }
+
+    /// A receive or send failed with `kind` (a backend retries an
+    /// interrupted call itself): a would-block waits for readiness, a reset
+    /// from a CRR client that closes abortively is its normal goodbye, and
+    /// anything else closes the connection as an error.
+    #[inline]
+    pub(super) fn failed(&self, test: &Test, kind: io::ErrorKind) -> Step {
+        match kind {
+            io::ErrorKind::WouldBlock => Step::Wait,
+            io::ErrorKind::ConnectionReset if test.spec.kind == Kind::Crr => {
+                Step::Close { error: false }
+            }
+            _ => Step::Close { error: true },
+        }
+    }
+}
+
+/// A connection's socket as the readiness loop ([`drive`]) uses it: the
+/// transport's stream on epoll and direct waiting, a scripted one in the
+/// mock. Generic, never boxed: the loop is compiled per socket type.
+pub(super) trait ConnIo {
+    /// Receives into `buf`; `Ok(0)` at end of stream.
+    fn recv(&mut self, buf: &mut [u8], waitall: bool) -> io::Result<usize>;
+    /// Sends what the socket takes of `buf`.
+    fn send(&mut self, buf: &[u8]) -> io::Result<usize>;
+    /// The TLS handshake a receive finished, once.
+    fn take_handshake(&mut self) -> Option<Handshake>;
+    /// TLS key updates started since the last call.
+    fn take_rekeys(&mut self) -> u32;
+    fn quickack(&mut self);
+    fn cork(&mut self, on: bool);
+}
+
+/// Runs one connection as far as its socket allows (the epoll loop on a
+/// readiness edge, direct waiting on a blocking socket): does the machine's
+/// next I/O, feeds it the result, and repeats until the machine says wait
+/// or close — [`Step::Wait`] or [`Step::Close`], never [`Step::Go`].
+/// `scratch` receives (at least one I/O chunk long); `zeros` is sent.
 #[inline]
-pub(super) fn handler(spec: &TestSpec) -> Raw {
-    Raw {
-        request: spec.request_bytes,
-        response: spec.response_bytes,
+pub(super) fn drive<S: ConnIo>(
+    state: &mut ConnState,
+    test: &mut Test,
+    stream: &mut S,
+    scratch: &mut [u8],
+    zeros: &[u8],
+) -> Step {
+    loop {
+        let then = match state.io(test) {
+            Io::Recv { max } => match stream.recv(&mut scratch[..max], test.spec.socket.waitall) {
+                Ok(0) => state.eof(test).into(),
+                Ok(n) => {
+                    let handshake = stream.take_handshake();
+                    state.received(test, (n, max), &scratch[..n], handshake.as_ref())
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => state.failed(test, e.kind()).into(),
+            },
+            Io::Send { len, cork, .. } => {
+                if cork {
+                    stream.cork(true);
+                }
+                match stream.send(&zeros[..len]) {
+                    Ok(n) => {
+                        let rekeys = stream.take_rekeys();
+                        state.sent(test, (n, len), rekeys)
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => state.failed(test, e.kind()).into(),
+                }
+            }
+        };
+        match then.touch {
+            Touch::Nothing => {}
+            Touch::Quickack => stream.quickack(),
+            Touch::Uncork => stream.cork(false),
+        }
+        if then.step != Step::Go {
+            return then.step;
+        }
     }
-}
-
-/// Bytes of a whole request of the test, as its protocol says (a new
-/// connection's first read, and where a read between requests starts).
-#[inline]
-pub(super) fn request_bytes(spec: &TestSpec) -> u64 {
-    Handler::request_bytes(&handler(spec))
-}
-
-/// Bytes of the answer to a request of the test (what a corked answer spans).
-#[inline]
-pub(super) fn response_bytes(spec: &TestSpec) -> u64 {
-    handler(spec).response_bytes()
-}
-
-/// Books `n` received bytes of a request (every backend shares it): true
-/// when the request is complete and the response is due.
-pub(super) fn book_received(
-    phase: &mut Phase,
-    remaining: &mut u64,
-    n: u64,
-    spec: &TestSpec,
-    stats: &mut ServerTestStats,
-) -> bool {
-    let app = handler(spec);
-    stats.rx_bytes += n;
-    *remaining = app.request_left(*remaining, n, &[]);
-    if *remaining > 0 {
-        return false;
-    }
-    *phase = Phase::Writing;
-    *remaining = app.response_bytes();
-    true
-}
-
-/// Books `n` sent bytes of a response: `None` while some is still to go;
-/// at its end the transaction counts and `Some(close)` says whether a CRR
-/// server close ends the connection (else the next request is awaited).
-pub(super) fn book_sent(
-    phase: &mut Phase,
-    remaining: &mut u64,
-    n: u64,
-    spec: &TestSpec,
-    stats: &mut ServerTestStats,
-) -> Option<bool> {
-    stats.tx_bytes += n;
-    *remaining -= n;
-    if *remaining > 0 {
-        return None;
-    }
-    stats.transactions += 1;
-    if spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server {
-        return Some(true);
-    }
-    *phase = Phase::Reading;
-    *remaining = request_bytes(spec);
-    Some(false)
 }
 
 #[cfg(test)]
 mod tests {
-    //! A mock backend in a few lines: scripted chunk sizes go in, what the
-    //! machine booked and answered comes out.
+    //! The events one by one; the readiness loop over scripted sockets is
+    //! tested in `mock.rs`.
 
     use stackbench_model::{IoMode, SocketOptions};
 
     use super::*;
 
-    fn spec(kind: Kind, request_bytes: u64, response_bytes: u64, close: CrrClose) -> TestSpec {
+    fn spec(
+        kind: Kind,
+        (request_bytes, response_bytes): (u64, u64),
+        socket: SocketOptions,
+    ) -> TestSpec {
         TestSpec {
             kind,
             request_bytes,
             response_bytes,
-            socket: SocketOptions {
-                crr_close: close,
-                ..SocketOptions::default()
-            },
+            socket,
             spin: false,
             io: IoMode::Epoll,
         }
     }
 
-    /// Serves `transactions` transactions on one connection, each request
-    /// arriving in chunks of at most `rx_chunk` and each response leaving in
-    /// chunks of at most `tx_chunk`; returns the stats, whether the machine
-    /// asked to close after the last response, and the calls it took.
-    fn serve(
-        spec: &TestSpec,
-        transactions: u64,
-        rx_chunk: u64,
-        tx_chunk: u64,
-    ) -> (ServerTestStats, bool, u64) {
-        let mut stats = ServerTestStats::default();
-        let (mut phase, mut remaining) = (Phase::Reading, spec.request_bytes);
-        let (mut closed, mut calls) = (false, 0);
-        for _ in 0..transactions {
-            assert!(!closed, "a closed connection serves no more");
-            loop {
-                calls += 1;
-                let n = remaining.min(rx_chunk);
-                if book_received(&mut phase, &mut remaining, n, spec, &mut stats) {
-                    break;
-                }
-                assert_eq!(phase, Phase::Reading);
-            }
-            assert_eq!((phase, remaining), (Phase::Writing, spec.response_bytes));
-            loop {
-                calls += 1;
-                let n = remaining.min(tx_chunk);
-                match book_sent(&mut phase, &mut remaining, n, spec, &mut stats) {
-                    None => assert_eq!(phase, Phase::Writing),
-                    Some(close) => {
-                        closed = close;
-                        break;
-                    }
-                }
-            }
-        }
-        (stats, closed, calls)
+    fn test(kind: Kind, sizes: (u64, u64), close: CrrClose) -> Test {
+        let socket = SocketOptions {
+            crr_close: close,
+            ..SocketOptions::default()
+        };
+        Test::new(1, spec(kind, sizes, socket))
+    }
+
+    /// The figure the doc comment on `ConnState` states.
+    #[test]
+    fn conn_state_is_small() {
+        assert_eq!(std::mem::size_of::<ConnState>(), 16);
     }
 
     #[test]
-    fn rr_reads_the_request_then_writes_the_response() {
-        let rr = spec(Kind::Rr, 100, 4096, CrrClose::Client);
-        let (stats, closed, calls) = serve(&rr, 10, 64, 1500);
-        assert_eq!(stats.transactions, 10);
-        assert_eq!((stats.rx_bytes, stats.tx_bytes), (10 * 100, 10 * 4096));
-        assert!(!closed);
-        // Two receives (64 + 36) and three sends (1500 + 1500 + 1096) each.
-        assert_eq!(calls, 10 * 5);
+    fn a_request_in_pieces_then_its_answer() {
+        let mut t = test(Kind::Rr, (100, 4096), CrrClose::Client);
+        let mut c = ConnState::accepted(&mut t, 7);
+        assert_eq!((t.stats.connections, c.test), (1, 7));
+        assert_eq!(c.io(&t), Io::Recv { max: 100 });
+        // A short read: wait for more.
+        assert_eq!(c.received(&mut t, (60, 100), &[], None).step, Step::Wait);
+        assert_eq!(c.io(&t), Io::Recv { max: 40 });
+        assert_eq!(c.received(&mut t, (40, 40), &[], None).step, Step::Go);
+        let send = Io::Send {
+            len: 4096,
+            cork: false,
+            last: true,
+        };
+        assert_eq!(c.io(&t), send);
+        // A short write waits; the answer's end waits for the next request.
+        assert_eq!(c.sent(&mut t, (1000, 4096), 0).step, Step::Wait);
+        assert_eq!(c.sent(&mut t, (3096, 3096), 0).step, Step::Wait);
+        assert!(c.between_requests(&t));
+        assert_eq!(
+            (t.stats.rx_bytes, t.stats.tx_bytes, t.stats.transactions),
+            (100, 4096, 1)
+        );
     }
 
     #[test]
-    fn str_streams_a_long_response_in_chunks() {
-        let stream = spec(Kind::Str, 1, 20 << 20, CrrClose::Client);
-        let (stats, closed, calls) = serve(&stream, 3, 1, 64 << 10);
-        assert_eq!(stats.transactions, 3);
-        assert_eq!(stats.tx_bytes, 3 * (20 << 20));
-        assert!(!closed);
-        assert_eq!(calls, 3 * (1 + 320));
+    fn the_end_of_stream_is_an_error_only_inside_a_transaction() {
+        let mut t = test(Kind::Rr, (10, 10), CrrClose::Client);
+        let mut c = ConnState::accepted(&mut t, 0);
+        assert_eq!(c.eof(&t), Step::Close { error: false });
+        c.received(&mut t, (4, 10), &[], None);
+        assert_eq!(c.eof(&t), Step::Close { error: true });
+        c.received(&mut t, (6, 6), &[], None);
+        assert_eq!(c.eof(&t), Step::Close { error: true }, "mid-answer");
     }
 
     #[test]
-    fn crr_closes_after_the_response_only_when_the_server_closes() {
-        for (close, server_closes) in [
-            (CrrClose::Server, true),
-            (CrrClose::Client, false),
-            (CrrClose::Abort, false),
+    fn a_reset_is_a_crr_goodbye_and_an_rr_error() {
+        use io::ErrorKind::{BrokenPipe, ConnectionReset, WouldBlock};
+        let crr = test(Kind::Crr, (1, 1), CrrClose::Abort);
+        let rr = test(Kind::Rr, (1, 1), CrrClose::Abort);
+        let c = ConnState::accepted(&mut test(Kind::Rr, (1, 1), CrrClose::Abort), 0);
+        assert_eq!(
+            c.failed(&crr, ConnectionReset),
+            Step::Close { error: false }
+        );
+        assert_eq!(c.failed(&rr, ConnectionReset), Step::Close { error: true });
+        assert_eq!(c.failed(&crr, BrokenPipe), Step::Close { error: true });
+        assert_eq!(c.failed(&rr, WouldBlock), Step::Wait);
+    }
+
+    #[test]
+    fn only_a_server_close_crr_connection_ends_after_its_answer() {
+        for (kind, close, closes) in [
+            (Kind::Crr, CrrClose::Server, true),
+            (Kind::Crr, CrrClose::Client, false),
+            (Kind::Crr, CrrClose::Abort, false),
+            (Kind::Rr, CrrClose::Server, false),
+            (Kind::Str, CrrClose::Server, false),
         ] {
-            let crr = spec(Kind::Crr, 64, 8000, close);
-            let (stats, closed, _) = serve(&crr, 1, 64, 8000);
-            assert_eq!(stats.transactions, 1);
-            assert_eq!(closed, server_closes, "{close:?}");
+            let mut t = test(kind, (64, 8000), close);
+            let mut c = ConnState::accepted(&mut t, 0);
+            c.received(&mut t, (64, 64), &[], None);
+            let step = c.sent(&mut t, (8000, 8000), 0).step;
+            let want = if closes {
+                Step::Close { error: false }
+            } else {
+                Step::Wait
+            };
+            assert_eq!(step, want, "{kind:?} {close:?}");
+            assert_eq!(t.stats.transactions, 1);
         }
-        // An RR connection is never closed by the server, whatever the mode.
-        let rr = spec(Kind::Rr, 1, 1, CrrClose::Server);
-        assert!(!serve(&rr, 2, 1, 1).1);
+    }
+
+    #[test]
+    fn a_corked_answer_is_corked_at_its_first_chunk_and_lifted_after_its_last() {
+        let socket = SocketOptions {
+            cork: true,
+            ..SocketOptions::default()
+        };
+        let answer = 2 * IO_CHUNK_BYTES as u64 + 5;
+        let mut t = Test::new(1, spec(Kind::Rr, (1, answer), socket));
+        let mut c = ConnState::accepted(&mut t, 0);
+        c.received(&mut t, (1, 1), &[], None);
+        let chunk = IO_CHUNK_BYTES;
+        let first = Io::Send {
+            len: chunk,
+            cork: true,
+            last: false,
+        };
+        assert_eq!(c.io(&t), first);
+        assert_eq!(c.sent(&mut t, (chunk, chunk), 0).touch, Touch::Nothing);
+        let second = Io::Send {
+            len: chunk,
+            cork: false,
+            last: false,
+        };
+        assert_eq!(c.io(&t), second);
+        assert_eq!(c.sent(&mut t, (chunk, chunk), 0).touch, Touch::Nothing);
+        let last = Io::Send {
+            len: 5,
+            cork: false,
+            last: true,
+        };
+        assert_eq!(c.io(&t), last);
+        assert_eq!(
+            c.sent(&mut t, (5, 5), 0),
+            Then {
+                touch: Touch::Uncork,
+                step: Step::Wait
+            }
+        );
+        // An answer of one chunk is never corked.
+        let mut small = Test::new(1, spec(Kind::Rr, (1, 100), socket));
+        let mut c = ConnState::accepted(&mut small, 0);
+        c.received(&mut small, (1, 1), &[], None);
+        assert!(matches!(c.io(&small), Io::Send { cork: false, .. }));
     }
 }

@@ -27,11 +27,11 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
-use stackbench_model::Kind;
 
-use super::machine::{book_received, book_sent, request_bytes, response_bytes, Phase};
+use super::machine::{self, ConnIo, ConnState, Step, Test};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
+use crate::transport::tls::Handshake;
 use crate::transport::{DataListener, DataStream};
 
 /// Token of the waker that announces commands.
@@ -81,40 +81,16 @@ pub(super) trait Commanded {
     }
 }
 
-pub(super) struct Test {
-    pub(super) id: u64,
-    pub(super) spec: TestSpec,
-    pub(super) stats: ServerTestStats,
-}
-
-impl Test {
-    pub(super) fn new(id: u64, spec: TestSpec) -> Test {
-        Test {
-            id,
-            spec,
-            stats: ServerTestStats::default(),
-        }
-    }
-}
-
 /// Per-connection state: 32 bytes (stream: an fd or a boxed TLS session;
-/// test slot, phase, bytes left).
+/// the machine's state, which holds the test's slot).
 pub(super) struct Conn {
     pub(super) stream: DataStream,
-    pub(super) test: u32,
-    phase: Phase,
-    remaining: u64,
+    pub(super) state: ConnState,
 }
 
 pub(super) enum Entry {
     Listener { listener: DataListener, test: u32 },
     Conn(Conn),
-}
-
-/// What a connection wants after being driven.
-pub(super) enum Next {
-    Wait,
-    Close { error: bool },
 }
 
 pub struct Worker {
@@ -193,7 +169,7 @@ impl Worker {
         match self.entries.get(key) {
             Some(Entry::Listener { .. }) => self.accept_all(key),
             Some(Entry::Conn(_)) => {
-                if let Next::Close { error } = self.drive(key) {
+                if let Step::Close { error } = self.drive(key) {
                     self.close(key, error);
                 }
             }
@@ -205,8 +181,8 @@ impl Worker {
     pub(super) fn close(&mut self, key: usize, error: bool) {
         if let Entry::Conn(conn) = self.entries.remove(key) {
             self.conns -= 1;
-            if let Some(t) = self.tests.get_mut(conn.test as usize) {
-                t.stats.errors += u64::from(error);
+            if let Some(t) = self.tests.get_mut(conn.state.test as usize) {
+                t.closed(error);
             }
         }
     }
@@ -240,10 +216,9 @@ impl Worker {
                 }
             };
             let t = &mut self.tests[test as usize];
-            t.stats.connections += 1;
             row.accepted(&stream, &mut t.stats);
             let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
-            let remaining = request_bytes(&t.spec);
+            let state = ConnState::accepted(t, test);
             let entry = self.entries.vacant_entry();
             let token = Token(entry.key());
             if self
@@ -252,81 +227,59 @@ impl Worker {
                 .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
                 .is_ok()
             {
-                entry.insert(Entry::Conn(Conn {
-                    stream,
-                    test,
-                    phase: Phase::Reading,
-                    remaining,
-                }));
+                entry.insert(Entry::Conn(Conn { stream, state }));
                 self.conns += 1;
             }
         }
     }
 
-    /// Runs one connection's state machine as far as the socket allows.
-    pub(super) fn drive(&mut self, key: usize) -> Next {
+    /// Runs one connection's state machine as far as the socket allows
+    /// ([`machine::drive`], which the mock backend runs too).
+    pub(super) fn drive(&mut self, key: usize) -> Step {
         let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
-            return Next::Wait;
+            return Step::Wait;
         };
-        let test = &mut self.tests[conn.test as usize];
-        let spec = test.spec;
-        let stream = &mut conn.stream;
-        loop {
-            match conn.phase {
-                Phase::Reading => {
-                    let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let n = match stream.recv(&mut self.scratch[..want], spec.socket.waitall) {
-                        Ok(0) => {
-                            // The client closed: normal between transactions
-                            // (CRR client close, end of run), an error mid-request.
-                            let mid = conn.remaining != request_bytes(&spec);
-                            return Next::Close { error: mid };
-                        }
-                        Ok(n) => n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => return would_block_or_close(&e, spec.kind),
-                    };
-                    if spec.socket.quickack {
-                        stream.quickack();
-                    }
-                    if let Some(h) = stream.take_handshake() {
-                        h.count_into(&mut test.stats);
-                    }
-                    let (phase, remaining) = (&mut conn.phase, &mut conn.remaining);
-                    if !book_received(phase, remaining, n as u64, &spec, &mut test.stats)
-                        && n < want
-                    {
-                        return Next::Wait;
-                    }
-                }
-                Phase::Writing => {
-                    let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let corked = sockopt::corks(&spec.socket, response_bytes(&spec));
-                    if corked && conn.remaining == response_bytes(&spec) {
-                        sockopt::cork(stream.as_raw_fd(), true);
-                    }
-                    let n = match stream.send(&self.zeros[..want]) {
-                        Ok(n) => n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => return would_block_or_close(&e, spec.kind),
-                    };
-                    test.stats.tls_rekeys += u64::from(stream.take_rekeys());
-                    if corked && n as u64 == conn.remaining {
-                        sockopt::cork(stream.as_raw_fd(), false);
-                    }
-                    let (phase, remaining) = (&mut conn.phase, &mut conn.remaining);
-                    match book_sent(phase, remaining, n as u64, &spec, &mut test.stats) {
-                        Some(true) => return Next::Close { error: false },
-                        // The next request cannot arrive before the client has
-                        // this response, so its arrival is a fresh edge: wait
-                        // for it instead of a read that would say EAGAIN.
-                        Some(false) => return Next::Wait,
-                        None if n < want => return Next::Wait,
-                        None => {}
-                    }
-                }
-            }
-        }
+        let test = &mut self.tests[conn.state.test as usize];
+        machine::drive(
+            &mut conn.state,
+            test,
+            &mut conn.stream,
+            &mut self.scratch,
+            &self.zeros,
+        )
+    }
+}
+
+/// The transport's stream is what the readiness loop drives.
+impl ConnIo for DataStream {
+    #[inline]
+    fn recv(&mut self, buf: &mut [u8], waitall: bool) -> io::Result<usize> {
+        DataStream::recv(self, buf, waitall)
+    }
+
+    #[inline]
+    fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        DataStream::send(self, buf)
+    }
+
+    #[inline]
+    fn take_handshake(&mut self) -> Option<Handshake> {
+        DataStream::take_handshake(self)
+    }
+
+    #[inline]
+    fn take_rekeys(&mut self) -> u32 {
+        DataStream::take_rekeys(self)
+    }
+
+    #[inline]
+    fn quickack(&mut self) {
+        DataStream::quickack(self)
+    }
+
+    #[inline]
+    fn cork(&mut self, on: bool) {
+        sockopt::cork(self.as_raw_fd(), on)
     }
 }
 
@@ -358,7 +311,8 @@ impl Commanded for Worker {
         let test = self.tests.remove(slot);
         let slot = slot as u32;
         self.entries.retain(|_, e| match e {
-            Entry::Listener { test, .. } | Entry::Conn(Conn { test, .. }) => *test != slot,
+            Entry::Listener { test, .. } => *test != slot,
+            Entry::Conn(c) => c.state.test != slot,
         });
         self.conns = self
             .entries
@@ -377,17 +331,6 @@ fn poll_timeout(spin: bool, retrying_accept: bool) -> Option<Duration> {
         (true, _) => Some(Duration::ZERO),
         (false, true) => Some(ACCEPT_RETRY),
         (false, false) => None,
-    }
-}
-
-/// EAGAIN means wait for the next edge; a reset from a CRR client that closes
-/// abortively is its normal goodbye; anything else closes the connection and
-/// counts as an error.
-pub(super) fn would_block_or_close(e: &io::Error, kind: Kind) -> Next {
-    match e.kind() {
-        io::ErrorKind::WouldBlock => Next::Wait,
-        io::ErrorKind::ConnectionReset if kind == Kind::Crr => Next::Close { error: false },
-        _ => Next::Close { error: true },
     }
 }
 
