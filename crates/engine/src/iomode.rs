@@ -133,6 +133,14 @@ impl Claims {
         self.refuses(cfg.transport, cfg.pacing.ramp.is_some(), paced, kinds)
     }
 
+    /// Whether this backend serves a responder's connections of `kind` over
+    /// `transport`, or why not, in one line (the responder's half of the
+    /// row: pacing and the ramp are the driver's, a responder connection
+    /// only answers).
+    pub fn serving_refusal(&self, transport: Transport, kind: Kind) -> Option<String> {
+        self.refuses(transport, false, false, std::iter::once(kind))
+    }
+
     /// The first of these cases this backend does not cover, in one line.
     fn refuses(
         &self,

@@ -32,8 +32,8 @@ use slab::Slab;
 use stackbench_model::Kind;
 
 use super::machine::{ConnState, Io, Step, Test, Then, Touch};
-use super::worker::{Command, Commanded};
-use crate::iomode::{build, enter};
+use super::worker::{leftover, Backend, Command, Commanded};
+use crate::iomode::{self, build, enter, Claims};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::{DataListener, DataStream};
@@ -154,7 +154,7 @@ impl UringWorker {
     }
 
     /// Runs until a `Shutdown` command.
-    pub fn run(mut self) {
+    fn serve(&mut self) {
         self.arm_wake();
         loop {
             let spin = self.tests.iter().any(|(_, t)| t.spec.spin);
@@ -172,7 +172,7 @@ impl UringWorker {
             );
             for &(data, res, flags) in &done {
                 if !self.on_completion(data, res, flags) {
-                    return self.drain();
+                    return;
                 }
             }
             done.clear();
@@ -524,6 +524,19 @@ fn touch(stream: &DataStream, then: Then) -> Step {
         Touch::Uncork => sockopt::cork(stream.as_raw_fd(), false),
     }
     then.step
+}
+
+impl Backend for UringWorker {
+    fn claims(&self) -> &'static Claims {
+        &iomode::URING
+    }
+
+    fn run(mut self) -> Vec<(u64, ServerTestStats)> {
+        self.serve();
+        let left = leftover(&mut self.tests);
+        self.drain();
+        left
+    }
 }
 
 impl Commanded for UringWorker {

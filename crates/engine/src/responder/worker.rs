@@ -29,6 +29,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
 use super::machine::{self, ConnIo, ConnState, Step, Test};
+use crate::iomode::{self, Claims};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::tls::Handshake;
@@ -57,7 +58,7 @@ pub enum Command {
 /// What a worker of either backend (epoll here, io_uring in `uring.rs`) does
 /// with the control threads' commands: the dispatch is written once, the
 /// backend-specific halves are `add_test` and `remove_test`.
-pub(super) trait Commanded {
+pub(super) trait Commanded: Backend {
     fn commands(&self) -> &Receiver<Command>;
     fn add_test(&mut self, id: u64, spec: TestSpec, listeners: Vec<DataListener>);
     fn remove_test(&mut self, id: u64) -> ServerTestStats;
@@ -70,7 +71,17 @@ pub(super) trait Commanded {
                     test_id,
                     spec,
                     listeners,
-                } => self.add_test(test_id, spec, listeners),
+                } => {
+                    // The pool routes by the same rows (`Pool::start`).
+                    debug_assert!(
+                        listeners.iter().all(|l| self
+                            .claims()
+                            .serving_refusal(l.row().transport(), spec.kind)
+                            .is_none()),
+                        "test {test_id} sent to a backend that does not claim it"
+                    );
+                    self.add_test(test_id, spec, listeners)
+                }
                 Command::RemoveTest { test_id, reply } => {
                     let _ = reply.send(self.remove_test(test_id));
                 }
@@ -91,6 +102,26 @@ pub(super) struct Conn {
 pub(super) enum Entry {
     Listener { listener: DataListener, test: u32 },
     Conn(Conn),
+}
+
+/// An I/O backend of the responder's machine ([`super::machine`]): the row
+/// of what it covers and its loop, which feeds the machine events and
+/// carries out its actions — the driver's `Backend` has the same two halves
+/// (after fio's `struct ioengine_ops`, ioengine.h: an engine's name and
+/// capability flags beside the hooks its core calls). Backends are called by
+/// value, never boxed; the pool sends each test to a backend whose row
+/// claims it (`Pool::start`, by `crate::iomode`'s rule).
+pub(super) trait Backend {
+    /// What the backend covers.
+    fn claims(&self) -> &'static Claims;
+    /// Serves until told to shut down (the mock: until its script ends);
+    /// returns the counters of the tests it still served then, by test id.
+    fn run(self) -> Vec<(u64, ServerTestStats)>;
+}
+
+/// The tests a worker still holds at its end, and their counters.
+pub(super) fn leftover(tests: &mut Slab<Test>) -> Vec<(u64, ServerTestStats)> {
+    tests.drain().map(|t| (t.id, t.stats)).collect()
 }
 
 pub struct Worker {
@@ -130,7 +161,7 @@ impl Worker {
     /// Runs until a `Shutdown` command. A worker left with one connection
     /// serves it with blocking calls until something else needs it
     /// ([`super::direct`]).
-    pub fn run(mut self) {
+    fn serve(&mut self) {
         let mut events = Events::with_capacity(1024);
         loop {
             let polled = match self.direct_candidate() {
@@ -280,6 +311,18 @@ impl ConnIo for DataStream {
     #[inline]
     fn cork(&mut self, on: bool) {
         sockopt::cork(self.as_raw_fd(), on)
+    }
+}
+
+/// The epoll worker, with direct waiting for a lone connection.
+impl Backend for Worker {
+    fn claims(&self) -> &'static Claims {
+        &iomode::EPOLL
+    }
+
+    fn run(mut self) -> Vec<(u64, ServerTestStats)> {
+        self.serve();
+        leftover(&mut self.tests)
     }
 }
 
