@@ -16,10 +16,10 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use mio::{Events, Token};
-use stackbench_model::Kind;
 
 use super::machine::Step;
 use super::worker::{Entry, Worker};
+use crate::iomode;
 
 /// How often the epoll set (listeners, commands) is looked at, and the
 /// longest a blocked call waits (so an idle connection does not hold them).
@@ -36,7 +36,9 @@ impl Worker {
             Entry::Listener { .. } => None,
         })?;
         let kind = self.tests.get(conn.state.test as usize)?.spec.kind;
-        (conn.stream.is_plain() && kind != Kind::Crr).then_some(key)
+        // A responder connection is never paced: it only answers.
+        let takes = iomode::DIRECT.takes(kind, false);
+        (conn.stream.is_plain() && takes).then_some(key)
     }
 
     /// Serves connection `key` directly until it closes (`events` left
