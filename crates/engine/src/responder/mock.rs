@@ -14,8 +14,9 @@
 //! The tests below pin the responder's behaviour per kind: RR (request
 //! complete → answer → wait for the next), CRR in each close mode, STR both
 //! ways, requests and answers split over many calls and events, corked
-//! answers, quickack, end of stream mid-request, resets, TLS handshake and
-//! key-update counts, and the counters booked exactly.
+//! answers, quickack, interleaved connections, end of stream mid-request,
+//! resets, TLS handshake and key-update counts, and the counters booked
+//! exactly.
 
 use std::io;
 
@@ -502,6 +503,30 @@ mod tests {
         let mock = play(crr(CrrClose::Client), script);
         assert_eq!(stats(&mock), (50, 50, 50 * 64, 50 * 8000, 0));
         assert!(mock.conns.iter().all(|c| c.closed == Some(false)));
+    }
+
+    #[test]
+    fn interleaved_connections_keep_their_own_state() {
+        let script = vec![
+            Event::Accept { room: ROOMY },
+            Event::Accept { room: ROOMY },
+            Event::Send { conn: 0, bytes: 50 },
+            Event::Send {
+                conn: 1,
+                bytes: 100,
+            },
+            Event::Send { conn: 0, bytes: 50 },
+            Event::Eof { conn: 1 },
+        ];
+        let mock = play(spec(Kind::Rr, (100, 9)), script);
+        assert_eq!(stats(&mock), (2, 2, 200, 18, 0));
+        let calls = |conn: usize| mock.conns[conn].socket.calls.clone();
+        assert_eq!(calls(0), [Call::Recv(50), Call::Recv(50), Call::Send(9)]);
+        assert_eq!(calls(1), [Call::Recv(100), Call::Send(9), Call::Recv(0)]);
+        assert_eq!(
+            (mock.conns[0].closed, mock.conns[1].closed),
+            (None, Some(false))
+        );
     }
 
     #[test]
