@@ -75,7 +75,7 @@ pub(super) struct MockSocket {
     rekeys: u32,
     /// Bytes sent while the socket was not corked.
     pub uncorked_bytes: u64,
-    /// Answer bytes the client has (sent and read) or could read.
+    /// Answer bytes sent that the client has not read yet.
     pub sent: u64,
     pub calls: Vec<Call>,
 }
@@ -411,6 +411,8 @@ mod tests {
 
     #[test]
     fn a_full_send_buffer_waits_without_booking() {
+        // A writable edge that brings no room (spurious) finds the buffer
+        // still full: the machine waits again, nothing booked.
         let script = vec![
             Event::Accept { room: 0 },
             Event::Send { conn: 0, bytes: 1 },
