@@ -294,6 +294,38 @@ impl ConnState {
     }
 }
 
+impl ConnState {
+    /// A receive's completion (io_uring: the bytes, 0 at end of stream, or
+    /// a negative errno) as the machine's event. The bytes are not handed
+    /// over: the completion backend receives into one shared sink.
+    #[inline]
+    pub(super) fn recv_completed(&mut self, test: &mut Test, res: i32) -> Then {
+        match res {
+            ..=-1 => self.failed(test, errno_kind(res)).into(),
+            0 => self.eof(test).into(),
+            // A completion that brought less than asked needs no wait of
+            // its own: the backend queues the next receive either way.
+            n => self.received(test, (n as usize, n as usize), &[], None),
+        }
+    }
+
+    /// A send's completion (the bytes taken, or a negative errno) as the
+    /// machine's event.
+    #[inline]
+    pub(super) fn send_completed(&mut self, test: &mut Test, res: i32) -> Then {
+        if res < 0 {
+            return self.failed(test, errno_kind(res)).into();
+        }
+        self.sent(test, (res as usize, res as usize), 0)
+    }
+}
+
+/// The kind of the error a completion's negative result `res` stands for.
+#[inline]
+pub(super) fn errno_kind(res: i32) -> io::ErrorKind {
+    io::Error::from_raw_os_error(-res).kind()
+}
+
 /// A connection's socket as the readiness loop ([`drive`]) uses it: the
 /// transport's stream on epoll and direct waiting, a scripted one in the
 /// mock. Generic, never boxed: the loop is compiled per socket type.
@@ -470,6 +502,34 @@ mod tests {
             assert_eq!(step, want, "{kind:?} {close:?}");
             assert_eq!(t.stats.transactions, 1);
         }
+    }
+
+    #[test]
+    fn completions_are_the_same_events() {
+        let mut t = test(Kind::Crr, (10, 20), CrrClose::Abort);
+        let mut c = ConnState::accepted(&mut t, 0);
+        let wait = |step| Then {
+            touch: Touch::Nothing,
+            step,
+        };
+        assert_eq!(c.recv_completed(&mut t, -libc::EAGAIN), wait(Step::Wait));
+        assert_eq!(c.recv_completed(&mut t, 4), wait(Step::Go));
+        assert_eq!(c.recv_completed(&mut t, 6), wait(Step::Go));
+        assert_eq!(c.send_completed(&mut t, 15), wait(Step::Go));
+        assert_eq!(c.send_completed(&mut t, 5), wait(Step::Wait));
+        assert_eq!(
+            (t.stats.rx_bytes, t.stats.tx_bytes, t.stats.transactions),
+            (10, 20, 1)
+        );
+        // A CRR client's reset is its goodbye; the end of stream between
+        // requests too; any other failure is an error.
+        let goodbye = wait(Step::Close { error: false });
+        assert_eq!(c.recv_completed(&mut t, -libc::ECONNRESET), goodbye);
+        assert_eq!(c.recv_completed(&mut t, 0), goodbye);
+        let error = wait(Step::Close { error: true });
+        assert_eq!(c.send_completed(&mut t, -libc::EPIPE), error);
+        c.recv_completed(&mut t, 3);
+        assert_eq!(c.recv_completed(&mut t, 0), error, "mid-request");
     }
 
     #[test]

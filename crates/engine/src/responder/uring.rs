@@ -31,7 +31,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use slab::Slab;
 use stackbench_model::Kind;
 
-use super::machine::{ConnState, Io, Step, Test, Then, Touch};
+use super::machine::{errno_kind, ConnState, Io, Step, Test, Then, Touch};
 use super::worker::{leftover, Backend, Command, Commanded};
 use crate::iomode::{self, build, enter, Claims};
 use crate::protocol::{ServerTestStats, TestSpec};
@@ -397,10 +397,8 @@ impl UringWorker {
             return;
         }
         let test = &self.tests[c.state.test as usize];
-        let error = res >= 0
-            || c.state
-                .failed(test, io::Error::from_raw_os_error(-res).kind())
-                == (Step::Close { error: true });
+        let error =
+            res >= 0 || c.state.failed(test, errno_kind(res)) == (Step::Close { error: true });
         self.close(key, error);
     }
 
@@ -436,26 +434,13 @@ impl UringWorker {
     }
 
     /// Feeds a receive's completion to connection `key`'s machine and
-    /// touches the socket as it says. The bytes are not handed over: every
-    /// receive lands in the one shared sink, so they are no connection's
-    /// own (an unframed protocol needs only their count).
+    /// touches the socket as it says.
     fn on_received(&mut self, key: usize, res: i32) -> Step {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
             return Step::Wait;
         };
         let test = &mut self.tests[c.state.test as usize];
-        let then = match res {
-            ..=-1 => {
-                return c
-                    .state
-                    .failed(test, io::Error::from_raw_os_error(-res).kind())
-            }
-            0 => return c.state.eof(test),
-            // A completion is never short of what was asked in a way that
-            // matters here: the next receive is queued either way.
-            n => c.state.received(test, (n as usize, n as usize), &[], None),
-        };
-        touch(&c.stream, then)
+        touch(&c.stream, c.state.recv_completed(test, res))
     }
 
     /// Feeds a send's completion to connection `key`'s machine.
@@ -464,13 +449,7 @@ impl UringWorker {
             return Step::Wait;
         };
         let test = &mut self.tests[c.state.test as usize];
-        if res < 0 {
-            return c
-                .state
-                .failed(test, io::Error::from_raw_os_error(-res).kind());
-        }
-        let then = c.state.sent(test, (res as usize, res as usize), 0);
-        touch(&c.stream, then)
+        touch(&c.stream, c.state.send_completed(test, res))
     }
 
     /// Closes connection `key` (counting an error if `error`); one with
