@@ -210,3 +210,223 @@ pub fn census(classified: &[Classified], ev: &Evidence) -> CryptoCensus {
         rows,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::{classify, HostFacts, Selection};
+    use crate::sample::Counters;
+    use crate::sizes::SizeTally;
+    use crate::track::Conn;
+    use hello::{Choice, Offer};
+    use ktls::KtlsInfo;
+    use netlink_packet_core::NetlinkBuffer;
+    use stackbench_record::applicability::Thresholds;
+    use std::time::Duration;
+
+    fn nla(kind: u16, value: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&(4 + value.len() as u16).to_ne_bytes());
+        b.extend_from_slice(&kind.to_ne_bytes());
+        b.extend_from_slice(value);
+        b.resize(b.len().next_multiple_of(4), 0);
+        b
+    }
+
+    /// One `XFRM_MSG_NEWSA` message of an SA dump as the kernel's
+    /// `dump_one_state` (net/xfrm/xfrm_user.c) writes it: the netlink
+    /// header, `struct xfrm_usersa_info` (224 bytes on 64-bit Linux), then
+    /// `copy_to_user_state_extra`'s attributes in its order — here
+    /// `XFRMA_ALG_AEAD` (`struct xfrm_algo_aead`: name, key bits, ICV bits,
+    /// key), `XFRMA_LASTUSED` (u64) and `XFRMA_REPLAY_VAL` (`struct
+    /// xfrm_replay_state`, 12 bytes). This machine's kernel has no ESP, so
+    /// the bytes follow the kernel's source instead of a capture.
+    fn newsa_message() -> Vec<u8> {
+        let mut info = [0u8; 224];
+        info[56..60].copy_from_slice(&[10, 77, 2, 2]); // id.daddr
+        info[72..76].copy_from_slice(&0x0000_1234u32.to_be_bytes()); // id.spi
+        info[76] = 50; // id.proto: ESP
+        info[80..84].copy_from_slice(&[10, 77, 2, 1]); // saddr
+        info[160..168].copy_from_slice(&5000u64.to_ne_bytes()); // curlft.bytes
+        info[212..214].copy_from_slice(&2u16.to_ne_bytes()); // family AF_INET
+        info[214] = 1; // mode: tunnel
+        let mut aead = vec![0u8; 64];
+        aead[..17].copy_from_slice(b"rfc4106(gcm(aes))");
+        aead.extend_from_slice(&160u32.to_ne_bytes());
+        aead.extend_from_slice(&128u32.to_ne_bytes());
+        aead.extend_from_slice(&[7; 20]);
+        let mut payload = info.to_vec();
+        payload.extend(nla(18, &aead));
+        payload.extend(nla(15, &0u64.to_ne_bytes()));
+        payload.extend(nla(10, &[0; 12]));
+        let mut msg = Vec::new();
+        msg.extend_from_slice(&(16 + payload.len() as u32).to_ne_bytes());
+        msg.extend_from_slice(&16u16.to_ne_bytes()); // XFRM_MSG_NEWSA
+        msg.extend_from_slice(&2u16.to_ne_bytes()); // NLM_F_MULTI
+        msg.extend_from_slice(&[0; 8]); // seq, pid
+        msg.extend(payload);
+        msg
+    }
+
+    fn conn(local: &str, remote: &str, open_at_start: bool) -> Conn {
+        Conn {
+            cookie: 0,
+            local: local.parse().unwrap(),
+            remote: remote.parse().unwrap(),
+            first_seen: Duration::ZERO,
+            last_seen: Duration::from_millis(10),
+            open_at_start,
+            closed: true,
+            baseline: Counters::default(),
+            last: Counters {
+                bytes_out: 100,
+                bytes_received: 900,
+                ..Counters::default()
+            },
+            snd_mss: 1448,
+            rcv_mss: 1448,
+            sent: SizeTally::default(),
+            received: SizeTally::default(),
+            ktls: None,
+        }
+    }
+
+    fn seen(client: &str, server: &str, choice: Option<Choice>, records: bool) -> Seen {
+        Seen {
+            client: client.parse().unwrap(),
+            server: server.parse().unwrap(),
+            from_start: choice.is_some(),
+            offer: choice.as_ref().map(|c| Offer {
+                versions: vec![c.version],
+                suites: vec![c.suite, 0xC02B],
+                groups: vec![29, 23],
+            }),
+            choice,
+            tls_records: records,
+        }
+    }
+
+    #[test]
+    fn each_connection_gets_its_protection_summed_per_server_port_and_client_subnet() {
+        let bytes = newsa_message();
+        let msg = NetlinkBuffer::new_checked(&bytes[..]).unwrap();
+        assert_eq!(msg.message_type(), 16);
+        let sa = stackbench_lab::xfrm::parse_sa(msg.payload()).unwrap();
+        assert_eq!(
+            (
+                sa.protocol.as_str(),
+                sa.mode.as_str(),
+                sa.algorithm.as_str()
+            ),
+            ("esp", "tunnel", "rfc4106(gcm(aes))")
+        );
+        let tls13 = Choice {
+            version: 0x0304,
+            suite: 0x1301,
+            group: Some(29),
+        };
+        let mut conns = vec![
+            // Two TLS 1.3 clients of port 443, one of them on a reused 4-tuple.
+            conn("10.77.1.1:40000", "10.77.1.2:443", false),
+            conn("10.77.1.1:40000", "10.77.1.2:443", false),
+            // Open before the window, TLS records seen mid-stream.
+            conn("10.77.1.1:40001", "10.77.1.2:8443", true),
+            // kTLS (no handshake captured for it).
+            conn("10.77.1.1:40002", "10.77.1.2:443", false),
+            // Clear: its SYN was seen, no TLS.
+            conn("10.77.1.1:40003", "10.77.1.2:80", false),
+            // Open before the window and idle: unknown.
+            conn("10.77.1.1:40004", "10.77.1.2:22", true),
+            // Over the SA (server end here: port 7701 listens).
+            conn("10.77.2.1:7701", "10.77.2.2:50000", false),
+        ];
+        conns[3].ktls = Some(KtlsInfo {
+            version: "1.3".into(),
+            cipher: "AES_GCM_128".into(),
+            tx: "sw".into(),
+            rx: "sw".into(),
+        });
+        let capture = Capture {
+            seen: vec![
+                seen(
+                    "10.77.1.1:40000",
+                    "10.77.1.2:443",
+                    Some(tls13.clone()),
+                    false,
+                ),
+                seen("10.77.1.1:40000", "10.77.1.2:443", Some(tls13), false),
+                // Seen mid-stream with the ends guessed the other way round.
+                seen("10.77.1.2:8443", "10.77.1.1:40001", None, true),
+                seen("10.77.1.1:40003", "10.77.1.2:80", None, false),
+            ],
+            frames: 40,
+            dropped: 0,
+        };
+        let facts = HostFacts {
+            addresses: vec![IpNet::parse("10.77.1.1/24").unwrap()],
+            ipsec_pairs: vec![(sa.src, sa.dst)],
+            sas: vec![sa.clone()],
+        };
+        let listeners = HashSet::from([7701]);
+        let sel = Selection {
+            subnets: vec![],
+            port: None,
+            thresholds: Thresholds::default(),
+        };
+        let classified = classify(&conns, &listeners, &facts, &sel);
+        let ev = Evidence {
+            capture: Some(Ok(capture)),
+            sas: vec![sa],
+            listeners,
+            subnets: vec![],
+        };
+        let c = census(&classified, &ev);
+        assert_eq!(
+            (c.handshakes_seen, c.ipsec_sas, c.frames_captured),
+            (2, 1, 40)
+        );
+        let row = |port: u16| c.rows.iter().find(|r| r.server_port == port).unwrap();
+        let tls = row(443);
+        assert_eq!(
+            (tls.protection.as_str(), tls.connections),
+            ("tls", 2),
+            "{c:?}"
+        );
+        assert_eq!(tls.client_subnet, "10.77.1.0/24");
+        assert_eq!(tls.tls_cipher.as_deref(), Some("TLS_AES_128_GCM_SHA256"));
+        assert_eq!(tls.tls_cipher_code.as_deref(), Some("1301"));
+        assert_eq!(tls.tls_group.as_deref(), Some("X25519"));
+        assert_eq!(tls.offered_suites, ["1301", "C02B"]);
+        assert_eq!(tls.offered_groups, ["P-256", "X25519"]);
+        assert_eq!(tls.bytes, 2000);
+        let ktls = c.rows.iter().find(|r| r.protection == "ktls").unwrap();
+        assert_eq!(ktls.server_port, 443);
+        assert_eq!(ktls.tls_cipher.as_deref(), Some("AES_GCM_128"));
+        assert_eq!(ktls.ktls_offload.as_deref(), Some("tx sw, rx sw"));
+        assert_eq!(row(8443).protection, "tls-records");
+        assert_eq!(row(80).protection, "clear");
+        assert_eq!(row(22).protection, "unknown");
+        let esp = row(7701);
+        assert_eq!(esp.protection, "ipsec");
+        assert_eq!(esp.client_subnet, "10.77.2.0/24");
+        assert_eq!(esp.ipsec.as_deref(), Some("esp tunnel rfc4106(gcm(aes))"));
+        assert_eq!(c.rows.len(), 6);
+
+        // Without a capture nothing reads as clear: the wire was not read.
+        let ev = Evidence {
+            capture: Some(Err("no AF_PACKET socket".into())),
+            ..ev
+        };
+        let c = census(&classified, &ev);
+        assert_eq!(c.capture_refused.as_deref(), Some("no AF_PACKET socket"));
+        assert!(c.rows.iter().all(|r| r.protection != "clear"), "{c:?}");
+        assert_eq!(
+            c.rows
+                .iter()
+                .find(|r| r.server_port == 443 && r.protection == "unknown")
+                .unwrap()
+                .connections,
+            2
+        );
+    }
+}
