@@ -381,3 +381,63 @@ impl Tap {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protection::hello::tests::{handshake, params};
+    use stackbench_model::settings::TlsVersion;
+
+    fn tcp(seq: u32, syn: bool, ack: bool) -> Tcp {
+        Tcp { seq, syn, ack }
+    }
+
+    /// A TLS 1.2 handshake cut into segments, retransmitted and overlapping,
+    /// reads as its hello; a clear connection on the same 4-tuple after it
+    /// is a connection of its own; one seen only mid-stream is told by
+    /// its records.
+    #[test]
+    fn segments_are_put_back_in_order_per_connection() {
+        let (client, server) = handshake(&params(TlsVersion::V12, 0xC02F, &["P-256"]));
+        let c: SocketAddr = "10.77.1.1:40000".parse().unwrap();
+        let s: SocketAddr = "10.77.1.2:443".parse().unwrap();
+        let mut r = Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), &[]);
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        // In order, once repeated whole, then overlapping what came before.
+        r.segment(c, s, &tcp(1001, false, true), &client[..30]);
+        r.segment(c, s, &tcp(1001, false, true), &client[..30]);
+        r.segment(c, s, &tcp(1016, false, true), &client[15..60]);
+        r.segment(c, s, &tcp(1031, false, true), &client[30..]);
+        for (i, chunk) in server.chunks(300).enumerate() {
+            r.segment(s, c, &tcp(7001 + 300 * i as u32, false, true), chunk);
+        }
+        // The next connection of the same ports: clear text.
+        r.segment(c, s, &tcp(9000, true, false), &[]);
+        r.segment(s, c, &tcp(3000, true, true), &[]);
+        r.segment(c, s, &tcp(9001, false, true), b"GET / HTTP/1.1\r\n\r\n");
+        // Open before the window: an application-data record.
+        let (a, b): (SocketAddr, SocketAddr) = (
+            "10.77.1.2:8443".parse().unwrap(),
+            "10.77.1.1:50000".parse().unwrap(),
+        );
+        r.segment(a, b, &tcp(1, false, true), &[23, 3, 3, 0, 2, 9, 9]);
+        let seen = r.finish();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        let tls = &seen[0];
+        assert!(tls.from_start);
+        let offer = tls.offer.as_ref().unwrap();
+        assert!(offer.suites.contains(&0xC02F), "{offer:?}");
+        assert!(offer.groups.contains(&23), "{offer:?}");
+        let choice = tls.choice.as_ref().unwrap();
+        assert_eq!(
+            (choice.version, choice.suite, choice.group),
+            (0x0303, 0xC02F, Some(23))
+        );
+        let clear = &seen[1];
+        assert!(clear.from_start && clear.offer.is_none() && !clear.tls_records);
+        let mid = seen.iter().find(|x| !x.from_start).unwrap();
+        assert!(mid.tls_records);
+        assert_eq!((mid.client, mid.server), (b, a));
+    }
+}

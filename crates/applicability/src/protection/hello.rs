@@ -194,7 +194,7 @@ fn is_ecdhe(suite: u16) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::{self, Read as _, Write};
     use std::net::{TcpListener, TcpStream};
@@ -229,7 +229,7 @@ mod tests {
         }
     }
 
-    fn params(version: TlsVersion, cipher: u16, groups: &[&str]) -> TlsParams {
+    pub(crate) fn params(version: TlsVersion, cipher: u16, groups: &[&str]) -> TlsParams {
         TlsParams {
             version,
             cipher: Some(cipher),
@@ -245,7 +245,7 @@ mod tests {
 
     /// The bytes client and server wrote for one OpenSSL handshake (and
     /// one echoed message) with the stackbench contexts of `p`.
-    fn handshake(p: &TlsParams) -> (Vec<u8>, Vec<u8>) {
+    pub(crate) fn handshake(p: &TlsParams) -> (Vec<u8>, Vec<u8>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server_wire = Arc::new(Mutex::new(Vec::new()));
