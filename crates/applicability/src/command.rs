@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use stackbench_lab::{netns, read_lab, IpNet};
 use stackbench_model::duration::parse_duration;
+use stackbench_model::settings::{CipherSuite, SettingValue};
 use stackbench_model::size::parse_size;
 use stackbench_record::applicability::{Applicability, Thresholds};
 use stackbench_results::store::{parse_labels, Labels, Store};
@@ -38,6 +39,9 @@ pub struct Input {
     pub project_for: String,
     /// Take the crypto census too.
     pub census: bool,
+    /// Census: cipher suites (IANA hex code or name) whose server ports
+    /// the census names for a reset.
+    pub disallow: Vec<String>,
     pub labels: Vec<String>,
     pub db: Option<PathBuf>,
     /// Store the projection runs (`--no-store` clears it).
@@ -70,6 +74,8 @@ pub struct Checked {
     pub scope: String,
     /// The window of each projection run; `None`: no projection.
     pub project_for: Option<Duration>,
+    /// Suites (IANA codes) whose server ports the census names for a reset.
+    pub disallowed: Vec<u16>,
     labels: Labels,
     store: Option<Store>,
 }
@@ -110,6 +116,27 @@ fn lab_host(file: &Path, host: &str) -> Result<(String, String), Error> {
     Ok((ns, format!("lab {} host {host}", file.display())))
 }
 
+/// A suite by its IANA hex code (`C02F`, `0xC02F`), its IANA name (any
+/// tls-parser knows) or one of the `--cipher` setting's OpenSSL names.
+fn suite_code(text: &str) -> Result<u16, Error> {
+    let t = text.trim();
+    let hex = t.trim_start_matches("0x").trim_start_matches("0X");
+    if hex.len() == 4 {
+        if let Ok(c) = u16::from_str_radix(hex, 16) {
+            return Ok(c);
+        }
+    }
+    if let Some(s) = tls_parser::TlsCipherSuite::from_name(t) {
+        return Ok(s.id.0);
+    }
+    if let Ok(s) = <CipherSuite as SettingValue>::parse(t) {
+        return Ok(s.code);
+    }
+    input(format!(
+        "--disallow {t}: not a cipher suite: give its IANA hex code (C02F) or name (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)"
+    ))
+}
+
 /// Checks every flag (and opens the store) before anything is watched.
 pub fn check(i: &Input) -> Result<Checked, Error> {
     let window = positive("window", &i.window)?;
@@ -129,6 +156,14 @@ pub fn check(i: &Input) -> Result<Checked, Error> {
         .subnets
         .iter()
         .map(|t| IpNet::parse(t).or_else(|e| input(format!("--subnet {t}: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !i.census && !i.disallow.is_empty() {
+        return input("--disallow: names suites for the crypto census: add --census".into());
+    }
+    let disallowed = i
+        .disallow
+        .iter()
+        .map(|t| suite_code(t))
         .collect::<Result<Vec<_>, _>>()?;
     let labels = parse_labels(&i.labels).or_else(|e| input(format!("--label: {e}")))?;
     let (namespace, scope) = match &i.lab {
@@ -160,6 +195,7 @@ pub fn check(i: &Input) -> Result<Checked, Error> {
         },
         scope,
         project_for: i.project.then_some(project_for),
+        disallowed,
         labels,
         store,
     })
@@ -207,7 +243,8 @@ pub fn execute(
         }
     }
     let interrupted = observed.window < c.watch.window;
-    let (mut record, classes) = summarize(&observed, &c.watch, &c.selection, &c.scope);
+    let (mut record, classes) =
+        summarize(&observed, &c.watch, &c.selection, &c.scope, &c.disallowed);
     let Some(window) = c
         .project_for
         .filter(|_| !interrupted && !classes.is_empty())

@@ -10,12 +10,14 @@ use crate::mix::{mix, MixClass};
 use crate::observe::{Observed, Watch};
 use crate::protection::{census, Evidence};
 
-/// The figures of `observed` under `sel`, and the mix to project.
+/// The figures of `observed` under `sel`, and the mix to project;
+/// `disallowed` suites (IANA codes) name the ports the census would reset.
 pub fn summarize(
     observed: &Observed,
     watch: &Watch,
     sel: &Selection,
     scope: &str,
+    disallowed: &[u16],
 ) -> (Applicability, Vec<MixClass>) {
     let classified = classify(&observed.conns, &observed.listeners, &observed.facts, sel);
     let (subnets, total) = figures(&classified);
@@ -25,6 +27,7 @@ pub fn summarize(
             sas: observed.facts.sas.clone(),
             listeners: observed.listeners.clone(),
             subnets: sel.subnets.clone(),
+            disallowed: disallowed.to_vec(),
         };
         census(&classified, &evidence)
     });

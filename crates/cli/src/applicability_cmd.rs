@@ -66,6 +66,10 @@ pub struct ApplicabilityArgs {
     /// client subnet. Reading the wire needs CAP_NET_RAW.
     #[arg(long)]
     census: bool,
+    /// With --census: a cipher suite (IANA hex code or name, repeatable)
+    /// whose server ports are named for a reset (host_policy_reset_port).
+    #[arg(long, value_name = "SUITE")]
+    disallow: Vec<String>,
     /// Print the observation and projection as one JSON document.
     #[arg(long)]
     json: bool,
@@ -92,6 +96,7 @@ pub fn run(args: ApplicabilityArgs) -> anyhow::Result<i32> {
         project: !args.no_project,
         project_for: args.project_for,
         census: args.census,
+        disallow: args.disallow,
         labels: args.label,
         db: args.db,
         store: !args.no_store,
@@ -289,6 +294,31 @@ fn census_table(c: &CryptoCensus) -> String {
             out.push_str(&more);
         }
     }
+    if !c.disallowed_suites.is_empty() {
+        out.push_str(&format!(
+            "\ndisallowed suites {}: nftables cannot see a cipher, so a lab policy resets by the port the census saw it on\n",
+            c.disallowed_suites.join(" ")
+        ));
+        if c.resets.is_empty() {
+            out.push_str("  none was chosen: nothing to reset\n");
+        }
+        for r in &c.resets {
+            out.push_str(&format!(
+                "  port {}: {} connections chose one; {}{}\n",
+                r.server_port,
+                r.disallowed_connections,
+                r.setting,
+                if r.other_connections > 0 {
+                    format!(
+                        " also resets {} other connections to it",
+                        r.other_connections
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
     out
 }
 
@@ -315,7 +345,7 @@ fn census_details(r: &ProtectionRow) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stackbench_record::applicability::{ProjectedClass, Projection};
+    use stackbench_record::applicability::{PortReset, ProjectedClass, Projection, Thresholds};
 
     fn figures(subnet: &str, connections: u64, well: u64) -> SubnetFigures {
         SubnetFigures {
@@ -413,5 +443,94 @@ mod tests {
             ["CRR1(64B/8kB)", "1752", "109.4", "78.6", "62.3", "16.3"]
         );
         assert!(text.contains("saved: 16.3 µs CPU per transaction, 1783 µs per second of the observed traffic (0.18% of one CPU)"), "{text}");
+    }
+
+    #[test]
+    fn the_census_table_has_a_row_per_protection_its_offer_and_the_resets() {
+        let c = CryptoCensus {
+            frames_captured: 1267,
+            handshakes_seen: 51,
+            rows: vec![
+                ProtectionRow {
+                    server_port: 45207,
+                    client_subnet: "10.77.1.0/24".into(),
+                    protection: "tls".into(),
+                    tls_version: Some("1.2".into()),
+                    tls_cipher: Some("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into()),
+                    tls_cipher_code: Some("C02F".into()),
+                    tls_group: Some("P-256".into()),
+                    offered_versions: vec!["1.2".into()],
+                    offered_suites: vec!["C02F".into()],
+                    offered_groups: vec!["P-256".into()],
+                    connections: 50,
+                    bytes: 496_544,
+                    ..ProtectionRow::default()
+                },
+                ProtectionRow {
+                    server_port: 33511,
+                    client_subnet: "10.77.1.0/24".into(),
+                    protection: "clear".into(),
+                    connections: 1,
+                    bytes: 4358,
+                    ..ProtectionRow::default()
+                },
+            ],
+            disallowed_suites: vec!["C02F".into()],
+            resets: vec![PortReset {
+                server_port: 45207,
+                disallowed_connections: 50,
+                other_connections: 2,
+                setting: "host_policy_reset_port=45207".into(),
+            }],
+            ..CryptoCensus::default()
+        };
+        let text = census_table(&c);
+        assert!(
+            text.contains(
+                "crypto census: 51 handshakes read off the wire (1267 frames), 0 IPsec SAs\n"
+            ),
+            "{text}"
+        );
+        let cells = |start: &str| -> Vec<String> {
+            let row = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(start))
+                .unwrap();
+            row.split_whitespace().map(String::from).collect()
+        };
+        assert_eq!(
+            cells("45207"),
+            [
+                "45207",
+                "10.77.1.0/24",
+                "tls",
+                "1.2",
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                "P-256",
+                "50",
+                "496544B"
+            ]
+        );
+        assert_eq!(
+            cells("33511"),
+            [
+                "33511",
+                "10.77.1.0/24",
+                "clear",
+                "-",
+                "-",
+                "-",
+                "1",
+                "4358B"
+            ]
+        );
+        assert!(
+            text.contains("offered versions 1.2, suites C02F, groups P-256"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  port 45207: 50 connections chose one; host_policy_reset_port=45207 also resets 2 other connections to it\n"),
+            "{text}"
+        );
     }
 }

@@ -172,6 +172,29 @@ pub struct CryptoCensus {
     /// One row per server port, client subnet and protection; most
     /// connections first.
     pub rows: Vec<ProtectionRow>,
+    /// The suites `--disallow` named (IANA hex codes).
+    #[serde(default)]
+    pub disallowed_suites: Vec<String>,
+    /// Per server port where a disallowed suite was chosen, the reset a
+    /// lab policy would apply (nftables sees ports, not ciphers).
+    #[serde(default)]
+    pub resets: Vec<PortReset>,
+}
+
+/// The enforcement half for one server port: zERT resets a connection by
+/// its cipher; an nftables policy cannot see the cipher (it is inside the
+/// TLS handshake), so the reset is by the port the census saw it on, and
+/// every other connection to that port is reset with it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct PortReset {
+    pub server_port: u16,
+    /// Connections to the port that chose a disallowed suite.
+    pub disallowed_connections: u64,
+    /// Connections to the port that did not (other suites, clear): reset too.
+    pub other_connections: u64,
+    /// The run setting of the lab policy that resets the port
+    /// (`host_policy_reset_port=PORT`, on host `lab_to`).
+    pub setting: String,
 }
 
 /// The connections of one server port and client subnet with one protection.

@@ -92,6 +92,22 @@ fn conf_name(code: Option<u16>) -> String {
     }
 }
 
+/// The IANA suite of a TLS 1.3 kTLS socket, which its record cipher
+/// fixes (RFC 8446 B.4); `None` for TLS 1.2, whose suite also names a key
+/// exchange the kernel does not know.
+pub fn tls13_suite(k: &KtlsInfo) -> Option<u16> {
+    if k.version != "1.3" {
+        return None;
+    }
+    match k.cipher.as_str() {
+        "AES_GCM_128" => Some(0x1301),
+        "AES_GCM_256" => Some(0x1302),
+        "CHACHA20_POLY1305" => Some(0x1303),
+        "AES_CCM_128" => Some(0x1304),
+        _ => None,
+    }
+}
+
 /// The kTLS state in the value of an `INET_DIAG_ULP_INFO` attribute;
 /// `None` for another ULP (`mptcp`, …) or a TLS nest without version and
 /// cipher (a socket with the ULP set but no key installed yet).

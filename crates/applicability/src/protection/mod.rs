@@ -17,7 +17,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use stackbench_lab::xfrm::SaState;
 use stackbench_lab::IpNet;
-use stackbench_record::applicability::{CryptoCensus, ProtectionRow};
+use stackbench_record::applicability::{CryptoCensus, PortReset, ProtectionRow};
 
 use crate::classify::{canonical, group_of, Classified};
 use capture::{Capture, Seen};
@@ -33,6 +33,8 @@ pub struct Evidence {
     pub listeners: HashSet<u16>,
     /// The `--subnet` prefixes (client subnets are grouped by them).
     pub subnets: Vec<IpNet>,
+    /// Suites (IANA codes) whose connections are to be reset.
+    pub disallowed: Vec<u16>,
 }
 
 /// A connection's (client, server) ends: the end whose local port is a
@@ -127,6 +129,7 @@ fn key_of(
         k.tls_version = Some(kt.version.clone());
         k.tls_cipher = Some(kt.cipher.clone());
         k.ktls_offload = Some(format!("tx {}, rx {}", kt.tx, kt.rx));
+        k.tls_cipher_code = ktls::tls13_suite(kt).map(|c| format!("{c:04X}"));
         Some("ktls")
     } else if let Some(ch) = seen.and_then(|s| s.choice.as_ref()) {
         k.tls_version = Some(version_name(ch.version));
@@ -197,6 +200,7 @@ pub fn census(classified: &[Classified], ev: &Evidence) -> CryptoCensus {
         })
         .collect();
     rows.sort_by(|a, b| b.connections.cmp(&a.connections));
+    let resets = resets(&rows, &ev.disallowed);
     CryptoCensus {
         capture_refused: match &ev.capture {
             Some(Err(why)) => Some(why.clone()),
@@ -208,7 +212,35 @@ pub fn census(classified: &[Classified], ev: &Evidence) -> CryptoCensus {
         handshakes_seen: capture.seen.iter().filter(|s| s.choice.is_some()).count() as u64,
         ipsec_sas: ev.sas.len() as u64,
         rows,
+        disallowed_suites: ev.disallowed.iter().map(|c| format!("{c:04X}")).collect(),
+        resets,
     }
+}
+
+/// The ports to reset: each server port where a row chose a disallowed
+/// suite, with what else connects to it.
+fn resets(rows: &[ProtectionRow], disallowed: &[u16]) -> Vec<PortReset> {
+    let bad = |r: &ProtectionRow| {
+        r.tls_cipher_code
+            .as_deref()
+            .and_then(|c| u16::from_str_radix(c, 16).ok())
+            .is_some_and(|c| disallowed.contains(&c))
+    };
+    let mut ports: BTreeMap<u16, PortReset> = BTreeMap::new();
+    for r in rows.iter().filter(|r| bad(r)) {
+        let p = ports.entry(r.server_port).or_insert_with(|| PortReset {
+            server_port: r.server_port,
+            setting: format!("host_policy_reset_port={}", r.server_port),
+            ..PortReset::default()
+        });
+        p.disallowed_connections += r.connections;
+    }
+    for r in rows.iter().filter(|r| !bad(r)) {
+        if let Some(p) = ports.get_mut(&r.server_port) {
+            p.other_connections += r.connections;
+        }
+    }
+    ports.into_values().collect()
 }
 
 #[cfg(test)]
@@ -379,6 +411,7 @@ mod tests {
             sas: vec![sa],
             listeners,
             subnets: vec![],
+            disallowed: vec![0x1301],
         };
         let c = census(&classified, &ev);
         assert_eq!(
@@ -411,6 +444,18 @@ mod tests {
         assert_eq!(esp.client_subnet, "10.77.2.0/24");
         assert_eq!(esp.ipsec.as_deref(), Some("esp tunnel rfc4106(gcm(aes))"));
         assert_eq!(c.rows.len(), 6);
+        // TLS_AES_128_GCM_SHA256 is disallowed: port 443 is reset, where the
+        // kTLS connection (TLS 1.3, AES-GCM-128: the same suite) is too.
+        assert_eq!(ktls.tls_cipher_code.as_deref(), Some("1301"));
+        assert_eq!(
+            c.resets,
+            [PortReset {
+                server_port: 443,
+                disallowed_connections: 3,
+                other_connections: 0,
+                setting: "host_policy_reset_port=443".into(),
+            }]
+        );
 
         // Without a capture nothing reads as clear: the wire was not read.
         let ev = Evidence {

@@ -49,6 +49,14 @@ fn bad_input_is_one_line_and_nothing_is_watched() {
         "--host client: lab host is not up",
     );
     refused(&["--lab", f, "--host", "nobody"], "no such host in");
+    refused(
+        &["--census", "--disallow", "C0FFEE"],
+        "--disallow C0FFEE: not a cipher suite",
+    );
+    refused(
+        &["--disallow", "C02F"],
+        "--disallow: names suites for the crypto census: add --census",
+    );
 }
 
 /// The two-host example lab under a name of the test's own (so another
@@ -357,6 +365,8 @@ fn the_census_reports_the_configured_tls_version_suite_and_group() {
         "10s",
         "--no-project",
         "--census",
+        "--disallow",
+        "ECDHE-RSA-AES128-GCM-SHA256",
     ]);
     let crr = run_across(
         &file,
@@ -421,6 +431,20 @@ fn the_census_reports_the_configured_tls_version_suite_and_group() {
     assert!(
         (transactions..=transactions + 2).contains(&connections),
         "{connections} TLS 1.2 connections for {transactions} CRR transactions: {census}"
+    );
+    // The disallowed suite's port is named for a reset, with only its
+    // own connections on it (each stackbench run has data ports of its own).
+    assert_eq!(census["disallowed_suites"], serde_json::json!(["C02F"]));
+    let port = v12["server_port"].as_u64().unwrap();
+    assert_eq!(
+        census["resets"],
+        serde_json::json!([{
+            "server_port": port,
+            "disallowed_connections": connections,
+            "other_connections": 0,
+            "setting": format!("host_policy_reset_port={port}"),
+        }]),
+        "{census}"
     );
     // Everything else is the clear control channel: nothing unknown.
     for r in rows.iter().filter(|r| r["protection"] != "tls") {
