@@ -160,9 +160,10 @@ pub struct CryptoCensus {
     /// Why the handshakes were not read off the wire (`AF_PACKET` refused,
     /// e.g. without CAP_NET_RAW): then user-space TLS reads as `unknown`.
     pub capture_refused: Option<String>,
-    /// Frames the capture read, and those the kernel dropped (a busy
-    /// window: some handshakes may be missing).
+    /// Frames the capture read.
     pub frames_captured: u64,
+    /// Frames the kernel dropped before the capture read them (a busy
+    /// window: some handshakes may be missing).
     pub frames_dropped: u64,
     /// Connections whose TLS handshake (ClientHello and the server's
     /// choice) was read inside the window.
@@ -187,6 +188,7 @@ pub struct CryptoCensus {
 /// every other connection to that port is reset with it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct PortReset {
+    /// The server port a disallowed suite was chosen on.
     pub server_port: u16,
     /// Connections to the port that chose a disallowed suite.
     pub disallowed_connections: u64,
@@ -222,9 +224,11 @@ pub struct ProtectionRow {
     pub tls_group: Option<String>,
     /// kTLS: where the records are handled, `tx sw, rx sw` (`hw`: offloaded to the NIC).
     pub ktls_offload: Option<String>,
-    /// What the ClientHellos offered: versions, suites (hex codes), groups.
+    /// The TLS versions the row's ClientHellos offered (all of them).
     pub offered_versions: Vec<String>,
+    /// The cipher suites they offered, IANA hex codes.
     pub offered_suites: Vec<String>,
+    /// The key-exchange groups they offered (`supported_groups`).
     pub offered_groups: Vec<String>,
     /// The SA protecting the address pair: `esp tunnel rfc4106(gcm(aes))`.
     pub ipsec: Option<String>,

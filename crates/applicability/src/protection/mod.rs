@@ -50,7 +50,7 @@ fn ends(c: &Classified, listeners: &HashSet<u16>) -> (SocketAddr, SocketAddr) {
 }
 
 /// The SA protecting the pair, either direction.
-fn sa_of<'a>(sas: &'a [SaState], a: IpAddr, b: IpAddr) -> Option<&'a SaState> {
+fn sa_of(sas: &[SaState], a: IpAddr, b: IpAddr) -> Option<&SaState> {
     sas.iter().find(|s| {
         let (src, dst) = (canonical(s.src), canonical(s.dst));
         (src, dst) == (a, b) || (src, dst) == (b, a)
@@ -199,7 +199,7 @@ pub fn census(classified: &[Classified], ev: &Evidence) -> CryptoCensus {
             bytes: s.bytes,
         })
         .collect();
-    rows.sort_by(|a, b| b.connections.cmp(&a.connections));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.connections));
     let resets = resets(&rows, &ev.disallowed);
     CryptoCensus {
         capture_refused: match &ev.capture {
