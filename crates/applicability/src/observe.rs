@@ -1,6 +1,7 @@
 //! The observation window: every interval a sock_diag dump of all TCP
 //! sockets, between dumps the close events, all folded into a [`Tracker`];
-//! at the start and end the host's addresses and IPsec SAs. Runs in this
+//! at the start and end the host's addresses and IPsec SAs; for the crypto
+//! census, an `AF_PACKET` capture on a thread beside it. Runs in this
 //! network namespace or, for a lab host, on a thread inside that host's.
 //! Nothing is sent, nothing is changed: the traffic observed is the traffic
 //! that would have flowed anyway.

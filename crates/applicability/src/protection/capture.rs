@@ -64,6 +64,13 @@ struct Half {
 }
 
 impl Half {
+    /// Read to its end: its bytes are dropped, so a window of many
+    /// connections keeps a few hundred bytes per connection, not 32 kB.
+    fn settle(&mut self) {
+        self.settled = true;
+        self.bytes = Vec::new();
+    }
+
     /// Adds a segment's payload where it continues the stream.
     fn add(&mut self, seq: u32, payload: &[u8]) {
         let Some(next) = self.next_seq else { return };
@@ -73,7 +80,7 @@ impl Half {
         let offset = next.wrapping_sub(seq) as usize;
         if next.wrapping_sub(seq) > u32::MAX / 2 {
             // A segment after a gap: the capture missed bytes.
-            self.settled = true;
+            self.settle();
             return;
         }
         if offset < payload.len() {
@@ -81,9 +88,6 @@ impl Half {
             let tail = &payload[offset..];
             self.bytes.extend_from_slice(&tail[..tail.len().min(room)]);
             self.next_seq = Some(next.wrapping_add(tail.len() as u32));
-            if self.bytes.len() >= KEEP_BYTES {
-                self.settled = true;
-            }
         }
     }
 }
@@ -100,21 +104,24 @@ impl Flow {
     fn read(&mut self) {
         if !self.client.settled {
             match client_offer(&self.client.bytes) {
+                // No hello in all the bytes kept: give up on it.
+                Read::More if self.client.bytes.len() >= KEEP_BYTES => self.client.settle(),
                 Read::More => {}
-                Read::NotTls => self.client.settled = true,
+                Read::NotTls => self.client.settle(),
                 Read::Done(o) => {
                     self.seen.offer = Some(o);
-                    self.client.settled = true;
+                    self.client.settle();
                 }
             }
         }
         if !self.server.settled {
             match server_choice(&self.server.bytes) {
+                Read::More if self.server.bytes.len() >= KEEP_BYTES => self.server.settle(),
                 Read::More => {}
-                Read::NotTls => self.server.settled = true,
+                Read::NotTls => self.server.settle(),
                 Read::Done(c) => {
                     self.seen.choice = Some(c);
-                    self.server.settled = true;
+                    self.server.settle();
                 }
             }
         }
