@@ -392,7 +392,7 @@ impl Tap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protection::hello::tests::{handshake, params};
+    use crate::protection::hello::tests::{handshake, handshake_at, params};
     use stackbench_model::settings::TlsVersion;
 
     fn tcp(seq: u32, syn: bool, ack: bool) -> Tcp {
@@ -446,5 +446,37 @@ mod tests {
         let mid = seen.iter().find(|x| !x.from_start).unwrap();
         assert!(mid.tls_records);
         assert_eq!((mid.client, mid.server), (b, a));
+    }
+
+    /// On loopback (root: an AF_PACKET socket) a TLS 1.3 handshake is read
+    /// off the wire once, not once per copy the kernel shows (leaving and
+    /// arriving).
+    #[test]
+    fn a_loopback_handshake_is_read_off_the_wire_once() {
+        let test = "a_loopback_handshake_is_read_off_the_wire_once";
+        let tap = match Tap::open() {
+            Ok(t) => t,
+            Err(e) => {
+                let why = format!("no AF_PACKET socket ({e})");
+                return stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, &why);
+            }
+        };
+        let done = AtomicBool::new(false);
+        let (capture, server) = std::thread::scope(|s| {
+            let reader = s.spawn(|| tap.run(&done));
+            let (_, _, server) = handshake_at(&params(TlsVersion::V13, 0x1301, &["X25519"]));
+            // The arriving copies of the last frames are read within a poll.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            done.store(true, Ordering::Relaxed);
+            (reader.join().unwrap(), server)
+        });
+        let mine: Vec<&Seen> = capture.seen.iter().filter(|x| x.server == server).collect();
+        assert_eq!(mine.len(), 1, "{mine:?}");
+        let choice = mine[0].choice.as_ref().expect("the server's choice");
+        assert_eq!(
+            (choice.version, choice.suite, choice.group),
+            (0x0304, 0x1301, Some(29))
+        );
+        assert!(capture.frames >= 8, "{} frames", capture.frames);
     }
 }

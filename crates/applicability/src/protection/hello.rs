@@ -246,6 +246,12 @@ pub(crate) mod tests {
     /// The bytes client and server wrote for one OpenSSL handshake (and
     /// one echoed message) with the stackbench contexts of `p`.
     pub(crate) fn handshake(p: &TlsParams) -> (Vec<u8>, Vec<u8>) {
+        let (c, s, _) = handshake_at(p);
+        (c, s)
+    }
+
+    /// [`handshake`], and the server's address (on loopback).
+    pub(crate) fn handshake_at(p: &TlsParams) -> (Vec<u8>, Vec<u8>, std::net::SocketAddr) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server_wire = Arc::new(Mutex::new(Vec::new()));
@@ -272,7 +278,7 @@ pub(crate) mod tests {
         server.join().unwrap();
         let c = client_wire.lock().unwrap().clone();
         let s = server_wire.lock().unwrap().clone();
-        (c, s)
+        (c, s, addr)
     }
 
     #[test]
