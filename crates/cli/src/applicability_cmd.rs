@@ -1,25 +1,18 @@
-//! `stackbench applicability`: the command line of the SMCAT analogue
-//! (docs/applicability.md). Checks the flags before anything starts, hands
-//! the window to `stackbench_applicability`, prints the table per subnet (or
-//! the JSON), and stores the projection runs with the observation in their
-//! environment.
+//! `stackbench applicability`: the command line of the SMCAT analogue and
+//! of the crypto census (docs/applicability.md). The flags, and the
+//! printing of what `stackbench_applicability::command` returns: the table
+//! per subnet, the census per server port and client subnet, or the JSON.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use clap::Args;
-use stackbench_applicability::classify::Selection;
-use stackbench_applicability::observe::{observe, Watch};
-use stackbench_applicability::project::{project, TRANSPORTS};
-use stackbench_applicability::summary::summarize;
-use stackbench_lab::{netns, read_lab, IpNet};
-use stackbench_model::duration::parse_duration;
-use stackbench_model::size::{format_size, parse_size};
-use stackbench_record::applicability::{Applicability, SizeBucket, SubnetFigures, Thresholds};
-use stackbench_results::store::{parse_labels, Store};
-use stackbench_runner::environment_of;
+use stackbench_applicability::command::{check, execute, Error, Input};
+use stackbench_model::size::format_size;
+use stackbench_record::applicability::{
+    Applicability, CryptoCensus, ProtectionRow, SizeBucket, SubnetFigures,
+};
 
-use crate::exit::{usage, INCOMPLETE, OK};
+use crate::exit::{INCOMPLETE, OK};
 use crate::progress::Terminal;
 
 #[derive(Debug, Args)]
@@ -28,10 +21,13 @@ use crate::progress::Terminal;
   stackbench applicability --subnet 10.1.0.0/16 --port 5432  # only peers in 10.1/16 on port 5432
   stackbench applicability --lab examples/lab-two-hosts.toml --host client --window 10s   # a lab host (root)
   stackbench applicability --no-project --json
+  stackbench applicability --census --no-project --port 443   # each connection's protection (root)
 
 Nothing is sent or changed: the connections are read with sock_diag (tcp_info) every
 --interval, and close events catch those that live shorter than one. The projection
 runs the observed mix here over tcp and unix (--project-for each) and stores both runs.
+--census also names each connection's protection: kTLS (sock_diag), TLS as its
+handshake shows on the wire (an AF_PACKET capture: root), IPsec (xfrm SAs), clear.
 Exit status: 0 done, 2 usage or input error, 3 interrupted (Ctrl-C).")]
 pub struct ApplicabilityArgs {
     /// How long to watch, e.g. 10s, 5m.
@@ -65,6 +61,15 @@ pub struct ApplicabilityArgs {
     /// The window of each projection run (TCP, then unix), after a 1 s warm-up.
     #[arg(long, value_name = "DURATION", default_value = "3s")]
     project_for: String,
+    /// Also take the crypto census: each connection's protection (kTLS, TLS
+    /// from its handshake on the wire, IPsec, clear) per server port and
+    /// client subnet. Reading the wire needs CAP_NET_RAW.
+    #[arg(long)]
+    census: bool,
+    /// With --census: a cipher suite (IANA hex code or name, repeatable)
+    /// whose server ports are named for a reset (host_policy_reset_port).
+    #[arg(long, value_name = "SUITE")]
+    disallow: Vec<String>,
     /// Print the observation and projection as one JSON document.
     #[arg(long)]
     json: bool,
@@ -79,134 +84,67 @@ pub struct ApplicabilityArgs {
     no_store: bool,
 }
 
-/// A duration flag that must be longer than zero.
-fn positive(flag: &str, text: &str) -> anyhow::Result<Duration> {
-    match parse_duration(text) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        Ok(_) => usage(format!(
-            "--{flag} {text}: must be longer than 0, e.g. --{flag} 10s"
-        )),
-        Err(e) => usage(format!("--{flag} {text}: {e}")),
-    }
-}
-
-/// The namespace and scope of `--lab FILE --host NAME`, refused when the
-/// host is not in the file or the lab is not up.
-fn lab_host(file: &Path, host: &str) -> anyhow::Result<(String, String)> {
-    let lab = read_lab(file).or_else(|e| usage(format!("--lab {}: {e}", file.display())))?;
-    if lab.host(host).is_none() {
-        let names: Vec<&str> = lab.hosts.iter().map(|h| h.name.as_str()).collect();
-        return usage(format!(
-            "--host {host}: no such host in {}: use one of {}",
-            file.display(),
-            names.join(", ")
-        ));
-    }
-    let ns = lab.namespace(host);
-    if !netns::exists(&ns) {
-        return usage(format!(
-            "--host {host}: lab host is not up (no namespace {ns}): run `stackbench lab up {}` first (as root)",
-            file.display()
-        ));
-    }
-    Ok((ns, format!("lab {} host {host}", file.display())))
-}
-
 pub fn run(args: ApplicabilityArgs) -> anyhow::Result<i32> {
-    let window = positive("window", &args.window)?;
-    let interval = positive("interval", &args.interval)?;
-    if interval > window {
-        return usage(format!(
-            "--interval {}: longer than --window {}: use a shorter interval",
-            args.interval, args.window
-        ));
-    }
-    let project_for = positive("project-for", &args.project_for)?;
-    let min_lifetime = parse_duration(&args.min_lifetime)
-        .or_else(|e| usage(format!("--min-lifetime {}: {e}", args.min_lifetime)))?;
-    let min_bytes = parse_size(&args.min_bytes, &args.min_bytes)
-        .or_else(|e| usage(format!("--min-bytes: {e}")))?;
-    let subnets = args
-        .subnet
-        .iter()
-        .map(|t| IpNet::parse(t).or_else(|e| usage(format!("--subnet {t}: {e}"))))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let labels = parse_labels(&args.label).or_else(|e| usage(format!("--label: {e}")))?;
-    let (namespace, scope) = match (&args.lab, &args.host) {
-        (Some(file), Some(host)) => {
-            let (ns, scope) = lab_host(file, host)?;
-            (Some(ns), scope)
-        }
-        _ => (None, "this host".to_string()),
-    };
-    let mut store = match (args.no_store || args.no_project, &args.db) {
-        (true, _) => None,
-        (false, db) => Some(Store::open(db.as_deref()).or_else(|e| usage(format!("--db: {e}")))?),
-    };
-    let watch = Watch {
-        window,
-        interval,
-        namespace,
-    };
-    let sel = Selection {
-        subnets,
+    let input = Input {
+        window: args.window,
+        interval: args.interval,
+        subnets: args.subnet,
         port: args.port,
-        thresholds: Thresholds {
-            min_lifetime_s: min_lifetime.as_secs_f64(),
-            min_bytes,
-        },
+        lab: args.lab.zip(args.host),
+        min_lifetime: args.min_lifetime,
+        min_bytes: args.min_bytes,
+        project: !args.no_project,
+        project_for: args.project_for,
+        census: args.census,
+        disallow: args.disallow,
+        labels: args.label,
+        db: args.db,
+        store: !args.no_store,
     };
+    let checked = check(&input).map_err(command_error)?;
     // Said once the first dump is taken, also with --json (stderr is for
     // diagnostics): a script waits for it before it starts the traffic.
     let line = format!(
-        "stackbench: watching the TCP connections of {scope} for {} (a dump every {})",
-        args.window, args.interval
+        "stackbench: watching the TCP connections of {} for {} (a dump every {}){}",
+        checked.scope,
+        input.window,
+        input.interval,
+        if input.census {
+            ", with the crypto census"
+        } else {
+            ""
+        }
     );
     let started = move || eprintln!("{line}");
     let stop = crate::interrupt::stop_flag();
-    let observed = observe(&watch, stop, &started)?;
-    if let Some(why) = &observed.close_events_refused {
-        eprintln!(
-            "stackbench: warning: no close events ({why}): connections that opened and closed within one --interval were not seen"
-        );
+    let mut terminal = Terminal::default();
+    let mut runner = crate::interrupt::runner(&mut terminal);
+    let outcome = execute(checked, stop, &started, &mut runner).map_err(command_error)?;
+    for note in &outcome.notes {
+        eprintln!("stackbench: {note}");
     }
-    if observed.close_events_overran {
-        eprintln!("stackbench: warning: the kernel dropped close events (too many at once): short connections are undercounted");
-    }
-    let interrupted = observed.window < window;
-    let (mut record, classes) = summarize(&observed, &watch, &sel, &scope);
-    if !args.no_project && !interrupted && !classes.is_empty() {
-        let mut terminal = Terminal::default();
-        let mut runner = crate::interrupt::runner(&mut terminal);
-        let (runs, projection) =
-            project(&mut runner, &classes, project_for).map_err(crate::run_cmd::run_error)?;
-        record.projection = Some(projection);
-        if let Some(store) = store.as_mut() {
-            let stamp = format!("{:.0}", record.started_unix_s);
-            for (run, transport) in runs.iter().zip(TRANSPORTS) {
-                let mut l = labels.clone();
-                l.insert("applicability".into(), stamp.clone());
-                l.insert("applicability.transport".into(), transport.into());
-                let mut env = environment_of(run);
-                env.applicability = Some(record.clone());
-                match store.save(run, &l, &env) {
-                    Ok(id) => {
-                        eprintln!("stackbench: stored the {transport} projection as run {id}")
-                    }
-                    Err(e) => eprintln!("stackbench: warning: the projection was not stored: {e}"),
-                }
-            }
-        }
-    }
+    let record = &outcome.record;
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&record).expect("the observation serialises")
+            serde_json::to_string_pretty(record).expect("the observation serialises")
         );
     } else {
-        print!("{}", table(&record));
+        print!("{}", table(record));
+        if let Some(c) = &record.census {
+            print!("{}", census_table(c));
+        }
     }
-    Ok(if interrupted { INCOMPLETE } else { OK })
+    Ok(if outcome.interrupted { INCOMPLETE } else { OK })
+}
+
+/// Bad input exits 2 in one line; a failed run as `stackbench run`'s does.
+fn command_error(e: Error) -> anyhow::Error {
+    match e {
+        Error::Input(m) => crate::exit::UsageError(m).into(),
+        Error::Run(e) => crate::run_cmd::run_error(e),
+        e @ Error::Observe(_) => e.into(),
+    }
 }
 
 fn row(f: &SubnetFigures) -> String {
@@ -319,10 +257,95 @@ fn table(r: &Applicability) -> String {
     out
 }
 
+/// The census rows: protection and what was chosen, then what was offered.
+fn census_table(c: &CryptoCensus) -> String {
+    let mut out = format!(
+        "\ncrypto census: {} handshakes read off the wire ({} frames{}), {} IPsec SAs{}\n",
+        c.handshakes_seen,
+        c.frames_captured,
+        if c.frames_dropped > 0 {
+            format!(", {} dropped", c.frames_dropped)
+        } else {
+            String::new()
+        },
+        c.ipsec_sas,
+        c.capture_refused
+            .as_ref()
+            .map_or(String::new(), |why| format!("; no capture: {why}"))
+    );
+    out.push_str(&format!(
+        "{:>6} {:<22} {:<12} {:>7} {:<40} {:<8} {:>6} {:>10}\n",
+        "port", "client subnet", "protection", "version", "cipher", "group", "conns", "bytes"
+    ));
+    let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    for r in &c.rows {
+        out.push_str(&format!(
+            "{:>6} {:<22} {:<12} {:>7} {:<40} {:<8} {:>6} {:>10}\n",
+            r.server_port,
+            r.client_subnet,
+            r.protection,
+            dash(&r.tls_version),
+            dash(&r.tls_cipher),
+            dash(&r.tls_group),
+            r.connections,
+            format_size(r.bytes)
+        ));
+        if let Some(more) = census_details(r) {
+            out.push_str(&more);
+        }
+    }
+    if !c.disallowed_suites.is_empty() {
+        out.push_str(&format!(
+            "\ndisallowed suites {}: nftables cannot see a cipher, so a lab policy resets by the port the census saw it on\n",
+            c.disallowed_suites.join(" ")
+        ));
+        if c.resets.is_empty() {
+            out.push_str("  none was chosen: nothing to reset\n");
+        }
+        for r in &c.resets {
+            out.push_str(&format!(
+                "  port {}: {} connections chose one; {}{}\n",
+                r.server_port,
+                r.disallowed_connections,
+                r.setting,
+                if r.other_connections > 0 {
+                    format!(
+                        " also resets {} other connections to it",
+                        r.other_connections
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    out
+}
+
+/// The second line of a row: kTLS offload, the SA, the offer.
+fn census_details(r: &ProtectionRow) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(k) = &r.ktls_offload {
+        parts.push(format!("kTLS {k}"));
+    }
+    if let Some(sa) = &r.ipsec {
+        parts.push(format!("SA {sa}"));
+    }
+    if !r.offered_versions.is_empty() {
+        parts.push(format!(
+            "offered versions {}, suites {}, groups {}",
+            r.offered_versions.join(" "),
+            r.offered_suites.join(" "),
+            r.offered_groups.join(" ")
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("{:>6} {}\n", "", parts.join("; ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stackbench_record::applicability::{ProjectedClass, Projection};
+    use stackbench_record::applicability::{PortReset, ProjectedClass, Projection, Thresholds};
 
     fn figures(subnet: &str, connections: u64, well: u64) -> SubnetFigures {
         SubnetFigures {
@@ -420,5 +443,94 @@ mod tests {
             ["CRR1(64B/8kB)", "1752", "109.4", "78.6", "62.3", "16.3"]
         );
         assert!(text.contains("saved: 16.3 µs CPU per transaction, 1783 µs per second of the observed traffic (0.18% of one CPU)"), "{text}");
+    }
+
+    #[test]
+    fn the_census_table_has_a_row_per_protection_its_offer_and_the_resets() {
+        let c = CryptoCensus {
+            frames_captured: 1267,
+            handshakes_seen: 51,
+            rows: vec![
+                ProtectionRow {
+                    server_port: 45207,
+                    client_subnet: "10.77.1.0/24".into(),
+                    protection: "tls".into(),
+                    tls_version: Some("1.2".into()),
+                    tls_cipher: Some("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into()),
+                    tls_cipher_code: Some("C02F".into()),
+                    tls_group: Some("P-256".into()),
+                    offered_versions: vec!["1.2".into()],
+                    offered_suites: vec!["C02F".into()],
+                    offered_groups: vec!["P-256".into()],
+                    connections: 50,
+                    bytes: 496_544,
+                    ..ProtectionRow::default()
+                },
+                ProtectionRow {
+                    server_port: 33511,
+                    client_subnet: "10.77.1.0/24".into(),
+                    protection: "clear".into(),
+                    connections: 1,
+                    bytes: 4358,
+                    ..ProtectionRow::default()
+                },
+            ],
+            disallowed_suites: vec!["C02F".into()],
+            resets: vec![PortReset {
+                server_port: 45207,
+                disallowed_connections: 50,
+                other_connections: 2,
+                setting: "host_policy_reset_port=45207".into(),
+            }],
+            ..CryptoCensus::default()
+        };
+        let text = census_table(&c);
+        assert!(
+            text.contains(
+                "crypto census: 51 handshakes read off the wire (1267 frames), 0 IPsec SAs\n"
+            ),
+            "{text}"
+        );
+        let cells = |start: &str| -> Vec<String> {
+            let row = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(start))
+                .unwrap();
+            row.split_whitespace().map(String::from).collect()
+        };
+        assert_eq!(
+            cells("45207"),
+            [
+                "45207",
+                "10.77.1.0/24",
+                "tls",
+                "1.2",
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                "P-256",
+                "50",
+                "496544B"
+            ]
+        );
+        assert_eq!(
+            cells("33511"),
+            [
+                "33511",
+                "10.77.1.0/24",
+                "clear",
+                "-",
+                "-",
+                "-",
+                "1",
+                "4358B"
+            ]
+        );
+        assert!(
+            text.contains("offered versions 1.2, suites C02F, groups P-256"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  port 45207: 50 connections chose one; host_policy_reset_port=45207 also resets 2 other connections to it\n"),
+            "{text}"
+        );
     }
 }
