@@ -171,14 +171,24 @@ fn resolve_agents(
              agents in the lab_from hosts reach it; drop agent_listen",
         );
     }
+    check_agents_fit(n, workloads)
+}
+
+/// Refuses `agents` driver processes for `workloads` when a class has fewer
+/// clients than there are agents: every agent runs a share of every class
+/// (see `stackbench_model::segment`), and the controller arms an agent only
+/// once its share of each class is connected. The one rule for a run and for
+/// whatever plans agents ahead of it (`k8s render` checks every study step
+/// with it).
+pub fn check_agents_fit(agents: u32, workloads: &[Workload]) -> Result<(), RunError> {
     let fewest = workloads
         .iter()
         .flat_map(|w| w.classes.iter().map(move |c| (c.clients, w)))
         .min_by_key(|(c, _)| *c);
-    if let Some((clients, w)) = fewest.filter(|(c, _)| *c < n) {
+    if let Some((clients, w)) = fewest.filter(|(c, _)| *c < agents) {
         return input(format!(
-            "agents {n}: {w} has a class of {clients} clients and every agent runs a share of \
-             every class: use at most {clients} agents"
+            "agents {agents}: {w} has a class of {clients} clients and every agent runs a share \
+             of every class: use at most {clients} agents"
         ));
     }
     Ok(())
@@ -449,6 +459,25 @@ mod tests {
                 .seed,
             Some(7)
         );
+    }
+
+    /// Every agent runs a share of every class: the smallest class of any
+    /// workload bounds the agents, whichever workload holds it.
+    #[test]
+    fn agents_are_bounded_by_the_smallest_class() {
+        let w: Vec<Workload> = vec![
+            "RR8(1B/1B)".parse().unwrap(),
+            "RR100(1B/1B)+RR3(1B/1B)".parse().unwrap(),
+        ];
+        assert!(check_agents_fit(3, &w).is_ok());
+        match check_agents_fit(4, &w) {
+            Err(RunError::Input(m)) => assert!(
+                m.starts_with("agents 4: RR100(1B/1B)+RR3(1B/1B) has a class of 3 clients")
+                    && m.ends_with("use at most 3 agents"),
+                "{m}"
+            ),
+            other => panic!("expected an input error, got {other:?}"),
+        }
     }
 
     #[test]
