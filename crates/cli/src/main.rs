@@ -14,6 +14,7 @@ mod json_files;
 mod k8s_cmd;
 mod lab_cmd;
 mod plan_cmd;
+mod plan_render;
 mod progress;
 mod report_cmd;
 mod results_cmd;
