@@ -10,7 +10,6 @@ mod compare_cmd;
 mod exit;
 mod guest_cmd;
 mod interrupt;
-mod json_files;
 mod k8s_cmd;
 mod lab_cmd;
 mod plan_cmd;

@@ -56,17 +56,9 @@ fn study_input(store: &Store, name: &str) -> anyhow::Result<StudyInput> {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
-    for (flag, v) in [
-        ("--margin", args.margin),
-        ("--latency-margin", args.latency_margin),
-    ] {
-        if !(v > 0.0 && v < 100.0) {
-            return crate::exit::usage(format!(
-                "{flag} {v}: give a percentage above 0 and below 100, e.g. 2.5"
-            ));
-        }
-    }
-    let store = crate::results_cmd::open_read_only(args.db.as_deref())?;
+    let margins =
+        Margins::from_flags(args.margin, args.latency_margin).or_else(crate::exit::usage)?;
+    let store = Store::open_existing(args.db.as_deref())?;
     let names = if args.study.is_empty() {
         store.study_names()?
     } else {
@@ -87,11 +79,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let opts = ReportOptions {
         title: args.title.clone(),
         generated: format_utc(now),
-        margins: Margins {
-            rate_pct: args.margin,
-            latency_pct: args.latency_margin,
-            cpu_pct: args.margin,
-        },
+        margins,
     };
     let report = build_report(&studies, &opts)?;
     let figures = args.out.join("figures");
