@@ -5,13 +5,13 @@
 
 use clap::Args;
 use stackbench_model::settings::RunSettings;
-use stackbench_model::sweep::{Sweep, SweepDim, SweepPoint};
+use stackbench_model::sweep::{Sweep, SweepDim};
 use stackbench_model::Workload;
 use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Labels, Store};
 use stackbench_runner::find_rate::{find_max_rate, Search};
-use stackbench_runner::sweep::{plan_sweep, run_sweep};
-use stackbench_runner::{environment_of, RunError, RunPlan};
+use stackbench_runner::sweep::{plan_sweep, run_sweep, summary};
+use stackbench_runner::{environment_of, RunError};
 
 use crate::exit::{usage, FAILED_CHECK, INCOMPLETE, OK};
 use crate::progress::Terminal;
@@ -171,7 +171,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let format = Format::of(&args);
     print_records(&records, format, !sweep.is_empty());
     if announce && !sweep.is_empty() {
-        print!("{}", sweep_summary(&workloads, &plans, &records));
+        print!("{}", summary(&workloads, &plans, &records));
     }
     let complete = records.len() == plans.len() && records.iter().all(|r| r.complete);
     Ok(if complete { OK } else { INCOMPLETE })
@@ -201,33 +201,6 @@ fn open_store(args: &RunArgs) -> anyhow::Result<Option<Store>> {
         (_, true) => None,
         (db, false) => Some(Store::open(db.as_deref()).or_else(|e| usage(format!("--db: {e}")))?),
     })
-}
-
-/// The sweep's table and, for a client sweep, its USL fit: each record is
-/// split by workload — by position, as the classes were appended in workload
-/// order (two workloads may print alike at a sweep point) — and labelled as a
-/// study's runs would be.
-fn sweep_summary(
-    workloads: &[Workload],
-    plans: &[(SweepPoint, RunPlan)],
-    records: &[RunRecord],
-) -> String {
-    let mut runs: Vec<(Labels, RunRecord)> = Vec::new();
-    for ((point, plan), record) in plans.iter().zip(records) {
-        let mut at = 0;
-        for (base, effective) in workloads.iter().zip(&plan.workloads) {
-            let n = effective.classes.len();
-            let mut r = record.clone();
-            r.classes = record.classes.iter().skip(at).take(n).cloned().collect();
-            at += n;
-            let mut labels: Labels = point.labels().into_iter().collect();
-            labels.insert("workload".into(), base.to_string());
-            labels.insert("variant".into(), "run".into());
-            runs.push((labels, r));
-        }
-    }
-    let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
-    stackbench_results::sweep_text::sweep_text(&refs)
 }
 
 /// How records are printed: `--json`, `--csv`, or the human table fitted
