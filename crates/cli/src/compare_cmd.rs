@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::Args;
 use stackbench_results::compare::{compare_runs, emulated_sides, Margins};
 use stackbench_results::compare_output::{render_json, render_markdown, render_table};
-use stackbench_results::compare_select::{side, SelectError};
+use stackbench_results::compare_select::side;
 use stackbench_results::store::{parse_labels, Store, WHERE_HELP};
 
 #[derive(Debug, Args)]
@@ -48,8 +48,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         .or_else(|e| crate::exit::usage(format!("--where: {e}; {WHERE_HELP}")))?;
     let mut store = None;
     let open = || Store::open_existing(args.db.as_deref());
-    let a = side(&args.a, &common, &mut store, &open).map_err(select_error)?;
-    let b = side(&args.b, &common, &mut store, &open).map_err(select_error)?;
+    let a = side(&args.a, &common, &mut store, &open)?;
+    let b = side(&args.b, &common, &mut store, &open)?;
     let mut c = compare_runs(&args.a, &a.inputs(), &args.b, &b.inputs(), margins);
     if let Some(sides) = emulated_sides(&args.a, a.emulated, &args.b, b.emulated) {
         c.refuse_verdicts(&sides);
@@ -82,13 +82,4 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     } else {
         crate::exit::OK
     })
-}
-
-/// A side that selects nothing: the spec's refusal is a usage error; both
-/// are exit status 2.
-fn select_error(e: SelectError) -> anyhow::Error {
-    match e {
-        SelectError::Input(m) => crate::exit::UsageError(m).into(),
-        other => other.into(),
-    }
 }

@@ -70,7 +70,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         read: &read,
         paced: &paced,
     };
-    let ctx = Ctx::new(args.file.as_deref(), usize::from(args.digits), env).map_err(usage)?;
+    let ctx = Ctx::new(args.file.as_deref(), usize::from(args.digits), env)?;
     let section = match args.what {
         What::Cpu(a) => Section::Cpu(a),
         What::Rescale(a) => Section::Rescale(a),
@@ -80,22 +80,17 @@ pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
         What::Mva(a) => Section::Mva(a),
         What::Usl(a) => Section::Usl(a),
         What::All => {
-            let outputs = input::all(&ctx).map_err(usage)?;
+            let outputs = input::all(&ctx)?;
             return print(&outputs, args.json);
         }
     };
-    let output = input::compute(section, &ctx).map_err(usage)?;
+    let output = input::compute(section, &ctx)?;
     print(&[output], args.json)
 }
 
 fn print(outputs: &[Output], json: bool) -> anyhow::Result<i32> {
     crate::plan_render::print(outputs, json)?;
     Ok(crate::exit::OK)
-}
-
-/// A planner error: one line, exit status 2.
-fn usage(e: stackbench_plan::PlanError) -> anyhow::Error {
-    crate::exit::UsageError(e.to_string()).into()
 }
 
 const CPU_EXAMPLES: &str = "\
