@@ -6,24 +6,16 @@
 use clap::Args;
 use stackbench_model::settings::RunSettings;
 use stackbench_model::sweep::{Sweep, SweepDim};
-use stackbench_model::Workload;
 use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Labels, Store};
 use stackbench_runner::find_rate::{find_max_rate, Search};
+use stackbench_runner::plan::workloads_or_default;
 use stackbench_runner::sweep::{plan_sweep, run_sweep, summary};
 use stackbench_runner::{environment_of, RunError};
 
 use crate::exit::{usage, FAILED_CHECK, INCOMPLETE, OK};
 use crate::progress::Terminal;
 use crate::setting_flags::SettingFlags;
-
-/// The README's main job: a small study, a few seconds per workload.
-pub const DEFAULT_STUDY: &[&str] = &[
-    "RR1(1B/1B)",
-    "RR10(4kB/4kB)",
-    "CRR10(64B/8kB)",
-    "STR3(1B/20MB)",
-];
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -87,18 +79,6 @@ pub struct RunArgs {
     p99_under: Option<String>,
 }
 
-fn parse_workloads(args: &RunArgs) -> anyhow::Result<Vec<Workload>> {
-    let texts: Vec<&str> = if args.workloads.is_empty() {
-        DEFAULT_STUDY.to_vec()
-    } else {
-        args.workloads.iter().map(String::as_str).collect()
-    };
-    texts
-        .iter()
-        .map(|t| t.parse::<Workload>().or_else(|e| usage(e.to_string())))
-        .collect()
-}
-
 fn parse_sweep(args: &RunArgs) -> anyhow::Result<Sweep> {
     let dims = args
         .sweep
@@ -109,7 +89,7 @@ fn parse_sweep(args: &RunArgs) -> anyhow::Result<Sweep> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
-    let workloads = parse_workloads(&args)?;
+    let workloads = workloads_or_default(&args.workloads).map_err(run_error)?;
     let mut settings = RunSettings::default();
     args.settings.apply(&mut settings).or_else(usage)?;
     let sweep = parse_sweep(&args)?;

@@ -18,6 +18,30 @@ use stackbench_model::{TlsParams, Transport, Workload};
 use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
 
+/// What `run` measures when given no workload (the README's main job): a
+/// small study, [`fill_window`]'s 5 s per workload.
+pub const DEFAULT_STUDY: &[&str] = &[
+    "RR1(1B/1B)",
+    "RR10(4kB/4kB)",
+    "CRR10(64B/8kB)",
+    "STR3(1B/20MB)",
+];
+
+/// The workloads of `texts`, or [`DEFAULT_STUDY`] when there are none (the
+/// flag `default_study` of [`resolve`] then says so); the error is the
+/// notation's, naming the text.
+pub fn workloads_or_default(texts: &[String]) -> Result<Vec<Workload>, RunError> {
+    let texts: Vec<&str> = if texts.is_empty() {
+        DEFAULT_STUDY.to_vec()
+    } else {
+        texts.iter().map(String::as_str).collect()
+    };
+    texts
+        .iter()
+        .map(|t| t.parse::<Workload>().or_else(|e| input(e.to_string())))
+        .collect()
+}
+
 /// Everything a session needs, resolved and immutable.
 #[derive(Debug, Clone)]
 pub struct RunPlan {
@@ -459,6 +483,18 @@ mod tests {
                 .seed,
             Some(7)
         );
+    }
+
+    #[test]
+    fn no_workload_is_the_default_study() {
+        let names = |w: Vec<Workload>| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(names(workloads_or_default(&[]).unwrap()), DEFAULT_STUDY);
+        let given = workloads_or_default(&["CRR2(1B/1B)".into()]).unwrap();
+        assert_eq!(names(given), ["CRR2(1B/1B)"]);
+        assert!(matches!(
+            workloads_or_default(&["RR1(1kb/1B)".into()]),
+            Err(RunError::Input(m)) if m.contains("1kb")
+        ));
     }
 
     /// Every agent runs a share of every class: the smallest class of any
