@@ -1,11 +1,11 @@
 //! `stackbench plan cpu`: flags → [`crate::cpu`].
 
-use crate::cpu::{self, CpuInput, Load, Rating};
-use crate::units;
-use crate::PlanError;
 use serde::{Deserialize, Serialize};
 
 use super::{opt, Ctx, Output};
+use crate::cpu::{self, CpuInput, Load, Rating};
+use crate::units;
+use crate::PlanError;
 
 /// Flags of `plan cpu` (also the keys of a plan file's [cpu] section).
 #[derive(Debug, Default, Serialize, Deserialize)]

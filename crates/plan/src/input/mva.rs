@@ -1,10 +1,10 @@
 //! `stackbench plan mva`: flags → [`crate::mva`].
 
-use crate::mva::{self, MvaInput, Station};
-use crate::{units, PlanError};
 use serde::{Deserialize, Serialize};
 
 use super::{opt, Ctx, Output};
+use crate::mva::{self, MvaInput, Station};
+use crate::{units, PlanError};
 
 /// Flags of `plan mva` (also the keys of a plan file's [mva] section).
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -1,10 +1,10 @@
 //! `stackbench plan normalize`: flags → [`crate::normalize`].
 
-use crate::normalize::{self, NormalizeInput, Profile};
-use crate::{units, PlanError};
 use serde::{Deserialize, Serialize};
 
 use super::{opt, required, Ctx, Output};
+use crate::normalize::{self, NormalizeInput, Profile};
+use crate::{units, PlanError};
 
 /// Flags of `plan normalize` (also the keys of a plan file's [normalize] section).
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -1,10 +1,10 @@
 //! `stackbench plan offload`: flags → [`crate::offload`].
 
-use crate::offload::{self, OffloadInput};
-use crate::{units, PlanError};
 use serde::{Deserialize, Serialize};
 
 use super::{opt, required, Ctx, Output};
+use crate::offload::{self, OffloadInput};
+use crate::{units, PlanError};
 
 /// Flags of `plan offload` (also the keys of a plan file's [offload] section).
 #[derive(Debug, Default, Serialize, Deserialize)]

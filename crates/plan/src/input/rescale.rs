@@ -2,13 +2,13 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
+use super::{opt, Ctx, Output};
 use crate::rescale::{self, Machine, Measured, RatingsTable, RescaleInput};
 use crate::runfile::{CpuFigures, RunClass};
 use crate::units;
 use crate::PlanError;
-use serde::{Deserialize, Serialize};
-
-use super::{opt, Ctx, Output};
 
 /// Flags of `plan rescale` (also the keys of a plan file's [rescale] section).
 #[derive(Debug, Default, Serialize, Deserialize)]

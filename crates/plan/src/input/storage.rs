@@ -1,12 +1,12 @@
 //! `stackbench plan storage`: flags → [`crate::storage`].
 
+use serde::{Deserialize, Serialize};
+
+use super::{opt, parse_side, Ctx, Output};
 use crate::runfile::{MemoryFigures, RunClass};
 use crate::storage::{self, Component, Kind, Side, StorageInput};
 use crate::units;
 use crate::PlanError;
-use serde::{Deserialize, Serialize};
-
-use super::{opt, parse_side, Ctx, Output};
 
 /// Flags of `plan storage` (also the keys of a plan file's [storage] section).
 #[derive(Debug, Default, Serialize, Deserialize)]

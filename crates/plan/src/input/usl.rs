@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
-use crate::usl::{self, UslInput};
-use crate::{units, PlanError};
 use serde::{Deserialize, Serialize};
 
 use super::{opt, Ctx, Output};
+use crate::usl::{self, UslInput};
+use crate::{units, PlanError};
 
 /// Flags of `plan usl` (also the keys of a plan file's [usl] section).
 #[derive(Debug, Default, Serialize, Deserialize)]
