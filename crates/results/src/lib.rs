@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod compare_diff;
 pub mod compare_output;
+pub mod compare_select;
 pub mod complete;
 pub mod doc;
 pub mod env;
@@ -16,6 +17,7 @@ pub mod metric;
 pub mod observe;
 pub mod output;
 pub mod quality;
+pub mod record_file;
 pub mod release_table;
 pub mod report;
 mod report_env;
