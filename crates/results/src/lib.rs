@@ -2,6 +2,7 @@
 //! statistical comparison of stored runs, sweeps (grouping, USL fit, figures), and the performance summary report.
 //! Everything here reads run records as data; nothing opens a socket.
 
+pub mod applicability_table;
 pub mod compare;
 pub mod compare_diff;
 pub mod compare_output;
