@@ -181,7 +181,7 @@ impl CpuPlan {
             ));
         }
         Report {
-            title: "CPU requirement (seed 003): U = X × D ÷ m".into(),
+            title: "CPU requirement (TN3270 capacity method): U = X × D ÷ m".into(),
             tables: vec![self.steps_table(digits)],
             notes,
             warnings: Vec::new(),

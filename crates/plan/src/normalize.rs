@@ -115,7 +115,7 @@ impl NormalizePlan {
             ),
         ]);
         Report {
-            title: "Normalised CPU impact (seed 004): Δtotal = Δnetworking × share".into(),
+            title: "Normalised CPU impact (zIIP-assisted IPsec method): Δtotal = Δnetworking × share".into(),
             tables: vec![t],
             notes: Vec::new(),
             warnings: Vec::new(),

@@ -213,7 +213,7 @@ impl OffloadPlan {
             }
         }
         Report {
-            title: "Offload projection from RMF workload activity (seed 004)".into(),
+            title: "Offload projection from RMF workload activity (zIIP-assisted IPsec method)".into(),
             tables: vec![self.steps_table(dec), self.projection_table(dec)],
             notes,
             warnings,

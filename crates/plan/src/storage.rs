@@ -180,7 +180,7 @@ impl StoragePlan {
         }
         Report {
             title: format!(
-                "Storage for {} users (seed 003): fixed + per connection × users",
+                "Storage for {} users (TN3270 capacity method): fixed + per connection × users",
                 num(self.users as f64)
             ),
             tables: vec![t],

@@ -195,7 +195,7 @@ impl ReleaseTable {
             let pct = (g - 1.0) * 100.0;
             let verb = if pct >= 0.0 { "increases" } else { "reduces" };
             out.push(format!(
-                "On average, {} {verb} {} by {:.2}% relative to {} over these {n} workload classes (geometric mean of the ratios; seed 001's arithmetic mean of the percentages: {}).",
+                "On average, {} {verb} {} by {:.2}% relative to {} over these {n} workload classes (geometric mean of the ratios; the z/OS release reports' arithmetic mean of the percentages: {}).",
                 self.new,
                 label.to_lowercase().replace("cpu/tr", "CPU per transaction on the"),
                 pct.abs(),
