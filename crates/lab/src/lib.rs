@@ -87,12 +87,17 @@
 //!   `link_rps_flow_cnt` set RPS/RFS on every interface of the path
 //!   ([`steering`]), written in each host's own sysfs after each `up`, read
 //!   back with the per-CPU NET_RX softirq counts.
+//! - **Routing fast path.** The run setting `router_flowtable` puts an
+//!   nftables flowtable on every router of the path ([`flowtable`]),
+//!   applied after each `up` and read back with the forward chain's
+//!   counter of packets that still took the full path.
 
 mod check;
 pub mod down;
 pub mod environment;
 pub mod error;
 pub mod ethtool;
+pub mod flowtable;
 pub mod htb;
 pub mod ipsec;
 pub mod layout;

@@ -54,6 +54,11 @@ pub struct LabEnvironment {
     /// the kernel listed them before the window; empty: none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub macvlans: Vec<LabMacvlan>,
+    /// The routing fast path (nftables flowtable) of each router on the
+    /// path, as the kernel held it after the window; empty when the run
+    /// asked for none (the setting `router_flowtable`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flowtables: Vec<LabFlowtable>,
 }
 
 impl LabEnvironment {
@@ -113,6 +118,24 @@ pub struct LabMacvlan {
     pub mac: String,
     /// Addresses with prefix lengths.
     pub addresses: Vec<String>,
+}
+
+/// A router's routing fast path (table `stackbench_fastpath`), read back
+/// from the kernel's flowtable and rule dumps after the window.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabFlowtable {
+    /// Namespace the table is in, `sb-<lab>-<router>`.
+    pub namespace: String,
+    /// Interfaces the flowtable's ingress hook is bound to.
+    pub devices: Vec<String>,
+    /// TCP and UDP packets that still took the full forwarding path (the
+    /// forward chain's counter) since the fast path was installed: with it
+    /// active, a connection's packets after its handshake bypass the chain.
+    pub slow_path_packets: u64,
+    /// Packets the flowtable's interfaces received in all, by the same read
+    /// (their rx_packets since the lab was built); `None` when unreadable.
+    pub rx_packets: Option<u64>,
 }
 
 /// A lab host's per-connection policy (table `stackbench_policy`), counted

@@ -3,7 +3,8 @@
 //! `link_mtu`, `link_offloads`, `link_delay`, `link_jitter`, `link_loss`,
 //! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`,
 //! `link_rps_cpus`, `link_rps_flow_cnt`, `link_napi_defer_hard_irqs`,
-//! `link_gro_flush_timeout`): the checks `plan::resolve` makes, the
+//! `link_gro_flush_timeout`, and `router_flowtable` for the routers on the
+//! path): the checks `plan::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
 //! lab crate). A run split over agents may list several driver hosts
@@ -15,6 +16,7 @@ use std::net::IpAddr;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
+use stackbench_lab::flowtable;
 use stackbench_lab::path::{LabPath, LinkOverrides};
 use stackbench_lab::policy::Policy;
 use stackbench_lab::steering::{self, Steering};
@@ -23,7 +25,7 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::Warning;
 use stackbench_model::settings::{CpuList, RunSettings};
 use stackbench_record::{
-    LabEnvironment, LabInterface, LabPolicy, LabRxQueue, LabSteering, WarningRecord,
+    LabEnvironment, LabFlowtable, LabInterface, LabPolicy, LabRxQueue, LabSteering, WarningRecord,
 };
 
 use crate::error::{input, RunError};
@@ -47,6 +49,9 @@ pub struct LabRun {
     /// The inbound steering every path interface gets (`link_rps_*`);
     /// `None`: the run asks for none, and RPS/RFS are turned off.
     pub steering: Option<Steering>,
+    /// The routers on the paths get the routing fast path
+    /// (`router_flowtable`); false: they have none.
+    pub flowtable: bool,
 }
 
 /// One read of the lab's state, taken before and after the window.
@@ -68,7 +73,7 @@ pub struct LabDriver {
 }
 
 /// Settings that only mean something with `lab`.
-const LAB_ONLY: [&str; 20] = [
+const LAB_ONLY: [&str; 21] = [
     "lab_from",
     "lab_to",
     "link_rate",
@@ -89,6 +94,7 @@ const LAB_ONLY: [&str; 20] = [
     "host_policy_conntrack",
     "host_policy_log",
     "host_policy_reset_port",
+    "router_flowtable",
 ];
 
 /// Checks the lab settings and resolves them; fills the CPU sets from the
@@ -149,6 +155,14 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         .collect::<Result<Vec<LabDriver>, String>>()
         .or_else(input)?;
     let (path, responder_ip) = (drivers[0].path.clone(), drivers[0].responder_ip);
+    if s.router_flowtable {
+        if let Some(d) = drivers.iter().find(|d| d.path.hops.is_empty()) {
+            return input(format!(
+                "router_flowtable: {} and {} are joined by a direct link in {file}, with no router to put a flowtable on: join them through a router (a link with via = ROUTER, as examples/lab-router.toml) or drop router_flowtable",
+                d.path.from, d.path.to
+            ));
+        }
+    }
     // SAFETY: geteuid(2) cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return input(format!(
@@ -185,6 +199,7 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         drivers,
         policy,
         steering,
+        flowtable: s.router_flowtable,
     }))
 }
 
@@ -239,13 +254,73 @@ impl LabRun {
         if self.policy.is_some() {
             stackbench_lab::policy::check().or_else(|e| input(e.to_string()))?;
         }
+        if self.flowtable {
+            flowtable::check().or_else(|e| input(e.to_string()))?;
+        }
         stackbench_lab::up_from(&self.lab, std::path::Path::new(&self.file))
             .map(|_| ())
             .or_else(|e| input(e.to_string()))?;
         let to = self.lab.namespace(&self.path.to);
         stackbench_lab::policy::apply(&to, self.policy.as_ref())
             .or_else(|e| input(e.to_string()))?;
+        self.fast_path()?;
         self.steer()
+    }
+
+    /// Each router on the driver hosts' paths with the path interfaces it
+    /// has, once each: where the routing fast path goes.
+    fn routers(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for d in &self.drivers {
+            for hop in &d.path.hops {
+                let ns = self.lab.namespace(hop);
+                let devices = d.path.interfaces.iter().filter(|(n, _)| *n == ns);
+                let slot = match out.iter().position(|(n, _)| *n == ns) {
+                    Some(i) => &mut out[i].1,
+                    None => {
+                        out.push((ns.clone(), Vec::new()));
+                        &mut out.last_mut().expect("pushed").1
+                    }
+                };
+                for (_, ifname) in devices {
+                    if !slot.contains(ifname) {
+                        slot.push(ifname.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Installs the routing fast path on every router of the paths, or
+    /// removes it (a step without it after a step with it starts from the
+    /// full path).
+    fn fast_path(&self) -> Result<(), RunError> {
+        for (ns, devices) in self.routers() {
+            flowtable::apply(&ns, self.flowtable.then_some(&devices[..]))
+                .or_else(|e| input(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The fast path of every router on the paths as the kernel holds it
+    /// (empty without `router_flowtable`, or when it cannot be read).
+    fn read_flowtables(&self) -> Vec<LabFlowtable> {
+        if !self.flowtable {
+            return Vec::new();
+        }
+        self.routers()
+            .into_iter()
+            .filter_map(|(namespace, _)| {
+                let f = flowtable::read(&namespace).ok()??;
+                Some(LabFlowtable {
+                    namespace,
+                    devices: f.devices,
+                    slow_path_packets: f.slow_path_packets,
+                    rx_packets: f.rx_packets,
+                })
+            })
+            .collect()
     }
 
     /// Every interface on the driver hosts' paths (a router's two ends and
@@ -427,6 +502,7 @@ impl LabRun {
             net_rx_before: before.net_rx,
             net_rx_after: after.net_rx,
             macvlans: stackbench_lab::environment::path_macvlans(&self.lab, &self.path),
+            flowtables: self.read_flowtables(),
         };
         let mut warnings = Vec::new();
         let changes = env.changes();

@@ -358,3 +358,30 @@ fn af_smc_in_the_guest_kernel_runs_or_says_why_not_smc() {
         assert_eq!(out.status.code(), Some(3), "an incomplete run");
     }
 }
+
+#[test]
+fn the_routing_fast_path_carries_forwarded_flows_in_a_612_guest() {
+    if !guest_tools("the_routing_fast_path_carries_forwarded_flows_in_a_612_guest") {
+        return;
+    }
+    // This host's kernel may lack flowtables; the 6.12 cloud kernel has
+    // them as modules, which the guest loads on the first `nft` request.
+    let lab = crate::common::examples().join("lab-router.toml");
+    let args = [
+        "RR1(64B/64B)",
+        "--lab",
+        lab.to_str().unwrap(),
+        "--from",
+        "client",
+        "--to",
+        "server",
+        "--router-flowtable",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+    ];
+    let (out, stored) = run_in_guest_on(KERNEL_612, &args);
+    ok_record(&out);
+    crate::lab_fastpath::assert_fast_path(&stored.unwrap(), "sb-hop-r1");
+}
