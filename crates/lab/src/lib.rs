@@ -100,6 +100,7 @@ pub mod ethtool;
 pub mod flowtable;
 pub mod htb;
 pub mod ipsec;
+pub mod ipvs;
 pub mod layout;
 pub mod macvlan;
 pub mod napi;
