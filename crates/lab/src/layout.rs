@@ -120,11 +120,17 @@ pub fn layout(lab: &Lab) -> Layout {
             Some(router) => pairs.extend(routed(lab, i, link, router, &mut namespaces)),
         }
     }
-    Layout {
+    let mut out = Layout {
         lab: lab.name.clone(),
         namespaces,
         pairs,
+    };
+    for (ns, route) in crate::distributor::routes(lab, &out) {
+        if let Some(n) = out.namespaces.iter_mut().find(|n| n.name == ns) {
+            n.routes.push(route);
+        }
     }
+    out
 }
 
 fn host_end(lab: &Lab, link: usize, host: &str, end: &str) -> End {

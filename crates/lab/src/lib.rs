@@ -93,6 +93,7 @@
 //!   counter of packets that still took the full path.
 
 mod check;
+pub mod distributor;
 pub mod down;
 pub mod environment;
 pub mod error;

@@ -22,7 +22,7 @@ use crate::spec::{
     MAX_LINKS, MTU_RANGE,
 };
 
-const LAB_KEYS: &str = "name, description, [[host]], [[router]], [[link]]";
+const LAB_KEYS: &str = "name, description, [[host]], [[router]], [[link]], [[distributor]]";
 const HOST_KEYS: &str = "name, cpus, address, macvlan, macvlan_mode";
 const ROUTER_KEYS: &str = "name";
 const LINK_KEYS: &str = "a, b, rate, mtu, offloads, via, priority_classes, delay, jitter, loss, qdisc, fq_maxrate, ipsec, ipsec_mode";
@@ -31,7 +31,7 @@ use crate::path::RATE_RANGE_BPS;
 pub(crate) type Value<'i> = Spanned<DeValue<'i>>;
 type Key<'i> = Spanned<Cow<'i, str>>;
 
-fn string(src: &Source, key: &str, v: &Value) -> Result<String> {
+pub(crate) fn string(src: &Source, key: &str, v: &Value) -> Result<String> {
     match v.get_ref() {
         DeValue::String(s) => Ok(s.to_string()),
         other => Err(src.at(
@@ -42,13 +42,13 @@ fn string(src: &Source, key: &str, v: &Value) -> Result<String> {
 }
 
 /// A table's entries in file order.
-fn sorted<'a, 'i>(table: &'a DeTable<'i>) -> Vec<(&'a Key<'i>, &'a Value<'i>)> {
+pub(crate) fn sorted<'a, 'i>(table: &'a DeTable<'i>) -> Vec<(&'a Key<'i>, &'a Value<'i>)> {
     let mut entries: Vec<_> = table.iter().collect();
     entries.sort_by_key(|(k, _)| k.span().start);
     entries
 }
 
-fn unknown(src: &Source, key: &Key, what: &str, keys: &str) -> LabError {
+pub(crate) fn unknown(src: &Source, key: &Key, what: &str, keys: &str) -> LabError {
     src.at(
         key.span().start,
         format!("unknown key '{}' in {what}: use {keys}", key.get_ref()),
@@ -421,6 +421,12 @@ fn entries(src: &Source, doc: &DeTable, lab: &mut Lab, spans: &mut Spans) -> Res
                     spans.links.push(item.span().start);
                 }
             }
+            "distributor" => {
+                for item in table_items(src, "distributor", value)? {
+                    lab.distributors.push(crate::distributor::parse(src, item)?);
+                    spans.distributors.push(item.span().start);
+                }
+            }
             _ => return Err(unknown(src, key, "the lab file", LAB_KEYS)),
         }
     }
@@ -456,6 +462,7 @@ pub fn parse_lab(text: &str, file: &str) -> Result<Lab> {
         description: String::new(),
         hosts: Vec::new(),
         routers: Vec::new(),
+        distributors: Vec::new(),
         links: Vec::new(),
     };
     let mut spans = Spans::default();
@@ -470,6 +477,7 @@ pub fn parse_lab(text: &str, file: &str) -> Result<Lab> {
         ));
     }
     check::topology(&src, &lab, &spans)?;
+    crate::distributor::check(&src, &lab, &spans)?;
     Ok(lab)
 }
 
