@@ -87,6 +87,10 @@
 //!   `link_rps_flow_cnt` set RPS/RFS on every interface of the path
 //!   ([`steering`]), written in each host's own sysfs after each `up`, read
 //!   back with the per-CPU NET_RX softirq counts.
+//! - **Load distribution.** A lab file's `[[distributor]]` puts an IPVS
+//!   virtual service on a host over target hosts ([`distributor`], IPVS
+//!   over generic netlink in [`ipvs`]), programmed at `up`, its per-target
+//!   counters printed by `lab show`; runs do not cross it yet.
 //! - **Routing fast path.** The run setting `router_flowtable` puts an
 //!   nftables flowtable on every router of the path ([`flowtable`]),
 //!   applied after each `up` and read back with the forward chain's

@@ -385,3 +385,55 @@ fn the_routing_fast_path_carries_forwarded_flows_in_a_612_guest() {
     ok_record(&out);
     crate::lab_fastpath::assert_fast_path(&stored.unwrap(), "sb-hop-r1");
 }
+
+#[test]
+fn a_distributor_spreads_connections_over_its_targets_in_a_612_guest() {
+    if !guest_tools("a_distributor_spreads_connections_over_its_targets_in_a_612_guest") {
+        return;
+    }
+    // The example lab's distributor (rr over four targets, NAT) in a 6.12
+    // kernel, which has IPVS; busybox's httpd answers in each target and
+    // eight connections to the virtual address are made from the client.
+    // IPVS's totals come from its estimator, summed every 2 s: read after
+    // a pause.
+    let lab = crate::common::examples().join("lab-distributor.toml");
+    let script = "/init lab up /w/lab.toml >/dev/null || exit 9; \
+        for t in t1 t2 t3 t4; do \
+          /bin/busybox nsenter --net=/run/netns/sb-dist-$t /bin/busybox httpd -p 8080 -h /tmp; \
+        done; \
+        for i in 1 2 3 4 5 6 7 8; do \
+          printf 'GET / HTTP/1.0\\r\\n\\r\\n' | /bin/busybox nsenter --net=/run/netns/sb-dist-client \
+            /bin/busybox nc -w 5 10.81.1.254 8080 | head -1; \
+        done; \
+        sleep 5; /init lab show /w/lab.toml";
+    let out = stackbench()
+        .env("STACKBENCH_CACHE", CACHE)
+        .args(["guest", "exec", "--accel", "tcg", "--timeout", "3m"])
+        .args(["--kernel", KERNEL_612, "--file"])
+        .arg(format!("{}=/w/lab.toml", lab.display()))
+        .args(["--", "/bin/sh", "-c", script])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.matches("HTTP/1.1 404").count(),
+        8,
+        "answered through the VIP: {text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("distributor on lb: 10.81.1.254:8080 rr nat: "))
+        .unwrap_or_else(|| panic!("no distributor line: {text}"));
+    // Round robin: two connections to each target, by IPVS's counters.
+    for t in ["t1", "t2", "t3", "t4"] {
+        assert!(
+            line.contains(&format!("{t} 2 connections (0 active, 2 inactive)")),
+            "{t}: {line}"
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! Load distribution in a lab file (`[[distributor]]`, IPVS): bad entries
+//! are one line and exit 2 before anything is built (root or not); as root,
+//! `lab up` either programs the service and `lab show` prints IPVS's
+//! counters per target, or, on a kernel without IPVS (this host's), is
+//! refused in one line naming the option and the guest, leaving no
+//! namespace. The guest tier (`guest_tier.rs`) sends connections through it
+//! in a 6.12 kernel and reads IPVS's counters.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{examples, refused};
+use crate::lab::{can_make_namespaces, lab};
+
+/// The example distributor lab with `edit` applied, under a name of the
+/// test's own, in a temporary directory.
+fn lab_file(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(examples().join("lab-distributor.toml")).unwrap();
+    let text = edit(text.replace("name = \"dist\"", &format!("name = \"{name}\"")));
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn bad_distributors_are_one_line_before_anything_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, fn(String) -> String, &str); 4] = [
+        (
+            "dbadsch",
+            |t| t.replace("scheduler = \"rr\"", "scheduler = \"sh\""),
+            "unknown IPVS scheduler 'sh': use rr, wrr, lc or wlc",
+        ),
+        (
+            "dmany",
+            |t| t.replace("\"t4\"]", "\"t4\", \"t5\"]"),
+            "target 't5' is not another host of this lab (6 hosts",
+        ),
+        (
+            "ddr",
+            |t| t.replace("forwarding = \"nat\"", "forwarding = \"dr\""),
+            "use forwarding = \"nat\"",
+        ),
+        (
+            "dvip",
+            |t| t.replace("address = \"10.81.1.254\"", "address = \"10.81.1.7\""),
+            "is not one of the host's",
+        ),
+    ];
+    for (name, edit, needle) in cases {
+        let file = lab_file(dir.path(), name, edit);
+        refused("lab", &["up", file.to_str().unwrap()], needle);
+        let left = std::fs::read_dir("/run/netns")
+            .map(|d| {
+                d.filter_map(|e| e.ok()).any(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(&format!("sb-{name}-"))
+                })
+            })
+            .unwrap_or(false);
+        assert!(!left, "{name}: a namespace was left behind");
+    }
+}
+
+#[test]
+fn a_distributor_is_programmed_or_refused_where_ipvs_is_missing() {
+    let test = "a_distributor_is_programmed_or_refused_where_ipvs_is_missing";
+    if !can_make_namespaces(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = lab_file(dir.path(), "dtest", |t| t);
+    let _ = lab("down", &file).output();
+    let out = lab("up", &file).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(2) {
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("the kernel has no IPVS"), "{err}");
+        assert!(
+            err.contains("CONFIG_IP_VS") && err.contains("--kernel"),
+            "{err}"
+        );
+        assert!(
+            !Path::new("/run/netns/sb-dtest-lb").exists(),
+            "refused after building: {err}"
+        );
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let shown = lab("show", &file).output().unwrap();
+    let _ = lab("down", &file).output();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        text.contains("distributor on lb: 10.81.1.254:8080 rr nat: t1 0 connections"),
+        "{text}"
+    );
+}
