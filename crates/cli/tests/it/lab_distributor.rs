@@ -21,10 +21,13 @@ fn lab_file(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf 
     file
 }
 
+/// A test lab's name, how its file is edited, and the refusal it gets.
+type BadCase = (&'static str, fn(String) -> String, &'static str);
+
 #[test]
 fn bad_distributors_are_one_line_before_anything_is_built() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, fn(String) -> String, &str); 4] = [
+    let cases: [BadCase; 4] = [
         (
             "dbadsch",
             |t| t.replace("scheduler = \"rr\"", "scheduler = \"sh\""),
