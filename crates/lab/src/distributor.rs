@@ -38,304 +38,10 @@
 use std::net::IpAddr;
 
 use crate::error::{LabError, Result};
-use crate::ipvs::{self, Destination, DestinationCounts, Forwarding, Ipvs, Scheduler, Service};
-use crate::layout::{Layout, Route};
+use crate::ipvs::{self, Destination, DestinationCounts, Ipvs, Service};
+pub use crate::lb::Distributor;
 use crate::netns;
-use crate::parse::{sorted, string, unknown, Value};
-use crate::source::{Source, Spans};
-use crate::spec::{IpNet, Lab, MAX_HOST_NAME};
-
-const KEYS: &str = "host, address, port, targets, scheduler, forwarding, weights";
-
-/// One `[[distributor]]` entry.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Distributor {
-    /// The host it runs on.
-    pub host: String,
-    /// The virtual address: one of the host's addresses.
-    pub address: IpAddr,
-    pub port: u16,
-    /// Hosts behind it, each on a direct link with it.
-    pub targets: Vec<String>,
-    pub scheduler: Scheduler,
-    pub forwarding: Forwarding,
-    /// One weight per target (1 each when the file gives none).
-    pub weights: Vec<u32>,
-}
-
-impl Distributor {
-    /// The IPVS service.
-    pub fn service(&self) -> Service {
-        Service {
-            address: self.address,
-            port: self.port,
-            scheduler: self.scheduler,
-        }
-    }
-}
-
-fn integer(
-    src: &Source,
-    key: &str,
-    v: &Value,
-    range: std::ops::RangeInclusive<u32>,
-) -> Result<u32> {
-    v.get_ref()
-        .as_integer()
-        .and_then(|i| i.as_str().parse::<u32>().ok())
-        .filter(|n| range.contains(n))
-        .ok_or_else(|| {
-            src.at(
-                v.span().start,
-                format!(
-                    "{key}: use a whole number from {} to {}",
-                    range.start(),
-                    range.end()
-                ),
-            )
-        })
-}
-
-/// Parses one `[[distributor]]` table (checks across entries: [`check`]).
-pub(crate) fn parse(src: &Source, v: &Value) -> Result<Distributor> {
-    let table = v.get_ref().as_table().expect("checked by table_items");
-    let mut out = Distributor {
-        host: String::new(),
-        address: IpAddr::from([0, 0, 0, 0]),
-        port: 0,
-        targets: Vec::new(),
-        scheduler: Scheduler::Wlc,
-        forwarding: Forwarding::Nat,
-        weights: Vec::new(),
-    };
-    let (mut address, mut weights_at) = (false, None);
-    for (key, value) in sorted(table) {
-        let at = |m: String| src.at(value.span().start, m);
-        match key.get_ref().as_ref() {
-            "host" => out.host = string(src, "host", value)?,
-            "address" => {
-                let text = string(src, "address", value)?;
-                out.address = text.parse().map_err(|_| {
-                    at(format!(
-                        "address '{text}': write the virtual address alone, e.g. \"10.80.1.254\""
-                    ))
-                })?;
-                address = true;
-            }
-            "port" => out.port = integer(src, "port", value, 1..=65_535)? as u16,
-            "targets" => {
-                let items = value.get_ref().as_array().ok_or_else(|| {
-                    at("targets: write a list of hosts, e.g. targets = [\"t1\", \"t2\"]".into())
-                })?;
-                for item in items.iter() {
-                    let name = string(src, "each target", item)?;
-                    if name.len() > MAX_HOST_NAME || out.targets.contains(&name) {
-                        return Err(src.at(
-                            item.span().start,
-                            format!("target '{name}' is listed twice: list each host once"),
-                        ));
-                    }
-                    out.targets.push(name);
-                }
-            }
-            "scheduler" => {
-                out.scheduler = Scheduler::parse(&string(src, "scheduler", value)?).map_err(at)?
-            }
-            "forwarding" => {
-                out.forwarding =
-                    Forwarding::parse(&string(src, "forwarding", value)?).map_err(at)?
-            }
-            "weights" => {
-                let items = value.get_ref().as_array().ok_or_else(|| {
-                    at("weights: write one per target, e.g. weights = [1, 2]".into())
-                })?;
-                for item in items.iter() {
-                    out.weights
-                        .push(integer(src, "each weight", item, 1..=65_535)?);
-                }
-                weights_at = Some(value.span().start);
-            }
-            _ => return Err(unknown(src, key, "[[distributor]]", KEYS)),
-        }
-    }
-    let missing = |what: &str| {
-        src.at(
-            v.span().start,
-            format!("[[distributor]] without {what}: see docs/lab.md, \"Load distribution\""),
-        )
-    };
-    if out.host.is_empty() {
-        return Err(missing("a host (host = \"dist\")"));
-    }
-    if !address {
-        return Err(missing("a virtual address (address = one of the host's)"));
-    }
-    if out.port == 0 {
-        return Err(missing("a port (port = 8080)"));
-    }
-    if out.targets.is_empty() {
-        return Err(missing("targets (targets = [\"t1\", \"t2\"])"));
-    }
-    match weights_at {
-        Some(at) if out.weights.len() != out.targets.len() => {
-            return Err(src.at(
-                at,
-                format!(
-                    "weights: {} given for {} targets: give one per target",
-                    out.weights.len(),
-                    out.targets.len()
-                ),
-            ))
-        }
-        Some(_) => {}
-        None => out.weights = vec![1; out.targets.len()],
-    }
-    Ok(out)
-}
-
-/// Checks each distributor against the lab: its host exists, its targets
-/// are other hosts on direct links with it, its address is one of the
-/// host's, and its forwarding is one a lab can carry.
-pub(crate) fn check(src: &Source, lab: &Lab, spans: &Spans) -> Result<()> {
-    if lab.distributors.is_empty() {
-        return Ok(());
-    }
-    let layout = crate::layout::layout(lab);
-    for (d, &at) in lab.distributors.iter().zip(&spans.distributors) {
-        let err = |m: String| src.at(at, format!("[[distributor]] on {}: {m}", d.host));
-        let hosts: Vec<&str> = lab.hosts.iter().map(|h| h.name.as_str()).collect();
-        if lab.host(&d.host).is_none() {
-            return Err(err(format!(
-                "'{}' is not a host of this lab: use one of {}",
-                d.host,
-                hosts.join(", ")
-            )));
-        }
-        if d.forwarding == Forwarding::Dr {
-            return Err(err(format!(
-                "forwarding dr: the targets would reply from the virtual address back through {}, which drops packets from its own address; direct routing needs a return path that bypasses the distributor, which lab links do not give: use forwarding = \"nat\"",
-                d.host
-            )));
-        }
-        for t in &d.targets {
-            if lab.host(t).is_none() || *t == d.host {
-                return Err(err(format!(
-                    "target '{t}' is not another host of this lab ({} hosts: {}): list only those",
-                    hosts.len(),
-                    hosts.join(", ")
-                )));
-            }
-            if gateway(&layout, lab, d, t).is_none() {
-                return Err(err(format!(
-                    "target '{t}' has no direct link with {} in the address family of {}: add a [[link]] with a = \"{}\" and b = \"{t}\"",
-                    d.host, d.address, d.host
-                )));
-            }
-        }
-        if vip_subnet(&layout, lab, d).is_none() {
-            let mine: Vec<String> = host_addresses(&layout, lab, &d.host)
-                .iter()
-                .map(|n| n.addr.to_string())
-                .collect();
-            return Err(err(format!(
-                "address {} is not one of the host's ({}): use one of them",
-                d.address,
-                mine.join(", ")
-            )));
-        }
-        let twice = lab
-            .distributors
-            .iter()
-            .filter(|o| o.host == d.host && o.address == d.address && o.port == d.port)
-            .count();
-        if twice > 1 {
-            return Err(err(format!(
-                "{} is given twice: one [[distributor]] per address and port",
-                std::net::SocketAddr::new(d.address, d.port)
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The host's addresses, from the layout's ends in its namespace.
-fn host_addresses(layout: &Layout, lab: &Lab, host: &str) -> Vec<IpNet> {
-    let ns = lab.namespace(host);
-    layout
-        .pairs
-        .iter()
-        .flat_map(|p| p.ends.iter())
-        .filter(|e| e.ns == ns)
-        .flat_map(|e| e.addresses.iter().copied())
-        .collect()
-}
-
-/// The subnet the virtual address is in (one of the host's).
-fn vip_subnet(layout: &Layout, lab: &Lab, d: &Distributor) -> Option<IpNet> {
-    host_addresses(layout, lab, &d.host)
-        .into_iter()
-        .find(|n| n.addr == d.address)
-        .map(|n| n.network())
-}
-
-/// Target `target`'s way to the distributor: `(target's address, the
-/// distributor's address on their link, target's interface)`, in the
-/// virtual address's family; `None` without a direct link.
-fn gateway(
-    layout: &Layout,
-    lab: &Lab,
-    d: &Distributor,
-    target: &str,
-) -> Option<(IpAddr, IpAddr, String)> {
-    let (dist_ns, target_ns) = (lab.namespace(&d.host), lab.namespace(target));
-    layout.pairs.iter().find_map(|p| {
-        let mine = p.ends.iter().find(|e| e.ns == target_ns)?;
-        let theirs = p.ends.iter().find(|e| e.ns == dist_ns)?;
-        let same = |a: &&IpNet| a.addr.is_ipv4() == d.address.is_ipv4();
-        let own = mine.addresses.iter().find(same)?;
-        let gw = theirs.addresses.iter().find(same)?;
-        Some((own.addr, gw.addr, mine.ifname.clone()))
-    })
-}
-
-/// The routes each target needs to answer through the router: to the
-/// virtual address's subnet, unless its own link already gives it one.
-pub(crate) fn routes(lab: &Lab, layout: &Layout) -> Vec<(String, Route)> {
-    let mut out = Vec::new();
-    for d in &lab.distributors {
-        let Some(dest) = vip_subnet(layout, lab, d) else {
-            continue;
-        };
-        for t in &d.targets {
-            let Some((_, gw, dev)) = gateway(layout, lab, d, t) else {
-                continue;
-            };
-            let ns = lab.namespace(t);
-            let on_it = lab
-                .host(t)
-                .is_some_and(|h| h.addresses.iter().any(|a| a.network() == dest));
-            let has = on_it
-                || layout
-                    .namespaces
-                    .iter()
-                    .any(|n| n.name == ns && n.routes.iter().any(|r| r.dest == dest))
-                || out
-                    .iter()
-                    .any(|(n, r): &(String, Route)| *n == ns && r.dest == dest);
-            if !has {
-                out.push((
-                    ns,
-                    Route {
-                        dest,
-                        gateway: gw,
-                        dev,
-                    },
-                ));
-            }
-        }
-    }
-    out
-}
+use crate::spec::Lab;
 
 /// Programs every distributor of `lab` (after the namespaces, links and
 /// routes are up): the distributor forwards, and its IPVS service is
@@ -344,13 +50,14 @@ pub(crate) fn routes(lab: &Lab, layout: &Layout) -> Vec<(String, Route)> {
 pub fn apply(lab: &Lab) -> Result<()> {
     let layout = crate::layout::layout(lab);
     for d in &lab.distributors {
-        let service = d.service();
+        let service = service(d);
         let mut dests = Vec::new();
         for (t, weight) in d.targets.iter().zip(&d.weights) {
             // The target's own address on its link, in both methods:
             // direct routing reaches it by that address's neighbour and
             // keeps the virtual address in the packet.
-            let (own, _, _) = gateway(&layout, lab, d, t).expect("checked when parsed");
+            let (own, _, _) =
+                crate::layout::gateway(&layout, lab, d, t).expect("checked when parsed");
             dests.push(Destination {
                 address: own,
                 port: d.port,
@@ -378,6 +85,106 @@ pub fn apply(lab: &Lab) -> Result<()> {
         })?;
     }
     Ok(())
+}
+
+/// The firewall mark of a run's data connections through a distributor.
+pub const RUN_MARK: u32 = 0x5b;
+/// The port a run's responder takes its control connection on, at the
+/// virtual address (netperf's control port); every other TCP port of the
+/// virtual address is marked [`RUN_MARK`] and distributed.
+pub const RUN_CONTROL_PORT: u16 = 12865;
+/// The nftables table that marks a run's data connections.
+pub const RUN_TABLE: &str = "stackbench_distribution";
+
+/// The run's firewall-mark service on distributor `d`.
+/// The lab file's service of `d`: its address and port.
+pub fn service(d: &Distributor) -> Service {
+    Service {
+        address: d.address,
+        port: d.port,
+        scheduler: d.scheduler,
+        fwmark: None,
+    }
+}
+
+pub fn run_service(d: &Distributor) -> Service {
+    Service {
+        fwmark: Some(RUN_MARK),
+        ..service(d)
+    }
+}
+
+/// The nft script that marks connections to `vip` on any port but the
+/// run's control port, before IPVS looks them up (priority mangle).
+pub fn run_ruleset(vip: IpAddr) -> String {
+    let family = if vip.is_ipv4() { "ip" } else { "ip6" };
+    format!(
+        "table inet {RUN_TABLE}\ndelete table inet {RUN_TABLE}\ntable inet {RUN_TABLE} {{\n  \
+         chain distribute {{\n    type filter hook prerouting priority mangle; policy accept;\n    \
+         {family} daddr {vip} tcp dport != {RUN_CONTROL_PORT} meta mark set {RUN_MARK:#x}\n  }}\n}}\n"
+    )
+}
+
+/// Programs a run across distributor `d` (its targets as the run asks):
+/// the mark rule and a firewall-mark IPVS service whose real servers keep
+/// each connection's port, so one responder's listeners, opened on the
+/// same port in every target, answer whichever target IPVS picks. The
+/// service is replaced, so its counters start at 0 for the step.
+pub fn apply_run(lab: &Lab, d: &Distributor) -> Result<()> {
+    let layout = crate::layout::layout(lab);
+    let service = run_service(d);
+    let dests: Vec<Destination> = d
+        .targets
+        .iter()
+        .zip(&d.weights)
+        .map(|(t, w)| Destination {
+            address: crate::layout::gateway(&layout, lab, d, t)
+                .expect("checked when parsed")
+                .0,
+            port: 0,
+            forwarding: d.forwarding,
+            weight: *w,
+        })
+        .collect();
+    let ns = lab.namespace(&d.host);
+    netns::run_in(&ns, || {
+        crate::policy::nft(
+            format!("{ns}: mark the run's connections for IPVS (nft -f)"),
+            &run_ruleset(d.address),
+        )?;
+        let mut ipvs = open(&ns)?;
+        ipvs.delete_service(&service)?;
+        ipvs.add_service(&service)?;
+        for dest in &dests {
+            ipvs.add_destination(&service, dest)?;
+        }
+        Ok(())
+    })
+}
+
+/// IPVS's counters of the run's service per target of `d`; `None` when
+/// the service is not there.
+pub fn read_run(lab: &Lab, d: &Distributor) -> Result<Option<TargetCounts>> {
+    let layout = crate::layout::layout(lab);
+    let ns = lab.namespace(&d.host);
+    let counts = netns::run_in(&ns, || match Ipvs::open()? {
+        Some(mut ipvs) => ipvs.destinations(&run_service(d)),
+        None => Ok(None),
+    })?;
+    Ok(counts.map(|list| {
+        d.targets
+            .iter()
+            .map(|t| {
+                let own = crate::layout::gateway(&layout, lab, d, t).map(|g| g.0);
+                let c = list
+                    .iter()
+                    .find(|c| c.address == own)
+                    .cloned()
+                    .unwrap_or_default();
+                (t.clone(), c)
+            })
+            .collect()
+    }))
 }
 
 /// IPVS in the calling thread's namespace, or the one-line refusal.
@@ -413,14 +220,14 @@ pub fn read(lab: &Lab) -> Result<Vec<(Distributor, Option<TargetCounts>)>> {
             continue;
         }
         let counts = netns::run_in(&ns, || match Ipvs::open()? {
-            Some(mut ipvs) => ipvs.destinations(&d.service()),
+            Some(mut ipvs) => ipvs.destinations(&service(d)),
             None => Ok(None),
         })?;
         let named = counts.map(|list| {
             d.targets
                 .iter()
                 .map(|t| {
-                    let own = gateway(&layout, lab, d, t).map(|g| g.0);
+                    let own = crate::layout::gateway(&layout, lab, d, t).map(|g| g.0);
                     let c = list
                         .iter()
                         .find(|c| c.address == own)

@@ -32,91 +32,20 @@
 use std::net::IpAddr;
 
 use crate::error::{LabError, Result};
+pub use crate::lb::{Forwarding, Scheduler};
 use crate::netlink::{attrs, u32_at, Message, Netlink};
 
-/// How IPVS picks a real server for a new connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scheduler {
-    /// Round robin (`rr`).
-    Rr,
-    /// Weighted round robin (`wrr`).
-    Wrr,
-    /// Least-connection (`lc`).
-    Lc,
-    /// Weighted least-connection (`wlc`).
-    Wlc,
-}
-
-impl Scheduler {
-    /// Every scheduler, as spelled in a lab file and by the kernel.
-    pub const ALL: [Scheduler; 4] = [Scheduler::Rr, Scheduler::Wrr, Scheduler::Lc, Scheduler::Wlc];
-
-    /// The kernel's name (`IPVS_SVC_ATTR_SCHED_NAME`, module `ip_vs_<name>`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Scheduler::Rr => "rr",
-            Scheduler::Wrr => "wrr",
-            Scheduler::Lc => "lc",
-            Scheduler::Wlc => "wlc",
-        }
-    }
-
-    /// Parses a scheduler's name; the error lists the allowed ones.
-    pub fn parse(text: &str) -> std::result::Result<Scheduler, String> {
-        Scheduler::ALL
-            .into_iter()
-            .find(|s| s.name() == text)
-            .ok_or_else(|| format!("unknown IPVS scheduler '{text}': use rr, wrr, lc or wlc"))
-    }
-}
-
-/// How IPVS sends a connection's packets to the real server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Forwarding {
-    /// Masquerading: the destination address is rewritten to the real
-    /// server's, and replies come back through the distributor.
-    Nat,
-    /// Direct routing: the frame is sent to the real server's MAC with the
-    /// virtual address kept; the real server holds the virtual address
-    /// itself and replies straight to the client.
-    Dr,
-}
-
-impl Forwarding {
-    pub fn name(self) -> &'static str {
-        match self {
-            Forwarding::Nat => "nat",
-            Forwarding::Dr => "dr",
-        }
-    }
-
-    pub fn parse(text: &str) -> std::result::Result<Forwarding, String> {
-        match text {
-            "nat" => Ok(Forwarding::Nat),
-            "dr" => Ok(Forwarding::Dr),
-            _ => Err(format!(
-                "unknown IPVS forwarding '{text}': use nat or dr (direct routing)"
-            )),
-        }
-    }
-
-    /// `IP_VS_CONN_F_MASQ` / `IP_VS_CONN_F_DROUTE`.
-    fn flag(self) -> u32 {
-        match self {
-            Forwarding::Nat => 0,
-            Forwarding::Dr => 3,
-        }
-    }
-}
-
-/// A TCP virtual service.
+/// A TCP virtual service: an address and port, or, with `fwmark`, every
+/// packet of the address's family that carries that firewall mark (the
+/// real servers then keep each connection's own port).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Service {
     pub address: IpAddr,
     pub port: u16,
     pub scheduler: Scheduler,
+    /// A firewall-mark service (`IPVS_SVC_ATTR_FWMARK`) instead of
+    /// address and port.
+    pub fwmark: Option<u32>,
 }
 
 /// A real server of a service.
@@ -168,6 +97,7 @@ const IPVS_SVC_ATTR_AF: u16 = 1;
 const IPVS_SVC_ATTR_PROTOCOL: u16 = 2;
 const IPVS_SVC_ATTR_ADDR: u16 = 3;
 const IPVS_SVC_ATTR_PORT: u16 = 4;
+const IPVS_SVC_ATTR_FWMARK: u16 = 5;
 const IPVS_SVC_ATTR_SCHED_NAME: u16 = 6;
 const IPVS_SVC_ATTR_FLAGS: u16 = 7;
 const IPVS_SVC_ATTR_TIMEOUT: u16 = 8;
@@ -317,6 +247,10 @@ fn service_key(msg: &mut Message, service: &Service) {
 
 fn service_key_attrs(msg: &mut Message, service: &Service) {
     msg.attr(IPVS_SVC_ATTR_AF, &family_of(service.address).to_ne_bytes());
+    if let Some(mark) = service.fwmark {
+        msg.attr_u32(IPVS_SVC_ATTR_FWMARK, mark);
+        return;
+    }
     msg.attr(
         IPVS_SVC_ATTR_PROTOCOL,
         &(libc::IPPROTO_TCP as u16).to_ne_bytes(),
@@ -466,7 +400,24 @@ mod tests {
             address: "10.80.1.254".parse().unwrap(),
             port: 8080,
             scheduler: Scheduler::Wrr,
+            fwmark: None,
         }
+    }
+
+    #[test]
+    fn a_firewall_mark_service_is_keyed_by_family_and_mark_alone() {
+        let marked = Service {
+            fwmark: Some(0x5b),
+            ..service()
+        };
+        let msg = new_service_message(33, &marked);
+        let attrs = nested(&msg.body()[4..], IPVS_CMD_ATTR_SERVICE);
+        let kinds: Vec<u16> = attrs.iter().map(|(k, _)| *k).collect();
+        assert!(kinds.contains(&IPVS_SVC_ATTR_FWMARK), "{kinds:?}");
+        assert!(
+            !kinds.contains(&IPVS_SVC_ATTR_ADDR) && !kinds.contains(&IPVS_SVC_ATTR_PORT),
+            "{kinds:?}"
+        );
     }
 
     /// The attributes of a nest, by kind.

@@ -90,7 +90,9 @@
 //! - **Load distribution.** A lab file's `[[distributor]]` puts an IPVS
 //!   virtual service on a host over target hosts ([`distributor`], IPVS
 //!   over generic netlink in [`ipvs`]), programmed at `up`, its per-target
-//!   counters printed by `lab show`; runs do not cross it yet.
+//!   counters printed by `lab show`; the run setting `lab_targets` spreads
+//!   a run's connections over its targets (a firewall-mark service, the
+//!   responder listening in every target) and stores IPVS's counters.
 //! - **Routing fast path.** The run setting `router_flowtable` puts an
 //!   nftables flowtable on every router of the path ([`flowtable`]),
 //!   applied after each `up` and read back with the forward chain's
@@ -107,6 +109,7 @@ pub mod htb;
 pub mod ipsec;
 pub mod ipvs;
 pub mod layout;
+pub mod lb;
 pub mod macvlan;
 pub mod napi;
 pub mod netem;

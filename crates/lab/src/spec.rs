@@ -39,7 +39,7 @@ pub struct Lab {
     /// Router namespaces that `via` links pass through, in file order.
     pub routers: Vec<String>,
     /// IPVS virtual services on routers (load distribution), in file order.
-    pub distributors: Vec<crate::distributor::Distributor>,
+    pub distributors: Vec<crate::lb::Distributor>,
     /// The links, in file order; a link's number is its index here.
     pub links: Vec<Link>,
 }

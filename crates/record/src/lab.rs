@@ -59,6 +59,12 @@ pub struct LabEnvironment {
     /// asked for none (the setting `router_flowtable`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flowtables: Vec<LabFlowtable>,
+    /// Load distribution: each target host behind host `to`'s distributor
+    /// with IPVS's counters of the run's service, read after the window
+    /// (the service is made anew at each step's `lab up`, so they count the
+    /// step); empty without the setting `lab_targets`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub distribution: Vec<LabTarget>,
 }
 
 impl LabEnvironment {
@@ -118,6 +124,27 @@ pub struct LabMacvlan {
     pub mac: String,
     /// Addresses with prefix lengths.
     pub addresses: Vec<String>,
+}
+
+/// One target host of a load distributor, with IPVS's own counters for it
+/// (`IPVS_CMD_GET_DEST`, the 64-bit stats).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabTarget {
+    /// The target host.
+    pub host: String,
+    /// Its address: IPVS's real server.
+    pub address: String,
+    /// Connections IPVS scheduled to it (for CRR, one per transaction).
+    pub connections: u64,
+    /// Packets IPVS forwarded to it.
+    pub packets_in: u64,
+    /// Packets of its replies IPVS forwarded back.
+    pub packets_out: u64,
+    /// Bytes to it.
+    pub bytes_in: u64,
+    /// Bytes of its replies.
+    pub bytes_out: u64,
 }
 
 /// A router's routing fast path (table `stackbench_fastpath`), read back

@@ -521,6 +521,7 @@ mod tests {
             policy: None,
             steering: None,
             flowtable: false,
+            distribution: None,
         }
     }
 

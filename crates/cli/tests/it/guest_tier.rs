@@ -396,7 +396,7 @@ fn a_distributor_spreads_connections_over_its_targets_in_a_612_guest() {
     // eight connections to the virtual address are made from the client.
     // IPVS's totals come from its estimator, summed every 2 s: read after
     // a pause.
-    let lab = crate::common::examples().join("lab-distributor.toml");
+    let lab = crate::common::examples().join("lab-lb.toml");
     let script = "/init lab up /w/lab.toml >/dev/null || exit 9; \
         for t in t1 t2 t3 t4; do \
           /bin/busybox nsenter --net=/run/netns/sb-dist-$t /bin/busybox httpd -p 8080 -h /tmp; \
@@ -435,5 +435,59 @@ fn a_distributor_spreads_connections_over_its_targets_in_a_612_guest() {
             line.contains(&format!("{t} 2 connections (0 active, 2 inactive)")),
             "{t}: {line}"
         );
+    }
+}
+
+#[test]
+fn a_crr_run_is_spread_over_two_targets_by_ipvs_in_a_612_guest() {
+    if !guest_tools("a_crr_run_is_spread_over_two_targets_by_ipvs_in_a_612_guest") {
+        return;
+    }
+    // The responder answers in both targets behind lb's virtual address;
+    // IPVS's counters per target (one connection per CRR transaction) are
+    // the proof that the connections were spread, not answered in lb.
+    let lab = crate::common::examples().join("lab-lb.toml");
+    let args = [
+        "CRR1(64B/64B)",
+        "--lab",
+        lab.to_str().unwrap(),
+        "--from",
+        "client",
+        "--to",
+        "lb",
+        "--lab-targets",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+    ];
+    let (out, stored) = run_in_guest_on(KERNEL_612, &args);
+    let record = ok_record(&out);
+    let class = &record["classes"][0];
+    let transactions = class["transactions"].as_u64().unwrap();
+    assert!(transactions >= 20, "{record}");
+    assert_eq!(class["errors"], 0, "{record}");
+    let stored = stored.unwrap();
+    assert_eq!(stored["record"]["settings"]["lab_targets"], 2);
+    let targets = stored["env"]["lab"]["distribution"].as_array().unwrap();
+    let hosts: Vec<&str> = targets
+        .iter()
+        .map(|t| t["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["t1", "t2"], "{targets:?}");
+    let per: Vec<u64> = targets
+        .iter()
+        .map(|t| t["connections"].as_u64().unwrap())
+        .collect();
+    // Round robin: each target gets half, give or take the connections
+    // outside the window.
+    let total: u64 = per.iter().sum();
+    assert!(
+        total >= transactions,
+        "{per:?} for {transactions} transactions"
+    );
+    for n in &per {
+        assert!(n * 3 >= total, "not spread: {per:?}");
     }
 }

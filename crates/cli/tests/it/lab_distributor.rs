@@ -1,4 +1,5 @@
-//! Load distribution in a lab file (`[[distributor]]`, IPVS): bad entries
+//! Load distribution in a lab file (`[[distributor]]`, IPVS) and runs
+//! across it (`--lab-targets N`): bad entries and runs that cannot cross it
 //! are one line and exit 2 before anything is built (root or not); as root,
 //! `lab up` either programs the service and `lab show` prints IPVS's
 //! counters per target, or, on a kernel without IPVS (this host's), is
@@ -9,12 +10,58 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{examples, refused};
+
+#[test]
+fn a_run_across_a_distributor_is_refused_where_it_cannot_cross_it() {
+    let w = "CRR1(64B/64B)";
+    refused(
+        "run",
+        &["--lab-targets", "2", w],
+        "lab_targets applies only to a lab run",
+    );
+    refused(
+        "run",
+        &["--lab-targets", "0", w],
+        "out of range: use 1 to 64",
+    );
+    let file = examples().join("lab-lb.toml");
+    let file = file.to_str().unwrap();
+    fn across<'a>(file: &'a str, to: &'a str, n: &'a str) -> Vec<&'a str> {
+        let w = "CRR1(64B/64B)";
+        vec![
+            "--lab",
+            file,
+            "--from",
+            "client",
+            "--to",
+            to,
+            "--lab-targets",
+            n,
+            w,
+        ]
+    }
+    let two = examples().join("lab-two-hosts.toml");
+    let plain = across(two.to_str().unwrap(), "server", "2");
+    refused(
+        "run",
+        &plain,
+        "lab_targets: host 'server' has no [[distributor]]",
+    );
+    refused(
+        "run",
+        &across(file, "lb", "5"),
+        "lab_targets 5: the distributor on lb has 4 targets (t1, t2, t3, t4): use 1 to 4",
+    );
+    let mut mptcp = across(file, "lb", "2");
+    mptcp.extend(["--transport", "mptcp"]);
+    refused("run", &mptcp, "transport mptcp is not distributed");
+}
 use crate::lab::{can_make_namespaces, lab};
 
 /// The example distributor lab with `edit` applied, under a name of the
 /// test's own, in a temporary directory.
 fn lab_file(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(examples().join("lab-distributor.toml")).unwrap();
+    let text = std::fs::read_to_string(examples().join("lab-lb.toml")).unwrap();
     let text = edit(text.replace("name = \"dist\"", &format!("name = \"{name}\"")));
     let file = dir.join(format!("{name}.toml"));
     std::fs::write(&file, text).unwrap();
