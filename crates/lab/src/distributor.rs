@@ -339,6 +339,21 @@ b = "t2"
     }
 
     #[test]
+    fn a_runs_connections_are_marked_on_every_port_but_the_control_port() {
+        let text = super::run_ruleset("10.81.1.254".parse().unwrap());
+        assert!(
+            text.contains("ip daddr 10.81.1.254 tcp dport != 12865 meta mark set 0x5b"),
+            "{text}"
+        );
+        assert!(text.contains("hook prerouting priority mangle"), "{text}");
+        let v6 = super::run_ruleset("fd81:1::fe".parse().unwrap());
+        assert!(
+            v6.contains("ip6 daddr fd81:1::fe tcp dport != 12865"),
+            "{v6}"
+        );
+    }
+
+    #[test]
     fn bad_distributors_are_one_line_naming_the_fix() {
         let cases = [
             (

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{examples, refused};
+use crate::common::{examples, refused, stackbench};
 
 #[test]
 fn a_run_across_a_distributor_is_refused_where_it_cannot_cross_it() {
@@ -134,6 +134,19 @@ fn a_distributor_is_programmed_or_refused_where_ipvs_is_missing() {
             !Path::new("/run/netns/sb-dtest-lb").exists(),
             "refused after building: {err}"
         );
+        // A run across it is refused the same way, before anything is built.
+        let run = stackbench()
+            .args(["run", "--lab"])
+            .arg(&file)
+            .args(["--from", "client", "--to", "lb", "--lab-targets", "2"])
+            .args(["CRR1(64B/64B)", "--duration", "1s"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("the kernel has no IPVS"), "{err}");
+        assert!(!Path::new("/run/netns/sb-dtest-lb").exists(), "{err}");
         return;
     }
     assert!(out.status.success(), "{err}");
