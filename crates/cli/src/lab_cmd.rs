@@ -77,6 +77,8 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
             let (text, differences) = stackbench_lab::render_counted(&lab, &back);
             write!(out, "{text}")?;
             write!(out, "{}", stackbench_lab::policy::show_lines(&lab)?)?;
+            write!(out, "{}", stackbench_lab::flowtable::show_lines(&lab)?)?;
+            write!(out, "{}", stackbench_lab::distributor::show_lines(&lab)?)?;
             // A lab of this name built from another file explains the differences.
             if let Err(owned @ LabError::Owned { .. }) = stackbench_lab::owner::check(&lab, &file) {
                 writeln!(out, "owner: {owned}")?;

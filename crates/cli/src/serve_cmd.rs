@@ -31,6 +31,11 @@ pub struct ServeArgs {
     /// Pin the responder to these CPUs, e.g. 1 or 2-3.
     #[arg(long)]
     cpus: Option<String>,
+    /// Also open every test's listeners, same ports, in these network
+    /// namespaces (files such as /run/netns/NAME, comma-separated): the
+    /// target hosts behind a lab's load distributor.
+    #[arg(long, value_delimiter = ',')]
+    mirror_netns: Vec<std::path::PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
@@ -60,6 +65,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         cpus: cpus.clone(),
     })
     .with_context(|| format!("cannot listen on {listen}"))?;
+    if !args.mirror_netns.is_empty() {
+        if let Err(e) = responder.mirror_in(&args.mirror_netns) {
+            return usage(format!("--mirror-netns: {e}"));
+        }
+    }
     let addr = responder.local_addr()?;
     let pinned = if cpus.is_empty() {
         "not pinned".to_string()

@@ -225,6 +225,9 @@ mod tests {
         ("host_policy_conntrack", "maybe"),
         ("host_policy_log", "loud"),
         ("host_policy_reset_port", "0"),
+        ("router_flowtable", "maybe"),
+        ("lab_targets", "0"),
+        ("lab_targets", "65"),
     ];
 
     /// The message a study key gets for `name = "value"`.

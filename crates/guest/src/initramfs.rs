@@ -4,7 +4,8 @@
 //! the kernel and the labs call (`/sbin/modprobe` makes `request_module`
 //! autoload modules); the network-relevant modules of the kernel with a
 //! modules.dep and modules.alias generated here (see `modinfo.rs`); the
-//! job's files at their guest paths; and `/sb/job.json`.
+//! job's files at their guest paths; the host's `nft` with its libraries
+//! when it has one (see `HOST_TOOLS`); and `/sb/job.json`.
 //! After /work/kern/guest-sh.sh (the hand-built prototype) and virtme-ng's
 //! idea of booting the host's own binaries from a generated initramfs.
 
@@ -55,6 +56,12 @@ const APPLETS: [&str; 16] = [
     "sbin/depmod",
     "sbin/sysctl",
 ];
+
+/// Host commands the labs run, copied into the guest with their shared
+/// libraries when this host has them (`nft`: the host policy and the
+/// routing fast path); a guest without one refuses those features in the
+/// same line as a host without it would.
+const HOST_TOOLS: [(&str, &str); 1] = [("nft", "sbin/nft")];
 
 /// Guest paths a job's file may not replace.
 const RESERVED: [&str; 11] = [
@@ -109,10 +116,17 @@ pub fn build(kernel: &Kernel, job: &Job, dir: &Path) -> Result<PathBuf, GuestErr
     for d in ["proc", "sys", "dev", "tmp", "root", "etc", "sb"] {
         tree.add(d, Entry::Dir);
     }
-    for lib in shared_libraries(&exe)?
-        .into_iter()
-        .chain(shared_libraries(&busybox)?)
-    {
+    let tools: Vec<(PathBuf, &str)> = HOST_TOOLS
+        .iter()
+        .filter_map(|(name, guest)| host_tool(name).map(|p| (p, *guest)))
+        .collect();
+    let mut libraries = shared_libraries(&exe)?;
+    libraries.extend(shared_libraries(&busybox)?);
+    for (tool, guest) in &tools {
+        libraries.extend(shared_libraries(tool)?);
+        tree.add(guest, Entry::HostFile(tool.clone()));
+    }
+    for lib in libraries {
         tree.add(&lib.to_string_lossy(), Entry::HostFile(lib.clone()));
     }
     tree.add("init", Entry::HostFile(slim_copy(&exe, dir)));
@@ -309,6 +323,17 @@ pub fn which(name: &str) -> Option<PathBuf> {
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
+}
+
+/// Command `name` of this host: on PATH, or in /usr/sbin or /sbin (which a
+/// user's PATH may leave out).
+fn host_tool(name: &str) -> Option<PathBuf> {
+    which(name).or_else(|| {
+        ["/usr/sbin", "/sbin"]
+            .iter()
+            .map(|d| Path::new(d).join(name))
+            .find(|p| p.is_file())
+    })
 }
 
 #[cfg(test)]

@@ -269,3 +269,68 @@ fn routed_subnets(lab: &Lab, a: &Host, b: &Host) -> Result<Vec<IpNet>, String> {
     }
     Ok(nets)
 }
+
+/// Checks each distributor against the lab: its host exists, its targets
+/// are other hosts on direct links with it, its address is one of the
+/// host's, and its forwarding is one a lab can carry.
+pub(crate) fn distributors(src: &Source, lab: &Lab, spans: &Spans) -> Result<()> {
+    if lab.distributors.is_empty() {
+        return Ok(());
+    }
+    let layout = crate::layout::layout(lab);
+    for (d, &at) in lab.distributors.iter().zip(&spans.distributors) {
+        let err = |m: String| src.at(at, format!("[[distributor]] on {}: {m}", d.host));
+        let hosts: Vec<&str> = lab.hosts.iter().map(|h| h.name.as_str()).collect();
+        if lab.host(&d.host).is_none() {
+            return Err(err(format!(
+                "'{}' is not a host of this lab: use one of {}",
+                d.host,
+                hosts.join(", ")
+            )));
+        }
+        if d.forwarding == crate::lb::Forwarding::Dr {
+            return Err(err(format!(
+                "forwarding dr: the targets would reply from the virtual address back through {}, which drops packets from its own address; direct routing needs a return path that bypasses the distributor, which lab links do not give: use forwarding = \"nat\"",
+                d.host
+            )));
+        }
+        for t in &d.targets {
+            if lab.host(t).is_none() || *t == d.host {
+                return Err(err(format!(
+                    "target '{t}' is not another host of this lab ({} hosts: {}): list only those",
+                    hosts.len(),
+                    hosts.join(", ")
+                )));
+            }
+            if crate::layout::gateway(&layout, lab, d, t).is_none() {
+                return Err(err(format!(
+                    "target '{t}' has no direct link with {} in the address family of {}: add a [[link]] with a = \"{}\" and b = \"{t}\"",
+                    d.host, d.address, d.host
+                )));
+            }
+        }
+        if crate::layout::vip_subnet(&layout, lab, d).is_none() {
+            let mine: Vec<String> = crate::layout::host_addresses(&layout, lab, &d.host)
+                .iter()
+                .map(|n| n.addr.to_string())
+                .collect();
+            return Err(err(format!(
+                "address {} is not one of the host's ({}): use one of them",
+                d.address,
+                mine.join(", ")
+            )));
+        }
+        let twice = lab
+            .distributors
+            .iter()
+            .filter(|o| o.host == d.host && o.address == d.address && o.port == d.port)
+            .count();
+        if twice > 1 {
+            return Err(err(format!(
+                "{} is given twice: one [[distributor]] per address and port",
+                std::net::SocketAddr::new(d.address, d.port)
+            )));
+        }
+    }
+    Ok(())
+}

@@ -120,11 +120,17 @@ pub fn layout(lab: &Lab) -> Layout {
             Some(router) => pairs.extend(routed(lab, i, link, router, &mut namespaces)),
         }
     }
-    Layout {
+    let mut out = Layout {
         lab: lab.name.clone(),
         namespaces,
         pairs,
+    };
+    for (ns, route) in distributor_routes(lab, &out) {
+        if let Some(n) = out.namespaces.iter_mut().find(|n| n.name == ns) {
+            n.routes.push(route);
+        }
     }
+    out
 }
 
 fn host_end(lab: &Lab, link: usize, host: &str, end: &str) -> End {
@@ -198,6 +204,85 @@ fn add_route(nss: &mut [Namespace], member: &str, dest: IpNet, gateway: IpAddr, 
             dev: dev.to_string(),
         });
     }
+}
+
+/// The host's addresses, from the layout's ends in its namespace.
+pub(crate) fn host_addresses(layout: &Layout, lab: &Lab, host: &str) -> Vec<IpNet> {
+    let ns = lab.namespace(host);
+    layout
+        .pairs
+        .iter()
+        .flat_map(|p| p.ends.iter())
+        .filter(|e| e.ns == ns)
+        .flat_map(|e| e.addresses.iter().copied())
+        .collect()
+}
+
+/// The subnet the virtual address is in (one of the host's).
+pub(crate) fn vip_subnet(layout: &Layout, lab: &Lab, d: &crate::lb::Distributor) -> Option<IpNet> {
+    host_addresses(layout, lab, &d.host)
+        .into_iter()
+        .find(|n| n.addr == d.address)
+        .map(|n| n.network())
+}
+
+/// Target `target`'s way to the distributor: `(target's address, the
+/// distributor's address on their link, target's interface)`, in the
+/// virtual address's family; `None` without a direct link.
+pub(crate) fn gateway(
+    layout: &Layout,
+    lab: &Lab,
+    d: &crate::lb::Distributor,
+    target: &str,
+) -> Option<(IpAddr, IpAddr, String)> {
+    let (dist_ns, target_ns) = (lab.namespace(&d.host), lab.namespace(target));
+    layout.pairs.iter().find_map(|p| {
+        let mine = p.ends.iter().find(|e| e.ns == target_ns)?;
+        let theirs = p.ends.iter().find(|e| e.ns == dist_ns)?;
+        let same = |a: &&IpNet| a.addr.is_ipv4() == d.address.is_ipv4();
+        let own = mine.addresses.iter().find(same)?;
+        let gw = theirs.addresses.iter().find(same)?;
+        Some((own.addr, gw.addr, mine.ifname.clone()))
+    })
+}
+
+/// The routes each target needs to answer through the router: to the
+/// virtual address's subnet, unless its own link already gives it one.
+fn distributor_routes(lab: &Lab, layout: &Layout) -> Vec<(String, Route)> {
+    let mut out = Vec::new();
+    for d in &lab.distributors {
+        let Some(dest) = vip_subnet(layout, lab, d) else {
+            continue;
+        };
+        for t in &d.targets {
+            let Some((_, gw, dev)) = gateway(layout, lab, d, t) else {
+                continue;
+            };
+            let ns = lab.namespace(t);
+            let on_it = lab
+                .host(t)
+                .is_some_and(|h| h.addresses.iter().any(|a| a.network() == dest));
+            let has = on_it
+                || layout
+                    .namespaces
+                    .iter()
+                    .any(|n| n.name == ns && n.routes.iter().any(|r| r.dest == dest))
+                || out
+                    .iter()
+                    .any(|(n, r): &(String, Route)| *n == ns && r.dest == dest);
+            if !has {
+                out.push((
+                    ns,
+                    Route {
+                        dest,
+                        gateway: gw,
+                        dev,
+                    },
+                ));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -87,15 +87,29 @@
 //!   `link_rps_flow_cnt` set RPS/RFS on every interface of the path
 //!   ([`steering`]), written in each host's own sysfs after each `up`, read
 //!   back with the per-CPU NET_RX softirq counts.
+//! - **Load distribution.** A lab file's `[[distributor]]` puts an IPVS
+//!   virtual service on a host over target hosts ([`distributor`], IPVS
+//!   over generic netlink in [`ipvs`]), programmed at `up`, its per-target
+//!   counters printed by `lab show`; the run setting `lab_targets` spreads
+//!   a run's connections over its targets (a firewall-mark service, the
+//!   responder listening in every target) and stores IPVS's counters.
+//! - **Routing fast path.** The run setting `router_flowtable` puts an
+//!   nftables flowtable on every router of the path ([`flowtable`]),
+//!   applied after each `up` and read back with the forward chain's
+//!   counter of packets that still took the full path.
 
 mod check;
+pub mod distributor;
 pub mod down;
 pub mod environment;
 pub mod error;
 pub mod ethtool;
+pub mod flowtable;
 pub mod htb;
 pub mod ipsec;
+pub mod ipvs;
 pub mod layout;
+pub mod lb;
 pub mod macvlan;
 pub mod napi;
 pub mod netem;

@@ -6,6 +6,7 @@
 //! two links, subnets that cannot reach each other) live in the `check` module.
 
 use std::borrow::Cow;
+use std::net::IpAddr;
 
 use stackbench_model::settings::SettingValue;
 use stackbench_model::units::{
@@ -16,13 +17,14 @@ use toml::Spanned;
 
 use crate::check;
 use crate::error::{LabError, Result};
+use crate::lb::{Distributor, Forwarding, Scheduler};
 use crate::source::{Source, Spans};
 use crate::spec::{
     IpNet, IpsecAlgorithm, IpsecMode, Lab, Link, LinkQdisc, Offloads, MAX_HOST_NAME, MAX_LAB_NAME,
     MAX_LINKS, MTU_RANGE,
 };
 
-const LAB_KEYS: &str = "name, description, [[host]], [[router]], [[link]]";
+const LAB_KEYS: &str = "name, description, [[host]], [[router]], [[link]], [[distributor]]";
 const HOST_KEYS: &str = "name, cpus, address, macvlan, macvlan_mode";
 const ROUTER_KEYS: &str = "name";
 const LINK_KEYS: &str = "a, b, rate, mtu, offloads, via, priority_classes, delay, jitter, loss, qdisc, fq_maxrate, ipsec, ipsec_mode";
@@ -421,10 +423,138 @@ fn entries(src: &Source, doc: &DeTable, lab: &mut Lab, spans: &mut Spans) -> Res
                     spans.links.push(item.span().start);
                 }
             }
+            "distributor" => {
+                for item in table_items(src, "distributor", value)? {
+                    lab.distributors.push(distributor(src, item)?);
+                    spans.distributors.push(item.span().start);
+                }
+            }
             _ => return Err(unknown(src, key, "the lab file", LAB_KEYS)),
         }
     }
     Ok(())
+}
+
+const DISTRIBUTOR_KEYS: &str = "host, address, port, targets, scheduler, forwarding, weights";
+
+fn integer(
+    src: &Source,
+    key: &str,
+    v: &Value,
+    range: std::ops::RangeInclusive<u32>,
+) -> Result<u32> {
+    v.get_ref()
+        .as_integer()
+        .and_then(|i| i.as_str().parse::<u32>().ok())
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| {
+            src.at(
+                v.span().start,
+                format!(
+                    "{key}: use a whole number from {} to {}",
+                    range.start(),
+                    range.end()
+                ),
+            )
+        })
+}
+
+/// Parses one `[[distributor]]` table (checks against the lab: the
+/// `check` module).
+fn distributor(src: &Source, v: &Value) -> Result<Distributor> {
+    let table = v.get_ref().as_table().expect("checked by table_items");
+    let mut out = Distributor {
+        host: String::new(),
+        address: IpAddr::from([0, 0, 0, 0]),
+        port: 0,
+        targets: Vec::new(),
+        scheduler: Scheduler::Wlc,
+        forwarding: Forwarding::Nat,
+        weights: Vec::new(),
+    };
+    let (mut address, mut weights_at) = (false, None);
+    for (key, value) in sorted(table) {
+        let at = |m: String| src.at(value.span().start, m);
+        match key.get_ref().as_ref() {
+            "host" => out.host = string(src, "host", value)?,
+            "address" => {
+                let text = string(src, "address", value)?;
+                out.address = text.parse().map_err(|_| {
+                    at(format!(
+                        "address '{text}': write the virtual address alone, e.g. \"10.80.1.254\""
+                    ))
+                })?;
+                address = true;
+            }
+            "port" => out.port = integer(src, "port", value, 1..=65_535)? as u16,
+            "targets" => {
+                let items = value.get_ref().as_array().ok_or_else(|| {
+                    at("targets: write a list of hosts, e.g. targets = [\"t1\", \"t2\"]".into())
+                })?;
+                for item in items.iter() {
+                    let name = string(src, "each target", item)?;
+                    if name.len() > MAX_HOST_NAME || out.targets.contains(&name) {
+                        return Err(src.at(
+                            item.span().start,
+                            format!("target '{name}' is listed twice: list each host once"),
+                        ));
+                    }
+                    out.targets.push(name);
+                }
+            }
+            "scheduler" => {
+                out.scheduler = Scheduler::parse(&string(src, "scheduler", value)?).map_err(at)?
+            }
+            "forwarding" => {
+                out.forwarding =
+                    Forwarding::parse(&string(src, "forwarding", value)?).map_err(at)?
+            }
+            "weights" => {
+                let items = value.get_ref().as_array().ok_or_else(|| {
+                    at("weights: write one per target, e.g. weights = [1, 2]".into())
+                })?;
+                for item in items.iter() {
+                    out.weights
+                        .push(integer(src, "each weight", item, 1..=65_535)?);
+                }
+                weights_at = Some(value.span().start);
+            }
+            _ => return Err(unknown(src, key, "[[distributor]]", DISTRIBUTOR_KEYS)),
+        }
+    }
+    let missing = |what: &str| {
+        src.at(
+            v.span().start,
+            format!("[[distributor]] without {what}: see docs/lab.md, \"Load distribution\""),
+        )
+    };
+    if out.host.is_empty() {
+        return Err(missing("a host (host = \"dist\")"));
+    }
+    if !address {
+        return Err(missing("a virtual address (address = one of the host's)"));
+    }
+    if out.port == 0 {
+        return Err(missing("a port (port = 8080)"));
+    }
+    if out.targets.is_empty() {
+        return Err(missing("targets (targets = [\"t1\", \"t2\"])"));
+    }
+    match weights_at {
+        Some(at) if out.weights.len() != out.targets.len() => {
+            return Err(src.at(
+                at,
+                format!(
+                    "weights: {} given for {} targets: give one per target",
+                    out.weights.len(),
+                    out.targets.len()
+                ),
+            ))
+        }
+        Some(_) => {}
+        None => out.weights = vec![1; out.targets.len()],
+    }
+    Ok(out)
 }
 
 /// How many `[[link]]` entries name `host` as an end (read from the raw
@@ -456,6 +586,7 @@ pub fn parse_lab(text: &str, file: &str) -> Result<Lab> {
         description: String::new(),
         hosts: Vec::new(),
         routers: Vec::new(),
+        distributors: Vec::new(),
         links: Vec::new(),
     };
     let mut spans = Spans::default();
@@ -470,6 +601,7 @@ pub fn parse_lab(text: &str, file: &str) -> Result<Lab> {
         ));
     }
     check::topology(&src, &lab, &spans)?;
+    check::distributors(&src, &lab, &spans)?;
     Ok(lab)
 }
 

@@ -130,32 +130,27 @@ pub fn ruleset(policy: &Policy) -> String {
 /// table when `policy` is `None` and one is there.
 pub fn apply(ns: &str, policy: Option<&Policy>) -> Result<()> {
     match policy {
-        Some(p) => netns::run_in(ns, || nft(ns, &ruleset(p))),
+        Some(p) => netns::run_in(ns, || nft(install(ns), &ruleset(p))),
         None => {
             if read(ns)?.is_none() {
                 return Ok(()); // nothing to remove: no nft needed
             }
             let script = format!("table inet {TABLE}\ndelete table inet {TABLE}\n");
-            netns::run_in(ns, || nft(ns, &script))
+            netns::run_in(ns, || nft(install(ns), &script))
         }
     }
+}
+
+/// What installing a policy in `ns` is called in an error.
+fn install(ns: &str) -> String {
+    format!("{ns}: install the host policy (nft -f)")
 }
 
 /// Refuses a policy on this machine before anything is built: the `nft`
 /// command must run, and the kernel must answer nf_tables requests.
 pub fn check() -> Result<()> {
     let action = "host policy (host_policy_rules)";
-    match Command::new("nft").arg("--version").output() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(LabError::Tool {
-                action: action.into(),
-                tool: "nft".into(),
-                package: "nftables".into(),
-            })
-        }
-        Err(e) => return Err(LabError::os(format!("{action}: run nft --version"), e)),
-        Ok(_) => {}
-    }
+    nft_present(action)?;
     rules_by_chain().map(drop).map_err(|e| match e {
         LabError::System { source, .. } if no_nf_tables(&source) => LabError::KernelFeature {
             action: action.into(),
@@ -166,8 +161,21 @@ pub fn check() -> Result<()> {
     })
 }
 
+/// Refuses `action` in one line when the `nft` command does not run.
+pub(crate) fn nft_present(action: &str) -> Result<()> {
+    match Command::new("nft").arg("--version").output() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(LabError::Tool {
+            action: action.into(),
+            tool: "nft".into(),
+            package: "nftables".into(),
+        }),
+        Err(e) => Err(LabError::os(format!("{action}: run nft --version"), e)),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// The errors of a kernel without nfnetlink or nf_tables.
-fn no_nf_tables(e: &std::io::Error) -> bool {
+pub(crate) fn no_nf_tables(e: &std::io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::EPROTONOSUPPORT) | Some(libc::EOPNOTSUPP)
@@ -175,9 +183,9 @@ fn no_nf_tables(e: &std::io::Error) -> bool {
 }
 
 /// Runs `nft -f -` with `script` in the calling thread's namespace (a
-/// child forked from a thread inherits that thread's namespace).
-fn nft(ns: &str, script: &str) -> Result<()> {
-    let action = format!("{ns}: install the host policy (nft -f)");
+/// child forked from a thread inherits that thread's namespace); `action`
+/// names what it does in an error.
+pub(crate) fn nft(action: String, script: &str) -> Result<()> {
     let mut child = Command::new("nft")
         .args(["-f", "-"])
         .stdin(Stdio::piped())
@@ -273,10 +281,10 @@ pub fn show_lines(lab: &crate::Lab) -> Result<String> {
 
 /// nfnetlink: the nf_tables subsystem and its messages (linux/netfilter/
 /// nfnetlink.h, nf_tables.h).
-const NETLINK_NETFILTER: libc::c_int = 12;
-const NFNL_SUBSYS_NFTABLES: u16 = 10;
+pub(crate) const NETLINK_NETFILTER: libc::c_int = 12;
+pub(crate) const NFNL_SUBSYS_NFTABLES: u16 = 10;
 const NFT_MSG_GETRULE: u16 = 7;
-const NFPROTO_INET: u8 = 1;
+pub(crate) const NFPROTO_INET: u8 = 1;
 const NFTA_RULE_TABLE: u16 = 1;
 const NFTA_RULE_CHAIN: u16 = 2;
 const NFTA_RULE_EXPRESSIONS: u16 = 4;
@@ -285,16 +293,18 @@ const NFTA_EXPR_NAME: u16 = 1;
 const NFTA_EXPR_DATA: u16 = 2;
 const NFTA_COUNTER_PACKETS: u16 = 2;
 
-/// One rule of the policy table, as the dump gives it.
-struct DumpedRule {
-    chain: String,
+/// One rule of an nftables table, as the dump gives it.
+pub(crate) struct DumpedRule {
+    pub chain: String,
     /// A rule with a `reject` expression: its counter's packets.
-    reset_packets: Option<u64>,
+    pub reset_packets: Option<u64>,
+    /// A rule with a `counter` expression: its packets.
+    pub counter_packets: Option<u64>,
 }
 
-/// The counter packets of a rule that rejects (`counter reject …`), from
-/// its NFTA_RULE_EXPRESSIONS list; `None` for any other rule.
-fn reset_packets(expressions: &[u8]) -> Option<u64> {
+/// Whether a rule rejects, and its counter's packets (`None` without a
+/// counter), from its NFTA_RULE_EXPRESSIONS list.
+fn rule_counter(expressions: &[u8]) -> (bool, Option<u64>) {
     let (mut rejects, mut packets) = (false, None);
     for (_, elem) in attrs(expressions).filter(|(k, _)| *k == NFTA_LIST_ELEM) {
         let name = attrs(elem)
@@ -313,18 +323,19 @@ fn reset_packets(expressions: &[u8]) -> Option<u64> {
             _ => {}
         }
     }
-    if rejects {
-        Some(packets.unwrap_or(0))
-    } else {
-        None
-    }
+    (rejects, packets)
 }
 
-/// Every rule of the policy table in the calling thread's namespace, with
-/// its chain and, for the reset rule, its counter (rules of other tables
-/// are skipped); an empty list when the table is absent.
+/// Every rule of the policy table in the calling thread's namespace (see
+/// [`table_rules`]).
 fn rules_by_chain() -> Result<Vec<DumpedRule>> {
-    let action = "read the host policy (nf_tables rule dump)";
+    table_rules(TABLE, "read the host policy (nf_tables rule dump)")
+}
+
+/// Every rule of inet table `table` in the calling thread's namespace, with
+/// its chain and counter (rules of other tables are skipped); an empty list
+/// when the table is absent.
+pub(crate) fn table_rules(table_name: &str, action: &str) -> Result<Vec<DumpedRule>> {
     let mut nl = Netlink::open_protocol(NETLINK_NETFILTER)
         .map_err(|e| LabError::os(format!("{action}: open NETLINK_NETFILTER"), e))?;
     // struct nfgenmsg: family, version NFNETLINK_V0, resource id (0).
@@ -333,7 +344,7 @@ fn rules_by_chain() -> Result<Vec<DumpedRule>> {
         0,
         &[NFPROTO_INET, 0, 0, 0],
     );
-    msg.attr_str(NFTA_RULE_TABLE, TABLE);
+    msg.attr_str(NFTA_RULE_TABLE, table_name);
     let replies = match nl.dump(msg) {
         Ok(r) => r,
         // No such table: nothing installed.
@@ -343,19 +354,21 @@ fn rules_by_chain() -> Result<Vec<DumpedRule>> {
     let mut rules = Vec::new();
     for reply in replies {
         let body = reply.get(4..).unwrap_or_default();
-        let (mut table, mut chain, mut reset) = (String::new(), String::new(), None);
+        let (mut table, mut chain, mut counted) = (String::new(), String::new(), (false, None));
         for (kind, data) in attrs(body) {
             match kind {
                 NFTA_RULE_TABLE => table = text(data),
                 NFTA_RULE_CHAIN => chain = text(data),
-                NFTA_RULE_EXPRESSIONS => reset = reset_packets(data),
+                NFTA_RULE_EXPRESSIONS => counted = rule_counter(data),
                 _ => {}
             }
         }
-        if table == TABLE {
+        if table == table_name {
+            let (rejects, packets) = counted;
             rules.push(DumpedRule {
                 chain,
-                reset_packets: reset,
+                reset_packets: rejects.then_some(packets.unwrap_or(0)),
+                counter_packets: packets,
             });
         }
     }

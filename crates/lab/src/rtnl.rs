@@ -65,6 +65,8 @@ pub struct LinkInfo {
     pub kind: Option<String>,
     /// `IFLA_LINK`: for a veth, its peer's index (in the peer's namespace).
     pub peer_index: Option<u32>,
+    /// Packets received (`IFLA_STATS64`), when reported.
+    pub rx_packets: Option<u64>,
     /// Bytes received and sent (`IFLA_STATS64`), when reported.
     pub rx_bytes: Option<u64>,
     pub tx_bytes: Option<u64>,
@@ -95,6 +97,7 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
         oper_up: false,
         kind: None,
         peer_index: None,
+        rx_packets: None,
         rx_bytes: None,
         tx_bytes: None,
         alias: None,
@@ -110,6 +113,7 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
             IFLA_IFALIAS => info.alias = Some(text(data)).filter(|a| !a.is_empty()),
             IFLA_STATS64 if data.len() >= 32 => {
                 let at = |i: usize| u64::from_ne_bytes(data[i..i + 8].try_into().expect("8 bytes"));
+                info.rx_packets = Some(at(0));
                 (info.rx_bytes, info.tx_bytes) = (Some(at(16)), Some(at(24)));
             }
             IFLA_ADDRESS if data.len() == 6 => {

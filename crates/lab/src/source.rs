@@ -32,4 +32,5 @@ pub(crate) struct Spans {
     pub hosts: Vec<usize>,
     pub routers: Vec<usize>,
     pub links: Vec<usize>,
+    pub distributors: Vec<usize>,
 }

@@ -38,6 +38,8 @@ pub struct Lab {
     pub hosts: Vec<Host>,
     /// Router namespaces that `via` links pass through, in file order.
     pub routers: Vec<String>,
+    /// IPVS virtual services on routers (load distribution), in file order.
+    pub distributors: Vec<crate::lb::Distributor>,
     /// The links, in file order; a link's number is its index here.
     pub links: Vec<Link>,
 }

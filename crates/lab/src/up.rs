@@ -48,6 +48,7 @@ pub struct UpReport {
 pub fn up(lab: &Lab) -> Result<UpReport> {
     check_cpus(lab)?;
     probe::features(lab)?; // before anything is built: no half-built lab
+    crate::distributor::probe(lab)?;
     let plan = layout(lab);
     let mut report = UpReport {
         namespaces: plan.namespaces.len(),
@@ -86,6 +87,7 @@ pub fn up(lab: &Lab) -> Result<UpReport> {
     for i in 0..lab.links.len() {
         ipsec::apply(lab, i)?;
     }
+    crate::distributor::apply(lab)?;
     Ok(report)
 }
 

@@ -54,6 +54,17 @@ pub struct LabEnvironment {
     /// the kernel listed them before the window; empty: none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub macvlans: Vec<LabMacvlan>,
+    /// The routing fast path (nftables flowtable) of each router on the
+    /// path, as the kernel held it after the window; empty when the run
+    /// asked for none (the setting `router_flowtable`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flowtables: Vec<LabFlowtable>,
+    /// Load distribution: each target host behind host `to`'s distributor
+    /// with IPVS's counters of the run's service, read after the window
+    /// (the service is made anew at each step's `lab up`, so they count the
+    /// step); empty without the setting `lab_targets`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub distribution: Vec<LabTarget>,
 }
 
 impl LabEnvironment {
@@ -113,6 +124,45 @@ pub struct LabMacvlan {
     pub mac: String,
     /// Addresses with prefix lengths.
     pub addresses: Vec<String>,
+}
+
+/// One target host of a load distributor, with IPVS's own counters for it
+/// (`IPVS_CMD_GET_DEST`, the 64-bit stats).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabTarget {
+    /// The target host.
+    pub host: String,
+    /// Its address: IPVS's real server.
+    pub address: String,
+    /// Connections IPVS scheduled to it (for CRR, one per transaction).
+    pub connections: u64,
+    /// Packets IPVS forwarded to it.
+    pub packets_in: u64,
+    /// Packets of its replies IPVS forwarded back.
+    pub packets_out: u64,
+    /// Bytes to it.
+    pub bytes_in: u64,
+    /// Bytes of its replies.
+    pub bytes_out: u64,
+}
+
+/// A router's routing fast path (table `stackbench_fastpath`), read back
+/// from the kernel's flowtable and rule dumps after the window.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabFlowtable {
+    /// Namespace the table is in, `sb-<lab>-<router>`.
+    pub namespace: String,
+    /// Interfaces the flowtable's ingress hook is bound to.
+    pub devices: Vec<String>,
+    /// TCP and UDP packets that still took the full forwarding path (the
+    /// forward chain's counter) since the fast path was installed: with it
+    /// active, a connection's packets after its handshake bypass the chain.
+    pub slow_path_packets: u64,
+    /// Packets the flowtable's interfaces received in all, by the same read
+    /// (their rx_packets since the lab was built); `None` when unreadable.
+    pub rx_packets: Option<u64>,
 }
 
 /// A lab host's per-connection policy (table `stackbench_policy`), counted

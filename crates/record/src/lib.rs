@@ -22,7 +22,7 @@ pub use applicability::Applicability;
 pub use env::{Environment, InterfaceInfo};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
 pub use lab::{
-    LabEnvironment, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy, LabRxQueue, LabSa,
-    LabSteering,
+    LabEnvironment, LabFlowtable, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy,
+    LabRxQueue, LabSa, LabSteering, LabTarget,
 };
 pub use run::*;

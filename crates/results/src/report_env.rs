@@ -136,6 +136,57 @@ pub(crate) fn environment_items(input: &StudyInput, v: &Variants, keys: &[String
             }),
         );
     }
+    // Load distribution and the routing fast path only where some variant
+    // has them; shares rather than counts, so the workloads of a variant
+    // (of different rates) read alike.
+    let any_lab = |f: fn(&stackbench_record::LabEnvironment) -> bool| {
+        v.groups
+            .iter()
+            .flat_map(|g| &g.1)
+            .any(|r| r.env.lab.as_ref().is_some_and(f))
+    };
+    if any_lab(|l| !l.distribution.is_empty()) {
+        add(
+            "Lab load distribution (IPVS connections per target)",
+            v.per_variant(|r| {
+                let targets = &r.env.lab.as_ref()?.distribution;
+                let total: u64 = targets.iter().map(|t| t.connections).sum();
+                Some(if targets.is_empty() {
+                    "none".into()
+                } else {
+                    targets
+                        .iter()
+                        .map(|t| {
+                            let pct = 100.0 * t.connections as f64 / total.max(1) as f64;
+                            format!("{} {pct:.0}%", t.host)
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+            }),
+        );
+    }
+    if any_lab(|l| !l.flowtables.is_empty()) {
+        add(
+            "Lab routing fast path (packets on the router's full path)",
+            v.per_variant(|r| {
+                let tables = &r.env.lab.as_ref()?.flowtables;
+                Some(if tables.is_empty() {
+                    "off".into()
+                } else {
+                    tables
+                        .iter()
+                        .map(|t| {
+                            let rx = t.rx_packets.unwrap_or(0).max(1) as f64;
+                            let pct = 100.0 * t.slow_path_packets as f64 / rx;
+                            format!("{}: flowtable, {pct:.1}% of packets", t.namespace)
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+            }),
+        );
+    }
     let sysctl = |name: &'static str| move |r: &StoredRun| r.env.sysctls.get(name).cloned();
     add(
         "TCP congestion control",

@@ -3,7 +3,8 @@
 //! `link_mtu`, `link_offloads`, `link_delay`, `link_jitter`, `link_loss`,
 //! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`,
 //! `link_rps_cpus`, `link_rps_flow_cnt`, `link_napi_defer_hard_irqs`,
-//! `link_gro_flush_timeout`): the checks `plan::resolve` makes, the
+//! `link_gro_flush_timeout`, `router_flowtable` for the routers on the
+//! path, and `lab_targets` for load distribution behind host B): the checks `plan::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
 //! lab crate). A run split over agents may list several driver hosts
@@ -15,6 +16,8 @@ use std::net::IpAddr;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
+use stackbench_lab::distributor::{self, Distributor};
+use stackbench_lab::flowtable;
 use stackbench_lab::path::{LabPath, LinkOverrides};
 use stackbench_lab::policy::Policy;
 use stackbench_lab::steering::{self, Steering};
@@ -23,7 +26,8 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::Warning;
 use stackbench_model::settings::{CpuList, RunSettings};
 use stackbench_record::{
-    LabEnvironment, LabInterface, LabPolicy, LabRxQueue, LabSteering, WarningRecord,
+    LabEnvironment, LabFlowtable, LabInterface, LabPolicy, LabRxQueue, LabSteering, LabTarget,
+    WarningRecord,
 };
 
 use crate::error::{input, RunError};
@@ -47,6 +51,12 @@ pub struct LabRun {
     /// The inbound steering every path interface gets (`link_rps_*`);
     /// `None`: the run asks for none, and RPS/RFS are turned off.
     pub steering: Option<Steering>,
+    /// The routers on the paths get the routing fast path
+    /// (`router_flowtable`); false: they have none.
+    pub flowtable: bool,
+    /// Load distribution (`lab_targets`): host B's distributor with the
+    /// targets the run spreads over; the responder listens in each.
+    pub distribution: Option<Distributor>,
 }
 
 /// One read of the lab's state, taken before and after the window.
@@ -68,7 +78,7 @@ pub struct LabDriver {
 }
 
 /// Settings that only mean something with `lab`.
-const LAB_ONLY: [&str; 20] = [
+const LAB_ONLY: [&str; 22] = [
     "lab_from",
     "lab_to",
     "link_rate",
@@ -89,6 +99,8 @@ const LAB_ONLY: [&str; 20] = [
     "host_policy_conntrack",
     "host_policy_log",
     "host_policy_reset_port",
+    "router_flowtable",
+    "lab_targets",
 ];
 
 /// Checks the lab settings and resolves them; fills the CPU sets from the
@@ -149,6 +161,26 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         .collect::<Result<Vec<LabDriver>, String>>()
         .or_else(input)?;
     let (path, responder_ip) = (drivers[0].path.clone(), drivers[0].responder_ip);
+    if s.router_flowtable {
+        if let Some(d) = drivers.iter().find(|d| d.path.hops.is_empty()) {
+            return input(format!(
+                "router_flowtable: {} and {} are joined by a direct link in {file}, with no router to put a flowtable on: join them through a router (a link with via = ROUTER, as examples/lab-router.toml) or drop router_flowtable",
+                d.path.from, d.path.to
+            ));
+        }
+    }
+    let distribution = match s.lab_targets {
+        Some(n) => Some(distribution(s, &lab, &drivers, &file, n)?),
+        None => None,
+    };
+    if let Some(d) = &distribution {
+        let i = lab
+            .distributors
+            .iter()
+            .position(|x| x.host == d.host)
+            .expect("found above");
+        lab.distributors[i] = d.clone();
+    }
     // SAFETY: geteuid(2) cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return input(format!(
@@ -185,7 +217,55 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         drivers,
         policy,
         steering,
+        flowtable: s.router_flowtable,
+        distribution,
     }))
+}
+
+/// The distributor of host `lab_to` with its first `n` targets, refused in
+/// one line where the run cannot cross it: no distributor there, more
+/// targets than it has, a transport other than tcp, several driver hosts,
+/// or a driver that reaches host B by another address than the virtual one.
+fn distribution(
+    s: &RunSettings,
+    lab: &Lab,
+    drivers: &[LabDriver],
+    file: &str,
+    n: u32,
+) -> Result<Distributor, RunError> {
+    let to = &drivers[0].path.to;
+    let Some(d) = lab.distributors.iter().find(|d| &d.host == to) else {
+        return input(format!(
+            "lab_targets: host '{to}' has no [[distributor]] in {file}: give lab_to the distributor's host, or drop lab_targets"
+        ));
+    };
+    if n as usize > d.targets.len() {
+        return input(format!(
+            "lab_targets {n}: the distributor on {to} has {} targets ({}): use 1 to {}",
+            d.targets.len(),
+            d.targets.join(", "),
+            d.targets.len()
+        ));
+    }
+    if s.transport != stackbench_model::Transport::Tcp {
+        return input(format!(
+            "lab_targets: transport {} is not distributed (the responder opens its listeners in each target for tcp only): use tcp",
+            s.transport.name()
+        ));
+    }
+    if drivers.len() > 1 || s.agents.is_some_and(|a| a > 1) {
+        return input("lab_targets: one driver host and one driver process cross a distributor: drop agents and list one lab_from host");
+    }
+    if drivers[0].responder_ip != d.address {
+        return input(format!(
+            "lab_targets: {} reaches {to} at {}, not at the virtual address {}: link {} to {to} on the virtual address's subnet",
+            drivers[0].path.from, drivers[0].responder_ip, d.address, drivers[0].path.from
+        ));
+    }
+    let mut d = d.clone();
+    d.targets.truncate(n as usize);
+    d.weights.truncate(n as usize);
+    Ok(d)
 }
 
 impl LabRun {
@@ -239,13 +319,115 @@ impl LabRun {
         if self.policy.is_some() {
             stackbench_lab::policy::check().or_else(|e| input(e.to_string()))?;
         }
+        if self.flowtable {
+            flowtable::check().or_else(|e| input(e.to_string()))?;
+        }
+        if self.distribution.is_some() {
+            // The mark rule is nft's; IPVS itself is probed by `lab up`.
+            stackbench_lab::policy::check().or_else(|e| input(e.to_string()))?;
+        }
         stackbench_lab::up_from(&self.lab, std::path::Path::new(&self.file))
             .map(|_| ())
             .or_else(|e| input(e.to_string()))?;
         let to = self.lab.namespace(&self.path.to);
         stackbench_lab::policy::apply(&to, self.policy.as_ref())
             .or_else(|e| input(e.to_string()))?;
+        self.fast_path()?;
+        if let Some(d) = &self.distribution {
+            distributor::apply_run(&self.lab, d).or_else(|e| input(e.to_string()))?;
+        }
         self.steer()
+    }
+
+    /// The target hosts' namespace files, where the responder opens every
+    /// test's listeners too (empty without load distribution).
+    pub fn mirror_netns(&self) -> Vec<PathBuf> {
+        self.distribution
+            .iter()
+            .flat_map(|d| d.targets.iter())
+            .map(|t| self.netns_file(t))
+            .collect()
+    }
+
+    /// IPVS's counters of the run's service per target (empty without load
+    /// distribution, or when they cannot be read). IPVS's estimator sums
+    /// its per-CPU counters every 2 s, so this waits one period first.
+    fn read_distribution(&self) -> Vec<LabTarget> {
+        let Some(d) = &self.distribution else {
+            return Vec::new();
+        };
+        std::thread::sleep(std::time::Duration::from_millis(2_100));
+        let Ok(Some(counts)) = distributor::read_run(&self.lab, d) else {
+            return Vec::new();
+        };
+        counts
+            .into_iter()
+            .map(|(host, c)| LabTarget {
+                host,
+                address: c.address.map(|a| a.to_string()).unwrap_or_default(),
+                connections: c.connections,
+                packets_in: c.packets_in,
+                packets_out: c.packets_out,
+                bytes_in: c.bytes_in,
+                bytes_out: c.bytes_out,
+            })
+            .collect()
+    }
+
+    /// Each router on the driver hosts' paths with the path interfaces it
+    /// has, once each: where the routing fast path goes.
+    fn routers(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for d in &self.drivers {
+            for hop in &d.path.hops {
+                let ns = self.lab.namespace(hop);
+                let devices = d.path.interfaces.iter().filter(|(n, _)| *n == ns);
+                let slot = match out.iter().position(|(n, _)| *n == ns) {
+                    Some(i) => &mut out[i].1,
+                    None => {
+                        out.push((ns.clone(), Vec::new()));
+                        &mut out.last_mut().expect("pushed").1
+                    }
+                };
+                for (_, ifname) in devices {
+                    if !slot.contains(ifname) {
+                        slot.push(ifname.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Installs the routing fast path on every router of the paths, or
+    /// removes it (a step without it after a step with it starts from the
+    /// full path).
+    fn fast_path(&self) -> Result<(), RunError> {
+        for (ns, devices) in self.routers() {
+            flowtable::apply(&ns, self.flowtable.then_some(&devices[..]))
+                .or_else(|e| input(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The fast path of every router on the paths as the kernel holds it
+    /// (empty without `router_flowtable`, or when it cannot be read).
+    fn read_flowtables(&self) -> Vec<LabFlowtable> {
+        if !self.flowtable {
+            return Vec::new();
+        }
+        self.routers()
+            .into_iter()
+            .filter_map(|(namespace, _)| {
+                let f = flowtable::read(&namespace).ok()??;
+                Some(LabFlowtable {
+                    namespace,
+                    devices: f.devices,
+                    slow_path_packets: f.slow_path_packets,
+                    rx_packets: f.rx_packets,
+                })
+            })
+            .collect()
     }
 
     /// Every interface on the driver hosts' paths (a router's two ends and
@@ -334,7 +516,13 @@ impl LabRun {
     /// 0: host B's address on the link of agent i's host.
     pub fn listen(&self, i: usize) -> String {
         let ip = self.drivers[i % self.drivers.len()].responder_ip;
-        std::net::SocketAddr::new(ip, 0).to_string()
+        // Behind a distributor the control port is the one not marked for
+        // IPVS (see `distributor::RUN_CONTROL_PORT`).
+        let port = match self.distribution {
+            Some(_) => distributor::RUN_CONTROL_PORT,
+            None => 0,
+        };
+        std::net::SocketAddr::new(ip, port).to_string()
     }
 
     /// The controller's agent listener, bound inside host B on every
@@ -427,6 +615,8 @@ impl LabRun {
             net_rx_before: before.net_rx,
             net_rx_after: after.net_rx,
             macvlans: stackbench_lab::environment::path_macvlans(&self.lab, &self.path),
+            flowtables: self.read_flowtables(),
+            distribution: self.read_distribution(),
         };
         let mut warnings = Vec::new();
         let changes = env.changes();

@@ -585,6 +585,8 @@ mod tests {
             drivers,
             policy: None,
             steering: None,
+            flowtable: false,
+            distribution: None,
         }
     }
 

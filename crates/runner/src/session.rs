@@ -325,6 +325,7 @@ fn start_responders(
     // Spawned from this (long-lived) thread: the child's PR_SET_PDEATHSIG
     // fires when the thread that forked it ends.
     let netns = lab.map(|l| l.netns_file(&l.path.to));
+    let mirrors = lab.map(LabRun::mirror_netns).unwrap_or_default();
     let mut spawned = Vec::new();
     for i in 0..agents.max(1) {
         spawned.push(SpawnedResponder::start(
@@ -333,6 +334,7 @@ fn start_responders(
             s.server_threads.unwrap_or(1) as usize,
             netns.as_deref(),
             program,
+            &mirrors,
         )?);
     }
     let addrs = spawned.iter().map(|r| r.addr.clone()).collect();

@@ -33,13 +33,15 @@ pub struct SpawnedResponder {
 impl SpawnedResponder {
     /// Spawns `stackbench serve` (`program`, else this process's
     /// executable) on `listen` (port 0), inside the network namespace file
-    /// `netns` when given, and waits for its address.
+    /// `netns` when given, with every test's listeners also in the
+    /// namespaces `mirrors` (load distribution), and waits for its address.
     pub fn start(
         listen: &str,
         cpus: &[usize],
         threads: usize,
         netns: Option<&Path>,
         program: Option<&Path>,
+        mirrors: &[std::path::PathBuf],
     ) -> Result<SpawnedResponder, RunError> {
         let exe = match program {
             Some(p) => p.to_path_buf(),
@@ -56,6 +58,10 @@ impl SpawnedResponder {
         ]);
         if !cpus.is_empty() {
             cmd.args(["--cpus", &format_cpu_list(cpus)]);
+        }
+        if !mirrors.is_empty() {
+            let list: Vec<String> = mirrors.iter().map(|p| p.display().to_string()).collect();
+            cmd.args(["--mirror-netns", &list.join(",")]);
         }
         cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
         let mut child = spawn_owned(&mut cmd, netns).map_err(|e| {

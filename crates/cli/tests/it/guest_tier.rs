@@ -358,3 +358,136 @@ fn af_smc_in_the_guest_kernel_runs_or_says_why_not_smc() {
         assert_eq!(out.status.code(), Some(3), "an incomplete run");
     }
 }
+
+#[test]
+fn the_routing_fast_path_carries_forwarded_flows_in_a_612_guest() {
+    if !guest_tools("the_routing_fast_path_carries_forwarded_flows_in_a_612_guest") {
+        return;
+    }
+    // This host's kernel may lack flowtables; the 6.12 cloud kernel has
+    // them as modules, which the guest loads on the first `nft` request.
+    let lab = crate::common::examples().join("lab-router.toml");
+    let args = [
+        "RR1(64B/64B)",
+        "--lab",
+        lab.to_str().unwrap(),
+        "--from",
+        "client",
+        "--to",
+        "server",
+        "--router-flowtable",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+    ];
+    let (out, stored) = run_in_guest_on(KERNEL_612, &args);
+    ok_record(&out);
+    crate::lab_fastpath::assert_fast_path(&stored.unwrap(), "sb-hop-r1");
+}
+
+#[test]
+fn a_distributor_spreads_connections_over_its_targets_in_a_612_guest() {
+    if !guest_tools("a_distributor_spreads_connections_over_its_targets_in_a_612_guest") {
+        return;
+    }
+    // The example lab's distributor (rr over four targets, NAT) in a 6.12
+    // kernel, which has IPVS; busybox's httpd answers in each target and
+    // eight connections to the virtual address are made from the client.
+    // IPVS's totals come from its estimator, summed every 2 s: read after
+    // a pause.
+    let lab = crate::common::examples().join("lab-lb.toml");
+    let script = "/init lab up /w/lab.toml >/dev/null || exit 9; \
+        for t in t1 t2 t3 t4; do \
+          /bin/busybox nsenter --net=/run/netns/sb-dist-$t /bin/busybox httpd -p 8080 -h /tmp; \
+        done; \
+        for i in 1 2 3 4 5 6 7 8; do \
+          printf 'GET / HTTP/1.0\\r\\n\\r\\n' | /bin/busybox nsenter --net=/run/netns/sb-dist-client \
+            /bin/busybox nc -w 5 10.81.1.254 8080 | head -1; \
+        done; \
+        sleep 5; /init lab show /w/lab.toml";
+    let out = stackbench()
+        .env("STACKBENCH_CACHE", CACHE)
+        .args(["guest", "exec", "--accel", "tcg", "--timeout", "3m"])
+        .args(["--kernel", KERNEL_612, "--file"])
+        .arg(format!("{}=/w/lab.toml", lab.display()))
+        .args(["--", "/bin/sh", "-c", script])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.matches("HTTP/1.1 404").count(),
+        8,
+        "answered through the VIP: {text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("distributor on lb: 10.81.1.254:8080 rr nat: "))
+        .unwrap_or_else(|| panic!("no distributor line: {text}"));
+    // Round robin: two connections to each target, by IPVS's counters.
+    for t in ["t1", "t2", "t3", "t4"] {
+        assert!(
+            line.contains(&format!("{t} 2 connections (0 active, 2 inactive)")),
+            "{t}: {line}"
+        );
+    }
+}
+
+#[test]
+fn a_crr_run_is_spread_over_two_targets_by_ipvs_in_a_612_guest() {
+    if !guest_tools("a_crr_run_is_spread_over_two_targets_by_ipvs_in_a_612_guest") {
+        return;
+    }
+    // The responder answers in both targets behind lb's virtual address;
+    // IPVS's counters per target (one connection per CRR transaction) are
+    // the proof that the connections were spread, not answered in lb.
+    let lab = crate::common::examples().join("lab-lb.toml");
+    let args = [
+        "CRR1(64B/64B)",
+        "--lab",
+        lab.to_str().unwrap(),
+        "--from",
+        "client",
+        "--to",
+        "lb",
+        "--lab-targets",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+    ];
+    let (out, stored) = run_in_guest_on(KERNEL_612, &args);
+    let record = ok_record(&out);
+    let class = &record["classes"][0];
+    let transactions = class["transactions"].as_u64().unwrap();
+    assert!(transactions >= 20, "{record}");
+    assert_eq!(class["errors"], 0, "{record}");
+    let stored = stored.unwrap();
+    assert_eq!(stored["record"]["settings"]["lab_targets"], 2);
+    let targets = stored["env"]["lab"]["distribution"].as_array().unwrap();
+    let hosts: Vec<&str> = targets
+        .iter()
+        .map(|t| t["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["t1", "t2"], "{targets:?}");
+    let per: Vec<u64> = targets
+        .iter()
+        .map(|t| t["connections"].as_u64().unwrap())
+        .collect();
+    // Round robin: each target gets half, give or take the connections
+    // outside the window.
+    let total: u64 = per.iter().sum();
+    assert!(
+        total >= transactions,
+        "{per:?} for {transactions} transactions"
+    );
+    for n in &per {
+        assert!(n * 3 >= total, "not spread: {per:?}");
+    }
+}

@@ -12,6 +12,8 @@ mod guest_tier;
 mod k8s;
 mod lab;
 mod lab_agents;
+mod lab_distributor;
+mod lab_fastpath;
 mod lab_napi;
 mod lab_policy;
 mod lab_run;

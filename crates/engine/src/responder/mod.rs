@@ -15,6 +15,7 @@
 
 mod direct;
 mod machine;
+mod mirror;
 #[cfg(test)]
 mod mock;
 mod own;
@@ -95,6 +96,8 @@ struct Pool {
     /// Serialises add/remove so that every worker sees tests in one order,
     /// and holds what each live test owns besides its listeners.
     lock: Mutex<HashMap<u64, TestResources>>,
+    /// Namespaces where every test listens too (see [`mirror`]).
+    mirrors: OnceLock<Vec<std::fs::File>>,
 }
 
 /// What a test holds until it stops: its socket directory (removed on drop),
@@ -212,7 +215,7 @@ impl Pool {
             row
         };
         let Listening {
-            per_worker,
+            mut per_worker,
             mut endpoints,
             dir,
         } = under.listen(&ListenRequest {
@@ -222,6 +225,18 @@ impl Pool {
             socket: &spec.socket,
             tls: req.tls.as_ref(),
         })?;
+        if let Some(namespaces) = self.mirrors.get().filter(|m| !m.is_empty()) {
+            let extra = mirror::listeners(
+                namespaces,
+                under.as_row(),
+                &endpoints,
+                workers.len(),
+                &spec.socket,
+            )?;
+            for (mine, more) in per_worker.iter_mut().zip(extra) {
+                mine.extend(more);
+            }
+        }
         let mut listening = endpoints.clone();
         let proxy = server_proxy(local_ip, req, &spec, &mut endpoints)?;
         if proxy.is_some() {
@@ -401,6 +416,7 @@ impl Responder {
             uring_threads: Mutex::new(Vec::new()),
             next_test_id: AtomicU64::new(1),
             lock: Mutex::new(HashMap::new()),
+            mirrors: OnceLock::new(),
         });
         Ok(Responder {
             listener,
@@ -409,6 +425,20 @@ impl Responder {
             config,
             shutdown: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Every test will also listen, on the same ports, in the network
+    /// namespaces at `paths` (`serve --mirror-netns`; see [`mirror`]).
+    pub fn mirror_in(&self, paths: &[std::path::PathBuf]) -> io::Result<()> {
+        let files = paths
+            .iter()
+            .map(|p| {
+                std::fs::File::open(p)
+                    .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let _ = self.pool.mirrors.set(files);
+        Ok(())
     }
 
     /// The control address actually bound.

@@ -307,6 +307,10 @@ run_settings! {
     host_policy_log: bool = false, json "host_policy_log";
     /// Policy: reset (TCP RST) connections to this port of host lab_to after the rules, as a disallowed connection is (zERT's reset action).
     host_policy_reset_port: Option<u32> = None, json "host_policy_reset_port", range "1" ..= "65535";
+    /// Routing fast path: an nftables flowtable on every router of the lab path (lab_from and lab_to joined through a router), so a forwarded connection, once established, skips the forward path; needs CONFIG_NF_FLOW_TABLE, which a guest with --kernel has where this host lacks it [default: off].
+    router_flowtable: bool = false, json "router_flowtable";
+    /// Load distribution: spread the run's connections over the first N targets of host lab_to's [[distributor]] (IPVS, its scheduler and forwarding), with the responder answering in each target behind the virtual address; needs CONFIG_IP_VS, which a guest with --kernel has where this host lacks it [default: no distribution].
+    lab_targets: Option<u32> = None, json "lab_targets", range "1" ..= "64";
     /// Kernel the step runs on: host, or a Debian kernel package (linux-image-…, fetched with apt-get download) or vmlinuz path booted in a guest VM that runs the whole step.
     kernel: KernelSpec = KernelSpec::Host, json "kernel";
     /// Virtual CPUs of the guest (with --kernel).

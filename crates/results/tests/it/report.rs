@@ -1042,3 +1042,78 @@ fn kernel_comparison_leaves_incomplete_runs_out() {
         "rate ratio over complete runs:\n{section}"
     );
 }
+
+/// A distribution study and a fast-path study: the environment section
+/// gives each variant's IPVS connection share per target, and the share of
+/// the router's packets that took the full path.
+#[test]
+fn distributed_and_fast_path_lab_runs_show_the_kernels_counters() {
+    let distributed = |variant: &str, per_target: &[u64], first_id: i64| {
+        let mut runs = stored(
+            "lab-distributor",
+            variant,
+            "6.12.0",
+            runs(1, 1.0, 1.0, 5),
+            first_id,
+        );
+        for r in &mut runs {
+            r.env.lab = Some(stackbench_record::LabEnvironment {
+                name: "dist".into(),
+                distribution: per_target
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| stackbench_record::LabTarget {
+                        host: format!("t{}", i + 1),
+                        connections: *n,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            });
+        }
+        runs
+    };
+    let mut all = distributed("targets-1", &[200], 1);
+    all.extend(distributed("targets-2", &[100, 300], 100));
+    let md = lab_markdown("lab-distributor", all);
+    assert!(
+        md.contains("Lab load distribution (IPVS connections per target): targets-1: t1 100%; targets-2: t1 25%, t2 75%"),
+        "{md}"
+    );
+    assert!(!md.contains("routing fast path"), "{md}");
+
+    let routed = |variant: &str, slow: Option<u64>, first_id: i64| {
+        let mut runs = stored(
+            "lab-fastpath",
+            variant,
+            "6.12.0",
+            runs(1, 1.0, 1.0, 5),
+            first_id,
+        );
+        for r in &mut runs {
+            r.env.lab = Some(stackbench_record::LabEnvironment {
+                name: "hop".into(),
+                flowtables: slow
+                    .map(|n| {
+                        vec![stackbench_record::LabFlowtable {
+                            namespace: "sb-hop-r1".into(),
+                            devices: vec!["hop-0ra".into(), "hop-0rb".into()],
+                            slow_path_packets: n,
+                            rx_packets: Some(1000),
+                        }]
+                    })
+                    .unwrap_or_default(),
+                ..Default::default()
+            });
+        }
+        runs
+    };
+    let mut all = routed("full-path", None, 1);
+    all.extend(routed("fast-path", Some(9), 100));
+    let md = lab_markdown("lab-fastpath", all);
+    assert!(
+        md.contains("Lab routing fast path (packets on the router's full path): full-path: off; fast-path: sb-hop-r1: flowtable, 0.9% of packets"),
+        "{md}"
+    );
+    assert!(!md.contains("load distribution"), "{md}");
+}
