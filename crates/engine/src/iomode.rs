@@ -1,8 +1,9 @@
 //! Which I/O backend a run actually gets. Each backend's row ([`Claims`]:
 //! [`EPOLL`], [`URING`]) says what it covers. `io = uring` covers closed-loop
-//! RR and STR over the fd-based transports `tcp` and `unix`, driver and
-//! responder; every other case (TLS and MPTCP, think time, open loop, ramp,
-//! CRR) and a kernel without io_uring run on epoll, and [`effective`] says
+//! RR and STR of raw payloads over the fd-based transports `tcp` and `unix`,
+//! driver and responder; every other case (TLS and MPTCP, think time, open
+//! loop, ramp, CRR, a framed application protocol such as `http1`) and a
+//! kernel without io_uring run on epoll, and [`effective`] says
 //! which case it was, so the stored setting is the one measured. `io = auto`
 //! (the default) takes the backend that measured better for the workload
 //! ([`auto_choice`]), silently.
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use io_uring::{types, IoUring};
 
-use stackbench_model::{IoMode, Kind, Transport};
+use stackbench_model::{AppProtocol, IoMode, Kind, Transport};
 
 use crate::driver::config::RunConfig;
 
@@ -73,7 +74,7 @@ pub fn effective(cfg: &RunConfig) -> (IoMode, Option<String>) {
 /// +6% and -8%, but STR3(1B/20MB) -21% rate at +36% client CPU. So io_uring
 /// for closed-loop RR whose workers each hold 2 or more connections, when
 /// this kernel has it; epoll otherwise — streams, CRR, paced classes, TLS,
-/// and a lone connection per worker, which epoll's direct waiting serves
+/// a framed protocol (http1), and a lone connection per worker, which epoll's direct waiting serves
 /// with two syscalls per transaction (`driver::direct`).
 pub fn auto_choice(cfg: &RunConfig) -> IoMode {
     let rr_only = cfg.workload.classes.iter().all(|c| c.kind == Kind::Rr);
@@ -102,6 +103,9 @@ pub struct Claims {
     pub paced: bool,
     /// Workload kinds it runs.
     pub kinds: &'static [Kind],
+    /// Whether it hands received bytes to the application protocol (a
+    /// framed one, `http1`, reads them; raw payloads are counted unread).
+    pub framed: bool,
 }
 
 /// epoll (with direct waiting for a lone connection): everything.
@@ -111,15 +115,19 @@ pub const EPOLL: Claims = Claims {
     ramp: true,
     paced: true,
     kinds: &[Kind::Rr, Kind::Crr, Kind::Str],
+    framed: true,
 };
 
-/// io_uring: closed-loop RR and STR over the fd-based transports.
+/// io_uring: closed-loop RR and STR of raw payloads over the fd-based
+/// transports (its receives land in one shared sink, unread, so a framed
+/// protocol would need per-connection buffers it does not have).
 pub const URING: Claims = Claims {
     name: "io_uring",
     covers: |t| crate::transport::row(t).uring(),
     ramp: false,
     paced: false,
     kinds: &[Kind::Rr, Kind::Str],
+    framed: false,
 };
 
 impl Claims {
@@ -131,6 +139,19 @@ impl Claims {
         });
         let kinds = cfg.workload.classes.iter().map(|c| c.kind);
         self.refuses(cfg.transport, cfg.pacing.ramp.is_some(), paced, kinds)
+            .or_else(|| self.refuses_protocol(cfg.protocol))
+    }
+
+    /// Whether this backend refuses the application protocol, in one line.
+    fn refuses_protocol(&self, protocol: AppProtocol) -> Option<String> {
+        (protocol.framed() && !self.framed).then(|| {
+            format!(
+                "protocol {} is not covered by the {} backend (raw is): it needs each \
+                 connection's received bytes",
+                protocol.name(),
+                self.name
+            )
+        })
     }
 
     /// The first of these cases this backend does not cover, in one line.
@@ -246,6 +267,15 @@ mod tests {
         for (got, want) in refused.iter().zip(want) {
             assert_eq!(got.as_deref(), Some(want));
         }
+        assert_eq!(EPOLL.refuses_protocol(AppProtocol::Http1), None);
+        assert_eq!(URING.refuses_protocol(AppProtocol::Raw), None);
+        assert_eq!(
+            URING.refuses_protocol(AppProtocol::Http1).as_deref(),
+            Some(
+                "protocol http1 is not covered by the io_uring backend (raw is): it needs \
+                 each connection's received bytes"
+            )
+        );
     }
 
     #[test]

@@ -45,6 +45,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         tls: None,
         priority: None,
         io: IoMode::Epoll,
+        protocol: Default::default(),
         path: Default::default(),
         segment: Default::default(),
     }

@@ -35,6 +35,7 @@ pub(super) const MOCK: Claims = Claims {
     ramp: true,
     paced: true,
     kinds: &[Kind::Rr, Kind::Crr, Kind::Str],
+    framed: false,
 };
 
 /// Virtual time, shared by the mock and its machine.
@@ -260,7 +261,7 @@ impl<'a> Mock<'a> {
             (Due::Response, Phase::Receiving) => loop {
                 let want = self.m.conns[key].remaining.min(self.script.chunk as u64) as usize;
                 self.receives += 1;
-                match self.m.received(key, want, None) {
+                match self.m.received(key, want, &[], None) {
                     Got::More => {}
                     Got::Next => return self.drive(key),
                     Got::Stop => return,

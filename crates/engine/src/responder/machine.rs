@@ -9,11 +9,17 @@
 //!
 //! Sizes come from the test's application protocol ([`crate::app`]): when a
 //! request is complete and how long its answer is are the [`Handler`]'s to
-//! say (raw payloads: the test's sizes).
+//! say (raw payloads: the test's sizes). Raw payloads go through
+//! [`book_received`] and [`book_sent`], which read no bytes; a framed
+//! protocol (`http1`) through [`book_received_framed`] and
+//! [`book_sent_framed`] with the connection's parse state and the bytes.
+//! Both are [`book_received_with`] and [`book_sent_with`] over their
+//! handler, resolved at compile time.
 
-use stackbench_model::{CrrClose, Kind};
+use stackbench_model::{AppProtocol, CrrClose, Kind};
 
-use crate::app::{Handler, Raw};
+use crate::app::http1::{self, ServerState};
+use crate::app::{Fault, Handler, Raw};
 use crate::protocol::{ServerTestStats, TestSpec};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -31,17 +37,29 @@ pub(super) fn handler(spec: &TestSpec) -> Raw {
     }
 }
 
+/// The HTTP/1.1 handler of a test (`protocol http1`).
+#[inline]
+pub(super) fn http1_handler(spec: &TestSpec) -> http1::Server {
+    http1::Server {
+        request_bytes: spec.request_bytes,
+        response_bytes: spec.response_bytes,
+    }
+}
+
 /// Bytes of a whole request of the test, as its protocol says (a new
 /// connection's first read, and where a read between requests starts).
 #[inline]
 pub(super) fn request_bytes(spec: &TestSpec) -> u64 {
-    Handler::request_bytes(&handler(spec))
+    match spec.protocol {
+        AppProtocol::Raw => Handler::request_bytes(&handler(spec)),
+        AppProtocol::Http1 => Handler::request_bytes(&http1_handler(spec)),
+    }
 }
 
 /// Bytes of the answer to a request of the test (what a corked answer spans).
 #[inline]
 pub(super) fn response_bytes(spec: &TestSpec) -> u64 {
-    handler(spec).response_bytes()
+    handler(spec).response_bytes(&())
 }
 
 /// Books `n` received bytes of a request (every backend shares it): true
@@ -53,15 +71,44 @@ pub(super) fn book_received(
     spec: &TestSpec,
     stats: &mut ServerTestStats,
 ) -> bool {
-    let app = handler(spec);
+    match book_received_with(&handler(spec), &mut (), (phase, remaining), &[], n, stats) {
+        Ok(done) => done,
+        Err(_) => unreachable!("raw payloads have no faults"),
+    }
+}
+
+/// [`book_received`] for a framed protocol: `chunk` holds the received
+/// bytes, `state` the connection's parse; a fault means the request is
+/// refused (the backend closes the connection and counts an error).
+pub(super) fn book_received_framed(
+    (phase, remaining): (&mut Phase, &mut u64),
+    state: &mut ServerState,
+    chunk: &[u8],
+    spec: &TestSpec,
+    stats: &mut ServerTestStats,
+) -> Result<bool, Fault> {
+    let n = chunk.len() as u64;
+    book_received_with(&http1_handler(spec), state, (phase, remaining), chunk, n, stats)
+}
+
+/// Books `n` received bytes (`chunk`, when framed) with handler `app`.
+#[inline]
+pub(super) fn book_received_with<H: Handler>(
+    app: &H,
+    state: &mut H::State,
+    (phase, remaining): (&mut Phase, &mut u64),
+    chunk: &[u8],
+    n: u64,
+    stats: &mut ServerTestStats,
+) -> Result<bool, Fault> {
     stats.rx_bytes += n;
-    *remaining = app.request_left(*remaining, n, &[]);
+    *remaining = app.request_left(state, *remaining, n, chunk)?;
     if *remaining > 0 {
-        return false;
+        return Ok(false);
     }
     *phase = Phase::Writing;
-    *remaining = app.response_bytes();
-    true
+    *remaining = app.response_bytes(state);
+    Ok(true)
 }
 
 /// Books `n` sent bytes of a response: `None` while some is still to go;
@@ -74,17 +121,43 @@ pub(super) fn book_sent(
     spec: &TestSpec,
     stats: &mut ServerTestStats,
 ) -> Option<bool> {
+    book_sent_with(&handler(spec), &(), (phase, remaining), n, spec, stats)
+}
+
+/// [`book_sent`] for a framed protocol, whose answer may also end the
+/// connection (HTTP's `Connection: close`).
+pub(super) fn book_sent_framed(
+    (phase, remaining): (&mut Phase, &mut u64),
+    state: &ServerState,
+    n: u64,
+    spec: &TestSpec,
+    stats: &mut ServerTestStats,
+) -> Option<bool> {
+    book_sent_with(&http1_handler(spec), state, (phase, remaining), n, spec, stats)
+}
+
+/// Books `n` sent bytes with handler `app`.
+#[inline]
+pub(super) fn book_sent_with<H: Handler>(
+    app: &H,
+    state: &H::State,
+    (phase, remaining): (&mut Phase, &mut u64),
+    n: u64,
+    spec: &TestSpec,
+    stats: &mut ServerTestStats,
+) -> Option<bool> {
     stats.tx_bytes += n;
     *remaining -= n;
     if *remaining > 0 {
         return None;
     }
     stats.transactions += 1;
-    if spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server {
+    if app.closes(state) || (spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server)
+    {
         return Some(true);
     }
     *phase = Phase::Reading;
-    *remaining = request_bytes(spec);
+    *remaining = app.request_bytes();
     Some(false)
 }
 
@@ -108,6 +181,7 @@ mod tests {
             },
             spin: false,
             io: IoMode::Epoll,
+            protocol: AppProtocol::Raw,
         }
     }
 

@@ -187,9 +187,10 @@ impl Pool {
             socket: spec_opts,
             ..req.spec
         };
-        // The io_uring workers serve plain-socket RR and STR only (the
-        // driver asks for nothing else; see `crate::iomode`).
-        let io = if row.uring() && spec.kind != stackbench_model::Kind::Crr {
+        // The io_uring workers serve plain-socket RR and STR of raw payloads
+        // only (the driver asks for nothing else; see `crate::iomode`).
+        let io = if row.uring() && spec.kind != stackbench_model::Kind::Crr && !spec.protocol.framed()
+        {
             spec.io
         } else {
             IoMode::Epoll

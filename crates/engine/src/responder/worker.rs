@@ -29,7 +29,12 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 use stackbench_model::Kind;
 
-use super::machine::{book_received, book_sent, request_bytes, response_bytes, Phase};
+use super::machine::{
+    book_received, book_received_framed, book_sent, book_sent_framed, http1_handler, request_bytes,
+    response_bytes, Phase,
+};
+use crate::app::http1::ServerState;
+use crate::app::Handler;
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::{DataListener, DataStream};
@@ -126,6 +131,11 @@ pub struct Worker {
     pub(super) conns: usize,
     scratch: Vec<u8>,
     zeros: Vec<u8>,
+    /// Framed protocols (`http1`): each connection's parse state, by its
+    /// entry key (kept beside the entries so a raw connection stays 32
+    /// bytes), and the buffer its answers are written into.
+    framed: Vec<ServerState>,
+    out: Vec<u8>,
     /// Listeners to accept on again after running out of descriptors.
     pub(super) retry_accept: Vec<usize>,
 }
@@ -140,6 +150,8 @@ impl Worker {
             conns: 0,
             scratch: vec![0; IO_CHUNK_BYTES],
             zeros: vec![0; IO_CHUNK_BYTES],
+            framed: Vec::new(),
+            out: Vec::new(),
             retry_accept: Vec::new(),
         }
     }
@@ -246,6 +258,14 @@ impl Worker {
             let remaining = request_bytes(&t.spec);
             let entry = self.entries.vacant_entry();
             let token = Token(entry.key());
+            if t.spec.protocol.framed() {
+                let key = entry.key();
+                if self.framed.len() <= key {
+                    self.framed.resize_with(key + 1, ServerState::default);
+                }
+                self.framed[key] = ServerState::default();
+                self.out.resize(IO_CHUNK_BYTES, 0);
+            }
             if self
                 .poll
                 .registry()
@@ -270,6 +290,7 @@ impl Worker {
         };
         let test = &mut self.tests[conn.test as usize];
         let spec = test.spec;
+        let framed = spec.protocol.framed();
         let stream = &mut conn.stream;
         loop {
             match conn.phase {
@@ -293,19 +314,40 @@ impl Worker {
                         h.count_into(&mut test.stats);
                     }
                     let (phase, remaining) = (&mut conn.phase, &mut conn.remaining);
-                    if !book_received(phase, remaining, n as u64, &spec, &mut test.stats)
-                        && n < want
-                    {
+                    let done = if framed {
+                        let state = &mut self.framed[key];
+                        let chunk = &self.scratch[..n];
+                        match book_received_framed((phase, remaining), state, chunk, &spec, &mut test.stats) {
+                            Ok(done) => done,
+                            // A request the protocol refuses: close, counted.
+                            Err(_) => return Next::Close { error: true },
+                        }
+                    } else {
+                        book_received(phase, remaining, n as u64, &spec, &mut test.stats)
+                    };
+                    if !done && n < want {
                         return Next::Wait;
                     }
                 }
                 Phase::Writing => {
                     let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
-                    let corked = sockopt::corks(&spec.socket, response_bytes(&spec));
-                    if corked && conn.remaining == response_bytes(&spec) {
+                    let whole = if framed {
+                        http1_handler(&spec).response_bytes(&self.framed[key])
+                    } else {
+                        response_bytes(&spec)
+                    };
+                    let corked = sockopt::corks(&spec.socket, whole);
+                    if corked && conn.remaining == whole {
                         sockopt::cork(stream.as_raw_fd(), true);
                     }
-                    let n = match stream.send(&self.zeros[..want]) {
+                    let bytes = if framed {
+                        let out = &mut self.out[..want];
+                        http1_handler(&spec).fill_response(&self.framed[key], whole - conn.remaining, out);
+                        &self.out[..want]
+                    } else {
+                        &self.zeros[..want]
+                    };
+                    let n = match stream.send(bytes) {
                         Ok(n) => n,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) => return would_block_or_close(&e, spec.kind),
@@ -315,7 +357,13 @@ impl Worker {
                         sockopt::cork(stream.as_raw_fd(), false);
                     }
                     let (phase, remaining) = (&mut conn.phase, &mut conn.remaining);
-                    match book_sent(phase, remaining, n as u64, &spec, &mut test.stats) {
+                    let booked = if framed {
+                        let state = &self.framed[key];
+                        book_sent_framed((phase, remaining), state, n as u64, &spec, &mut test.stats)
+                    } else {
+                        book_sent(phase, remaining, n as u64, &spec, &mut test.stats)
+                    };
+                    match booked {
                         Some(true) => return Next::Close { error: false },
                         // The next request cannot arrive before the client has
                         // this response, so its arrival is a fresh edge: wait

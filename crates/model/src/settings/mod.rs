@@ -10,6 +10,7 @@
 //! a sweep, because all three go through [`RunSettings::set`].
 
 mod agents;
+mod app;
 mod guest;
 mod link;
 mod priority;
@@ -21,6 +22,7 @@ mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use agents::Launcher;
+pub use app::AppProtocol;
 pub use guest::{GuestAccel, KernelSpec};
 pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct};
 pub use priority::{
@@ -235,6 +237,8 @@ run_settings! {
     priority: Option<ClassPriorities> = None, json "priority";
     /// I/O backend of driver and responder: auto (uring for closed-loop RR with 2+ connections per driver thread, where it measured faster; else epoll), epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning). The record stores the backend used.
     io: IoMode = IoMode::Auto, json "io";
+    /// Application protocol of the data connections: raw (sized payloads) or http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; keep-alive for RR and STR, Connection: close per CRR transaction). Sizes are whole messages on the wire, headers included (a size below the smallest message is raised to it); the record's bytes are those moved. http1 runs on epoll (io_uring refuses it).
+    protocol: AppProtocol = AppProtocol::Raw, json "protocol";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
