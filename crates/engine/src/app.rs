@@ -31,7 +31,6 @@
 
 pub mod http1;
 
-
 use stackbench_model::{AppProtocol, CrrClose, Kind};
 
 /// A message the protocol cannot accept, in one line naming what was wrong

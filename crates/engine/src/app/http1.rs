@@ -80,8 +80,13 @@ pub fn body_for(response: u64, close: bool) -> u64 {
 /// The request of a class: its head, and the body length after it.
 fn request_for(shape: &ClassShape) -> (Vec<u8>, u64) {
     let body = body_for(shape.response_bytes, shape.server_closes());
-    let close = if shape.server_closes() { CLOSE_LINE } else { "" };
-    let get = |query: &str| format!("GET /{body}{query} HTTP/1.1\r\nHost: stackbench\r\n{close}\r\n");
+    let close = if shape.server_closes() {
+        CLOSE_LINE
+    } else {
+        ""
+    };
+    let get =
+        |query: &str| format!("GET /{body}{query} HTTP/1.1\r\nHost: stackbench\r\n{close}\r\n");
     let plain = get("");
     let want = shape.request_bytes;
     if want <= MAX_GET_BYTES {
@@ -93,9 +98,7 @@ fn request_for(shape: &ClassShape) -> (Vec<u8>, u64) {
         return (get(&query).into_bytes(), 0);
     }
     let post = |len: u64| {
-        format!(
-            "POST /{body} HTTP/1.1\r\nHost: stackbench\r\n{close}Content-Length: {len}\r\n\r\n"
-        )
+        format!("POST /{body} HTTP/1.1\r\nHost: stackbench\r\n{close}Content-Length: {len}\r\n\r\n")
     };
     let mut len = want.saturating_sub(post(0).len() as u64);
     while len > 0 && post(len).len() as u64 + len > want {
@@ -201,9 +204,9 @@ fn content_length(
         }
         if h.name.eq_ignore_ascii_case("content-length") {
             let text = std::str::from_utf8(h.value).unwrap_or("").trim();
-            let n = text.parse::<u64>().map_err(|_| {
-                Fault(format!("{what} with a bad Content-Length {text:?}"))
-            })?;
+            let n = text
+                .parse::<u64>()
+                .map_err(|_| Fault(format!("{what} with a bad Content-Length {text:?}")))?;
             length = Some(n);
         }
     }
@@ -225,7 +228,10 @@ fn named_body(path: &str) -> Option<u64> {
 
 /// The first line of `buf`, for a fault's message.
 fn first_line(buf: &[u8]) -> String {
-    let line = buf.split(|&b| b == b'\r' || b == b'\n').next().unwrap_or(buf);
+    let line = buf
+        .split(|&b| b == b'\r' || b == b'\n')
+        .next()
+        .unwrap_or(buf);
     let line = &line[..line.len().min(60)];
     String::from_utf8_lossy(line).into_owned()
 }
@@ -365,27 +371,29 @@ impl Handler for Server {
         chunk: &[u8],
     ) -> Result<u64, Fault> {
         let mut asked: Option<(Option<u64>, bool)> = None;
-        let left = state.parse.feed(chunk, self.request_bytes, "request", |buf| {
-            let mut headers = [EMPTY_HEADER; MAX_HEADERS];
-            let mut request = httparse::Request::new(&mut headers);
-            let len = match request.parse(buf) {
-                Ok(Status::Complete(len)) => len,
-                Ok(Status::Partial) => return Ok(None),
-                Err(e) => {
-                    return Err(Fault(format!(
-                        "malformed HTTP request ({e}): it begins {:?}",
-                        first_line(buf)
-                    )))
-                }
-            };
-            let body = content_length(request.headers, "request", true)?;
-            let close = request.headers.iter().any(|h| {
-                h.name.eq_ignore_ascii_case("connection")
-                    && h.value.eq_ignore_ascii_case(b"close")
-            });
-            asked = Some((named_body(request.path.unwrap_or("/")), close));
-            Ok(Some(Head { len, body }))
-        })?;
+        let left = state
+            .parse
+            .feed(chunk, self.request_bytes, "request", |buf| {
+                let mut headers = [EMPTY_HEADER; MAX_HEADERS];
+                let mut request = httparse::Request::new(&mut headers);
+                let len = match request.parse(buf) {
+                    Ok(Status::Complete(len)) => len,
+                    Ok(Status::Partial) => return Ok(None),
+                    Err(e) => {
+                        return Err(Fault(format!(
+                            "malformed HTTP request ({e}): it begins {:?}",
+                            first_line(buf)
+                        )))
+                    }
+                };
+                let body = content_length(request.headers, "request", true)?;
+                let close = request.headers.iter().any(|h| {
+                    h.name.eq_ignore_ascii_case("connection")
+                        && h.value.eq_ignore_ascii_case(b"close")
+                });
+                asked = Some((named_body(request.path.unwrap_or("/")), close));
+                Ok(Some(Head { len, body }))
+            })?;
         if let Some((named, close)) = asked {
             self.answer(state, named, close);
         }

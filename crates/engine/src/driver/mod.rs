@@ -127,6 +127,14 @@ pub fn run_workload_gated(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
+    if control.is_plain() && (cfg.protocol != AppProtocol::Http1 || cfg.transport != Transport::Tcp)
+    {
+        return Err(EngineError::Refused(format!(
+            "target {}{} is a plain HTTP server: run it with protocol http1 over transport tcp",
+            control::PLAIN_SERVER_PREFIX,
+            control.target()
+        )));
+    }
     let row = transport::row_for(cfg.transport, cfg.tls.as_ref());
     row.check_usable(control.target())
         .map_err(EngineError::Transport)?;
@@ -274,10 +282,7 @@ fn protocol_fault(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
         .iter()
         .zip(merged)
         .find_map(|(spec, acc)| Some((spec, acc.fault.as_ref()?)))?;
-    Some(format!(
-        "{spec}: protocol {}: {fault}",
-        cfg.protocol.name()
-    ))
+    Some(format!("{spec}: protocol {}: {fault}", cfg.protocol.name()))
 }
 
 /// Sums the workers' figures per class; a worker's failure becomes the

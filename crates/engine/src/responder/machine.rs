@@ -88,7 +88,14 @@ pub(super) fn book_received_framed(
     stats: &mut ServerTestStats,
 ) -> Result<bool, Fault> {
     let n = chunk.len() as u64;
-    book_received_with(&http1_handler(spec), state, (phase, remaining), chunk, n, stats)
+    book_received_with(
+        &http1_handler(spec),
+        state,
+        (phase, remaining),
+        chunk,
+        n,
+        stats,
+    )
 }
 
 /// Books `n` received bytes (`chunk`, when framed) with handler `app`.
@@ -133,7 +140,14 @@ pub(super) fn book_sent_framed(
     spec: &TestSpec,
     stats: &mut ServerTestStats,
 ) -> Option<bool> {
-    book_sent_with(&http1_handler(spec), state, (phase, remaining), n, spec, stats)
+    book_sent_with(
+        &http1_handler(spec),
+        state,
+        (phase, remaining),
+        n,
+        spec,
+        stats,
+    )
 }
 
 /// Books `n` sent bytes with handler `app`.
@@ -152,8 +166,7 @@ pub(super) fn book_sent_with<H: Handler>(
         return None;
     }
     stats.transactions += 1;
-    if app.closes(state) || (spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server)
-    {
+    if app.closes(state) || (spec.kind == Kind::Crr && spec.socket.crr_close == CrrClose::Server) {
         return Some(true);
     }
     *phase = Phase::Reading;

@@ -189,12 +189,12 @@ impl Pool {
         };
         // The io_uring workers serve plain-socket RR and STR of raw payloads
         // only (the driver asks for nothing else; see `crate::iomode`).
-        let io = if row.uring() && spec.kind != stackbench_model::Kind::Crr && !spec.protocol.framed()
-        {
-            spec.io
-        } else {
-            IoMode::Epoll
-        };
+        let io =
+            if row.uring() && spec.kind != stackbench_model::Kind::Crr && !spec.protocol.framed() {
+                spec.io
+            } else {
+                IoMode::Epoll
+            };
         let own = match req.own_workers {
             0 => None,
             n => Some(OwnWorkers::start(io, (n, &req.own_cpus), id)?),

@@ -317,7 +317,13 @@ impl Worker {
                     let done = if framed {
                         let state = &mut self.framed[key];
                         let chunk = &self.scratch[..n];
-                        match book_received_framed((phase, remaining), state, chunk, &spec, &mut test.stats) {
+                        match book_received_framed(
+                            (phase, remaining),
+                            state,
+                            chunk,
+                            &spec,
+                            &mut test.stats,
+                        ) {
                             Ok(done) => done,
                             // A request the protocol refuses: close, counted.
                             Err(_) => return Next::Close { error: true },
@@ -342,7 +348,11 @@ impl Worker {
                     }
                     let bytes = if framed {
                         let out = &mut self.out[..want];
-                        http1_handler(&spec).fill_response(&self.framed[key], whole - conn.remaining, out);
+                        http1_handler(&spec).fill_response(
+                            &self.framed[key],
+                            whole - conn.remaining,
+                            out,
+                        );
                         &self.out[..want]
                     } else {
                         &self.zeros[..want]
@@ -359,7 +369,13 @@ impl Worker {
                     let (phase, remaining) = (&mut conn.phase, &mut conn.remaining);
                     let booked = if framed {
                         let state = &self.framed[key];
-                        book_sent_framed((phase, remaining), state, n as u64, &spec, &mut test.stats)
+                        book_sent_framed(
+                            (phase, remaining),
+                            state,
+                            n as u64,
+                            &spec,
+                            &mut test.stats,
+                        )
                     } else {
                         book_sent(phase, remaining, n as u64, &spec, &mut test.stats)
                     };

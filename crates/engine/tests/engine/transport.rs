@@ -321,7 +321,10 @@ fn an_old_driver_is_refused_naming_both_versions() {
     BufReader::new(conn).read_line(&mut line).unwrap();
     assert!(
         line.contains(r#""type":"error""#)
-            && line.contains("protocol version 1 is not supported by this responder (speaks 3)"),
+            && line.contains(&format!(
+                "protocol version 1 is not supported by this responder (speaks {})",
+                stackbench_engine::protocol::PROTOCOL_VERSION
+            )),
         "{line}"
     );
 }

@@ -209,7 +209,7 @@ run_settings! {
     client_cpus: Option<CpuList> = None, json "client_cpus";
     /// CPUs for the started responder [default: the second half of the available CPUs].
     server_cpus: Option<CpuList> = None, json "server_cpus";
-    /// A running `stackbench serve` (HOST:PORT) [default: start a responder process on loopback].
+    /// A running `stackbench serve` (HOST:PORT), or a plain HTTP server (http://HOST:PORT, with protocol http1: no responder counters or CPU) [default: start a responder process on loopback].
     target: Option<Text> = None, json "target";
     /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
     ipv6: bool = false, json "ipv6";
@@ -378,6 +378,30 @@ impl RunSettings {
                     .into(),
             });
         }
+        let plain = self
+            .target
+            .as_ref()
+            .is_some_and(|t| t.0.starts_with("http://"));
+        if plain && (self.protocol != AppProtocol::Http1 || self.transport != Transport::Tcp) {
+            return Err(SettingError {
+                name: "target".into(),
+                value: self.text_of("target").unwrap_or_default(),
+                message: "an http:// target is a plain HTTP server, not stackbench serve: add \
+                          protocol http1 (over transport tcp)"
+                    .into(),
+            });
+        }
+        if self.waitall && self.protocol.framed() {
+            return Err(SettingError {
+                name: "waitall".into(),
+                value: "true".into(),
+                message: format!(
+                    "waitall waits for whole messages of sizes known in advance, and protocol \
+                     {} reads a message's length from its head: drop waitall",
+                    self.protocol.name()
+                ),
+            });
+        }
         let policy_parts = [
             (
                 "host_policy_conntrack",
@@ -531,6 +555,28 @@ mod tests {
         let mut s = RunSettings::default();
         assert!(s.set("host_policy_rules", "100001").is_err());
         assert!(s.set("host_policy_reset_port", "65536").is_err());
+    }
+
+    /// A plain HTTP server answers HTTP only: raw payloads to it would
+    /// measure its error path.
+    #[test]
+    fn a_plain_server_target_needs_http1() {
+        let mut s = RunSettings::default();
+        s.set("target", "http://127.0.0.1:8080").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert_eq!(e.name, "target");
+        assert!(e.message.contains("add protocol http1"), "{e}");
+        s.set("protocol", "http1").unwrap();
+        s.check_combination().unwrap();
+        s.set("transport", "unix").unwrap();
+        assert!(s.check_combination().is_err());
+        // A stackbench responder speaks both.
+        s.set("target", "127.0.0.1:7000").unwrap();
+        s.check_combination().unwrap();
+        s.set("transport", "tcp").unwrap();
+        s.set("waitall", "true").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert!(e.message.contains("drop waitall"), "{e}");
     }
 
     #[test]

@@ -43,7 +43,13 @@ fn serve(server: &Server, request: &[u8]) -> (Vec<u8>, bool) {
 
 #[test]
 fn messages_are_the_notations_sizes_on_the_wire() {
-    for (request, response) in [(100, 8192), (100, 100), (4096, 4096), (20 << 20, 1), (1, 20 << 20)] {
+    for (request, response) in [
+        (100, 8192),
+        (100, 100),
+        (4096, 4096),
+        (20 << 20, 1),
+        (1, 20 << 20),
+    ] {
         for close in [CrrClose::Server, CrrClose::Client] {
             let s = shape(Kind::Crr, request, response, close);
             let client = Client::of(&s);
@@ -99,14 +105,21 @@ fn a_head_split_across_reads_is_put_together() {
         let mut state = Parse::default();
         let left = receive(&client, &mut state, &answer, chunk);
         assert_eq!(*left.last().unwrap(), 0, "chunk {chunk}");
-        assert!(left[..left.len() - 1].iter().all(|&l| l > 0), "chunk {chunk}");
+        assert!(
+            left[..left.len() - 1].iter().all(|&l| l > 0),
+            "chunk {chunk}"
+        );
     }
     // The server's side likewise.
     let req = request_of(&client);
     let mut state = ServerState::default();
     let mut lefts = Vec::new();
     for c in req.chunks(5) {
-        lefts.push(server.request_left(&mut state, 0, c.len() as u64, c).unwrap());
+        lefts.push(
+            server
+                .request_left(&mut state, 0, c.len() as u64, c)
+                .unwrap(),
+        );
     }
     assert_eq!(*lefts.last().unwrap(), 0);
     assert!(lefts[..lefts.len() - 1].iter().all(|&l| l > 0));
@@ -139,14 +152,26 @@ fn a_second_response_is_not_taken_for_part_of_the_first() {
 fn bad_responses_are_faults_in_one_line() {
     let client = Client::of(&shape(Kind::Rr, 100, 200, CrrClose::Server));
     let cases: [(&[u8], &str); 5] = [
-        (b"HTPP/1.1 200 OK\r\n\r\n", "malformed HTTP response to GET /"),
-        (b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", "answered 404 Not Found"),
+        (
+            b"HTPP/1.1 200 OK\r\n\r\n",
+            "malformed HTTP response to GET /",
+        ),
+        (
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+            "answered 404 Not Found",
+        ),
         (
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
             "Transfer-Encoding chunked",
         ),
-        (b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\n", "without Content-Length"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n", "bad Content-Length"),
+        (
+            b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\n",
+            "without Content-Length",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n",
+            "bad Content-Length",
+        ),
     ];
     for (bytes, needle) in cases {
         let mut state = Parse::default();
