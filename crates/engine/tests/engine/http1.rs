@@ -187,8 +187,8 @@ fn a_plain_server_needs_protocol_http1() {
     let target = plain_server(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
     let mut control = ControlClient::connect(&target).unwrap();
     let stop = AtomicBool::new(false);
-    let e = run_workload(&mut control, &config("RR1(1B/1B)", 1), &stop, &mut |_| {})
-        .err()
-        .expect("refused");
+    let Err(e) = run_workload(&mut control, &config("RR1(1B/1B)", 1), &stop, &mut |_| {}) else {
+        panic!("raw payloads to a plain server were not refused");
+    };
     assert!(e.to_string().contains("run it with protocol http1"), "{e}");
 }
