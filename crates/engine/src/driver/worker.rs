@@ -12,6 +12,11 @@
 //! histogram per class; counts to per-worker counters published with a relaxed
 //! atomic store once per loop turn for the live progress line.
 //!
+//! The worker is generic over the run's application protocol (`P`, a
+//! [`Codec`]): raw payloads send the zero buffer and receive into a scratch
+//! buffer nobody reads; a framed codec (`http1`) writes its request into an
+//! output buffer and is handed each received chunk.
+//!
 //! Timers (reconnect back-off, ramp, think times, open-loop send times) live
 //! in the timing wheel; a `timerfd` armed at the wheel's next deadline wakes
 //! epoll exactly then, so a worker whose clients all think sleeps.

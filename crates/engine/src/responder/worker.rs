@@ -9,6 +9,12 @@
 //! mode is closed right away; every other connection goes back to reading
 //! (and a CRR client then closes or resets it).
 //!
+//! A test's application protocol decides what is read and written
+//! (`TestSpec::protocol`): raw payloads are counted unread and answered from
+//! a zero buffer; a framed one (`http1`) gets each received chunk with the
+//! connection's parse state, kept in a table beside the entries, and writes
+//! its answer's head into an output buffer before the body.
+//!
 //! Hot path: no allocation and no lock; sockets are registered once for read
 //! and write readiness (edge-triggered), so there is no epoll_ctl per
 //! transaction; a short read or write means "drained for now" and the next

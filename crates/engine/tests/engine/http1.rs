@@ -11,7 +11,8 @@ use std::sync::atomic::AtomicBool;
 use stackbench_engine::app::http1::Client;
 use stackbench_engine::app::{ClassShape, Codec};
 use stackbench_engine::{iomode, run_workload, ControlClient, RunConfig, RunOutcome};
-use stackbench_model::{AppProtocol, CrrClose, IoMode};
+use stackbench_model::settings::{CertType, CipherSuite, SettingValue};
+use stackbench_model::{AppProtocol, CrrClose, IoMode, TlsParams, Transport};
 
 use super::{config, responder, run};
 
@@ -74,6 +75,29 @@ fn streams_are_a_get_of_a_large_body_or_a_post_of_one() {
     for workload in ["STR2(1B/2MB)", "STR2(2MB/1B)"] {
         let cfg = http(workload, 7);
         assert_http_exact(&cfg, &run(&h, &cfg), 7);
+    }
+}
+
+/// The protocol is independent of the transport: every kind over tcp,
+/// unix and inline TLS (the transports that need nothing from the host).
+#[test]
+fn every_kind_runs_over_every_transport() {
+    let h = responder("127.0.0.1:0");
+    for transport in [Transport::Tcp, Transport::Unix, Transport::Tls] {
+        for workload in ["RR3(200B/3kB)", "CRR2(100B/8kB)", "STR2(100B/1MB)"] {
+            let mut cfg = RunConfig {
+                transport,
+                ..http(workload, 31)
+            };
+            if transport == Transport::Tls {
+                let suite = CipherSuite::parse("1301").unwrap();
+                let params =
+                    TlsParams::resolve(None, Some(suite), None, CertType::Rsa2048, None, None);
+                cfg.tls = Some(params.unwrap());
+            }
+            let out = run(&h, &cfg);
+            assert_http_exact(&cfg, &out, 31);
+        }
     }
 }
 

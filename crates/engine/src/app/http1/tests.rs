@@ -207,3 +207,10 @@ fn the_server_answers_the_length_the_path_names() {
         .request_left(&mut state, 0, 9, b"garbage\r\n\r\n")
         .is_err());
 }
+
+/// The figures docs/architecture.md gives for a connection's parse state.
+#[test]
+fn parse_state_is_small() {
+    assert_eq!(std::mem::size_of::<Parse>(), 40);
+    assert_eq!(std::mem::size_of::<ServerState>(), 80);
+}
