@@ -180,3 +180,17 @@ fn rr_and_crr_over_http1_against_nginx() {
     );
     drop(nginx);
 }
+
+#[test]
+fn contradictions_with_http1_are_refused_in_one_line() {
+    use crate::common::refused;
+    let target = ["RR1(1B/1B)", "--target", "http://127.0.0.1:9"];
+    refused("run", &target, "an http:// target is a plain HTTP server");
+    let waitall = ["RR1(1B/1B)", "--protocol", "http1", "--waitall"];
+    refused("run", &waitall, "drop waitall");
+    refused(
+        "run",
+        &["RR1(1B/1B)", "--protocol", "http2"],
+        "use raw or http1",
+    );
+}

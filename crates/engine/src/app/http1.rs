@@ -248,9 +248,16 @@ pub struct Client {
 }
 
 impl Client {
-    /// The request's first line, for messages.
+    /// The request's method and path without its padding, for messages.
     fn request_line(&self) -> String {
-        first_line(&self.head)
+        let line = first_line(&self.head);
+        let end = line.find(['?', ' ']).map_or(line.len(), |space| {
+            // The method's space comes first; end at the path's end.
+            line[space + 1..]
+                .find(['?', ' '])
+                .map_or(line.len(), |e| space + 1 + e)
+        });
+        line[..end].to_string()
     }
 }
 
@@ -310,7 +317,8 @@ impl Codec for Client {
             if !(200..300).contains(&code) {
                 return Err(Fault(format!(
                     "the server answered {code} {} to {}: it must serve a body at that path \
-                     (a file of that many bytes), or run against stackbench serve",
+                     (a file of as many bytes as the path names), or run against stackbench \
+                     serve",
                     response.reason.unwrap_or(""),
                     self.request_line()
                 )));

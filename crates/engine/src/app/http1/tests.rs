@@ -158,7 +158,7 @@ fn bad_responses_are_faults_in_one_line() {
         ),
         (
             b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
-            "answered 404 Not Found",
+            "answered 404 Not Found to GET /160: ",
         ),
         (
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
