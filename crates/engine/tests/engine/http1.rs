@@ -216,3 +216,53 @@ fn a_plain_server_needs_protocol_http1() {
     };
     assert!(e.to_string().contains("run it with protocol http1"), "{e}");
 }
+
+/// What the embedded responder does with one client's bytes: the answer it
+/// wrote until it closed, and its counters for the test.
+fn responder_answer(sent: &[u8]) -> (Vec<u8>, stackbench_engine::protocol::ServerTestStats) {
+    use stackbench_engine::protocol::TestSpec;
+    use stackbench_engine::transport::Endpoint;
+    let h = responder("127.0.0.1:0");
+    let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
+    let spec = TestSpec {
+        kind: stackbench_model::Kind::Rr,
+        request_bytes: 100,
+        response_bytes: 100,
+        socket: Default::default(),
+        spin: false,
+        io: IoMode::Epoll,
+        protocol: AppProtocol::Http1,
+    };
+    let (id, endpoints) = control.start(spec, Transport::Tcp, 1, 1).unwrap();
+    let Endpoint::Inet(addr) = endpoints[0] else {
+        panic!("{endpoints:?}");
+    };
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    // A hang check, not a timing claim.
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(sent).unwrap();
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    (answer, control.stop(id).unwrap())
+}
+
+#[test]
+fn the_responder_closes_on_a_bad_request_and_counts_an_error() {
+    // A pipelined second request is refused, not taken for a body.
+    let two = b"GET /5 HTTP/1.1\r\nHost: h\r\n\r\nGET /5 HTTP/1.1\r\nHost: h\r\n\r\n";
+    let (answer, stats) = responder_answer(two);
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    assert_eq!((stats.transactions, stats.errors), (0, 1));
+    let (answer, stats) = responder_answer(b"HELLO\r\n\r\n");
+    assert!(answer.is_empty());
+    assert_eq!((stats.transactions, stats.errors), (0, 1));
+    // A good request asking to close is answered, then closed.
+    let (answer, stats) =
+        responder_answer(b"GET /5 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    assert_eq!(
+        answer,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n\0\0\0\0\0"
+    );
+    assert_eq!((stats.transactions, stats.errors), (1, 0));
+}
