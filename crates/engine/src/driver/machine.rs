@@ -606,6 +606,8 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             _ => errors.other += 1,
         }
         conn.stream = None;
+        // A response cut off mid-parse must not prefix the next connection's.
+        conn.app = P::State::default();
         conn.phase = Phase::Closed;
         conn.start_ns = NOT_WAITING;
         self.timers.schedule(key as u32, now + RECONNECT_BACKOFF_NS);
