@@ -243,11 +243,17 @@ pub struct Client {
     /// The request's head (a POST's body after it is any bytes).
     head: Arc<[u8]>,
     request_bytes: u64,
-    /// The expected response (this responder's), read for at once.
-    response_bytes: u64,
+    /// The answer stackbench's responder gives (the response size, or one
+    /// byte more; see [`body_for`]).
+    answer_bytes: u64,
 }
 
 impl Client {
+    /// Bytes of the answer stackbench's responder gives this request.
+    pub fn answer_bytes(&self) -> u64 {
+        self.answer_bytes
+    }
+
     /// The request's method and path without its padding, for messages.
     fn request_line(&self) -> String {
         let line = first_line(&self.head);
@@ -273,7 +279,7 @@ impl Codec for Client {
         Client {
             request_bytes: head.len() as u64 + body,
             head: head.into(),
-            response_bytes: response_head_bytes(answer, close) + answer,
+            answer_bytes: response_head_bytes(answer, close) + answer,
         }
     }
 
@@ -287,9 +293,13 @@ impl Codec for Client {
         fill(&self.head, offset, out);
     }
 
+    /// The first read of a response: the expected answer, and at least
+    /// [`MIN_HEAD_READ`], so a server whose head is longer (nginx's) is read
+    /// in one call too. Reading past the answer cannot take another's bytes:
+    /// requests are not pipelined, so nothing else is on the way.
     #[inline]
     fn response_bytes(&self) -> u64 {
-        self.response_bytes
+        self.answer_bytes.max(MIN_HEAD_READ)
     }
 
     fn response_left(
@@ -299,7 +309,7 @@ impl Codec for Client {
         _n: u64,
         chunk: &[u8],
     ) -> Result<u64, Fault> {
-        state.feed(chunk, self.response_bytes, "response", |buf| {
+        state.feed(chunk, self.answer_bytes, "response", |buf| {
             let mut headers = [EMPTY_HEADER; MAX_HEADERS];
             let mut response = httparse::Response::new(&mut headers);
             let len = match response.parse(buf) {

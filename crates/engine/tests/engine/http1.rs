@@ -37,7 +37,7 @@ fn assert_http_exact(cfg: &RunConfig, out: &RunOutcome, n: u64) {
         assert_eq!(c.transactions, n, "{}", c.notation);
         assert_eq!(c.errors, 0, "{}: {:?}", c.notation, c.error_counts);
         assert_eq!(c.tx_bytes, n * codec.request_bytes(), "{}", c.notation);
-        assert_eq!(c.rx_bytes, n * codec.response_bytes(), "{}", c.notation);
+        assert_eq!(c.rx_bytes, n * codec.answer_bytes(), "{}", c.notation);
     }
     let server = &out.server_stats[0];
     assert_eq!(server.transactions, n);

@@ -72,7 +72,7 @@ fn messages_are_the_notations_sizes_on_the_wire() {
                 "{response}: {}",
                 answer.len()
             );
-            assert_eq!(client.response_bytes(), answer.len() as u64);
+            assert_eq!(client.answer_bytes(), answer.len() as u64);
             let mut state = Parse::default();
             let left = receive(&client, &mut state, &answer, answer.len());
             assert_eq!(left, vec![0]);
