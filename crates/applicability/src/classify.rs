@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
+use stackbench_lab::xfrm::SaState;
 use stackbench_lab::IpNet;
 use stackbench_record::applicability::{SubnetFigures, Thresholds};
 
@@ -27,6 +28,8 @@ pub struct HostFacts {
     pub addresses: Vec<IpNet>,
     /// Pairs of addresses an IPsec SA protects (source, destination).
     pub ipsec_pairs: Vec<(IpAddr, IpAddr)>,
+    /// The SAs themselves (protocol, mode, algorithms), for the census.
+    pub sas: Vec<SaState>,
 }
 
 /// How a connection reaches its peer.
@@ -55,7 +58,7 @@ pub struct Selection {
 
 /// An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4
 /// peer) as the IPv4 address it is.
-fn canonical(a: IpAddr) -> IpAddr {
+pub fn canonical(a: IpAddr) -> IpAddr {
     a.to_canonical()
 }
 
@@ -95,7 +98,7 @@ impl HostFacts {
 
 /// The group a remote address falls in: the given prefix holding it, else
 /// its /24 (IPv4) or /64 (IPv6).
-fn group_of(remote: IpAddr, subnets: &[IpNet]) -> String {
+pub fn group_of(remote: IpAddr, subnets: &[IpNet]) -> String {
     let remote = canonical(remote);
     if let Some(n) = subnets.iter().find(|n| within(remote, n)) {
         return n.network().to_string();
@@ -254,6 +257,7 @@ mod tests {
                 net("fd77:1::1/64"),
             ],
             ipsec_pairs: vec![("10.77.2.2".parse().unwrap(), "10.77.2.1".parse().unwrap())],
+            sas: vec![],
         }
     }
 
@@ -278,6 +282,7 @@ mod tests {
             rcv_mss: 1448,
             sent: SizeTally::default(),
             received: SizeTally::default(),
+            ktls: None,
         }
     }
 

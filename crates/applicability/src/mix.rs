@@ -191,6 +191,7 @@ mod tests {
                 recv.add(received, received.div_ceil(4096).max(1), 65483);
                 recv
             },
+            ktls: None,
         }
     }
 
@@ -222,6 +223,7 @@ mod tests {
         let facts = HostFacts {
             addresses: vec![stackbench_lab::IpNet::parse("10.77.1.1/24").unwrap()],
             ipsec_pairs: vec![],
+            sas: vec![],
         };
         let listeners = HashSet::from([7701, 7702]);
         let sel = Selection {

@@ -1,6 +1,7 @@
 //! The observation window: every interval a sock_diag dump of all TCP
 //! sockets, between dumps the close events, all folded into a [`Tracker`];
-//! at the start and end the host's addresses and IPsec SAs. Runs in this
+//! at the start and end the host's addresses and IPsec SAs; for the crypto
+//! census, an `AF_PACKET` capture on a thread beside it. Runs in this
 //! network namespace or, for a lab host, on a thread inside that host's.
 //! Nothing is sent, nothing is changed: the traffic observed is the traffic
 //! that would have flowed anyway.
@@ -15,8 +16,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use stackbench_lab::netlink::Netlink;
 use stackbench_lab::{netns, xfrm, IpNet};
 
-use crate::census::{dump_tcp, CloseEvents};
 use crate::classify::HostFacts;
+use crate::protection::capture::{Capture, Tap};
+use crate::sockets::{dump_tcp, CloseEvents};
 use crate::track::{Conn, Tracker};
 
 /// What to watch and for how long.
@@ -26,6 +28,8 @@ pub struct Watch {
     pub interval: Duration,
     /// The network namespace to watch (a lab host's), by name; `None`: this one.
     pub namespace: Option<String>,
+    /// Also read the TLS handshakes off the wire for the crypto census.
+    pub capture: bool,
 }
 
 /// One window's connections and what the host told about them.
@@ -47,6 +51,8 @@ pub struct Observed {
     /// The longest dump: when it exceeds the interval, sights are that far
     /// apart and lifetimes that coarse.
     pub slowest_dump: Duration,
+    /// The wire capture (with [`Watch::capture`]), or why it was refused.
+    pub capture: Option<Result<Capture, String>>,
 }
 
 /// Watches for `w.window` (or until `stop`), in `w.namespace` if given;
@@ -73,7 +79,36 @@ fn now_unix_s() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// The window in this namespace, with the wire capture running beside it
+/// when asked (its socket opened here, so it sees this namespace's frames).
 fn observe_here(w: &Watch, stop: &AtomicBool, started: &(dyn Fn() + Sync)) -> io::Result<Observed> {
+    if !w.capture {
+        return watch(w, stop, started);
+    }
+    let tap = match Tap::open() {
+        Ok(t) => t,
+        Err(e) => {
+            let mut o = watch(w, stop, started)?;
+            o.capture = Some(Err(format!("no AF_PACKET socket ({e}): run as root")));
+            return Ok(o);
+        }
+    };
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let reader = s.spawn(|| tap.run(&done));
+        let observed = watch(w, stop, started);
+        done.store(true, Ordering::Relaxed);
+        let capture = reader
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        observed.map(|mut o| {
+            o.capture = Some(Ok(capture));
+            o
+        })
+    })
+}
+
+fn watch(w: &Watch, stop: &AtomicBool, started: &(dyn Fn() + Sync)) -> io::Result<Observed> {
     let (mut events, refused) = match CloseEvents::subscribe() {
         Ok(e) => (Some(e), None),
         Err(e) => (None, Some(e.to_string())),
@@ -123,9 +158,15 @@ fn observe_here(w: &Watch, stop: &AtomicBool, started: &(dyn Fn() + Sync)) -> io
         tracker.closed(window, &closed);
     }
     // An SA set up or torn down inside the window still protected traffic.
-    for pair in host_facts().ipsec_pairs {
+    let end = host_facts();
+    for pair in end.ipsec_pairs {
         if !facts.ipsec_pairs.contains(&pair) {
             facts.ipsec_pairs.push(pair);
+        }
+    }
+    for sa in end.sas {
+        if !facts.sas.iter().any(|s| s.spi == sa.spi && s.dst == sa.dst) {
+            facts.sas.push(sa);
         }
     }
     let dumps = tracker.dumps();
@@ -141,6 +182,7 @@ fn observe_here(w: &Watch, stop: &AtomicBool, started: &(dyn Fn() + Sync)) -> io
         started_unix_s,
         window,
         slowest_dump,
+        capture: None,
     })
 }
 
@@ -148,16 +190,14 @@ fn observe_here(w: &Watch, stop: &AtomicBool, started: &(dyn Fn() + Sync)) -> io
 /// address list that cannot be read is empty (every peer then reads as
 /// routed), as is the SA list of a kernel without XFRM.
 pub fn host_facts() -> HostFacts {
-    let ipsec_pairs = Netlink::open_protocol(libc::NETLINK_XFRM)
+    let sas = Netlink::open_protocol(libc::NETLINK_XFRM)
         .ok()
         .and_then(|mut nl| xfrm::sas(&mut nl).ok())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|sa| (sa.src, sa.dst))
-        .collect();
+        .unwrap_or_default();
     HostFacts {
         addresses: interface_addresses().unwrap_or_default(),
-        ipsec_pairs,
+        ipsec_pairs: sas.iter().map(|sa| (sa.src, sa.dst)).collect(),
+        sas,
     }
 }
 
@@ -239,6 +279,7 @@ mod tests {
             window: Duration::from_millis(600),
             interval: Duration::from_millis(100),
             namespace: None,
+            capture: false,
         };
         let stop = AtomicBool::new(false);
         let observed = std::thread::scope(|s| {

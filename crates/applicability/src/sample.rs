@@ -4,6 +4,8 @@
 
 use std::net::SocketAddr;
 
+use crate::protection::ktls::KtlsInfo;
+
 /// The cumulative `tcp_info` counters of a socket (RFC 4898 names in the kernel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counters {
@@ -74,4 +76,6 @@ pub struct TcpSample {
     pub rcv_mss: u32,
     /// Smoothed RTT, µs.
     pub rtt_us: u32,
+    /// The kernel's TLS record layer on this socket (kTLS), if any.
+    pub ktls: Option<KtlsInfo>,
 }

@@ -1,22 +1,36 @@
 //! One window's stored form ([`Applicability`]) from what was observed:
-//! the figures per subnet and the settings that produced them. The
-//! projection is added by the caller once its runs are done.
+//! the figures per subnet, the crypto census when the wire was captured,
+//! and the settings that produced them. The projection is added by the
+//! caller once its runs are done.
 
 use stackbench_record::applicability::Applicability;
 
 use crate::classify::{classify, figures, Selection};
 use crate::mix::{mix, MixClass};
 use crate::observe::{Observed, Watch};
+use crate::protection::{census, Evidence};
 
-/// The figures of `observed` under `sel`, and the mix to project.
+/// The figures of `observed` under `sel`, and the mix to project;
+/// `disallowed` suites (IANA codes) name the ports the census would reset.
 pub fn summarize(
     observed: &Observed,
     watch: &Watch,
     sel: &Selection,
     scope: &str,
+    disallowed: &[u16],
 ) -> (Applicability, Vec<MixClass>) {
     let classified = classify(&observed.conns, &observed.listeners, &observed.facts, sel);
     let (subnets, total) = figures(&classified);
+    let census = observed.capture.is_some().then(|| {
+        let evidence = Evidence {
+            capture: observed.capture.clone(),
+            sas: observed.facts.sas.clone(),
+            listeners: observed.listeners.clone(),
+            subnets: sel.subnets.clone(),
+            disallowed: disallowed.to_vec(),
+        };
+        census(&classified, &evidence)
+    });
     let classes = mix(
         &classified,
         &observed.listeners,
@@ -42,6 +56,7 @@ pub fn summarize(
         subnets,
         total,
         projection: None,
+        census,
     };
     (record, classes)
 }

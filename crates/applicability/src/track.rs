@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::protection::ktls::KtlsInfo;
 use crate::sample::{Counters, TcpSample};
 use crate::sizes::SizeTally;
 
@@ -40,6 +41,9 @@ pub struct Conn {
     /// Estimated sizes of what this end sent and received.
     pub sent: SizeTally,
     pub received: SizeTally,
+    /// The kernel's TLS record layer, as last seen (kTLS is set up after
+    /// the handshake, so a later sight may have it where an earlier did not).
+    pub ktls: Option<KtlsInfo>,
 }
 
 impl Conn {
@@ -68,6 +72,9 @@ impl Conn {
         self.snd_mss = self.snd_mss.max(s.snd_mss);
         self.rcv_mss = self.rcv_mss.max(s.rcv_mss);
         self.closed |= s.closed;
+        if s.ktls.is_some() {
+            self.ktls.clone_from(&s.ktls);
+        }
     }
 }
 
@@ -125,6 +132,7 @@ impl Tracker {
                     rcv_mss: s.rcv_mss,
                     sent: SizeTally::default(),
                     received: SizeTally::default(),
+                    ktls: None,
                 };
                 c.advance(at, s);
                 self.conns.insert(s.cookie, c);
@@ -168,6 +176,7 @@ mod tests {
             snd_mss: 1448,
             rcv_mss: 1448,
             rtt_us: 50,
+            ktls: None,
         }
     }
 

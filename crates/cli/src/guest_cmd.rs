@@ -7,9 +7,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Subcommand, ValueEnum};
-use stackbench_guest::{Accel, GuestSpec, Job};
-use stackbench_model::units::{format_duration, parse_duration, parse_size};
+use clap::{Args, Subcommand};
+use stackbench_guest::Job;
+use stackbench_model::settings::RunSettings;
+use stackbench_model::units::{format_duration, parse_duration};
+use stackbench_runner::guest_step::guest_spec;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -42,15 +44,16 @@ struct ExecArgs {
     /// or a path to an unpacked package's boot/vmlinuz-REL.
     #[arg(long)]
     kernel: String,
-    /// Virtual CPUs of the guest (1 to 64).
-    #[arg(long, default_value = "2", value_parser = parse_vcpus)]
-    vcpus: u32,
-    /// Guest memory (256MiB to 64GiB).
-    #[arg(long, default_value = "2GiB", value_parser = parse_memory_mib)]
-    memory: u64,
-    /// kvm, tcg (emulation) or auto (KVM when a KVM guest boots here, else TCG).
-    #[arg(long, value_enum, default_value = "auto")]
-    accel: AccelArg,
+    /// Virtual CPUs of the guest (setting guest_vcpus) [default: 2].
+    #[arg(long)]
+    vcpus: Option<String>,
+    /// Guest memory (setting guest_memory) [default: 2GiB].
+    #[arg(long)]
+    memory: Option<String>,
+    /// kvm, tcg (emulation) or auto: KVM when a KVM guest boots here, else TCG
+    /// (setting guest_accel) [default: auto].
+    #[arg(long)]
+    accel: Option<String>,
     /// A host file copied into the guest, as HOST=GUEST (GUEST an absolute path); repeatable.
     #[arg(long = "file", value_name = "HOST=GUEST", value_parser = parse_file)]
     files: Vec<(PathBuf, String)>,
@@ -60,31 +63,6 @@ struct ExecArgs {
     /// The stackbench arguments to run in the guest (after `--`).
     #[arg(last = true, required = true, value_name = "ARGS")]
     args: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum AccelArg {
-    Auto,
-    Kvm,
-    Tcg,
-}
-
-fn parse_vcpus(text: &str) -> Result<u32, String> {
-    match text.parse::<u32>() {
-        Ok(n) if (1..=64).contains(&n) => Ok(n),
-        _ => Err(format!("'{text}' is not a vCPU count: use 1 to 64")),
-    }
-}
-
-fn parse_memory_mib(text: &str) -> Result<u64, String> {
-    let bytes = parse_size(text).map_err(|e| e.to_string())?;
-    let mib = bytes >> 20;
-    if !(256..=64 << 10).contains(&mib) {
-        return Err(format!(
-            "'{text}' is not a guest memory size: use 256MiB to 64GiB"
-        ));
-    }
-    Ok(mib)
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {
@@ -119,16 +97,26 @@ pub fn run(args: GuestArgs) -> anyhow::Result<i32> {
 }
 
 fn run_exec(exec: ExecArgs) -> anyhow::Result<i32> {
-    let spec = GuestSpec {
-        kernel: exec.kernel,
-        vcpus: exec.vcpus,
-        memory_mib: exec.memory,
-        accel: match exec.accel {
-            AccelArg::Auto => Accel::Auto,
-            AccelArg::Kvm => Accel::Kvm,
-            AccelArg::Tcg => Accel::Tcg,
-        },
-    };
+    // The guest's flags are the settings a study step's guest takes: one
+    // grammar, one range, one message.
+    let mut settings = RunSettings::default();
+    let given = [
+        ("--kernel", "kernel", Some(&exec.kernel)),
+        ("--vcpus", "guest_vcpus", exec.vcpus.as_ref()),
+        ("--memory", "guest_memory", exec.memory.as_ref()),
+        ("--accel", "guest_accel", exec.accel.as_ref()),
+    ];
+    for (flag, name, text) in given {
+        if let Some(text) = text {
+            if let Err(e) = settings.set(name, text) {
+                return crate::exit::usage(format!("{flag} {text}: {}", e.message));
+            }
+        }
+    }
+    if !settings.kernel.is_guest() {
+        return crate::exit::usage("--kernel host: give a kernel package or vmlinuz to boot");
+    }
+    let spec = guest_spec(&settings);
     let job = Job {
         args: exec.args,
         files: exec.files,
@@ -164,15 +152,8 @@ mod tests {
 
     #[test]
     fn flag_values_parse_with_the_unit_grammars() {
-        assert_eq!(parse_memory_mib("2GiB"), Ok(2048));
-        assert!(parse_memory_mib("1MB")
-            .unwrap_err()
-            .contains("256MiB to 64GiB"));
-        assert!(parse_memory_mib("2gb").is_err());
         assert_eq!(parse_timeout("90s"), Ok(Duration::from_secs(90)));
         assert!(parse_timeout("1ms").is_err());
-        assert_eq!(parse_vcpus("4"), Ok(4));
-        assert!(parse_vcpus("0").is_err());
         assert_eq!(
             parse_file("a.toml=/work/a.toml"),
             Ok((PathBuf::from("a.toml"), "/work/a.toml".to_string()))

@@ -10,10 +10,10 @@ mod compare_cmd;
 mod exit;
 mod guest_cmd;
 mod interrupt;
-mod json_files;
 mod k8s_cmd;
 mod lab_cmd;
 mod plan_cmd;
+mod plan_render;
 mod progress;
 mod report_cmd;
 mod results_cmd;
@@ -128,7 +128,8 @@ fn guest_step_or_continue() {
 }
 
 /// The hidden `__docs PAGE` subcommand: prints a reference page generated
-/// from the code (`settings`: docs/settings.md; `record`: docs/record.md), for maintainers
+/// from the code (`settings`: docs/settings.md; `record`: docs/record.md;
+/// `backends`: docs/backends.md), for maintainers
 /// regenerating docs/, so outside clap and its help.
 fn docs_or_continue() {
     let mut args = std::env::args().skip(1);
@@ -145,9 +146,13 @@ fn docs_or_continue() {
             print!("{}", stackbench_record::reference::record_page());
             std::process::exit(exit::OK);
         }
+        Some("backends") => {
+            print!("{}", stackbench_engine::matrix::page());
+            std::process::exit(exit::OK);
+        }
         other => {
             eprintln!(
-                "stackbench: error: __docs {}: unknown page: use `__docs settings` or `__docs record`",
+                "stackbench: error: __docs {}: unknown page: use `__docs settings`, `__docs record` or `__docs backends`",
                 other.unwrap_or("(no page)")
             );
             std::process::exit(exit::USAGE);

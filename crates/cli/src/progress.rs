@@ -1,5 +1,6 @@
 //! The live progress line on stderr (indicatif), drawn only when stderr is a
-//! terminal: the phase, elapsed time and the current transaction rate. When
+//! terminal: the phase, elapsed time and the current transaction rate (the
+//! text is [`ProgressText`]'s). When
 //! stderr is not a terminal (CI, a log file) the same text is written as a
 //! plain line once a minute, so a long run is never silent for hours.
 //! [`Terminal`] is the runner's observer for the binary: the progress line,
@@ -11,6 +12,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stackbench_engine::{Progress, RunConfig};
 use stackbench_record::WarningRecord;
+use stackbench_runner::observe::ProgressText;
 use stackbench_runner::Observer;
 
 /// Whether live progress should be drawn (stderr is a terminal).
@@ -60,11 +62,7 @@ impl Observer for Terminal {
 
 pub struct ProgressLine {
     bar: Option<ProgressBar>,
-    name: String,
-    window: Option<Duration>,
-    warmup: Duration,
-    clients: u64,
-    last: Option<(Duration, u64)>,
+    text: ProgressText,
     /// Elapsed time of the next plain line (no terminal).
     next_line: Duration,
 }
@@ -83,11 +81,7 @@ impl ProgressLine {
         });
         ProgressLine {
             bar,
-            name: cfg.workload.to_string(),
-            window: cfg.duration,
-            warmup: cfg.warmup,
-            clients: cfg.workload.total_clients(),
-            last: None,
+            text: ProgressText::new(cfg),
             next_line: PLAIN_LINE_EVERY,
         }
     }
@@ -96,39 +90,7 @@ impl ProgressLine {
         if self.bar.is_none() && p.elapsed < self.next_line {
             return;
         }
-        let total: u64 = p.transactions.iter().sum();
-        let rate = match self.last {
-            Some((t, n)) if p.elapsed > t => {
-                (total.saturating_sub(n)) as f64 / (p.elapsed - t).as_secs_f64()
-            }
-            _ => 0.0,
-        };
-        self.last = Some((p.elapsed, total));
-        let msg = if p.connecting {
-            format!(
-                "{}: connecting {}/{} clients, {:.1} s",
-                self.name,
-                p.connected,
-                self.clients,
-                p.elapsed.as_secs_f64()
-            )
-        } else if p.in_warmup {
-            format!(
-                "{}: warm-up ({:.1} s), {:.1} s in",
-                self.name,
-                self.warmup.as_secs_f64(),
-                p.elapsed.as_secs_f64()
-            )
-        } else {
-            let measured = p.measured.unwrap_or_default().as_secs_f64();
-            let of = self
-                .window
-                .map_or(String::new(), |w| format!("/{:.0}", w.as_secs_f64()));
-            format!(
-                "{}: {measured:.1}{of} s, {total} transactions, {rate:.0} tr/s",
-                self.name
-            )
-        };
+        let msg = self.text.line(p);
         match &self.bar {
             Some(bar) => {
                 bar.set_message(msg);

@@ -8,9 +8,8 @@ use anyhow::Context;
 use clap::Args;
 use stackbench_results::compare::Margins;
 use stackbench_results::export::format_utc;
-use stackbench_results::report::{build_report, ReportOptions, StudyInput};
-use stackbench_results::store::{Labels, Store};
-use stackbench_results::study::parse_study;
+use stackbench_results::report::{build_report, studies, ReportOptions};
+use stackbench_results::store::Store;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -34,64 +33,18 @@ pub struct ReportArgs {
     db: Option<PathBuf>,
 }
 
-fn study_input(store: &Store, name: &str) -> anyhow::Result<StudyInput> {
-    let filter: Labels = [("study".to_string(), name.to_string())].into();
-    let runs = store.select(&filter)?;
-    if runs.is_empty() {
-        return crate::exit::usage(format!(
-            "--study {name}: no stored runs of that study (`stackbench results list` shows them)"
-        ));
-    }
-    // A stored study file that no longer parses (renamed keys) still reports,
-    // without the variant settings it would add.
-    let study = store
-        .study_file(name)?
-        .and_then(|text| parse_study(&text, name).ok());
-    Ok(StudyInput {
-        name: name.to_string(),
-        description: store.study_description(name)?.unwrap_or_default(),
-        study,
-        runs,
-    })
-}
-
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
-    for (flag, v) in [
-        ("--margin", args.margin),
-        ("--latency-margin", args.latency_margin),
-    ] {
-        if !(v > 0.0 && v < 100.0) {
-            return crate::exit::usage(format!(
-                "{flag} {v}: give a percentage above 0 and below 100, e.g. 2.5"
-            ));
-        }
-    }
-    let store = crate::results_cmd::open_read_only(args.db.as_deref())?;
-    let names = if args.study.is_empty() {
-        store.study_names()?
-    } else {
-        args.study.clone()
-    };
-    if names.is_empty() {
-        return crate::exit::usage(
-            "no stored studies: run `stackbench study FILE` first, or pass --db",
-        );
-    }
-    let studies = names
-        .iter()
-        .map(|n| study_input(&store, n))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let margins =
+        Margins::from_flags(args.margin, args.latency_margin).or_else(crate::exit::usage)?;
+    let store = Store::open_existing(args.db.as_deref())?;
+    let studies = studies(&store, &args.study)?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     let opts = ReportOptions {
         title: args.title.clone(),
         generated: format_utc(now),
-        margins: Margins {
-            rate_pct: args.margin,
-            latency_pct: args.latency_margin,
-            cpu_pct: args.margin,
-        },
+        margins,
     };
     let report = build_report(&studies, &opts)?;
     let figures = args.out.join("figures");

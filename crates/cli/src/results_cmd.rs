@@ -1,5 +1,4 @@
-//! `stackbench results list|show ID|export`: reading the result store, and
-//! the read-only open that `compare` and `report` share.
+//! `stackbench results list|show ID|export`: reading the result store.
 //!
 //! A stored run whose record cannot be read (written by a newer stackbench,
 //! damaged) does not stop `results list`: it is listed from its indexed
@@ -13,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use stackbench_results::export;
-use stackbench_results::store::{default_db_path, parse_labels, Store, StoreError, WHERE_HELP};
+use stackbench_results::store::{parse_labels, Store, WHERE_HELP};
 
 #[derive(Debug, Args)]
 pub struct ResultsArgs {
@@ -79,22 +78,9 @@ fn filter_of(texts: &[String]) -> anyhow::Result<stackbench_results::store::Labe
     parse_labels(texts).or_else(|e| crate::exit::usage(format!("--where: {e}; {WHERE_HELP}")))
 }
 
-/// Opens `--db` (or the default database) for reading only: nothing is
-/// created or migrated; a missing database is a usage error (status 2).
-pub fn open_read_only(db: Option<&Path>) -> anyhow::Result<Store> {
-    let path = match db {
-        Some(p) => p.to_path_buf(),
-        None => default_db_path()?,
-    };
-    match Store::open_read_only(&path) {
-        Err(e @ StoreError::Missing { .. }) => crate::exit::usage(e.to_string()),
-        other => Ok(other?),
-    }
-}
-
 pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
     // Opened per command: `export --flat FILE…` reads no store.
-    let store = || open_read_only(args.db.as_deref());
+    let store = || Store::open_existing(args.db.as_deref());
     match args.command {
         ResultsCommand::List { filter, json } => {
             let runs = store()?.list(&filter_of(&filter)?)?;
@@ -108,12 +94,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
             }
         }
         ResultsCommand::Show { id, json, wide } => {
-            let run = match store()?.get(id) {
-                Err(e @ stackbench_results::store::StoreError::NoSuchRun(_)) => {
-                    return crate::exit::usage(e.to_string())
-                }
-                other => other?,
-            };
+            let run = store()?.get(id)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&run)?);
             } else {
@@ -154,7 +135,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<i32> {
 /// records in `files`, each read through `record_from_json` (so any schema
 /// version), as the flat table.
 fn export_flat(
-    store: &dyn Fn() -> anyhow::Result<Store>,
+    store: &dyn Fn() -> Result<Store, stackbench_results::store::StoreError>,
     filter: &[String],
     files: &[PathBuf],
     format: Option<Format>,
@@ -185,6 +166,6 @@ fn export_flat(
 
 /// The run records of one file, named as the flat table's `run` column.
 fn read_record_file(path: &Path) -> anyhow::Result<Vec<(String, stackbench_record::RunRecord)>> {
-    let runs = crate::json_files::read_runs(path)?;
+    let runs = stackbench_results::record_file::read_runs(path)?;
     Ok(runs.into_iter().map(|r| (r.name, r.record)).collect())
 }

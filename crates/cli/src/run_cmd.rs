@@ -5,25 +5,17 @@
 
 use clap::Args;
 use stackbench_model::settings::RunSettings;
-use stackbench_model::sweep::{Sweep, SweepDim, SweepPoint};
-use stackbench_model::Workload;
+use stackbench_model::sweep::{Sweep, SweepDim};
 use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Labels, Store};
 use stackbench_runner::find_rate::{find_max_rate, Search};
-use stackbench_runner::sweep::{plan_sweep, run_sweep};
-use stackbench_runner::{environment_of, RunError, RunPlan};
+use stackbench_runner::plan::workloads_or_default;
+use stackbench_runner::sweep::{plan_sweep, run_sweep, summary};
+use stackbench_runner::{environment_of, RunError};
 
 use crate::exit::{usage, FAILED_CHECK, INCOMPLETE, OK};
 use crate::progress::Terminal;
 use crate::setting_flags::SettingFlags;
-
-/// The README's main job: a small study, a few seconds per workload.
-pub const DEFAULT_STUDY: &[&str] = &[
-    "RR1(1B/1B)",
-    "RR10(4kB/4kB)",
-    "CRR10(64B/8kB)",
-    "STR3(1B/20MB)",
-];
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -87,18 +79,6 @@ pub struct RunArgs {
     p99_under: Option<String>,
 }
 
-fn parse_workloads(args: &RunArgs) -> anyhow::Result<Vec<Workload>> {
-    let texts: Vec<&str> = if args.workloads.is_empty() {
-        DEFAULT_STUDY.to_vec()
-    } else {
-        args.workloads.iter().map(String::as_str).collect()
-    };
-    texts
-        .iter()
-        .map(|t| t.parse::<Workload>().or_else(|e| usage(e.to_string())))
-        .collect()
-}
-
 fn parse_sweep(args: &RunArgs) -> anyhow::Result<Sweep> {
     let dims = args
         .sweep
@@ -109,7 +89,7 @@ fn parse_sweep(args: &RunArgs) -> anyhow::Result<Sweep> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
-    let workloads = parse_workloads(&args)?;
+    let workloads = workloads_or_default(&args.workloads).map_err(run_error)?;
     let mut settings = RunSettings::default();
     args.settings.apply(&mut settings).or_else(usage)?;
     let sweep = parse_sweep(&args)?;
@@ -171,7 +151,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let format = Format::of(&args);
     print_records(&records, format, !sweep.is_empty());
     if announce && !sweep.is_empty() {
-        print!("{}", sweep_summary(&workloads, &plans, &records));
+        print!("{}", summary(&workloads, &plans, &records));
     }
     let complete = records.len() == plans.len() && records.iter().all(|r| r.complete);
     Ok(if complete { OK } else { INCOMPLETE })
@@ -201,33 +181,6 @@ fn open_store(args: &RunArgs) -> anyhow::Result<Option<Store>> {
         (_, true) => None,
         (db, false) => Some(Store::open(db.as_deref()).or_else(|e| usage(format!("--db: {e}")))?),
     })
-}
-
-/// The sweep's table and, for a client sweep, its USL fit: each record is
-/// split by workload — by position, as the classes were appended in workload
-/// order (two workloads may print alike at a sweep point) — and labelled as a
-/// study's runs would be.
-fn sweep_summary(
-    workloads: &[Workload],
-    plans: &[(SweepPoint, RunPlan)],
-    records: &[RunRecord],
-) -> String {
-    let mut runs: Vec<(Labels, RunRecord)> = Vec::new();
-    for ((point, plan), record) in plans.iter().zip(records) {
-        let mut at = 0;
-        for (base, effective) in workloads.iter().zip(&plan.workloads) {
-            let n = effective.classes.len();
-            let mut r = record.clone();
-            r.classes = record.classes.iter().skip(at).take(n).cloned().collect();
-            at += n;
-            let mut labels: Labels = point.labels().into_iter().collect();
-            labels.insert("workload".into(), base.to_string());
-            labels.insert("variant".into(), "run".into());
-            runs.push((labels, r));
-        }
-    }
-    let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
-    stackbench_results::sweep_text::sweep_text(&refs)
 }
 
 /// How records are printed: `--json`, `--csv`, or the human table fitted

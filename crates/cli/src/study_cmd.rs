@@ -9,9 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use stackbench_model::settings::RunSettings;
 use stackbench_results::store::{parse_labels, Store};
-use stackbench_results::study::{
-    load_study, reserved_label, SettingTexts, Study, StudyError, StudyStep, MAX_REPETITIONS,
-};
+use stackbench_results::study::{load_study, reserved_label, SettingTexts, Study, StudyError};
 use stackbench_results::study_summary::study_summary;
 use stackbench_runner::study::{run_steps, StudyRun};
 use stackbench_runner::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
@@ -58,24 +56,6 @@ pub struct StudyArgs {
     settings: SettingFlags,
 }
 
-/// The line printed for one planned step.
-fn describe(step: &StudyStep) -> String {
-    let settings = step.given.describe();
-    format!(
-        "[{}/{}] repetition {} {} variant {}{}",
-        step.index + 1,
-        step.total,
-        step.repetition,
-        step.workload,
-        step.variant,
-        if settings.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", settings.join(", "))
-        }
-    )
-}
-
 /// Prints the plan (all of it, or its head when long) and its estimate;
 /// a long plan is built only as far as its head.
 fn dry_run(study: &Study, only: &[String], file: &str, time: &Estimate) -> anyhow::Result<()> {
@@ -84,20 +64,9 @@ fn dry_run(study: &Study, only: &[String], file: &str, time: &Estimate) -> anyho
     } else {
         LISTED_HEAD
     };
-    let per_repetition = (time.steps / study.repetitions.max(1) as usize).max(1);
-    let head = Study {
-        repetitions: listed.div_ceil(per_repetition).max(1) as u32,
-        ..study.clone()
-    };
     let usage = |e: StudyError| crate::exit::usage::<()>(e.to_string()).unwrap_err();
-    for step in head
-        .plan(only, file)
-        .map_err(usage)?
-        .iter_mut()
-        .take(listed)
-    {
-        step.total = time.steps;
-        println!("{}", describe(step));
+    for step in study.head(only, file, listed, time.steps).map_err(usage)? {
+        println!("{}", step.line());
     }
     if listed < time.steps {
         println!(
@@ -115,12 +84,7 @@ fn dry_run(study: &Study, only: &[String], file: &str, time: &Estimate) -> anyho
 /// Applies `--repetitions` and the setting flags to the study.
 fn override_study(study: &mut Study, args: &StudyArgs) -> anyhow::Result<()> {
     if let Some(n) = args.repetitions {
-        if !(1..=MAX_REPETITIONS).contains(&n) {
-            return crate::exit::usage(format!(
-                "--repetitions {n}: out of range: use 1 to {MAX_REPETITIONS}"
-            ));
-        }
-        study.repetitions = n;
+        study.set_repetitions(n).or_else(crate::exit::usage)?;
     }
     let mut check = RunSettings::default();
     args.settings
@@ -181,7 +145,7 @@ pub fn run(args: StudyArgs, runner: &mut Runner) -> anyhow::Result<i32> {
         &plan,
         store.as_mut(),
         &extra,
-        &mut |step| eprintln!("{}", describe(step)),
+        &mut |step| eprintln!("{}", step.line()),
         &mut |id| eprintln!("  stored as run {id}"),
     );
     // The results on stdout, progress and warnings above on stderr.

@@ -130,6 +130,24 @@ pub const URING: Claims = Claims {
     framed: false,
 };
 
+/// Direct waiting, epoll's path for a worker's lone connection (driver and
+/// responder, `driver::direct`, `responder::direct`): a closed-loop RR or
+/// STR connection that keeps its socket, over a plain kernel socket — every
+/// transport but tls, whose stream is a user-space session (it is
+/// `DataStream::is_plain` that the path checks), of any application
+/// protocol (it runs the readiness loop that hands each received chunk to
+/// the protocol). Not a setting: epoll takes
+/// this path by itself, and a case it does not cover stays in the epoll
+/// loop; the row is the rule both sides' `direct_candidate` apply.
+pub const DIRECT: Claims = Claims {
+    name: "direct",
+    covers: |t| t != Transport::Tls,
+    ramp: true,
+    paced: false,
+    kinds: &[Kind::Rr, Kind::Str],
+    framed: true,
+};
+
 impl Claims {
     /// The first case of `cfg` this backend does not cover, in one line.
     pub fn refusal(&self, cfg: &RunConfig) -> Option<String> {
@@ -154,8 +172,22 @@ impl Claims {
         })
     }
 
+    /// Whether this backend serves a responder's connections of `kind` over
+    /// `transport` speaking `protocol`, or why not, in one line (the
+    /// responder's half of the row: pacing and the ramp are the driver's, a
+    /// responder connection only answers).
+    pub fn serving_refusal(
+        &self,
+        transport: Transport,
+        kind: Kind,
+        protocol: AppProtocol,
+    ) -> Option<String> {
+        self.refuses(transport, false, false, std::iter::once(kind))
+            .or_else(|| self.refuses_protocol(protocol))
+    }
+
     /// The first of these cases this backend does not cover, in one line.
-    fn refuses(
+    pub(crate) fn refuses(
         &self,
         transport: Transport,
         ramp: bool,
@@ -172,7 +204,7 @@ impl Claims {
             return Some(format!(
                 "transport {} is not covered by the {backend} backend ({} are)",
                 transport.name(),
-                names.join(" and ")
+                list(&names)
             ));
         }
         if ramp && !self.ramp {
@@ -191,10 +223,27 @@ impl Claims {
             return Some(format!(
                 "{} is not covered by the {backend} backend ({} are)",
                 kind.name(),
-                names.join(" and ")
+                list(&names)
             ));
         }
         None
+    }
+
+    /// Whether this row lets a connection of `kind`, paced or not, take
+    /// the backend (the checks a backend makes per connection at run time;
+    /// the transport is checked on the socket itself).
+    #[inline]
+    pub(crate) fn takes(&self, kind: Kind, paced: bool) -> bool {
+        self.kinds.contains(&kind) && (self.paced || !paced)
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [head @ .., last] => format!("{} and {last}", head.join(", ")),
     }
 }
 
@@ -276,6 +325,36 @@ mod tests {
                  each connection's received bytes"
             )
         );
+        // The responder's half applies the same rule: http1 is served by
+        // epoll and direct waiting, never on the ring.
+        let serve =
+            |row: &Claims, protocol| row.serving_refusal(Transport::Tcp, Kind::Rr, protocol);
+        assert_eq!(serve(&EPOLL, AppProtocol::Http1), None);
+        assert_eq!(serve(&DIRECT, AppProtocol::Http1), None);
+        assert_eq!(serve(&URING, AppProtocol::Raw), None);
+        assert_eq!(
+            serve(&URING, AppProtocol::Http1),
+            URING.refuses_protocol(AppProtocol::Http1)
+        );
+    }
+
+    #[test]
+    fn direct_waiting_claims_closed_loop_rr_and_str_on_plain_sockets() {
+        let rr_str = [Kind::Rr, Kind::Str];
+        for t in [Transport::Tcp, Transport::Unix, Transport::Mptcp] {
+            assert_eq!(DIRECT.refuses(t, true, false, rr_str.into_iter()), None);
+        }
+        assert_eq!(
+            DIRECT
+                .refuses(Transport::Tls, false, false, rr_str.into_iter())
+                .as_deref(),
+            Some(
+                "transport tls is not covered by the direct backend (tcp, unix, mptcp and smc are)"
+            )
+        );
+        assert!(DIRECT.takes(Kind::Rr, false) && DIRECT.takes(Kind::Str, false));
+        assert!(!DIRECT.takes(Kind::Crr, false) && !DIRECT.takes(Kind::Rr, true));
+        assert!(EPOLL.takes(Kind::Crr, true));
     }
 
     #[test]

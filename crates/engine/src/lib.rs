@@ -9,7 +9,7 @@
 //! timing wheel for per-connection timers), `affinity` (CPU sets),
 //! `sidecar` (the TLS proxy processes of `tls_mode sidecar`), `responder`
 //! and `driver`, `iomode` (epoll or io_uring, and when io_uring falls
-//! back).
+//! back), `matrix` (which backend serves which case, as the rows say).
 
 pub mod affinity;
 pub mod app;
@@ -18,6 +18,7 @@ pub mod error;
 pub mod iomode;
 pub mod kmod;
 pub mod limits;
+pub mod matrix;
 pub mod protocol;
 pub mod responder;
 pub mod sampling;

@@ -205,6 +205,8 @@ pub struct SaState {
     pub spi: u32,
     pub src: IpAddr,
     pub dst: IpAddr,
+    /// `esp`, `ah` or `comp` (`id.proto`), else the protocol number.
+    pub protocol: String,
     /// The kernel's algorithm names, e.g. `rfc4106(gcm(aes))`, or
     /// `cbc(aes)+hmac(sha256)`.
     pub algorithm: String,
@@ -246,6 +248,12 @@ pub fn parse_sa(p: &[u8]) -> Option<SaState> {
         spi: u32::from_be_bytes(info[72..76].try_into().expect("4 bytes")),
         src: read_address(&info[80..96], fam),
         dst: read_address(&info[56..72], fam),
+        protocol: match info[76] {
+            IPPROTO_ESP => "esp".into(),
+            51 => "ah".into(),
+            108 => "comp".into(),
+            p => format!("protocol {p}"),
+        },
         algorithm: names.join("+"),
         mode: match info[214] {
             0 => "transport".into(),
@@ -313,6 +321,7 @@ mod tests {
         assert_eq!(b[214], 1, "mode tunnel");
         let back = parse_sa(&b).unwrap();
         assert_eq!((back.spi, back.mode.as_str()), (0x5b00_0100, "tunnel"));
+        assert_eq!(back.protocol, "esp");
         assert_eq!(back.dst, s.dst);
         // Names in a fixed order, whatever the kernel's attribute order.
         let cbc = sa(IpsecAlgorithm::AesCbc128Sha256);

@@ -14,10 +14,13 @@
 //! - [`usl`]: Universal Scalability Law fit with intervals.
 //! - [`planfile`]: plan files (TOML sections whose keys are the flags).
 //! - [`runfile`]: CPU, memory and rate figures read from a stored run record.
+//! - [`input`]: each subcommand's flags (and plan-file section) to its plan
+//!   and report, files read through an injected reader.
 
 pub mod cpu;
 pub mod error;
 pub mod exact;
+pub mod input;
 pub mod mva;
 pub mod normalize;
 pub mod offload;

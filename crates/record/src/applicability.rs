@@ -50,6 +50,10 @@ pub struct Applicability {
     /// The projected gain of the observed mix over AF_UNIX; absent with
     /// `--no-project` or when no eligible traffic was seen.
     pub projection: Option<Projection>,
+    /// The crypto census of the same connections (`--census`): each one's
+    /// protection, summed per server port and client subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub census: Option<CryptoCensus>,
 }
 
 /// What makes an eligible connection well-suited.
@@ -146,4 +150,90 @@ pub struct ProjectedClass {
     pub unix_cpu_us_per_tran: Option<f64>,
     /// `tcp_cpu_us_per_tran` − `unix_cpu_us_per_tran`, µs.
     pub saved_cpu_us_per_tran: Option<f64>,
+}
+
+/// The crypto census (the analogue of z/OS zERT's interval summaries): the
+/// protection of every connection the window counted, summed per server
+/// port, client subnet and protection.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CryptoCensus {
+    /// Why the handshakes were not read off the wire (`AF_PACKET` refused,
+    /// e.g. without CAP_NET_RAW): then user-space TLS reads as `unknown`.
+    pub capture_refused: Option<String>,
+    /// Frames the capture read.
+    pub frames_captured: u64,
+    /// Frames the kernel dropped before the capture read them (a busy
+    /// window: some handshakes may be missing).
+    pub frames_dropped: u64,
+    /// Connections whose TLS handshake (ClientHello and the server's
+    /// choice) was read inside the window.
+    pub handshakes_seen: u64,
+    /// IPsec SAs of the observed host (start and end of the window).
+    pub ipsec_sas: u64,
+    /// One row per server port, client subnet and protection; most
+    /// connections first.
+    pub rows: Vec<ProtectionRow>,
+    /// The suites `--disallow` named (IANA hex codes).
+    #[serde(default)]
+    pub disallowed_suites: Vec<String>,
+    /// Per server port where a disallowed suite was chosen, the reset a
+    /// lab policy would apply (nftables sees ports, not ciphers).
+    #[serde(default)]
+    pub resets: Vec<PortReset>,
+}
+
+/// The enforcement half for one server port: zERT resets a connection by
+/// its cipher; an nftables policy cannot see the cipher (it is inside the
+/// TLS handshake), so the reset is by the port the census saw it on, and
+/// every other connection to that port is reset with it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct PortReset {
+    /// The server port a disallowed suite was chosen on.
+    pub server_port: u16,
+    /// Connections to the port that chose a disallowed suite.
+    pub disallowed_connections: u64,
+    /// Connections to the port that did not (other suites, clear): reset too.
+    pub other_connections: u64,
+    /// The run setting of the lab policy that resets the port
+    /// (`host_policy_reset_port=PORT`, on host `lab_to`).
+    pub setting: String,
+}
+
+/// The connections of one server port and client subnet with one protection.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ProtectionRow {
+    /// The server's port (the end whose port is a listener here, else the remote one).
+    pub server_port: u16,
+    /// The client's /24 or /64, or the `--subnet` prefix holding it.
+    pub client_subnet: String,
+    /// `clear`, `tls` (user-space TLS, from the handshake on the wire),
+    /// `tls-records` (TLS records seen, the handshake before the window),
+    /// `ktls` (the kernel's TLS record layer, from sock_diag), `ipsec`, a
+    /// TLS kind plus `+ipsec`, or `unknown` (no capture, or an idle
+    /// connection open before the window).
+    pub protection: String,
+    /// TLS version chosen: `1.2`, `1.3`.
+    pub tls_version: Option<String>,
+    /// Cipher suite chosen, IANA name (`tls`), or the kernel's record
+    /// cipher (`ktls`: `AES_GCM_128`, …).
+    pub tls_cipher: Option<String>,
+    /// The chosen suite's IANA hex code (`C02F`), as `--cipher` takes it.
+    pub tls_cipher_code: Option<String>,
+    /// Key-exchange group chosen (`X25519`, `P-256`); absent for RSA key
+    /// exchange and for kTLS (the kernel does not know it).
+    pub tls_group: Option<String>,
+    /// kTLS: where the records are handled, `tx sw, rx sw` (`hw`: offloaded to the NIC).
+    pub ktls_offload: Option<String>,
+    /// The TLS versions the row's ClientHellos offered (all of them).
+    pub offered_versions: Vec<String>,
+    /// The cipher suites they offered, IANA hex codes.
+    pub offered_suites: Vec<String>,
+    /// The key-exchange groups they offered (`supported_groups`).
+    pub offered_groups: Vec<String>,
+    /// The SA protecting the address pair: `esp tunnel rfc4106(gcm(aes))`.
+    pub ipsec: Option<String>,
+    /// Connections in the row.
+    pub connections: u64,
+    /// Payload bytes both ways inside the window.
+    pub bytes: u64,
 }

@@ -46,6 +46,28 @@ pub struct Margins {
     pub cpu_pct: f64,
 }
 
+impl Margins {
+    /// The margins `--margin` (rate and CPU) and `--latency-margin` give;
+    /// each must be a percentage strictly between 0 and 100.
+    pub fn from_flags(margin_pct: f64, latency_margin_pct: f64) -> Result<Margins, String> {
+        for (flag, v) in [
+            ("--margin", margin_pct),
+            ("--latency-margin", latency_margin_pct),
+        ] {
+            if !(v > 0.0 && v < 100.0) {
+                return Err(format!(
+                    "{flag} {v}: give a percentage above 0 and below 100, e.g. 2.5"
+                ));
+            }
+        }
+        Ok(Margins {
+            rate_pct: margin_pct,
+            latency_pct: latency_margin_pct,
+            cpu_pct: margin_pct,
+        })
+    }
+}
+
 impl Default for Margins {
     /// ±2.5% for rate and CPU (netperf's default width), ±5% for latency.
     fn default() -> Margins {
@@ -560,6 +582,20 @@ mod tests {
             ci_high: hi,
             df: 8.0,
         }
+    }
+
+    #[test]
+    fn margins_are_percentages_between_0_and_100() {
+        let m = Margins::from_flags(1.0, 7.0).unwrap();
+        assert_eq!((m.rate_pct, m.latency_pct, m.cpu_pct), (1.0, 7.0, 1.0));
+        assert_eq!(
+            Margins::from_flags(0.0, 5.0).unwrap_err(),
+            "--margin 0: give a percentage above 0 and below 100, e.g. 2.5"
+        );
+        assert!(Margins::from_flags(2.5, 100.0)
+            .unwrap_err()
+            .starts_with("--latency-margin 100:"));
+        assert!(Margins::from_flags(f64::NAN, 5.0).is_err());
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! statistical comparison of stored runs, sweeps (grouping, USL fit, figures), and the performance summary report.
 //! Everything here reads run records as data; nothing opens a socket.
 
+pub mod applicability_table;
 pub mod compare;
 pub mod compare_diff;
 pub mod compare_output;
+pub mod compare_select;
 pub mod complete;
 pub mod doc;
 pub mod env;
@@ -16,6 +18,7 @@ pub mod metric;
 pub mod observe;
 pub mod output;
 pub mod quality;
+pub mod record_file;
 pub mod release_table;
 pub mod report;
 mod report_env;

@@ -6,8 +6,8 @@
 use stackbench_record::RunRecord;
 
 use crate::compare::{compare, emulated_sides, is_emulated, Comparison, Margins};
-use crate::store::StoredRun;
-use crate::study::Study;
+use crate::store::{Labels, Store, StoreError, StoredRun};
+use crate::study::{parse_study, Study};
 
 /// One study's stored runs and what is known about it.
 #[derive(Debug, Clone)]
@@ -19,6 +19,56 @@ pub struct StudyInput {
     pub study: Option<Study>,
     /// Runs of the study, oldest first.
     pub runs: Vec<StoredRun>,
+}
+
+/// Why a report has no input.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// Nothing to report on; the message says what to give.
+    #[error("{0}")]
+    Empty(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The studies `names` (every stored study when empty) as a report reads
+/// them from `store`; a study without stored runs is refused by name.
+pub fn studies(store: &Store, names: &[String]) -> Result<Vec<StudyInput>, InputError> {
+    let names = if names.is_empty() {
+        store.study_names()?
+    } else {
+        names.to_vec()
+    };
+    if names.is_empty() {
+        return Err(InputError::Empty(
+            "no stored studies: run `stackbench study FILE` first, or pass --db".into(),
+        ));
+    }
+    names.iter().map(|n| StudyInput::load(store, n)).collect()
+}
+
+impl StudyInput {
+    /// Study `name`'s stored runs, description and study file.
+    pub fn load(store: &Store, name: &str) -> Result<StudyInput, InputError> {
+        let filter: Labels = [("study".to_string(), name.to_string())].into();
+        let runs = store.select(&filter)?;
+        if runs.is_empty() {
+            return Err(InputError::Empty(format!(
+                "--study {name}: no stored runs of that study (`stackbench results list` shows them)"
+            )));
+        }
+        // A stored study file that no longer parses (renamed keys) still
+        // reports, without the variant settings it would add.
+        let study = store
+            .study_file(name)?
+            .and_then(|text| parse_study(&text, name).ok());
+        Ok(StudyInput {
+            name: name.to_string(),
+            description: store.study_description(name)?.unwrap_or_default(),
+            study,
+            runs,
+        })
+    }
 }
 
 /// A study's runs split by variant, variants in order of first run.
@@ -113,4 +163,44 @@ fn of_runs(runs: &[&StoredRun], f: &impl Fn(&StoredRun) -> Option<String>) -> Op
         })
         .collect();
     Some(format!("runs differ: {}", each.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every stored study when none is named, each with its runs and
+    /// description; a named study without runs, or no study at all, is
+    /// refused with what to do.
+    #[test]
+    fn studies_come_from_the_store_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(Some(&dir.path().join("r.db"))).unwrap();
+        let e = studies(&store, &[]).err().unwrap().to_string();
+        assert!(e.starts_with("no stored studies"), "{e}");
+        let record = crate::fixtures::record("RR1(1B/1B)", 1000.0, 50.0, 90.0, 0.0);
+        let env = crate::fixtures::environment("6.1");
+        let labels: Labels = [("study".into(), "q".into())].into();
+        store.save(&record, &labels, &env).unwrap();
+        store
+            .save_study(
+                "q",
+                "a quick look",
+                "name = \"q\"\nworkloads = [\"RR1(1B/1B)\"]\n",
+            )
+            .unwrap();
+        let all = studies(&store, &[]).unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!((all[0].name.as_str(), all[0].runs.len()), ("q", 1));
+        assert_eq!(all[0].description, "a quick look");
+        assert!(all[0].study.is_some());
+        let e = studies(&store, &["other".into()])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with("--study other: no stored runs of that study"),
+            "{e}"
+        );
+    }
 }

@@ -275,6 +275,63 @@ impl Study {
     }
 }
 
+impl StudyStep {
+    /// The line that names the step, in a `--dry-run` listing and as a study
+    /// runs: `[3/8] repetition 2 RR1(1B/1B) variant a (nodelay = true)`.
+    pub fn line(&self) -> String {
+        let settings = self.given.describe();
+        format!(
+            "[{}/{}] repetition {} {} variant {}{}",
+            self.index + 1,
+            self.total,
+            self.repetition,
+            self.workload,
+            self.variant,
+            if settings.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", settings.join(", "))
+            }
+        )
+    }
+}
+
+impl Study {
+    /// The first `listed` steps of the plan of `total` steps, each step
+    /// numbered out of `total`; the plan is built only for the repetitions
+    /// they span (a 256,000-step plan listed by its head builds its head).
+    pub fn head(
+        &self,
+        only: &[String],
+        file: &str,
+        listed: usize,
+        total: usize,
+    ) -> Result<Vec<StudyStep>, StudyError> {
+        let per_repetition = (total / self.repetitions.max(1) as usize).max(1);
+        let head = Study {
+            repetitions: listed.div_ceil(per_repetition).max(1) as u32,
+            ..self.clone()
+        };
+        let mut steps = head.plan(only, file)?;
+        steps.truncate(listed);
+        for step in &mut steps {
+            step.total = total;
+        }
+        Ok(steps)
+    }
+
+    /// `--repetitions N` over the file's: 1 to [`MAX_REPETITIONS`].
+    pub fn set_repetitions(&mut self, n: u32) -> Result<(), String> {
+        if !(1..=MAX_REPETITIONS).contains(&n) {
+            return Err(format!(
+                "--repetitions {n}: out of range: use 1 to {MAX_REPETITIONS}"
+            ));
+        }
+        self.repetitions = n;
+        Ok(())
+    }
+}
+
 /// Runs `steps` in order: `runner` measures one step, `sink` stores it. Stops at
 /// the first failure or incomplete run (after handing an incomplete record to
 /// the sink, so what was measured is kept); every step before stays stored.
@@ -330,5 +387,32 @@ mod tests {
             plan[0].given.describe(),
             vec!["duration = 10s", "nodelay = true"]
         );
+    }
+
+    /// Two workloads × two variants × three repetitions: the head is built
+    /// from the repetitions it spans and numbered out of the whole plan.
+    #[test]
+    fn the_head_of_a_long_plan_is_its_first_steps() {
+        let mut study = parse_study(
+            "name = \"s\"\nworkloads = [\"RR1(1B/1B)\", \"RR2(1B/1B)\"]\n\
+             [[variant]]\nname = \"a\"\nnodelay = true\n[[variant]]\nname = \"b\"\n",
+            "s.toml",
+        )
+        .unwrap();
+        study.set_repetitions(3).unwrap();
+        let full = study.plan(&[], "s.toml").unwrap();
+        let head = study.head(&[], "s.toml", 5, full.len()).unwrap();
+        assert_eq!(head, full[..5]);
+        assert_eq!(
+            head[4].line(),
+            "[5/12] repetition 2 RR1(1B/1B) variant a (nodelay = true)"
+        );
+        assert_eq!(head[1].line(), "[2/12] repetition 1 RR1(1B/1B) variant b");
+        assert_eq!(
+            study.set_repetitions(0).unwrap_err(),
+            "--repetitions 0: out of range: use 1 to 1000"
+        );
+        assert!(study.set_repetitions(MAX_REPETITIONS + 1).is_err());
+        assert_eq!(study.repetitions, 3);
     }
 }

@@ -29,7 +29,7 @@ use stackbench_plan::usl::{plan, Coefficients, Estimate, UslInput, UslPlan};
 use stackbench_record::PacingMode;
 
 use crate::compare_output::format_value;
-use crate::sweep::{Point, Series, LEVEL_PCT};
+use crate::sweep::{Point, Series, Stat, LEVEL_PCT};
 
 /// Fewest runs and distinct client counts the planner's fit accepts.
 const MIN_RUNS: usize = 4;
@@ -185,6 +185,52 @@ pub fn paced(series: &Series) -> Option<Paced> {
         ),
         shortfall,
         shortfall_at_n,
+    })
+}
+
+/// Stored runs taken as one sweep, each the class `notation` of the record
+/// at `path` (as `plan usl --from` fits them): what [`paced`] says of those
+/// that are paced populations. A file that is not a run record counts as no
+/// point; whoever loaded the runs for their figures has refused it already.
+pub fn paced_runs(runs: &[(String, String)]) -> Option<Paced> {
+    let mut points: Vec<Point> = runs
+        .iter()
+        .filter_map(|(path, notation)| {
+            let text = std::fs::read_to_string(path).ok()?;
+            let record =
+                stackbench_record::record_from_json(serde_json::from_str(&text).ok()?).ok()?;
+            let class = record.classes.iter().find(|c| &c.notation == notation)?;
+            population_point(class)
+        })
+        .collect();
+    points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    paced(&Series {
+        variant: String::new(),
+        second: None,
+        label: String::new(),
+        points,
+    })
+}
+
+/// A stored class as a sweep point, when it is a paced population (think
+/// time or an offered rate); `None` for the closed loop.
+fn population_point(c: &stackbench_record::ClassResult) -> Option<Point> {
+    let p = c.population.as_ref()?;
+    let l = c.latency_us?;
+    let one = |v: f64| Stat::of(vec![v]);
+    Some(Point {
+        x: f64::from(c.clients),
+        x_text: c.clients.to_string(),
+        runs: 1,
+        rate_tps: one(c.rate_tps)?,
+        latency_mean_us: one(l.mean)?,
+        latency_p50_us: one(l.p50)?,
+        latency_p99_us: one(l.p99)?,
+        cpu_client_us_per_tran: None,
+        cpu_server_us_per_tran: None,
+        pacing: p.pacing,
+        think_s: p.wait_mean_s.or(p.think_mean_s),
+        offered_rate_tps: p.offered_rate_tps,
     })
 }
 

@@ -54,6 +54,21 @@ pub(crate) struct StepResult {
     pub(crate) environment: Environment,
 }
 
+/// The guest that settings `kernel`, `guest_vcpus`, `guest_memory` and
+/// `guest_accel` describe (a study step's and `guest exec`'s alike).
+pub fn guest_spec(s: &RunSettings) -> GuestSpec {
+    GuestSpec {
+        kernel: s.kernel.text(),
+        vcpus: s.guest_vcpus,
+        memory_mib: s.guest_memory.0 >> 20,
+        accel: match s.guest_accel {
+            GuestAccel::Auto => Accel::Auto,
+            GuestAccel::Kvm => Accel::Kvm,
+            GuestAccel::Tcg => Accel::Tcg,
+        },
+    }
+}
+
 /// Runs `plan` in a guest booted with its `kernel` and returns the record,
 /// whose stored environment is the guest's.
 pub fn execute(plan: &RunPlan, obs: &mut dyn Observer) -> Result<RunRecord, RunError> {
@@ -68,16 +83,7 @@ pub fn execute(plan: &RunPlan, obs: &mut dyn Observer) -> Result<RunRecord, RunE
     serde_json::to_writer(&mut step_file, &step)?;
     step_file.flush()?;
     files.push((step_file.path().to_path_buf(), STEP_FILE.to_string()));
-    let spec = GuestSpec {
-        kernel: kernel.clone(),
-        vcpus: s.guest_vcpus,
-        memory_mib: s.guest_memory.0 >> 20,
-        accel: match s.guest_accel {
-            GuestAccel::Auto => Accel::Auto,
-            GuestAccel::Kvm => Accel::Kvm,
-            GuestAccel::Tcg => Accel::Tcg,
-        },
-    };
+    let spec = guest_spec(s);
     let job = Job {
         args: vec![STEP_SUBCOMMAND.to_string(), STEP_FILE.to_string()],
         files,

@@ -13,7 +13,8 @@
 //! `spawn`, `repeat`, `plan` above them; `guest_step` (the host's side of a
 //! step on another kernel) on `plan`; `session` (the [`Runner`]) on all of
 //! those; `guest_side`, `sweep`, `find_rate`, `study` and `study_estimate` on top.
-//! `slurm` (srun as a launcher of agents) stands alone.
+//! `slurm` (srun as a launcher of agents) stands alone; `k8s` (a study's
+//! Kubernetes objects) sits on `plan`.
 
 pub mod agent;
 pub mod agent_merge;
@@ -23,6 +24,7 @@ pub mod error;
 pub mod find_rate;
 pub mod guest_side;
 pub mod guest_step;
+pub mod k8s;
 pub mod lab_run;
 pub mod launch;
 pub mod observe;

@@ -4,6 +4,8 @@
 //! measurement-quality warning as it is found. The runner prints nothing;
 //! the binary's terminal observer draws and prints, a test records.
 
+use std::time::Duration;
+
 use stackbench_engine::{Progress, RunConfig};
 use stackbench_record::WarningRecord;
 
@@ -38,4 +40,111 @@ impl Observer for Quiet {
     fn note(&mut self, _: &str) {}
     fn warning(&mut self, _: &WarningRecord) {}
     fn guest_stderr(&mut self, _: &[u8]) {}
+}
+
+/// The text of a run's progress line: the phase (connecting, warm-up, the
+/// window), the time and the transaction rate since the previous update.
+/// Apart from drawing it, which is the binary's (a spinner on a terminal, a
+/// plain line once a minute otherwise).
+pub struct ProgressText {
+    name: String,
+    window: Option<Duration>,
+    warmup: Duration,
+    clients: u64,
+    /// Elapsed time and transactions at the previous update.
+    last: Option<(Duration, u64)>,
+}
+
+impl ProgressText {
+    pub fn new(cfg: &RunConfig) -> ProgressText {
+        ProgressText {
+            name: cfg.workload.to_string(),
+            window: cfg.duration,
+            warmup: cfg.warmup,
+            clients: cfg.workload.total_clients(),
+            last: None,
+        }
+    }
+
+    /// The line for `p`; the rate is over the time since the previous call.
+    pub fn line(&mut self, p: &Progress) -> String {
+        let total: u64 = p.transactions.iter().sum();
+        let rate = match self.last {
+            Some((t, n)) if p.elapsed > t => {
+                (total.saturating_sub(n)) as f64 / (p.elapsed - t).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        self.last = Some((p.elapsed, total));
+        if p.connecting {
+            format!(
+                "{}: connecting {}/{} clients, {:.1} s",
+                self.name,
+                p.connected,
+                self.clients,
+                p.elapsed.as_secs_f64()
+            )
+        } else if p.in_warmup {
+            format!(
+                "{}: warm-up ({:.1} s), {:.1} s in",
+                self.name,
+                self.warmup.as_secs_f64(),
+                p.elapsed.as_secs_f64()
+            )
+        } else {
+            let measured = p.measured.unwrap_or_default().as_secs_f64();
+            let of = self
+                .window
+                .map_or(String::new(), |w| format!("/{:.0}", w.as_secs_f64()));
+            format!(
+                "{}: {measured:.1}{of} s, {total} transactions, {rate:.0} tr/s",
+                self.name
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(elapsed_s: u64, phase: &str, transactions: u64) -> Progress {
+        Progress {
+            elapsed: Duration::from_secs(elapsed_s),
+            connecting: phase == "connecting",
+            connected: 3,
+            in_warmup: phase == "warmup",
+            measured: (phase == "window").then(|| Duration::from_secs(elapsed_s - 3)),
+            transactions: vec![transactions, transactions],
+        }
+    }
+
+    /// Each phase reads as itself; the rate is over the last interval, not
+    /// since the start.
+    #[test]
+    fn the_line_names_the_phase_and_the_recent_rate() {
+        let mut text = ProgressText {
+            name: "RR4(1B/1B)".into(),
+            window: Some(Duration::from_secs(10)),
+            warmup: Duration::from_secs(2),
+            clients: 4,
+            last: None,
+        };
+        assert_eq!(
+            text.line(&at(1, "connecting", 0)),
+            "RR4(1B/1B): connecting 3/4 clients, 1.0 s"
+        );
+        assert_eq!(
+            text.line(&at(2, "warmup", 0)),
+            "RR4(1B/1B): warm-up (2.0 s), 2.0 s in"
+        );
+        assert_eq!(
+            text.line(&at(4, "window", 1000)),
+            "RR4(1B/1B): 1.0/10 s, 2000 transactions, 1000 tr/s"
+        );
+        assert_eq!(
+            text.line(&at(6, "window", 1500)),
+            "RR4(1B/1B): 3.0/10 s, 3000 transactions, 500 tr/s"
+        );
+    }
 }

@@ -18,6 +18,30 @@ use stackbench_model::{TlsParams, Transport, Workload};
 use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
 
+/// What `run` measures when given no workload (the README's main job): a
+/// small study, [`fill_window`]'s 5 s per workload.
+pub const DEFAULT_STUDY: &[&str] = &[
+    "RR1(1B/1B)",
+    "RR10(4kB/4kB)",
+    "CRR10(64B/8kB)",
+    "STR3(1B/20MB)",
+];
+
+/// The workloads of `texts`, or [`DEFAULT_STUDY`] when there are none (the
+/// flag `default_study` of [`resolve`] then says so); the error is the
+/// notation's, naming the text.
+pub fn workloads_or_default(texts: &[String]) -> Result<Vec<Workload>, RunError> {
+    let texts: Vec<&str> = if texts.is_empty() {
+        DEFAULT_STUDY.to_vec()
+    } else {
+        texts.iter().map(String::as_str).collect()
+    };
+    texts
+        .iter()
+        .map(|t| t.parse::<Workload>().or_else(|e| input(e.to_string())))
+        .collect()
+}
+
 /// Everything a session needs, resolved and immutable.
 #[derive(Debug, Clone)]
 pub struct RunPlan {
@@ -171,14 +195,24 @@ fn resolve_agents(
              agents in the lab_from hosts reach it; drop agent_listen",
         );
     }
+    check_agents_fit(n, workloads)
+}
+
+/// Refuses `agents` driver processes for `workloads` when a class has fewer
+/// clients than there are agents: every agent runs a share of every class
+/// (see `stackbench_model::segment`), and the controller arms an agent only
+/// once its share of each class is connected. The one rule for a run and for
+/// whatever plans agents ahead of it (`k8s render` checks every study step
+/// with it).
+pub fn check_agents_fit(agents: u32, workloads: &[Workload]) -> Result<(), RunError> {
     let fewest = workloads
         .iter()
         .flat_map(|w| w.classes.iter().map(move |c| (c.clients, w)))
         .min_by_key(|(c, _)| *c);
-    if let Some((clients, w)) = fewest.filter(|(c, _)| *c < n) {
+    if let Some((clients, w)) = fewest.filter(|(c, _)| *c < agents) {
         return input(format!(
-            "agents {n}: {w} has a class of {clients} clients and every agent runs a share of \
-             every class: use at most {clients} agents"
+            "agents {agents}: {w} has a class of {clients} clients and every agent runs a share \
+             of every class: use at most {clients} agents"
         ));
     }
     Ok(())
@@ -449,6 +483,37 @@ mod tests {
                 .seed,
             Some(7)
         );
+    }
+
+    #[test]
+    fn no_workload_is_the_default_study() {
+        let names = |w: Vec<Workload>| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(names(workloads_or_default(&[]).unwrap()), DEFAULT_STUDY);
+        let given = workloads_or_default(&["CRR2(1B/1B)".into()]).unwrap();
+        assert_eq!(names(given), ["CRR2(1B/1B)"]);
+        assert!(matches!(
+            workloads_or_default(&["RR1(1kb/1B)".into()]),
+            Err(RunError::Input(m)) if m.contains("1kb")
+        ));
+    }
+
+    /// Every agent runs a share of every class: the smallest class of any
+    /// workload bounds the agents, whichever workload holds it.
+    #[test]
+    fn agents_are_bounded_by_the_smallest_class() {
+        let w: Vec<Workload> = vec![
+            "RR8(1B/1B)".parse().unwrap(),
+            "RR100(1B/1B)+RR3(1B/1B)".parse().unwrap(),
+        ];
+        assert!(check_agents_fit(3, &w).is_ok());
+        match check_agents_fit(4, &w) {
+            Err(RunError::Input(m)) => assert!(
+                m.starts_with("agents 4: RR100(1B/1B)+RR3(1B/1B) has a class of 3 clients")
+                    && m.ends_with("use at most 3 agents"),
+                "{m}"
+            ),
+            other => panic!("expected an input error, got {other:?}"),
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ use stackbench_model::settings::RunSettings;
 use stackbench_model::sweep::{Sweep, SweepPoint};
 use stackbench_model::Workload;
 use stackbench_record::RunRecord;
+use stackbench_results::store::Labels;
 
 use crate::error::{input, RunError};
 use crate::plan::{resolve, RunPlan};
@@ -37,6 +38,43 @@ pub fn plan_sweep(
     Ok(plans)
 }
 
+/// The sweep's runs as a study's would be stored: each point's record split
+/// by workload — by position, as the classes were appended in workload order
+/// (two workloads may print alike at a sweep point) — and labelled with the
+/// point, the workload as given and `variant=run`.
+pub fn runs_by_workload(
+    workloads: &[Workload],
+    plans: &[(SweepPoint, RunPlan)],
+    records: &[RunRecord],
+) -> Vec<(Labels, RunRecord)> {
+    let mut runs = Vec::new();
+    for ((point, plan), record) in plans.iter().zip(records) {
+        let mut at = 0;
+        for (base, effective) in workloads.iter().zip(&plan.workloads) {
+            let n = effective.classes.len();
+            let mut r = record.clone();
+            r.classes = record.classes.iter().skip(at).take(n).cloned().collect();
+            at += n;
+            let mut labels: Labels = point.labels().into_iter().collect();
+            labels.insert("workload".into(), base.to_string());
+            labels.insert("variant".into(), "run".into());
+            runs.push((labels, r));
+        }
+    }
+    runs
+}
+
+/// The sweep's table and, for a client sweep, its USL fit.
+pub fn summary(
+    workloads: &[Workload],
+    plans: &[(SweepPoint, RunPlan)],
+    records: &[RunRecord],
+) -> String {
+    let runs = runs_by_workload(workloads, plans, records);
+    let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
+    stackbench_results::sweep_text::sweep_text(&refs)
+}
+
 /// Runs the points in order; `on_record` gets each point's record as soon
 /// as it is measured (to store it). Stops after the first incomplete record,
 /// which is the last one returned.
@@ -61,4 +99,54 @@ pub fn run_sweep(
         }
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stackbench_model::sweep::SweepDim;
+    use stackbench_results::fixtures;
+
+    /// Two workloads at two client counts: each point's record splits into
+    /// one run per workload, its classes by position, labelled as a study's.
+    #[test]
+    fn each_points_record_splits_by_workload_in_order() {
+        let workloads: Vec<Workload> = ["RR(1B/1B)", "RR(1B/1B)+STR1(1B/1kB)"]
+            .iter()
+            .map(|w| w.parse().unwrap())
+            .collect();
+        let mut settings = RunSettings::default();
+        settings.set("target", "192.0.2.1:12870").unwrap();
+        let sweep = Sweep::new(vec![SweepDim::parse_flag("clients=2,4").unwrap()]).unwrap();
+        let plans = plan_sweep(&workloads, &settings, &sweep, false, false).unwrap();
+        let records: Vec<RunRecord> = plans
+            .iter()
+            .map(|(_, plan)| {
+                let text: Vec<String> = plan.workloads.iter().map(|w| w.to_string()).collect();
+                fixtures::record(&text.join("+"), 100.0, 10.0, 20.0, 0.0)
+            })
+            .collect();
+        let runs = runs_by_workload(&workloads, &plans, &records);
+        let got: Vec<(String, String, usize)> = runs
+            .iter()
+            .map(|(l, r)| {
+                (
+                    l["sweep.clients"].clone(),
+                    l["workload"].clone(),
+                    r.classes.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("2".into(), "RR1(1B/1B)".into(), 1),
+                ("2".into(), "RR1(1B/1B)+STR1(1B/1kB)".into(), 2),
+                ("4".into(), "RR1(1B/1B)".into(), 1),
+                ("4".into(), "RR1(1B/1B)+STR1(1B/1kB)".into(), 2),
+            ]
+        );
+        assert!(runs.iter().all(|(l, _)| l["variant"] == "run"));
+        assert_eq!(runs[1].1.classes[1].notation, "STR2(1B/1kB)");
+    }
 }

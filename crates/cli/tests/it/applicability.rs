@@ -49,6 +49,14 @@ fn bad_input_is_one_line_and_nothing_is_watched() {
         "--host client: lab host is not up",
     );
     refused(&["--lab", f, "--host", "nobody"], "no such host in");
+    refused(
+        &["--census", "--disallow", "C0FFEE"],
+        "--disallow C0FFEE: not a cipher suite",
+    );
+    refused(
+        &["--disallow", "C02F"],
+        "--disallow: names suites for the crypto census: add --census",
+    );
 }
 
 /// The two-host example lab under a name of the test's own (so another
@@ -310,4 +318,137 @@ fn the_projection_runs_are_stored_with_the_observation() {
         assert_eq!(shown["record"]["settings"]["transport"], transport);
         assert_eq!(shown["env"]["applicability"]["total"]["connections"], 21);
     }
+}
+
+/// `stackbench run ARGS` across the lab from client to server, its record.
+fn run_across(file: &Path, args: &[&str]) -> Value {
+    let run = stackbench()
+        .args(["run", "--lab"])
+        .arg(file)
+        .args(["--from", "client", "--to", "server"])
+        .args(args)
+        .args(["--warmup", "0s", "--json", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    json_of(&run)
+}
+
+/// The crypto census reads each TLS run's handshakes off the lab link and
+/// reports the version, suite and group the run was configured with, one
+/// row per data port; the control connections read as clear.
+#[test]
+fn the_census_reports_the_configured_tls_version_suite_and_group() {
+    if !can_make_namespaces("the_census_reports_the_configured_tls_version_suite_and_group") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = lab_file(dir.path(), "tcens", false);
+    let _ = lab("down", &file).output();
+    let up = lab("up", &file).output().unwrap();
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let f = file.to_str().unwrap();
+    let watcher = Watcher::start(&[
+        "--lab",
+        f,
+        "--host",
+        "client",
+        "--window",
+        "10s",
+        "--no-project",
+        "--census",
+        "--disallow",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+    ]);
+    let crr = run_across(
+        &file,
+        &[
+            "CRR2(64B/1kB)",
+            "--transport",
+            "tls",
+            "--cipher",
+            "C02F",
+            "--groups",
+            "P-256",
+            "--duration",
+            "2s",
+        ],
+    );
+    run_across(
+        &file,
+        &[
+            "RR1(1kB/1kB)",
+            "--transport",
+            "tls",
+            "--tls-version",
+            "1.3",
+            "--cipher",
+            "1302",
+            "--groups",
+            "X25519",
+            "--duration",
+            "1s",
+        ],
+    );
+    let (observed, _) = watcher.finish();
+    let _ = lab("down", &file).output();
+
+    let census = &observed["census"];
+    assert_eq!(census["capture_refused"], Value::Null, "{census}");
+    let rows = census["rows"].as_array().unwrap();
+    let tls: Vec<&Value> = rows.iter().filter(|r| r["protection"] == "tls").collect();
+    let mut chosen: Vec<(String, String, String)> = tls
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
+            (s("tls_version"), s("tls_cipher_code"), s("tls_group"))
+        })
+        .collect();
+    chosen.sort();
+    assert_eq!(
+        chosen,
+        [
+            ("1.2".into(), "C02F".into(), "P-256".into()),
+            ("1.3".into(), "1302".into(), "X25519".into())
+        ],
+        "{census}"
+    );
+    let v12 = tls.iter().find(|r| r["tls_version"] == "1.2").unwrap();
+    assert_eq!(v12["tls_cipher"], "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256");
+    assert_eq!(v12["offered_suites"], serde_json::json!(["C02F"]), "{v12}");
+    // Every CRR connection had its handshake read (a connection cut by
+    // the run's end may add one).
+    let transactions = crr["classes"][0]["transactions"].as_u64().unwrap();
+    let connections = v12["connections"].as_u64().unwrap();
+    assert!(
+        (transactions..=transactions + 2).contains(&connections),
+        "{connections} TLS 1.2 connections for {transactions} CRR transactions: {census}"
+    );
+    // The disallowed suite's port is named for a reset, with only its
+    // own connections on it (each stackbench run has data ports of its own).
+    assert_eq!(census["disallowed_suites"], serde_json::json!(["C02F"]));
+    let port = v12["server_port"].as_u64().unwrap();
+    assert_eq!(
+        census["resets"],
+        serde_json::json!([{
+            "server_port": port,
+            "disallowed_connections": connections,
+            "other_connections": 0,
+            "setting": format!("host_policy_reset_port={port}"),
+        }]),
+        "{census}"
+    );
+    // Everything else is the clear control channel: nothing unknown.
+    for r in rows.iter().filter(|r| r["protection"] != "tls") {
+        assert_eq!(r["protection"], "clear", "{census}");
+    }
+    assert!(rows.iter().any(|r| r["protection"] == "clear"), "{census}");
 }

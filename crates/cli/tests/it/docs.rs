@@ -52,6 +52,26 @@ fn record_reference_is_up_to_date() {
     );
 }
 
+/// docs/backends.md is `stackbench __docs backends`, byte for byte: a
+/// backend row, pair or case changed without regenerating the page fails
+/// here, with the command that fixes it.
+#[test]
+fn backend_matrix_is_up_to_date() {
+    let out = stackbench().args(["__docs", "backends"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let checked_in = std::fs::read_to_string(repository().join("docs/backends.md")).unwrap();
+    assert!(
+        generated == checked_in,
+        "docs/backends.md is stale: run `{}`",
+        stackbench_engine::matrix::REGENERATE
+    );
+}
+
 #[test]
 fn docs_refuses_an_unknown_page_in_one_line() {
     let out = stackbench().args(["__docs", "man"]).output().unwrap();

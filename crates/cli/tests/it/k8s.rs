@@ -278,11 +278,12 @@ fn render_refuses_bad_input_in_one_line_writing_nothing() {
         &["--agents", "0"],
         "--agents 0: give at least 1 agent",
     );
-    // The largest step is 256K = 262144 clients.
+    // The smallest step is 8K = 8192 clients, in one class.
     refused(
         &tn3270,
         &["--agents", "262145"],
-        "more agents than the study's largest population (262144 clients): give at most 262144",
+        "agents 262145: RR8K(100B/800B) has a class of 8192 clients and every agent runs a \
+         share of every class: use at most 8192 agents",
     );
     refused(
         &tn3270,
@@ -499,23 +500,16 @@ fn the_schema_check_rejects_a_broken_manifest() {
     );
 }
 
-/// One N serves every step: where a step's population is smaller, render
-/// says that some agents run no client there (and still writes).
+/// One N serves every step, and a run refuses more agents than a class has
+/// clients: render refuses such a step by that same rule, before the
+/// cluster would run the steps before it (it used to write the manifests
+/// with a note, and the study failed at that step).
 #[test]
-fn render_notes_steps_smaller_than_the_agent_count() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = stackbench()
-        .args(["k8s", "render"])
-        .arg(study("tn3270-capacity.toml"))
-        .args(["--agents", "9000", "-o"])
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(
-        err.contains("9000 agents but the study's smallest population is 8192 clients"),
-        "{err}"
+fn render_refuses_more_agents_than_a_steps_class_has_clients() {
+    refused(
+        &study("tn3270-capacity.toml"),
+        &["--agents", "9000"],
+        "tn3270-capacity.toml: agents 9000: RR8K(100B/800B) has a class of 8192 clients",
     );
 }
 

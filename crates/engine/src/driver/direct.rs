@@ -23,12 +23,12 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use mio::Token;
-use stackbench_model::Kind;
 
 use super::machine::{Phase, CONNECTED, RELEASED};
 use super::pace::Pace;
 use super::worker::Worker;
 use crate::app::Codec;
+use crate::iomode;
 
 /// Longest a blocked send or recv waits before the loop looks at the stop
 /// conditions again (the epoll loop's longest sleep too).
@@ -48,7 +48,8 @@ impl<P: Codec> Worker<'_, P> {
         let ready = conn.flags & (CONNECTED | RELEASED) == CONNECTED | RELEASED
             && matches!(conn.phase, Phase::Sending | Phase::Receiving);
         let plain = conn.stream.as_ref().is_some_and(|s| s.is_plain());
-        (ready && plain && plan.kind != Kind::Crr && plan.pace == Pace::Closed).then_some(key)
+        let takes = iomode::DIRECT.takes(plan.kind, plan.pace != Pace::Closed);
+        (ready && plain && takes).then_some(key)
     }
 
     /// Drives connection `key` with blocking calls until the run should stop

@@ -15,6 +15,8 @@
 
 mod direct;
 mod machine;
+#[cfg(test)]
+mod mock;
 mod own;
 mod uring;
 mod worker;
@@ -43,7 +45,7 @@ use stackbench_record::KtlsCounters;
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Endpoint, ListenRequest, Listening, SocketDir, Transport};
 use own::OwnWorkers;
-use worker::{Command, Worker};
+use worker::{Backend, Command, Worker};
 
 /// Most listener ports one test may ask for (each is one listener per worker).
 const MAX_PORTS: u32 = 256;
@@ -187,14 +189,15 @@ impl Pool {
             socket: spec_opts,
             ..req.spec
         };
-        // The io_uring workers serve plain-socket RR and STR of raw payloads
-        // only (the driver asks for nothing else; see `crate::iomode`).
-        let io =
-            if row.uring() && spec.kind != stackbench_model::Kind::Crr && !spec.protocol.framed() {
-                spec.io
-            } else {
-                IoMode::Epoll
-            };
+        // The io_uring workers serve what their row claims (the driver asks
+        // for nothing else; see `crate::iomode`), epoll the rest: a framed
+        // protocol (http1) among it.
+        let claimed = crate::iomode::URING.serving_refusal(req.transport, spec.kind, spec.protocol);
+        let io = if spec.io == IoMode::Uring && claimed.is_none() {
+            IoMode::Uring
+        } else {
+            IoMode::Epoll
+        };
         let own = match req.own_workers {
             0 => None,
             n => Some(OwnWorkers::start(io, (n, &req.own_cpus), id)?),
@@ -334,7 +337,7 @@ fn start_uring_workers(n: usize) -> Result<(Vec<WorkerHandle>, Vec<JoinHandle<()
         let thread = thread::Builder::new()
             .name(format!("serve-u{i}"))
             .spawn(move || match uring::UringWorker::new(rx, fd) {
-                Ok(w) => w.run(),
+                Ok(w) => drop(w.run()),
                 Err(e) => eprintln!("stackbench serve: io_uring worker {i}: {e}"),
             })
             .map_err(|e| format!("cannot start an io_uring worker: {e}"))?;
@@ -386,7 +389,7 @@ impl Responder {
             threads.push(
                 thread::Builder::new()
                     .name(format!("serve-w{i}"))
-                    .spawn(move || worker.run())?,
+                    .spawn(move || drop(worker.run()))?,
             );
             workers.push(WorkerHandle {
                 commands: tx,

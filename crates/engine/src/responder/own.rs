@@ -11,7 +11,7 @@ use std::thread::{self, JoinHandle};
 use stackbench_metrics::threads::ThreadTimes;
 use stackbench_model::IoMode;
 
-use super::worker::{Command, Worker};
+use super::worker::{Backend, Command, Worker};
 use super::{lock, uring, Wake, WorkerHandle};
 
 /// One test's worker threads.
@@ -45,14 +45,14 @@ impl OwnWorkers {
                 let fd = uring::eventfd().map_err(cannot)?;
                 let wake = Arc::clone(&fd);
                 let run = move || match uring::UringWorker::new(rx, wake) {
-                    Ok(w) => w.run(),
+                    Ok(w) => drop(w.run()),
                     Err(e) => eprintln!("stackbench serve: io_uring worker of test {id}: {e}"),
                 };
                 (Wake::Uring(fd), Box::new(run))
             } else {
                 let (poll, waker) = Worker::poll_and_waker().map_err(cannot)?;
                 let worker = Worker::new(poll, rx);
-                (Wake::Epoll(waker), Box::new(move || worker.run()))
+                (Wake::Epoll(waker), Box::new(move || drop(worker.run())))
             };
             let thread = thread::Builder::new()
                 .name(name)

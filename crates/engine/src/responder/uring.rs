@@ -1,7 +1,9 @@
 //! One responder worker on io_uring (`io = uring` tests): the same per-test
 //! state machine and counters as the epoll worker ([`super::worker`]: read
 //! `request_bytes`, write `response_bytes`, repeat), with the I/O done by
-//! completions.
+//! completions. It serves raw payloads only: received bytes are never
+//! read, so a framed protocol (http1), whose requests end where their bytes
+//! say, stays on epoll (`iomode::URING` refuses it).
 //!
 //! Each listener has one multishot accept armed (re-armed when the kernel
 //! ends it; after running out of descriptors, every [`ACCEPT_RETRY`], each
@@ -31,9 +33,10 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use slab::Slab;
 use stackbench_model::Kind;
 
-use super::machine::{book_received, book_sent, request_bytes, response_bytes, Phase};
-use super::worker::{would_block_or_close, Command, Commanded, Next, Test};
-use crate::iomode::{build, enter};
+use super::machine::{errno_kind, ConnState, Io, Step, Test, Then, Touch};
+use super::worker::{leftover, Backend, Command, Commanded};
+use crate::app::Raw;
+use crate::iomode::{self, build, enter, Claims};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::{DataListener, DataStream};
@@ -45,11 +48,16 @@ const OP_WAKE: u64 = 4;
 const OP_CANCEL: u64 = 5;
 /// A response's last send with no completion on success (see `queue_io`).
 const OP_SEND_LAST: u64 = 6;
-/// `UConn::queued`: a send, a receive in flight.
+/// The backend's bits of a connection's state (`ConnState::backend`): a
+/// send, a receive in flight.
 const SEND_QUEUED: u8 = 1;
 const RECV_QUEUED: u8 = 2;
 /// A last send that reports only failure; over when its linked receive is.
 const LAST_QUEUED: u8 = 4;
+/// Any operation in flight.
+const QUEUED: u8 = SEND_QUEUED | RECV_QUEUED | LAST_QUEUED;
+/// Shut down, removed at its last completion.
+const CLOSING: u8 = 8;
 /// Submission queue size (completion queue twice that; the kernel keeps any
 /// overflow).
 const ENTRIES: u32 = 4096;
@@ -60,13 +68,24 @@ const IDLE_WAIT: Duration = Duration::from_secs(1);
 /// How long shutdown waits for cancelled operations.
 const DRAIN_WAIT: Duration = Duration::from_millis(200);
 
+/// A connection: its stream and the machine's state, which holds the
+/// test's slot and this backend's bits (`QUEUED`, `CLOSING`).
 struct UConn {
     stream: DataStream,
-    test: u32,
-    phase: Phase,
-    remaining: u64,
-    queued: u8,
-    closing: bool,
+    state: ConnState,
+}
+
+impl UConn {
+    /// What it has in flight (`QUEUED` bits).
+    #[inline]
+    fn queued(&self) -> u8 {
+        self.state.backend & QUEUED
+    }
+
+    #[inline]
+    fn closing(&self) -> bool {
+        self.state.backend & CLOSING != 0
+    }
 }
 
 enum Entry {
@@ -138,7 +157,7 @@ impl UringWorker {
     }
 
     /// Runs until a `Shutdown` command.
-    pub fn run(mut self) {
+    fn serve(&mut self) {
         self.arm_wake();
         loop {
             let spin = self.tests.iter().any(|(_, t)| t.spec.spin);
@@ -156,7 +175,7 @@ impl UringWorker {
             );
             for &(data, res, flags) in &done {
                 if !self.on_completion(data, res, flags) {
-                    return self.drain();
+                    return;
                 }
             }
             done.clear();
@@ -279,75 +298,66 @@ impl UringWorker {
         // SAFETY: the accepted descriptor is new and owned by nobody else.
         let stream = DataStream::Plain(unsafe { OwnedFd::from_raw_fd(res) });
         let t = &mut self.tests[test as usize];
-        t.stats.connections += 1;
+        let state = ConnState::accepted::<Raw>(t, test);
         let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
-        let conn = self.entries.insert(Entry::Conn(UConn {
-            stream,
-            test,
-            phase: Phase::Reading,
-            remaining: request_bytes(&t.spec),
-            queued: 0,
-            closing: false,
-        }));
+        let conn = self.entries.insert(Entry::Conn(UConn { stream, state }));
         self.queue_io(conn);
         if !more {
             self.arm_accept(key);
         }
     }
 
-    /// Queues what connection `key`'s phase needs and is not in flight: the
-    /// request's next receive, or the response's next send (its last one
+    /// Queues what connection `key`'s machine needs and is not in flight:
+    /// the request's next receive, or the answer's next send (its last one
     /// linked to the next request's receive).
     fn queue_io(&mut self, key: usize) {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
             return;
         };
-        let spec = self.tests[c.test as usize].spec;
+        let test = &self.tests[c.state.test as usize];
+        let waitall = test.spec.socket.waitall;
         let fd = types::Fd(c.stream.as_raw_fd());
         let (sink, data) = (self.sink.as_mut_ptr(), (key as u64) << 8);
-        let recv = |remaining: u64| {
-            let len = remaining.min(IO_CHUNK_BYTES as u64) as u32;
-            let flags = if spec.socket.waitall {
-                libc::MSG_WAITALL
-            } else {
-                0
-            };
-            opcode::Recv::new(fd, sink, len)
+        let recv = |max: usize| {
+            let flags = if waitall { libc::MSG_WAITALL } else { 0 };
+            opcode::Recv::new(fd, sink, max as u32)
                 .flags(flags)
                 .build()
                 .user_data(data | OP_RECV)
         };
         let mut ops: [Option<squeue::Entry>; 2] = [None, None];
-        match c.phase {
-            Phase::Reading if c.queued & RECV_QUEUED == 0 => {
-                ops[0] = Some(recv(c.remaining));
-                c.queued |= RECV_QUEUED;
+        let queued = c.queued();
+        match c.state.io::<Raw>(test, &()) {
+            Io::Recv { max } if queued & RECV_QUEUED == 0 => {
+                ops[0] = Some(recv(max));
+                c.state.backend |= RECV_QUEUED;
             }
-            Phase::Writing if c.queued & SEND_QUEUED == 0 => {
-                let len = c.remaining.min(IO_CHUNK_BYTES as u64);
-                let last = len == c.remaining && c.queued & RECV_QUEUED == 0;
-                // A corked response's last send reports its completion, at
-                // which `on_sent` lifts the cork (the cork must outlast it).
-                let corked = sockopt::corks(&spec.socket, response_bytes(&spec));
-                if last && self.skip_ok && spec.kind != Kind::Crr && !corked {
+            Io::Send {
+                len, cork, last, ..
+            } if queued & SEND_QUEUED == 0 => {
+                let last = last && queued & RECV_QUEUED == 0;
+                // A corked answer's last send reports its completion, at
+                // which the machine lifts the cork (the cork must outlast it).
+                if last && self.skip_ok && test.spec.kind != Kind::Crr && !test.raw_corks() {
                     return self.queue_last_send(key, fd, len as u32);
                 }
-                if corked && c.remaining == response_bytes(&spec) {
+                if cork {
                     sockopt::cork(fd.0, true);
                 }
                 let send = opcode::Send::new(fd, self.zeros.as_ptr(), len as u32)
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
                     .user_data(data | OP_SEND);
-                c.queued |= SEND_QUEUED;
+                c.state.backend |= SEND_QUEUED;
                 ops[0] = Some(if last {
                     send.flags(squeue::Flags::IO_LINK)
                 } else {
                     send
                 });
                 if last {
-                    ops[1] = Some(recv(request_bytes(&spec)));
-                    c.queued |= RECV_QUEUED;
+                    let first = test.raw_request_bytes().min(IO_CHUNK_BYTES as u64);
+                    ops[1] = Some(recv(first as usize));
+                    c.state.backend |= RECV_QUEUED;
                 }
             }
             _ => {}
@@ -368,10 +378,12 @@ impl UringWorker {
             .user_data(((key as u64) << 8) | OP_SEND_LAST);
         self.push_silent(&send);
         if let Some(Entry::Conn(c)) = self.entries.get_mut(key) {
-            c.queued |= LAST_QUEUED;
+            c.state.backend |= LAST_QUEUED;
         }
-        self.on_sent(key, len as i32);
-        self.queue_io(key);
+        match self.on_sent(key, len as i32) {
+            Step::Close { error } => self.close(key, error),
+            Step::Go | Step::Wait => self.queue_io(key),
+        }
     }
 
     /// A response's last send failed or went out short: close, an error.
@@ -379,22 +391,19 @@ impl UringWorker {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
             return;
         };
-        if c.queued & LAST_QUEUED == 0 {
+        if c.queued() & LAST_QUEUED == 0 {
             return;
         }
-        c.queued &= !LAST_QUEUED;
-        if c.closing {
-            if c.queued == 0 {
+        c.state.backend &= !LAST_QUEUED;
+        if c.closing() {
+            if c.queued() == 0 {
                 self.entries.remove(key);
             }
             return;
         }
-        let kind = self.tests[c.test as usize].spec.kind;
-        let error = res >= 0
-            || matches!(
-                would_block_or_close(&io::Error::from_raw_os_error(-res), kind),
-                Next::Close { error: true }
-            );
+        let test = &self.tests[c.state.test as usize];
+        let error =
+            res >= 0 || c.state.failed(test, errno_kind(res)) == (Step::Close { error: true });
         self.close(key, error);
     }
 
@@ -402,13 +411,13 @@ impl UringWorker {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
             return;
         };
-        c.queued &= !if op == OP_SEND {
+        c.state.backend &= !if op == OP_SEND {
             SEND_QUEUED
         } else {
             RECV_QUEUED | LAST_QUEUED
         };
-        if c.closing {
-            if c.queued == 0 {
+        if c.closing() {
+            if c.queued() == 0 {
                 self.entries.remove(key);
             }
             return;
@@ -416,71 +425,36 @@ impl UringWorker {
         if res == -libc::ECANCELED {
             return; // the next request's receive after a failed send
         }
-        let next = if res == -libc::EAGAIN || res == -libc::EINTR {
-            Next::Wait
+        let step = if res == -libc::EAGAIN || res == -libc::EINTR {
+            Step::Wait
         } else if op == OP_SEND {
             self.on_sent(key, res)
         } else {
             self.on_received(key, res)
         };
-        match next {
-            Next::Wait => self.queue_io(key),
-            Next::Close { error } => self.close(key, error),
+        match step {
+            Step::Go | Step::Wait => self.queue_io(key),
+            Step::Close { error } => self.close(key, error),
         }
     }
 
-    /// Books a receive, as the epoll worker's `Reading` phase does.
-    fn on_received(&mut self, key: usize, res: i32) -> Next {
+    /// Feeds a receive's completion to connection `key`'s machine and
+    /// touches the socket as it says.
+    fn on_received(&mut self, key: usize, res: i32) -> Step {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
-            return Next::Wait;
+            return Step::Wait;
         };
-        let test = &mut self.tests[c.test as usize];
-        let spec = test.spec;
-        if res < 0 {
-            return would_block_or_close(&io::Error::from_raw_os_error(-res), spec.kind);
-        }
-        if res == 0 || c.phase != Phase::Reading {
-            // The client closed: normal between transactions, an error
-            // mid-request (or a request before the response went out).
-            let mid = c.remaining != request_bytes(&spec) || c.phase != Phase::Reading;
-            return Next::Close { error: mid };
-        }
-        if spec.socket.quickack {
-            c.stream.quickack();
-        }
-        book_received(
-            &mut c.phase,
-            &mut c.remaining,
-            res as u64,
-            &spec,
-            &mut test.stats,
-        );
-        Next::Wait
+        let test = &mut self.tests[c.state.test as usize];
+        touch(&c.stream, c.state.recv_completed(test, res))
     }
 
-    /// Books a send, as the epoll worker's `Writing` phase does.
-    fn on_sent(&mut self, key: usize, res: i32) -> Next {
+    /// Feeds a send's completion to connection `key`'s machine.
+    fn on_sent(&mut self, key: usize, res: i32) -> Step {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
-            return Next::Wait;
+            return Step::Wait;
         };
-        let test = &mut self.tests[c.test as usize];
-        let spec = test.spec;
-        if res < 0 {
-            return would_block_or_close(&io::Error::from_raw_os_error(-res), spec.kind);
-        }
-        if sockopt::corks(&spec.socket, response_bytes(&spec)) && res as u64 == c.remaining {
-            sockopt::cork(c.stream.as_raw_fd(), false);
-        }
-        match book_sent(
-            &mut c.phase,
-            &mut c.remaining,
-            res as u64,
-            &spec,
-            &mut test.stats,
-        ) {
-            Some(true) => Next::Close { error: false },
-            _ => Next::Wait,
-        }
+        let test = &mut self.tests[c.state.test as usize];
+        touch(&c.stream, c.state.send_completed(test, res))
     }
 
     /// Closes connection `key` (counting an error if `error`); one with
@@ -489,16 +463,14 @@ impl UringWorker {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
             return;
         };
-        if error {
-            if let Some(t) = self.tests.get_mut(c.test as usize) {
-                t.stats.errors += 1;
-            }
+        if let Some(t) = self.tests.get_mut(c.state.test as usize) {
+            t.closed(error);
         }
-        if c.queued == 0 {
+        if c.queued() == 0 {
             self.entries.remove(key);
             return;
         }
-        c.closing = true;
+        c.state.backend |= CLOSING;
         // SAFETY: shutdown on the connection's own open socket.
         unsafe { libc::shutdown(c.stream.as_raw_fd(), libc::SHUT_RDWR) };
     }
@@ -524,6 +496,30 @@ impl UringWorker {
             // Never free what the kernel may still write into.
             std::mem::forget(self);
         }
+    }
+}
+
+/// Does to the socket what the machine said after an event; its step.
+#[inline]
+fn touch(stream: &DataStream, then: Then) -> Step {
+    match then.touch {
+        Touch::Nothing => {}
+        Touch::Quickack => stream.quickack(),
+        Touch::Uncork => sockopt::cork(stream.as_raw_fd(), false),
+    }
+    then.step
+}
+
+impl Backend for UringWorker {
+    fn claims(&self) -> &'static Claims {
+        &iomode::URING
+    }
+
+    fn run(mut self) -> Vec<(u64, ServerTestStats)> {
+        self.serve();
+        let left = leftover(&mut self.tests);
+        self.drain();
+        left
     }
 }
 
@@ -558,7 +554,7 @@ impl Commanded for UringWorker {
             .iter()
             .filter(|(_, e)| match e {
                 Entry::Listener { test, closing, .. } => *test == slot && !closing,
-                Entry::Conn(c) => c.test == slot && !c.closing,
+                Entry::Conn(c) => c.state.test == slot && !c.closing(),
             })
             .map(|(k, _)| k)
             .collect();

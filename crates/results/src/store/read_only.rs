@@ -24,6 +24,17 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use super::{sql_err, Store, StoreError, MIGRATIONS};
 
 impl Store {
+    /// Opens `db`, or the default database ([`super::default_db_path`]),
+    /// read-only (see [`Store::open_read_only`]): what `results`, `compare`
+    /// and `report` read.
+    pub fn open_existing(db: Option<&Path>) -> Result<Store, StoreError> {
+        let path = match db {
+            Some(p) => p.to_path_buf(),
+            None => super::default_db_path()?,
+        };
+        Store::open_read_only(&path)
+    }
+
     /// Opens an existing database at `path` for reading only: creates no file
     /// or directory, applies no migration, and refuses a database whose schema
     /// is newer than this stackbench knows. A missing file is

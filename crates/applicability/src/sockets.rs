@@ -13,7 +13,7 @@
 use std::io;
 use std::net::SocketAddr;
 
-use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
+use netlink_packet_core::{NetlinkMessage, NetlinkPayload, Nla as _};
 use netlink_packet_sock_diag::constants::{
     AF_INET, AF_INET6, IPPROTO_TCP, TCP_CLOSE_WAIT, TCP_CLOSING, TCP_LAST_ACK, TCP_LISTEN,
     TCP_TIME_WAIT,
@@ -24,6 +24,7 @@ use netlink_packet_sock_diag::inet::{
 use netlink_packet_sock_diag::SockDiagMessage;
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket};
 
+use crate::protection::ktls::{decode_ulp_info, KtlsInfo, INET_DIAG_ULP_INFO};
 use crate::sample::{Counters, TcpSample};
 
 /// `enum sknetlink_groups` of `linux/sock_diag.h`.
@@ -56,6 +57,19 @@ pub fn dump_tcp() -> io::Result<Vec<TcpSample>> {
         }
     }
     Ok(out)
+}
+
+/// The kTLS state of a dump entry or close event (`INET_DIAG_ULP_INFO`,
+/// which the `rich_nlas` parser leaves as an unknown attribute).
+fn ktls_of(r: &InetResponse) -> Option<KtlsInfo> {
+    r.nlas.iter().find_map(|n| match n {
+        Nla::Other(a) if a.kind() & 0x3fff == INET_DIAG_ULP_INFO => {
+            let mut value = vec![0; a.value_len()];
+            a.emit_value(&mut value);
+            decode_ulp_info(&value)
+        }
+        _ => None,
+    })
 }
 
 /// One socket's sample from a dump entry or a close event.
@@ -94,6 +108,7 @@ pub fn sample_of(r: &InetResponse, closed: bool) -> Option<TcpSample> {
         snd_mss: info.map_or(0, |i| i.snd_mss),
         rcv_mss: info.map_or(0, |i| i.advmss),
         rtt_us: info.map_or(0, |i| i.rtt),
+        ktls: ktls_of(r),
     })
 }
 

@@ -1,46 +1,37 @@
-//! `stackbench plan mva`: flags → [`stackbench_plan::mva`].
+//! `stackbench plan mva`: flags → [`crate::mva`].
 
-use clap::Args;
 use serde::{Deserialize, Serialize};
-use stackbench_plan::mva::{self, MvaInput, Station};
-use stackbench_plan::{units, PlanError};
 
-use super::common::{load_run, opt, usage_err, Ctx, OrUsage, Output};
-
-pub const EXAMPLES: &str = "\
-Examples:
-  # TN3270 capacity planning's users: 30 s think, 0.176 ms CPU per transaction, 4 CPs
-  stackbench plan mva --demand cpu=0.176ms --think 30s --processors 4 --users 8K,16K,32K,64K,128K,256K
-  # exact MVA over two stations
-  stackbench plan mva --demand cpu=0.1s --demand net=0.05s --think 1s --users 1,10,100
-  # the CPU demand of a stored run's server side
-  stackbench plan mva --from result.json --think 30s --users 256K";
+use super::{opt, Ctx, Output};
+use crate::mva::{self, MvaInput, Station};
+use crate::{units, PlanError};
 
 /// Flags of `plan mva` (also the keys of a plan file's [mva] section).
-#[derive(Debug, Default, Args, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(rename_all = "kebab-case")]
 pub struct MvaArgs {
     /// A station's demand per transaction, NAME=DURATION (repeat for more stations).
-    #[arg(long, value_name = "NAME=DURATION")]
-    demand: Vec<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "NAME=DURATION"))]
+    pub demand: Vec<String>,
     /// Think time between a response and the next request [default: 0s].
-    #[arg(long, value_name = "DURATION")]
-    think: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION"))]
+    pub think: Option<String>,
     /// Populations, comma-separated, e.g. 8K,16K,256K [default with --from: the run's clients].
-    #[arg(long, value_name = "N,...")]
-    users: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N,..."))]
+    pub users: Option<String>,
     /// Servers of the one station: above 1 solves the M/M/m repairman model [default: 1].
-    #[arg(long, value_name = "M")]
-    processors: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "M"))]
+    pub processors: Option<String>,
     /// A stored run: its CPU per transaction becomes the `cpu` station.
-    #[arg(long, value_name = "RESULT.json")]
-    from: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "RESULT.json"))]
+    pub from: Option<String>,
     /// Side of the stored run: server or client [default: server].
-    #[arg(long)]
-    side: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub side: Option<String>,
     /// Class of the stored run: index (0 = first) or notation.
-    #[arg(long)]
-    class: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub class: Option<String>,
 }
 
 fn station(text: &str, index: usize) -> Result<Station, PlanError> {
@@ -64,25 +55,24 @@ fn station(text: &str, index: usize) -> Result<Station, PlanError> {
 }
 
 /// Resolves the flags and solves.
-pub fn compute(args: MvaArgs, ctx: &Ctx) -> anyhow::Result<Output> {
+pub fn compute(args: MvaArgs, ctx: &Ctx<'_>) -> Result<Output, PlanError> {
     let a = ctx.merge(args, "mva")?;
     let mut stations: Vec<Station> = a
         .demand
         .iter()
         .enumerate()
         .map(|(i, t)| station(t, i))
-        .collect::<Result<_, _>>()
-        .or_usage()?;
+        .collect::<Result<_, _>>()?;
     let mut users = opt(&a.users, "users", units::parse_count_list)?;
     let mut warnings = Vec::new();
     if let Some(path) = &a.from {
-        let run = load_run(path, a.side.as_deref(), a.class.as_deref())?;
+        let run = ctx.load_run(path, a.side.as_deref(), a.class.as_deref())?;
         if !stations.iter().any(|s| s.name == "cpu") {
             stations.insert(
                 0,
                 Station {
                     name: "cpu".into(),
-                    demand_s: run.cpu().or_usage()?.cpu_us_per_tran * 1e-6,
+                    demand_s: run.cpu()?.cpu_us_per_tran * 1e-6,
                 },
             );
             warnings.extend(run.cpu_warning());
@@ -91,12 +81,12 @@ pub fn compute(args: MvaArgs, ctx: &Ctx) -> anyhow::Result<Output> {
     }
     let processors = match opt(&a.processors, "processors", units::parse_count)? {
         Some(m) => u32::try_from(m).map_err(|_| {
-            usage_err(PlanError::bad(
+            PlanError::bad(
                 "processors",
                 &m.to_string(),
                 "too large",
                 "give a processor count",
-            ))
+            )
         })?,
         None => 1,
     };
@@ -106,7 +96,7 @@ pub fn compute(args: MvaArgs, ctx: &Ctx) -> anyhow::Result<Output> {
         users: users.unwrap_or_default(),
         processors,
     };
-    let plan = mva::plan(&input).or_usage()?;
+    let plan = mva::plan(&input)?;
     let mut report = plan.report(ctx.digits);
     report.warnings.extend(warnings);
     Output::new("mva", &plan, report)

@@ -4,7 +4,7 @@
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use stackbench_plan::report::Report;
 
-use super::common::Output;
+use stackbench_plan::input::Output;
 
 /// Prints the outputs as tables or JSON.
 pub fn print(outputs: &[Output], json: bool) -> anyhow::Result<()> {

@@ -1,35 +1,32 @@
-//! `stackbench plan normalize`: flags → [`stackbench_plan::normalize`].
+//! `stackbench plan normalize`: flags → [`crate::normalize`].
 
-use clap::Args;
 use serde::{Deserialize, Serialize};
-use stackbench_plan::normalize::{self, NormalizeInput, Profile};
-use stackbench_plan::units;
 
-use super::common::{opt, required, Ctx, OrUsage, Output};
-
-pub const EXAMPLES: &str = "\
-Examples (zIIP-assisted IPsec):
-  stackbench plan normalize --networking-change 61%                     # interactive: +4.9%
-  stackbench plan normalize --networking-change 13% --profile bulk      # +3.9%
-  stackbench plan normalize --networking-change 45% --networking-share 30%  # +13.5%";
+use super::{opt, required, Ctx, Output};
+use crate::normalize::{self, NormalizeInput, Profile};
+use crate::{units, PlanError};
 
 /// Flags of `plan normalize` (also the keys of a plan file's [normalize] section).
-#[derive(Debug, Default, Args, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(rename_all = "kebab-case")]
 pub struct NormalizeArgs {
     /// Change in networking CPU, e.g. 61% or -20%.
-    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
-    networking_change: Option<String>,
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "PCT", allow_hyphen_values = true)
+    )]
+    pub networking_change: Option<String>,
     /// Networking's share of total CPU [default: from --profile].
-    #[arg(long, value_name = "PCT")]
-    networking_share: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "PCT"))]
+    pub networking_share: Option<String>,
     /// interactive (share 8%) or bulk (share 30%) [default: interactive].
-    #[arg(long)]
-    profile: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub profile: Option<String>,
 }
 
 /// Resolves the flags and scales.
-pub fn compute(args: NormalizeArgs, ctx: &Ctx) -> anyhow::Result<Output> {
+pub fn compute(args: NormalizeArgs, ctx: &Ctx<'_>) -> Result<Output, PlanError> {
     let a = ctx.merge(args, "normalize")?;
     let change = required(
         &a.networking_change,
@@ -53,6 +50,6 @@ pub fn compute(args: NormalizeArgs, ctx: &Ctx) -> anyhow::Result<Output> {
             }
         }
     };
-    let plan = normalize::plan(&input).or_usage()?;
+    let plan = normalize::plan(&input)?;
     Output::new("normalize", &plan, plan.report(ctx.digits))
 }

@@ -1,63 +1,54 @@
-//! `stackbench plan storage`: flags → [`stackbench_plan::storage`].
+//! `stackbench plan storage`: flags → [`crate::storage`].
 
-use clap::Args;
 use serde::{Deserialize, Serialize};
-use stackbench_plan::runfile::{MemoryFigures, RunClass};
-use stackbench_plan::storage::{self, Component, Kind, Side, StorageInput};
-use stackbench_plan::units;
-use stackbench_plan::PlanError;
 
-use super::common::{load_run, opt, parse_side, usage_err, Ctx, OrUsage, Output};
-
-pub const EXAMPLES: &str = "\
-Examples:
-  # TN3270 capacity planning, one TN3270 server, 256K users: ECSA 501 MB and private 1.07 GB
-  # are 2004 B and 4382.72 B per user; project them to 128K users
-  stackbench plan storage --users 128K --server-kernel-per-conn 2004B \\
-      --server-user-per-conn 4382.72B
-  # from a stored run's memory figures, projected to 256K users
-  stackbench plan storage --from result.json --side server --users 256K";
+use super::{opt, parse_side, Ctx, Output};
+use crate::runfile::{MemoryFigures, RunClass};
+use crate::storage::{self, Component, Kind, Side, StorageInput};
+use crate::units;
+use crate::PlanError;
 
 /// Flags of `plan storage` (also the keys of a plan file's [storage] section).
-#[derive(Debug, Default, Args, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(rename_all = "kebab-case")]
 pub struct StorageArgs {
     /// Users (connections) to plan for, e.g. 256K [default with --from: the run's clients].
-    #[arg(long)]
-    users: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub users: Option<String>,
     /// Server process memory independent of connections, e.g. 64MB.
-    #[arg(long, value_name = "SIZE")]
-    server_user_fixed: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE"))]
+    pub server_user_fixed: Option<String>,
     /// Server process memory per connection, e.g. 4.1kB.
-    #[arg(long, value_name = "SIZE")]
-    server_user_per_conn: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE"))]
+    pub server_user_per_conn: Option<String>,
     /// Server kernel socket memory independent of connections.
-    #[arg(long, value_name = "SIZE")]
-    server_kernel_fixed: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE"))]
+    pub server_kernel_fixed: Option<String>,
     /// Server kernel socket memory per connection.
-    #[arg(long, value_name = "SIZE")]
-    server_kernel_per_conn: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE"))]
+    pub server_kernel_per_conn: Option<String>,
     /// Client process memory independent of connections.
-    #[arg(long, value_name = "SIZE")]
-    client_user_fixed: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE"))]
+    pub client_user_fixed: Option<String>,
     /// Client process memory per connection.
-    #[arg(long, value_name = "SIZE")]
-    client_user_per_conn: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE"))]
+    pub client_user_per_conn: Option<String>,
     /// Client kernel socket memory independent of connections.
-    #[arg(long, value_name = "SIZE")]
-    client_kernel_fixed: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE"))]
+    pub client_kernel_fixed: Option<String>,
     /// Client kernel socket memory per connection.
-    #[arg(long, value_name = "SIZE")]
-    client_kernel_per_conn: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE"))]
+    pub client_kernel_per_conn: Option<String>,
     /// A stored run: its memory figures for --side fill that side's components.
-    #[arg(long, value_name = "RESULT.json")]
-    from: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "RESULT.json"))]
+    pub from: Option<String>,
     /// Side of the stored run: server or client [default: server].
-    #[arg(long)]
-    side: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub side: Option<String>,
     /// Class of the stored run: index (0 = first) or notation.
-    #[arg(long)]
-    class: Option<String>,
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub class: Option<String>,
 }
 
 /// A component from its two flags, when either is given.
@@ -66,7 +57,7 @@ fn component(
     kind: Kind,
     fixed: (&str, &Option<String>),
     per_conn: (&str, &Option<String>),
-) -> anyhow::Result<Option<Component>> {
+) -> Result<Option<Component>, PlanError> {
     let fixed_bytes = opt(fixed.1, fixed.0, units::parse_bytes)?;
     let bytes_per_conn = opt(per_conn.1, per_conn.0, units::parse_bytes)?;
     Ok(
@@ -80,7 +71,7 @@ fn component(
 }
 
 /// The components the flags give.
-fn flag_components(a: &StorageArgs) -> anyhow::Result<Vec<Component>> {
+fn flag_components(a: &StorageArgs) -> Result<Vec<Component>, PlanError> {
     let flags = [
         (
             Side::Server,
@@ -122,7 +113,7 @@ fn add_run_components(
     side: Side,
     run: &RunClass,
     mem: &MemoryFigures,
-) -> anyhow::Result<()> {
+) -> Result<(), PlanError> {
     let given = |components: &Vec<Component>, kind| {
         components.iter().any(|c| c.side == side && c.kind == kind)
     };
@@ -130,17 +121,17 @@ fn add_run_components(
     if !given(components, Kind::UserSpace) {
         let Some(per_conn) = mem.rss_bytes_per_conn else {
             let side = side.name();
-            return crate::exit::usage(format!(
+            return Err(PlanError::Invalid(format!(
                 "{}: the {side} side's rss_bytes_per_conn is null (its RSS fell below the \
                  baseline, so the figure is unknown; the record's memory notes say why): \
                  give --{side}-user-per-conn",
                 run.path()
-            ));
+            )));
         };
         figures.push((Kind::UserSpace, mem.rss_bytes, per_conn));
     }
     if !given(components, Kind::KernelSocket) {
-        let per_conn = run.kernel_per_conn(mem).or_usage()?;
+        let per_conn = run.kernel_per_conn(mem)?;
         let total = mem.kernel_sock_bytes.unwrap_or(per_conn * mem.connections);
         figures.push((Kind::KernelSocket, total, per_conn));
     }
@@ -161,25 +152,25 @@ fn add_run_components(
 }
 
 /// Resolves the flags and the run, then applies the model.
-pub fn compute(args: StorageArgs, ctx: &Ctx) -> anyhow::Result<Output> {
+pub fn compute(args: StorageArgs, ctx: &Ctx<'_>) -> Result<Output, PlanError> {
     let a = ctx.merge(args, "storage")?;
     let mut components = flag_components(&a)?;
     let mut users = opt(&a.users, "users", units::parse_count)?;
     let mut warnings = Vec::new();
     if let Some(path) = &a.from {
-        let run = load_run(path, a.side.as_deref(), a.class.as_deref())?;
-        let mem = run.memory().or_usage()?;
+        let run = ctx.load_run(path, a.side.as_deref(), a.class.as_deref())?;
+        let mem = run.memory()?;
         add_run_components(&mut components, parse_side(a.side.as_deref())?, &run, &mem)?;
         warnings = run.population_warnings(&mem);
         users = users.or(Some(run.clients.max(1.0) as u64));
     }
     let users = users.ok_or_else(|| {
-        usage_err(PlanError::missing(
+        PlanError::missing(
             "users",
             "give the population to plan for, e.g. --users 256K",
-        ))
+        )
     })?;
-    let plan = storage::plan(&StorageInput { users, components }).or_usage()?;
+    let plan = storage::plan(&StorageInput { users, components })?;
     let mut report = plan.report(ctx.digits);
     report.warnings.extend(warnings);
     Output::new("storage", &plan, report)

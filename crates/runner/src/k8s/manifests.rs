@@ -2,8 +2,8 @@
 //! (kubectl reads JSON as it reads YAML): the study file in a ConfigMap,
 //! responders as a Deployment behind a headless Service, the controller as a
 //! Job behind a headless Service, and the agents as one Indexed Job. Pure:
-//! [`objects`] maps a [`Cluster`] to the objects; `k8s_cmd` checks the input
-//! and writes them.
+//! [`objects`] maps a [`Cluster`] (checked by [`super::cluster`]) to the
+//! objects and [`Object::text`] gives each one's file contents.
 //!
 //! Where this follows or departs from grafana/k6-operator
 //! (pkg/resources/jobs/runner.go, starter.go):
@@ -72,6 +72,36 @@ pub struct Cluster {
 pub struct Object {
     pub file: String,
     pub value: Value,
+}
+
+impl Object {
+    /// The file's contents: the object as indented JSON, `apiVersion`,
+    /// `kind` and `metadata` first, as people write them (serde_json's map
+    /// keeps its keys sorted; inside each part they stay sorted).
+    pub fn text(&self) -> String {
+        let mut rest = self.value.as_object().cloned().unwrap_or_default();
+        for key in ["apiVersion", "kind", "metadata"] {
+            rest.remove(key);
+        }
+        let ordered = Ordered {
+            api_version: &self.value["apiVersion"],
+            kind: &self.value["kind"],
+            metadata: &self.value["metadata"],
+            rest,
+        };
+        // A map of JSON values always serializes.
+        serde_json::to_string_pretty(&ordered).unwrap_or_default() + "\n"
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Ordered<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a Value,
+    kind: &'a Value,
+    metadata: &'a Value,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, Value>,
 }
 
 impl Cluster {
@@ -427,4 +457,57 @@ fn agents_job(c: &Cluster) -> Value {
             },
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster() -> Cluster {
+        Cluster {
+            name: "smoke".into(),
+            namespace: Some("bench".into()),
+            image: "stackbench:test".into(),
+            agents: 3,
+            responders: 2,
+            study_text: "name = \"s\"\n".into(),
+            study_name: "s".into(),
+            results_claim: None,
+        }
+    }
+
+    /// Apply order in the file names; the counts where kubectl reads them.
+    #[test]
+    fn objects_come_in_apply_order_with_the_counts() {
+        let objects = objects(&cluster());
+        let files: Vec<&str> = objects.iter().map(|o| o.file.as_str()).collect();
+        assert_eq!(
+            files,
+            [
+                "00-configmap-smoke-study.json",
+                "10-service-smoke-responder.json",
+                "11-deployment-smoke-responder.json",
+                "20-service-smoke-controller.json",
+                "21-job-smoke-controller.json",
+                "30-job-smoke-agents.json",
+            ]
+        );
+        assert_eq!(objects[2].value["spec"]["replicas"], 2);
+        assert_eq!(objects[5].value["spec"]["completions"], 3);
+        assert!(objects
+            .iter()
+            .all(|o| o.value["metadata"]["namespace"] == "bench"));
+    }
+
+    #[test]
+    fn a_file_starts_with_api_version_kind_and_metadata() {
+        let text = objects(&cluster())[0].text();
+        let keys: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("  \""))
+            .map(|l| l.trim().split('"').nth(1).unwrap())
+            .collect();
+        assert_eq!(keys, ["apiVersion", "kind", "metadata", "data"]);
+        assert!(text.ends_with("}\n"));
+    }
 }

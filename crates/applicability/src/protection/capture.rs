@@ -1,0 +1,482 @@
+//! The wire half of the crypto census: an `AF_PACKET` socket in the
+//! observed namespace receives every frame of its interfaces while the
+//! window runs, and each TCP connection that starts inside it (its SYN is
+//! seen) has the first bytes of both directions put back in order, until
+//! [`super::hello`] has read the ClientHello and the server's choice or
+//! found the stream is not TLS. Connections that were open before the
+//! window show only later segments: one whose segments are TLS records is
+//! counted as TLS whose handshake was not seen.
+//!
+//! The socket needs CAP_NET_RAW; it copies every frame to user space, which
+//! costs CPU in proportion to the traffic (a busy window may drop frames:
+//! the kernel's count is reported). On loopback each packet is seen twice
+//! (leaving and arriving): the leaving copy is skipped there.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+
+use super::hello::{client_offer, server_choice, Choice, Offer, Read};
+
+/// Bytes of each direction kept for the handshake: a ClientHello with a
+/// post-quantum key share and a TLS 1.2 server flight with a certificate
+/// chain fit well inside.
+const KEEP_BYTES: usize = 32 * 1024;
+const PACKET_OUTGOING: u8 = 4;
+const ARPHRD_LOOPBACK: u16 = 772;
+const ARPHRD_ETHER: u16 = 1;
+
+/// What the wire showed of one connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// The end that sent the SYN (or, for a connection open before the
+    /// window, the end whose port is the higher one).
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    /// The SYN was captured: the handshake, if any, was inside the window.
+    pub from_start: bool,
+    pub offer: Option<Offer>,
+    pub choice: Option<Choice>,
+    /// Without the start: its segments carried TLS records.
+    pub tls_records: bool,
+}
+
+/// The captured connections and the socket's counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Capture {
+    pub seen: Vec<Seen>,
+    /// Frames read, and those the kernel dropped (a full receive buffer).
+    pub frames: u64,
+    pub dropped: u64,
+}
+
+/// One direction's bytes in sequence order.
+#[derive(Debug, Default)]
+struct Half {
+    next_seq: Option<u32>,
+    bytes: Vec<u8>,
+    /// Read: the hello found, not TLS, or a gap in the capture.
+    settled: bool,
+}
+
+impl Half {
+    /// Read to its end: its bytes are dropped, so a window of many
+    /// connections keeps a few hundred bytes per connection, not 32 kB.
+    fn settle(&mut self) {
+        self.settled = true;
+        self.bytes = Vec::new();
+    }
+
+    /// Adds a segment's payload where it continues the stream.
+    fn add(&mut self, seq: u32, payload: &[u8]) {
+        let Some(next) = self.next_seq else { return };
+        if self.settled || payload.is_empty() {
+            return;
+        }
+        let offset = next.wrapping_sub(seq) as usize;
+        if next.wrapping_sub(seq) > u32::MAX / 2 {
+            // A segment after a gap: the capture missed bytes.
+            self.settle();
+            return;
+        }
+        if offset < payload.len() {
+            let room = KEEP_BYTES.saturating_sub(self.bytes.len());
+            let tail = &payload[offset..];
+            self.bytes.extend_from_slice(&tail[..tail.len().min(room)]);
+            self.next_seq = Some(next.wrapping_add(tail.len() as u32));
+        }
+    }
+}
+
+/// One connection being read.
+#[derive(Debug)]
+struct Flow {
+    seen: Seen,
+    client: Half,
+    server: Half,
+}
+
+impl Flow {
+    fn read(&mut self) {
+        if !self.client.settled {
+            match client_offer(&self.client.bytes) {
+                // No hello in all the bytes kept: give up on it.
+                Read::More if self.client.bytes.len() >= KEEP_BYTES => self.client.settle(),
+                Read::More => {}
+                Read::NotTls => self.client.settle(),
+                Read::Done(o) => {
+                    self.seen.offer = Some(o);
+                    self.client.settle();
+                }
+            }
+        }
+        if !self.server.settled {
+            match server_choice(&self.server.bytes) {
+                Read::More if self.server.bytes.len() >= KEEP_BYTES => self.server.settle(),
+                Read::More => {}
+                Read::NotTls => self.server.settle(),
+                Read::Done(c) => {
+                    self.seen.choice = Some(c);
+                    self.server.settle();
+                }
+            }
+        }
+    }
+}
+
+/// TCP segments folded into flows, keyed by (client, server).
+#[derive(Debug, Default)]
+pub struct Reassembly {
+    flows: HashMap<(SocketAddr, SocketAddr), Flow>,
+    done: Vec<Seen>,
+}
+
+/// A TLS record header: content type 20–23 and a 3.x version.
+fn is_tls_record(payload: &[u8]) -> bool {
+    payload.len() >= 5 && (20..=23).contains(&payload[0]) && payload[1] == 3 && payload[2] <= 4
+}
+
+impl Reassembly {
+    /// One TCP segment from `src` to `dst`.
+    pub fn segment(&mut self, src: SocketAddr, dst: SocketAddr, t: &Tcp, payload: &[u8]) {
+        if t.syn && !t.ack {
+            // A new connection from src: a reused 4-tuple ends the last one.
+            if let Some(old) = self.flows.remove(&(src, dst)) {
+                self.done.push(old.seen);
+            }
+            let mut flow = Flow {
+                seen: Seen {
+                    client: src,
+                    server: dst,
+                    from_start: true,
+                    offer: None,
+                    choice: None,
+                    tls_records: false,
+                },
+                client: Half::default(),
+                server: Half::default(),
+            };
+            flow.client.next_seq = Some(t.seq.wrapping_add(1));
+            self.flows.insert((src, dst), flow);
+            return;
+        }
+        let key = if self.flows.contains_key(&(src, dst)) {
+            (src, dst)
+        } else if self.flows.contains_key(&(dst, src)) {
+            (dst, src)
+        } else {
+            if payload.is_empty() {
+                return;
+            }
+            // Open before the window: the higher port is the client's.
+            let (client, server) = if src.port() > dst.port() {
+                (src, dst)
+            } else {
+                (dst, src)
+            };
+            let seen = Seen {
+                client,
+                server,
+                from_start: false,
+                offer: None,
+                choice: None,
+                tls_records: false,
+            };
+            let mut flow = Flow {
+                seen,
+                client: Half {
+                    settled: true,
+                    ..Half::default()
+                },
+                server: Half {
+                    settled: true,
+                    ..Half::default()
+                },
+            };
+            flow.seen.tls_records = is_tls_record(payload);
+            self.flows.insert((client, server), flow);
+            return;
+        };
+        let flow = self.flows.get_mut(&key).expect("found above");
+        let from_client = src == flow.seen.client;
+        if !from_client && t.syn && t.ack {
+            flow.server.next_seq = Some(t.seq.wrapping_add(1));
+            return;
+        }
+        if !flow.seen.from_start {
+            return;
+        }
+        let half = if from_client {
+            &mut flow.client
+        } else {
+            &mut flow.server
+        };
+        if half.settled {
+            return;
+        }
+        half.add(t.seq, payload);
+        flow.read();
+    }
+
+    /// Every connection seen, in the order their SYN (or first segment) came.
+    pub fn finish(mut self) -> Vec<Seen> {
+        let mut rest: Vec<Seen> = self.flows.into_values().map(|f| f.seen).collect();
+        // HashMap order is arbitrary: reused 4-tuples keep their order
+        // through `done`, the open ones come after.
+        rest.sort_by_key(|s| (s.client, s.server));
+        self.done.extend(rest);
+        self.done
+    }
+}
+
+/// The TCP header fields the reassembly reads.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tcp {
+    pub seq: u32,
+    pub syn: bool,
+    pub ack: bool,
+}
+
+/// One frame: its TCP segment folded in, anything else ignored.
+pub fn frame(r: &mut Reassembly, bytes: &[u8], ethernet: bool) {
+    let parsed = if ethernet {
+        SlicedPacket::from_ethernet(bytes)
+    } else {
+        SlicedPacket::from_ip(bytes)
+    };
+    let Ok(p) = parsed else { return };
+    let (src, dst): (IpAddr, IpAddr) = match &p.net {
+        Some(NetSlice::Ipv4(v4)) => (
+            v4.header().source_addr().into(),
+            v4.header().destination_addr().into(),
+        ),
+        Some(NetSlice::Ipv6(v6)) => (
+            v6.header().source_addr().into(),
+            v6.header().destination_addr().into(),
+        ),
+        _ => return,
+    };
+    let Some(TransportSlice::Tcp(tcp)) = &p.transport else {
+        return;
+    };
+    let t = Tcp {
+        seq: tcp.sequence_number(),
+        syn: tcp.syn(),
+        ack: tcp.ack(),
+    };
+    r.segment(
+        SocketAddr::new(src, tcp.source_port()),
+        SocketAddr::new(dst, tcp.destination_port()),
+        &t,
+        tcp.payload(),
+    );
+}
+
+/// An `AF_PACKET` socket receiving every frame of this namespace.
+pub struct Tap {
+    fd: OwnedFd,
+}
+
+impl Tap {
+    /// Opens the socket in the calling thread's namespace (CAP_NET_RAW).
+    pub fn open() -> io::Result<Tap> {
+        let proto = (libc::ETH_P_ALL as u16).to_be() as libc::c_int;
+        // SAFETY: a plain socket(2) call; the descriptor is owned below.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                proto,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a new descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let size: libc::c_int = 16 << 20;
+        // SAFETY: setsockopt with an int option; a refusal keeps the default.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        Ok(Tap { fd })
+    }
+
+    /// Reads frames until `stop`, then the ones still queued.
+    pub fn run(&self, stop: &AtomicBool) -> Capture {
+        let mut r = Reassembly::default();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut frames = 0;
+        loop {
+            let stopping = stop.load(Ordering::Relaxed);
+            while let Some((n, ll)) = self.recv(&mut buf) {
+                if ll.sll_hatype == ARPHRD_LOOPBACK && ll.sll_pkttype == PACKET_OUTGOING {
+                    continue;
+                }
+                frames += 1;
+                let ethernet = matches!(ll.sll_hatype, ARPHRD_ETHER | ARPHRD_LOOPBACK);
+                frame(&mut r, &buf[..n], ethernet);
+            }
+            if stopping {
+                break;
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd, 20 ms.
+            unsafe { libc::poll(&mut pfd, 1, 20) };
+        }
+        Capture {
+            seen: r.finish(),
+            frames,
+            dropped: self.drops(),
+        }
+    }
+
+    /// One frame and its link-layer address, `None` when none is queued.
+    fn recv(&self, buf: &mut [u8]) -> Option<(usize, libc::sockaddr_ll)> {
+        // SAFETY: sockaddr_ll is plain data; zero is a valid value.
+        let mut ll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: `buf` and `ll` are valid for their lengths.
+        let n = unsafe {
+            libc::recvfrom(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                0,
+                (&mut ll as *mut libc::sockaddr_ll).cast(),
+                &mut len,
+            )
+        };
+        (n >= 0).then_some((n as usize, ll))
+    }
+
+    /// Frames the kernel dropped (`PACKET_STATISTICS`' `tp_drops`).
+    fn drops(&self) -> u64 {
+        let mut stats = libc::tpacket_stats {
+            tp_packets: 0,
+            tp_drops: 0,
+        };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: getsockopt into a tpacket_stats of the right size.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut stats as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 {
+            u64::from(stats.tp_drops)
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protection::hello::tests::{handshake, handshake_at, params};
+    use stackbench_model::settings::TlsVersion;
+
+    fn tcp(seq: u32, syn: bool, ack: bool) -> Tcp {
+        Tcp { seq, syn, ack }
+    }
+
+    /// A TLS 1.2 handshake cut into segments, retransmitted and overlapping,
+    /// reads as its hello; a clear connection on the same 4-tuple after it
+    /// is a connection of its own; one seen only mid-stream is told by
+    /// its records.
+    #[test]
+    fn segments_are_put_back_in_order_per_connection() {
+        let (client, server) = handshake(&params(TlsVersion::V12, 0xC02F, &["P-256"]));
+        let c: SocketAddr = "10.77.1.1:40000".parse().unwrap();
+        let s: SocketAddr = "10.77.1.2:443".parse().unwrap();
+        let mut r = Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), &[]);
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        // In order, once repeated whole, then overlapping what came before.
+        r.segment(c, s, &tcp(1001, false, true), &client[..30]);
+        r.segment(c, s, &tcp(1001, false, true), &client[..30]);
+        r.segment(c, s, &tcp(1016, false, true), &client[15..60]);
+        r.segment(c, s, &tcp(1031, false, true), &client[30..]);
+        for (i, chunk) in server.chunks(300).enumerate() {
+            r.segment(s, c, &tcp(7001 + 300 * i as u32, false, true), chunk);
+        }
+        // The next connection of the same ports: clear text.
+        r.segment(c, s, &tcp(9000, true, false), &[]);
+        r.segment(s, c, &tcp(3000, true, true), &[]);
+        r.segment(c, s, &tcp(9001, false, true), b"GET / HTTP/1.1\r\n\r\n");
+        // Open before the window: an application-data record.
+        let (a, b): (SocketAddr, SocketAddr) = (
+            "10.77.1.2:8443".parse().unwrap(),
+            "10.77.1.1:50000".parse().unwrap(),
+        );
+        r.segment(a, b, &tcp(1, false, true), &[23, 3, 3, 0, 2, 9, 9]);
+        let seen = r.finish();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        let tls = &seen[0];
+        assert!(tls.from_start);
+        let offer = tls.offer.as_ref().unwrap();
+        assert!(offer.suites.contains(&0xC02F), "{offer:?}");
+        assert!(offer.groups.contains(&23), "{offer:?}");
+        let choice = tls.choice.as_ref().unwrap();
+        assert_eq!(
+            (choice.version, choice.suite, choice.group),
+            (0x0303, 0xC02F, Some(23))
+        );
+        let clear = &seen[1];
+        assert!(clear.from_start && clear.offer.is_none() && !clear.tls_records);
+        let mid = seen.iter().find(|x| !x.from_start).unwrap();
+        assert!(mid.tls_records);
+        assert_eq!((mid.client, mid.server), (b, a));
+    }
+
+    /// On loopback (root: an AF_PACKET socket) a TLS 1.3 handshake is read
+    /// off the wire once, not once per copy the kernel shows (leaving and
+    /// arriving).
+    #[test]
+    fn a_loopback_handshake_is_read_off_the_wire_once() {
+        let test = "a_loopback_handshake_is_read_off_the_wire_once";
+        let tap = match Tap::open() {
+            Ok(t) => t,
+            Err(e) => {
+                let why = format!("no AF_PACKET socket ({e})");
+                return stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, &why);
+            }
+        };
+        let done = AtomicBool::new(false);
+        let (capture, server) = std::thread::scope(|s| {
+            let reader = s.spawn(|| tap.run(&done));
+            let (_, _, server) = handshake_at(&params(TlsVersion::V13, 0x1301, &["X25519"]));
+            // The arriving copies of the last frames are read within a poll.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            done.store(true, Ordering::Relaxed);
+            (reader.join().unwrap(), server)
+        });
+        let mine: Vec<&Seen> = capture.seen.iter().filter(|x| x.server == server).collect();
+        assert_eq!(mine.len(), 1, "{mine:?}");
+        let choice = mine[0].choice.as_ref().expect("the server's choice");
+        assert_eq!(
+            (choice.version, choice.suite, choice.group),
+            (0x0304, 0x1301, Some(29))
+        );
+        assert!(capture.frames >= 8, "{} frames", capture.frames);
+    }
+}
