@@ -177,6 +177,8 @@ mod tests {
         ("crr_close", "later"),
         ("transport", "sctp"),
         ("io", "aio"),
+        ("protocol", "http2"),
+        ("protocol", "HTTP"),
         ("tls_version", "1.1"),
         ("cipher", "C030"),
         ("groups", "P-384"),

@@ -9,42 +9,104 @@
 //!   long the answer to it is.
 //!
 //! The state machines ([`crate::driver`]'s per-connection machine, the
-//! responder's `ConnState`) ask these halves and nothing else about sizes,
-//! so HTTP, messaging or TN3270 become a codec plus a handler. [`Raw`] —
-//! sized payloads of zero bytes, the notation's `RR10(4kB/4kB)` — is the
-//! first implementation; its sizes are known before a byte moves, so the
-//! backends count received bytes without reading them (io_uring receives
-//! into one shared sink). A protocol whose ends are found in the bytes
-//! (a header's length field, a delimiter) would set [`Codec::FRAMED`] and
-//! get the received bytes in [`Codec::response_left`].
+//! responder's `responder::machine`) ask these halves and nothing else about
+//! sizes and contents, so HTTP, messaging or TN3270 become a codec plus a
+//! handler. [`Raw`] — sized payloads of zero bytes, the notation's
+//! `RR10(4kB/4kB)` — is the first implementation; its sizes are known before
+//! a byte moves, so the backends count received bytes without reading them
+//! (io_uring receives into one shared sink) and send a zero buffer. A
+//! protocol whose ends are found in the bytes sets `FRAMED`: the backends
+//! then hand it each received chunk ([`Codec::response_left`],
+//! [`Handler::request_left`]) and let it write its messages' bytes
+//! ([`Codec::fill_request`], [`Handler::fill_response`]). [`http1`] is the
+//! first framed one.
 //!
-//! The halves are plain types, used by value and resolved at compile time:
-//! no call through a pointer per event.
+//! Each half has a per-connection `State` (what a parse carried over from
+//! one chunk to the next); `Raw`'s is `()`, so its connections do not grow.
+//! The halves are plain types resolved at compile time (the driver's
+//! machine is generic over its codec): no call through a pointer per event.
+//! A malformed message is a [`Fault`], never a panic: the driver ends the
+//! client and makes the run incomplete with the fault's line; the responder
+//! closes the connection and counts an error.
+
+pub mod http1;
+
+use stackbench_model::{AppProtocol, CrrClose, Kind};
+
+/// A message the protocol cannot accept, in one line naming what was wrong
+/// and what to change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault(pub String);
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a class asks of its protocol: kind, notation sizes and whether the
+/// server closes each CRR connection, from which each codec builds itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassShape {
+    pub kind: Kind,
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+    pub crr_close: CrrClose,
+}
+
+impl ClassShape {
+    /// Whether the server ends each connection after its response (CRR with
+    /// `crr_close server`): HTTP says so with `Connection: close`.
+    pub fn server_closes(&self) -> bool {
+        self.kind == Kind::Crr && self.crr_close == CrrClose::Server
+    }
+}
 
 /// The driver's half of an application protocol.
-pub trait Codec: Copy {
+pub trait Codec: Clone {
     /// Whether where a response ends depends on its bytes (then a backend
     /// must hand them over; when false it may count them unread).
     const FRAMED: bool;
+    /// The protocol this codec speaks (a backend that cannot hand over
+    /// received bytes refuses a framed one before the run).
+    const PROTOCOL: AppProtocol;
+    /// What one connection carries from one received chunk to the next.
+    type State: Default;
+
+    /// The codec of a class.
+    fn of(shape: &ClassShape) -> Self;
 
     /// Length of the next request, bytes.
     fn request_bytes(&self) -> u64;
+
+    /// Writes bytes `offset..offset + out.len()` of the request into `out`
+    /// (an unframed codec writes nothing: any bytes do).
+    #[inline]
+    fn fill_request(&self, _offset: u64, _out: &mut [u8]) {}
 
     /// Bytes of the response expected once the request is out (a framed
     /// protocol: what it needs before it can tell more).
     fn response_bytes(&self) -> u64;
 
-    /// Bytes of the response still due after `chunk` arrived, when
-    /// `remaining` were due before it; 0: the response is complete. `chunk`
-    /// is empty for an unframed codec (the backend did not read it), whose
-    /// answer follows from the count alone.
-    fn response_left(&self, remaining: u64, n: u64, chunk: &[u8]) -> u64;
+    /// Bytes of the response still due after `n` more arrived (`chunk`,
+    /// empty for an unframed codec: the backend did not read it), when
+    /// `remaining` were due; 0: the response is complete (and `state` ready
+    /// for the next one).
+    fn response_left(
+        &self,
+        state: &mut Self::State,
+        remaining: u64,
+        n: u64,
+        chunk: &[u8],
+    ) -> Result<u64, Fault>;
 }
 
 /// The responder's half of an application protocol.
-pub trait Handler: Copy {
+pub trait Handler: Clone {
     /// Whether where a request ends depends on its bytes.
     const FRAMED: bool;
+    /// What one connection carries from one chunk to the next.
+    type State: Default;
 
     /// Bytes of the next request expected (a framed protocol: what it needs
     /// before it can tell more).
@@ -52,10 +114,28 @@ pub trait Handler: Copy {
 
     /// Bytes of the request still due after `n` more arrived (`chunk`, empty
     /// when not framed), when `remaining` were due; 0: it is complete.
-    fn request_left(&self, remaining: u64, n: u64, chunk: &[u8]) -> u64;
+    fn request_left(
+        &self,
+        state: &mut Self::State,
+        remaining: u64,
+        n: u64,
+        chunk: &[u8],
+    ) -> Result<u64, Fault>;
 
-    /// Length of the answer to a complete request, bytes.
-    fn response_bytes(&self) -> u64;
+    /// Length of the answer to the complete request, bytes.
+    fn response_bytes(&self, state: &Self::State) -> u64;
+
+    /// Writes bytes `offset..offset + out.len()` of the answer into `out`
+    /// (unframed: nothing).
+    #[inline]
+    fn fill_response(&self, _state: &Self::State, _offset: u64, _out: &mut [u8]) {}
+
+    /// Whether the connection ends after this answer (HTTP's
+    /// `Connection: close`).
+    #[inline]
+    fn closes(&self, _state: &Self::State) -> bool {
+        false
+    }
 }
 
 /// Sized payloads of zero bytes: a request of `request` bytes, answered with
@@ -68,6 +148,15 @@ pub struct Raw {
 
 impl Codec for Raw {
     const FRAMED: bool = false;
+    const PROTOCOL: AppProtocol = AppProtocol::Raw;
+    type State = ();
+
+    fn of(shape: &ClassShape) -> Raw {
+        Raw {
+            request: shape.request_bytes,
+            response: shape.response_bytes,
+        }
+    }
 
     #[inline]
     fn request_bytes(&self) -> u64 {
@@ -80,13 +169,14 @@ impl Codec for Raw {
     }
 
     #[inline]
-    fn response_left(&self, remaining: u64, n: u64, _chunk: &[u8]) -> u64 {
-        remaining - n
+    fn response_left(&self, _: &mut (), remaining: u64, n: u64, _: &[u8]) -> Result<u64, Fault> {
+        Ok(remaining - n)
     }
 }
 
 impl Handler for Raw {
     const FRAMED: bool = false;
+    type State = ();
 
     #[inline]
     fn request_bytes(&self) -> u64 {
@@ -94,12 +184,12 @@ impl Handler for Raw {
     }
 
     #[inline]
-    fn request_left(&self, remaining: u64, n: u64, _chunk: &[u8]) -> u64 {
-        remaining - n
+    fn request_left(&self, _: &mut (), remaining: u64, n: u64, _: &[u8]) -> Result<u64, Fault> {
+        Ok(remaining - n)
     }
 
     #[inline]
-    fn response_bytes(&self) -> u64 {
+    fn response_bytes(&self, _: &()) -> u64 {
         self.response
     }
 }
@@ -116,11 +206,12 @@ mod tests {
         };
         assert_eq!(Codec::request_bytes(&raw), 100);
         assert_eq!(Codec::response_bytes(&raw), 4096);
-        assert_eq!(raw.response_left(4096, 4000, &[]), 96);
-        assert_eq!(raw.response_left(96, 96, &[]), 0);
+        assert_eq!(raw.response_left(&mut (), 4096, 4000, &[]), Ok(96));
+        assert_eq!(raw.response_left(&mut (), 96, 96, &[]), Ok(0));
         assert_eq!(Handler::request_bytes(&raw), 100);
-        assert_eq!(raw.request_left(100, 60, &[]), 40);
-        assert_eq!(raw.request_left(40, 40, &[]), 0);
-        assert_eq!(Handler::response_bytes(&raw), 4096);
+        assert_eq!(raw.request_left(&mut (), 100, 60, &[]), Ok(40));
+        assert_eq!(raw.request_left(&mut (), 40, 40, &[]), Ok(0));
+        assert_eq!(Handler::response_bytes(&raw, &()), 4096);
+        assert!(!raw.closes(&()));
     }
 }

@@ -1,8 +1,9 @@
 //! Which I/O backend a run actually gets. Each backend's row ([`Claims`]:
 //! [`EPOLL`], [`URING`]) says what it covers. `io = uring` covers closed-loop
-//! RR and STR over the fd-based transports `tcp` and `unix`, driver and
-//! responder; every other case (TLS and MPTCP, think time, open loop, ramp,
-//! CRR) and a kernel without io_uring run on epoll, and [`effective`] says
+//! RR and STR of raw payloads over the fd-based transports `tcp` and `unix`,
+//! driver and responder; every other case (TLS and MPTCP, think time, open
+//! loop, ramp, CRR, a framed application protocol such as `http1`) and a
+//! kernel without io_uring run on epoll, and [`effective`] says
 //! which case it was, so the stored setting is the one measured. `io = auto`
 //! (the default) takes the backend that measured better for the workload
 //! ([`auto_choice`]), silently.
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use io_uring::{types, IoUring};
 
-use stackbench_model::{IoMode, Kind, Transport};
+use stackbench_model::{AppProtocol, IoMode, Kind, Transport};
 
 use crate::driver::config::RunConfig;
 
@@ -73,7 +74,7 @@ pub fn effective(cfg: &RunConfig) -> (IoMode, Option<String>) {
 /// +6% and -8%, but STR3(1B/20MB) -21% rate at +36% client CPU. So io_uring
 /// for closed-loop RR whose workers each hold 2 or more connections, when
 /// this kernel has it; epoll otherwise — streams, CRR, paced classes, TLS,
-/// and a lone connection per worker, which epoll's direct waiting serves
+/// a framed protocol (http1), and a lone connection per worker, which epoll's direct waiting serves
 /// with two syscalls per transaction (`driver::direct`).
 pub fn auto_choice(cfg: &RunConfig) -> IoMode {
     let rr_only = cfg.workload.classes.iter().all(|c| c.kind == Kind::Rr);
@@ -102,6 +103,9 @@ pub struct Claims {
     pub paced: bool,
     /// Workload kinds it runs.
     pub kinds: &'static [Kind],
+    /// Whether it hands received bytes to the application protocol (a
+    /// framed one, `http1`, reads them; raw payloads are counted unread).
+    pub framed: bool,
 }
 
 /// epoll (with direct waiting for a lone connection): everything.
@@ -111,22 +115,28 @@ pub const EPOLL: Claims = Claims {
     ramp: true,
     paced: true,
     kinds: &[Kind::Rr, Kind::Crr, Kind::Str],
+    framed: true,
 };
 
-/// io_uring: closed-loop RR and STR over the fd-based transports.
+/// io_uring: closed-loop RR and STR of raw payloads over the fd-based
+/// transports (its receives land in one shared sink, unread, so a framed
+/// protocol would need per-connection buffers it does not have).
 pub const URING: Claims = Claims {
     name: "io_uring",
     covers: |t| crate::transport::row(t).uring(),
     ramp: false,
     paced: false,
     kinds: &[Kind::Rr, Kind::Str],
+    framed: false,
 };
 
 /// Direct waiting, epoll's path for a worker's lone connection (driver and
 /// responder, `driver::direct`, `responder::direct`): a closed-loop RR or
 /// STR connection that keeps its socket, over a plain kernel socket — every
 /// transport but tls, whose stream is a user-space session (it is
-/// `DataStream::is_plain` that the path checks). Not a setting: epoll takes
+/// `DataStream::is_plain` that the path checks), of any application
+/// protocol (it runs the readiness loop that hands each received chunk to
+/// the protocol). Not a setting: epoll takes
 /// this path by itself, and a case it does not cover stays in the epoll
 /// loop; the row is the rule both sides' `direct_candidate` apply.
 pub const DIRECT: Claims = Claims {
@@ -135,6 +145,7 @@ pub const DIRECT: Claims = Claims {
     ramp: true,
     paced: false,
     kinds: &[Kind::Rr, Kind::Str],
+    framed: true,
 };
 
 impl Claims {
@@ -146,14 +157,33 @@ impl Claims {
         });
         let kinds = cfg.workload.classes.iter().map(|c| c.kind);
         self.refuses(cfg.transport, cfg.pacing.ramp.is_some(), paced, kinds)
+            .or_else(|| self.refuses_protocol(cfg.protocol))
+    }
+
+    /// Whether this backend refuses the application protocol, in one line.
+    fn refuses_protocol(&self, protocol: AppProtocol) -> Option<String> {
+        (protocol.framed() && !self.framed).then(|| {
+            format!(
+                "protocol {} is not covered by the {} backend (raw is): it needs each \
+                 connection's received bytes",
+                protocol.name(),
+                self.name
+            )
+        })
     }
 
     /// Whether this backend serves a responder's connections of `kind` over
-    /// `transport`, or why not, in one line (the responder's half of the
-    /// row: pacing and the ramp are the driver's, a responder connection
-    /// only answers).
-    pub fn serving_refusal(&self, transport: Transport, kind: Kind) -> Option<String> {
+    /// `transport` speaking `protocol`, or why not, in one line (the
+    /// responder's half of the row: pacing and the ramp are the driver's, a
+    /// responder connection only answers).
+    pub fn serving_refusal(
+        &self,
+        transport: Transport,
+        kind: Kind,
+        protocol: AppProtocol,
+    ) -> Option<String> {
         self.refuses(transport, false, false, std::iter::once(kind))
+            .or_else(|| self.refuses_protocol(protocol))
     }
 
     /// The first of these cases this backend does not cover, in one line.
@@ -286,6 +316,26 @@ mod tests {
         for (got, want) in refused.iter().zip(want) {
             assert_eq!(got.as_deref(), Some(want));
         }
+        assert_eq!(EPOLL.refuses_protocol(AppProtocol::Http1), None);
+        assert_eq!(URING.refuses_protocol(AppProtocol::Raw), None);
+        assert_eq!(
+            URING.refuses_protocol(AppProtocol::Http1).as_deref(),
+            Some(
+                "protocol http1 is not covered by the io_uring backend (raw is): it needs \
+                 each connection's received bytes"
+            )
+        );
+        // The responder's half applies the same rule: http1 is served by
+        // epoll and direct waiting, never on the ring.
+        let serve =
+            |row: &Claims, protocol| row.serving_refusal(Transport::Tcp, Kind::Rr, protocol);
+        assert_eq!(serve(&EPOLL, AppProtocol::Http1), None);
+        assert_eq!(serve(&DIRECT, AppProtocol::Http1), None);
+        assert_eq!(serve(&URING, AppProtocol::Raw), None);
+        assert_eq!(
+            serve(&URING, AppProtocol::Http1),
+            URING.refuses_protocol(AppProtocol::Http1)
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use std::fmt::Write;
 
-use stackbench_model::{CrrClose, IoMode, Kind, Transport};
+use stackbench_model::{AppProtocol, CrrClose, IoMode, Kind, Transport};
 
 use crate::iomode::{Claims, DIRECT, EPOLL, URING};
 
@@ -192,7 +192,11 @@ pub fn cell(pair: &Pair, case: &Case, transport: Transport) -> Cell {
     // waiting is the responder's own (a responder connection is not paced).
     let responder_refused = match (pair.io, &driver_refused) {
         (IoMode::Uring, Some(why)) => Some(why.clone()),
-        _ => pair.responder.serving_refusal(transport, case.kind),
+        // The matrix's cases are raw payloads; a framed protocol is refused
+        // by io_uring alone, on both sides (`Claims::framed`).
+        _ => pair
+            .responder
+            .serving_refusal(transport, case.kind, AppProtocol::Raw),
     };
     Cell {
         driver: driver_refused

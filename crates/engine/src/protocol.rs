@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use stackbench_metrics::cpu::CpuSample;
 use stackbench_metrics::memory::MemorySample;
 use stackbench_metrics::threads::ThreadTimes;
-use stackbench_model::{IoMode, Kind, SocketOptions, TlsParams, Transport};
+use stackbench_model::{AppProtocol, IoMode, Kind, SocketOptions, TlsParams, Transport};
 
 use crate::transport::Endpoint;
 
@@ -33,7 +33,9 @@ use crate::transport::Endpoint;
 /// carry `cork` (long responses corked until their last chunk), `start` asks
 /// for the test's own worker threads (`class_workers`), and `sample` replies
 /// with the responder's own sockets' memory and per-test thread times.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// Version 4: a test names its application protocol (`protocol`: raw or
+/// http1), which changes what the responder reads and writes.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Distinct SMC fallback reasons a test's statistics keep.
 pub const SMC_REASONS: usize = 4;
@@ -59,6 +61,10 @@ pub struct TestSpec {
     /// (the driver's effective one; absent from older drivers: epoll).
     #[serde(default)]
     pub io: IoMode,
+    /// The application protocol its connections speak (absent from older
+    /// drivers: raw).
+    #[serde(default)]
+    pub protocol: AppProtocol,
 }
 
 /// The responder's counters for one test, over the test's whole life
@@ -290,6 +296,7 @@ mod tests {
             socket: SocketOptions::default(),
             spin: false,
             io: IoMode::Epoll,
+            protocol: Default::default(),
         };
         let mut buf = Vec::new();
         let start = Request::Start {

@@ -45,6 +45,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         tls: None,
         priority: None,
         io: IoMode::Epoll,
+        protocol: Default::default(),
         path: Default::default(),
         segment: Default::default(),
     }
@@ -474,3 +475,8 @@ mod class_cpu;
 /// Every I/O backend runs the same table: each kind × each transport it claims.
 #[path = "engine/backends.rs"]
 mod backends;
+
+/// Protocol http1: exact counts against the embedded responder on every
+/// kind, the io_uring refusal, and a plain server's faults.
+#[path = "engine/http1.rs"]
+mod http1;

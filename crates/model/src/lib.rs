@@ -15,7 +15,9 @@ pub mod units;
 pub use error::NotationError;
 pub use notation::{ClassSpec, Kind, StreamDirection, Workload};
 pub use pacing::{Arrivals, Pacing, PerSecond, ThinkTime};
-pub use settings::{ClassPriorities, CrrClose, IoMode, SocketOptions, Spin, TlsParams, Transport};
+pub use settings::{
+    AppProtocol, ClassPriorities, CrrClose, IoMode, SocketOptions, Spin, TlsParams, Transport,
+};
 
 /// Largest client count one class may ask for (1024K): the user-population work
 /// targets 256K connections in one process, so 4× that is a generous ceiling

@@ -358,6 +358,7 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         tls: tls_params(s).ok().flatten(),
         priority: s.priority.clone(),
         io: s.io,
+        protocol: s.protocol,
         pacing: pacing_config(s),
         path: PathFloor {
             // Set by the guest's init from the kernel command line the host

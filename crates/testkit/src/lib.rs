@@ -1,6 +1,6 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
 //! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, the pinned
-//! Kubernetes schema validator, a Slurm cluster. A test that
+//! Kubernetes schema validator, a Slurm cluster, nginx. A test that
 //! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
 //! tier (a comma-separated list, or `all`) the skip is a failure instead, so
 //! CI, which installs and starts what the tiers need, cannot pass by skipping
@@ -38,10 +38,13 @@ pub enum Tier {
     /// A Slurm cluster this host can submit to: `srun` and `sinfo` on PATH,
     /// munged answering, a node idle, mix, alloc or comp (`.ci/slurm-up`).
     Slurm,
+    /// The `nginx` binary (a real HTTP/1.1 server driven with `protocol
+    /// http1`; the test starts its own on a loopback port).
+    Nginx,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 10] = [
+    pub const ALL: [Tier; 11] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -52,6 +55,7 @@ impl Tier {
         Tier::Mptcp,
         Tier::K8sSchema,
         Tier::Slurm,
+        Tier::Nginx,
     ];
 
     /// The tier's name in `STACKBENCH_REQUIRE`.
@@ -67,6 +71,7 @@ impl Tier {
             Tier::Mptcp => "mptcp",
             Tier::K8sSchema => "k8s-schema",
             Tier::Slurm => "slurm",
+            Tier::Nginx => "nginx",
         }
     }
 }
@@ -124,6 +129,7 @@ mod tests {
         assert_eq!(names("root,qemu", Tier::Chromium), Ok(false));
         assert_eq!(names("all", Tier::Mptcp), Ok(true));
         assert_eq!(names("mptcp,slurm", Tier::Slurm), Ok(true));
+        assert_eq!(names("nginx", Tier::Nginx), Ok(true));
         let e = names("root,chromum", Tier::Root).unwrap_err();
         assert!(e.contains("unknown tier 'chromum'"), "{e}");
     }

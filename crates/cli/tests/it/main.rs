@@ -9,6 +9,7 @@ mod compare_cli;
 mod docs;
 mod guest;
 mod guest_tier;
+mod http1;
 mod k8s;
 mod lab;
 mod lab_agents;

@@ -111,6 +111,7 @@ fn start_sidecar_test(control: &mut ControlClient) -> (u64, String) {
         socket: SocketOptions::default(),
         spin: false,
         io: Default::default(),
+        protocol: Default::default(),
     };
     let (id, endpoints) = control
         .start_tls(spec, Transport::Tls, 1, 1, Some(tls))

@@ -43,6 +43,9 @@ pub struct ClassAccum {
     /// `--rekey`: key updates started in the window (also before the first
     /// handshake was recorded: a request's first send finishes it).
     pub rekeys: u64,
+    /// The first response the application protocol refused (one line):
+    /// the run is incomplete with it.
+    pub fault: Option<String>,
 }
 
 /// A class's TLS handshakes on one worker.
@@ -126,6 +129,9 @@ impl ClassAccum {
         self.last_connected_ns = self.last_connected_ns.max(o.last_connected_ns);
         self.connected_at_window += o.connected_at_window;
         self.rekeys += o.rekeys;
+        if self.fault.is_none() {
+            self.fault.clone_from(&o.fault);
+        }
         match (self.tls.as_mut(), &o.tls) {
             (Some(a), Some(b)) => {
                 a.full += b.full;

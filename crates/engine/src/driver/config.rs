@@ -8,7 +8,7 @@ use std::time::Duration;
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, Spin};
-use stackbench_model::{IoMode, SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload};
 
 use super::pace::PacingConfig;
 
@@ -49,6 +49,9 @@ pub struct RunConfig {
     /// The I/O backend asked for; [`crate::iomode::effective`] decides the
     /// one both sides use.
     pub io: IoMode,
+    /// The application protocol of every class's data connections.
+    #[serde(default)]
+    pub protocol: AppProtocol,
     /// What the path adds by design (a lab link's delay and rate; zero on
     /// loopback), above which the delayed-ACK stall band is counted.
     pub path: PathFloor,

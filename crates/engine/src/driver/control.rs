@@ -1,4 +1,8 @@
-//! The driver's end of the control connection (see `protocol`).
+//! The driver's end of the control connection (see `protocol`), or, for a
+//! target named `http://HOST:PORT`, of none: a plain server (nginx, any
+//! HTTP/1.1 server) driven directly with `protocol http1`, its one address
+//! the data endpoint of every test, with no responder counters or CPU
+//! samples (those figures are then absent from the record, not zero).
 
 use std::io::{BufReader, BufWriter, ErrorKind};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -13,37 +17,61 @@ use stackbench_model::TlsParams;
 /// for any control reply.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A control session with a responder.
+/// How a target names a plain server rather than a `stackbench serve`.
+pub const PLAIN_SERVER_PREFIX: &str = "http://";
+
+/// A control session with a responder (or the stand-in for a plain server).
 pub struct ControlClient {
     target: SocketAddr,
-    stream: TcpStream,
-    reader: BufReader<TcpStream>,
-    writer: BufWriter<TcpStream>,
+    /// The control connection; `None`: a plain server, which has none.
+    link: Option<Link>,
+    /// A plain server: ids handed out for its tests.
+    plain_tests: u64,
     /// Worker threads of the responder.
     pub server_threads: u32,
     /// CPUs the responder is pinned to (empty: not pinned).
     pub server_cpus: Vec<usize>,
 }
 
+struct Link {
+    stream: TcpStream,
+    reader: BufReader<TcpStream>,
+    writer: BufWriter<TcpStream>,
+}
+
+/// The socket address `target` (`HOST:PORT`) resolves to first.
+fn resolve(target: &str) -> Result<SocketAddr, EngineError> {
+    target
+        .to_socket_addrs()
+        .map_err(|e| EngineError::BadTarget(target.to_string(), e.to_string()))?
+        .next()
+        .ok_or_else(|| EngineError::BadTarget(target.to_string(), "no address".into()))
+}
+
 impl ControlClient {
-    /// Connects to `target` (`HOST:PORT`) and exchanges hellos.
+    /// Connects to `target` (`HOST:PORT`) and exchanges hellos; for
+    /// `http://HOST:PORT`, checks that the plain server accepts a
+    /// connection (see [`Self::is_plain`]).
     pub fn connect(target: &str) -> Result<ControlClient, EngineError> {
-        let addr = target
-            .to_socket_addrs()
-            .map_err(|e| EngineError::BadTarget(target.to_string(), e.to_string()))?
-            .next()
-            .ok_or_else(|| EngineError::BadTarget(target.to_string(), "no address".into()))?;
+        if let Some(rest) = target.strip_prefix(PLAIN_SERVER_PREFIX) {
+            return Self::plain(rest.trim_end_matches('/'));
+        }
+        let addr = resolve(target)?;
         let stream = TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT)
             .map_err(|e| EngineError::Connect(addr, e))?;
         stream.set_nodelay(true).map_err(EngineError::Control)?;
         stream
             .set_read_timeout(Some(CONTROL_TIMEOUT))
             .map_err(EngineError::Control)?;
-        let mut client = ControlClient {
-            target: addr,
+        let link = Link {
             reader: BufReader::new(stream.try_clone().map_err(EngineError::Control)?),
             writer: BufWriter::new(stream.try_clone().map_err(EngineError::Control)?),
             stream,
+        };
+        let mut client = ControlClient {
+            target: addr,
+            link: Some(link),
+            plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
         };
@@ -67,7 +95,27 @@ impl ControlClient {
         }
     }
 
-    /// The responder's control address.
+    /// A plain server at `HOST:PORT`: one connection is opened and closed
+    /// to check it listens, so a wrong address fails here in one line.
+    fn plain(target: &str) -> Result<ControlClient, EngineError> {
+        let addr = resolve(target)?;
+        TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT)
+            .map_err(|e| EngineError::Connect(addr, e))?;
+        Ok(ControlClient {
+            target: addr,
+            link: None,
+            plain_tests: 0,
+            server_threads: 0,
+            server_cpus: Vec::new(),
+        })
+    }
+
+    /// Whether the target is a plain server (no `stackbench serve`).
+    pub fn is_plain(&self) -> bool {
+        self.link.is_none()
+    }
+
+    /// The responder's control address (a plain server's own).
     pub fn target(&self) -> SocketAddr {
         self.target
     }
@@ -94,6 +142,11 @@ impl ControlClient {
         tls: Option<TlsParams>,
         (own_workers, own_cpus): (u32, Vec<usize>),
     ) -> Result<(u64, Vec<Endpoint>), EngineError> {
+        if self.is_plain() {
+            // Every test is the server's one address.
+            self.plain_tests += 1;
+            return Ok((self.plain_tests, vec![Endpoint::Inet(self.target)]));
+        }
         let request = Request::Start {
             spec,
             transport,
@@ -123,6 +176,9 @@ impl ControlClient {
 
     /// Ends a test; returns the responder's counters for it.
     pub fn stop(&mut self, test_id: u64) -> Result<ServerTestStats, EngineError> {
+        if self.is_plain() {
+            return Ok(ServerTestStats::default());
+        }
         match self.call(&Request::Stop { test_id })? {
             Reply::Stopped { stats, .. } => Ok(stats),
             other => Err(unexpected(other)),
@@ -140,22 +196,31 @@ impl ControlClient {
     /// False once the responder has closed the control connection (it died,
     /// was killed, or was stopped). Never blocks.
     pub fn is_alive(&self) -> bool {
-        if self.stream.set_nonblocking(true).is_err() {
+        let Some(link) = &self.link else {
+            // A plain server's failures show on the data connections.
+            return true;
+        };
+        if link.stream.set_nonblocking(true).is_err() {
             return false;
         }
         let mut byte = [0u8; 1];
-        let alive = match self.stream.peek(&mut byte) {
+        let alive = match link.stream.peek(&mut byte) {
             Ok(0) => false,
             Ok(_) => true,
             Err(e) => e.kind() == ErrorKind::WouldBlock,
         };
-        let _ = self.stream.set_nonblocking(false);
+        let _ = link.stream.set_nonblocking(false);
         alive
     }
 
     fn call(&mut self, request: &Request) -> Result<Reply, EngineError> {
-        protocol::send(&mut self.writer, request).map_err(EngineError::Control)?;
-        match protocol::recv::<Reply>(&mut self.reader).map_err(EngineError::Control)? {
+        let Some(link) = self.link.as_mut() else {
+            return Err(EngineError::Refused(
+                "a plain server has no control connection: no responder counters or samples".into(),
+            ));
+        };
+        protocol::send(&mut link.writer, request).map_err(EngineError::Control)?;
+        match protocol::recv::<Reply>(&mut link.reader).map_err(EngineError::Control)? {
             Some(Reply::Error { message }) => Err(EngineError::Refused(message)),
             Some(reply) => Ok(reply),
             None => Err(EngineError::ResponderGone),

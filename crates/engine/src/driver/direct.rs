@@ -27,13 +27,14 @@ use mio::Token;
 use super::machine::{Phase, CONNECTED, RELEASED};
 use super::pace::Pace;
 use super::worker::Worker;
+use crate::app::Codec;
 use crate::iomode;
 
 /// Longest a blocked send or recv waits before the loop looks at the stop
 /// conditions again (the epoll loop's longest sleep too).
 const DIRECT_WAIT: Duration = Duration::from_millis(50);
 
-impl Worker<'_> {
+impl<P: Codec> Worker<'_, P> {
     /// The worker's one connection, when it can be driven directly: epoll
     /// backend, no timer pending, a plain socket, a
     /// closed-loop class that keeps its connection (not CRR), and a client

@@ -37,7 +37,7 @@ use stackbench_model::{CrrClose, Kind, SocketOptions};
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 use super::pace::{Pace, LATE_NS};
-use crate::app::{Codec, Raw};
+use crate::app::{ClassShape, Codec, Fault, Raw};
 use crate::sockopt;
 use crate::timer::TimerWheel;
 use crate::transport::tls::Handshake;
@@ -49,9 +49,8 @@ const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
 #[derive(Debug, Clone, Copy)]
 pub struct ClassPlan {
     pub kind: Kind,
-    /// The application protocol: request and response sizes and ends
-    /// (raw payloads are the one protocol so far; a second one makes this an
-    /// enum over them, matched per call, never boxed).
+    /// The notation's request and response sizes; the machine's codec
+    /// (its type parameter `P`) is built from them ([`Codec::of`]).
     pub app: Raw,
     pub pace: Pace,
     /// Priority level of the class's sockets (see `sockopt`).
@@ -102,9 +101,11 @@ pub(super) const NOT_WAITING: u64 = u64::MAX;
 /// Per-connection state: 56 bytes with a socket as `S` (see
 /// `conn_state_is_small`; the stream is an fd or a boxed TLS session, 16
 /// bytes, in debug builds too).
-pub(super) struct Conn<S> {
+pub(super) struct Conn<S, A = ()> {
     /// The backend's handle of the connection; `None` while closed.
     pub(super) stream: Option<S>,
+    /// The codec's per-connection state (`()` for raw payloads: no bytes).
+    pub(super) app: A,
     pub(super) class: u16,
     pub(super) phase: Phase,
     pub(super) flags: u8,
@@ -161,12 +162,16 @@ pub(super) enum Got {
 }
 
 /// One worker's clients: their states, what they booked, their timers.
-pub(super) struct Machine<'a, S, C> {
+/// `P` is the run's application protocol (one per run), resolved at
+/// compile time: raw payloads cost nothing per event.
+pub(super) struct Machine<'a, S, C, P: Codec = Raw> {
     pub(super) classes: &'a [ClassPlan],
+    /// Per class: its codec.
+    pub(super) codecs: Vec<P>,
     pub(super) socket: SocketOptions,
     pub(super) clock: C,
     pub(super) timing: Timing,
-    pub(super) conns: Slab<Conn<S>>,
+    pub(super) conns: Slab<Conn<S, P::State>>,
     pub(super) accum: Vec<ClassAccum>,
     pub(super) timers: TimerWheel,
     fired: Vec<u32>,
@@ -181,7 +186,7 @@ pub(super) struct Machine<'a, S, C> {
     pub(super) received_ns: u64,
 }
 
-impl<'a, S, C: Clock> Machine<'a, S, C> {
+impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     /// A machine for `clients` clients of `classes`, its window not open yet.
     pub(super) fn new(
         classes: &'a [ClassPlan],
@@ -190,13 +195,25 @@ impl<'a, S, C: Clock> Machine<'a, S, C> {
         timing: Timing,
         window_s: usize,
         clients: usize,
-    ) -> Machine<'a, S, C> {
+    ) -> Machine<'a, S, C, P> {
+        let codecs = classes
+            .iter()
+            .map(|c| {
+                P::of(&ClassShape {
+                    kind: c.kind,
+                    request_bytes: c.app.request,
+                    response_bytes: c.app.response,
+                    crr_close: socket.crr_close,
+                })
+            })
+            .collect();
         let accum = classes
             .iter()
             .map(|c| ClassAccum::new(window_s, c.pace.is_paced(), c.pace.is_open()))
             .collect();
         Machine {
             classes,
+            codecs,
             socket,
             clock,
             timing,
@@ -222,6 +239,7 @@ impl<'a, S, C: Clock> Machine<'a, S, C> {
     pub(super) fn add(&mut self, class: u16, quota: u64, rng: u64, at_ns: u64) -> (usize, Next) {
         let key = self.conns.insert(Conn {
             stream: None,
+            app: P::State::default(),
             class,
             phase: Phase::Closed,
             flags: 0,
@@ -352,7 +370,7 @@ impl<'a, S, C: Clock> Machine<'a, S, C> {
             acc.late += u64::from(lag > LATE_NS);
         }
         conn.phase = Phase::Sending;
-        conn.remaining = plan.app.request_bytes();
+        conn.remaining = self.codecs[conn.class as usize].request_bytes();
         conn.start_ns = now;
     }
 
@@ -434,10 +452,7 @@ impl<'a, S, C: Clock> Machine<'a, S, C> {
     /// (`SocketOptions::cork`: longer than one write, and Nagle on).
     #[inline]
     pub(super) fn corks_request(&self, class: u16) -> bool {
-        sockopt::corks(
-            &self.socket,
-            self.classes[class as usize].app.request_bytes(),
-        )
+        sockopt::corks(&self.socket, self.codecs[class as usize].request_bytes())
     }
 
     /// Whether the next send of client `key` is the first chunk of a corked
@@ -446,18 +461,29 @@ impl<'a, S, C: Clock> Machine<'a, S, C> {
     pub(super) fn corks_now(&self, key: usize) -> bool {
         let conn = &self.conns[key];
         self.corks_request(conn.class)
-            && conn.remaining == self.classes[conn.class as usize].app.request_bytes()
+            && conn.remaining == self.codecs[conn.class as usize].request_bytes()
+    }
+
+    /// Writes the next `out.len()` bytes of client `key`'s request into
+    /// `out` (a framed protocol's text; raw payloads write nothing).
+    #[inline]
+    pub(super) fn fill_request(&self, key: usize, out: &mut [u8]) {
+        let conn = &self.conns[key];
+        let codec = &self.codecs[conn.class as usize];
+        codec.fill_request(codec.request_bytes() - conn.remaining, out);
     }
 
     /// Books `n` sent bytes of client `key`'s request (of `want` offered);
     /// moves to receiving when it is all out.
     pub(super) fn sent(&mut self, key: usize, n: usize, want: usize) -> Sent {
         let conn = &self.conns[key];
-        let plan = self.classes[conn.class as usize];
+        let codec = &self.codecs[conn.class as usize];
         // The request's first bytes are booked at its start, read by
         // `begin_request` just before this send: one clock read per
         // transaction fewer. Later chunks of a long request read the clock.
-        let t = if conn.remaining == plan.app.request_bytes() {
+        let request_bytes = codec.request_bytes();
+        let response_bytes = codec.response_bytes();
+        let t = if conn.remaining == request_bytes {
             conn.start_ns
         } else {
             self.now_ns()
@@ -469,7 +495,7 @@ impl<'a, S, C: Clock> Machine<'a, S, C> {
         }
         if conn.remaining == 0 {
             conn.phase = Phase::Receiving;
-            conn.remaining = plan.app.response_bytes();
+            conn.remaining = response_bytes;
             return Sent::Done;
         }
         if n < want {
@@ -479,24 +505,37 @@ impl<'a, S, C: Clock> Machine<'a, S, C> {
         }
     }
 
-    /// Books `n` received bytes of client `key`'s response, and the TLS
-    /// handshake it finished, if any; on the last byte, the transaction and
-    /// what follows it.
-    pub(super) fn received(&mut self, key: usize, n: usize, handshake: Option<&Handshake>) -> Got {
+    /// Books `n` received bytes of client `key`'s response (`chunk`: them,
+    /// for a framed protocol; empty otherwise), and the TLS handshake it
+    /// finished, if any; on the last byte, the transaction and what follows
+    /// it. A response the protocol refuses ends the client ([`Self::fault`]).
+    pub(super) fn received(
+        &mut self,
+        key: usize,
+        n: usize,
+        chunk: &[u8],
+        handshake: Option<&Handshake>,
+    ) -> Got {
         let now = self.now_ns();
         self.received_ns = now;
         let counted = self.timing.in_window(now);
         let conn = &mut self.conns[key];
         let class = conn.class as usize;
-        let app = self.classes[class].app;
-        conn.remaining = app.response_left(conn.remaining, n as u64, &[]);
+        let left = self.codecs[class].response_left(&mut conn.app, conn.remaining, n as u64, chunk);
         if let Some(h) = handshake {
             self.accum[class].handshake(h, counted);
         }
         if counted {
             self.accum[class].rx_bytes += n as u64;
         }
-        if conn.remaining > 0 {
+        match left {
+            Ok(left) => self.conns[key].remaining = left,
+            Err(fault) => {
+                self.fault(key, fault);
+                return Got::Stop;
+            }
+        }
+        if self.conns[key].remaining > 0 {
             return Got::More;
         }
         if counted {
@@ -567,9 +606,23 @@ impl<'a, S, C: Clock> Machine<'a, S, C> {
             _ => errors.other += 1,
         }
         conn.stream = None;
+        // A response cut off mid-parse must not prefix the next connection's.
+        conn.app = P::State::default();
         conn.phase = Phase::Closed;
         conn.start_ns = NOT_WAITING;
         self.timers.schedule(key as u32, now + RECONNECT_BACKOFF_NS);
+    }
+
+    /// Client `key` got a response its protocol refuses: the first such
+    /// fault of the class makes the run incomplete with its line, the error
+    /// is counted, and the client ends (a server that answers wrongly would
+    /// answer wrongly again; retrying would only hide it).
+    pub(super) fn fault(&mut self, key: usize, fault: Fault) {
+        let class = self.conns[key].class as usize;
+        let acc = &mut self.accum[class];
+        acc.errors.other += 1;
+        acc.fault.get_or_insert(fault.0);
+        self.finish(key);
     }
 
     /// A client finished its quota: close and stop counting it as active.

@@ -11,7 +11,9 @@
 //!
 //! The tests below pin what the machine books for RR, CRR, STR, think time,
 //! the open loop and the stop conditions (a transaction count, the window's
-//! end), and a failed connect.
+//! end), and a failed connect; with a framed codec (`http1`), the scripted
+//! responder's answer is bytes ([`Script::answer`]) the codec parses, split
+//! across receives as the chunk size says.
 
 use std::cell::Cell;
 use std::cmp::Reverse;
@@ -26,15 +28,18 @@ use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 use super::machine::{ClassPlan, Clock, Got, Machine, Next, Phase, Sent};
 use super::worker::Backend;
+use crate::app::{Codec, Raw};
 use crate::iomode::Claims;
 
-/// What the mock covers: every kind and pacing, over no real transport.
+/// What the mock covers: every kind and pacing, framed protocols too (its
+/// script holds the answer's bytes), over no real transport.
 pub(super) const MOCK: Claims = Claims {
     name: "mock",
     covers: |_| false,
     ramp: true,
     paced: true,
     kinds: &[Kind::Rr, Kind::Crr, Kind::Str],
+    framed: true,
 };
 
 /// Virtual time, shared by the mock and its machine.
@@ -63,6 +68,9 @@ pub(super) struct Script {
     pub end_ns: Option<u64>,
     /// The first connect of every client is refused.
     pub refuse_first_connect: bool,
+    /// A framed codec: the bytes of every response (an unframed one is
+    /// counted, never read). The scripted server sends no more than these.
+    pub answer: &'static [u8],
 }
 
 impl Default for Script {
@@ -73,6 +81,7 @@ impl Default for Script {
             warmup_end_ns: 0,
             end_ns: Some(1_000_000_000),
             refuse_first_connect: false,
+            answer: &[],
         }
     }
 }
@@ -86,9 +95,9 @@ enum Due {
     Fin,
 }
 
-/// One worker's clients on the mock backend.
-pub(super) struct Mock<'a> {
-    pub m: Machine<'a, MockConn, Virtual>,
+/// One worker's clients on the mock backend, speaking protocol `P`.
+pub(super) struct Mock<'a, P: Codec = Raw> {
+    pub m: Machine<'a, MockConn, Virtual, P>,
     time: Virtual,
     script: Script,
     window: Window,
@@ -101,10 +110,21 @@ pub(super) struct Mock<'a> {
     refused_keys: Vec<usize>,
 }
 
-impl<'a> Mock<'a> {
+impl<'a> Mock<'a, Raw> {
     /// A mock worker for `clients` (class, quota) of `classes`, all
     /// arriving at once.
     pub fn new(classes: &'a [ClassPlan], socket: SocketOptions, script: Script) -> Mock<'a> {
+        Mock::speaking(classes, socket, script)
+    }
+}
+
+impl<'a, P: Codec> Mock<'a, P> {
+    /// [`Mock::new`] with codec `P`.
+    pub fn speaking(
+        classes: &'a [ClassPlan],
+        socket: SocketOptions,
+        script: Script,
+    ) -> Mock<'a, P> {
         let time = Virtual::default();
         let m = Machine::new(
             classes,
@@ -257,19 +277,30 @@ impl<'a> Mock<'a> {
             return;
         };
         match (what, conn.phase) {
-            (Due::Response, Phase::Receiving) => loop {
-                let want = self.m.conns[key].remaining.min(self.script.chunk as u64) as usize;
-                self.receives += 1;
-                match self.m.received(key, want, None) {
-                    Got::More => {}
-                    Got::Next => return self.drive(key),
-                    Got::Stop => return,
-                    Got::Close { .. } => {
-                        let next = self.m.closed(key);
-                        return self.act(key, next);
+            (Due::Response, Phase::Receiving) => {
+                let mut offset = 0;
+                loop {
+                    let mut want =
+                        self.m.conns[key].remaining.min(self.script.chunk as u64) as usize;
+                    let answer = self.script.answer;
+                    if P::FRAMED {
+                        want = want.min(answer.len() - offset);
+                        if want == 0 {
+                            // The scripted server sent all it had.
+                            return;
+                        }
+                    }
+                    let bytes = if P::FRAMED {
+                        &answer[offset..offset + want]
+                    } else {
+                        &[]
+                    };
+                    offset += want;
+                    if self.receive(key, want, bytes).is_none() {
+                        return;
                     }
                 }
-            },
+            }
             (Due::Fin, Phase::AwaitEof) => {
                 let next = self.m.closed(key);
                 self.act(key, next);
@@ -277,9 +308,28 @@ impl<'a> Mock<'a> {
             _ => {}
         }
     }
+
+    /// One receive of `n` bytes (`bytes`, framed); `None` when the response
+    /// is over (what follows carried out).
+    fn receive(&mut self, key: usize, n: usize, bytes: &[u8]) -> Option<()> {
+        self.receives += 1;
+        match self.m.received(key, n, bytes, None) {
+            Got::More => Some(()),
+            Got::Next => {
+                self.drive(key);
+                None
+            }
+            Got::Stop => None,
+            Got::Close { .. } => {
+                let next = self.m.closed(key);
+                self.act(key, next);
+                None
+            }
+        }
+    }
 }
 
-impl Backend for Mock<'_> {
+impl<P: Codec> Backend for Mock<'_, P> {
     fn claims(&self) -> &'static Claims {
         &MOCK
     }
@@ -580,5 +630,63 @@ mod tests {
         assert_eq!(acc.transactions, 10);
         // Reconnected after 10 ms, then five 1 ms transactions.
         assert_eq!(counts.end_ns, 15 * MS);
+    }
+
+    /// Runs `clients` http1 clients of `plan` with `quota` each, the
+    /// scripted server answering `script.answer`.
+    fn run_http(plan: ClassPlan, clients: u64, quota: u64, script: Script) -> (ClassAccum, Counts) {
+        let plans = [plan];
+        let mut mock =
+            Mock::<crate::app::http1::Client>::speaking(&plans, SocketOptions::default(), script);
+        for i in 0..clients {
+            mock.client(0, quota, i);
+        }
+        let (mut accum, counts) = mock.run_counted();
+        (accum.remove(0), counts)
+    }
+
+    const OK_5: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+
+    #[test]
+    fn http1_responses_split_across_receives_complete_each_transaction() {
+        let rr = plan(Kind::Rr, 100, 44, Pace::Closed);
+        for chunk in [3, 16, 64 * 1024] {
+            let script = Script {
+                chunk,
+                answer: OK_5,
+                ..Script::default()
+            };
+            let (acc, counts) = run_http(rr, 2, 5, script);
+            assert_eq!(acc.transactions, 10, "chunk {chunk}");
+            assert_eq!(acc.rx_bytes, 10 * OK_5.len() as u64, "chunk {chunk}");
+            assert_eq!(acc.tx_bytes, 10 * 100, "chunk {chunk}");
+            assert!(acc.fault.is_none(), "{:?}", acc.fault);
+            assert_eq!(counts.receives, 10 * OK_5.len().div_ceil(chunk) as u64);
+        }
+    }
+
+    #[test]
+    fn an_http1_fault_ends_the_client_with_its_line_not_a_panic() {
+        let rr = plan(Kind::Rr, 100, 44, Pace::Closed);
+        for (answer, needle) in [
+            (&b"HTPP/1.1 200 OK\r\n\r\n"[..], "malformed HTTP response"),
+            // A second response in the same read is not part of the first.
+            (
+                &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\n"[..],
+                "past the end of a response",
+            ),
+        ] {
+            let script = Script {
+                answer,
+                ..Script::default()
+            };
+            let (acc, counts) = run_http(rr, 2, 5, script);
+            assert_eq!(acc.transactions, 0);
+            assert_eq!(acc.errors.other, 2);
+            let fault = acc.fault.expect("a fault");
+            assert!(fault.contains(needle), "{fault}");
+            // Each client gave up at once: no reconnect, no retry.
+            assert_eq!(counts.connects, 2);
+        }
     }
 }

@@ -42,7 +42,7 @@ use stackbench_metrics::cpu::Work;
 use stackbench_metrics::warnings::stall_band;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::TlsMode;
-use stackbench_model::{ClassSpec, SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{AppProtocol, ClassSpec, SocketOptions, TlsParams, Transport, Workload};
 use stackbench_record::CpuAttribution;
 use stackbench_record::{ClassResult, CpuFigures};
 
@@ -59,7 +59,7 @@ use watch::{Watch, Watched};
 use worker::{Backend, ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::affinity;
-use crate::app::Raw;
+use crate::app::{http1, Codec, Raw};
 use crate::error::EngineError;
 use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
@@ -127,6 +127,14 @@ pub fn run_workload_gated(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
+    if control.is_plain() && (cfg.protocol != AppProtocol::Http1 || cfg.transport != Transport::Tcp)
+    {
+        return Err(EngineError::Refused(format!(
+            "target {}{} is a plain HTTP server: run it with protocol http1 over transport tcp",
+            control::PLAIN_SERVER_PREFIX,
+            control.target()
+        )));
+    }
     let row = transport::row_for(cfg.transport, cfg.tls.as_ref());
     row.check_usable(control.target())
         .map_err(EngineError::Transport)?;
@@ -170,6 +178,10 @@ pub fn run_workload_gated(
         window_opened_unix_s,
     } = watched;
     let merged = merge_workers(plans.len(), per_worker, &mut reason);
+    if reason.is_none() {
+        // A response the protocol refused says more than the counts would.
+        reason = protocol_fault(cfg, &merged);
+    }
     if reason.is_none() {
         // Not cut short, yet a class may have measured nothing or missed its
         // count: never report that as a complete run.
@@ -259,6 +271,18 @@ pub fn run_workload_gated(
         incomplete_reason: reason,
         window_opened_unix_s,
     })
+}
+
+/// The first response a class's protocol refused, naming the class and
+/// the protocol (`None`: every response was accepted).
+fn protocol_fault(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
+    let (spec, fault) = cfg
+        .workload
+        .classes
+        .iter()
+        .zip(merged)
+        .find_map(|(spec, acc)| Some((spec, acc.fault.as_ref()?)))?;
+    Some(format!("{spec}: protocol {}: {fault}", cfg.protocol.name()))
 }
 
 /// Sums the workers' figures per class; a worker's failure becomes the
@@ -402,6 +426,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             socket,
             spin: cfg.spin.responder(),
             io: cfg.io,
+            protocol: cfg.protocol,
         };
         let clients = cfg.clients_here(index);
         let spread = transport::spread(row, control.target().ip(), clients);
@@ -562,9 +587,13 @@ fn drive(
                                 .map_err(|e| format!("worker {i} could not be pinned: {e}"))?;
                         }
                         let tid = threads.map(|t| t.register(class));
-                        let result = Worker::new(shared, clients, slots)
-                            .map(|w| w.run(abort))
-                            .map_err(|e| format!("worker {i} could not start: {e}"));
+                        let result = match cfg.protocol {
+                            AppProtocol::Raw => run_worker::<Raw>(shared, clients, slots, abort),
+                            AppProtocol::Http1 => {
+                                run_worker::<http1::Client>(shared, clients, slots, abort)
+                            }
+                        }
+                        .map_err(|e| format!("worker {i} could not start: {e}"));
                         threads.zip(tid).inspect(|(t, tid)| t.exiting(*tid));
                         result
                     })
@@ -590,6 +619,17 @@ fn drive(
         watched: watch.into_outcome(),
         timing,
     }
+}
+
+/// One worker thread's run with the run's codec `P` (chosen once per
+/// thread, so the loop calls it without indirection).
+fn run_worker<P: Codec>(
+    shared: &Shared<'_>,
+    clients: &[Client],
+    slots: &WorkerSlots,
+    abort: &AtomicBool,
+) -> std::io::Result<Vec<ClassAccum>> {
+    Worker::<P>::new(shared, clients, slots).map(|w| w.run(abort))
 }
 
 /// Length of one class's measurement window in ns. A class that completed
@@ -710,6 +750,7 @@ mod tests {
             tls: None,
             priority: None,
             io: IoMode::Epoll,
+            protocol: Default::default(),
             path: PathFloor::default(),
             segment: Default::default(),
         };

@@ -273,6 +273,7 @@ mod tests {
             tls: None,
             priority: None,
             io: Default::default(),
+            protocol: Default::default(),
             pacing: PacingConfig::default(),
             path: Default::default(),
             segment: Default::default(),

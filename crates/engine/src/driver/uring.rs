@@ -65,7 +65,7 @@ const MAX_WAIT: Duration = Duration::from_millis(50);
 /// How long the end of a run waits for shut-down sockets' operations.
 const DRAIN_WAIT: Duration = Duration::from_millis(200);
 
-impl Worker<'_> {
+impl<P: Codec> Worker<'_, P> {
     /// The io_uring loop: submit everything queued and wait for the next
     /// completions in one call, handle them, fire due timers.
     pub(super) fn run_uring(mut self, abort: &AtomicBool) -> Vec<ClassAccum> {
@@ -98,7 +98,7 @@ impl Worker<'_> {
     }
 }
 
-impl Worker<'_> {
+impl<P: Codec> Worker<'_, P> {
     /// How long the enter may wait: until the window's end, the wheel's next
     /// deadline or [`MAX_WAIT`]; busy-polling: not at all.
     fn uring_wait(&mut self, now: u64) -> Duration {

@@ -12,6 +12,11 @@
 //! histogram per class; counts to per-worker counters published with a relaxed
 //! atomic store once per loop turn for the live progress line.
 //!
+//! The worker is generic over the run's application protocol (`P`, a
+//! [`Codec`]): raw payloads send the zero buffer and receive into a scratch
+//! buffer nobody reads; a framed codec (`http1`) writes its request into an
+//! output buffer and is handed each received chunk.
+//!
 //! Timers (reconnect back-off, ramp, think times, open-loop send times) live
 //! in the timing wheel; a `timerfd` armed at the wheel's next deadline wakes
 //! epoll exactly then, so a worker whose clients all think sleeps.
@@ -35,7 +40,7 @@ pub use super::machine::ClassPlan;
 use super::machine::{Epoch, Got, Machine, Next, Phase, Sent};
 use super::pace;
 use super::ring::Ring;
-use crate::app::Codec;
+use crate::app::{Codec, Raw};
 use crate::iomode::{self, Claims};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::timer::WakeTimer;
@@ -110,7 +115,7 @@ pub trait Backend {
 
 /// A worker is on epoll (with direct waiting) or io_uring, chosen when it is
 /// built (`Shared::io`).
-impl Backend for Worker<'_> {
+impl<P: Codec> Backend for Worker<'_, P> {
     fn claims(&self) -> &'static Claims {
         if self.ring.is_some() {
             &iomode::URING
@@ -128,33 +133,44 @@ impl Backend for Worker<'_> {
     }
 }
 
-/// One driver worker thread's state.
-pub struct Worker<'a> {
+/// One driver worker thread's state; `P` is the run's application protocol.
+pub struct Worker<'a, P: Codec = Raw> {
     /// `io = uring`: the ring its I/O goes through (declared before the
     /// buffers it points into, so it is dropped first).
     pub(super) ring: Option<Box<Ring>>,
     pub(super) poll: Poll,
     /// The clients' state machine, which holds their sockets.
-    pub(super) m: Machine<'a, DataStream, Epoch>,
+    pub(super) m: Machine<'a, DataStream, Epoch, P>,
     pub(super) dialers: &'a [Dialer],
     pub(super) spin: bool,
     window: &'a Window,
     wake: Option<WakeTimer>,
     scratch: Vec<u8>,
     pub(super) zeros: Vec<u8>,
+    /// A framed protocol's outgoing bytes (empty for raw payloads, which
+    /// send `zeros`).
+    out: Vec<u8>,
     slots: &'a WorkerSlots,
     /// TLS: per class, the last session this worker's clients got, offered
     /// again with the class's resume ratio.
     pub(super) sessions: Vec<Option<SslSession>>,
 }
 
-impl<'a> Worker<'a> {
+impl<'a, P: Codec> Worker<'a, P> {
     /// A worker for `clients`; each opens at once, or at its place in the ramp.
     pub fn new(
         shared: &Shared<'a>,
         clients: &[Client],
         slots: &'a WorkerSlots,
-    ) -> io::Result<Worker<'a>> {
+    ) -> io::Result<Worker<'a, P>> {
+        if P::FRAMED && shared.io == IoMode::Uring {
+            // `iomode` never gives io_uring a framed protocol: its receives
+            // land in one shared sink, unread.
+            return Err(io::Error::other(format!(
+                "protocol {} needs the received bytes, which the io_uring backend does not keep",
+                P::PROTOCOL.name()
+            )));
+        }
         let timing = Timing::new(shared.epoch);
         let poll = Poll::new()?;
         // Busy-polling looks at the wheel every turn and needs no wake-up.
@@ -189,6 +205,11 @@ impl<'a> Worker<'a> {
             wake,
             scratch: vec![0; IO_CHUNK_BYTES],
             zeros: vec![0; IO_CHUNK_BYTES],
+            out: if P::FRAMED {
+                vec![0; IO_CHUNK_BYTES]
+            } else {
+                Vec::new()
+            },
             slots,
             sessions: vec![None; shared.classes.len()],
         };
@@ -430,7 +451,9 @@ impl<'a> Worker<'a> {
                 self.sessions[class] = conn.stream.as_ref().and_then(|s| s.tls_session());
             }
         }
-        match self.m.received(key, n, handshake.as_ref()) {
+        // A framed protocol reads what `step` received into `scratch`.
+        let chunk: &[u8] = if P::FRAMED { &self.scratch[..n] } else { &[] };
+        match self.m.received(key, n, chunk, handshake.as_ref()) {
             Got::Close { abort } => {
                 if abort {
                     if let Some(s) = &self.m.conns[key].stream {
@@ -453,8 +476,14 @@ impl<'a> Worker<'a> {
         }
         let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
         self.before_send(key);
+        let bytes = if P::FRAMED {
+            self.m.fill_request(key, &mut self.out[..want]);
+            &self.out[..want]
+        } else {
+            &self.zeros[..want]
+        };
         let stream = self.m.conns[key].stream.as_mut().expect("checked above");
-        let n = stream.send(&self.zeros[..want])?;
+        let n = stream.send(bytes)?;
         let rekeys = stream.take_rekeys();
         if rekeys > 0 && self.m.timing.in_window(self.m.now_ns()) {
             let class = self.m.conns[key].class as usize;

@@ -31,14 +31,15 @@ impl Worker {
         if self.conns != 1 || !self.retry_accept.is_empty() {
             return None;
         }
-        let (key, conn) = self.entries.iter().find_map(|(k, e)| match e {
-            Entry::Conn(c) => Some((k, c)),
-            Entry::Listener { .. } => None,
-        })?;
-        let kind = self.tests.get(conn.state.test as usize)?.spec.kind;
-        // A responder connection is never paced: it only answers.
+        let (key, (stream, state)) = self
+            .entries
+            .iter()
+            .find_map(|(k, e)| Some((k, e.conn()?)))?;
+        let kind = self.tests.get(state.test as usize)?.spec.kind;
+        // A responder connection is never paced: it only answers. Any
+        // protocol: the row claims framed ones (`iomode::DIRECT`).
         let takes = iomode::DIRECT.takes(kind, false);
-        (conn.stream.is_plain() && takes).then_some(key)
+        (stream.is_plain() && takes).then_some(key)
     }
 
     /// Serves connection `key` directly until it closes (`events` left
@@ -72,18 +73,15 @@ impl Worker {
     /// connection as it was, or closed as an error if it could not be put
     /// back) when that did not happen.
     fn enter_direct(&mut self, key: usize) -> bool {
-        let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
+        let Some((stream, state)) = self.entries.get_mut(key).and_then(Entry::conn_mut) else {
             return false;
         };
         let spin = self
             .tests
-            .get(conn.state.test as usize)
+            .get(state.test as usize)
             .is_some_and(|t| t.spec.spin);
         let wait = (!spin).then_some(CHECK_EVERY);
-        match conn
-            .stream
-            .enter_direct(self.poll.registry(), Token(key), wait)
-        {
+        match stream.enter_direct(self.poll.registry(), Token(key), wait) {
             Ok(entered) => entered,
             Err(_) => {
                 self.close(key, true);
@@ -95,11 +93,10 @@ impl Worker {
     /// Gives the connection back to the epoll loop; one that cannot go back
     /// is closed and counted as an error.
     fn leave_direct(&mut self, key: usize) {
-        let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
+        let Some((stream, _)) = self.entries.get_mut(key).and_then(Entry::conn_mut) else {
             return;
         };
-        if conn
-            .stream
+        if stream
             .leave_direct(self.poll.registry(), Token(key))
             .is_err()
         {

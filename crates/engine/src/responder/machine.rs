@@ -4,11 +4,11 @@
 //! [`Io`], and after each event a [`Then`]: a socket option to touch, and
 //! whether to go on, wait for readiness, or close). A connection reads a
 //! request, writes the answer, and repeats; only what follows an answer
-//! differs by kind (a CRR connection in server-close mode is closed right
-//! away, every other one goes back to reading, and a CRR client then closes
-//! or resets it). The machine books what happens — connections, bytes,
-//! transactions, errors, TLS handshakes and key updates — into its
-//! [`Test`]'s counters.
+//! differs (a CRR connection in server-close mode, or one whose request
+//! asked to close, is closed right away; every other one goes back to
+//! reading, and a CRR client then closes or resets it). The machine books
+//! what happens — connections, bytes, transactions, errors, TLS handshakes
+//! and key updates — into its [`Test`]'s counters.
 //!
 //! The backends carry out its actions and feed it their results, the way
 //! the driver's backends feed [`crate::driver`]'s machine (fio's engines in
@@ -21,15 +21,23 @@
 //! time: no allocation and no call through a pointer per event.
 //!
 //! A connection's state is [`ConnState`], 16 bytes kept in each backend's
-//! connection entry next to its socket. Sizes come from the test's
-//! application protocol ([`crate::app`]): when a request is complete and
-//! how long its answer is are the [`Handler`]'s to say (raw payloads: the
-//! test's sizes), and the machine is the only one that asks it.
+//! connection entry next to its socket. Sizes and contents come from the
+//! test's application protocol ([`crate::app`]): when a request is complete,
+//! how long its answer is, what the answer's bytes are and whether the
+//! connection ends after it are the [`Handler`]'s to say, and the machine
+//! is the only one that asks it. The events and [`drive`] are generic over
+//! the handler ([`Served`]); a backend picks it once per connection from
+//! the test's `protocol` ([`Test::protocol`]) and keeps the handler's
+//! per-connection state (`Handler::State`) beside the machine's: `()` for
+//! raw payloads, whose entries do not grow, an HTTP/1.1 parse for `http1`.
+//! A request the handler refuses (a [`crate::app::Fault`]) closes the
+//! connection as an error.
 
 use std::io;
 
-use stackbench_model::{CrrClose, Kind};
+use stackbench_model::{AppProtocol, CrrClose, Kind};
 
+use crate::app::http1;
 use crate::app::{Handler, Raw};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
@@ -37,8 +45,37 @@ use crate::transport::tls::Handshake;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Phase {
+    /// Between requests: nothing of the next one received yet.
+    Idle,
+    /// Part of a request received.
     Reading,
     Writing,
+}
+
+/// A handler the machine can build for a test (its sizes are the test's).
+/// The machine is compiled once per handler: [`Raw`] and `http1`.
+pub(super) trait Served: Handler {
+    fn of(spec: &TestSpec) -> Self;
+}
+
+impl Served for Raw {
+    #[inline]
+    fn of(spec: &TestSpec) -> Raw {
+        Raw {
+            request: spec.request_bytes,
+            response: spec.response_bytes,
+        }
+    }
+}
+
+impl Served for http1::Server {
+    #[inline]
+    fn of(spec: &TestSpec) -> http1::Server {
+        http1::Server {
+            request_bytes: spec.request_bytes,
+            response_bytes: spec.response_bytes,
+        }
+    }
 }
 
 /// A test as its connections' machine sees it: what it asks for and what
@@ -59,33 +96,40 @@ impl Test {
         }
     }
 
-    /// The application protocol the test's connections speak.
+    /// The application protocol the test's connections speak: what a
+    /// backend dispatches on once per connection, to run the machine with
+    /// that protocol's handler.
     #[inline]
-    pub(super) fn handler(&self) -> Raw {
-        Raw {
-            request: self.spec.request_bytes,
-            response: self.spec.response_bytes,
-        }
+    pub(super) fn protocol(&self) -> AppProtocol {
+        self.spec.protocol
     }
 
-    /// Bytes of a whole request, as the protocol says (a new connection's
-    /// first read, and where a read between requests starts).
+    /// The test's handler of protocol `H` (two sizes: built where used).
     #[inline]
-    pub(super) fn request_bytes(&self) -> u64 {
-        Handler::request_bytes(&self.handler())
+    pub(super) fn handler<H: Served>(&self) -> H {
+        H::of(&self.spec)
     }
 
-    /// Bytes of the answer to a request.
+    /// Bytes of a whole raw request (where io_uring, which serves raw
+    /// payloads only, starts the receive after an answer).
     #[inline]
-    pub(super) fn response_bytes(&self) -> u64 {
-        self.handler().response_bytes()
+    pub(super) fn raw_request_bytes(&self) -> u64 {
+        Handler::request_bytes(&self.handler::<Raw>())
     }
 
-    /// Whether answers are corked while they are written (longer than one
-    /// write, and `cork` asked for: see `SocketOptions::cork`).
+    /// Whether a raw answer is corked while it is written (io_uring's
+    /// answers, raw payloads only).
     #[inline]
-    pub(super) fn corks(&self) -> bool {
-        sockopt::corks(&self.spec.socket, self.response_bytes())
+    pub(super) fn raw_corks(&self) -> bool {
+        self.corks(self.handler::<Raw>().response_bytes(&()))
+    }
+
+    /// Whether an answer of `response` bytes is corked while it is written
+    /// (longer than one write, and `cork` asked for: see
+    /// `SocketOptions::cork`).
+    #[inline]
+    pub(super) fn corks(&self, response: u64) -> bool {
+        sockopt::corks(&self.spec.socket, response)
     }
 
     /// A connection of the test was closed, as an error or not.
@@ -95,10 +139,12 @@ impl Test {
     }
 }
 
-/// One connection's state: 16 bytes (see `conn_state_is_small`).
+/// One connection's state: 16 bytes (see `conn_state_is_small`), whatever
+/// the protocol (a framed one's parse is kept beside it).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) struct ConnState {
-    /// Bytes left in the phase.
+    /// Bytes left in the phase (reading a framed request: what the handler
+    /// asks for next).
     remaining: u64,
     /// The backend's slot of the test the connection serves (the machine
     /// never reads it; kept here, where the state's padding would be).
@@ -114,9 +160,15 @@ pub(super) struct ConnState {
 pub(super) enum Io {
     /// Receive up to `max` bytes of the request.
     Recv { max: usize },
-    /// Send `len` bytes of the answer; `cork`: cork the socket first (the
-    /// first chunk of a corked answer); `last`: the answer's last chunk.
-    Send { len: usize, cork: bool, last: bool },
+    /// Send `len` bytes of the answer, from byte `offset` of it; `cork`:
+    /// cork the socket first (the first chunk of a corked answer); `last`:
+    /// the answer's last chunk.
+    Send {
+        len: usize,
+        offset: u64,
+        cork: bool,
+        last: bool,
+    },
 }
 
 /// What to do to the socket after an event, before its [`Step`].
@@ -161,49 +213,57 @@ impl From<Step> for Then {
 }
 
 impl ConnState {
-    /// A connection accepted for `test`, kept by the backend in slot `slot`:
-    /// counted, and waiting for its first request.
+    /// A connection accepted for `test`, speaking `H`, kept by the backend
+    /// in slot `slot`: counted, and waiting for its first request. (Its
+    /// handler's state starts as `H::State::default()`.)
     #[inline]
-    pub(super) fn accepted(test: &mut Test, slot: u32) -> ConnState {
+    pub(super) fn accepted<H: Served>(test: &mut Test, slot: u32) -> ConnState {
         test.stats.connections += 1;
         ConnState {
-            remaining: test.request_bytes(),
+            remaining: Handler::request_bytes(&test.handler::<H>()),
             test: slot,
-            phase: Phase::Reading,
+            phase: Phase::Idle,
             backend: 0,
         }
     }
 
-    /// The I/O the connection's phase needs next.
+    /// The I/O the connection's phase needs next (`app`: its handler's
+    /// state, which says how long the answer is).
     #[inline]
-    pub(super) fn io(&self, test: &Test) -> Io {
+    pub(super) fn io<H: Served>(&self, test: &Test, app: &H::State) -> Io {
         let len = self.remaining.min(IO_CHUNK_BYTES as u64) as usize;
         match self.phase {
-            Phase::Reading => Io::Recv { max: len },
-            Phase::Writing => Io::Send {
-                len,
-                cork: test.corks() && self.remaining == test.response_bytes(),
-                last: len as u64 == self.remaining,
-            },
+            Phase::Idle | Phase::Reading => Io::Recv { max: len },
+            Phase::Writing => {
+                let whole = test.handler::<H>().response_bytes(app);
+                Io::Send {
+                    len,
+                    offset: whole - self.remaining,
+                    cork: test.corks(whole) && self.remaining == whole,
+                    last: len as u64 == self.remaining,
+                }
+            }
         }
     }
 
     /// Whether the connection is between requests (nothing of the next one
     /// received yet).
     #[inline]
-    pub(super) fn between_requests(&self, test: &Test) -> bool {
-        self.phase == Phase::Reading && self.remaining == test.request_bytes()
+    pub(super) fn between_requests(&self) -> bool {
+        self.phase == Phase::Idle
     }
 
     /// `n` bytes of the request arrived (`chunk`: them, or empty when the
-    /// backend counts without reading, which an unframed protocol allows)
-    /// from a receive of at most `want`; `handshake`: the TLS handshake that
-    /// receive finished, if any. A complete request turns the connection to
-    /// writing its answer.
+    /// backend counts without reading, which only an unframed protocol
+    /// allows) from a receive of at most `want`; `handshake`: the TLS
+    /// handshake that receive finished, if any. A complete request turns
+    /// the connection to writing its answer; one the handler refuses closes
+    /// it as an error.
     #[inline]
-    pub(super) fn received(
+    pub(super) fn received<H: Served>(
         &mut self,
         test: &mut Test,
+        app: &mut H::State,
         (n, want): (usize, usize),
         chunk: &[u8],
         handshake: Option<&Handshake>,
@@ -211,7 +271,7 @@ impl ConnState {
         if let Some(h) = handshake {
             h.count_into(&mut test.stats);
         }
-        if self.phase != Phase::Reading {
+        if self.phase == Phase::Writing {
             // A request before the answer went out: not a client of ours.
             return Step::Close { error: true }.into();
         }
@@ -220,12 +280,22 @@ impl ConnState {
         } else {
             Touch::Nothing
         };
-        let app = test.handler();
+        let handler = test.handler::<H>();
         test.stats.rx_bytes += n as u64;
-        self.remaining = app.request_left(self.remaining, n as u64, chunk);
+        self.phase = Phase::Reading;
+        self.remaining = match handler.request_left(app, self.remaining, n as u64, chunk) {
+            Ok(left) => left,
+            // A request the protocol refuses: close, counted.
+            Err(_) => {
+                return Then {
+                    touch,
+                    step: Step::Close { error: true },
+                }
+            }
+        };
         let step = if self.remaining == 0 {
             self.phase = Phase::Writing;
-            self.remaining = app.response_bytes();
+            self.remaining = handler.response_bytes(app);
             Step::Go
         } else if n < want {
             Step::Wait
@@ -237,13 +307,21 @@ impl ConnState {
 
     /// `n` bytes of the answer went out, of `want` offered; `rekeys`: TLS
     /// key updates that send started. At the answer's end the transaction
-    /// counts, and a CRR connection in server-close mode is closed; every
-    /// other goes back to reading.
+    /// counts, and the connection is closed when a CRR test's server closes
+    /// or the handler says the request asked to (HTTP's `Connection:
+    /// close`); every other goes back to reading.
     #[inline]
-    pub(super) fn sent(&mut self, test: &mut Test, (n, want): (usize, usize), rekeys: u32) -> Then {
+    pub(super) fn sent<H: Served>(
+        &mut self,
+        test: &mut Test,
+        app: &H::State,
+        (n, want): (usize, usize),
+        rekeys: u32,
+    ) -> Then {
         test.stats.tls_rekeys += u64::from(rekeys);
+        let handler = test.handler::<H>();
         let n = n as u64;
-        let touch = if test.corks() && n == self.remaining {
+        let touch = if test.corks(handler.response_bytes(app)) && n == self.remaining {
             Touch::Uncork
         } else {
             Touch::Nothing
@@ -258,11 +336,13 @@ impl ConnState {
             }
         } else {
             test.stats.transactions += 1;
-            if test.spec.kind == Kind::Crr && test.spec.socket.crr_close == CrrClose::Server {
+            let crr_server_close =
+                test.spec.kind == Kind::Crr && test.spec.socket.crr_close == CrrClose::Server;
+            if crr_server_close || handler.closes(app) {
                 Step::Close { error: false }
             } else {
-                self.phase = Phase::Reading;
-                self.remaining = test.request_bytes();
+                self.phase = Phase::Idle;
+                self.remaining = Handler::request_bytes(&handler);
                 Step::Wait
             }
         };
@@ -272,9 +352,9 @@ impl ConnState {
     /// The client closed its end: normal between requests (CRR client
     /// close, the end of a run), an error mid-request or mid-answer.
     #[inline]
-    pub(super) fn eof(&self, test: &Test) -> Step {
+    pub(super) fn eof(&self) -> Step {
         Step::Close {
-            error: !self.between_requests(test),
+            error: !self.between_requests(),
         }
     }
 
@@ -297,15 +377,17 @@ impl ConnState {
 impl ConnState {
     /// A receive's completion (io_uring: the bytes, 0 at end of stream, or
     /// a negative errno) as the machine's event. The bytes are not handed
-    /// over: the completion backend receives into one shared sink.
+    /// over: the completion backend receives into one shared sink, so it
+    /// serves raw payloads only (`iomode::URING` refuses a framed protocol).
     #[inline]
     pub(super) fn recv_completed(&mut self, test: &mut Test, res: i32) -> Then {
+        debug_assert!(!test.protocol().framed(), "io_uring serves raw payloads");
         match res {
             ..=-1 => self.failed(test, errno_kind(res)).into(),
-            0 => self.eof(test).into(),
+            0 => self.eof().into(),
             // A completion that brought less than asked needs no wait of
             // its own: the backend queues the next receive either way.
-            n => self.received(test, (n as usize, n as usize), &[], None),
+            n => self.received::<Raw>(test, &mut (), (n as usize, n as usize), &[], None),
         }
     }
 
@@ -316,7 +398,7 @@ impl ConnState {
         if res < 0 {
             return self.failed(test, errno_kind(res)).into();
         }
-        self.sent(test, (res as usize, res as usize), 0)
+        self.sent::<Raw>(test, &(), (res as usize, res as usize), 0)
     }
 }
 
@@ -342,38 +424,73 @@ pub(super) trait ConnIo {
     fn cork(&mut self, on: bool);
 }
 
-/// Runs one connection as far as its socket allows (the epoll loop on a
-/// readiness edge, direct waiting on a blocking socket): does the machine's
-/// next I/O, feeds it the result, and repeats until the machine says wait
-/// or close — [`Step::Wait`] or [`Step::Close`], never [`Step::Go`].
-/// `scratch` receives (at least one I/O chunk long); `zeros` is sent.
+/// A worker's buffers for the readiness loop, shared by its connections:
+/// what is received (at least one I/O chunk long), the zeros raw answers
+/// are sent from, and where a framed answer is written before it is sent.
+pub(super) struct Buffers {
+    scratch: Box<[u8]>,
+    zeros: Box<[u8]>,
+    out: Box<[u8]>,
+}
+
+impl Buffers {
+    pub(super) fn new() -> Buffers {
+        let chunk = || vec![0; IO_CHUNK_BYTES].into_boxed_slice();
+        Buffers {
+            scratch: chunk(),
+            zeros: chunk(),
+            out: chunk(),
+        }
+    }
+}
+
+/// Runs one connection, speaking `H`, as far as its socket allows (the
+/// epoll loop on a readiness edge, direct waiting on a blocking socket):
+/// does the machine's next I/O, feeds it the result, and repeats until the
+/// machine says wait or close — [`Step::Wait`] or [`Step::Close`], never
+/// [`Step::Go`]. `app` is the connection's handler state. Raw answers are
+/// sent from zeros; a framed handler writes each chunk of its answer
+/// (`Handler::fill_response`) first.
 #[inline]
-pub(super) fn drive<S: ConnIo>(
+pub(super) fn drive<H: Served, S: ConnIo>(
     state: &mut ConnState,
+    app: &mut H::State,
     test: &mut Test,
     stream: &mut S,
-    scratch: &mut [u8],
-    zeros: &[u8],
+    buffers: &mut Buffers,
 ) -> Step {
     loop {
-        let then = match state.io(test) {
-            Io::Recv { max } => match stream.recv(&mut scratch[..max], test.spec.socket.waitall) {
-                Ok(0) => state.eof(test).into(),
-                Ok(n) => {
-                    let handshake = stream.take_handshake();
-                    state.received(test, (n, max), &scratch[..n], handshake.as_ref())
+        let then = match state.io::<H>(test, app) {
+            Io::Recv { max } => {
+                let scratch = &mut buffers.scratch[..max];
+                match stream.recv(scratch, test.spec.socket.waitall) {
+                    Ok(0) => state.eof().into(),
+                    Ok(n) => {
+                        let handshake = stream.take_handshake();
+                        let chunk = &buffers.scratch[..n];
+                        state.received::<H>(test, app, (n, max), chunk, handshake.as_ref())
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => state.failed(test, e.kind()).into(),
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => state.failed(test, e.kind()).into(),
-            },
-            Io::Send { len, cork, .. } => {
+            }
+            Io::Send {
+                len, offset, cork, ..
+            } => {
                 if cork {
                     stream.cork(true);
                 }
-                match stream.send(&zeros[..len]) {
+                let bytes = if H::FRAMED {
+                    let out = &mut buffers.out[..len];
+                    test.handler::<H>().fill_response(app, offset, out);
+                    &buffers.out[..len]
+                } else {
+                    &buffers.zeros[..len]
+                };
+                match stream.send(bytes) {
                     Ok(n) => {
                         let rekeys = stream.take_rekeys();
-                        state.sent(test, (n, len), rekeys)
+                        state.sent::<H>(test, app, (n, len), rekeys)
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => state.failed(test, e.kind()).into(),
@@ -412,6 +529,7 @@ mod tests {
             socket,
             spin: false,
             io: IoMode::Epoll,
+            protocol: AppProtocol::Raw,
         }
     }
 
@@ -432,23 +550,31 @@ mod tests {
     #[test]
     fn a_request_in_pieces_then_its_answer() {
         let mut t = test(Kind::Rr, (100, 4096), CrrClose::Client);
-        let mut c = ConnState::accepted(&mut t, 7);
+        let mut c = ConnState::accepted::<Raw>(&mut t, 7);
         assert_eq!((t.stats.connections, c.test), (1, 7));
-        assert_eq!(c.io(&t), Io::Recv { max: 100 });
+        assert_eq!(c.io::<Raw>(&t, &()), Io::Recv { max: 100 });
         // A short read: wait for more.
-        assert_eq!(c.received(&mut t, (60, 100), &[], None).step, Step::Wait);
-        assert_eq!(c.io(&t), Io::Recv { max: 40 });
-        assert_eq!(c.received(&mut t, (40, 40), &[], None).step, Step::Go);
+        assert_eq!(
+            c.received::<Raw>(&mut t, &mut (), (60, 100), &[], None)
+                .step,
+            Step::Wait
+        );
+        assert_eq!(c.io::<Raw>(&t, &()), Io::Recv { max: 40 });
+        assert_eq!(
+            c.received::<Raw>(&mut t, &mut (), (40, 40), &[], None).step,
+            Step::Go
+        );
         let send = Io::Send {
             len: 4096,
+            offset: 0,
             cork: false,
             last: true,
         };
-        assert_eq!(c.io(&t), send);
+        assert_eq!(c.io::<Raw>(&t, &()), send);
         // A short write waits; the answer's end waits for the next request.
-        assert_eq!(c.sent(&mut t, (1000, 4096), 0).step, Step::Wait);
-        assert_eq!(c.sent(&mut t, (3096, 3096), 0).step, Step::Wait);
-        assert!(c.between_requests(&t));
+        assert_eq!(c.sent::<Raw>(&mut t, &(), (1000, 4096), 0).step, Step::Wait);
+        assert_eq!(c.sent::<Raw>(&mut t, &(), (3096, 3096), 0).step, Step::Wait);
+        assert!(c.between_requests());
         assert_eq!(
             (t.stats.rx_bytes, t.stats.tx_bytes, t.stats.transactions),
             (100, 4096, 1)
@@ -458,12 +584,12 @@ mod tests {
     #[test]
     fn the_end_of_stream_is_an_error_only_inside_a_transaction() {
         let mut t = test(Kind::Rr, (10, 10), CrrClose::Client);
-        let mut c = ConnState::accepted(&mut t, 0);
-        assert_eq!(c.eof(&t), Step::Close { error: false });
-        c.received(&mut t, (4, 10), &[], None);
-        assert_eq!(c.eof(&t), Step::Close { error: true });
-        c.received(&mut t, (6, 6), &[], None);
-        assert_eq!(c.eof(&t), Step::Close { error: true }, "mid-answer");
+        let mut c = ConnState::accepted::<Raw>(&mut t, 0);
+        assert_eq!(c.eof(), Step::Close { error: false });
+        c.received::<Raw>(&mut t, &mut (), (4, 10), &[], None);
+        assert_eq!(c.eof(), Step::Close { error: true });
+        c.received::<Raw>(&mut t, &mut (), (6, 6), &[], None);
+        assert_eq!(c.eof(), Step::Close { error: true }, "mid-answer");
     }
 
     #[test]
@@ -471,7 +597,7 @@ mod tests {
         use io::ErrorKind::{BrokenPipe, ConnectionReset, WouldBlock};
         let crr = test(Kind::Crr, (1, 1), CrrClose::Abort);
         let rr = test(Kind::Rr, (1, 1), CrrClose::Abort);
-        let c = ConnState::accepted(&mut test(Kind::Rr, (1, 1), CrrClose::Abort), 0);
+        let c = ConnState::accepted::<Raw>(&mut test(Kind::Rr, (1, 1), CrrClose::Abort), 0);
         assert_eq!(
             c.failed(&crr, ConnectionReset),
             Step::Close { error: false }
@@ -491,9 +617,9 @@ mod tests {
             (Kind::Str, CrrClose::Server, false),
         ] {
             let mut t = test(kind, (64, 8000), close);
-            let mut c = ConnState::accepted(&mut t, 0);
-            c.received(&mut t, (64, 64), &[], None);
-            let step = c.sent(&mut t, (8000, 8000), 0).step;
+            let mut c = ConnState::accepted::<Raw>(&mut t, 0);
+            c.received::<Raw>(&mut t, &mut (), (64, 64), &[], None);
+            let step = c.sent::<Raw>(&mut t, &(), (8000, 8000), 0).step;
             let want = if closes {
                 Step::Close { error: false }
             } else {
@@ -507,7 +633,7 @@ mod tests {
     #[test]
     fn completions_are_the_same_events() {
         let mut t = test(Kind::Crr, (10, 20), CrrClose::Abort);
-        let mut c = ConnState::accepted(&mut t, 0);
+        let mut c = ConnState::accepted::<Raw>(&mut t, 0);
         let wait = |step| Then {
             touch: Touch::Nothing,
             step,
@@ -540,31 +666,40 @@ mod tests {
         };
         let answer = 2 * IO_CHUNK_BYTES as u64 + 5;
         let mut t = Test::new(1, spec(Kind::Rr, (1, answer), socket));
-        let mut c = ConnState::accepted(&mut t, 0);
-        c.received(&mut t, (1, 1), &[], None);
+        let mut c = ConnState::accepted::<Raw>(&mut t, 0);
+        c.received::<Raw>(&mut t, &mut (), (1, 1), &[], None);
         let chunk = IO_CHUNK_BYTES;
         let first = Io::Send {
             len: chunk,
+            offset: 0,
             cork: true,
             last: false,
         };
-        assert_eq!(c.io(&t), first);
-        assert_eq!(c.sent(&mut t, (chunk, chunk), 0).touch, Touch::Nothing);
+        assert_eq!(c.io::<Raw>(&t, &()), first);
+        assert_eq!(
+            c.sent::<Raw>(&mut t, &(), (chunk, chunk), 0).touch,
+            Touch::Nothing
+        );
         let second = Io::Send {
             len: chunk,
+            offset: chunk as u64,
             cork: false,
             last: false,
         };
-        assert_eq!(c.io(&t), second);
-        assert_eq!(c.sent(&mut t, (chunk, chunk), 0).touch, Touch::Nothing);
+        assert_eq!(c.io::<Raw>(&t, &()), second);
+        assert_eq!(
+            c.sent::<Raw>(&mut t, &(), (chunk, chunk), 0).touch,
+            Touch::Nothing
+        );
         let last = Io::Send {
             len: 5,
+            offset: 2 * chunk as u64,
             cork: false,
             last: true,
         };
-        assert_eq!(c.io(&t), last);
+        assert_eq!(c.io::<Raw>(&t, &()), last);
         assert_eq!(
-            c.sent(&mut t, (5, 5), 0),
+            c.sent::<Raw>(&mut t, &(), (5, 5), 0),
             Then {
                 touch: Touch::Uncork,
                 step: Step::Wait
@@ -572,8 +707,11 @@ mod tests {
         );
         // An answer of one chunk is never corked.
         let mut small = Test::new(1, spec(Kind::Rr, (1, 100), socket));
-        let mut c = ConnState::accepted(&mut small, 0);
-        c.received(&mut small, (1, 1), &[], None);
-        assert!(matches!(c.io(&small), Io::Send { cork: false, .. }));
+        let mut c = ConnState::accepted::<Raw>(&mut small, 0);
+        c.received::<Raw>(&mut small, &mut (), (1, 1), &[], None);
+        assert!(matches!(
+            c.io::<Raw>(&small, &()),
+            Io::Send { cork: false, .. }
+        ));
     }
 }

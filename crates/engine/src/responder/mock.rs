@@ -11,19 +11,27 @@
 //! returning scripted results instead of running commands), as the driver's
 //! mock (`driver/mock.rs`) applies it to the client side.
 //!
+//! The mock is generic over the handler as [`machine::drive`] is: raw
+//! payloads by default, `http1::Server` for the framed path the epoll and
+//! direct backends run for `protocol http1` (the client then writes real
+//! bytes, [`Event::Write`], and what was sent is kept to be read back).
+//!
 //! The tests below pin the responder's behaviour per kind: RR (request
 //! complete → answer → wait for the next), CRR in each close mode, STR both
 //! ways, requests and answers split over many calls and events, corked
 //! answers, quickack, interleaved connections, end of stream mid-request,
 //! resets, TLS handshake and key-update counts, and the counters booked
-//! exactly.
+//! exactly; and for HTTP/1.1 a head split across reads, a Content-Length
+//! body, `Connection: close`, and a malformed request.
 
+use std::collections::VecDeque;
 use std::io;
 
 use stackbench_model::Kind;
 
-use super::machine::{self, ConnIo, ConnState, Step, Test};
+use super::machine::{self, Buffers, ConnIo, ConnState, Served, Step, Test};
 use super::worker::Backend;
+use crate::app::Raw;
 use crate::iomode::Claims;
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::IO_CHUNK_BYTES;
@@ -36,6 +44,7 @@ pub(super) const MOCK: Claims = Claims {
     ramp: true,
     paced: true,
     kinds: &[Kind::Rr, Kind::Crr, Kind::Str],
+    framed: true,
 };
 
 /// A call the machine made on a socket, in order.
@@ -57,8 +66,8 @@ pub(super) enum Call {
 /// has, and every call made on it.
 #[derive(Debug, Default)]
 pub(super) struct MockSocket {
-    /// Bytes the client sent that were not received yet.
-    inbound: u64,
+    /// What the client sent that was not received yet, in pieces.
+    inbound: VecDeque<Piece>,
     /// The client closed its end after `inbound`.
     eof: bool,
     /// The client reset the connection.
@@ -75,6 +84,10 @@ pub(super) struct MockSocket {
     rekeys: u32,
     /// Bytes sent while the socket was not corked.
     pub uncorked_bytes: u64,
+    /// Every byte sent, kept when the test is framed (its answers' heads
+    /// are then read back).
+    keep: bool,
+    pub wire: Vec<u8>,
     /// Answer bytes sent that the client has not read yet.
     pub sent: u64,
     pub calls: Vec<Call>,
@@ -86,12 +99,20 @@ impl ConnIo for MockSocket {
             self.calls.push(Call::Reset);
             return Err(io::ErrorKind::ConnectionReset.into());
         }
-        let n = self.inbound.min(buf.len() as u64) as usize;
+        let mut n = 0;
+        while n < buf.len() {
+            let Some(piece) = self.inbound.front_mut() else {
+                break;
+            };
+            n += piece.take(&mut buf[n..]);
+            if piece.is_empty() {
+                self.inbound.pop_front();
+            }
+        }
         if n == 0 && !self.eof {
             self.calls.push(Call::WouldBlock);
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        self.inbound -= n as u64;
         self.calls.push(Call::Recv(n));
         Ok(n)
     }
@@ -107,6 +128,9 @@ impl ConnIo for MockSocket {
         self.sent += n as u64;
         if !self.corked {
             self.uncorked_bytes += n as u64;
+        }
+        if self.keep {
+            self.wire.extend_from_slice(&buf[..n]);
         }
         self.calls.push(Call::Send(n));
         Ok(n)
@@ -130,13 +154,50 @@ impl ConnIo for MockSocket {
     }
 }
 
+/// Part of what a client sent: `n` zero bytes (raw payloads, HTTP bodies)
+/// or these bytes.
+#[derive(Debug, Clone, Copy)]
+enum Piece {
+    Zeros(u64),
+    Bytes(&'static [u8]),
+}
+
+impl Piece {
+    /// Moves what fits of the piece into `out`; the bytes moved.
+    fn take(&mut self, out: &mut [u8]) -> usize {
+        match self {
+            Piece::Zeros(left) => {
+                let n = (*left).min(out.len() as u64) as usize;
+                out[..n].fill(0);
+                *left -= n as u64;
+                n
+            }
+            Piece::Bytes(bytes) => {
+                let n = bytes.len().min(out.len());
+                out[..n].copy_from_slice(&bytes[..n]);
+                *bytes = &bytes[n..];
+                n
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Piece::Zeros(left) => *left == 0,
+            Piece::Bytes(bytes) => bytes.is_empty(),
+        }
+    }
+}
+
 /// One scripted event; connections are numbered in the order they arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Event {
     /// A connection arrives, its send buffer `room` bytes large.
     Accept { room: u64 },
-    /// Its client sends `bytes` (a readable edge).
+    /// Its client sends `bytes` zero bytes (a readable edge).
     Send { conn: usize, bytes: u64 },
+    /// Its client sends these bytes (a readable edge).
+    Write { conn: usize, data: &'static [u8] },
     /// Its client reads `bytes` of what was sent (a writable edge if a
     /// send found the buffer full).
     Read { conn: usize, bytes: u64 },
@@ -150,31 +211,33 @@ pub(super) enum Event {
     Reset { conn: usize },
 }
 
-/// One connection: the machine's state and its scripted socket.
-pub(super) struct MockConn {
+/// One connection: the machine's state, its handler's, and its scripted
+/// socket.
+pub(super) struct MockConn<H: Served> {
     pub state: ConnState,
+    pub app: H::State,
     pub socket: MockSocket,
     /// How it ended: `Some(error)` once closed.
     pub closed: Option<bool>,
 }
 
-/// One test's connections on the mock backend.
-pub(super) struct Mock {
+/// One test's connections on the mock backend, speaking `H`.
+pub(super) struct Mock<H: Served = Raw> {
     pub test: Test,
-    pub conns: Vec<MockConn>,
+    pub conns: Vec<MockConn<H>>,
     script: Vec<Event>,
-    scratch: Vec<u8>,
-    zeros: Vec<u8>,
+    buffers: Buffers,
 }
 
-impl Mock {
-    pub fn new(spec: TestSpec, script: Vec<Event>) -> Mock {
+impl<H: Served> Mock<H> {
+    pub fn new(spec: TestSpec, script: Vec<Event>) -> Mock<H> {
+        // The backends pick the handler from the spec (`Entry::accepted`).
+        assert_eq!(H::FRAMED, spec.protocol.framed(), "{:?}", spec.protocol);
         Mock {
             test: Test::new(1, spec),
             conns: Vec::new(),
             script,
-            scratch: vec![0; IO_CHUNK_BYTES],
-            zeros: vec![0; IO_CHUNK_BYTES],
+            buffers: Buffers::new(),
         }
     }
 
@@ -184,11 +247,13 @@ impl Mock {
         for event in std::mem::take(&mut self.script) {
             let conn = match event {
                 Event::Accept { room } => {
-                    let state = ConnState::accepted(&mut self.test, 0);
+                    let state = ConnState::accepted::<H>(&mut self.test, 0);
                     self.conns.push(MockConn {
                         state,
+                        app: H::State::default(),
                         socket: MockSocket {
                             room,
+                            keep: H::FRAMED,
                             ..MockSocket::default()
                         },
                         closed: None,
@@ -198,7 +263,17 @@ impl Mock {
                     continue;
                 }
                 Event::Send { conn, bytes } => {
-                    self.conns[conn].socket.inbound += bytes;
+                    self.conns[conn]
+                        .socket
+                        .inbound
+                        .push_back(Piece::Zeros(bytes));
+                    conn
+                }
+                Event::Write { conn, data } => {
+                    self.conns[conn]
+                        .socket
+                        .inbound
+                        .push_back(Piece::Bytes(data));
                     conn
                 }
                 Event::Read { conn, bytes } => {
@@ -238,12 +313,12 @@ impl Mock {
         if c.closed.is_some() {
             return;
         }
-        let step = machine::drive(
+        let step = machine::drive::<H, _>(
             &mut c.state,
+            &mut c.app,
             &mut self.test,
             &mut c.socket,
-            &mut self.scratch,
-            &self.zeros,
+            &mut self.buffers,
         );
         if let Step::Close { error } = step {
             c.closed = Some(error);
@@ -252,7 +327,7 @@ impl Mock {
     }
 }
 
-impl Backend for Mock {
+impl<H: Served> Backend for Mock<H> {
     fn claims(&self) -> &'static Claims {
         &MOCK
     }
@@ -266,9 +341,10 @@ impl Backend for Mock {
 
 #[cfg(test)]
 mod tests {
-    use stackbench_model::{CrrClose, IoMode, SocketOptions};
+    use stackbench_model::{AppProtocol, CrrClose, IoMode, SocketOptions};
 
     use super::*;
+    use crate::app::http1;
 
     const CHUNK: u64 = IO_CHUNK_BYTES as u64;
     /// A send buffer that never fills in these tests.
@@ -294,6 +370,7 @@ mod tests {
             socket,
             spin: false,
             io: IoMode::Epoll,
+            protocol: AppProtocol::Raw,
         }
     }
 
@@ -328,7 +405,7 @@ mod tests {
             .collect()
     }
 
-    fn stats(mock: &Mock) -> (u64, u64, u64, u64, u64) {
+    fn stats<H: Served>(mock: &Mock<H>) -> (u64, u64, u64, u64, u64) {
         let s = &mock.test.stats;
         (
             s.connections,
@@ -648,11 +725,201 @@ mod tests {
     fn the_mock_is_a_backend_like_the_others() {
         let mut script = vec![Event::Accept { room: ROOMY }];
         script.extend(requests(0, 3, 5, 6));
-        let mock = Mock::new(spec(Kind::Rr, (5, 6)), script);
+        let mock = Mock::<Raw>::new(spec(Kind::Rr, (5, 6)), script);
         assert_eq!(mock.claims().name, "mock");
         let stats = Backend::run(mock);
         assert_eq!(stats.len(), 1);
         assert_eq!((stats[0].0, stats[0].1.transactions), (1, 3));
         assert_eq!((stats[0].1.rx_bytes, stats[0].1.tx_bytes), (15, 18));
+    }
+
+    /// An HTTP/1.1 test of `kind`, its notation sizes (request, response).
+    fn http1(kind: Kind, sizes: (u64, u64)) -> TestSpec {
+        TestSpec {
+            protocol: AppProtocol::Http1,
+            ..spec(kind, sizes)
+        }
+    }
+
+    /// Plays `script` for an HTTP/1.1 `spec`.
+    fn play_http1(spec: TestSpec, script: Vec<Event>) -> Mock<http1::Server> {
+        let mut mock = Mock::new(spec, script);
+        mock.play();
+        mock
+    }
+
+    /// This responder's answer head for a body of `body` bytes.
+    fn ok_head(body: u64, close: bool) -> String {
+        let close = if close { "Connection: close\r\n" } else { "" };
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {body}\r\n{close}\r\n")
+    }
+
+    #[test]
+    fn http1_a_head_split_across_reads_is_answered_once_whole() {
+        const FIRST: &[u8] = b"GET /5 HTTP/1.1\r\nHo";
+        const REST: &[u8] = b"st: responder\r\n\r\n";
+        let head = ok_head(5, false);
+        let answer = head.len() + 5;
+        let script = vec![
+            Event::Accept { room: ROOMY },
+            Event::Write {
+                conn: 0,
+                data: FIRST,
+            },
+            Event::Write {
+                conn: 0,
+                data: REST,
+            },
+            Event::Read {
+                conn: 0,
+                bytes: answer as u64,
+            },
+            Event::Write {
+                conn: 0,
+                data: FIRST,
+            },
+            Event::Write {
+                conn: 0,
+                data: REST,
+            },
+        ];
+        let mock = play_http1(http1(Kind::Rr, (100, 100)), script);
+        let request = (FIRST.len() + REST.len()) as u64;
+        let answer = answer as u64;
+        assert_eq!(stats(&mock), (1, 2, 2 * request, 2 * answer, 0));
+        let conn = &mock.conns[0];
+        // Half a head is no request: the machine waits for the rest, then
+        // answers with the length the path named.
+        let one = [
+            Call::Recv(FIRST.len()),
+            Call::Recv(REST.len()),
+            Call::Send(answer as usize),
+        ];
+        assert_eq!(conn.socket.calls, [one, one].concat());
+        assert_eq!(conn.socket.wire.len() as u64, 2 * answer);
+        assert!(conn.socket.wire.starts_with(head.as_bytes()));
+        assert_eq!(conn.closed, None);
+        // The end of stream after part of a head is mid-request: an error
+        // (a framed request's bytes left are no count of what arrived).
+        let script = vec![
+            Event::Accept { room: ROOMY },
+            Event::Write {
+                conn: 0,
+                data: FIRST,
+            },
+            Event::Eof { conn: 0 },
+        ];
+        let mock = play_http1(http1(Kind::Rr, (100, 100)), script);
+        assert_eq!(mock.conns[0].closed, Some(true));
+        assert_eq!(mock.test.stats.errors, 1);
+    }
+
+    #[test]
+    fn http1_a_content_length_body_is_read_before_the_answer() {
+        const HEAD: &[u8] = b"POST /300000 HTTP/1.1\r\nContent-Length: 1000\r\n\r\n";
+        // An answer longer than two writes: its head leads the first one.
+        let body = 300_000;
+        let head = ok_head(body, false);
+        let answer = head.len() as u64 + body;
+        let script = vec![
+            Event::Accept { room: ROOMY },
+            Event::Write {
+                conn: 0,
+                data: HEAD,
+            },
+            Event::Send {
+                conn: 0,
+                bytes: 600,
+            },
+        ];
+        let early = play_http1(http1(Kind::Rr, (100, 100)), script.clone());
+        assert_eq!(early.test.stats.transactions, 0);
+        assert!(
+            !early.conns[0]
+                .socket
+                .calls
+                .iter()
+                .any(|c| matches!(c, Call::Send(_))),
+            "answered before the body was in: {:?}",
+            early.conns[0].socket.calls
+        );
+        let mut script = script;
+        script.push(Event::Send {
+            conn: 0,
+            bytes: 400,
+        });
+        let mock = play_http1(http1(Kind::Rr, (100, 100)), script);
+        let request = HEAD.len() as u64 + 1000;
+        assert_eq!(stats(&mock), (1, 1, request, answer, 0));
+        let wire = &mock.conns[0].socket.wire;
+        assert_eq!(wire.len() as u64, answer);
+        assert!(wire.starts_with(head.as_bytes()), "{:?}", &wire[..60]);
+        let sends: Vec<Call> = mock.conns[0]
+            .socket
+            .calls
+            .iter()
+            .copied()
+            .filter(|c| matches!(c, Call::Send(_)))
+            .collect();
+        let chunk = IO_CHUNK_BYTES;
+        let tail = answer as usize - 2 * chunk;
+        assert_eq!(
+            sends,
+            [Call::Send(chunk), Call::Send(chunk), Call::Send(tail)]
+        );
+        // Answered, the connection waits for its next request.
+        assert_eq!(mock.conns[0].closed, None);
+    }
+
+    #[test]
+    fn http1_connection_close_closes_after_the_answer() {
+        const CLOSE: &[u8] = b"GET /10 HTTP/1.1\r\nConnection: close\r\n\r\n";
+        const KEEP: &[u8] = b"GET /10 HTTP/1.1\r\n\r\n";
+        for (request, closes) in [(CLOSE, true), (KEEP, false)] {
+            let script = vec![
+                Event::Accept { room: ROOMY },
+                Event::Write {
+                    conn: 0,
+                    data: request,
+                },
+            ];
+            // RR, so it is the request alone that closes (not a CRR server
+            // close).
+            let mock = play_http1(http1(Kind::Rr, (100, 100)), script);
+            let head = ok_head(10, closes);
+            let answer = head.len() as u64 + 10;
+            let conn = &mock.conns[0];
+            assert_eq!(
+                stats(&mock),
+                (1, 1, request.len() as u64, answer, 0),
+                "{closes}"
+            );
+            assert!(conn.socket.wire.starts_with(head.as_bytes()));
+            let want = closes.then_some(false);
+            assert_eq!(conn.closed, want, "{closes}");
+            assert_eq!(conn.socket.calls.last(), Some(&Call::Send(answer as usize)));
+        }
+    }
+
+    #[test]
+    fn http1_a_malformed_request_closes_as_an_error() {
+        const BAD: &[u8] = b"GET /1 HTTP/1.1\r\nNo colon here\r\n\r\n";
+        let script = vec![
+            Event::Accept { room: ROOMY },
+            Event::Accept { room: ROOMY },
+            Event::Write { conn: 0, data: BAD },
+            Event::Write {
+                conn: 1,
+                data: b"GET /1 HTTP/1.1\r\n\r\n",
+            },
+        ];
+        let mock = play_http1(http1(Kind::Rr, (100, 100)), script);
+        // Refused, never answered, counted as an error; the other
+        // connection is served as usual.
+        assert_eq!(mock.conns[0].closed, Some(true));
+        assert_eq!(mock.conns[0].socket.calls, [Call::Recv(BAD.len())]);
+        assert_eq!(mock.conns[1].closed, None);
+        let s = &mock.test.stats;
+        assert_eq!((s.connections, s.transactions, s.errors), (2, 1, 1));
     }
 }

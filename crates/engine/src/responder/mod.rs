@@ -193,8 +193,9 @@ impl Pool {
             ..req.spec
         };
         // The io_uring workers serve what their row claims (the driver asks
-        // for nothing else; see `crate::iomode`), epoll the rest.
-        let claimed = crate::iomode::URING.serving_refusal(req.transport, spec.kind);
+        // for nothing else; see `crate::iomode`), epoll the rest: a framed
+        // protocol (http1) among it.
+        let claimed = crate::iomode::URING.serving_refusal(req.transport, spec.kind, spec.protocol);
         let io = if spec.io == IoMode::Uring && claimed.is_none() {
             IoMode::Uring
         } else {

@@ -1,7 +1,9 @@
 //! One responder worker on io_uring (`io = uring` tests): the same per-test
 //! state machine and counters as the epoll worker ([`super::worker`]: read
 //! `request_bytes`, write `response_bytes`, repeat), with the I/O done by
-//! completions.
+//! completions. It serves raw payloads only: received bytes are never
+//! read, so a framed protocol (http1), whose requests end where their bytes
+//! say, stays on epoll (`iomode::URING` refuses it).
 //!
 //! Each listener has one multishot accept armed (re-armed when the kernel
 //! ends it; after running out of descriptors, every [`ACCEPT_RETRY`], each
@@ -33,6 +35,7 @@ use stackbench_model::Kind;
 
 use super::machine::{errno_kind, ConnState, Io, Step, Test, Then, Touch};
 use super::worker::{leftover, Backend, Command, Commanded};
+use crate::app::Raw;
 use crate::iomode::{self, build, enter, Claims};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
@@ -295,7 +298,7 @@ impl UringWorker {
         // SAFETY: the accepted descriptor is new and owned by nobody else.
         let stream = DataStream::Plain(unsafe { OwnedFd::from_raw_fd(res) });
         let t = &mut self.tests[test as usize];
-        let state = ConnState::accepted(t, test);
+        let state = ConnState::accepted::<Raw>(t, test);
         let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
         let conn = self.entries.insert(Entry::Conn(UConn { stream, state }));
         self.queue_io(conn);
@@ -324,16 +327,18 @@ impl UringWorker {
         };
         let mut ops: [Option<squeue::Entry>; 2] = [None, None];
         let queued = c.queued();
-        match c.state.io(test) {
+        match c.state.io::<Raw>(test, &()) {
             Io::Recv { max } if queued & RECV_QUEUED == 0 => {
                 ops[0] = Some(recv(max));
                 c.state.backend |= RECV_QUEUED;
             }
-            Io::Send { len, cork, last } if queued & SEND_QUEUED == 0 => {
+            Io::Send {
+                len, cork, last, ..
+            } if queued & SEND_QUEUED == 0 => {
                 let last = last && queued & RECV_QUEUED == 0;
                 // A corked answer's last send reports its completion, at
                 // which the machine lifts the cork (the cork must outlast it).
-                if last && self.skip_ok && test.spec.kind != Kind::Crr && !test.corks() {
+                if last && self.skip_ok && test.spec.kind != Kind::Crr && !test.raw_corks() {
                     return self.queue_last_send(key, fd, len as u32);
                 }
                 if cork {
@@ -350,7 +355,7 @@ impl UringWorker {
                     send
                 });
                 if last {
-                    let first = test.request_bytes().min(IO_CHUNK_BYTES as u64);
+                    let first = test.raw_request_bytes().min(IO_CHUNK_BYTES as u64);
                     ops[1] = Some(recv(first as usize));
                     c.state.backend |= RECV_QUEUED;
                 }

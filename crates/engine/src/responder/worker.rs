@@ -9,6 +9,12 @@
 //! mode is closed right away; every other connection goes back to reading
 //! (and a CRR client then closes or resets it).
 //!
+//! A test's application protocol (`TestSpec::protocol`) is looked at once
+//! per connection, when it is accepted: it picks the entry's variant, and
+//! with it the handler the machine is compiled for — raw payloads
+//! ([`Entry::Conn`], counted unread and answered from zeros) or HTTP/1.1
+//! ([`Entry::Http1`], whose parse state is kept beside the machine's).
+//!
 //! Hot path: no allocation and no lock; sockets are registered once for read
 //! and write readiness (edge-triggered), so there is no epoll_ctl per
 //! transaction; a short read or write means "drained for now" and the next
@@ -28,10 +34,14 @@ use std::time::Duration;
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
-use super::machine::{self, ConnIo, ConnState, Step, Test};
+use stackbench_model::AppProtocol;
+
+use super::machine::{self, Buffers, ConnIo, ConnState, Served, Step, Test};
+use crate::app::http1::{self, ServerState};
+use crate::app::Raw;
 use crate::iomode::{self, Claims};
 use crate::protocol::{ServerTestStats, TestSpec};
-use crate::sockopt::{self, IO_CHUNK_BYTES};
+use crate::sockopt;
 use crate::transport::tls::Handshake;
 use crate::transport::{DataListener, DataStream};
 
@@ -76,7 +86,7 @@ pub(super) trait Commanded: Backend {
                     debug_assert!(
                         listeners.iter().all(|l| self
                             .claims()
-                            .serving_refusal(l.row().transport(), spec.kind)
+                            .serving_refusal(l.row().transport(), spec.kind, spec.protocol)
                             .is_none()),
                         "test {test_id} sent to a backend that does not claim it"
                     );
@@ -92,16 +102,92 @@ pub(super) trait Commanded: Backend {
     }
 }
 
-/// Per-connection state: 32 bytes (stream: an fd or a boxed TLS session;
-/// the machine's state, which holds the test's slot).
-pub(super) struct Conn {
+/// Per-connection state: 32 bytes for raw payloads (stream: an fd or a
+/// boxed TLS session; the machine's state, which holds the test's slot;
+/// `app`, the handler's state, `()`).
+pub(super) struct Conn<A = ()> {
     pub(super) stream: DataStream,
     pub(super) state: ConnState,
+    /// The application protocol's state for this connection.
+    pub(super) app: A,
 }
 
 pub(super) enum Entry {
-    Listener { listener: DataListener, test: u32 },
+    Listener {
+        listener: DataListener,
+        test: u32,
+    },
+    /// A connection of raw payloads.
     Conn(Conn),
+    /// A connection speaking HTTP/1.1: its parse and the answer it owes
+    /// beside the machine's state, boxed so raw entries do not grow.
+    Http1(Box<Conn<ServerState>>),
+}
+
+impl Entry {
+    /// A connection's stream and machine state, whatever its protocol.
+    pub(super) fn conn(&self) -> Option<(&DataStream, &ConnState)> {
+        match self {
+            Entry::Conn(c) => Some((&c.stream, &c.state)),
+            Entry::Http1(c) => Some((&c.stream, &c.state)),
+            Entry::Listener { .. } => None,
+        }
+    }
+
+    /// [`Entry::conn`], mutable.
+    pub(super) fn conn_mut(&mut self) -> Option<(&mut DataStream, &mut ConnState)> {
+        match self {
+            Entry::Conn(c) => Some((&mut c.stream, &mut c.state)),
+            Entry::Http1(c) => Some((&mut c.stream, &mut c.state)),
+            Entry::Listener { .. } => None,
+        }
+    }
+
+    /// The slot of the test a listener or connection serves.
+    fn test(&self) -> u32 {
+        match self {
+            Entry::Listener { test, .. } => *test,
+            Entry::Conn(c) => c.state.test,
+            Entry::Http1(c) => c.state.test,
+        }
+    }
+
+    /// A connection accepted for `test` (slot `slot`), of the variant its
+    /// protocol asks for: the one place a connection's protocol is chosen.
+    fn accepted(stream: DataStream, test: &mut Test, slot: u32) -> Entry {
+        match test.protocol() {
+            AppProtocol::Raw => Entry::Conn(Conn {
+                stream,
+                state: ConnState::accepted::<Raw>(test, slot),
+                app: (),
+            }),
+            AppProtocol::Http1 => Entry::Http1(Box::new(Conn {
+                stream,
+                state: ConnState::accepted::<http1::Server>(test, slot),
+                app: ServerState::default(),
+            })),
+        }
+    }
+}
+
+impl<A> Conn<A> {
+    /// Runs the connection's machine with handler `H` as far as its socket
+    /// allows ([`machine::drive`]).
+    #[inline]
+    fn drive<H: Served<State = A>>(
+        &mut self,
+        tests: &mut Slab<Test>,
+        buffers: &mut Buffers,
+    ) -> Step {
+        let test = &mut tests[self.state.test as usize];
+        machine::drive::<H, _>(
+            &mut self.state,
+            &mut self.app,
+            test,
+            &mut self.stream,
+            buffers,
+        )
+    }
 }
 
 /// An I/O backend of the responder's machine ([`super::machine`]): the row
@@ -131,8 +217,7 @@ pub struct Worker {
     pub(super) tests: Slab<Test>,
     /// Data connections among `entries`.
     pub(super) conns: usize,
-    scratch: Vec<u8>,
-    zeros: Vec<u8>,
+    buffers: Buffers,
     /// Listeners to accept on again after running out of descriptors.
     pub(super) retry_accept: Vec<usize>,
 }
@@ -145,8 +230,7 @@ impl Worker {
             entries: Slab::new(),
             tests: Slab::new(),
             conns: 0,
-            scratch: vec![0; IO_CHUNK_BYTES],
-            zeros: vec![0; IO_CHUNK_BYTES],
+            buffers: Buffers::new(),
             retry_accept: Vec::new(),
         }
     }
@@ -199,7 +283,7 @@ impl Worker {
     fn ready(&mut self, key: usize) {
         match self.entries.get(key) {
             Some(Entry::Listener { .. }) => self.accept_all(key),
-            Some(Entry::Conn(_)) => {
+            Some(Entry::Conn(_) | Entry::Http1(_)) => {
                 if let Step::Close { error } = self.drive(key) {
                     self.close(key, error);
                 }
@@ -210,9 +294,10 @@ impl Worker {
 
     /// Drops connection `key`, counting an error against its test if `error`.
     pub(super) fn close(&mut self, key: usize, error: bool) {
-        if let Entry::Conn(conn) = self.entries.remove(key) {
+        let entry = self.entries.remove(key);
+        if let Some((_, state)) = entry.conn() {
             self.conns -= 1;
-            if let Some(t) = self.tests.get_mut(conn.state.test as usize) {
+            if let Some(t) = self.tests.get_mut(state.test as usize) {
                 t.closed(error);
             }
         }
@@ -224,7 +309,7 @@ impl Worker {
                 return;
             };
             let (test, row) = (*test, listener.row());
-            let mut stream = match listener.accept() {
+            let stream = match listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 // Interrupted, or a connection reset while queued: next one.
@@ -249,35 +334,34 @@ impl Worker {
             let t = &mut self.tests[test as usize];
             row.accepted(&stream, &mut t.stats);
             let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
-            let state = ConnState::accepted(t, test);
+            // Counted as accepted even if it cannot be registered.
+            let mut conn = Entry::accepted(stream, t, test);
             let entry = self.entries.vacant_entry();
             let token = Token(entry.key());
-            if self
-                .poll
-                .registry()
-                .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
-                .is_ok()
-            {
-                entry.insert(Entry::Conn(Conn { stream, state }));
+            let registered = conn.conn_mut().is_some_and(|(stream, _)| {
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                self.poll
+                    .registry()
+                    .register(stream, token, interest)
+                    .is_ok()
+            });
+            if registered {
+                entry.insert(conn);
                 self.conns += 1;
             }
         }
     }
 
     /// Runs one connection's state machine as far as the socket allows
-    /// ([`machine::drive`], which the mock backend runs too).
+    /// ([`machine::drive`], which the mock backend runs too), with the
+    /// handler its entry's variant stands for.
     pub(super) fn drive(&mut self, key: usize) -> Step {
-        let Some(Entry::Conn(conn)) = self.entries.get_mut(key) else {
-            return Step::Wait;
-        };
-        let test = &mut self.tests[conn.state.test as usize];
-        machine::drive(
-            &mut conn.state,
-            test,
-            &mut conn.stream,
-            &mut self.scratch,
-            &self.zeros,
-        )
+        let (tests, buffers) = (&mut self.tests, &mut self.buffers);
+        match self.entries.get_mut(key) {
+            Some(Entry::Conn(c)) => c.drive::<Raw>(tests, buffers),
+            Some(Entry::Http1(c)) => c.drive::<http1::Server>(tests, buffers),
+            Some(Entry::Listener { .. }) | None => Step::Wait,
+        }
     }
 }
 
@@ -353,14 +437,11 @@ impl Commanded for Worker {
         };
         let test = self.tests.remove(slot);
         let slot = slot as u32;
-        self.entries.retain(|_, e| match e {
-            Entry::Listener { test, .. } => *test != slot,
-            Entry::Conn(c) => c.state.test != slot,
-        });
+        self.entries.retain(|_, e| e.test() != slot);
         self.conns = self
             .entries
             .iter()
-            .filter(|(_, e)| matches!(e, Entry::Conn(_)))
+            .filter(|(_, e)| e.conn().is_some())
             .count();
         test.stats
     }
@@ -389,7 +470,8 @@ mod tests {
         assert_eq!(poll_timeout(false, false), None);
     }
 
-    /// The figure the doc comment on `Conn` states.
+    /// The figure the doc comment on `Conn` states: a raw connection's
+    /// entry does not grow for the framed protocols beside it.
     #[test]
     fn conn_state_is_small() {
         assert!(
@@ -397,5 +479,12 @@ mod tests {
             "{}",
             std::mem::size_of::<Conn>()
         );
+        // An entry is as large as it would be with raw connections only.
+        #[allow(dead_code)]
+        enum RawOnly {
+            Listener { listener: DataListener, test: u32 },
+            Conn(Conn),
+        }
+        assert_eq!(std::mem::size_of::<Entry>(), std::mem::size_of::<RawOnly>());
     }
 }

@@ -62,6 +62,7 @@ fn unix_socket_directories_are_removed_when_tests_stop() {
         socket: SocketOptions::default(),
         spin: false,
         io: Default::default(),
+        protocol: Default::default(),
     };
     let (id, endpoints) = control.start(spec, Transport::Unix, 1, 1).unwrap();
     // One path per responder worker, in one private directory.
@@ -112,6 +113,7 @@ fn ipv6_spreads_over_responder_ports() {
         socket: SocketOptions::default(),
         spin: false,
         io: Default::default(),
+        protocol: Default::default(),
     };
     let (id, endpoints) = control.start(spec, Transport::Tcp, 3, 3).unwrap();
     assert_eq!(endpoints.len(), 3, "{endpoints:?}");
@@ -254,6 +256,7 @@ fn emfile_scenario() {
         socket: SocketOptions::default(),
         spin: false,
         io: Default::default(),
+        protocol: Default::default(),
     };
     let (id, endpoints) = control
         .start(spec, Transport::Tcp, CLIENTS as u32, 1)
@@ -318,7 +321,10 @@ fn an_old_driver_is_refused_naming_both_versions() {
     BufReader::new(conn).read_line(&mut line).unwrap();
     assert!(
         line.contains(r#""type":"error""#)
-            && line.contains("protocol version 1 is not supported by this responder (speaks 3)"),
+            && line.contains(&format!(
+                "protocol version 1 is not supported by this responder (speaks {})",
+                stackbench_engine::protocol::PROTOCOL_VERSION
+            )),
         "{line}"
     );
 }

@@ -12,6 +12,7 @@ fn uring(transport: Transport, workload: &str, transactions: u64) -> RunConfig {
     RunConfig {
         transport,
         io: IoMode::Uring,
+        protocol: Default::default(),
         ..config(workload, transactions)
     }
 }
@@ -140,6 +141,7 @@ fn cases_uring_does_not_cover_run_on_epoll_and_say_which() {
 fn auto_picks_uring_for_shared_rr_workers_and_epoll_for_the_rest() {
     let auto = |workload: &str, threads: usize| RunConfig {
         io: IoMode::Auto,
+        protocol: Default::default(),
         threads,
         ..config(workload, 1)
     };

@@ -10,6 +10,7 @@
 //! a sweep, because all three go through [`RunSettings::set`].
 
 mod agents;
+mod app;
 mod guest;
 mod link;
 mod priority;
@@ -21,6 +22,7 @@ mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use agents::Launcher;
+pub use app::AppProtocol;
 pub use guest::{GuestAccel, KernelSpec};
 pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct};
 pub use priority::{
@@ -207,7 +209,7 @@ run_settings! {
     client_cpus: Option<CpuList> = None, json "client_cpus";
     /// CPUs for the started responder [default: the second half of the available CPUs].
     server_cpus: Option<CpuList> = None, json "server_cpus";
-    /// A running `stackbench serve` (HOST:PORT) [default: start a responder process on loopback].
+    /// A running `stackbench serve` (HOST:PORT), or a plain HTTP server (http://HOST:PORT, with protocol http1: no responder counters or CPU) [default: start a responder process on loopback].
     target: Option<Text> = None, json "target";
     /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
     ipv6: bool = false, json "ipv6";
@@ -235,6 +237,8 @@ run_settings! {
     priority: Option<ClassPriorities> = None, json "priority";
     /// I/O backend of driver and responder: auto (uring for closed-loop RR with 2+ connections per driver thread, where it measured faster; else epoll), epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning). The record stores the backend used.
     io: IoMode = IoMode::Auto, json "io";
+    /// Application protocol of the data connections: raw (sized payloads) or http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; keep-alive for RR and STR, Connection: close per CRR transaction). Sizes are whole messages on the wire, headers included (a size below the smallest message is raised to it); the record's bytes are those moved. http1 runs on epoll (io_uring refuses it).
+    protocol: AppProtocol = AppProtocol::Raw, json "protocol";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
@@ -376,6 +380,30 @@ impl RunSettings {
                 message: "transport unix uses a socket file, not an IP address: drop ipv6 \
                           or use transport tcp, mptcp or tls"
                     .into(),
+            });
+        }
+        let plain = self
+            .target
+            .as_ref()
+            .is_some_and(|t| t.0.starts_with("http://"));
+        if plain && (self.protocol != AppProtocol::Http1 || self.transport != Transport::Tcp) {
+            return Err(SettingError {
+                name: "target".into(),
+                value: self.text_of("target").unwrap_or_default(),
+                message: "an http:// target is a plain HTTP server, not stackbench serve: add \
+                          protocol http1 (over transport tcp)"
+                    .into(),
+            });
+        }
+        if self.waitall && self.protocol.framed() {
+            return Err(SettingError {
+                name: "waitall".into(),
+                value: "true".into(),
+                message: format!(
+                    "waitall waits for whole messages of sizes known in advance, and protocol \
+                     {} reads a message's length from its head: drop waitall",
+                    self.protocol.name()
+                ),
             });
         }
         let policy_parts = [
@@ -531,6 +559,28 @@ mod tests {
         let mut s = RunSettings::default();
         assert!(s.set("host_policy_rules", "100001").is_err());
         assert!(s.set("host_policy_reset_port", "65536").is_err());
+    }
+
+    /// A plain HTTP server answers HTTP only: raw payloads to it would
+    /// measure its error path.
+    #[test]
+    fn a_plain_server_target_needs_http1() {
+        let mut s = RunSettings::default();
+        s.set("target", "http://127.0.0.1:8080").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert_eq!(e.name, "target");
+        assert!(e.message.contains("add protocol http1"), "{e}");
+        s.set("protocol", "http1").unwrap();
+        s.check_combination().unwrap();
+        s.set("transport", "unix").unwrap();
+        assert!(s.check_combination().is_err());
+        // A stackbench responder speaks both.
+        s.set("target", "127.0.0.1:7000").unwrap();
+        s.check_combination().unwrap();
+        s.set("transport", "tcp").unwrap();
+        s.set("waitall", "true").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert!(e.message.contains("drop waitall"), "{e}");
     }
 
     #[test]

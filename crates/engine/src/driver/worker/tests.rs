@@ -1,6 +1,7 @@
 //! Unit tests of the driver worker's event loop.
 
 use super::*;
+use crate::app::Raw;
 use crate::driver::machine::Conn;
 
 /// A spinning worker polls epoll with a zero timeout and has no wake-up
@@ -22,7 +23,7 @@ fn a_spinning_worker_polls_without_blocking() {
             ramp_gap_ns: 0.0,
             seed: 1,
         };
-        let mut w = Worker::new(&shared, &[], &slots).unwrap();
+        let mut w = Worker::<Raw>::new(&shared, &[], &slots).unwrap();
         let now = w.m.now_ns();
         let want = if spin { Duration::ZERO } else { MAX_POLL_WAIT };
         assert_eq!(w.poll_wait(now), want, "spin {spin}");

@@ -1,0 +1,217 @@
+//! `--protocol http1` end to end: against the embedded responder (RR and
+//! CRR with exact counts, the setting stored), and against a real nginx the
+//! test starts on a loopback port with a configuration and docroot of its
+//! own (files of the bodies the codec asks for), stopped and removed
+//! afterwards. The nginx tier skips where there is no nginx, and fails
+//! instead when `STACKBENCH_REQUIRE` names it.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use stackbench_engine::app::http1::body_for;
+use stackbench_model::Workload;
+use stackbench_testkit::{skip, Tier};
+
+use crate::common::run_json;
+
+fn class(record: &Value) -> &Value {
+    &record["classes"][0]
+}
+
+#[test]
+fn rr_and_crr_over_http1_count_exactly_against_the_responder() {
+    for (workload, n) in [("RR4(100B/8kB)", 403), ("CRR3(200B/200B)", 151)] {
+        let record = run_json(workload, n, &["--protocol", "http1"]);
+        let c = class(&record);
+        assert_eq!(c["transactions"], n, "{workload}");
+        assert_eq!(c["errors"], 0, "{workload}: {c}");
+        // Sizes are whole messages on the wire.
+        let req = c["request_bytes"].as_u64().unwrap();
+        let resp = c["response_bytes"].as_u64().unwrap();
+        assert_eq!(c["tx_bytes"], n * req, "{workload}");
+        assert_eq!(c["rx_bytes"], n * resp, "{workload}");
+        assert_eq!(record["settings"]["protocol"], "http1");
+    }
+    // The default stays raw, and is stored too.
+    let record = run_json("RR1(1B/1B)", 5, &[]);
+    assert_eq!(record["settings"]["protocol"], "raw");
+}
+
+/// A private nginx: configuration, docroot and logs in a temporary
+/// directory; killed and removed on drop.
+struct Nginx {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nginx_binary() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("nginx"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    on_path
+        .into_iter()
+        .chain([PathBuf::from("/usr/sbin/nginx")])
+        .find(|p| p.is_file())
+}
+
+/// Starts nginx serving a file of each of `bodies` bytes at `/N`.
+fn start_nginx(binary: &Path, bodies: &[u64]) -> Nginx {
+    let dir = tempfile::tempdir().unwrap();
+    let www = dir.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    for &n in bodies {
+        std::fs::write(www.join(n.to_string()), vec![b'x'; n as usize]).unwrap();
+    }
+    // A free loopback port (the listener closes before nginx binds it).
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let d = dir.path().display();
+    // In the foreground, one process as this user (no master, no user
+    // switch), every path inside the directory; keep-alive unbounded so an
+    // RR connection is never closed by the server mid-run.
+    let conf = format!(
+        "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid;\n\
+         error_log {d}/error.log;\n\
+         events {{ worker_connections 1024; }}\n\
+         http {{\n\
+           access_log off;\n\
+           client_body_temp_path {d}/t1; proxy_temp_path {d}/t2; fastcgi_temp_path {d}/t3;\n\
+           uwsgi_temp_path {d}/t4; scgi_temp_path {d}/t5;\n\
+           keepalive_requests 100000000;\n\
+           server {{ listen 127.0.0.1:{port}; root {www}; }}\n\
+         }}\n",
+        www = www.display()
+    );
+    let conf_path = dir.path().join("nginx.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let child = Command::new(binary)
+        .arg("-p")
+        .arg(dir.path())
+        .arg("-e")
+        .arg(dir.path().join("error.log"))
+        .arg("-c")
+        .arg(&conf_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let nginx = Nginx {
+        child,
+        port,
+        _dir: dir,
+    };
+    // Bounded wait for its listener (a start-up check, not a timing claim).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nginx did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nginx
+}
+
+#[test]
+fn rr_and_crr_over_http1_against_nginx() {
+    let test = "rr_and_crr_over_http1_against_nginx";
+    let Some(binary) = nginx_binary() else {
+        return skip(Tier::Nginx, test, "no nginx binary on PATH or in /usr/sbin");
+    };
+    let workloads = [("RR4(100B/8kB)", 300), ("CRR2(100B/1kB)", 60)];
+    // Files of the bodies the codec asks for (`/N`), with and without the
+    // Connection: close line it counts in a CRR server-close answer.
+    let bodies: Vec<u64> = workloads
+        .iter()
+        .map(|(w, _)| w.parse::<Workload>().unwrap().classes[0].response_bytes)
+        .flat_map(|r| [body_for(r, false), body_for(r, true)])
+        .collect();
+    let nginx = start_nginx(&binary, &bodies);
+    let target = format!("http://127.0.0.1:{}", nginx.port);
+    for (workload, n) in workloads {
+        let flags = ["--protocol", "http1", "--target", &target];
+        let record = run_json(workload, n, &flags);
+        let c = class(&record);
+        assert_eq!(c["transactions"], n, "{workload}: {c}");
+        assert_eq!(c["errors"], 0, "{workload}: {c}");
+        let req = c["request_bytes"].as_u64().unwrap();
+        let resp = c["response_bytes"].as_u64().unwrap();
+        assert_eq!(c["tx_bytes"], n * req, "{workload}");
+        // nginx's own headers (Server, Date, ETag, …) make its answers
+        // longer than the notation's size: the record says what moved.
+        let rx = c["rx_bytes"].as_u64().unwrap();
+        assert!(rx > n * resp, "{workload}: {rx}");
+        assert_eq!(record["settings"]["target"], target.as_str());
+    }
+    // A size nginx has no file for: the run is incomplete, in one line.
+    let out = crate::common::stackbench()
+        .args([
+            "run",
+            "RR1(100B/777B)",
+            "--transactions",
+            "5",
+            "--json",
+            "--no-store",
+        ])
+        .args(["--protocol", "http1", "--target", &target])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        format!("{stdout}{stderr}").contains("answered 404 Not Found to GET /"),
+        "{stdout} {stderr}"
+    );
+    drop(nginx);
+}
+
+#[test]
+fn contradictions_with_http1_are_refused_in_one_line() {
+    use crate::common::refused;
+    let target = ["RR1(1B/1B)", "--target", "http://127.0.0.1:9"];
+    refused("run", &target, "an http:// target is a plain HTTP server");
+    let waitall = ["RR1(1B/1B)", "--protocol", "http1", "--waitall"];
+    refused("run", &waitall, "drop waitall");
+    refused(
+        "run",
+        &["RR1(1B/1B)", "--protocol", "http2"],
+        "use raw or http1",
+    );
+}
+
+/// examples/http1.toml runs as written (counts, not durations), both
+/// variants complete.
+#[test]
+fn the_http1_example_study_runs() {
+    let out = crate::common::output_ok(
+        crate::common::stackbench()
+            .arg("study")
+            .arg(crate::common::examples().join("http1.toml"))
+            .args(["--transactions", "3", "--repetitions", "1", "--no-store"]),
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    let complete = |variant: &str| {
+        table
+            .lines()
+            .filter(|l| l.contains(variant) && l.contains(" yes"))
+            .count()
+    };
+    assert_eq!(complete(" http1 "), 3, "{table}");
+    assert_eq!(complete(" raw "), 3, "{table}");
+}

@@ -1,0 +1,438 @@
+//! HTTP/1.1 as an application protocol: the driver's [`Client`] codec and
+//! the responder's [`Server`] handler, heads parsed with `httparse`.
+//!
+//! Sizes. The notation's sizes are whole messages on the wire, head
+//! included, as for raw payloads: `RR40(100B/100B)` reads as "an HTTP GET
+//! request of 100 bytes answered by 100 bytes", the way the workload's
+//! definition describes web traffic. So a request is
+//! `GET /N HTTP/1.1` with a `Host` header, padded to the request size by a
+//! query string (`/N?aaa…`, which a static server ignores); above
+//! [`MAX_GET_BYTES`], where servers stop taking request heads (nginx's
+//! `large_client_header_buffers` is 8k), a `POST /N` whose Content-Length
+//! body fills the size. `N` is the body length that makes this responder's
+//! answer (`200 OK`, `Content-Length: N`) exactly the response size, so a
+//! server that serves a file of N bytes at `/N` can be driven alike (its
+//! own headers then make its responses longer: the record's byte counts are
+//! what moved). A size below the smallest message is raised to it; where
+//! the Content-Length's digit count steps (10, 100, … bytes of body) an
+//! exact size may not exist and the message is one byte longer.
+//!
+//! Framing. A response ends after its head and `Content-Length` body bytes;
+//! a chunked one (`Transfer-Encoding: chunked`) is refused in one line
+//! rather than decoded, since a benchmark of static answers has no use for
+//! it. Requests are never pipelined, so bytes past a response's end cannot
+//! belong to the next one: they are a fault (a wrong Content-Length), not
+//! the start of another response. Connections are kept alive (RR, STR); a
+//! CRR request whose server closes says `Connection: close`, and the server
+//! closes after answering. wrk frames responses the same way (wg/wrk,
+//! src/wrk.c: the request is built once, `socket_readable` feeds each read
+//! to the HTTP parser, and its message-complete callback ends the
+//! transaction and decides keep-alive or reconnect).
+
+use std::sync::Arc;
+
+use httparse::{Status, EMPTY_HEADER};
+use stackbench_model::AppProtocol;
+
+use super::{ClassShape, Codec, Fault, Handler};
+
+/// Largest request sent as a GET; a longer one is a POST with a body.
+pub const MAX_GET_BYTES: u64 = 8000;
+/// Longest message head accepted before the message is refused.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Headers parsed per message (httparse's fixed array).
+const MAX_HEADERS: usize = 64;
+/// Least a head read asks for, so a server whose head is longer than the
+/// expected response is not read a few bytes at a time.
+const MIN_HEAD_READ: u64 = 4096;
+
+const OK_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Length: ";
+const CLOSE_LINE: &str = "Connection: close\r\n";
+
+fn digits(n: u64) -> u64 {
+    n.checked_ilog10().map_or(1, |d| u64::from(d) + 1)
+}
+
+/// Length of this responder's head for a body of `body` bytes.
+pub fn response_head_bytes(body: u64, close: bool) -> u64 {
+    let close = if close { CLOSE_LINE.len() as u64 } else { 0 };
+    OK_HEAD.len() as u64 + digits(body) + 2 + close + 2
+}
+
+/// The body length whose whole answer is `response` bytes, or one more
+/// where no length fits exactly (where the Content-Length gains a digit),
+/// or 0 below the smallest answer.
+pub fn body_for(response: u64, close: bool) -> u64 {
+    let without_digits = response_head_bytes(0, close) - 1;
+    for total in [response, response + 1] {
+        for d in 1..=20u64 {
+            let Some(body) = total.checked_sub(without_digits + d) else {
+                break;
+            };
+            if digits(body) == d {
+                return body;
+            }
+        }
+    }
+    0
+}
+
+/// The request of a class: its head, and the body length after it.
+fn request_for(shape: &ClassShape) -> (Vec<u8>, u64) {
+    let body = body_for(shape.response_bytes, shape.server_closes());
+    let close = if shape.server_closes() {
+        CLOSE_LINE
+    } else {
+        ""
+    };
+    let get =
+        |query: &str| format!("GET /{body}{query} HTTP/1.1\r\nHost: stackbench\r\n{close}\r\n");
+    let plain = get("");
+    let want = shape.request_bytes;
+    if want <= MAX_GET_BYTES {
+        let pad = want.saturating_sub(plain.len() as u64);
+        if pad == 0 {
+            return (plain.into_bytes(), 0);
+        }
+        let query = format!("?{}", "a".repeat(pad as usize - 1));
+        return (get(&query).into_bytes(), 0);
+    }
+    let post = |len: u64| {
+        format!("POST /{body} HTTP/1.1\r\nHost: stackbench\r\n{close}Content-Length: {len}\r\n\r\n")
+    };
+    let mut len = want.saturating_sub(post(0).len() as u64);
+    while len > 0 && post(len).len() as u64 + len > want {
+        len -= 1;
+    }
+    (post(len).into_bytes(), len)
+}
+
+/// Copies the part of `head` that falls in `offset..offset + out.len()`.
+fn fill(head: &[u8], offset: u64, out: &mut [u8]) {
+    let Ok(start) = usize::try_from(offset) else {
+        return;
+    };
+    if start >= head.len() {
+        return;
+    }
+    let n = (head.len() - start).min(out.len());
+    out[..n].copy_from_slice(&head[start..start + n]);
+}
+
+/// A head's bytes so far and, once it is parsed, the body still due.
+#[derive(Debug, Default)]
+pub struct Parse {
+    head: Vec<u8>,
+    body_left: Option<u64>,
+}
+
+/// What a complete head said: its length and the body after it.
+struct Head {
+    len: usize,
+    body: u64,
+}
+
+impl Parse {
+    /// Feeds `chunk`; `parse` reads a complete head. Returns the bytes
+    /// still due (`hint` while the head is incomplete), 0 at the message's
+    /// end.
+    fn feed(
+        &mut self,
+        chunk: &[u8],
+        hint: u64,
+        what: &str,
+        mut parse: impl FnMut(&[u8]) -> Result<Option<Head>, Fault>,
+    ) -> Result<u64, Fault> {
+        let n = chunk.len() as u64;
+        if let Some(left) = self.body_left {
+            return self.body(left, n, what);
+        }
+        // A head that arrives whole is parsed where it lies, not copied.
+        let whole = self.head.is_empty();
+        if !whole {
+            self.head.extend_from_slice(chunk);
+        }
+        let buf = if whole { chunk } else { &self.head[..] };
+        let Some(head) = parse(buf)? else {
+            if whole {
+                self.head.extend_from_slice(chunk);
+            }
+            if self.head.len() > MAX_HEAD_BYTES {
+                return Err(Fault(format!(
+                    "{what} head longer than {MAX_HEAD_BYTES} bytes: not HTTP/1.1, or a \
+                     server that sends no end of head"
+                )));
+            }
+            let seen = self.head.len() as u64;
+            return Ok(hint.saturating_sub(seen).max(MIN_HEAD_READ));
+        };
+        let after = (buf.len() - head.len) as u64;
+        self.head.clear();
+        self.body(head.body, after, what)
+    }
+
+    /// `n` body bytes arrived of `left` due.
+    fn body(&mut self, left: u64, n: u64, what: &str) -> Result<u64, Fault> {
+        if n > left {
+            return Err(Fault(format!(
+                "{} bytes past the end of a {what} (its Content-Length): requests are not \
+                 pipelined, so the peer sent a wrong Content-Length",
+                n - left
+            )));
+        }
+        let left = left - n;
+        self.body_left = (left > 0).then_some(left);
+        Ok(left)
+    }
+}
+
+/// The body length a head's headers give: Content-Length, absent = 0 when
+/// `absent_ok`; chunked is refused.
+fn content_length(
+    headers: &[httparse::Header<'_>],
+    what: &str,
+    absent_ok: bool,
+) -> Result<u64, Fault> {
+    let mut length = None;
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(Fault(format!(
+                "{what} with Transfer-Encoding {}: protocol http1 frames messages by \
+                 Content-Length only (serve static files, as nginx does)",
+                String::from_utf8_lossy(h.value)
+            )));
+        }
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let text = std::str::from_utf8(h.value).unwrap_or("").trim();
+            let n = text
+                .parse::<u64>()
+                .map_err(|_| Fault(format!("{what} with a bad Content-Length {text:?}")))?;
+            length = Some(n);
+        }
+    }
+    match length {
+        Some(n) => Ok(n),
+        None if absent_ok => Ok(0),
+        None => Err(Fault(format!(
+            "{what} without Content-Length: protocol http1 needs it to find the response's end"
+        ))),
+    }
+}
+
+/// The body length a request path names: `/8192` (a query after it is
+/// padding), else none.
+fn named_body(path: &str) -> Option<u64> {
+    let p = path.strip_prefix('/')?;
+    p.split(['?', '#']).next()?.parse().ok()
+}
+
+/// The first line of `buf`, for a fault's message.
+fn first_line(buf: &[u8]) -> String {
+    let line = buf
+        .split(|&b| b == b'\r' || b == b'\n')
+        .next()
+        .unwrap_or(buf);
+    let line = &line[..line.len().min(60)];
+    String::from_utf8_lossy(line).into_owned()
+}
+
+/// The driver's half: one request built for the class, responses framed by
+/// their Content-Length.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// The request's head (a POST's body after it is any bytes).
+    head: Arc<[u8]>,
+    request_bytes: u64,
+    /// The answer stackbench's responder gives (the response size, or one
+    /// byte more; see [`body_for`]).
+    answer_bytes: u64,
+}
+
+impl Client {
+    /// Bytes of the answer stackbench's responder gives this request.
+    pub fn answer_bytes(&self) -> u64 {
+        self.answer_bytes
+    }
+
+    /// The request's method and path without its padding, for messages.
+    fn request_line(&self) -> String {
+        let line = first_line(&self.head);
+        let end = line.find(['?', ' ']).map_or(line.len(), |space| {
+            // The method's space comes first; end at the path's end.
+            line[space + 1..]
+                .find(['?', ' '])
+                .map_or(line.len(), |e| space + 1 + e)
+        });
+        line[..end].to_string()
+    }
+}
+
+impl Codec for Client {
+    const FRAMED: bool = true;
+    const PROTOCOL: AppProtocol = AppProtocol::Http1;
+    type State = Parse;
+
+    fn of(shape: &ClassShape) -> Client {
+        let (head, body) = request_for(shape);
+        let close = shape.server_closes();
+        let answer = body_for(shape.response_bytes, close);
+        Client {
+            request_bytes: head.len() as u64 + body,
+            head: head.into(),
+            answer_bytes: response_head_bytes(answer, close) + answer,
+        }
+    }
+
+    #[inline]
+    fn request_bytes(&self) -> u64 {
+        self.request_bytes
+    }
+
+    #[inline]
+    fn fill_request(&self, offset: u64, out: &mut [u8]) {
+        fill(&self.head, offset, out);
+    }
+
+    /// The first read of a response: the expected answer, and at least
+    /// [`MIN_HEAD_READ`], so a server whose head is longer (nginx's) is read
+    /// in one call too. Reading past the answer cannot take another's bytes:
+    /// requests are not pipelined, so nothing else is on the way.
+    #[inline]
+    fn response_bytes(&self) -> u64 {
+        self.answer_bytes.max(MIN_HEAD_READ)
+    }
+
+    fn response_left(
+        &self,
+        state: &mut Parse,
+        _remaining: u64,
+        _n: u64,
+        chunk: &[u8],
+    ) -> Result<u64, Fault> {
+        state.feed(chunk, self.answer_bytes, "response", |buf| {
+            let mut headers = [EMPTY_HEADER; MAX_HEADERS];
+            let mut response = httparse::Response::new(&mut headers);
+            let len = match response.parse(buf) {
+                Ok(Status::Complete(len)) => len,
+                Ok(Status::Partial) => return Ok(None),
+                Err(e) => {
+                    return Err(Fault(format!(
+                        "malformed HTTP response to {} ({e}): it begins {:?}",
+                        self.request_line(),
+                        first_line(buf)
+                    )))
+                }
+            };
+            let code = response.code.unwrap_or(0);
+            if !(200..300).contains(&code) {
+                return Err(Fault(format!(
+                    "the server answered {code} {} to {}: it must serve a body at that path \
+                     (a file of as many bytes as the path names), or run against stackbench \
+                     serve",
+                    response.reason.unwrap_or(""),
+                    self.request_line()
+                )));
+            }
+            let body = content_length(response.headers, "response", false)?;
+            Ok(Some(Head { len, body }))
+        })
+    }
+}
+
+/// The responder's half: requests framed by their heads and Content-Length
+/// bodies, answered `200 OK` with a body of the length the path names
+/// (`/8192`), else of the test's response size.
+#[derive(Debug, Clone, Copy)]
+pub struct Server {
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+}
+
+/// A server connection's parse and the answer it owes.
+#[derive(Debug, Default)]
+pub struct ServerState {
+    parse: Parse,
+    answer: Vec<u8>,
+    answer_body: u64,
+    close: bool,
+}
+
+impl Server {
+    /// The answer to a request whose path named a body length `named`
+    /// (`close`: it asked to close). Its head is written per request (a few
+    /// dozen bytes into the connection's buffer, which keeps its capacity).
+    fn answer(&self, state: &mut ServerState, named: Option<u64>, close: bool) {
+        use std::io::Write;
+        let body = named.unwrap_or_else(|| body_for(self.response_bytes, close));
+        state.answer.clear();
+        let close_line = if close { CLOSE_LINE } else { "" };
+        let _ = write!(state.answer, "{OK_HEAD}{body}\r\n{close_line}\r\n");
+        state.answer_body = body;
+        state.close = close;
+    }
+}
+
+impl Handler for Server {
+    const FRAMED: bool = true;
+    type State = ServerState;
+
+    #[inline]
+    fn request_bytes(&self) -> u64 {
+        self.request_bytes
+    }
+
+    fn request_left(
+        &self,
+        state: &mut ServerState,
+        _remaining: u64,
+        _n: u64,
+        chunk: &[u8],
+    ) -> Result<u64, Fault> {
+        let mut asked: Option<(Option<u64>, bool)> = None;
+        let left = state
+            .parse
+            .feed(chunk, self.request_bytes, "request", |buf| {
+                let mut headers = [EMPTY_HEADER; MAX_HEADERS];
+                let mut request = httparse::Request::new(&mut headers);
+                let len = match request.parse(buf) {
+                    Ok(Status::Complete(len)) => len,
+                    Ok(Status::Partial) => return Ok(None),
+                    Err(e) => {
+                        return Err(Fault(format!(
+                            "malformed HTTP request ({e}): it begins {:?}",
+                            first_line(buf)
+                        )))
+                    }
+                };
+                let body = content_length(request.headers, "request", true)?;
+                let close = request.headers.iter().any(|h| {
+                    h.name.eq_ignore_ascii_case("connection")
+                        && h.value.eq_ignore_ascii_case(b"close")
+                });
+                asked = Some((named_body(request.path.unwrap_or("/")), close));
+                Ok(Some(Head { len, body }))
+            })?;
+        if let Some((named, close)) = asked {
+            self.answer(state, named, close);
+        }
+        Ok(left)
+    }
+
+    #[inline]
+    fn response_bytes(&self, state: &ServerState) -> u64 {
+        state.answer.len() as u64 + state.answer_body
+    }
+
+    #[inline]
+    fn fill_response(&self, state: &ServerState, offset: u64, out: &mut [u8]) {
+        fill(&state.answer, offset, out);
+    }
+
+    #[inline]
+    fn closes(&self, state: &ServerState) -> bool {
+        state.close
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,68 @@
+//! The application protocol a run's data connections speak (the engine's
+//! `app` layer implements each): raw sized payloads, or HTTP/1.1.
+
+use serde::{Deserialize, Serialize};
+
+use super::value::SettingValue;
+
+/// What the bytes of a transaction are. The notation's sizes mean the same
+/// for every protocol: the bytes of one request and one response on the
+/// wire, headers included (see docs/transports.md, "Application protocols").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppProtocol {
+    /// Payload bytes of no meaning: a request of the request size, a
+    /// response of the response size.
+    #[default]
+    Raw,
+    /// HTTP/1.1: a GET (or, above what a request head carries, a POST with a
+    /// Content-Length body) answered by `200 OK` with a Content-Length body.
+    Http1,
+}
+
+impl AppProtocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            AppProtocol::Raw => "raw",
+            AppProtocol::Http1 => "http1",
+        }
+    }
+
+    /// Whether where a message ends is read from its bytes (the backends
+    /// must hand them to the protocol), rather than known from the sizes.
+    pub fn framed(self) -> bool {
+        self != AppProtocol::Raw
+    }
+}
+
+impl SettingValue for AppProtocol {
+    const VALUE_NAME: &'static str = "PROTOCOL";
+    const ALLOWED: &'static [&'static str] = &["raw", "http1"];
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "raw" => Ok(AppProtocol::Raw),
+            "http1" => Ok(AppProtocol::Http1),
+            _ => Err("unknown application protocol: use raw or http1".to_string()),
+        }
+    }
+    fn text(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocols_round_trip_and_bad_ones_name_the_choices() {
+        for p in [AppProtocol::Raw, AppProtocol::Http1] {
+            assert_eq!(AppProtocol::parse(&p.text()), Ok(p));
+        }
+        assert_eq!(
+            AppProtocol::parse("http2"),
+            Err("unknown application protocol: use raw or http1".to_string())
+        );
+        assert!(!AppProtocol::Raw.framed() && AppProtocol::Http1.framed());
+    }
+}
