@@ -115,7 +115,9 @@ impl NormalizePlan {
             ),
         ]);
         Report {
-            title: "Normalised CPU impact (zIIP-assisted IPsec method): Δtotal = Δnetworking × share".into(),
+            title:
+                "Normalised CPU impact (zIIP-assisted IPsec method): Δtotal = Δnetworking × share"
+                    .into(),
             tables: vec![t],
             notes: Vec::new(),
             warnings: Vec::new(),

@@ -213,7 +213,8 @@ impl OffloadPlan {
             }
         }
         Report {
-            title: "Offload projection from RMF workload activity (zIIP-assisted IPsec method)".into(),
+            title: "Offload projection from RMF workload activity (zIIP-assisted IPsec method)"
+                .into(),
             tables: vec![self.steps_table(dec), self.projection_table(dec)],
             notes,
             warnings,
