@@ -140,7 +140,7 @@ pub fn ensure(lab: &Lab, host: &Host) -> Result<()> {
                     .map_err(|e| nl_error(at(format!("add {address} on {ifname}")), e))?;
             }
         }
-        Ok(())
+        crate::vhost::isolate(&mut nl, &ns, lab, host)
     })
 }
 

@@ -23,6 +23,7 @@ pub use env::{Environment, InterfaceInfo};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
 pub use lab::{
     LabEnvironment, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy, LabRxQueue, LabSa,
+    LabVirtualHost,
     LabSteering,
 };
 pub use run::*;

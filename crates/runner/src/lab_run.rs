@@ -18,12 +18,14 @@ use std::path::PathBuf;
 use stackbench_lab::path::{LabPath, LinkOverrides};
 use stackbench_lab::policy::Policy;
 use stackbench_lab::steering::{self, Steering};
+use stackbench_lab::vhost::{self, VirtualHost};
 use stackbench_lab::{netns, Lab, Offloads};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::Warning;
 use stackbench_model::settings::{CpuList, RunSettings};
 use stackbench_record::{
-    LabEnvironment, LabInterface, LabPolicy, LabRxQueue, LabSteering, WarningRecord,
+    LabEnvironment, LabInterface, LabPolicy, LabRxQueue, LabSteering, LabVirtualHost,
+    WarningRecord,
 };
 
 use crate::error::{input, RunError};
@@ -47,6 +49,9 @@ pub struct LabRun {
     /// The inbound steering every path interface gets (`link_rps_*`);
     /// `None`: the run asks for none, and RPS/RFS are turned off.
     pub steering: Option<Steering>,
+    /// The virtual host (macvlan) `lab_to` named, `HOST.vN`; `None`: the
+    /// responder listens on host B's own address.
+    pub virtual_to: Option<VirtualHost>,
 }
 
 /// One read of the lab's state, taken before and after the window.
@@ -56,6 +61,8 @@ pub struct LabRead {
     pub interfaces: Vec<LabInterface>,
     /// NET_RX softirqs handled so far per CPU (`/proc/softirqs`).
     pub net_rx: Vec<u64>,
+    /// Packets the virtual host's macvlan has received and sent so far.
+    pub virtual_packets: Option<(u64, u64)>,
 }
 
 /// One driver host of a lab run.
@@ -127,9 +134,10 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     let lab = stackbench_lab::read_lab(&PathBuf::from(&file)).or_else(|e| input(e.to_string()))?;
     // Several driver hosts (`d1,d2,d3,d4`) for a run split over agents.
     let hosts: Vec<&str> = from.0.split(',').map(str::trim).collect();
+    let (to_host, virtual_to) = endpoints(&lab, &hosts, &to.0).or_else(input)?;
     let paths = hosts
         .iter()
-        .map(|h| stackbench_lab::path::path(&lab, h, &to.0))
+        .map(|h| stackbench_lab::path::path(&lab, h, &to_host))
         .collect::<Result<Vec<LabPath>, String>>()
         .or_else(input)?;
     let overrides = overrides(s);
@@ -140,7 +148,10 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     let drivers = paths
         .into_iter()
         .map(|path| {
-            let ip = stackbench_lab::path::address(&lab, path.link, &to.0, s.ipv6)?;
+            let ip = match &virtual_to {
+                Some(v) => vhost::address(&lab, v, s.ipv6)?,
+                None => stackbench_lab::path::address(&lab, path.link, &to_host, s.ipv6)?,
+            };
             Ok(LabDriver {
                 path,
                 responder_ip: ip,
@@ -158,7 +169,7 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     let cpus = |host: &str| lab.host(host).and_then(|h| h.cpus.clone()).map(CpuList);
     // Agents in several hosts are pinned as the first host says.
     s.client_cpus = s.client_cpus.take().or_else(|| cpus(hosts[0]));
-    s.server_cpus = s.server_cpus.take().or_else(|| cpus(&to.0));
+    s.server_cpus = s.server_cpus.take().or_else(|| cpus(&to_host));
     let policy = s.host_policy_rules.map(|rules| Policy {
         rules,
         conntrack: s.host_policy_conntrack.unwrap_or(true),
@@ -185,7 +196,26 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         drivers,
         policy,
         steering,
+        virtual_to,
     }))
+}
+
+/// Host B and, for `lab_to = "HOST.vN"`, the virtual host it names; a
+/// driver end is a host only (its connections leave from the host's own
+/// address, which a macvlan's is not).
+fn endpoints(
+    lab: &Lab,
+    from: &[&str],
+    to: &str,
+) -> Result<(String, Option<VirtualHost>), String> {
+    for h in from {
+        if let (host, Some(_)) = vhost::end(lab, "lab_from", h)? {
+            return Err(format!(
+                "lab_from '{h}': a driver runs in a host, and its connections leave from the host's own address, not a virtual host's: use lab_from '{host}'"
+            ));
+        }
+    }
+    vhost::end(lab, "lab_to", to)
 }
 
 impl LabRun {
@@ -402,6 +432,10 @@ impl LabRun {
         LabRead {
             interfaces: stackbench_lab::environment::path_interfaces(&self.lab, &self.path),
             net_rx: steering::net_rx(),
+            virtual_packets: self
+                .virtual_to
+                .as_ref()
+                .and_then(|v| vhost::packets(&self.lab, v)),
         }
     }
 
@@ -427,6 +461,20 @@ impl LabRun {
             net_rx_before: before.net_rx,
             net_rx_after: after.net_rx,
             macvlans: stackbench_lab::environment::path_macvlans(&self.lab, &self.path),
+            virtual_to: self.virtual_to.as_ref().map(|v| {
+                let (rx_before, tx_before) = before.virtual_packets.unwrap_or_default();
+                let (rx_after, tx_after) = after.virtual_packets.unwrap_or_default();
+                LabVirtualHost {
+                    name: v.name(),
+                    namespace: self.lab.namespace(&v.host),
+                    interface: v.ifname.clone(),
+                    address: self.responder_ip.to_string(),
+                    rx_packets_before: rx_before,
+                    rx_packets_after: rx_after,
+                    tx_packets_before: tx_before,
+                    tx_packets_after: tx_after,
+                }
+            }),
         };
         let mut warnings = Vec::new();
         let changes = env.changes();
@@ -436,6 +484,9 @@ impl LabRun {
         let interfaces = env.ipsec_idle();
         if !interfaces.is_empty() {
             warnings.push(Warning::IpsecIdle { interfaces }.to_record(None));
+        }
+        if let Some(interface) = env.virtual_idle() {
+            warnings.push(Warning::VirtualHostIdle { interface }.to_record(None));
         }
         (env, warnings)
     }
