@@ -52,7 +52,11 @@ const RULE_BASE: u32 = 1000;
 /// host; `role` (`lab_from`, `lab_to`) names the setting in errors. A host
 /// not in the lab is left for [`crate::path::path`] to report with the
 /// lab's listing.
-pub fn end(lab: &Lab, role: &str, text: &str) -> std::result::Result<(String, Option<VirtualHost>), String> {
+pub fn end(
+    lab: &Lab,
+    role: &str,
+    text: &str,
+) -> std::result::Result<(String, Option<VirtualHost>), String> {
     let Some((host, suffix)) = text.split_once('.') else {
         return Ok((text.to_string(), None));
     };
@@ -75,7 +79,9 @@ pub fn end(lab: &Lab, role: &str, text: &str) -> std::result::Result<(String, Op
         ));
     }
     if index >= h.macvlans.len() {
-        let names: Vec<String> = (0..h.macvlans.len()).map(|i| format!("{host}.v{i}")).collect();
+        let names: Vec<String> = (0..h.macvlans.len())
+            .map(|i| format!("{host}.v{i}"))
+            .collect();
         return Err(format!(
             "{role} '{text}': host {host} has {} macvlan(s): use {}",
             h.macvlans.len(),
@@ -101,7 +107,11 @@ pub fn address(lab: &Lab, v: &VirtualHost, ipv6: bool) -> std::result::Result<Ip
         .and_then(|h| h.macvlans.get(v.index))
         .ok_or_else(|| format!("no virtual host {} in lab {}", v.name(), lab.name))?;
     if net.addr.is_ipv6() != ipv6 {
-        let (has, want) = if ipv6 { ("IPv4", "drop ipv6") } else { ("IPv6", "add ipv6") };
+        let (has, want) = if ipv6 {
+            ("IPv4", "drop ipv6")
+        } else {
+            ("IPv6", "add ipv6")
+        };
         return Err(format!(
             "lab_to '{}': its macvlan address {} is {has}: {want}, or give the host an address of the other family",
             v.name(),
@@ -127,13 +137,24 @@ pub fn isolate(nl: &mut Netlink, ns: &str, lab: &Lab, host: &Host) -> Result<()>
         let link = rtnl::link(nl, &ifname)
             .map_err(|e| nl_error(at("read link"), e))?
             .ok_or_else(|| {
-                LabError::os(at("find link"), std::io::Error::from_raw_os_error(libc::ENODEV))
+                LabError::os(
+                    at("find link"),
+                    std::io::Error::from_raw_os_error(libc::ENODEV),
+                )
             })?;
         let table = RULE_BASE + i as u32;
-        rtnl::replace_link_route(nl, &address.network(), link.index, table)
-            .map_err(|e| nl_error(at(&format!("route {} in table {table}", address.network())), e))?;
-        rtnl::add_source_rule(nl, &address.addr, table, table)
-            .map_err(|e| nl_error(at(&format!("rule from {} to table {table}", address.addr)), e))?;
+        rtnl::replace_link_route(nl, &address.network(), link.index, table).map_err(|e| {
+            nl_error(
+                at(&format!("route {} in table {table}", address.network())),
+                e,
+            )
+        })?;
+        rtnl::add_source_rule(nl, &address.addr, table, table).map_err(|e| {
+            nl_error(
+                at(&format!("rule from {} to table {table}", address.addr)),
+                e,
+            )
+        })?;
     }
     Ok(())
 }
@@ -172,10 +193,16 @@ b = "server"
     #[test]
     fn ends_name_a_host_or_one_of_its_macvlans() {
         let lab = parse_lab(LAB, "t.toml").unwrap();
-        assert_eq!(end(&lab, "lab_to", "server").unwrap(), ("server".into(), None));
+        assert_eq!(
+            end(&lab, "lab_to", "server").unwrap(),
+            ("server".into(), None)
+        );
         let (host, v) = end(&lab, "lab_to", "server.v1").unwrap();
         let v = v.unwrap();
-        assert_eq!((host.as_str(), v.index, v.ifname.as_str()), ("server", 1, "vm-0bv1"));
+        assert_eq!(
+            (host.as_str(), v.index, v.ifname.as_str()),
+            ("server", 1, "vm-0bv1")
+        );
         assert_eq!(v.name(), "server.v1");
         assert_eq!(address(&lab, &v, false).unwrap().to_string(), "10.77.1.12");
         let e = address(&lab, &v, true).unwrap_err();
@@ -195,7 +222,10 @@ b = "server"
             ("nobody.v0", "has no host 'nobody'"),
         ] {
             let e = end(&lab, "lab_to", text).unwrap_err();
-            assert!(e.contains(needle) && e.contains(&format!("lab_to '{text}'")), "{text}: {e}");
+            assert!(
+                e.contains(needle) && e.contains(&format!("lab_to '{text}'")),
+                "{text}: {e}"
+            );
             assert_eq!(e.lines().count(), 1);
         }
     }

@@ -450,7 +450,8 @@ impl LabEnvironment {
     pub fn virtual_idle(&self) -> Option<String> {
         let v = self.virtual_to.as_ref()?;
         let (rx, tx) = v.window_packets();
-        (rx == 0 || tx == 0).then(|| format!("{}/{} (rx +{rx}, tx +{tx})", v.namespace, v.interface))
+        (rx == 0 || tx == 0)
+            .then(|| format!("{}/{} (rx +{rx}, tx +{tx})", v.namespace, v.interface))
     }
 }
 

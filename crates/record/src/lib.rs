@@ -23,7 +23,6 @@ pub use env::{Environment, InterfaceInfo};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
 pub use lab::{
     LabEnvironment, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy, LabRxQueue, LabSa,
-    LabVirtualHost,
-    LabSteering,
+    LabSteering, LabVirtualHost,
 };
 pub use run::*;

@@ -24,8 +24,7 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::Warning;
 use stackbench_model::settings::{CpuList, RunSettings};
 use stackbench_record::{
-    LabEnvironment, LabInterface, LabPolicy, LabRxQueue, LabSteering, LabVirtualHost,
-    WarningRecord,
+    LabEnvironment, LabInterface, LabPolicy, LabRxQueue, LabSteering, LabVirtualHost, WarningRecord,
 };
 
 use crate::error::{input, RunError};
@@ -203,11 +202,7 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
 /// Host B and, for `lab_to = "HOST.vN"`, the virtual host it names; a
 /// driver end is a host only (its connections leave from the host's own
 /// address, which a macvlan's is not).
-fn endpoints(
-    lab: &Lab,
-    from: &[&str],
-    to: &str,
-) -> Result<(String, Option<VirtualHost>), String> {
+fn endpoints(lab: &Lab, from: &[&str], to: &str) -> Result<(String, Option<VirtualHost>), String> {
     for h in from {
         if let (host, Some(_)) = vhost::end(lab, "lab_from", h)? {
             return Err(format!(
