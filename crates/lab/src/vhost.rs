@@ -43,6 +43,43 @@ impl VirtualHost {
     }
 }
 
+/// The ends `lab_to` names: one host, or one or more virtual hosts of one
+/// host separated by commas (`server.v0,server.v1`: responder i, the one
+/// agent i drives, listens on the i-th, modulo their number).
+pub fn ends(lab: &Lab, text: &str) -> std::result::Result<(String, Vec<VirtualHost>), String> {
+    let mut host = None;
+    let mut virtual_hosts = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(format!(
+                "lab_to '{text}': an empty name in the list: write HOST.vN,HOST.vM"
+            ));
+        }
+        let (h, v) = end(lab, "lab_to", part)?;
+        if v.is_none() && text.contains(',') {
+            return Err(format!(
+                "lab_to '{text}': a list names virtual hosts of one host (e.g. {h}.v0,{h}.v1), and '{part}' is a host"
+            ));
+        }
+        if host.as_ref().is_some_and(|first| *first != h) {
+            return Err(format!(
+                "lab_to '{text}': the virtual hosts of a list must share one host, and these are on several: list only one host's"
+            ));
+        }
+        if let Some(v) = v {
+            if virtual_hosts.contains(&v) {
+                return Err(format!(
+                    "lab_to '{text}': {} is listed twice: list each once",
+                    v.name()
+                ));
+            }
+            virtual_hosts.push(v);
+        }
+        host = Some(h);
+    }
+    Ok((host.unwrap_or_default(), virtual_hosts))
+}
+
 /// Policy rule priorities and tables of the source rules: macvlan `i`'s
 /// are `RULE_BASE + i` (below the main table's 32766; tables are per
 /// namespace, so one host's numbers meet no other's).
@@ -207,6 +244,25 @@ b = "server"
         assert_eq!(address(&lab, &v, false).unwrap().to_string(), "10.77.1.12");
         let e = address(&lab, &v, true).unwrap_err();
         assert!(e.contains("is IPv4: drop ipv6"), "{e}");
+    }
+
+    #[test]
+    fn a_list_names_virtual_hosts_of_one_host() {
+        let lab = parse_lab(LAB, "t.toml").unwrap();
+        let (host, vs) = ends(&lab, "server.v1, server.v0").unwrap();
+        assert_eq!(host, "server");
+        let names: Vec<String> = vs.iter().map(VirtualHost::name).collect();
+        assert_eq!(names, ["server.v1", "server.v0"]);
+        assert_eq!(ends(&lab, "server").unwrap(), ("server".into(), Vec::new()));
+        for (text, needle) in [
+            ("server.v0,server", "and 'server' is a host"),
+            ("server.v0,server.v0", "server.v0 is listed twice"),
+            ("server.v0,client.v0", "host client has no macvlans"),
+            ("server.v0,", "an empty name in the list"),
+        ] {
+            let e = ends(&lab, text).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
     }
 
     #[test]

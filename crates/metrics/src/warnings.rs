@@ -133,10 +133,10 @@ pub enum Warning {
     /// A lab link had IPsec but the ESP counters of these interfaces' SAs
     /// did not rise during the window (`namespace/name (out +N, in +N)`).
     IpsecIdle { interfaces: Vec<String> },
-    /// The run's responder was a virtual host (a macvlan), but that
-    /// interface's packet counters did not rise both ways during the
+    /// The run's responders were virtual hosts (macvlans), but these
+    /// interfaces' packet counters did not rise both ways during the
     /// window (`namespace/interface (rx +N, tx +N)`).
-    VirtualHostIdle { interface: String },
+    VirtualHostIdle { interfaces: Vec<String> },
     /// `io uring` was asked for but the run measured epoll: `reason` names
     /// the case (a transport, pacing, CRR, or a kernel without io_uring).
     IoFallback { reason: String },
@@ -365,12 +365,13 @@ impl fmt::Display for Warning {
                  keep other `lab up` runs and tools off the lab while measuring and run again",
                 changes.join("; ")
             ),
-            Warning::VirtualHostIdle { interface } => write!(
+            Warning::VirtualHostIdle { interfaces } => write!(
                 f,
                 "the responder was a virtual host, but its macvlan did not both receive and send \
-                 during the window ({interface}): the traffic entered or left by the link end's \
+                 during the window ({}): the traffic entered or left by the link end's \
                  own MAC, so the run did not measure the virtual MAC; check `stackbench lab show` \
-                 and the host's `ip rule` and run again"
+                 and the host's `ip rule` and run again",
+                interfaces.join("; ")
             ),
             Warning::IpsecIdle { interfaces } => write!(
                 f,

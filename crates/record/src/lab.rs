@@ -54,11 +54,12 @@ pub struct LabEnvironment {
     /// the kernel listed them before the window; empty: none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub macvlans: Vec<LabMacvlan>,
-    /// The virtual host (macvlan) the responder listened on when `to` was
-    /// one (`lab_to = "HOST.vN"`), with its packet counters around the
-    /// window; `None`: the responder used its host's own address.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub virtual_to: Option<LabVirtualHost>,
+    /// The virtual hosts (macvlans) the responders listened on when `to`
+    /// named them (`lab_to = "HOST.vN[,HOST.vM…]"`, responder i on the
+    /// i-th modulo their number), with their packet counters around the
+    /// window; empty: the responder used its host's own address.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub virtual_to: Vec<LabVirtualHost>,
 }
 
 impl LabEnvironment {
@@ -437,21 +438,31 @@ impl LabEnvironment {
         } else {
             format!("via {}", self.hops.join(", "))
         };
-        let to = match &self.virtual_to {
-            Some(v) => format!("{} (macvlan {})", v.name, v.interface),
-            None => self.to.clone(),
+        let to = if self.virtual_to.is_empty() {
+            self.to.clone()
+        } else {
+            let each: Vec<String> = self
+                .virtual_to
+                .iter()
+                .map(|v| format!("{} (macvlan {})", v.name, v.interface))
+                .collect();
+            each.join(", ")
         };
         format!("lab {}: {} → {to}, {via}", self.name, self.from)
     }
 
-    /// The virtual host end whose macvlan did not both receive and send
+    /// The virtual host ends whose macvlan did not both receive and send
     /// during the window, as `namespace/interface (rx +N, tx +N)`: the
-    /// run's traffic did not pass through it.
-    pub fn virtual_idle(&self) -> Option<String> {
-        let v = self.virtual_to.as_ref()?;
-        let (rx, tx) = v.window_packets();
-        (rx == 0 || tx == 0)
-            .then(|| format!("{}/{} (rx +{rx}, tx +{tx})", v.namespace, v.interface))
+    /// run's traffic did not pass through them.
+    pub fn virtual_idle(&self) -> Vec<String> {
+        self.virtual_to
+            .iter()
+            .filter_map(|v| {
+                let (rx, tx) = v.window_packets();
+                (rx == 0 || tx == 0)
+                    .then(|| format!("{}/{} (rx +{rx}, tx +{tx})", v.namespace, v.interface))
+            })
+            .collect()
     }
 }
 
@@ -537,7 +548,7 @@ mod tests {
             name: "vmac".into(),
             from: "client".into(),
             to: "server".into(),
-            virtual_to: Some(LabVirtualHost {
+            virtual_to: vec![LabVirtualHost {
                 name: "server.v0".into(),
                 namespace: "sb-vmac-server".into(),
                 interface: "vmac-0bv0".into(),
@@ -546,7 +557,7 @@ mod tests {
                 rx_packets_after: 1003,
                 tx_packets_before: 2,
                 tx_packets_after: 2,
-            }),
+            }],
             ..LabEnvironment::default()
         };
         assert_eq!(
@@ -554,15 +565,20 @@ mod tests {
             "lab vmac: client → server.v0 (macvlan vmac-0bv0), direct"
         );
         assert_eq!(
-            env.virtual_idle().as_deref(),
-            Some("sb-vmac-server/vmac-0bv0 (rx +1000, tx +0)")
+            env.virtual_idle(),
+            ["sb-vmac-server/vmac-0bv0 (rx +1000, tx +0)"]
         );
-        env.virtual_to.as_mut().unwrap().tx_packets_after = 900;
-        assert_eq!(env.virtual_idle(), None);
-        env.virtual_to = None;
-        assert_eq!(env.virtual_idle(), None);
+        env.virtual_to[0].tx_packets_after = 900;
+        assert!(env.virtual_idle().is_empty());
+        let mut second = env.virtual_to[0].clone();
+        (second.name, second.interface) = ("server.v1".into(), "vmac-0bv1".into());
+        env.virtual_to.push(second);
+        assert_eq!(
+            env.path_text(),
+            "lab vmac: client → server.v0 (macvlan vmac-0bv0), server.v1 (macvlan vmac-0bv1), direct"
+        );
         let old: LabEnvironment = serde_json::from_str(r#"{"name":"pair"}"#).unwrap();
-        assert!(old.virtual_to.is_none());
+        assert!(old.virtual_to.is_empty());
     }
 
     /// An environment stored before host policies has none, and one with a

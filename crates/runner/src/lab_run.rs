@@ -48,9 +48,10 @@ pub struct LabRun {
     /// The inbound steering every path interface gets (`link_rps_*`);
     /// `None`: the run asks for none, and RPS/RFS are turned off.
     pub steering: Option<Steering>,
-    /// The virtual host (macvlan) `lab_to` named, `HOST.vN`; `None`: the
-    /// responder listens on host B's own address.
-    pub virtual_to: Option<VirtualHost>,
+    /// The virtual hosts (macvlans) `lab_to` named, `HOST.vN[,HOST.vM…]`,
+    /// with the address of each: responder i listens on the i-th, modulo
+    /// their number. Empty: on host B's own address.
+    pub virtual_to: Vec<(VirtualHost, IpAddr)>,
 }
 
 /// One read of the lab's state, taken before and after the window.
@@ -60,8 +61,8 @@ pub struct LabRead {
     pub interfaces: Vec<LabInterface>,
     /// NET_RX softirqs handled so far per CPU (`/proc/softirqs`).
     pub net_rx: Vec<u64>,
-    /// Packets the virtual host's macvlan has received and sent so far.
-    pub virtual_packets: Option<(u64, u64)>,
+    /// Packets each virtual host's macvlan has received and sent so far.
+    pub virtual_packets: Vec<Option<(u64, u64)>>,
 }
 
 /// One driver host of a lab run.
@@ -134,6 +135,21 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     // Several driver hosts (`d1,d2,d3,d4`) for a run split over agents.
     let hosts: Vec<&str> = from.0.split(',').map(str::trim).collect();
     let (to_host, virtual_to) = endpoints(&lab, &hosts, &to.0).or_else(input)?;
+    let virtual_to = virtual_to
+        .into_iter()
+        .map(|v| Ok((vhost::address(&lab, &v, s.ipv6)?, v)))
+        .map(|r: Result<_, String>| r.map(|(ip, v)| (v, ip)))
+        .collect::<Result<Vec<_>, String>>()
+        .or_else(input)?;
+    let agents = s.agents.unwrap_or(1) as usize;
+    if virtual_to.len() > agents {
+        return input(format!(
+            "lab_to '{}' lists {} virtual hosts, one responder each, and the run has {agents} agent(s): add --agents {} (agent i drives the i-th) or list fewer",
+            to.0,
+            virtual_to.len(),
+            virtual_to.len()
+        ));
+    }
     let paths = hosts
         .iter()
         .map(|h| stackbench_lab::path::path(&lab, h, &to_host))
@@ -147,8 +163,8 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     let drivers = paths
         .into_iter()
         .map(|path| {
-            let ip = match &virtual_to {
-                Some(v) => vhost::address(&lab, v, s.ipv6)?,
+            let ip = match virtual_to.first() {
+                Some((_, ip)) => *ip,
                 None => stackbench_lab::path::address(&lab, path.link, &to_host, s.ipv6)?,
             };
             Ok(LabDriver {
@@ -199,10 +215,10 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     }))
 }
 
-/// Host B and, for `lab_to = "HOST.vN"`, the virtual host it names; a
+/// Host B and, for `lab_to = "HOST.vN[,…]"`, the virtual hosts it names; a
 /// driver end is a host only (its connections leave from the host's own
 /// address, which a macvlan's is not).
-fn endpoints(lab: &Lab, from: &[&str], to: &str) -> Result<(String, Option<VirtualHost>), String> {
+fn endpoints(lab: &Lab, from: &[&str], to: &str) -> Result<(String, Vec<VirtualHost>), String> {
     for h in from {
         if let (host, Some(_)) = vhost::end(lab, "lab_from", h)? {
             return Err(format!(
@@ -210,7 +226,7 @@ fn endpoints(lab: &Lab, from: &[&str], to: &str) -> Result<(String, Option<Virtu
             ));
         }
     }
-    vhost::end(lab, "lab_to", to)
+    vhost::ends(lab, to)
 }
 
 impl LabRun {
@@ -358,7 +374,10 @@ impl LabRun {
     /// The address responder `i` (the one agent i drives) listens on, port
     /// 0: host B's address on the link of agent i's host.
     pub fn listen(&self, i: usize) -> String {
-        let ip = self.drivers[i % self.drivers.len()].responder_ip;
+        let ip = match self.virtual_to.len() {
+            0 => self.drivers[i % self.drivers.len()].responder_ip,
+            n => self.virtual_to[i % n].1,
+        };
         std::net::SocketAddr::new(ip, 0).to_string()
     }
 
@@ -429,8 +448,9 @@ impl LabRun {
             net_rx: steering::net_rx(),
             virtual_packets: self
                 .virtual_to
-                .as_ref()
-                .and_then(|v| vhost::packets(&self.lab, v)),
+                .iter()
+                .map(|(v, _)| vhost::packets(&self.lab, v))
+                .collect(),
         }
     }
 
@@ -456,20 +476,26 @@ impl LabRun {
             net_rx_before: before.net_rx,
             net_rx_after: after.net_rx,
             macvlans: stackbench_lab::environment::path_macvlans(&self.lab, &self.path),
-            virtual_to: self.virtual_to.as_ref().map(|v| {
-                let (rx_before, tx_before) = before.virtual_packets.unwrap_or_default();
-                let (rx_after, tx_after) = after.virtual_packets.unwrap_or_default();
-                LabVirtualHost {
-                    name: v.name(),
-                    namespace: self.lab.namespace(&v.host),
-                    interface: v.ifname.clone(),
-                    address: self.responder_ip.to_string(),
-                    rx_packets_before: rx_before,
-                    rx_packets_after: rx_after,
-                    tx_packets_before: tx_before,
-                    tx_packets_after: tx_after,
-                }
-            }),
+            virtual_to: self
+                .virtual_to
+                .iter()
+                .enumerate()
+                .map(|(i, (v, ip))| {
+                    let at = |r: &[Option<(u64, u64)>]| r.get(i).copied().flatten();
+                    let (rx_before, tx_before) = at(&before.virtual_packets).unwrap_or_default();
+                    let (rx_after, tx_after) = at(&after.virtual_packets).unwrap_or_default();
+                    LabVirtualHost {
+                        name: v.name(),
+                        namespace: self.lab.namespace(&v.host),
+                        interface: v.ifname.clone(),
+                        address: ip.to_string(),
+                        rx_packets_before: rx_before,
+                        rx_packets_after: rx_after,
+                        tx_packets_before: tx_before,
+                        tx_packets_after: tx_after,
+                    }
+                })
+                .collect(),
         };
         let mut warnings = Vec::new();
         let changes = env.changes();
@@ -480,8 +506,9 @@ impl LabRun {
         if !interfaces.is_empty() {
             warnings.push(Warning::IpsecIdle { interfaces }.to_record(None));
         }
-        if let Some(interface) = env.virtual_idle() {
-            warnings.push(Warning::VirtualHostIdle { interface }.to_record(None));
+        let interfaces = env.virtual_idle();
+        if !interfaces.is_empty() {
+            warnings.push(Warning::VirtualHostIdle { interfaces }.to_record(None));
         }
         (env, warnings)
     }

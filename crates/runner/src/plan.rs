@@ -520,6 +520,7 @@ mod tests {
             drivers,
             policy: None,
             steering: None,
+            virtual_to: Vec::new(),
         }
     }
 

@@ -60,8 +60,20 @@ fn bad_virtual_hosts_are_one_line_and_build_nothing() {
         ),
         (&vmac, "client", "server.x", "a virtual host is HOST.vN"),
         (&vmac, "client.v0", "server", "host client has no macvlans"),
-        (&vmac, "client", "server.v0,", "a virtual host is HOST.vN"),
+        (&vmac, "client", "server.v0,", "an empty name in the list"),
         (&plain, "client", "server.v0", "host server has no macvlans"),
+        (
+            &vmac,
+            "client",
+            "server.v0,server",
+            "and 'server' is a host",
+        ),
+        (
+            &vmac,
+            "client",
+            "server.v0,server.v1",
+            "lists 2 virtual hosts, one responder each, and the run has 1 agent(s): add --agents 2",
+        ),
     ] {
         let out = run(file, from, to, "/nonexistent/never.db");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -143,7 +155,7 @@ fn the_macvlan_carries_a_virtual_runs_traffic_and_only_its() {
     let shown: Value =
         json_ok(stackbench().args(["results", "show", &stored_id(&err), "--json", "--db", db]));
     assert_eq!(shown["record"]["settings"]["lab_to"], "server.v0");
-    let v = &shown["env"]["lab"]["virtual_to"];
+    let v = &shown["env"]["lab"]["virtual_to"][0];
     assert_eq!(v["interface"], macvlan, "{v}");
     assert_eq!(v["address"], "10.77.1.11", "{v}");
     let transactions = shown["record"]["classes"][0]["transactions"]
@@ -200,6 +212,52 @@ fn the_macvlan_carries_a_virtual_runs_traffic_and_only_its() {
         rx2 - rx,
         tx2 - tx
     );
+
+    // Two virtual hosts, one per agent: each macvlan carries its agent's
+    // share (four of the eight connections).
+    let out = stackbench()
+        .args(["run", "--lab"])
+        .arg(&file)
+        .args([
+            "--from",
+            "client",
+            "--to",
+            "server.v0,server.v1",
+            "--agents",
+            "2",
+        ])
+        .args([
+            "RR8(1B/1B)",
+            "--duration",
+            "1s",
+            "--warmup",
+            "100ms",
+            "--db",
+            db,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let shown: Value =
+        json_ok(stackbench().args(["results", "show", &stored_id(&err), "--json", "--db", db]));
+    let transactions = shown["record"]["classes"][0]["transactions"]
+        .as_u64()
+        .unwrap();
+    let both = shown["env"]["lab"]["virtual_to"].as_array().unwrap();
+    let names: Vec<&str> = both
+        .iter()
+        .map(|v| v["interface"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["tvmac-0bv0", "tvmac-0bv1"]);
+    for v in both {
+        let rx = v["rx_packets_after"].as_u64().unwrap() - v["rx_packets_before"].as_u64().unwrap();
+        let tx = v["tx_packets_after"].as_u64().unwrap() - v["tx_packets_before"].as_u64().unwrap();
+        assert!(
+            rx >= transactions / 4 && tx >= transactions / 4,
+            "{v} for {transactions}"
+        );
+    }
 }
 
 #[test]
@@ -257,7 +315,7 @@ fn the_vmac_example_reports_physical_beside_virtual() {
         let id = r["id"].to_string();
         let shown: Value =
             json_ok(stackbench().args(["results", "show", &id, "--json", "--db", db]));
-        let v = &shown["env"]["lab"]["virtual_to"];
+        let v = &shown["env"]["lab"]["virtual_to"][0];
         let rx = v["rx_packets_after"].as_u64().unwrap() - v["rx_packets_before"].as_u64().unwrap();
         let tx = v["tx_packets_after"].as_u64().unwrap() - v["tx_packets_before"].as_u64().unwrap();
         assert!(rx > 0 && tx > 0, "run {id}: {v}");
