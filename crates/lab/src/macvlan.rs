@@ -5,7 +5,8 @@
 //! is `bridge` (they reach each other inside the host) or `private` (each
 //! reaches only the link's other end). Made at `up` (kept when already
 //! as asked, else replaced), listed by the read-back, removed with the
-//! namespace at `down`.
+//! namespace at `down`. Each then answers ARP and sends from its own
+//! interface ([`crate::vhost::isolate`]), so a run can use it as a host.
 
 use serde::Serialize;
 
