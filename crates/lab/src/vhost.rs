@@ -6,23 +6,14 @@
 //! lowercase letters, digits and `-` (crate::parse), so the `.` cannot be
 //! part of one and `server.v1` never means a host.
 //!
-//! A macvlan answers for its address only if its host lets it: with the
-//! kernel's defaults the parent end answers ARP for every address of the
-//! namespace and the main table sends every reply out of the parent (its
-//! prefix route came first), so traffic to a "virtual host" would enter
-//! and leave by the parent's MAC. [`isolate`] makes each macvlan behave as
-//! a host of its own on the link: ARP is answered only on the interface
-//! holding the address (`arp_ignore` 1, `arp_announce` 2, as for the
-//! "several IPs on one segment" setups of the kernel's ip-sysctl.rst), and
-//! a source rule sends what leaves from its address out of its interface.
+//! That the traffic then really passes through the macvlan (its own ARP
+//! answers and a source rule) is [`crate::macvlan::isolate`]'s part.
 
 use std::net::IpAddr;
 
-use crate::error::Result;
 use crate::macvlan;
 use crate::netlink::Netlink;
-use crate::nl::nl_error;
-use crate::spec::{Host, Lab};
+use crate::spec::Lab;
 use crate::{netns, rtnl, LabError};
 
 /// A macvlan named as a run's end.
@@ -79,11 +70,6 @@ pub fn ends(lab: &Lab, text: &str) -> std::result::Result<(String, Vec<VirtualHo
     }
     Ok((host.unwrap_or_default(), virtual_hosts))
 }
-
-/// Policy rule priorities and tables of the source rules: macvlan `i`'s
-/// are `RULE_BASE + i` (below the main table's 32766; tables are per
-/// namespace, so one host's numbers meet no other's).
-const RULE_BASE: u32 = 1000;
 
 /// Splits a run end `text` into its host and, for `HOST.vN`, the virtual
 /// host; `role` (`lab_from`, `lab_to`) names the setting in errors. A host
@@ -156,44 +142,6 @@ pub fn address(lab: &Lab, v: &VirtualHost, ipv6: bool) -> std::result::Result<Ip
         ));
     }
     Ok(net.addr)
-}
-
-/// Makes host `host`'s macvlans answer and send as hosts of their own (see
-/// the module note), in the calling thread's namespace `ns`: the ARP
-/// sysctls, and per macvlan its subnet route in a table of its own with a
-/// rule taking traffic from its address there. Kept when already so.
-pub fn isolate(nl: &mut Netlink, ns: &str, lab: &Lab, host: &Host) -> Result<()> {
-    for (file, value) in [("arp_ignore", "1"), ("arp_announce", "2")] {
-        let path = format!("/proc/sys/net/ipv4/conf/all/{file}");
-        std::fs::write(&path, value).map_err(|e| LabError::os(format!("{ns}: write {path}"), e))?;
-    }
-    let parent = macvlan::parent(lab, &host.name).unwrap_or_default();
-    for (i, address) in host.macvlans.iter().enumerate() {
-        let ifname = macvlan::name(&parent, i);
-        let at = |what: &str| format!("{ns}/{ifname}: {what}");
-        let link = rtnl::link(nl, &ifname)
-            .map_err(|e| nl_error(at("read link"), e))?
-            .ok_or_else(|| {
-                LabError::os(
-                    at("find link"),
-                    std::io::Error::from_raw_os_error(libc::ENODEV),
-                )
-            })?;
-        let table = RULE_BASE + i as u32;
-        rtnl::replace_link_route(nl, &address.network(), link.index, table).map_err(|e| {
-            nl_error(
-                at(&format!("route {} in table {table}", address.network())),
-                e,
-            )
-        })?;
-        rtnl::add_source_rule(nl, &address.addr, table, table).map_err(|e| {
-            nl_error(
-                at(&format!("rule from {} to table {table}", address.addr)),
-                e,
-            )
-        })?;
-    }
-    Ok(())
 }
 
 /// Packets virtual host `v`'s macvlan has received and sent so far
