@@ -129,6 +129,7 @@ mod source;
 pub mod spec;
 pub mod steering;
 pub mod up;
+pub mod vhost;
 pub mod xfrm;
 
 pub use down::down;

@@ -5,7 +5,19 @@
 //! is `bridge` (they reach each other inside the host) or `private` (each
 //! reaches only the link's other end). Made at `up` (kept when already
 //! as asked, else replaced), listed by the read-back, removed with the
-//! namespace at `down`.
+//! namespace at `down`. Each then answers ARP and sends from its own
+//! interface ([`isolate`]), so a run can use it as a host
+//! ([`crate::vhost`]).
+//!
+//! A macvlan answers for its address only if its host lets it: with the
+//! kernel's defaults the parent end answers ARP for every address of the
+//! namespace and the main table sends every reply out of the parent (its
+//! prefix route came first), so traffic to a "virtual host" would enter
+//! and leave by the parent's MAC. [`isolate`] makes each macvlan behave as
+//! a host of its own on the link: ARP is answered only on the interface
+//! holding the address (`arp_ignore` 1, `arp_announce` 2, as for the
+//! "several IPs on one segment" setups of the kernel's ip-sysctl.rst), and
+//! a source rule sends what leaves from its address out of its interface.
 
 use serde::Serialize;
 
@@ -140,8 +152,52 @@ pub fn ensure(lab: &Lab, host: &Host) -> Result<()> {
                     .map_err(|e| nl_error(at(format!("add {address} on {ifname}")), e))?;
             }
         }
-        Ok(())
+        isolate(&mut nl, &ns, lab, host)
     })
+}
+
+/// Policy rule priorities and tables of the source rules: macvlan `i`'s
+/// are `RULE_BASE + i` (below the main table's 32766; tables are per
+/// namespace, so one host's numbers meet no other's).
+const RULE_BASE: u32 = 1000;
+
+/// Makes host `host`'s macvlans answer and send as hosts of their own (see
+/// the module note), in the calling thread's namespace `ns`: the ARP
+/// sysctls, and per macvlan its subnet route in a table of its own with a
+/// rule taking traffic from its address there. Kept when already so.
+pub fn isolate(nl: &mut crate::netlink::Netlink, ns: &str, lab: &Lab, host: &Host) -> Result<()> {
+    for (file, value) in [("arp_ignore", "1"), ("arp_announce", "2")] {
+        let path = format!("/proc/sys/net/ipv4/conf/all/{file}");
+        std::fs::write(&path, value)
+            .map_err(|e| crate::LabError::os(format!("{ns}: write {path}"), e))?;
+    }
+    let parent = parent(lab, &host.name).unwrap_or_default();
+    for (i, address) in host.macvlans.iter().enumerate() {
+        let ifname = name(&parent, i);
+        let at = |what: &str| format!("{ns}/{ifname}: {what}");
+        let link = rtnl::link(nl, &ifname)
+            .map_err(|e| nl_error(at("read link"), e))?
+            .ok_or_else(|| {
+                crate::LabError::os(
+                    at("find link"),
+                    std::io::Error::from_raw_os_error(libc::ENODEV),
+                )
+            })?;
+        let table = RULE_BASE + i as u32;
+        rtnl::replace_link_route(nl, &address.network(), link.index, table).map_err(|e| {
+            nl_error(
+                at(&format!("route {} in table {table}", address.network())),
+                e,
+            )
+        })?;
+        rtnl::add_source_rule(nl, &address.addr, table, table).map_err(|e| {
+            nl_error(
+                at(&format!("rule from {} to table {table}", address.addr)),
+                e,
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// A macvlan as the kernel reports it.

@@ -65,11 +65,12 @@ pub struct LinkInfo {
     pub kind: Option<String>,
     /// `IFLA_LINK`: for a veth, its peer's index (in the peer's namespace).
     pub peer_index: Option<u32>,
-    /// Packets received (`IFLA_STATS64`), when reported.
-    pub rx_packets: Option<u64>,
     /// Bytes received and sent (`IFLA_STATS64`), when reported.
     pub rx_bytes: Option<u64>,
     pub tx_bytes: Option<u64>,
+    /// Packets received and sent (`IFLA_STATS64`), when reported.
+    pub rx_packets: Option<u64>,
+    pub tx_packets: Option<u64>,
     /// `IFLA_IFALIAS` (`ip link set … alias TEXT`), when set.
     pub alias: Option<String>,
     /// `IFLA_ADDRESS`: the MAC, `aa:bb:cc:dd:ee:ff`.
@@ -97,9 +98,10 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
         oper_up: false,
         kind: None,
         peer_index: None,
-        rx_packets: None,
         rx_bytes: None,
         tx_bytes: None,
+        rx_packets: None,
+        tx_packets: None,
         alias: None,
         mac: None,
         macvlan_mode: None,
@@ -113,8 +115,8 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
             IFLA_IFALIAS => info.alias = Some(text(data)).filter(|a| !a.is_empty()),
             IFLA_STATS64 if data.len() >= 32 => {
                 let at = |i: usize| u64::from_ne_bytes(data[i..i + 8].try_into().expect("8 bytes"));
-                info.rx_packets = Some(at(0));
                 (info.rx_bytes, info.tx_bytes) = (Some(at(16)), Some(at(24)));
+                (info.rx_packets, info.tx_packets) = (Some(at(0)), Some(at(8)));
             }
             IFLA_ADDRESS if data.len() == 6 => {
                 let hex: Vec<String> = data.iter().map(|b| format!("{b:02x}")).collect();
@@ -367,4 +369,56 @@ pub fn gateway_routes(nl: &mut Netlink) -> Result<Vec<RouteInfo>, NlError> {
         }
     }
     Ok(out)
+}
+
+const RTM_NEWRULE: u16 = 32;
+const FRA_SRC: u16 = 2;
+const FRA_PRIORITY: u16 = 6;
+const FRA_TABLE: u16 = 15;
+const FR_ACT_TO_TBL: u8 = 1;
+const RT_SCOPE_LINK: u8 = 253;
+const RTPROT_KERNEL: u8 = 2;
+
+/// Adds the policy rule "from `source` (one address) look up table
+/// `table`" at priority `priority`; one already there is kept (`F_EXCL`:
+/// without it the kernel adds a duplicate).
+pub fn add_source_rule(
+    nl: &mut Netlink,
+    source: &IpAddr,
+    table: u32,
+    priority: u32,
+) -> Result<(), NlError> {
+    // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1,
+    // res2, action, flags.
+    let mut hdr = [0u8; 12];
+    hdr[0] = family(source);
+    hdr[2] = if source.is_ipv4() { 32 } else { 128 };
+    hdr[7] = FR_ACT_TO_TBL;
+    let mut msg = Message::new(RTM_NEWRULE, F_CREATE | F_EXCL, &hdr);
+    msg.attr(FRA_SRC, &addr_bytes(source))
+        .attr_u32(FRA_TABLE, table)
+        .attr_u32(FRA_PRIORITY, priority);
+    match nl.request(msg) {
+        Err(e) if e.errno() == Some(libc::EEXIST) => Ok(()),
+        other => other,
+    }
+}
+
+/// Adds or replaces the on-link route to `dest` out of link `oif` (no
+/// gateway, scope link: as the kernel's own prefix route) in table `table`.
+pub fn replace_link_route(
+    nl: &mut Netlink,
+    dest: &IpNet,
+    oif: u32,
+    table: u32,
+) -> Result<(), NlError> {
+    let mut hdr = rtmsg(family(&dest.addr), dest.prefix_len);
+    hdr[4] = 0; // RT_TABLE_UNSPEC: RTA_TABLE gives it
+    hdr[5] = RTPROT_KERNEL;
+    hdr[6] = RT_SCOPE_LINK;
+    let mut msg = Message::new(RTM_NEWROUTE, F_CREATE | F_REPLACE, &hdr);
+    msg.attr(RTA_DST, &addr_bytes(&dest.addr))
+        .attr_u32(RTA_OIF, oif)
+        .attr_u32(RTA_TABLE, table);
+    nl.request(msg)
 }

@@ -133,6 +133,10 @@ pub enum Warning {
     /// A lab link had IPsec but the ESP counters of these interfaces' SAs
     /// did not rise during the window (`namespace/name (out +N, in +N)`).
     IpsecIdle { interfaces: Vec<String> },
+    /// The run's responders were virtual hosts (macvlans), but these
+    /// interfaces' packet counters did not rise both ways during the
+    /// window (`namespace/interface (rx +N, tx +N)`).
+    VirtualHostIdle { interfaces: Vec<String> },
     /// `io uring` was asked for but the run measured epoll: `reason` names
     /// the case (a transport, pacing, CRR, or a kernel without io_uring).
     IoFallback { reason: String },
@@ -182,6 +186,7 @@ impl Warning {
             Warning::LabChanged { .. } => "lab_changed",
             Warning::KtlsNotCarried { .. } => "ktls_not_carried",
             Warning::IpsecIdle { .. } => "ipsec_idle",
+            Warning::VirtualHostIdle { .. } => "virtual_host_idle",
             Warning::DelayedAckStall { .. } => "delayed_ack_stall",
             Warning::AgentsShareCpus { .. } => "agents_share_cpus",
         }
@@ -359,6 +364,14 @@ impl fmt::Display for Warning {
                 "the lab link changed during the window ({}): something else reconfigured it; \
                  keep other `lab up` runs and tools off the lab while measuring and run again",
                 changes.join("; ")
+            ),
+            Warning::VirtualHostIdle { interfaces } => write!(
+                f,
+                "the responder was a virtual host, but its macvlan did not both receive and send \
+                 during the window ({}): the traffic entered or left by the link end's \
+                 own MAC, so the run did not measure the virtual MAC; check `stackbench lab show` \
+                 and the host's `ip rule` and run again",
+                interfaces.join("; ")
             ),
             Warning::IpsecIdle { interfaces } => write!(
                 f,

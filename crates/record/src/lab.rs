@@ -65,6 +65,12 @@ pub struct LabEnvironment {
     /// step); empty without the setting `lab_targets`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub distribution: Vec<LabTarget>,
+    /// The virtual hosts (macvlans) the responders listened on when `to`
+    /// named them (`lab_to = "HOST.vN[,HOST.vM…]"`, responder i on the
+    /// i-th modulo their number), with their packet counters around the
+    /// window; empty: the responder used its host's own address.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub virtual_to: Vec<LabVirtualHost>,
 }
 
 impl LabEnvironment {
@@ -106,6 +112,40 @@ pub struct LabRxQueue {
     pub rps_cpus: String,
     /// `rps_flow_cnt`, RFS flow-table entries of the queue (0: RFS off).
     pub rps_flow_cnt: u32,
+}
+
+/// A run's end that was a virtual host: which macvlan, and the kernel's
+/// packet counters of that interface (`IFLA_STATS64`) before and after the
+/// window, so the record shows the traffic passed through it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct LabVirtualHost {
+    /// As the run named it, `HOST.vN`.
+    pub name: String,
+    /// Namespace, `sb-<lab>-<host>`.
+    pub namespace: String,
+    /// The macvlan interface, `<link end>vN`.
+    pub interface: String,
+    /// The address the responder listened on.
+    pub address: String,
+    /// Packets the macvlan had received before the window.
+    pub rx_packets_before: u64,
+    /// Packets it had received after the window.
+    pub rx_packets_after: u64,
+    /// Packets it had sent before the window.
+    pub tx_packets_before: u64,
+    /// Packets it had sent after the window.
+    pub tx_packets_after: u64,
+}
+
+impl LabVirtualHost {
+    /// Packets received and sent during the window.
+    pub fn window_packets(&self) -> (u64, u64) {
+        (
+            self.rx_packets_after.saturating_sub(self.rx_packets_before),
+            self.tx_packets_after.saturating_sub(self.tx_packets_before),
+        )
+    }
 }
 
 /// A macvlan interface: a virtual host with its own MAC on a link end.
@@ -440,14 +480,39 @@ impl LabEnvironment {
             .collect()
     }
 
-    /// `lab pair: client → server, direct` (or `via r1`).
+    /// `lab pair: client → server, direct` (or `via r1`); a virtual host
+    /// end reads `server.v0 (macvlan pair-0bv0)`.
     pub fn path_text(&self) -> String {
         let via = if self.hops.is_empty() {
             "direct".to_string()
         } else {
             format!("via {}", self.hops.join(", "))
         };
-        format!("lab {}: {} → {}, {via}", self.name, self.from, self.to)
+        let to = if self.virtual_to.is_empty() {
+            self.to.clone()
+        } else {
+            let each: Vec<String> = self
+                .virtual_to
+                .iter()
+                .map(|v| format!("{} (macvlan {})", v.name, v.interface))
+                .collect();
+            each.join(", ")
+        };
+        format!("lab {}: {} → {to}, {via}", self.name, self.from)
+    }
+
+    /// The virtual host ends whose macvlan did not both receive and send
+    /// during the window, as `namespace/interface (rx +N, tx +N)`: the
+    /// run's traffic did not pass through them.
+    pub fn virtual_idle(&self) -> Vec<String> {
+        self.virtual_to
+            .iter()
+            .filter_map(|v| {
+                let (rx, tx) = v.window_packets();
+                (rx == 0 || tx == 0)
+                    .then(|| format!("{}/{} (rx +{rx}, tx +{tx})", v.namespace, v.interface))
+            })
+            .collect()
     }
 }
 
@@ -525,6 +590,45 @@ mod tests {
         assert!(env.interfaces[0]
             .summary()
             .contains("ipsec aes-gcm-128 transport"));
+    }
+
+    #[test]
+    fn a_virtual_end_is_named_and_idle_when_its_counters_stand_still() {
+        let mut env = LabEnvironment {
+            name: "vmac".into(),
+            from: "client".into(),
+            to: "server".into(),
+            virtual_to: vec![LabVirtualHost {
+                name: "server.v0".into(),
+                namespace: "sb-vmac-server".into(),
+                interface: "vmac-0bv0".into(),
+                address: "10.77.1.11".into(),
+                rx_packets_before: 3,
+                rx_packets_after: 1003,
+                tx_packets_before: 2,
+                tx_packets_after: 2,
+            }],
+            ..LabEnvironment::default()
+        };
+        assert_eq!(
+            env.path_text(),
+            "lab vmac: client → server.v0 (macvlan vmac-0bv0), direct"
+        );
+        assert_eq!(
+            env.virtual_idle(),
+            ["sb-vmac-server/vmac-0bv0 (rx +1000, tx +0)"]
+        );
+        env.virtual_to[0].tx_packets_after = 900;
+        assert!(env.virtual_idle().is_empty());
+        let mut second = env.virtual_to[0].clone();
+        (second.name, second.interface) = ("server.v1".into(), "vmac-0bv1".into());
+        env.virtual_to.push(second);
+        assert_eq!(
+            env.path_text(),
+            "lab vmac: client → server.v0 (macvlan vmac-0bv0), server.v1 (macvlan vmac-0bv1), direct"
+        );
+        let old: LabEnvironment = serde_json::from_str(r#"{"name":"pair"}"#).unwrap();
+        assert!(old.virtual_to.is_empty());
     }
 
     /// An environment stored before host policies has none, and one with a

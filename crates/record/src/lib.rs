@@ -23,6 +23,6 @@ pub use env::{Environment, InterfaceInfo};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
 pub use lab::{
     LabEnvironment, LabFlowtable, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy,
-    LabRxQueue, LabSa, LabSteering, LabTarget,
+    LabRxQueue, LabSa, LabSteering, LabTarget, LabVirtualHost,
 };
 pub use run::*;

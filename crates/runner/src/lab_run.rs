@@ -21,13 +21,14 @@ use stackbench_lab::flowtable;
 use stackbench_lab::path::{LabPath, LinkOverrides};
 use stackbench_lab::policy::Policy;
 use stackbench_lab::steering::{self, Steering};
+use stackbench_lab::vhost::{self, VirtualHost};
 use stackbench_lab::{netns, Lab, Offloads};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::Warning;
 use stackbench_model::settings::{CpuList, RunSettings};
 use stackbench_record::{
     LabEnvironment, LabFlowtable, LabInterface, LabPolicy, LabRxQueue, LabSteering, LabTarget,
-    WarningRecord,
+    LabVirtualHost, WarningRecord,
 };
 
 use crate::error::{input, RunError};
@@ -57,6 +58,10 @@ pub struct LabRun {
     /// Load distribution (`lab_targets`): host B's distributor with the
     /// targets the run spreads over; the responder listens in each.
     pub distribution: Option<Distributor>,
+    /// The virtual hosts (macvlans) `lab_to` named, `HOST.vN[,HOST.vM…]`,
+    /// with the address of each: responder i listens on the i-th, modulo
+    /// their number. Empty: on host B's own address.
+    pub virtual_to: Vec<(VirtualHost, IpAddr)>,
 }
 
 /// One read of the lab's state, taken before and after the window.
@@ -66,6 +71,8 @@ pub struct LabRead {
     pub interfaces: Vec<LabInterface>,
     /// NET_RX softirqs handled so far per CPU (`/proc/softirqs`).
     pub net_rx: Vec<u64>,
+    /// Packets each virtual host's macvlan has received and sent so far.
+    pub virtual_packets: Vec<Option<(u64, u64)>>,
 }
 
 /// One driver host of a lab run.
@@ -139,9 +146,25 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     let lab = stackbench_lab::read_lab(&PathBuf::from(&file)).or_else(|e| input(e.to_string()))?;
     // Several driver hosts (`d1,d2,d3,d4`) for a run split over agents.
     let hosts: Vec<&str> = from.0.split(',').map(str::trim).collect();
+    let (to_host, virtual_to) = endpoints(&lab, &hosts, &to.0).or_else(input)?;
+    let virtual_to = virtual_to
+        .into_iter()
+        .map(|v| Ok((vhost::address(&lab, &v, s.ipv6)?, v)))
+        .map(|r: Result<_, String>| r.map(|(ip, v)| (v, ip)))
+        .collect::<Result<Vec<_>, String>>()
+        .or_else(input)?;
+    let agents = s.agents.unwrap_or(1) as usize;
+    if virtual_to.len() > agents {
+        return input(format!(
+            "lab_to '{}' lists {} virtual hosts, one responder each, and the run has {agents} agent(s): add --agents {} (agent i drives the i-th) or list fewer",
+            to.0,
+            virtual_to.len(),
+            virtual_to.len()
+        ));
+    }
     let paths = hosts
         .iter()
-        .map(|h| stackbench_lab::path::path(&lab, h, &to.0))
+        .map(|h| stackbench_lab::path::path(&lab, h, &to_host))
         .collect::<Result<Vec<LabPath>, String>>()
         .or_else(input)?;
     let overrides = overrides(s);
@@ -152,7 +175,10 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     let drivers = paths
         .into_iter()
         .map(|path| {
-            let ip = stackbench_lab::path::address(&lab, path.link, &to.0, s.ipv6)?;
+            let ip = match virtual_to.first() {
+                Some((_, ip)) => *ip,
+                None => stackbench_lab::path::address(&lab, path.link, &to_host, s.ipv6)?,
+            };
             Ok(LabDriver {
                 path,
                 responder_ip: ip,
@@ -190,7 +216,7 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
     let cpus = |host: &str| lab.host(host).and_then(|h| h.cpus.clone()).map(CpuList);
     // Agents in several hosts are pinned as the first host says.
     s.client_cpus = s.client_cpus.take().or_else(|| cpus(hosts[0]));
-    s.server_cpus = s.server_cpus.take().or_else(|| cpus(&to.0));
+    s.server_cpus = s.server_cpus.take().or_else(|| cpus(&to_host));
     let policy = s.host_policy_rules.map(|rules| Policy {
         rules,
         conntrack: s.host_policy_conntrack.unwrap_or(true),
@@ -219,6 +245,7 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         steering,
         flowtable: s.router_flowtable,
         distribution,
+        virtual_to,
     }))
 }
 
@@ -266,6 +293,20 @@ fn distribution(
     d.targets.truncate(n as usize);
     d.weights.truncate(n as usize);
     Ok(d)
+}
+
+/// Host B and, for `lab_to = "HOST.vN[,…]"`, the virtual hosts it names; a
+/// driver end is a host only (its connections leave from the host's own
+/// address, which a macvlan's is not).
+fn endpoints(lab: &Lab, from: &[&str], to: &str) -> Result<(String, Vec<VirtualHost>), String> {
+    for h in from {
+        if let (host, Some(_)) = vhost::end(lab, "lab_from", h)? {
+            return Err(format!(
+                "lab_from '{h}': a driver runs in a host, and its connections leave from the host's own address, not a virtual host's: use lab_from '{host}'"
+            ));
+        }
+    }
+    vhost::ends(lab, to)
 }
 
 impl LabRun {
@@ -515,7 +556,10 @@ impl LabRun {
     /// The address responder `i` (the one agent i drives) listens on, port
     /// 0: host B's address on the link of agent i's host.
     pub fn listen(&self, i: usize) -> String {
-        let ip = self.drivers[i % self.drivers.len()].responder_ip;
+        let ip = match self.virtual_to.len() {
+            0 => self.drivers[i % self.drivers.len()].responder_ip,
+            n => self.virtual_to[i % n].1,
+        };
         // Behind a distributor the control port is the one not marked for
         // IPVS (see `distributor::RUN_CONTROL_PORT`).
         let port = match self.distribution {
@@ -590,6 +634,11 @@ impl LabRun {
         LabRead {
             interfaces: stackbench_lab::environment::path_interfaces(&self.lab, &self.path),
             net_rx: steering::net_rx(),
+            virtual_packets: self
+                .virtual_to
+                .iter()
+                .map(|(v, _)| vhost::packets(&self.lab, v))
+                .collect(),
         }
     }
 
@@ -617,6 +666,26 @@ impl LabRun {
             macvlans: stackbench_lab::environment::path_macvlans(&self.lab, &self.path),
             flowtables: self.read_flowtables(),
             distribution: self.read_distribution(),
+            virtual_to: self
+                .virtual_to
+                .iter()
+                .enumerate()
+                .map(|(i, (v, ip))| {
+                    let at = |r: &[Option<(u64, u64)>]| r.get(i).copied().flatten();
+                    let (rx_before, tx_before) = at(&before.virtual_packets).unwrap_or_default();
+                    let (rx_after, tx_after) = at(&after.virtual_packets).unwrap_or_default();
+                    LabVirtualHost {
+                        name: v.name(),
+                        namespace: self.lab.namespace(&v.host),
+                        interface: v.ifname.clone(),
+                        address: ip.to_string(),
+                        rx_packets_before: rx_before,
+                        rx_packets_after: rx_after,
+                        tx_packets_before: tx_before,
+                        tx_packets_after: tx_after,
+                    }
+                })
+                .collect(),
         };
         let mut warnings = Vec::new();
         let changes = env.changes();
@@ -626,6 +695,10 @@ impl LabRun {
         let interfaces = env.ipsec_idle();
         if !interfaces.is_empty() {
             warnings.push(Warning::IpsecIdle { interfaces }.to_record(None));
+        }
+        let interfaces = env.virtual_idle();
+        if !interfaces.is_empty() {
+            warnings.push(Warning::VirtualHostIdle { interfaces }.to_record(None));
         }
         (env, warnings)
     }

@@ -587,6 +587,7 @@ mod tests {
             steering: None,
             flowtable: false,
             distribution: None,
+            virtual_to: Vec::new(),
         }
     }
 

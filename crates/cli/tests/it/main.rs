@@ -19,6 +19,7 @@ mod lab_napi;
 mod lab_policy;
 mod lab_run;
 mod lab_steering;
+mod lab_vmac;
 mod mix_cpu;
 mod plan;
 mod plan_errors;

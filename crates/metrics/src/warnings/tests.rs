@@ -212,6 +212,9 @@ fn every_warning() -> Vec<Warning> {
         Warning::IpsecIdle {
             interfaces: vec!["a/veth0 (out +0, in +0)".into()],
         },
+        Warning::VirtualHostIdle {
+            interfaces: vec!["sb-v-server/v-0bv0 (rx +0, tx +0)".into()],
+        },
         Warning::IoFallback {
             reason: "io uring not used, this run measured epoll: CRR is not covered".into(),
         },

@@ -273,7 +273,7 @@ run_settings! {
     lab: Option<Text> = None, json "lab";
     /// Lab host the driver runs in (with --lab); with --agents, a comma-separated list: agent i runs in host i mod their number.
     lab_from: Option<Text> = None, json "lab_from";
-    /// Lab host the responder runs in (with --lab).
+    /// Lab host the responder runs in (with --lab); HOST.vN: on host HOST's virtual host N (its macvlan N's address), and with --agents a comma-separated list of one host's virtual hosts: agent i's responder on the i-th modulo their number.
     lab_to: Option<Text> = None, json "lab_to";
     /// Rate of every link on the lab path, e.g. 100Mbit or 10Gbit (tbf) [default: the lab file's].
     link_rate: Option<BitRate> = None, json "link_rate_bps", range "1Mbit" ..= "1000Gbit";
