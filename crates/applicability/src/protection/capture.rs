@@ -96,6 +96,9 @@ impl Half {
 #[derive(Debug)]
 struct Flow {
     seen: Seen,
+    /// The client's initial sequence number (`None` when the SYN was not
+    /// seen): a SYN carrying it again is the same connection repeated.
+    isn: Option<u32>,
     client: Half,
     server: Half,
 }
@@ -144,6 +147,18 @@ impl Reassembly {
     /// One TCP segment from `src` to `dst`.
     pub fn segment(&mut self, src: SocketAddr, dst: SocketAddr, t: &Tcp, payload: &[u8]) {
         if t.syn && !t.ack {
+            // The same SYN again (retransmitted after a full accept queue
+            // dropped it, or one frame shown on a stacked device and its
+            // lower device) is the same connection, not a reuse of the
+            // 4-tuple: replacing the flow would leave an empty sighting the
+            // census takes first.
+            if self
+                .flows
+                .get(&(src, dst))
+                .is_some_and(|f| f.isn == Some(t.seq))
+            {
+                return;
+            }
             // A new connection from src: a reused 4-tuple ends the last one.
             if let Some(old) = self.flows.remove(&(src, dst)) {
                 self.done.push(old.seen);
@@ -157,6 +172,7 @@ impl Reassembly {
                     choice: None,
                     tls_records: false,
                 },
+                isn: Some(t.seq),
                 client: Half::default(),
                 server: Half::default(),
             };
@@ -188,6 +204,7 @@ impl Reassembly {
             };
             let mut flow = Flow {
                 seen,
+                isn: None,
                 client: Half {
                     settled: true,
                     ..Half::default()

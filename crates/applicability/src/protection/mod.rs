@@ -474,4 +474,60 @@ mod tests {
             2
         );
     }
+
+    fn tcp(seq: u32, syn: bool, ack: bool) -> capture::Tcp {
+        capture::Tcp { seq, syn, ack }
+    }
+
+    /// The one row's protection the census gives `conn` with what `r` read.
+    fn protection_of(conn: Conn, r: capture::Reassembly) -> String {
+        let conns = [conn];
+        let sel = Selection {
+            subnets: vec![],
+            port: None,
+            thresholds: Thresholds::default(),
+        };
+        let listeners = HashSet::new();
+        let classified = classify(&conns, &listeners, &HostFacts::default(), &sel);
+        let ev = Evidence {
+            capture: Some(Ok(Capture {
+                seen: r.finish(),
+                frames: 10,
+                dropped: 0,
+            })),
+            listeners,
+            ..Evidence::default()
+        };
+        let c = census(&classified, &ev);
+        assert_eq!(c.rows.len(), 1, "{c:?}");
+        c.rows[0].protection.clone()
+    }
+
+    fn c_s() -> (SocketAddr, SocketAddr) {
+        (
+            "10.77.1.1:40000".parse().unwrap(),
+            "10.77.1.2:443".parse().unwrap(),
+        )
+    }
+
+    /// A SYN seen twice (retransmitted after a full accept queue dropped
+    /// it, or one frame on a VLAN/bond device and its lower device) is one
+    /// connection, and its handshake is read.
+    #[test]
+    fn a_repeated_syn_keeps_a_tls_connection_tls() {
+        let (client, server) = hello::tests::handshake(&hello::tests::params(
+            stackbench_model::settings::TlsVersion::V13,
+            0x1301,
+            &["X25519"],
+        ));
+        let (c, s) = c_s();
+        let mut r = capture::Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), &[]);
+        r.segment(c, s, &tcp(1000, true, false), &[]);
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        r.segment(c, s, &tcp(1001, false, true), &client);
+        r.segment(s, c, &tcp(7001, false, true), &server);
+        let p = protection_of(conn("10.77.1.1:40000", "10.77.1.2:443", false), r);
+        assert_eq!(p, "tls");
+    }
 }
