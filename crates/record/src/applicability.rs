@@ -9,6 +9,8 @@
 //! Filling it in is `stackbench_applicability`; this module holds the stored
 //! form only.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -168,6 +170,15 @@ pub struct CryptoCensus {
     /// Connections whose TLS handshake (ClientHello and the server's
     /// choice) was read inside the window.
     pub handshakes_seen: u64,
+    /// Connections read as `unknown` (neither TLS nor clear text shown),
+    /// by why: `no capture`, `not seen` (the capture never showed it),
+    /// `gap` (the capture missed some of the client's first bytes), `cap
+    /// reached` (no complete hello in the bytes kept), `window ended`
+    /// (the client sent nothing, or not all of its hello, inside the
+    /// window), `open before the window` (no TLS records among the
+    /// segments looked at).
+    #[serde(default)]
+    pub unknown_reasons: BTreeMap<String, u64>,
     /// IPsec SAs of the observed host (start and end of the window).
     pub ipsec_sas: u64,
     /// One row per server port, client subnet and protection; most

@@ -12,7 +12,7 @@
 //! the kernel's count is reported). On loopback each packet is seen twice
 //! (leaving and arriving): the leaving copy is skipped there.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -26,6 +26,16 @@ use super::hello::{client_offer, server_choice, Choice, Offer, Read};
 /// post-quantum key share and a TLS 1.2 server flight with a certificate
 /// chain fit well inside.
 const KEEP_BYTES: usize = 32 * 1024;
+/// Segments kept past a hole in a direction (reordered, or lost and
+/// retransmitted later) until the hole fills; more than this and the
+/// direction is given up as a gap.
+const MAX_AHEAD: usize = 16;
+/// Payload segments of a connection open before the window looked at for
+/// a run of TLS record headers (bulk TLS is mostly mid-record).
+const MAX_SCAN: u32 = 64;
+/// The largest TLS record body: 2^14 bytes plus the expansion TLS 1.2
+/// allows a ciphertext (RFC 5246 section 6.2.3).
+const MAX_RECORD: usize = (1 << 14) + 2048;
 const PACKET_OUTGOING: u8 = 4;
 const ARPHRD_LOOPBACK: u16 = 772;
 const ARPHRD_ETHER: u16 = 1;
@@ -43,6 +53,38 @@ pub struct Seen {
     pub choice: Option<Choice>,
     /// Without the start: its segments carried TLS records.
     pub tls_records: bool,
+    /// The client's first bytes, read from stream offset 0, are not TLS:
+    /// the only evidence that reads as clear text.
+    pub not_tls: bool,
+    /// Why neither TLS nor clear text was found, when neither was.
+    pub unread: Option<Unread>,
+}
+
+/// Why the wire did not tell whether a connection is protected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Unread {
+    /// A hole in the client's bytes the capture never filled (a frame it
+    /// missed, or more reordered segments than are kept).
+    Gap,
+    /// The bytes kept of the client's stream hold no complete hello.
+    Cap,
+    /// The window ended before the client sent its first bytes.
+    WindowEnded,
+    /// Open before the window: no run of TLS record headers among the
+    /// segments looked at.
+    MidStream,
+}
+
+impl Unread {
+    /// How the census summary names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unread::Gap => "gap",
+            Unread::Cap => "cap reached",
+            Unread::WindowEnded => "window ended",
+            Unread::MidStream => "open before the window",
+        }
+    }
 }
 
 /// The captured connections and the socket's counts.
@@ -54,42 +96,122 @@ pub struct Capture {
     pub dropped: u64,
 }
 
-/// One direction's bytes in sequence order.
+/// One direction's first bytes in stream order.
 #[derive(Debug, Default)]
 struct Half {
-    next_seq: Option<u32>,
+    /// The sequence number of the stream's first byte (the SYN's plus one).
+    base: Option<u32>,
+    /// The stream from its first byte, without holes, up to [`KEEP_BYTES`].
     bytes: Vec<u8>,
-    /// Read: the hello found, not TLS, or a gap in the capture.
+    /// Segments past a hole, by stream offset, until the hole fills.
+    ahead: BTreeMap<usize, Vec<u8>>,
+    /// Read: the hello found, not TLS, or given up (`gave_up` says why).
     settled: bool,
+    gave_up: Option<Unread>,
 }
 
 impl Half {
     /// Read to its end: its bytes are dropped, so a window of many
     /// connections keeps a few hundred bytes per connection, not 32 kB.
-    fn settle(&mut self) {
+    fn settle(&mut self, why: Option<Unread>) {
         self.settled = true;
+        self.gave_up = why;
         self.bytes = Vec::new();
+        self.ahead = BTreeMap::new();
     }
 
-    /// Adds a segment's payload where it continues the stream.
+    /// Adds a segment's payload at its place in the stream: after the
+    /// bytes so far it extends them (and the kept segments it reaches);
+    /// past a hole it waits among the kept segments.
     fn add(&mut self, seq: u32, payload: &[u8]) {
-        let Some(next) = self.next_seq else { return };
+        let Some(base) = self.base else { return };
         if self.settled || payload.is_empty() {
             return;
         }
-        let offset = next.wrapping_sub(seq) as usize;
-        if next.wrapping_sub(seq) > u32::MAX / 2 {
-            // A segment after a gap: the capture missed bytes.
-            self.settle();
+        let rel = seq.wrapping_sub(base);
+        let (offset, data) = if rel > u32::MAX / 2 {
+            // Starts before the stream's first byte: a repeat of the start.
+            let skip = base.wrapping_sub(seq) as usize;
+            if skip >= payload.len() {
+                return;
+            }
+            (0, &payload[skip..])
+        } else {
+            (rel as usize, payload)
+        };
+        if offset >= KEEP_BYTES {
             return;
         }
-        if offset < payload.len() {
-            let room = KEEP_BYTES.saturating_sub(self.bytes.len());
-            let tail = &payload[offset..];
-            self.bytes.extend_from_slice(&tail[..tail.len().min(room)]);
-            self.next_seq = Some(next.wrapping_add(tail.len() as u32));
+        let data = &data[..data.len().min(KEEP_BYTES - offset)];
+        if offset > self.bytes.len() {
+            if self.ahead.len() >= MAX_AHEAD && !self.ahead.contains_key(&offset) {
+                self.settle(Some(Unread::Gap));
+                return;
+            }
+            let kept = self.ahead.entry(offset).or_default();
+            if data.len() > kept.len() {
+                *kept = data.to_vec();
+            }
+            return;
+        }
+        self.extend(offset, data);
+        while let Some(next) = self.ahead.first_entry() {
+            if *next.key() > self.bytes.len() {
+                break;
+            }
+            let (offset, data) = next.remove_entry();
+            self.extend(offset, &data);
         }
     }
+
+    /// `data` at `offset`, which is not past the end of `bytes`.
+    fn extend(&mut self, offset: usize, data: &[u8]) {
+        let end = offset + data.len();
+        if end > self.bytes.len() {
+            let from = self.bytes.len() - offset;
+            self.bytes.extend_from_slice(&data[from..]);
+        }
+    }
+
+    /// Why the direction was not read, when it ends unsettled.
+    fn unread(&self) -> Unread {
+        match self.gave_up {
+            Some(why) => why,
+            None if !self.ahead.is_empty() => Unread::Gap,
+            None if self.bytes.is_empty() => Unread::WindowEnded,
+            // Part of a hello: the rest came after the window.
+            None => Unread::WindowEnded,
+        }
+    }
+}
+
+/// Looking for TLS records in a connection open before the window, whose
+/// segments mostly start inside a record.
+#[derive(Debug, Default)]
+struct Scan {
+    /// Payload segments looked at.
+    segments: u32,
+    /// Per direction (client, server): where the record whose header was
+    /// seen ends, so where the next header is due.
+    due: [Option<u32>; 2],
+}
+
+/// The records whose headers chain from the start of `payload`: `None`
+/// when a header is not a TLS one, else how many and where the last
+/// record ends (past the payload when it continues in later segments).
+fn record_run(payload: &[u8]) -> Option<(usize, usize)> {
+    let mut at = 0;
+    let mut headers = 0;
+    while at + 5 <= payload.len() {
+        let h = &payload[at..at + 5];
+        let len = usize::from(u16::from_be_bytes([h[3], h[4]]));
+        if !is_tls_record(h) || len > MAX_RECORD {
+            return None;
+        }
+        headers += 1;
+        at += 5 + len;
+    }
+    (headers > 0).then_some((headers, at))
 }
 
 /// One connection being read.
@@ -101,33 +223,80 @@ struct Flow {
     isn: Option<u32>,
     client: Half,
     server: Half,
+    scan: Scan,
 }
 
 impl Flow {
     fn read(&mut self) {
-        if !self.client.settled {
+        if !self.client.settled && !self.client.bytes.is_empty() {
             match client_offer(&self.client.bytes) {
                 // No hello in all the bytes kept: give up on it.
-                Read::More if self.client.bytes.len() >= KEEP_BYTES => self.client.settle(),
+                Read::More if self.client.bytes.len() >= KEEP_BYTES => {
+                    self.client.settle(Some(Unread::Cap));
+                }
                 Read::More => {}
-                Read::NotTls => self.client.settle(),
+                Read::NotTls => {
+                    // Read from offset 0: clear text, unless it is framed as
+                    // TLS records (a handshake that is not a ClientHello).
+                    if is_tls_record(&self.client.bytes) {
+                        self.seen.tls_records = true;
+                    } else {
+                        self.seen.not_tls = true;
+                    }
+                    self.client.settle(None);
+                }
                 Read::Done(o) => {
                     self.seen.offer = Some(o);
-                    self.client.settle();
+                    self.client.settle(None);
                 }
             }
         }
-        if !self.server.settled {
+        if !self.server.settled && !self.server.bytes.is_empty() {
             match server_choice(&self.server.bytes) {
-                Read::More if self.server.bytes.len() >= KEEP_BYTES => self.server.settle(),
+                Read::More if self.server.bytes.len() >= KEEP_BYTES => {
+                    self.server.settle(Some(Unread::Cap));
+                }
                 Read::More => {}
-                Read::NotTls => self.server.settle(),
+                Read::NotTls => self.server.settle(None),
                 Read::Done(c) => {
                     self.seen.choice = Some(c);
-                    self.server.settle();
+                    self.server.settle(None);
                 }
             }
         }
+    }
+
+    /// A payload segment of a connection open before the window: TLS
+    /// records once a header is where the record before it ended, or a
+    /// segment holds whole records (or several headers) end to end.
+    fn scan(&mut self, from_client: bool, seq: u32, payload: &[u8]) {
+        if self.seen.tls_records || self.scan.segments >= MAX_SCAN || payload.is_empty() {
+            return;
+        }
+        self.scan.segments += 1;
+        let due = &mut self.scan.due[usize::from(!from_client)];
+        let Some((headers, end)) = record_run(payload) else {
+            return;
+        };
+        if *due == Some(seq) || headers >= 2 || end == payload.len() {
+            self.seen.tls_records = true;
+        } else {
+            *due = Some(seq.wrapping_add(end as u32));
+        }
+    }
+
+    /// What the wire showed, with why it is neither TLS nor clear when so.
+    fn close(self) -> Seen {
+        let mut seen = self.seen;
+        let found = seen.offer.is_some() || seen.choice.is_some() || seen.tls_records;
+        if !found && !seen.not_tls {
+            seen.unread = Some(if seen.from_start {
+                self.client.unread()
+            } else {
+                Unread::MidStream
+            });
+        }
+        seen
     }
 }
 
@@ -161,7 +330,7 @@ impl Reassembly {
             }
             // A new connection from src: a reused 4-tuple ends the last one.
             if let Some(old) = self.flows.remove(&(src, dst)) {
-                self.done.push(old.seen);
+                self.done.push(old.close());
             }
             let mut flow = Flow {
                 seen: Seen {
@@ -171,12 +340,15 @@ impl Reassembly {
                     offer: None,
                     choice: None,
                     tls_records: false,
+                    not_tls: false,
+                    unread: None,
                 },
                 isn: Some(t.seq),
                 client: Half::default(),
                 server: Half::default(),
+                scan: Scan::default(),
             };
-            flow.client.next_seq = Some(t.seq.wrapping_add(1));
+            flow.client.base = Some(t.seq.wrapping_add(1));
             self.flows.insert((src, dst), flow);
             return;
         }
@@ -201,6 +373,8 @@ impl Reassembly {
                 offer: None,
                 choice: None,
                 tls_records: false,
+                not_tls: false,
+                unread: None,
             };
             let mut flow = Flow {
                 seen,
@@ -213,18 +387,20 @@ impl Reassembly {
                     settled: true,
                     ..Half::default()
                 },
+                scan: Scan::default(),
             };
-            flow.seen.tls_records = is_tls_record(payload);
+            flow.scan(src == client, t.seq, payload);
             self.flows.insert((client, server), flow);
             return;
         };
         let flow = self.flows.get_mut(&key).expect("found above");
         let from_client = src == flow.seen.client;
         if !from_client && t.syn && t.ack {
-            flow.server.next_seq = Some(t.seq.wrapping_add(1));
+            flow.server.base = Some(t.seq.wrapping_add(1));
             return;
         }
         if !flow.seen.from_start {
+            flow.scan(from_client, t.seq, payload);
             return;
         }
         let half = if from_client {
@@ -241,7 +417,7 @@ impl Reassembly {
 
     /// Every connection seen, in the order their SYN (or first segment) came.
     pub fn finish(mut self) -> Vec<Seen> {
-        let mut rest: Vec<Seen> = self.flows.into_values().map(|f| f.seen).collect();
+        let mut rest: Vec<Seen> = self.flows.into_values().map(Flow::close).collect();
         // HashMap order is arbitrary: reused 4-tuples keep their order
         // through `done`, the open ones come after.
         rest.sort_by_key(|s| (s.client, s.server));
@@ -460,6 +636,7 @@ mod tests {
         );
         let clear = &seen[1];
         assert!(clear.from_start && clear.offer.is_none() && !clear.tls_records);
+        assert!(clear.not_tls && clear.unread.is_none());
         let mid = seen.iter().find(|x| !x.from_start).unwrap();
         assert!(mid.tls_records);
         assert_eq!((mid.client, mid.server), (b, a));
