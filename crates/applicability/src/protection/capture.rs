@@ -349,6 +349,10 @@ impl Reassembly {
                 scan: Scan::default(),
             };
             flow.client.base = Some(t.seq.wrapping_add(1));
+            // TCP Fast Open: the SYN carries the first bytes (the SYN's own
+            // sequence number is before them).
+            flow.client.add(t.seq.wrapping_add(1), payload);
+            flow.read();
             self.flows.insert((src, dst), flow);
             return;
         }
@@ -397,6 +401,8 @@ impl Reassembly {
         let from_client = src == flow.seen.client;
         if !from_client && t.syn && t.ack {
             flow.server.base = Some(t.seq.wrapping_add(1));
+            flow.server.add(t.seq.wrapping_add(1), payload);
+            flow.read();
             return;
         }
         if !flow.seen.from_start {

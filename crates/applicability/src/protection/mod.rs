@@ -631,4 +631,26 @@ mod tests {
         let why = BTreeMap::from([("window ended".into(), 1)]);
         assert_eq!(c.unknown_reasons, why);
     }
+
+    /// TCP Fast Open: the first bytes ride in the SYN. Clear text there is
+    /// clear (not a gap), and a hello begun there is read with the rest.
+    #[test]
+    fn fast_open_data_in_the_syn_is_read() {
+        let (c, s) = c_s();
+        let fresh = || conn("10.77.1.1:40000", "10.77.1.2:443", false);
+        let mut r = capture::Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), b"GET / HTTP/1.1\r\n\r\n");
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        assert_eq!(protection_of(fresh(), r), "clear");
+
+        let (client, server) = tls13();
+        let mut r = capture::Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), &client[..100]);
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        r.segment(c, s, &tcp(1101, false, true), &client[100..]);
+        r.segment(s, c, &tcp(7001, false, true), &server);
+        let census = census_of(fresh(), r);
+        assert_eq!(census.rows[0].protection, "tls");
+        assert_eq!(census.rows[0].offered_groups, ["X25519"]);
+    }
 }
