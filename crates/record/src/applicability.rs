@@ -167,6 +167,10 @@ pub struct CryptoCensus {
     /// Frames the kernel dropped before the capture read them (a busy
     /// window: some handshakes may be missing).
     pub frames_dropped: u64,
+    /// Connections the capture did not follow because 65536 were open at
+    /// once (its bound on memory): they read `unknown` (`not seen`).
+    #[serde(default)]
+    pub connections_untracked: u64,
     /// Connections whose TLS handshake (ClientHello and the server's
     /// choice) was read inside the window.
     pub handshakes_seen: u64,
@@ -176,7 +180,8 @@ pub struct CryptoCensus {
     /// reached` (no complete hello in the bytes kept), `window ended`
     /// (the client sent nothing, or not all of its hello, inside the
     /// window), `open before the window` (no TLS records among the
-    /// segments looked at).
+    /// segments looked at), `capture full` (64 MiB buffered across all
+    /// connections).
     #[serde(default)]
     pub unknown_reasons: BTreeMap<String, u64>,
     /// IPsec SAs of the observed host (start and end of the window).

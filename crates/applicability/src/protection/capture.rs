@@ -11,6 +11,10 @@
 //! costs CPU in proportion to the traffic (a busy window may drop frames:
 //! the kernel's count is reported). On loopback each packet is seen twice
 //! (leaving and arriving): the leaving copy is skipped there.
+//!
+//! What it holds is bounded: [`MAX_FLOWS`] connections followed at once
+//! and [`MAX_BUFFERED`] bytes across them; a connection that ends (RST,
+//! both FINs) frees its slot, a direction that is read frees its bytes.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -33,6 +37,14 @@ const MAX_AHEAD: usize = 16;
 /// Payload segments of a connection open before the window looked at for
 /// a run of TLS record headers (bulk TLS is mostly mid-record).
 const MAX_SCAN: u32 = 64;
+/// Connections followed at once: a SYN flood or a window of very many
+/// short connections cannot grow the capture past this (each open flow is
+/// a few hundred bytes without its buffered bytes). Connections past it
+/// are counted and read `unknown` (not seen).
+pub const MAX_FLOWS: usize = 64 * 1024;
+/// Bytes buffered across all connections (first bytes not read yet and
+/// reordered segments): past it a direction is given up (`capture full`).
+const MAX_BUFFERED: usize = 64 << 20;
 /// The largest TLS record body: 2^14 bytes plus the expansion TLS 1.2
 /// allows a ciphertext (RFC 5246 section 6.2.3).
 const MAX_RECORD: usize = (1 << 14) + 2048;
@@ -73,6 +85,8 @@ pub enum Unread {
     /// Open before the window: no run of TLS record headers among the
     /// segments looked at.
     MidStream,
+    /// The capture's bound on buffered bytes was reached.
+    Full,
 }
 
 impl Unread {
@@ -83,6 +97,7 @@ impl Unread {
             Unread::Cap => "cap reached",
             Unread::WindowEnded => "window ended",
             Unread::MidStream => "open before the window",
+            Unread::Full => "capture full",
         }
     }
 }
@@ -94,6 +109,8 @@ pub struct Capture {
     /// Frames read, and those the kernel dropped (a full receive buffer).
     pub frames: u64,
     pub dropped: u64,
+    /// Connections not followed because [`MAX_FLOWS`] were open.
+    pub untracked: u64,
 }
 
 /// One direction's first bytes in stream order.
@@ -173,6 +190,11 @@ impl Half {
         }
     }
 
+    /// Bytes it holds.
+    fn held(&self) -> usize {
+        self.bytes.len() + self.ahead.values().map(Vec::len).sum::<usize>()
+    }
+
     /// Why the direction was not read, when it ends unsettled.
     fn unread(&self) -> Unread {
         match self.gave_up {
@@ -224,6 +246,8 @@ struct Flow {
     client: Half,
     server: Half,
     scan: Scan,
+    /// FINs seen: 1 the client's, 2 the server's.
+    fins: u8,
 }
 
 impl Flow {
@@ -285,6 +309,28 @@ impl Flow {
         }
     }
 
+    fn held(&self) -> usize {
+        self.client.held() + self.server.held()
+    }
+
+    /// A FIN or RST from one end: what that end sent is all there is, so
+    /// its bytes are let go; true once the connection is over (an RST, or
+    /// both FINs).
+    fn end(&mut self, from_client: bool, rst: bool) -> bool {
+        self.fins |= if from_client { 1 } else { 2 };
+        let halves = [
+            (&mut self.client, from_client || rst),
+            (&mut self.server, !from_client || rst),
+        ];
+        for (half, ended) in halves {
+            if ended && !half.settled {
+                let why = half.unread();
+                half.settle(Some(why));
+            }
+        }
+        rst || self.fins == 3
+    }
+
     /// What the wire showed, with why it is neither TLS nor clear when so.
     fn close(self) -> Seen {
         let mut seen = self.seen;
@@ -300,11 +346,31 @@ impl Flow {
     }
 }
 
+/// How much the reassembly holds at most.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub flows: usize,
+    pub bytes: usize,
+}
+
 /// TCP segments folded into flows, keyed by (client, server).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Reassembly {
     flows: HashMap<(SocketAddr, SocketAddr), Flow>,
     done: Vec<Seen>,
+    limits: Limits,
+    /// Bytes the open flows hold.
+    buffered: usize,
+    untracked: u64,
+}
+
+impl Default for Reassembly {
+    fn default() -> Self {
+        Reassembly::with_limits(Limits {
+            flows: MAX_FLOWS,
+            bytes: MAX_BUFFERED,
+        })
+    }
 }
 
 /// A TLS record header: content type 20–23 and a 3.x version.
@@ -313,6 +379,21 @@ fn is_tls_record(payload: &[u8]) -> bool {
 }
 
 impl Reassembly {
+    pub fn with_limits(limits: Limits) -> Reassembly {
+        Reassembly {
+            flows: HashMap::new(),
+            done: Vec::new(),
+            limits,
+            buffered: 0,
+            untracked: 0,
+        }
+    }
+
+    /// Connections not followed because the flow bound was reached.
+    pub fn untracked(&self) -> u64 {
+        self.untracked
+    }
+
     /// One TCP segment from `src` to `dst`.
     pub fn segment(&mut self, src: SocketAddr, dst: SocketAddr, t: &Tcp, payload: &[u8]) {
         if t.syn && !t.ack {
@@ -330,7 +411,12 @@ impl Reassembly {
             }
             // A new connection from src: a reused 4-tuple ends the last one.
             if let Some(old) = self.flows.remove(&(src, dst)) {
+                self.buffered -= old.held();
                 self.done.push(old.close());
+            }
+            if self.flows.len() >= self.limits.flows {
+                self.untracked += 1;
+                return;
             }
             let mut flow = Flow {
                 seen: Seen {
@@ -347,12 +433,14 @@ impl Reassembly {
                 client: Half::default(),
                 server: Half::default(),
                 scan: Scan::default(),
+                fins: 0,
             };
             flow.client.base = Some(t.seq.wrapping_add(1));
             // TCP Fast Open: the SYN carries the first bytes (the SYN's own
             // sequence number is before them).
             flow.client.add(t.seq.wrapping_add(1), payload);
             flow.read();
+            self.buffered += flow.held();
             self.flows.insert((src, dst), flow);
             return;
         }
@@ -361,7 +449,7 @@ impl Reassembly {
         } else if self.flows.contains_key(&(dst, src)) {
             (dst, src)
         } else {
-            if payload.is_empty() {
+            if payload.is_empty() || self.flows.len() >= self.limits.flows {
                 return;
             }
             // Open before the window: the higher port is the client's.
@@ -392,6 +480,7 @@ impl Reassembly {
                     ..Half::default()
                 },
                 scan: Scan::default(),
+                fins: 0,
             };
             flow.scan(src == client, t.seq, payload);
             self.flows.insert((client, server), flow);
@@ -399,26 +488,36 @@ impl Reassembly {
         };
         let flow = self.flows.get_mut(&key).expect("found above");
         let from_client = src == flow.seen.client;
-        if !from_client && t.syn && t.ack {
-            flow.server.base = Some(t.seq.wrapping_add(1));
-            flow.server.add(t.seq.wrapping_add(1), payload);
-            flow.read();
-            return;
-        }
+        let before = flow.held();
         if !flow.seen.from_start {
             flow.scan(from_client, t.seq, payload);
-            return;
-        }
-        let half = if from_client {
-            &mut flow.client
         } else {
-            &mut flow.server
-        };
-        if half.settled {
-            return;
+            let half = if from_client {
+                &mut flow.client
+            } else {
+                &mut flow.server
+            };
+            if !from_client && t.syn && t.ack {
+                half.base = Some(t.seq.wrapping_add(1));
+            }
+            let seq = if t.syn { t.seq.wrapping_add(1) } else { t.seq };
+            if !half.settled && !payload.is_empty() {
+                if self.buffered + payload.len() > self.limits.bytes {
+                    half.settle(Some(Unread::Full));
+                } else {
+                    half.add(seq, payload);
+                    flow.read();
+                }
+            }
         }
-        half.add(t.seq, payload);
-        flow.read();
+        let over = (t.fin || t.rst) && flow.end(from_client, t.rst);
+        self.buffered = self.buffered + flow.held() - before;
+        if over {
+            // Over: its slot and bytes are free for the next connections.
+            let flow = self.flows.remove(&key).expect("found above");
+            self.buffered -= flow.held();
+            self.done.push(flow.close());
+        }
     }
 
     /// Every connection seen, in the order their SYN (or first segment) came.
@@ -438,6 +537,8 @@ pub struct Tcp {
     pub seq: u32,
     pub syn: bool,
     pub ack: bool,
+    pub fin: bool,
+    pub rst: bool,
 }
 
 /// One frame: its TCP segment folded in, anything else ignored.
@@ -466,6 +567,8 @@ pub fn frame(r: &mut Reassembly, bytes: &[u8], ethernet: bool) {
         seq: tcp.sequence_number(),
         syn: tcp.syn(),
         ack: tcp.ack(),
+        fin: tcp.fin(),
+        rst: tcp.rst(),
     };
     r.segment(
         SocketAddr::new(src, tcp.source_port()),
@@ -538,6 +641,7 @@ impl Tap {
             unsafe { libc::poll(&mut pfd, 1, 20) };
         }
         Capture {
+            untracked: r.untracked(),
             seen: r.finish(),
             frames,
             dropped: self.drops(),
@@ -595,7 +699,12 @@ mod tests {
     use stackbench_model::settings::TlsVersion;
 
     fn tcp(seq: u32, syn: bool, ack: bool) -> Tcp {
-        Tcp { seq, syn, ack }
+        Tcp {
+            seq,
+            syn,
+            ack,
+            ..Tcp::default()
+        }
     }
 
     /// A TLS 1.2 handshake cut into segments, retransmitted and overlapping,
@@ -646,6 +755,53 @@ mod tests {
         let mid = seen.iter().find(|x| !x.from_start).unwrap();
         assert!(mid.tls_records);
         assert_eq!((mid.client, mid.server), (b, a));
+    }
+
+    /// The capture's memory is bounded: a connection that ends (RST, or
+    /// both FINs) frees its slot and bytes, connections past the flow
+    /// bound are counted, not followed, and a direction past the byte
+    /// bound is given up as `capture full`.
+    #[test]
+    fn flows_and_buffered_bytes_are_bounded_and_freed_when_a_connection_ends() {
+        let (client, _) = handshake(&params(TlsVersion::V13, 0x1301, &["X25519"]));
+        let s: SocketAddr = "10.77.1.2:443".parse().unwrap();
+        let c = |port: u16| SocketAddr::new("10.77.1.1".parse().unwrap(), port);
+        let mut r = Reassembly::with_limits(Limits {
+            flows: 1,
+            bytes: 4096,
+        });
+        let fin = |seq: u32| Tcp {
+            seq,
+            ack: true,
+            fin: true,
+            ..Tcp::default()
+        };
+        // Half a hello, then both ends close: nothing stays held.
+        r.segment(c(40000), s, &tcp(1000, true, false), &[]);
+        r.segment(s, c(40000), &tcp(7000, true, true), &[]);
+        r.segment(c(40000), s, &tcp(1001, false, true), &client[..100]);
+        assert_eq!(r.buffered, 100);
+        r.segment(c(40000), s, &fin(1101), &[]);
+        r.segment(s, c(40000), &fin(7001), &[]);
+        assert_eq!((r.buffered, r.flows.len()), (0, 0));
+        // The freed slot takes the next connection; one more is untracked.
+        r.segment(c(40001), s, &tcp(2000, true, false), &[]);
+        r.segment(c(40002), s, &tcp(3000, true, false), &[]);
+        assert_eq!(r.untracked(), 1);
+        // More than the byte bound waiting for a hello: given up.
+        r.segment(c(40001), s, &tcp(2001, false, true), &[0x16; 5000]);
+        assert_eq!(r.buffered, 0);
+        let rst = Tcp {
+            seq: 7001,
+            rst: true,
+            ..Tcp::default()
+        };
+        r.segment(s, c(40001), &rst, &[]);
+        assert!(r.flows.is_empty());
+        let seen = r.finish();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(seen[0].unread, Some(Unread::WindowEnded));
+        assert_eq!(seen[1].unread, Some(Unread::Full));
     }
 
     /// On loopback (root: an AF_PACKET socket) a TLS 1.3 handshake is read

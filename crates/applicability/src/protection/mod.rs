@@ -219,6 +219,7 @@ pub fn census(classified: &[Classified], ev: &Evidence) -> CryptoCensus {
         },
         frames_captured: capture.frames,
         frames_dropped: capture.dropped,
+        connections_untracked: capture.untracked,
         handshakes_seen: capture.seen.iter().filter(|s| s.choice.is_some()).count() as u64,
         unknown_reasons,
         ipsec_sas: ev.sas.len() as u64,
@@ -406,6 +407,7 @@ mod tests {
             ],
             frames: 40,
             dropped: 0,
+            untracked: 0,
         };
         let facts = HostFacts {
             addresses: vec![IpNet::parse("10.77.1.1/24").unwrap()],
@@ -489,7 +491,12 @@ mod tests {
     }
 
     fn tcp(seq: u32, syn: bool, ack: bool) -> capture::Tcp {
-        capture::Tcp { seq, syn, ack }
+        capture::Tcp {
+            seq,
+            syn,
+            ack,
+            ..capture::Tcp::default()
+        }
     }
 
     /// The one row's protection the census gives `conn` with what `r` read.
@@ -511,6 +518,7 @@ mod tests {
                 seen: r.finish(),
                 frames: 10,
                 dropped: 0,
+                untracked: 0,
             })),
             listeners,
             ..Evidence::default()
