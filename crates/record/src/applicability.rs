@@ -236,7 +236,8 @@ pub struct ProtectionRow {
     /// The chosen suite's IANA hex code (`C02F`), as `--cipher` takes it.
     pub tls_cipher_code: Option<String>,
     /// Key-exchange group chosen (`X25519`, `P-256`); absent for RSA key
-    /// exchange and for kTLS (the kernel does not know it).
+    /// exchange, for kTLS (the kernel does not know it), and for an ECDHE
+    /// suite whose ServerKeyExchange was not read (past the 32 kB kept).
     pub tls_group: Option<String>,
     /// kTLS: where the records are handled, `tx sw, rx sw` (`hw`: offloaded to the NIC).
     pub ktls_offload: Option<String>,

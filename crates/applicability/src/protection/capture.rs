@@ -255,10 +255,10 @@ impl Flow {
         if !self.client.settled && !self.client.bytes.is_empty() {
             match client_offer(&self.client.bytes) {
                 // No hello in all the bytes kept: give up on it.
-                Read::More if self.client.bytes.len() >= KEEP_BYTES => {
+                Read::More | Read::Partial(_) if self.client.bytes.len() >= KEEP_BYTES => {
                     self.client.settle(Some(Unread::Cap));
                 }
-                Read::More => {}
+                Read::More | Read::Partial(_) => {}
                 Read::NotTls => {
                     // Read from offset 0: clear text, unless it is framed as
                     // TLS records (a handshake that is not a ClientHello).
@@ -277,10 +277,16 @@ impl Flow {
         }
         if !self.server.settled && !self.server.bytes.is_empty() {
             match server_choice(&self.server.bytes) {
+                // All the bytes kept: the choice found so far stands (its
+                // group unknown when the ServerKeyExchange was past them).
+                Read::Partial(c) if self.server.bytes.len() >= KEEP_BYTES => {
+                    self.seen.choice = Some(c);
+                    self.server.settle(Some(Unread::Cap));
+                }
                 Read::More if self.server.bytes.len() >= KEEP_BYTES => {
                     self.server.settle(Some(Unread::Cap));
                 }
-                Read::More => {}
+                Read::More | Read::Partial(_) => {}
                 Read::NotTls => self.server.settle(None),
                 Read::Done(c) => {
                     self.seen.choice = Some(c);
