@@ -1,5 +1,5 @@
 //! The wire half of the crypto census: an `AF_PACKET` socket in the
-//! observed namespace receives every frame of its interfaces while the
+//! observed namespace receives every TCP frame of its interfaces while the
 //! window runs, and each TCP connection that starts inside it (its SYN is
 //! seen) has the first bytes of both directions put back in order, until
 //! [`super::hello`] has read the ClientHello and the server's choice or
@@ -584,6 +584,68 @@ pub fn frame(r: &mut Reassembly, bytes: &[u8], ethernet: bool) {
     );
 }
 
+/// `SO_ATTACH_FILTER` (include/uapi/asm-generic/socket.h: 26 on every
+/// Linux architecture); the libc crate names it only for Android.
+const SO_ATTACH_FILTER: libc::c_int = 26;
+
+/// A classic BPF program passing TCP over IPv4 and IPv6 only, whatever the
+/// link layer: it reads the packet's protocol (`SKF_AD_PROTOCOL`) and the
+/// IP header's protocol field from the network header (`SKF_NET_OFF`), as
+/// the kernel's Documentation/networking/filter.rst describes. IPv6 with
+/// extension headers before TCP is not passed.
+fn tcp_filter() -> [libc::sock_filter; 9] {
+    let stmt = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let ld_h = libc::BPF_LD | libc::BPF_H | libc::BPF_ABS;
+    let ld_b = libc::BPF_LD | libc::BPF_B | libc::BPF_ABS;
+    let net = |off: i32| (libc::SKF_NET_OFF + off) as u32;
+    [
+        stmt(ld_h, (libc::SKF_AD_OFF + libc::SKF_AD_PROTOCOL) as u32),
+        jeq(libc::ETH_P_IP as u32, 0, 2),
+        stmt(ld_b, net(9)), // IPv4 protocol
+        jeq(libc::IPPROTO_TCP as u32, 3, 4),
+        jeq(libc::ETH_P_IPV6 as u32, 0, 3),
+        stmt(ld_b, net(6)), // IPv6 next header
+        jeq(libc::IPPROTO_TCP as u32, 0, 1),
+        stmt(libc::BPF_RET | libc::BPF_K, u32::MAX), // pass, whole
+        stmt(libc::BPF_RET | libc::BPF_K, 0),        // drop
+    ]
+}
+
+/// Attaches [`tcp_filter`] to a socket.
+fn attach_tcp_filter(fd: &impl AsRawFd) -> io::Result<()> {
+    let mut filter = tcp_filter();
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_mut_ptr(),
+    };
+    // SAFETY: `prog` points at `filter`, alive for the call; the kernel copies it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_ATTACH_FILTER,
+            (&prog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// An `AF_PACKET` socket receiving every frame of this namespace.
 pub struct Tap {
     fd: OwnedFd,
@@ -617,6 +679,10 @@ impl Tap {
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
+        // Only TCP is read: the kernel keeps the rest (UDP, ARP, …) from
+        // being copied to user space. A refusal keeps every frame, which
+        // `frame` sorts anyway.
+        let _ = attach_tcp_filter(&fd);
         Ok(Tap { fd })
     }
 
@@ -808,6 +874,40 @@ mod tests {
         assert_eq!(seen.len(), 2, "{seen:?}");
         assert_eq!(seen[0].unread, Some(Unread::WindowEnded));
         assert_eq!(seen[1].unread, Some(Unread::Full));
+    }
+
+    /// The capture's filter passes TCP and drops the rest: the kernel
+    /// runs the same program on an ordinary socket's packets, so a UDP
+    /// socket with it gets nothing and a TCP connection with it still
+    /// carries its bytes (no root needed).
+    #[test]
+    fn the_capture_filter_passes_tcp_only() {
+        use std::io::{Read as _, Write as _};
+        use std::net::{TcpListener, TcpStream, UdpSocket};
+        let filtered = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let open = UdpSocket::bind("127.0.0.1:0").unwrap();
+        attach_tcp_filter(&filtered).unwrap();
+        let send = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for to in [&filtered, &open] {
+            to.set_read_timeout(Some(std::time::Duration::from_millis(200)))
+                .unwrap();
+            send.send_to(b"x", to.local_addr().unwrap()).unwrap();
+        }
+        let mut buf = [0u8; 8];
+        assert!(open.recv(&mut buf).is_ok());
+        assert!(filtered.recv(&mut buf).is_err(), "UDP passed the filter");
+
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        attach_tcp_filter(&server).unwrap();
+        server
+            .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        client.write_all(b"tcp").unwrap();
+        let mut got = [0u8; 3];
+        server.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"tcp");
     }
 
     /// On loopback (root: an AF_PACKET socket) a TLS 1.3 handshake is read
