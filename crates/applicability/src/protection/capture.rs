@@ -876,6 +876,43 @@ mod tests {
         assert_eq!(seen[1].unread, Some(Unread::Full));
     }
 
+    /// A server flight longer than the bytes kept (a certificate chain
+    /// past 32 kB) keeps the ServerHello's choice, its group not known,
+    /// instead of no choice at all.
+    #[test]
+    fn a_server_flight_past_the_bytes_kept_keeps_its_choice() {
+        let (client, server) = handshake(&params(TlsVersion::V12, 0xC02F, &["P-256"]));
+        // The ServerHello alone: the first message of the first record.
+        let body = &server[5..];
+        let hello_len = 4 + usize::from(u16::from_be_bytes([body[2], body[3]]));
+        let mut flight = vec![0x16, 3, 3];
+        flight.extend_from_slice(&(hello_len as u16).to_be_bytes());
+        flight.extend_from_slice(&body[..hello_len]);
+        // A 40000-byte Certificate message in 16000-byte records.
+        let mut cert = vec![11, 0x00, 0x9C, 0x40];
+        cert.resize(4 + 40000, 0);
+        for piece in cert.chunks(16000) {
+            flight.extend_from_slice(&[0x16, 3, 3]);
+            flight.extend_from_slice(&(piece.len() as u16).to_be_bytes());
+            flight.extend_from_slice(piece);
+        }
+        let c: SocketAddr = "10.77.1.1:40000".parse().unwrap();
+        let s: SocketAddr = "10.77.1.2:443".parse().unwrap();
+        let mut r = Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), &[]);
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        r.segment(c, s, &tcp(1001, false, true), &client);
+        for (i, chunk) in flight.chunks(1448).enumerate() {
+            r.segment(s, c, &tcp(7001 + 1448 * i as u32, false, true), chunk);
+        }
+        let seen = r.finish();
+        let choice = seen[0].choice.as_ref().expect("the ServerHello's choice");
+        assert_eq!(
+            (choice.version, choice.suite, choice.group),
+            (0x0303, 0xC02F, None)
+        );
+    }
+
     /// The capture's filter passes TCP and drops the rest: the kernel
     /// runs the same program on an ordinary socket's packets, so a UDP
     /// socket with it gets nothing and a TCP connection with it still
