@@ -241,6 +241,13 @@ pub fn execute(
                 cap.frames + cap.dropped
             ));
         }
+        if cap.untracked > 0 {
+            notes.push(format!(
+                "warning: the capture followed at most {} connections at once: {} more read as unknown",
+                crate::protection::capture::MAX_FLOWS,
+                cap.untracked
+            ));
+        }
     }
     let interrupted = observed.window < c.watch.window;
     let (mut record, classes) =

@@ -93,18 +93,40 @@ fn observe_here(w: &Watch, stop: &AtomicBool, started: &(dyn Fn() + Sync)) -> io
             return Ok(o);
         }
     };
+    let (observed, capture) = beside(|done| tap.run(done), || watch(w, stop, started));
+    observed.map(|mut o| {
+        o.capture = Some(Ok(capture));
+        o
+    })
+}
+
+/// Sets its flag when dropped: also when the window panics, so the thread
+/// beside it stops and the scope that joins it does not wait forever.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `main` here and `reader` on a thread beside it until `main` returns or
+/// panics; a panic of either is resumed here.
+fn beside<R, C: Send>(
+    reader: impl FnOnce(&AtomicBool) -> C + Send,
+    main: impl FnOnce() -> R,
+) -> (R, C) {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let reader = s.spawn(|| tap.run(&done));
-        let observed = watch(w, stop, started);
-        done.store(true, Ordering::Relaxed);
-        let capture = reader
+        let handle = s.spawn(|| reader(&done));
+        let r = {
+            let _stop = SetOnDrop(&done);
+            main()
+        };
+        let c = handle
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        observed.map(|mut o| {
-            o.capture = Some(Ok(capture));
-            o
-        })
+        (r, c)
     })
 }
 
@@ -257,6 +279,28 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
+
+    /// A window that panics still stops the capture beside it: the panic
+    /// comes back instead of the census waiting forever.
+    #[test]
+    fn a_panicking_window_stops_the_reader_beside_it() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(|| {
+                beside(
+                    |done: &AtomicBool| {
+                        while !done.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    },
+                    || panic!("the window failed"),
+                )
+            });
+            tx.send(r.is_err()).unwrap();
+        });
+        let panicked = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(panicked, Ok(true), "the reader was never told to stop");
+    }
 
     #[test]
     fn loopback_is_among_the_interface_addresses() {

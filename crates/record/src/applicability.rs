@@ -9,6 +9,8 @@
 //! Filling it in is `stackbench_applicability`; this module holds the stored
 //! form only.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -165,9 +167,23 @@ pub struct CryptoCensus {
     /// Frames the kernel dropped before the capture read them (a busy
     /// window: some handshakes may be missing).
     pub frames_dropped: u64,
+    /// Connections the capture did not follow because 65536 were open at
+    /// once (its bound on memory): they read `unknown` (`not seen`).
+    #[serde(default)]
+    pub connections_untracked: u64,
     /// Connections whose TLS handshake (ClientHello and the server's
     /// choice) was read inside the window.
     pub handshakes_seen: u64,
+    /// Connections read as `unknown` (neither TLS nor clear text shown),
+    /// by why: `no capture`, `not seen` (the capture never showed it),
+    /// `gap` (the capture missed some of the client's first bytes), `cap
+    /// reached` (no complete hello in the bytes kept), `window ended`
+    /// (the client sent nothing, or not all of its hello, inside the
+    /// window), `open before the window` (no TLS records among the
+    /// segments looked at), `capture full` (64 MiB buffered across all
+    /// connections).
+    #[serde(default)]
+    pub unknown_reasons: BTreeMap<String, u64>,
     /// IPsec SAs of the observed host (start and end of the window).
     pub ipsec_sas: u64,
     /// One row per server port, client subnet and protection; most
@@ -220,7 +236,8 @@ pub struct ProtectionRow {
     /// The chosen suite's IANA hex code (`C02F`), as `--cipher` takes it.
     pub tls_cipher_code: Option<String>,
     /// Key-exchange group chosen (`X25519`, `P-256`); absent for RSA key
-    /// exchange and for kTLS (the kernel does not know it).
+    /// exchange, for kTLS (the kernel does not know it), and for an ECDHE
+    /// suite whose ServerKeyExchange was not read (past the 32 kB kept).
     pub tls_group: Option<String>,
     /// kTLS: where the records are handled, `tx sw, rx sw` (`hw`: offloaded to the NIC).
     pub ktls_offload: Option<String>,

@@ -7,7 +7,7 @@
 //! stream that is not TLS reads as such after its first five bytes.
 
 use tls_parser::{
-    parse_ecdh_params, parse_tls_extensions, parse_tls_plaintext, parse_tls_raw_record,
+    parse_ecdh_params, parse_tls_extensions, parse_tls_message_handshake, parse_tls_raw_record,
     ECParametersContent, NamedGroup, TlsCipherSuite, TlsExtension, TlsMessage, TlsMessageHandshake,
     TlsRecordType,
 };
@@ -17,6 +17,9 @@ use tls_parser::{
 pub enum Read<T> {
     /// A record is incomplete: more bytes of the stream are needed.
     More,
+    /// Part of what is looked for (the ServerHello without the
+    /// ServerKeyExchange that follows it); more bytes are needed for the rest.
+    Partial(T),
     /// The stream does not start with a TLS handshake.
     NotTls,
     Done(T),
@@ -39,7 +42,8 @@ pub struct Choice {
     pub version: u16,
     pub suite: u16,
     /// The key share's group (TLS 1.3) or the ServerKeyExchange's named
-    /// curve (TLS 1.2 ECDHE); `None` for RSA key exchange.
+    /// curve (TLS 1.2 ECDHE); `None` for RSA key exchange, and for an
+    /// ECDHE suite whose ServerKeyExchange was not read.
     pub group: Option<u16>,
 }
 
@@ -70,9 +74,13 @@ pub fn group_name(id: u16) -> String {
     }
 }
 
-/// The handshake messages of the first records of `stream`, record by
-/// record, until `want` finds what it looks for; `More` while a record is
-/// cut, `NotTls` when the stream's first record is not a handshake.
+/// The handshake messages of the first records of `stream` until `want`
+/// finds what it looks for; `More` (or `Partial`) while a record or a
+/// message is cut, `NotTls` when the stream's first record is not a
+/// handshake. A message may span records (a TLS 1.2 Certificate chain over
+/// 16 kB): the handshake records' bodies are joined and the messages read
+/// from the join, tls-parser's two-step parsing (its `src/lib.rs` docs:
+/// `parse_tls_raw_record`, then the messages from the record data).
 fn walk<T>(
     stream: &[u8],
     mut want: impl FnMut(&TlsMessageHandshake, &mut Option<T>) -> bool,
@@ -80,19 +88,22 @@ fn walk<T>(
     let mut rest = stream;
     let mut found = None;
     let mut first = true;
+    let mut joined: Vec<u8> = Vec::new();
+    let mut used = 0;
+    let more = |found: Option<T>| found.map_or(Read::More, Read::Partial);
     loop {
         if rest.len() < 5 {
             return if first && rest.first().is_some_and(|&b| b != 0x16) {
                 Read::NotTls
             } else {
-                Read::More
+                more(found)
             };
         }
         let Ok((after, raw)) = parse_tls_raw_record(rest) else {
             return if first && rest[0] != 0x16 {
                 Read::NotTls
             } else {
-                Read::More
+                more(found)
             };
         };
         if raw.hdr.record_type != TlsRecordType::Handshake {
@@ -105,15 +116,15 @@ fn walk<T>(
             };
         }
         first = false;
-        let record = &rest[..rest.len() - after.len()];
-        if let Ok((_, plain)) = parse_tls_plaintext(record) {
-            for m in &plain.msg {
-                if let TlsMessage::Handshake(h) = m {
-                    if want(h, &mut found) {
-                        return found.map_or(Read::NotTls, Read::Done);
-                    }
+        joined.extend_from_slice(raw.data);
+        while let Ok((left, m)) = parse_tls_message_handshake(&joined[used..]) {
+            let next = joined.len() - left.len();
+            if let TlsMessage::Handshake(h) = &m {
+                if want(h, &mut found) {
+                    return found.map_or(Read::NotTls, Read::Done);
                 }
             }
+            used = next;
         }
         rest = after;
     }
@@ -317,6 +328,55 @@ pub(crate) mod tests {
             // Cut short, the same bytes ask for more instead of guessing.
             assert_eq!(server_choice(&server[..40]), Read::More);
         }
+    }
+
+    /// The same stream with every handshake record's body cut into
+    /// records of at most `n` bytes, as a server does with a message over
+    /// the 16 kB record limit.
+    fn fragmented(stream: &[u8], n: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut rest = stream;
+        while let Ok((after, raw)) = parse_tls_raw_record(rest) {
+            let whole = &rest[..rest.len() - after.len()];
+            if raw.hdr.record_type == TlsRecordType::Handshake {
+                for piece in raw.data.chunks(n) {
+                    out.extend_from_slice(&whole[..3]);
+                    out.extend_from_slice(&(piece.len() as u16).to_be_bytes());
+                    out.extend_from_slice(piece);
+                }
+            } else {
+                out.extend_from_slice(whole);
+            }
+            rest = after;
+        }
+        out.extend_from_slice(rest);
+        out
+    }
+
+    /// A TLS 1.2 server flight whose messages span records is read whole
+    /// (the ServerKeyExchange's group too), and one cut before its
+    /// ServerKeyExchange gives the choice it has, without a group.
+    #[test]
+    fn handshake_messages_spanning_records_are_joined() {
+        let (client, server) = handshake(&params(TlsVersion::V12, 0xC02F, &["P-256"]));
+        let server = fragmented(&server, 50);
+        let want = Choice {
+            version: 0x0303,
+            suite: 0xC02F,
+            group: Some(23),
+        };
+        assert_eq!(server_choice(&server), Read::Done(want.clone()));
+        assert!(matches!(
+            client_offer(&fragmented(&client, 40)),
+            Read::Done(_)
+        ));
+        // The ServerHello's records and the first of the rest.
+        let cut = &server[..server.len() / 2];
+        let partial = Choice {
+            group: None,
+            ..want
+        };
+        assert_eq!(server_choice(cut), Read::Partial(partial));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! already shows without decrypting anything — the kernel's TLS record
 //! layer through sock_diag ([`ktls`]), the TLS handshake on the wire
 //! ([`capture`], [`hello`]), the IPsec SAs of the address pair (xfrm, read
-//! by [`crate::observe`]) — else clear. Summed per server port, client
+//! by [`crate::observe`]) — else clear where the client's first bytes
+//! were read and are not TLS, and unknown (with why) otherwise. Summed per server port, client
 //! subnet and protection like zERT's interval summary records (SMF 119
 //! subtype 12: one per server port and client address per interval).
 //! Pure but for [`capture`]'s socket.
@@ -92,13 +93,13 @@ struct Sum {
     groups: BTreeSet<String>,
 }
 
-/// The protection of one connection as a row key, and the ClientHello's
-/// offer if one was seen.
+/// The protection of one connection as a row key, the ClientHello's offer
+/// if one was seen, and why it reads `unknown` when it does.
 fn key_of(
     c: &Classified,
     ev: &Evidence,
     wire: &mut HashMap<(SocketAddr, SocketAddr), Vec<&Seen>>,
-) -> (Key, Option<hello::Offer>) {
+) -> (Key, Option<hello::Offer>, Option<&'static str>) {
     let (client, server) = ends(c, &ev.listeners);
     let mut k = Key {
         server_port: server.port(),
@@ -144,18 +145,23 @@ fn key_of(
     } else {
         None
     };
-    // Clear only where the wire was read and showed this connection (or it
-    // opened inside the window, so an idle one had no handshake to miss).
-    let captured = matches!(ev.capture, Some(Ok(_)));
-    let known = captured && (seen.is_some() || !c.conn.open_at_start);
+    // Clear only on evidence: the client's first bytes, read from the
+    // start of its stream, are not TLS. Every other silence is unknown.
+    let unknown = match (&ev.capture, seen) {
+        (Some(Ok(_)), Some(s)) if s.not_tls => None,
+        (Some(Ok(_)), Some(s)) => Some(s.unread.map_or("not seen", capture::Unread::name)),
+        (Some(Ok(_)), None) => Some("not seen"),
+        _ => Some("no capture"),
+    };
     k.protection = match (tls, &k.ipsec) {
         (Some(t), Some(_)) => format!("{t}+ipsec"),
         (Some(t), None) => t.to_string(),
         (None, Some(_)) => "ipsec".into(),
-        (None, None) if known => "clear".into(),
+        (None, None) if unknown.is_none() => "clear".into(),
         (None, None) => "unknown".into(),
     };
-    (k, offer)
+    let unknown = unknown.filter(|_| k.protection == "unknown");
+    (k, offer, unknown)
 }
 
 /// The census of the classified connections.
@@ -167,8 +173,12 @@ pub fn census(classified: &[Classified], ev: &Evidence) -> CryptoCensus {
     };
     let mut wire = by_ends(capture);
     let mut rows: BTreeMap<Key, Sum> = BTreeMap::new();
+    let mut unknown_reasons: BTreeMap<String, u64> = BTreeMap::new();
     for c in classified {
-        let (key, offer) = key_of(c, ev, &mut wire);
+        let (key, offer, unknown) = key_of(c, ev, &mut wire);
+        if let Some(why) = unknown {
+            *unknown_reasons.entry(why.into()).or_default() += 1;
+        }
         let sum = rows.entry(key).or_default();
         sum.connections += 1;
         sum.bytes += c.conn.window().bytes();
@@ -209,7 +219,9 @@ pub fn census(classified: &[Classified], ev: &Evidence) -> CryptoCensus {
         },
         frames_captured: capture.frames,
         frames_dropped: capture.dropped,
+        connections_untracked: capture.untracked,
         handshakes_seen: capture.seen.iter().filter(|s| s.choice.is_some()).count() as u64,
+        unknown_reasons,
         ipsec_sas: ev.sas.len() as u64,
         rows,
         disallowed_suites: ev.disallowed.iter().map(|c| format!("{c:04X}")).collect(),
@@ -333,8 +345,10 @@ mod tests {
                 suites: vec![c.suite, 0xC02B],
                 groups: vec![29, 23],
             }),
+            not_tls: choice.is_none() && !records,
             choice,
             tls_records: records,
+            unread: None,
         }
     }
 
@@ -393,6 +407,7 @@ mod tests {
             ],
             frames: 40,
             dropped: 0,
+            untracked: 0,
         };
         let facts = HostFacts {
             addresses: vec![IpNet::parse("10.77.1.1/24").unwrap()],
@@ -473,5 +488,177 @@ mod tests {
                 .connections,
             2
         );
+    }
+
+    fn tcp(seq: u32, syn: bool, ack: bool) -> capture::Tcp {
+        capture::Tcp {
+            seq,
+            syn,
+            ack,
+            ..capture::Tcp::default()
+        }
+    }
+
+    /// The one row's protection the census gives `conn` with what `r` read.
+    fn protection_of(conn: Conn, r: capture::Reassembly) -> String {
+        census_of(conn, r).rows[0].protection.clone()
+    }
+
+    fn census_of(conn: Conn, r: capture::Reassembly) -> CryptoCensus {
+        let conns = [conn];
+        let sel = Selection {
+            subnets: vec![],
+            port: None,
+            thresholds: Thresholds::default(),
+        };
+        let listeners = HashSet::new();
+        let classified = classify(&conns, &listeners, &HostFacts::default(), &sel);
+        let ev = Evidence {
+            capture: Some(Ok(Capture {
+                seen: r.finish(),
+                frames: 10,
+                dropped: 0,
+                untracked: 0,
+            })),
+            listeners,
+            ..Evidence::default()
+        };
+        let c = census(&classified, &ev);
+        assert_eq!(c.rows.len(), 1, "{c:?}");
+        c
+    }
+
+    fn c_s() -> (SocketAddr, SocketAddr) {
+        (
+            "10.77.1.1:40000".parse().unwrap(),
+            "10.77.1.2:443".parse().unwrap(),
+        )
+    }
+
+    /// A SYN seen twice (retransmitted after a full accept queue dropped
+    /// it, or one frame on a VLAN/bond device and its lower device) is one
+    /// connection, and its handshake is read.
+    #[test]
+    fn a_repeated_syn_keeps_a_tls_connection_tls() {
+        let (client, server) = hello::tests::handshake(&hello::tests::params(
+            stackbench_model::settings::TlsVersion::V13,
+            0x1301,
+            &["X25519"],
+        ));
+        let (c, s) = c_s();
+        let mut r = capture::Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), &[]);
+        r.segment(c, s, &tcp(1000, true, false), &[]);
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        r.segment(c, s, &tcp(1001, false, true), &client);
+        r.segment(s, c, &tcp(7001, false, true), &server);
+        let p = protection_of(conn("10.77.1.1:40000", "10.77.1.2:443", false), r);
+        assert_eq!(p, "tls");
+    }
+
+    fn tls13() -> (Vec<u8>, Vec<u8>) {
+        hello::tests::handshake(&hello::tests::params(
+            stackbench_model::settings::TlsVersion::V13,
+            0x1301,
+            &["X25519"],
+        ))
+    }
+
+    /// A hello whose segments arrive out of order (reordering, or a lost
+    /// segment retransmitted) is read once the hole fills; one whose hole
+    /// never fills is unknown (a gap), never clear.
+    #[test]
+    fn a_reordered_hello_is_read_and_an_unfilled_gap_is_unknown() {
+        let (client, server) = tls13();
+        let (c, s) = c_s();
+        let mut r = capture::Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), &[]);
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        r.segment(c, s, &tcp(1101, false, true), &client[100..]);
+        r.segment(c, s, &tcp(1001, false, true), &client[..100]);
+        r.segment(s, c, &tcp(7101, false, true), &server[100..]);
+        r.segment(s, c, &tcp(7001, false, true), &server[..100]);
+        let p = protection_of(conn("10.77.1.1:40000", "10.77.1.2:443", false), r);
+        assert_eq!(p, "tls");
+
+        let mut r = capture::Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), &[]);
+        r.segment(c, s, &tcp(1101, false, true), b"GET / HTTP/1.1\r\n\r\n");
+        let c = census_of(conn("10.77.1.1:40000", "10.77.1.2:443", false), r);
+        assert_eq!(c.rows[0].protection, "unknown");
+        assert_eq!(c.unknown_reasons, BTreeMap::from([("gap".into(), 1)]));
+    }
+
+    /// A TLS connection open before the window is mostly seen mid-record:
+    /// that is not clear text, and its records are found at the segment
+    /// where a record ends and the next header is due.
+    #[test]
+    fn mid_record_bytes_of_an_open_connection_are_not_clear() {
+        let (c, s) = c_s();
+        let mut r = capture::Reassembly::default();
+        // Ciphertext from the middle of a 16 kB application-data record.
+        let ciphertext: Vec<u8> = (0..1448u32).map(|i| (i * 7 + 3) as u8).collect();
+        r.segment(s, c, &tcp(5_000_000, false, true), &ciphertext);
+        let open = || conn("10.77.1.1:40000", "10.77.1.2:443", true);
+        let census = census_of(open(), r);
+        assert_eq!(census.rows[0].protection, "unknown");
+        assert_eq!(
+            census.unknown_reasons,
+            BTreeMap::from([("open before the window".into(), 1)])
+        );
+
+        // Later segments: a record header starting a 16 kB record, its
+        // middle, then the next header where that record ends.
+        let mut r = capture::Reassembly::default();
+        r.segment(s, c, &tcp(5_000_000, false, true), &ciphertext);
+        let mut head = vec![23, 3, 3, 0x40, 0x00];
+        head.extend_from_slice(&ciphertext[..1443]);
+        r.segment(s, c, &tcp(5_001_448, false, true), &head);
+        r.segment(s, c, &tcp(5_002_896, false, true), &ciphertext);
+        let next = 5_001_448u32 + 5 + 0x4000;
+        r.segment(s, c, &tcp(next, false, true), &head);
+        assert_eq!(protection_of(open(), r), "tls-records");
+    }
+
+    /// A connection that opened in the window but that the capture never
+    /// showed (its frames dropped, an interface the parser skips) is
+    /// unknown, and so is one whose client sent nothing in the window.
+    #[test]
+    fn a_connection_the_capture_never_showed_is_not_clear() {
+        let fresh = || conn("10.77.1.1:40000", "10.77.1.2:443", false);
+        let c = census_of(fresh(), capture::Reassembly::default());
+        assert_eq!(c.rows[0].protection, "unknown");
+        assert_eq!(c.unknown_reasons, BTreeMap::from([("not seen".into(), 1)]));
+
+        let (cl, s) = c_s();
+        let mut r = capture::Reassembly::default();
+        r.segment(cl, s, &tcp(1000, true, false), &[]);
+        r.segment(s, cl, &tcp(7000, true, true), &[]);
+        let c = census_of(fresh(), r);
+        assert_eq!(c.rows[0].protection, "unknown");
+        let why = BTreeMap::from([("window ended".into(), 1)]);
+        assert_eq!(c.unknown_reasons, why);
+    }
+
+    /// TCP Fast Open: the first bytes ride in the SYN. Clear text there is
+    /// clear (not a gap), and a hello begun there is read with the rest.
+    #[test]
+    fn fast_open_data_in_the_syn_is_read() {
+        let (c, s) = c_s();
+        let fresh = || conn("10.77.1.1:40000", "10.77.1.2:443", false);
+        let mut r = capture::Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), b"GET / HTTP/1.1\r\n\r\n");
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        assert_eq!(protection_of(fresh(), r), "clear");
+
+        let (client, server) = tls13();
+        let mut r = capture::Reassembly::default();
+        r.segment(c, s, &tcp(1000, true, false), &client[..100]);
+        r.segment(s, c, &tcp(7000, true, true), &[]);
+        r.segment(c, s, &tcp(1101, false, true), &client[100..]);
+        r.segment(s, c, &tcp(7001, false, true), &server);
+        let census = census_of(fresh(), r);
+        assert_eq!(census.rows[0].protection, "tls");
+        assert_eq!(census.rows[0].offered_groups, ["X25519"]);
     }
 }
