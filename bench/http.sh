@@ -49,7 +49,9 @@ usage: bench/http.sh            (settings come from the environment)
   SERVERS="nginx stackbench"   which servers to run against
   CLIENT_CPUS=0    CPU list for the clients (taskset -c syntax)
   SERVER_CPUS=1    CPU list for the servers (default 0 on a 1-CPU machine)
-  NGINX=nginx      the nginx binary (else /usr/sbin/nginx); Debian: nginx
+  NGINX=nginx      the nginx binary (else /usr/sbin/nginx); Debian: nginx.
+                   Needed with SERVERS=stackbench too: its access log
+                   measures the GET wrk sends, which sizes stackbench's
   WRK=wrk          the wrk binary; Debian: wrk
   NGINX_PORT=18080 SERVE_PORT=12871   loopback ports of nginx and of
                    stackbench serve's control listener
@@ -197,12 +199,14 @@ stop_nginx() {
 
 # bounded BASE CMD...: CMD on CLIENT_CPUS under a time bound and GNU time,
 # stdout to BASE.out, stderr to BASE.err, CPU to BASE.time. Waited for in the
-# background so that Ctrl-C reaches the trap at once.
+# background so that Ctrl-C reaches the trap at once. `timeout` is outermost:
+# it leads a process group of its own and a signal to it reaches the whole
+# group (GNU time and the client), where GNU time would die alone.
 bounded() {
   local base=$1 rc=0
   shift
-  "$GNU_TIME" -f '%U %S %e' -o "$base.time" \
-    timeout $((DURATION + WARMUP + 60)) taskset -c "$CLIENT_CPUS" "$@" >"$base.out" 2>"$base.err" &
+  timeout $((DURATION + WARMUP + 60)) "$GNU_TIME" -f '%U %S %e' -o "$base.time" \
+    taskset -c "$CLIENT_CPUS" "$@" >"$base.out" 2>"$base.err" &
   CLIENT_PID=$!
   wait "$CLIENT_PID" || rc=$?
   CLIENT_PID=""

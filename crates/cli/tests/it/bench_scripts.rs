@@ -109,6 +109,17 @@ fn the_peers_parser_reads_every_compared_figure_from_a_real_run() {
     }
 }
 
+/// A child process killed when dropped, so a failed assertion leaves no
+/// responder or hold script running.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// bench/http.sh drives `stackbench serve` with wrk through `serve_hold.py`,
 /// which speaks the responder's control protocol: it must open a test whose
 /// listener answers `GET /N` with N bytes over keep-alive, and report the
@@ -118,14 +129,16 @@ fn serve_hold_opens_an_http1_test_any_client_can_drive() {
     if python(&["-c", "pass"]).is_none() {
         return;
     }
-    let mut serve = stackbench()
-        .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut serve = Killed(
+        stackbench()
+            .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
-    BufReader::new(serve.stdout.take().unwrap())
+    BufReader::new(serve.0.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
     let control = line
@@ -133,14 +146,16 @@ fn serve_hold_opens_an_http1_test_any_client_can_drive() {
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no listening line from serve: {line:?}"))
         .to_string();
-    let mut hold = Command::new("python3")
-        .args(["serve_hold.py", &control, "45", "4137", "1", "60"])
-        .current_dir(bench_dir())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(hold.stdout.take().unwrap());
+    let mut hold = Killed(
+        Command::new("python3")
+            .args(["serve_hold.py", &control, "45", "4137", "1", "60"])
+            .current_dir(bench_dir())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut out = BufReader::new(hold.0.stdout.take().unwrap());
     let mut first = String::new();
     out.read_line(&mut first).unwrap();
     let port: u16 = first
@@ -161,12 +176,11 @@ fn serve_hold_opens_an_http1_test_any_client_can_drive() {
         assert_eq!(&answer[..head.len()], head.as_bytes());
     }
     drop(conn);
-    unsafe { libc::kill(hold.id() as i32, libc::SIGTERM) };
+    unsafe { libc::kill(hold.0.id() as i32, libc::SIGTERM) };
     let mut rest = String::new();
     out.read_to_string(&mut rest).unwrap();
-    let status = hold.wait().unwrap();
-    let _ = serve.kill();
-    let _ = serve.wait();
+    let status = hold.0.wait().unwrap();
+    drop(serve);
     assert!(status.success(), "serve_hold.py: {status} {rest}");
     assert!(
         rest.lines().any(|l| l == "srv_transactions=2"),
