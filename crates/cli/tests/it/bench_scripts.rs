@@ -1,13 +1,19 @@
 //! The bench scripts' Python halves (`bench/peers_report.py`,
-//! `bench/cpu_report.py`) are run by hand, so nothing else would notice when
-//! the record they read changes shape: their self-tests run here, and a real
+//! `bench/cpu_report.py`, `bench/http_report.py`, `bench/serve_hold.py`) are
+//! run by hand, so nothing else would notice when the record or the control
+//! protocol they read changes shape: their self-tests run here,
+//! `serve_hold.py` holds an HTTP/1.1 test open on a real `stackbench serve`
+//! for a client of its own, and a real
 //! run's JSON goes through the peers parser (which reads it as the flat
 //! table of this binary's `results export --flat`), which must find every figure the
 //! side-by-side table compares (rate, latencies, each side's CPU and the host
 //! CPU row netperf is compared with). Skipped with a message without python3.
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use crate::common::stackbench;
 
@@ -36,7 +42,7 @@ fn python(args: &[&str]) -> Option<std::process::Output> {
 
 #[test]
 fn the_bench_reports_pass_their_self_tests() {
-    for script in ["peers_report.py", "cpu_report.py"] {
+    for script in ["peers_report.py", "cpu_report.py", "http_report.py"] {
         let Some(out) = python(&[script, "self-test"]) else {
             return;
         };
@@ -101,4 +107,83 @@ fn the_peers_parser_reads_every_compared_figure_from_a_real_run() {
         let v: f64 = value.parse().unwrap();
         assert!(v > 0.0, "{key}={v}");
     }
+}
+
+/// A child process killed when dropped, so a failed assertion leaves no
+/// responder or hold script running.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// bench/http.sh drives `stackbench serve` with wrk through `serve_hold.py`,
+/// which speaks the responder's control protocol: it must open a test whose
+/// listener answers `GET /N` with N bytes over keep-alive, and report the
+/// responder's count of the answers when told to stop.
+#[test]
+fn serve_hold_opens_an_http1_test_any_client_can_drive() {
+    if python(&["-c", "pass"]).is_none() {
+        return;
+    }
+    let mut serve = Killed(
+        stackbench()
+            .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(serve.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let control = line
+        .strip_prefix(stackbench_runner::spawn::LISTENING_PREFIX)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no listening line from serve: {line:?}"))
+        .to_string();
+    let mut hold = Killed(
+        Command::new("python3")
+            .args(["serve_hold.py", &control, "45", "4137", "1", "60"])
+            .current_dir(bench_dir())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut out = BufReader::new(hold.0.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let port: u16 = first
+        .trim()
+        .strip_prefix("port=")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port= line from serve_hold.py: {first:?}"));
+    // Two GETs on one connection, as wrk sends them (no query, its Host).
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let head = "HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n";
+    for _ in 0..2 {
+        conn.write_all(b"GET /4096 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+            .unwrap();
+        let mut answer = vec![0u8; head.len() + 4096];
+        conn.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer[..head.len()], head.as_bytes());
+    }
+    drop(conn);
+    unsafe { libc::kill(hold.0.id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let status = hold.0.wait().unwrap();
+    drop(serve);
+    assert!(status.success(), "serve_hold.py: {status} {rest}");
+    assert!(
+        rest.lines().any(|l| l == "srv_transactions=2"),
+        "the responder's count: {rest}"
+    );
 }
