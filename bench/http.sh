@@ -19,8 +19,9 @@
 # stackbench's responder would give, so its path is /BODY as wrk's (see
 # docs/transports.md, "Application protocols"). wrk sets TCP_NODELAY on its
 # sockets (wg/wrk, src/wrk.c, connect_socket) and nginx on keep-alive ones
-# (tcp_nodelay, on by default), so stackbench runs with --nodelay and
-# serve_hold.py asks the responder for it too. Client on CLIENT_CPUS, servers
+# (tcp_nodelay, on by default), so stackbench runs with --nodelay by default
+# (SB_FLAGS) and serve_hold.py asks the responder for it too; SB_FLAGS=""
+# measures stackbench's own defaults instead, and the header says which. Client on CLIENT_CPUS, servers
 # on SERVER_CPUS (taskset). REPS rounds; in each, every (server, connections)
 # pair runs wrk then stackbench, back to back. Figures per run: requests/s,
 # latency p50/p99 (each client's own), client CPU per request measured the
@@ -56,6 +57,8 @@ usage: bench/http.sh            (settings come from the environment)
   NGINX_PORT=18080 SERVE_PORT=12871   loopback ports of nginx and of
                    stackbench serve's control listener
   PEERS_BIN=/work/peers/bin   where wrk and nginx are looked for first
+  SB_FLAGS=--nodelay   extra `stackbench run` flags: --nodelay matches wrk's
+                   TCP_NODELAY; SB_FLAGS="" runs stackbench's defaults
   STACKBENCH=target/release/stackbench   binary to test; the default path is
                    built with `cargo build --release` when missing
   OUT_DIR=$(mktemp -d)   raw outputs of every run are kept here
@@ -78,6 +81,7 @@ bench_args "$@"
 
 CONNS=${CONNS:-1 10 50}
 BODY=${BODY:-4096}
+SB_FLAGS=${SB_FLAGS---nodelay}
 SERVERS=${SERVERS:-nginx stackbench}
 NGINX_PORT=${NGINX_PORT:-18080}
 SERVE_PORT=${SERVE_PORT:-12871}
@@ -283,7 +287,7 @@ run_stackbench() {
   [[ $server == nginx ]] || target=$HOST:$SERVE_PORT
   cat "/proc/$pid/stat" >"$base.srv-before"
   bounded "$base" "$SB_BIN" run "RR$n(${SB_REQ}B/${SB_RESP}B)" --protocol http1 \
-    --target "$target" --threads 1 --client-cpus "$CLIENT_CPUS" --nodelay \
+    --target "$target" --threads 1 --client-cpus "$CLIENT_CPUS" $SB_FLAGS \
     --duration "${DURATION}s" --warmup "${WARMUP}s" --no-store --json || rc=$?
   cat "/proc/$pid/stat" >"$base.srv-after"
   finish_run "$server" "$n" stackbench "$rep" "$rc"
@@ -324,7 +328,7 @@ print_header() {
   echo "  placement: clients on CPUs $CLIENT_CPUS, servers on CPUs $SERVER_CPUS (taskset; $(nproc) CPUs online)"
   echo "  servers: $SERVERS (nginx $("$NGINX" -v 2>&1 | sed 's/.*\///'), 1 process; stackbench serve --threads 1)"
   echo "  clients: $("$WRK" -v 2>&1 | head -n 1 | cut -d' ' -f1-2) -t1 -cN --latency;" \
-    "stackbench run 'RRN(${SB_REQ}B/${SB_RESP}B)' --protocol http1 --threads 1 --nodelay"
+    "stackbench run 'RRN(${SB_REQ}B/${SB_RESP}B)' --protocol http1 --threads 1 ${SB_FLAGS:-(its defaults, no --nodelay)}"
   echo "  requests: wrk $(sed -n 's/^wrk_request_bytes=//p' "$kv") B, stackbench $(sed -n 's/^sb_request_bytes=//p' "$kv") B (nginx's \$request_length)"
   echo "  N = $CONNS connections; $DURATION s per run (stackbench warm-up $WARMUP s), $REPS rounds, wrk then stackbench"
   echo "  stackbench: $SB_BIN"
