@@ -138,6 +138,20 @@ pub fn census_table(c: &CryptoCensus) -> String {
         "{:>6} {:<22} {:<12} {:>7} {:<40} {:<8} {:>6} {:>10}\n",
         "port", "client subnet", "protection", "version", "cipher", "group", "conns", "bytes"
     ));
+    if !c.unknown_reasons.is_empty() {
+        let why: Vec<String> = c
+            .unknown_reasons
+            .iter()
+            .map(|(reason, n)| format!("{n} {reason}"))
+            .collect();
+        out.push_str(&format!("unknown protection: {}\n", why.join(", ")));
+    }
+    if c.connections_untracked > 0 {
+        out.push_str(&format!(
+            "warning: {} connections were not followed (65536 open at once, the capture's bound): they read unknown\n",
+            c.connections_untracked
+        ));
+    }
     let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     for r in &c.rows {
         out.push_str(&format!(
@@ -343,9 +357,19 @@ mod tests {
                 other_connections: 2,
                 setting: "host_policy_reset_port=45207".into(),
             }],
+            unknown_reasons: [("gap".to_string(), 3), ("not seen".to_string(), 2)].into(),
+            connections_untracked: 7,
             ..CryptoCensus::default()
         };
         let text = census_table(&c);
+        assert!(
+            text.contains("unknown protection: 3 gap, 2 not seen\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("warning: 7 connections were not followed"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "crypto census: 51 handshakes read off the wire (1267 frames), 0 IPsec SAs\n"
