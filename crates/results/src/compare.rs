@@ -33,7 +33,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 pub use crate::compare_diff::RunInput;
 use crate::compare_diff::{differences, Difference};
 use crate::env::Environment;
-use crate::metric::{MarginKind, Metric, Samples, MIX_METRICS};
+use crate::metric::{class_key, MarginKind, Metric, Samples, MIX_METRICS};
 
 /// Runs per side below which a row carries a note.
 pub const RECOMMENDED_RUNS: usize = 5;
@@ -215,6 +215,10 @@ pub struct Row {
     /// True for a mix's figure as a whole (`workload` is then the mix's
     /// notation): its CPU over every class's transactions.
     pub whole_mix: bool,
+    /// Some compared run behind this row carries a warning that concerns it
+    /// (see [`Comparison::warned`]): the verdict rests on figures their own
+    /// run called untrustworthy.
+    pub warned: bool,
 }
 
 /// Geometric-mean changes across workloads (the "on average" line of z/OS
@@ -251,6 +255,82 @@ pub struct Comparison {
     /// Mixes whose per-class CPU per transaction is not compared
     /// ([`CPU_NOT_ATTRIBUTABLE`]); their whole-mix CPU is.
     pub cpu_not_attributable: Vec<CpuRefusal>,
+    /// The warnings the compared runs carry, per side and code; empty when
+    /// none does.
+    pub warned: Vec<Warned>,
+}
+
+/// One warning code carried by compared runs of one side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warned {
+    /// The side's name (A's or B's).
+    pub side: String,
+    /// The warning's code (`background_load`, `delayed_ack_stall`, …).
+    pub code: String,
+    /// How many of the side's compared runs carry it.
+    pub runs: usize,
+    /// The rows' workloads it concerns (a class's own warning: its class;
+    /// a run's: every class of the run).
+    pub workloads: Vec<String>,
+}
+
+/// The warnings of `side`'s compared runs, per code.
+fn warned_of(side: &str, runs: &[RunInput]) -> Vec<Warned> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut by_code: BTreeMap<&str, (usize, BTreeSet<String>)> = BTreeMap::new();
+    for r in runs {
+        let keys: Vec<String> = r.record.classes.iter().map(class_key).collect();
+        let mut codes = BTreeSet::new();
+        for w in &r.record.warnings {
+            let entry = by_code.entry(w.code.as_str()).or_default();
+            let concerns = |k: &&String| match &w.class {
+                None => true,
+                Some(c) => *k == c || k.ends_with(&format!(": {c}")),
+            };
+            entry.1.extend(keys.iter().filter(concerns).cloned());
+            codes.insert(w.code.as_str());
+        }
+        for code in codes {
+            by_code.get_mut(code).expect("entered above").0 += 1;
+        }
+    }
+    by_code
+        .into_iter()
+        .map(|(code, (runs, workloads))| Warned {
+            side: side.to_string(),
+            code: code.to_string(),
+            runs,
+            workloads: workloads.into_iter().collect(),
+        })
+        .collect()
+}
+
+/// Whether a warning listed in `warned` concerns `row` (a whole-mix row:
+/// any class of its mix).
+fn row_warned(row: &Row, warned: &[Warned]) -> bool {
+    let mix_prefix = format!("{}: ", row.workload);
+    warned.iter().any(|w| {
+        w.workloads
+            .iter()
+            .any(|k| *k == row.workload || (row.whole_mix && k.starts_with(&mix_prefix)))
+    })
+}
+
+/// The note under the table for each warning the compared runs carry.
+fn warned_notes(warned: &[Warned], runs_a: (&str, usize), runs_b: (&str, usize)) -> Vec<String> {
+    warned
+        .iter()
+        .map(|w| {
+            let of = if w.side == runs_a.0 { runs_a.1 } else { runs_b.1 };
+            format!(
+                "warning {} in {} of {of} compared runs of {} ({}): the rows marked ⚠ rest on figures those runs called untrustworthy; see each run's warnings",
+                w.code,
+                w.runs,
+                w.side,
+                w.workloads.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// Why a mix gets no per-class CPU verdict.
@@ -271,6 +351,18 @@ pub struct LeftOut {
     /// How a reader finds the run: `run 7`, `a.json #2`.
     pub run: String,
     pub reason: String,
+}
+
+impl Row {
+    /// The verdict as printed: its name, marked ⚠ when a run behind the row
+    /// carries a warning (the table, Markdown and HTML report alike).
+    pub fn verdict_label(&self) -> String {
+        if self.warned {
+            format!("{} ⚠", self.verdict.name())
+        } else {
+            self.verdict.name().to_string()
+        }
+    }
 }
 
 impl Comparison {
@@ -354,6 +446,7 @@ fn row_for(key: &str, m: Metric, a: &[f64], b: &[f64], margins: &Margins) -> Row
         }),
         note,
         whole_mix: false,
+        warned: false,
     }
 }
 
@@ -511,6 +604,12 @@ pub fn compare_runs(
         ));
     }
     let summary = summarize(&rows, keys.len());
+    let mut warned = warned_of(a_name, &a);
+    warned.extend(warned_of(b_name, &b));
+    for r in &mut rows {
+        r.warned = row_warned(r, &warned);
+    }
+    notes.extend(warned_notes(&warned, (a_name, a.len()), (b_name, b.len())));
     Comparison {
         a_name: a_name.to_string(),
         b_name: b_name.to_string(),
@@ -525,6 +624,7 @@ pub fn compare_runs(
         left_out,
         differences: differences(&a, &b),
         cpu_not_attributable,
+        warned,
     }
 }
 

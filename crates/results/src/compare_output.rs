@@ -80,8 +80,8 @@ fn cells(r: &Row) -> [String; 8] {
         ci_cell(r),
         format!("±{}%", r.margin_pct),
         match &r.note {
-            Some(n) => format!("{} ({n})", r.verdict.name()),
-            None => r.verdict.name().to_string(),
+            Some(n) => format!("{} ({n})", r.verdict_label()),
+            None => r.verdict_label(),
         },
     ]
 }

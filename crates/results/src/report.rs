@@ -76,7 +76,7 @@ fn comparison_table(c: &Comparison) -> Block {
                 mean(r.mean_b, r.n_b),
                 r.change_pct.map_or("-".into(), format_pct),
                 ci,
-                r.verdict.name().to_string(),
+                r.verdict_label(),
             ]
         })
         .collect();
@@ -381,7 +381,7 @@ impl Builder<'_> {
                     Some(format!(
                         "{} ({})",
                         format_pct(r.change_pct?),
-                        r.verdict.name()
+                        r.verdict_label()
                     ))
                 })
                 .unwrap_or_else(|| "-".into())

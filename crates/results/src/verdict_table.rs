@@ -43,7 +43,7 @@ pub fn verdict_table(comps: &[Comparison]) -> Option<Block> {
                     r.metric.label().to_string(),
                     r.change_pct.map_or("-".into(), format_ratio),
                     interval,
-                    r.verdict.name().to_string(),
+                    r.verdict_label(),
                     format!("{}/{}", r.n_a, r.n_b),
                 ]
             })

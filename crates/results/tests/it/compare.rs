@@ -235,3 +235,41 @@ fn settings_kernel_and_path_that_differ_are_named() {
     assert!(same.differences.is_empty());
     assert!(render_table(&same).contains("A and B ran with the same settings"));
 }
+
+/// A warning a compared run carries reaches every form of the comparison:
+/// its rows are marked in the table and Markdown, a note names the code,
+/// the side, how many runs and which workloads, and the JSON carries both.
+#[test]
+fn warnings_of_compared_runs_mark_their_rows_in_every_form() {
+    let a = runs("RR1(1B/1B)", 5, 1000.0, 1);
+    let mut b = runs("RR1(1B/1B)", 5, 1000.0, 2);
+    for r in &mut b[..2] {
+        r.warnings.push(stackbench_record::WarningRecord {
+            code: "delayed_ack_stall".into(),
+            message: "p99 near 40 ms".into(),
+            class: Some("RR1(1B/1B)".into()),
+        });
+    }
+    let c = compare("A", &a, "B", &b, Margins::default());
+    assert_eq!(c.warned.len(), 1);
+    let w = &c.warned[0];
+    assert_eq!(
+        (w.side.as_str(), w.code.as_str(), w.runs),
+        ("B", "delayed_ack_stall", 2)
+    );
+    assert_eq!(w.workloads, ["RR1(1B/1B)"]);
+    assert!(c.rows.iter().all(|r| r.warned));
+    let note = "warning delayed_ack_stall in 2 of 5 compared runs of B (RR1(1B/1B))";
+    for text in [render_table(&c), render_markdown(&c)] {
+        assert!(text.contains(note), "{text}");
+        // Every row's verdict is marked, and the note names the mark.
+        assert_eq!(text.matches('⚠').count(), c.rows.len() + 1, "{text}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&render_json(&c)).unwrap();
+    assert_eq!(json["warned"][0]["code"], "delayed_ack_stall");
+    assert_eq!(json["rows"][0]["warned"], true);
+    // Runs without warnings: nothing marked, no note.
+    let clean = compare("A", &a, "B", &a, Margins::default());
+    assert!(clean.warned.is_empty() && clean.rows.iter().all(|r| !r.warned));
+    assert!(!render_table(&clean).contains('⚠'));
+}
