@@ -25,7 +25,7 @@
 //! - the identity of the class (workload, notation, clients, sizes) is the
 //!   first run's; `repetitions` is left for the caller to fill.
 
-use stackbench_record::{ClassResult, ErrorCounts};
+use stackbench_record::{ClassResult, ErrorCounts, ServedBy};
 use stackbench_record::{
     CpuBreakdown, CpuFigures, LagUs, LatencyUs, MemoryFigures, PopulationFigures, ProcessCpu,
     SideCpu, SideMemory,
@@ -128,7 +128,17 @@ fn mean_class(runs: &Of<ClassResult>) -> ClassResult {
             .iter()
             .filter_map(|c| c.stall_band)
             .reduce(|a, b| a.add(&b)),
+        // Connections add up: one repetition off its backend shows.
+        served_by: served_by(runs.0.iter().map(|c| c.served_by)),
     }
+}
+
+/// The backends' connection counts of several runs of one class (its
+/// repetitions, or its agents' shares) added up; `None` when one of them
+/// has none (a part counted by nobody is unknown).
+pub fn served_by(all: impl Iterator<Item = Option<ServedBy>>) -> Option<ServedBy> {
+    all.reduce(|a, b| a.zip(b).map(|(a, b)| a.add(&b)))
+        .flatten()
 }
 
 fn population(runs: &Of<PopulationFigures>) -> PopulationFigures {

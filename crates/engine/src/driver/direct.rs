@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use mio::Token;
 
-use super::machine::{Phase, CONNECTED, RELEASED};
+use super::machine::{Phase, BACKEND_FLAGS, CONNECTED, RELEASED};
 use super::pace::Pace;
 use super::worker::Worker;
 use crate::app::Codec;
@@ -33,6 +33,12 @@ use crate::iomode;
 /// Longest a blocked send or recv waits before the loop looks at the stop
 /// conditions again (the epoll loop's longest sleep too).
 const DIRECT_WAIT: Duration = Duration::from_millis(50);
+
+/// `Conn::flags` (a backend's bits, [`BACKEND_FLAGS`]; io_uring's are
+/// never set on an epoll worker): the connection has entered direct
+/// waiting, and is counted in `ClassAccum::direct_connections`.
+pub(super) const ENTERED_DIRECT: u8 = 4;
+const _: () = assert!(ENTERED_DIRECT & !BACKEND_FLAGS == 0);
 
 impl<P: Codec> Worker<'_, P> {
     /// The worker's one connection, when it can be driven directly: epoll
@@ -97,7 +103,15 @@ impl<P: Codec> Worker<'_, P> {
         };
         let wait = (!self.spin).then_some(DIRECT_WAIT);
         match stream.enter_direct(self.poll.registry(), Token(key), wait) {
-            Ok(entered) => entered,
+            Ok(entered) => {
+                let conn = &mut self.m.conns[key];
+                if entered && conn.flags & ENTERED_DIRECT == 0 {
+                    // Once per connection, however often it comes back.
+                    conn.flags |= ENTERED_DIRECT;
+                    self.m.accum[conn.class as usize].direct_connections += 1;
+                }
+                entered
+            }
             Err(e) => {
                 self.fail(key, &e);
                 false

@@ -299,6 +299,8 @@ impl UringWorker {
         let stream = DataStream::Plain(unsafe { OwnedFd::from_raw_fd(res) });
         let t = &mut self.tests[test as usize];
         let state = ConnState::accepted::<Raw>(t, test);
+        // Evidence of the backend that served it (`ServerTestStats`).
+        t.stats.uring_connections += 1;
         let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
         let conn = self.entries.insert(Entry::Conn(UConn { stream, state }));
         self.queue_io(conn);
