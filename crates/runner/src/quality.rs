@@ -121,19 +121,23 @@ pub fn io_fallback(settings: &mut RunSettings, configs: &[RunConfig]) -> Option<
 }
 
 /// The per-class checks; a driver that spins is busy by design, and one on
-/// CPUs the idle baseline found busy is not alone in its busy figure.
+/// CPUs the idle baseline found busy is not alone in its busy figure; `io`
+/// is the stored effective backend, which the class's connections are
+/// checked against.
 pub fn class_warnings(
     class: &ClassResult,
     driver_threads: u32,
-    spin: Spin,
+    (spin, io): (Spin, IoMode),
     driver_background_pct: Option<f64>,
 ) -> Vec<Warning> {
-    warnings::class_warnings(
+    let mut out = warnings::class_warnings(
         class,
         Some(driver_threads),
         spin.driver(),
         driver_background_pct,
-    )
+    );
+    out.extend(warnings::check_io_served(class, io));
+    out
 }
 
 /// Whether `w` judges a class's CPU figures, which in a mix on shared
