@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use mio::Token;
 
-use super::machine::{Phase, BACKEND_FLAGS, CONNECTED, RELEASED};
+use super::machine::{Phase, CONNECTED, ENTERED_DIRECT, RELEASED};
 use super::pace::Pace;
 use super::worker::Worker;
 use crate::app::Codec;
@@ -33,12 +33,6 @@ use crate::iomode;
 /// Longest a blocked send or recv waits before the loop looks at the stop
 /// conditions again (the epoll loop's longest sleep too).
 const DIRECT_WAIT: Duration = Duration::from_millis(50);
-
-/// `Conn::flags` (a backend's bits, [`BACKEND_FLAGS`]; io_uring's are
-/// never set on an epoll worker): the connection has entered direct
-/// waiting, and is counted in `ClassAccum::direct_connections`.
-pub(super) const ENTERED_DIRECT: u8 = 4;
-const _: () = assert!(ENTERED_DIRECT & !BACKEND_FLAGS == 0);
 
 impl<P: Codec> Worker<'_, P> {
     /// The worker's one connection, when it can be driven directly: epoll

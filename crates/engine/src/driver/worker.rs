@@ -37,7 +37,7 @@ use stackbench_model::{IoMode, SocketOptions};
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 pub use super::machine::ClassPlan;
-use super::machine::{Epoch, Got, Machine, Next, Phase, Sent};
+use super::machine::{Epoch, Got, Machine, Next, Phase, Sent, ENTERED_DIRECT};
 use super::pace;
 use super::ring::Ring;
 use crate::app::{Codec, Raw};
@@ -396,7 +396,7 @@ impl<'a, P: Codec> Worker<'a, P> {
             acc.uring_connections += 1;
         } else {
             acc.epoll_connections += 1;
-            conn.flags &= !super::direct::ENTERED_DIRECT;
+            conn.flags &= !ENTERED_DIRECT;
         }
         if self.ring.is_some() && self.m.conns[key].flags & super::machine::RELEASED == 0 {
             // Before the window: the connection counts once connected.
