@@ -221,4 +221,41 @@ mod tests {
         s.agents = Some(1);
         assert!(agents_share_cpus(&s, 1, &class(91.0, 45_350.0)).is_none());
     }
+
+    /// The class checks hold the stored effective io against the
+    /// connections each side's backends counted.
+    #[test]
+    fn a_class_served_off_the_stored_io_is_warned_about() {
+        use stackbench_record::{BackendConnections, ServedBy};
+        let on = |io_uring, epoll| BackendConnections {
+            io_uring,
+            epoll,
+            direct: 0,
+        };
+        let c = ClassResult {
+            served_by: Some(ServedBy {
+                driver: on(2, 0),
+                responder: Some(on(0, 2)),
+            }),
+            ..class(50.0, 60.0)
+        };
+        let codes = |io| -> Vec<&'static str> {
+            class_warnings(&c, 1, (Spin::None, io), None)
+                .iter()
+                .map(Warning::code)
+                .collect()
+        };
+        assert!(codes(IoMode::Uring).contains(&"io_served_elsewhere"));
+        // io epoll: the driver's io_uring connections are the surprise.
+        assert!(codes(IoMode::Epoll).contains(&"io_served_elsewhere"));
+        let agreed = ClassResult {
+            served_by: Some(ServedBy {
+                driver: on(2, 0),
+                responder: Some(on(2, 0)),
+            }),
+            ..c.clone()
+        };
+        let w = class_warnings(&agreed, 1, (Spin::None, IoMode::Uring), None);
+        assert!(w.iter().all(|w| w.code() != "io_served_elsewhere"), "{w:?}");
+    }
 }
