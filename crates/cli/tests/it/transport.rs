@@ -225,7 +225,11 @@ fn io_uring_is_stored_as_measured() {
     }
     assert_eq!(doc["classes"][0]["transactions"], 40);
     // The stored io is what served the connections, on both sides.
-    let backend = if fallback.is_some() { "epoll" } else { "io_uring" };
+    let backend = if fallback.is_some() {
+        "epoll"
+    } else {
+        "io_uring"
+    };
     let served = &doc["classes"][0]["served_by"];
     for side in ["driver", "responder"] {
         assert_eq!(served[side][backend], 2, "{side}: {served}");
