@@ -285,6 +285,28 @@ mod tests {
 
     use super::*;
 
+    /// Repetitions' (or agents') connection counts add up, so one that ran
+    /// off its backend shows in the sum; one without counts makes it unknown.
+    #[test]
+    fn served_by_adds_up_and_an_uncounted_part_is_unknown() {
+        use stackbench_record::BackendConnections;
+        let one = ServedBy {
+            driver: BackendConnections {
+                io_uring: 2,
+                ..BackendConnections::default()
+            },
+            responder: Some(BackendConnections {
+                epoll: 2,
+                ..BackendConnections::default()
+            }),
+        };
+        let sum = served_by([Some(one), Some(one)].into_iter()).unwrap();
+        assert_eq!(sum.driver.io_uring, 4);
+        assert_eq!(sum.responder.map(|r| r.epoll), Some(4));
+        assert_eq!(served_by([Some(one), None].into_iter()), None);
+        assert_eq!(served_by(std::iter::empty()), None);
+    }
+
     /// A class as one repetition might have measured it.
     fn run(rate_tps: f64, p99: f64, max: f64, errors: u64, cpu_us: Option<f64>) -> ClassResult {
         let side = SideCpu {
