@@ -366,6 +366,24 @@ mod tests {
         assert_eq!(cpu.server_resumed, None);
     }
 
+    /// A responder older than the counters reports zeros beside the
+    /// connections it served: not known, rather than "none on any backend".
+    #[test]
+    fn a_responder_that_did_not_count_is_unknown() {
+        let old = ServerTestStats {
+            connections: 2,
+            ..ServerTestStats::default()
+        };
+        assert_eq!(responder_served(&old), None);
+        let counted = ServerTestStats {
+            uring_connections: 2,
+            ..old
+        };
+        let served = responder_served(&counted).unwrap();
+        assert_eq!((served.io_uring, served.epoll, served.direct), (2, 0, 0));
+        assert!(responder_served(&ServerTestStats::default()).is_some());
+    }
+
     #[test]
     fn numbers_and_durations_read_as_written() {
         assert_eq!(grouped(0), "0");
