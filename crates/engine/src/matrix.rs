@@ -3,8 +3,10 @@
 //! rows the driver ([`crate::iomode::effective`], `direct_candidate`) and the
 //! responder (`Pool::start`, `direct_candidate`) apply at run time. The
 //! engine's test table (tests/engine/backends.rs) runs every cell of it on
-//! loopback and checks the exact transaction count, and `docs/backends.md`
-//! is rendered from it ([`page`]), so the page states what the test runs.
+//! loopback and checks the exact transaction count and, from the counts
+//! each side's backends keep ([`check_served`]), which backend served the
+//! cell on each side; `docs/backends.md` is rendered from it ([`page`]), so
+//! the page states what the test runs.
 //!
 //! A pair is a driver backend against a responder backend. The responder
 //! does not choose: it serves on io_uring what the driver settled on
@@ -15,6 +17,7 @@
 use std::fmt::Write;
 
 use stackbench_model::{AppProtocol, CrrClose, IoMode, Kind, Transport};
+use stackbench_record::BackendConnections;
 
 use crate::iomode::{Claims, DIRECT, EPOLL, URING};
 
@@ -209,6 +212,50 @@ pub fn cell(pair: &Pair, case: &Case, transport: Transport) -> Cell {
     }
 }
 
+/// Whether a side's epoll loop may wait directly in `case` over
+/// `transport` where the cell does not run on direct waiting: an epoll
+/// worker takes a lone connection by itself (before its other connections
+/// arrive, after they are done) wherever the direct row covers the case.
+/// (driver, responder).
+pub fn may_wait_directly(case: &Case, transport: Transport) -> (bool, bool) {
+    let kind = std::iter::once(case.kind);
+    let driver = DIRECT
+        .refuses(transport, false, case.paced(), kind)
+        .is_none();
+    let responder = DIRECT
+        .serving_refusal(transport, case.kind, AppProtocol::Raw)
+        .is_none();
+    (driver, responder)
+}
+
+/// Whether a side's connection counts (`served`, from the run's record)
+/// show that the cell's `backend` for that side served it: io_uring every
+/// connection; direct every connection, opened by the epoll backend and
+/// waiting directly; epoll every connection, waiting directly only where
+/// `may_wait` ([`may_wait_directly`]). The error says what was counted.
+pub fn check_served(
+    backend: &str,
+    served: &BackendConnections,
+    may_wait: bool,
+) -> Result<(), String> {
+    let all = served.total();
+    let ok = all > 0
+        && if backend == URING.name {
+            served.io_uring == all
+        } else if backend == DIRECT.name {
+            served.epoll == all && served.direct == all
+        } else {
+            served.epoll == all && (may_wait || served.direct == 0)
+        };
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "expected {backend}, counted {} on io_uring, {} on epoll of which {} waited directly",
+        served.io_uring, served.epoll, served.direct
+    ))
+}
+
 /// The page: how each pair is reached, then per transport a table of
 /// cases against pairs, each refusal a numbered note (the same line recurs
 /// across cells).
@@ -221,7 +268,9 @@ pub fn page() -> String {
          regenerate it with `{REGENERATE}`\n\
          (a test fails while the two differ). The engine's test table\n\
          (`crates/engine/tests/engine/backends.rs`) runs every cell on loopback\n\
-         and checks the exact transaction count on both sides.\n\
+         and checks the exact transaction count on both sides, and which\n\
+         backend served the cell on each side, from the connections each\n\
+         side's backends counted (the record's `classes[].served_by`).\n\
          \n\
          A column is a driver backend against a responder backend. `io = uring`\n\
          gives io_uring on both sides; epoll waits directly (`direct`) on a\n\
@@ -333,6 +382,39 @@ mod tests {
         assert_eq!((paced.driver, paced.responder), ("epoll", "direct"));
         let tls = cell(&direct, rr, Transport::Tls);
         assert_eq!((tls.driver, tls.responder), ("epoll", "epoll"));
+    }
+
+    #[test]
+    fn served_counts_must_match_the_cells_backend() {
+        let counts = |io_uring, epoll, direct| BackendConnections {
+            io_uring,
+            epoll,
+            direct,
+        };
+        assert_eq!(check_served("io_uring", &counts(2, 0, 0), false), Ok(()));
+        assert!(check_served("io_uring", &counts(0, 2, 0), false).is_err());
+        assert!(check_served("io_uring", &counts(1, 1, 0), false).is_err());
+        assert_eq!(check_served("direct", &counts(0, 1, 1), false), Ok(()));
+        let never_direct = check_served("direct", &counts(0, 1, 0), true);
+        assert_eq!(
+            never_direct,
+            Err(
+                "expected direct, counted 0 on io_uring, 1 on epoll of which 0 waited directly"
+                    .into()
+            )
+        );
+        assert_eq!(check_served("epoll", &counts(0, 2, 1), true), Ok(()));
+        assert!(check_served("epoll", &counts(0, 2, 1), false).is_err());
+        assert!(check_served("epoll", &counts(2, 0, 0), true).is_err());
+        assert!(
+            check_served("epoll", &counts(0, 0, 0), true).is_err(),
+            "nothing counted"
+        );
+        // CRR never waits directly, on either side; a paced driver neither.
+        let (crr, think) = (&CASES[1], &CASES[6]);
+        assert_eq!(may_wait_directly(crr, Transport::Tcp), (false, false));
+        assert_eq!(may_wait_directly(think, Transport::Tcp), (false, true));
+        assert_eq!(may_wait_directly(&CASES[0], Transport::Tls), (false, false));
     }
 
     #[test]

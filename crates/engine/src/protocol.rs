@@ -34,7 +34,10 @@ use crate::transport::Endpoint;
 /// for the test's own worker threads (`class_workers`), and `sample` replies
 /// with the responder's own sockets' memory and per-test thread times.
 /// Version 4: a test names its application protocol (`protocol`: raw or
-/// http1), which changes what the responder reads and writes.
+/// http1), which changes what the responder reads and writes. (The
+/// `stopped` counters of which backend served a test's connections did not
+/// raise it: they change what is reported, not what is served, and an
+/// older responder's zeros read as "not counted".)
 pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Distinct SMC fallback reasons a test's statistics keep.
@@ -115,6 +118,18 @@ pub struct ServerTestStats {
     pub tls_ktls_connections: u64,
     #[serde(default)]
     pub ktls: Option<stackbench_record::KtlsCounters>,
+    /// Which backend served the test's connections: accepted by an io_uring
+    /// worker, or by an epoll worker (served by its readiness loop); of the
+    /// epoll workers' connections, those that entered direct waiting at
+    /// least once (so `uring + epoll` is `connections`, and `direct` at most
+    /// `epoll`). Evidence of the backend a run measured, beside the `io` it
+    /// asked for; a responder that does not count them gives 0 for all three.
+    #[serde(default)]
+    pub uring_connections: u64,
+    #[serde(default)]
+    pub epoll_connections: u64,
+    #[serde(default)]
+    pub direct_connections: u64,
 }
 
 impl ServerTestStats {
@@ -138,6 +153,9 @@ impl ServerTestStats {
         self.tls_rekeys += o.tls_rekeys;
         self.tls_ktls_connections += o.tls_ktls_connections;
         self.ktls = self.ktls.or(o.ktls);
+        self.uring_connections += o.uring_connections;
+        self.epoll_connections += o.epoll_connections;
+        self.direct_connections += o.direct_connections;
     }
 
     /// Counts `n` SMC fallbacks for (decline `reason`, peer's diagnosis);

@@ -12,9 +12,11 @@ use stackbench_record::{ClassResult, SideCpu, WarningRecord};
 
 mod ktls;
 mod population;
+mod served;
 mod stall;
 
 pub use ktls::check_ktls;
+pub use served::check_io_served;
 pub use stall::{check_delayed_ack_stall, stall_band, PathFloor, STALL_SHARE_PCT};
 
 pub use population::{check_driver_behind, check_little_law, GENERATOR_LAG_P99_US, LITTLE_LAW_PCT};
@@ -140,6 +142,13 @@ pub enum Warning {
     /// `io uring` was asked for but the run measured epoll: `reason` names
     /// the case (a transport, pacing, CRR, or a kernel without io_uring).
     IoFallback { reason: String },
+    /// The stored effective `io` (`io`: its name) does not account for
+    /// connections the class's backends counted: one clause per side
+    /// ([`check_io_served`]).
+    IoServedElsewhere {
+        io: &'static str,
+        sides: Vec<String>,
+    },
     /// `tls_mode ktls`, yet the kernel did not visibly carry the records:
     /// one clause per failed check ([`check_ktls`]).
     KtlsNotCarried { why: Vec<String> },
@@ -181,6 +190,7 @@ impl Warning {
             Warning::ConfidenceNotReached { .. } => "confidence_not_reached",
             Warning::OptionsNotApplied { .. } => "options_not_applied",
             Warning::IoFallback { .. } => "io_fallback",
+            Warning::IoServedElsewhere { .. } => "io_served_elsewhere",
             Warning::LittleLawOff { .. } => "little_law_off",
             Warning::DriverBehind { .. } => "driver_behind",
             Warning::LabChanged { .. } => "lab_changed",
@@ -322,6 +332,13 @@ impl fmt::Display for Warning {
             Warning::IoFallback { reason } => {
                 write!(f, "{reason}; the stored settings say io epoll")
             }
+            Warning::IoServedElsewhere { io, sides } => write!(
+                f,
+                "the stored settings say io {io}, but {}: the figures are not all {io}'s; \
+                 a side without io_uring serves on epoll (its stderr says why), so run where \
+                 both sides have it, or ask for io epoll",
+                sides.join(" and ")
+            ),
             Warning::DelayedAckStall {
                 share_pct,
                 transactions,

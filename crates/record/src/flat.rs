@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::run::{ClassResult, RunRecord, SideCpu, SideMemory};
+use crate::run::{BackendConnections, ClassResult, RunRecord, SideCpu, SideMemory};
 
 /// One column of the flat table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,6 +139,12 @@ const TAIL: &[(&str, &str, Read)] = &[
     ("server_rss_bytes_per_conn", "Responder RSS per connection, bytes", |c| json(memory(c, false).and_then(|m| m.rss_bytes_per_conn))),
     ("server_kernel_sock_bytes_per_conn", "Kernel memory of the responder's own sockets per connection, bytes", |c| json(memory(c, false).and_then(|m| m.kernel_sock_bytes_per_conn))),
     ("io", "The I/O backend setting (`io`) as stored", |c| setting(c, "io")),
+    ("client_io_uring_connections", "Driver connections of the class opened by the io_uring backend (check `io` against these); empty in older records", |c| served(c, true, |s| s.io_uring)),
+    ("client_epoll_connections", "Driver connections opened by the epoll backend", |c| served(c, true, |s| s.epoll)),
+    ("client_direct_connections", "Of those, driver connections that entered direct waiting", |c| served(c, true, |s| s.direct)),
+    ("server_io_uring_connections", "Responder connections of the class's test accepted by the io_uring backend; empty where the responder did not count them", |c| served(c, false, |s| s.io_uring)),
+    ("server_epoll_connections", "Responder connections accepted by the epoll backend", |c| served(c, false, |s| s.epoll)),
+    ("server_direct_connections", "Of those, responder connections that entered direct waiting", |c| served(c, false, |s| s.direct)),
     ("spin", "The busy-poll setting (`spin`)", |c| setting(c, "spin")),
     ("crr_close", "How CRR connections close (`crr_close`)", |c| setting(c, "crr_close")),
     ("warnings", "Codes of the measurement-quality warnings concerning the class or the whole run, comma-separated, in the record's order", |c| {
@@ -167,6 +173,17 @@ fn memory<'a>(c: &Cell<'a>, client: bool) -> Option<&'a SideMemory> {
     } else {
         m.server.as_ref()
     }
+}
+
+/// One side's count of `served_by` (`client`: the driver's).
+fn served(c: &Cell, client: bool, pick: fn(&BackendConnections) -> u64) -> Value {
+    let s = c.class.served_by.as_ref();
+    let side = if client {
+        s.map(|s| s.driver)
+    } else {
+        s.and_then(|s| s.responder)
+    };
+    json(side.as_ref().map(pick))
 }
 
 fn setting(c: &Cell, name: &str) -> Value {
@@ -306,9 +323,35 @@ mod tests {
         assert_eq!(value(&cols, row, "warnings"), "run_short");
         assert_eq!(value(&cols, row, "warning_messages"), "too short");
         assert!(value(&cols, row, "client_util_pct").is_null());
+        // No counts of which backend served in a version 1 record.
+        assert!(value(&cols, row, "client_epoll_connections").is_null());
         let line: serde_json::Value = serde_json::from_str(&row_json(&cols, row)).unwrap();
         assert_eq!(line["rx_bytes_per_s"], 2.0e9);
         assert_eq!(line["run"], "run.json");
+    }
+
+    #[test]
+    fn served_columns_sit_beside_the_stored_io() {
+        let mut r = record();
+        let on = |io_uring, epoll, direct| BackendConnections {
+            io_uring,
+            epoll,
+            direct,
+        };
+        r.classes[0].served_by = Some(crate::run::ServedBy {
+            driver: on(3, 0, 0),
+            responder: Some(on(0, 3, 1)),
+        });
+        let cols = columns();
+        let row = &rows("run.json", &r)[0];
+        assert_eq!(value(&cols, row, "client_io_uring_connections"), 3);
+        assert_eq!(value(&cols, row, "server_epoll_connections"), 3);
+        assert_eq!(value(&cols, row, "server_direct_connections"), 1);
+        let io = cols.iter().position(|c| c.name == "io").unwrap();
+        assert_eq!(cols[io + 1].name, "client_io_uring_connections");
+        r.classes[0].served_by.as_mut().unwrap().responder = None;
+        let row = &rows("run.json", &r)[0];
+        assert!(value(&cols, row, "server_epoll_connections").is_null());
     }
 
     #[test]

@@ -18,12 +18,14 @@ use stackbench_model::{Kind, StreamDirection};
 mod agents;
 mod ktls;
 mod schema;
+mod served;
 mod stall;
 mod tls;
 
 pub use agents::{AgentClassRow, AgentRecord, AgentsSummary};
 pub use ktls::{KtlsCounters, KtlsFigures};
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
+pub use served::{BackendConnections, ServedBy};
 pub use stall::StallBand;
 pub use tls::{HandshakeCpuUs, TlsFigures};
 
@@ -215,6 +217,12 @@ pub struct ClassResult {
     /// cannot tell (a floor of 35 ms or more, loss) and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall_band: Option<StallBand>,
+    /// Which I/O backend served the class's connections, driver and
+    /// responder side: check the stored effective `io` setting against it
+    /// (`io_served_elsewhere` warns when they disagree); absent in older
+    /// records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_by: Option<ServedBy>,
 }
 
 /// How a class's clients pace their requests.
@@ -726,6 +734,7 @@ impl ClassResult {
             population: None,
             tls: None,
             stall_band: None,
+            served_by: None,
         }
     }
 }

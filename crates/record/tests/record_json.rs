@@ -315,6 +315,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 population: p,
                 tls: None,
                 stall_band: None,
+                served_by: None,
             }
         },
     )

@@ -121,19 +121,23 @@ pub fn io_fallback(settings: &mut RunSettings, configs: &[RunConfig]) -> Option<
 }
 
 /// The per-class checks; a driver that spins is busy by design, and one on
-/// CPUs the idle baseline found busy is not alone in its busy figure.
+/// CPUs the idle baseline found busy is not alone in its busy figure; `io`
+/// is the stored effective backend, which the class's connections are
+/// checked against.
 pub fn class_warnings(
     class: &ClassResult,
     driver_threads: u32,
-    spin: Spin,
+    (spin, io): (Spin, IoMode),
     driver_background_pct: Option<f64>,
 ) -> Vec<Warning> {
-    warnings::class_warnings(
+    let mut out = warnings::class_warnings(
         class,
         Some(driver_threads),
         spin.driver(),
         driver_background_pct,
-    )
+    );
+    out.extend(warnings::check_io_served(class, io));
+    out
 }
 
 /// Whether `w` judges a class's CPU figures, which in a mix on shared
@@ -216,5 +220,42 @@ mod tests {
         assert!(agents_share_cpus(&s, 15, &class(91.0, 45_350.0)).is_none());
         s.agents = Some(1);
         assert!(agents_share_cpus(&s, 1, &class(91.0, 45_350.0)).is_none());
+    }
+
+    /// The class checks hold the stored effective io against the
+    /// connections each side's backends counted.
+    #[test]
+    fn a_class_served_off_the_stored_io_is_warned_about() {
+        use stackbench_record::{BackendConnections, ServedBy};
+        let on = |io_uring, epoll| BackendConnections {
+            io_uring,
+            epoll,
+            direct: 0,
+        };
+        let c = ClassResult {
+            served_by: Some(ServedBy {
+                driver: on(2, 0),
+                responder: Some(on(0, 2)),
+            }),
+            ..class(50.0, 60.0)
+        };
+        let codes = |io| -> Vec<&'static str> {
+            class_warnings(&c, 1, (Spin::None, io), None)
+                .iter()
+                .map(Warning::code)
+                .collect()
+        };
+        assert!(codes(IoMode::Uring).contains(&"io_served_elsewhere"));
+        // io epoll: the driver's io_uring connections are the surprise.
+        assert!(codes(IoMode::Epoll).contains(&"io_served_elsewhere"));
+        let agreed = ClassResult {
+            served_by: Some(ServedBy {
+                driver: on(2, 0),
+                responder: Some(on(2, 0)),
+            }),
+            ..c.clone()
+        };
+        let w = class_warnings(&agreed, 1, (Spin::None, IoMode::Uring), None);
+        assert!(w.iter().all(|w| w.code() != "io_served_elsewhere"), "{w:?}");
     }
 }

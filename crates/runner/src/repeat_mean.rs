@@ -25,7 +25,7 @@
 //! - the identity of the class (workload, notation, clients, sizes) is the
 //!   first run's; `repetitions` is left for the caller to fill.
 
-use stackbench_record::{ClassResult, ErrorCounts};
+use stackbench_record::{ClassResult, ErrorCounts, ServedBy};
 use stackbench_record::{
     CpuBreakdown, CpuFigures, LagUs, LatencyUs, MemoryFigures, PopulationFigures, ProcessCpu,
     SideCpu, SideMemory,
@@ -128,7 +128,17 @@ fn mean_class(runs: &Of<ClassResult>) -> ClassResult {
             .iter()
             .filter_map(|c| c.stall_band)
             .reduce(|a, b| a.add(&b)),
+        // Connections add up: one repetition off its backend shows.
+        served_by: served_by(runs.0.iter().map(|c| c.served_by)),
     }
+}
+
+/// The backends' connection counts of several runs of one class (its
+/// repetitions, or its agents' shares) added up; `None` when one of them
+/// has none (a part counted by nobody is unknown).
+pub fn served_by(all: impl Iterator<Item = Option<ServedBy>>) -> Option<ServedBy> {
+    all.reduce(|a, b| a.zip(b).map(|(a, b)| a.add(&b)))
+        .flatten()
 }
 
 fn population(runs: &Of<PopulationFigures>) -> PopulationFigures {
@@ -274,6 +284,28 @@ fn side_memory(runs: &Of<SideMemory>) -> SideMemory {
 mod tests {
 
     use super::*;
+
+    /// Repetitions' (or agents') connection counts add up, so one that ran
+    /// off its backend shows in the sum; one without counts makes it unknown.
+    #[test]
+    fn served_by_adds_up_and_an_uncounted_part_is_unknown() {
+        use stackbench_record::BackendConnections;
+        let one = ServedBy {
+            driver: BackendConnections {
+                io_uring: 2,
+                ..BackendConnections::default()
+            },
+            responder: Some(BackendConnections {
+                epoll: 2,
+                ..BackendConnections::default()
+            }),
+        };
+        let sum = served_by([Some(one), Some(one)].into_iter()).unwrap();
+        assert_eq!(sum.driver.io_uring, 4);
+        assert_eq!(sum.responder.map(|r| r.epoll), Some(4));
+        assert_eq!(served_by([Some(one), None].into_iter()), None);
+        assert_eq!(served_by(std::iter::empty()), None);
+    }
 
     /// A class as one repetition might have measured it.
     fn run(rate_tps: f64, p99: f64, max: f64, errors: u64, cpu_us: Option<f64>) -> ClassResult {

@@ -403,7 +403,8 @@ fn run_workloads(
                 .cpu
                 .as_ref()
                 .is_some_and(|c| c.attribution == CpuAttribution::Mix);
-            for w in quality::class_warnings(class, threads, plan.settings.spin, background) {
+            let side = (plan.settings.spin, record.settings.io);
+            for w in quality::class_warnings(class, threads, side, background) {
                 // A mix on shared workers: every class holds the mix's CPU,
                 // so its CPU warnings are the mix's, said once under its name.
                 if shared && quality::is_mix_wide(&w) {

@@ -224,9 +224,28 @@ fn io_uring_is_stored_as_measured() {
         assert_eq!(doc["settings"]["io"], "uring");
     }
     assert_eq!(doc["classes"][0]["transactions"], 40);
+    // The stored io is what served the connections, on both sides.
+    let backend = if fallback.is_some() {
+        "epoll"
+    } else {
+        "io_uring"
+    };
+    let served = &doc["classes"][0]["served_by"];
+    for side in ["driver", "responder"] {
+        assert_eq!(served[side][backend], 2, "{side}: {served}");
+    }
+    assert!(warnings.iter().all(|w| w["code"] != "io_served_elsewhere"));
     let doc = run("CRR2(64B/1kB)");
     assert_eq!(doc["settings"]["io"], "epoll");
     assert_eq!(doc["classes"][0]["transactions"], 40);
+    let served = &doc["classes"][0]["served_by"];
+    // CRR connects per transaction; none of it on io_uring, none waiting
+    // directly (CRR never does).
+    for side in ["driver", "responder"] {
+        assert_eq!(served[side]["epoll"], 40, "{side}: {served}");
+        assert_eq!(served[side]["io_uring"], 0, "{side}: {served}");
+        assert_eq!(served[side]["direct"], 0, "{side}: {served}");
+    }
     let warnings = doc["warnings"].as_array().unwrap();
     let w = warnings
         .iter()

@@ -46,6 +46,13 @@ pub struct ClassAccum {
     /// The first response the application protocol refused (one line):
     /// the run is incomplete with it.
     pub fault: Option<String>,
+    /// Connections opened (warm-up included) by the io_uring backend and by
+    /// the epoll backend, and of the epoll backend's those that entered
+    /// direct waiting at least once: evidence of the backend that drove
+    /// the class, beside the `io` it asked for.
+    pub uring_connections: u64,
+    pub epoll_connections: u64,
+    pub direct_connections: u64,
 }
 
 /// A class's TLS handshakes on one worker.
@@ -129,6 +136,9 @@ impl ClassAccum {
         self.last_connected_ns = self.last_connected_ns.max(o.last_connected_ns);
         self.connected_at_window += o.connected_at_window;
         self.rekeys += o.rekeys;
+        self.uring_connections += o.uring_connections;
+        self.epoll_connections += o.epoll_connections;
+        self.direct_connections += o.direct_connections;
         if self.fault.is_none() {
             self.fault.clone_from(&o.fault);
         }

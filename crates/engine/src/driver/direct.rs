@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use mio::Token;
 
-use super::machine::{Phase, CONNECTED, RELEASED};
+use super::machine::{Phase, CONNECTED, ENTERED_DIRECT, RELEASED};
 use super::pace::Pace;
 use super::worker::Worker;
 use crate::app::Codec;
@@ -97,7 +97,15 @@ impl<P: Codec> Worker<'_, P> {
         };
         let wait = (!self.spin).then_some(DIRECT_WAIT);
         match stream.enter_direct(self.poll.registry(), Token(key), wait) {
-            Ok(entered) => entered,
+            Ok(entered) => {
+                let conn = &mut self.m.conns[key];
+                if entered && conn.flags & ENTERED_DIRECT == 0 {
+                    // Once per connection, however often it comes back.
+                    conn.flags |= ENTERED_DIRECT;
+                    self.m.accum[conn.class as usize].direct_connections += 1;
+                }
+                entered
+            }
             Err(e) => {
                 self.fail(key, &e);
                 false

@@ -95,6 +95,11 @@ pub(super) const RELEASED: u8 = 2;
 /// `Conn::flags` bits from here up belong to the backend (io_uring: what it
 /// has in flight), kept in the same byte so the state does not grow.
 pub(super) const BACKEND_FLAGS: u8 = !(CONNECTED | RELEASED);
+/// `Conn::flags`, the epoll backend's bit (io_uring's are never set on an
+/// epoll worker): the connection has entered direct waiting, and is
+/// counted in `ClassAccum::direct_connections`; cleared when it reconnects.
+pub(super) const ENTERED_DIRECT: u8 = 4;
+const _: () = assert!(ENTERED_DIRECT & !BACKEND_FLAGS == 0);
 /// `Conn::start_ns` while waiting: no wait to measure (first request, after an error).
 pub(super) const NOT_WAITING: u64 = u64::MAX;
 

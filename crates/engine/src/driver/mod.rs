@@ -257,6 +257,9 @@ pub fn run_workload_gated(
             if let (Some(tls), true) = (class.tls.as_mut(), ktls) {
                 summary::add_ktls(tls, acc, stats, ktls_client);
             }
+            if let Some(served) = class.served_by.as_mut() {
+                served.responder = stats.and_then(summary::responder_served);
+            }
             class
         })
         .collect();

@@ -9,7 +9,8 @@ use stackbench_metrics::LatencyHistogram;
 use stackbench_model::{ClassSpec, Pacing};
 use stackbench_record::ClassResult;
 use stackbench_record::{
-    HandshakeCpuUs, KtlsCounters, KtlsFigures, LagUs, PacingMode, PopulationFigures, TlsFigures,
+    BackendConnections, HandshakeCpuUs, KtlsCounters, KtlsFigures, LagUs, PacingMode,
+    PopulationFigures, ServedBy, TlsFigures,
 };
 
 use super::accum::ClassAccum;
@@ -85,7 +86,28 @@ pub fn class_result(
         }),
         // Counted against the path's floor by the caller.
         stall_band: None,
+        // The responder's side is added by the caller (`served_by`).
+        served_by: Some(ServedBy {
+            driver: BackendConnections {
+                io_uring: acc.uring_connections,
+                epoll: acc.epoll_connections,
+                direct: acc.direct_connections,
+            },
+            responder: None,
+        }),
     }
+}
+
+/// The responder's side of which backend served a class's connections,
+/// from its test's counters; `None` when it counted none of the
+/// connections it served (a responder older than the counters).
+pub fn responder_served(s: &ServerTestStats) -> Option<BackendConnections> {
+    let counted = s.uring_connections + s.epoll_connections;
+    (counted > 0 || s.connections == 0).then_some(BackendConnections {
+        io_uring: s.uring_connections,
+        epoll: s.epoll_connections,
+        direct: s.direct_connections,
+    })
 }
 
 /// Adds the responder's side of a `tls` class: its key updates and CPU
@@ -342,6 +364,24 @@ mod tests {
         let cpu = some.handshake_cpu_us.unwrap();
         assert_eq!(cpu.server_full, Some(55_752.0));
         assert_eq!(cpu.server_resumed, None);
+    }
+
+    /// A responder older than the counters reports zeros beside the
+    /// connections it served: not known, rather than "none on any backend".
+    #[test]
+    fn a_responder_that_did_not_count_is_unknown() {
+        let old = ServerTestStats {
+            connections: 2,
+            ..ServerTestStats::default()
+        };
+        assert_eq!(responder_served(&old), None);
+        let counted = ServerTestStats {
+            uring_connections: 2,
+            ..old
+        };
+        let served = responder_served(&counted).unwrap();
+        assert_eq!((served.io_uring, served.epoll, served.direct), (2, 0, 0));
+        assert!(responder_served(&ServerTestStats::default()).is_some());
     }
 
     #[test]

@@ -37,7 +37,7 @@ use stackbench_model::{IoMode, SocketOptions};
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 pub use super::machine::ClassPlan;
-use super::machine::{Epoch, Got, Machine, Next, Phase, Sent};
+use super::machine::{Epoch, Got, Machine, Next, Phase, Sent, ENTERED_DIRECT};
 use super::pace;
 use super::ring::Ring;
 use crate::app::{Codec, Raw};
@@ -387,7 +387,17 @@ impl<'a, P: Codec> Worker<'a, P> {
                 Interest::READABLE | Interest::WRITABLE,
             )?;
         }
-        self.m.conns[key].stream = Some(stream);
+        let conn = &mut self.m.conns[key];
+        conn.stream = Some(stream);
+        // Evidence of the backend that drove it (`ClassAccum`); a new
+        // connection has not waited directly yet.
+        let acc = &mut self.m.accum[class];
+        if self.ring.is_some() {
+            acc.uring_connections += 1;
+        } else {
+            acc.epoll_connections += 1;
+            conn.flags &= !ENTERED_DIRECT;
+        }
         if self.ring.is_some() && self.m.conns[key].flags & super::machine::RELEASED == 0 {
             // Before the window: the connection counts once connected.
             self.watch_connect(key);

@@ -25,6 +25,10 @@ use crate::iomode;
 /// longest a blocked call waits (so an idle connection does not hold them).
 const CHECK_EVERY: Duration = Duration::from_millis(10);
 
+/// The epoll worker's bit of a connection's state (`ConnState::backend`):
+/// it has entered direct waiting, and is counted in `direct_connections`.
+const ENTERED_DIRECT: u8 = 1;
+
 impl Worker {
     /// The worker's one data connection, when it can be served directly.
     pub(super) fn direct_candidate(&self) -> Option<usize> {
@@ -82,7 +86,17 @@ impl Worker {
             .is_some_and(|t| t.spec.spin);
         let wait = (!spin).then_some(CHECK_EVERY);
         match stream.enter_direct(self.poll.registry(), Token(key), wait) {
-            Ok(entered) => entered,
+            Ok(entered) => {
+                if entered && state.backend & ENTERED_DIRECT == 0 {
+                    // Counted once per connection, however often it comes
+                    // back: the evidence that direct waiting served it.
+                    state.backend |= ENTERED_DIRECT;
+                    if let Some(t) = self.tests.get_mut(state.test as usize) {
+                        t.stats.direct_connections += 1;
+                    }
+                }
+                entered
+            }
             Err(_) => {
                 self.close(key, true);
                 false

@@ -20,6 +20,7 @@ mod mirror;
 mod mock;
 mod own;
 mod uring;
+mod uring_submit;
 mod worker;
 
 use std::collections::{HashMap, HashSet};

@@ -15,6 +15,10 @@
 //! control threads arrive through an eventfd whose read stays armed on the
 //! ring.
 //!
+//! What to queue next and what a completion means for a connection's bits
+//! are decided in [`super::uring_submit`], without the ring (and tested
+//! there); this file builds the entries and runs the loop.
+//!
 //! Design notes: received bytes are counted, never read, so every receive
 //! lands in one shared sink; sends read one zero buffer. A connection or
 //! listener with operations in flight is never dropped at once: its socket is
@@ -31,9 +35,9 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use slab::Slab;
-use stackbench_model::Kind;
 
-use super::machine::{errno_kind, ConnState, Io, Step, Test, Then, Touch};
+use super::machine::{errno_kind, ConnState, Step, Test, Then, Touch};
+use super::uring_submit::{self as submit, Completed, Submit, CLOSING, QUEUED};
 use super::worker::{leftover, Backend, Command, Commanded};
 use crate::app::Raw;
 use crate::iomode::{self, build, enter, Claims};
@@ -48,16 +52,6 @@ const OP_WAKE: u64 = 4;
 const OP_CANCEL: u64 = 5;
 /// A response's last send with no completion on success (see `queue_io`).
 const OP_SEND_LAST: u64 = 6;
-/// The backend's bits of a connection's state (`ConnState::backend`): a
-/// send, a receive in flight.
-const SEND_QUEUED: u8 = 1;
-const RECV_QUEUED: u8 = 2;
-/// A last send that reports only failure; over when its linked receive is.
-const LAST_QUEUED: u8 = 4;
-/// Any operation in flight.
-const QUEUED: u8 = SEND_QUEUED | RECV_QUEUED | LAST_QUEUED;
-/// Shut down, removed at its last completion.
-const CLOSING: u8 = 8;
 /// Submission queue size (completion queue twice that; the kernel keeps any
 /// overflow).
 const ENTRIES: u32 = 4096;
@@ -299,6 +293,8 @@ impl UringWorker {
         let stream = DataStream::Plain(unsafe { OwnedFd::from_raw_fd(res) });
         let t = &mut self.tests[test as usize];
         let state = ConnState::accepted::<Raw>(t, test);
+        // Evidence of the backend that served it (`ServerTestStats`).
+        t.stats.uring_connections += 1;
         let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
         let conn = self.entries.insert(Entry::Conn(UConn { stream, state }));
         self.queue_io(conn);
@@ -307,9 +303,10 @@ impl UringWorker {
         }
     }
 
-    /// Queues what connection `key`'s machine needs and is not in flight:
-    /// the request's next receive, or the answer's next send (its last one
-    /// linked to the next request's receive).
+    /// Queues what connection `key`'s machine needs and is not in flight
+    /// ([`submit::next`] decides): the request's next receive, or the
+    /// answer's next send (its last one linked to the next request's
+    /// receive).
     fn queue_io(&mut self, key: usize) {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
             return;
@@ -325,22 +322,18 @@ impl UringWorker {
                 .build()
                 .user_data(data | OP_RECV)
         };
+        let what = submit::next(&c.state, test, self.skip_ok);
+        c.state.backend |= what.queued();
         let mut ops: [Option<squeue::Entry>; 2] = [None, None];
-        let queued = c.queued();
-        match c.state.io::<Raw>(test, &()) {
-            Io::Recv { max } if queued & RECV_QUEUED == 0 => {
-                ops[0] = Some(recv(max));
-                c.state.backend |= RECV_QUEUED;
-            }
-            Io::Send {
-                len, cork, last, ..
-            } if queued & SEND_QUEUED == 0 => {
-                let last = last && queued & RECV_QUEUED == 0;
-                // A corked answer's last send reports its completion, at
-                // which the machine lifts the cork (the cork must outlast it).
-                if last && self.skip_ok && test.spec.kind != Kind::Crr && !test.raw_corks() {
-                    return self.queue_last_send(key, fd, len as u32);
-                }
+        match what {
+            Submit::Nothing => {}
+            Submit::Recv { max } => ops[0] = Some(recv(max)),
+            Submit::SilentLast { len } => return self.queue_last_send(key, fd, len as u32),
+            Submit::Send {
+                len,
+                cork,
+                then_recv,
+            } => {
                 if cork {
                     sockopt::cork(fd.0, true);
                 }
@@ -348,19 +341,12 @@ impl UringWorker {
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
                     .user_data(data | OP_SEND);
-                c.state.backend |= SEND_QUEUED;
-                ops[0] = Some(if last {
-                    send.flags(squeue::Flags::IO_LINK)
-                } else {
-                    send
+                ops[0] = Some(match then_recv {
+                    Some(_) => send.flags(squeue::Flags::IO_LINK),
+                    None => send,
                 });
-                if last {
-                    let first = test.raw_request_bytes().min(IO_CHUNK_BYTES as u64);
-                    ops[1] = Some(recv(first as usize));
-                    c.state.backend |= RECV_QUEUED;
-                }
+                ops[1] = then_recv.map(recv);
             }
-            _ => {}
         }
         for op in ops.iter().flatten() {
             self.push(op);
@@ -377,9 +363,6 @@ impl UringWorker {
             .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
             .user_data(((key as u64) << 8) | OP_SEND_LAST);
         self.push_silent(&send);
-        if let Some(Entry::Conn(c)) = self.entries.get_mut(key) {
-            c.state.backend |= LAST_QUEUED;
-        }
         match self.on_sent(key, len as i32) {
             Step::Close { error } => self.close(key, error),
             Step::Go | Step::Wait => self.queue_io(key),
@@ -391,46 +374,38 @@ impl UringWorker {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
             return;
         };
-        if c.queued() & LAST_QUEUED == 0 {
-            return;
-        }
-        c.state.backend &= !LAST_QUEUED;
-        if c.closing() {
-            if c.queued() == 0 {
-                self.entries.remove(key);
+        let (bits, what) = submit::last_send_completed(c.state.backend);
+        c.state.backend = bits;
+        match what {
+            None | Some(Completed::Closing { drained: false }) => {}
+            Some(Completed::Closing { drained: true }) => drop(self.entries.remove(key)),
+            Some(_) => {
+                let test = &self.tests[c.state.test as usize];
+                let error = res >= 0
+                    || c.state.failed(test, errno_kind(res)) == (Step::Close { error: true });
+                self.close(key, error);
             }
-            return;
         }
-        let test = &self.tests[c.state.test as usize];
-        let error =
-            res >= 0 || c.state.failed(test, errno_kind(res)) == (Step::Close { error: true });
-        self.close(key, error);
     }
 
     fn on_io(&mut self, key: usize, op: u64, res: i32) {
         let Some(Entry::Conn(c)) = self.entries.get_mut(key) else {
             return;
         };
-        c.state.backend &= !if op == OP_SEND {
-            SEND_QUEUED
-        } else {
-            RECV_QUEUED | LAST_QUEUED
-        };
-        if c.closing() {
-            if c.queued() == 0 {
-                self.entries.remove(key);
+        let (bits, what) = submit::completed(c.state.backend, op == OP_SEND, res);
+        c.state.backend = bits;
+        let step = match what {
+            Completed::Closing { drained } => {
+                if drained {
+                    self.entries.remove(key);
+                }
+                return;
             }
-            return;
-        }
-        if res == -libc::ECANCELED {
-            return; // the next request's receive after a failed send
-        }
-        let step = if res == -libc::EAGAIN || res == -libc::EINTR {
-            Step::Wait
-        } else if op == OP_SEND {
-            self.on_sent(key, res)
-        } else {
-            self.on_received(key, res)
+            // The next request's receive after a failed send.
+            Completed::Cancelled => return,
+            Completed::Again => Step::Wait,
+            Completed::Event if op == OP_SEND => self.on_sent(key, res),
+            Completed::Event => self.on_received(key, res),
         };
         match step {
             Step::Go | Step::Wait => self.queue_io(key),

@@ -334,7 +334,10 @@ impl Worker {
             let t = &mut self.tests[test as usize];
             row.accepted(&stream, &mut t.stats);
             let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
-            // Counted as accepted even if it cannot be registered.
+            // Counted as accepted even if it cannot be registered, and as
+            // served by the epoll loop (evidence of the backend a run
+            // measured: `ServerTestStats::epoll_connections`).
+            t.stats.epoll_connections += 1;
             let mut conn = Entry::accepted(stream, t, test);
             let entry = self.entries.vacant_entry();
             let token = Token(entry.key());

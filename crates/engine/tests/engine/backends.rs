@@ -3,7 +3,9 @@
 //! of driver and responder backends × each workload case (RR, CRR in every
 //! close mode, STR both ways, think time, open loop) × tcp, unix, mptcp
 //! and tls — count-bounded on loopback, with exact counts and bytes on both
-//! sides. A cell either runs on its pair or is refused in the one line its
+//! sides, and on both sides the backend that served the cell, from the
+//! connections each side's backends counted (the class's `served_by`): the
+//! counts alone would pass if every cell ran on epoll. A cell either runs on its pair or is refused in the one line its
 //! row in `iomode` gives (for io_uring, the run's warning) and runs on
 //! epoll; both are checked here. The io_uring column and the mptcp rows go
 //! through the skip gate where this kernel or sandbox lacks them. Each
@@ -89,6 +91,19 @@ fn column(name: &str) -> usize {
                 Kind::Rr | Kind::Str => u64::from(pair.clients),
             };
             assert_eq!(server.connections, connections, "{label}");
+            // Which backend served, each side, by the counts the run's
+            // record carries: the transaction counts alone would pass if
+            // everything ran on epoll.
+            let served = c.served_by.expect("served_by");
+            let responder = served.responder.expect("the responder's counts");
+            let (driver_may, responder_may) = matrix::may_wait_directly(case, transport);
+            let side = |backend, counts, may| {
+                matrix::check_served(backend, counts, may).map_err(|e| format!("{label}: {e}"))
+            };
+            side(cell.driver, &served.driver, driver_may).unwrap();
+            side(cell.responder, &responder, responder_may).unwrap();
+            assert_eq!(responder.total(), connections, "{label}");
+            assert_eq!(served.driver.total(), connections, "{label}");
             cells += 1;
         }
     }

@@ -276,6 +276,7 @@ fn merge_class(of: &[(usize, &AgentPart, &ClassResult)], notes: &mut Vec<String>
         population: merge_population(of, notes),
         tls: merge_tls(of, notes),
         stall_band: stall_band(of),
+        served_by: crate::repeat_mean::served_by(of.iter().map(|(_, _, c)| c.served_by)),
     }
 }
 
