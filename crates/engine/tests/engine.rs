@@ -480,3 +480,8 @@ mod backends;
 /// kind, the io_uring refusal, and a plain server's faults.
 #[path = "engine/http1.rs"]
 mod http1;
+
+/// Protocol tn3270: logons and records counted exactly against the
+/// embedded responder, RR and CRR, and the io_uring refusal.
+#[path = "engine/tn3270.rs"]
+mod tn3270;

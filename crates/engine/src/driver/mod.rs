@@ -59,7 +59,7 @@ use watch::{Watch, Watched};
 use worker::{Backend, ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::affinity;
-use crate::app::{http1, Codec, Raw};
+use crate::app::{http1, tn3270, Codec, Raw};
 use crate::error::EngineError;
 use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
@@ -591,6 +591,9 @@ fn drive(
                             AppProtocol::Raw => run_worker::<Raw>(shared, clients, slots, abort),
                             AppProtocol::Http1 => {
                                 run_worker::<http1::Client>(shared, clients, slots, abort)
+                            }
+                            AppProtocol::Tn3270 => {
+                                run_worker::<tn3270::Client>(shared, clients, slots, abort)
                             }
                         }
                         .map_err(|e| format!("worker {i} could not start: {e}"));

@@ -298,7 +298,7 @@ impl UringWorker {
         // SAFETY: the accepted descriptor is new and owned by nobody else.
         let stream = DataStream::Plain(unsafe { OwnedFd::from_raw_fd(res) });
         let t = &mut self.tests[test as usize];
-        let state = ConnState::accepted::<Raw>(t, test);
+        let state = ConnState::accepted::<Raw>(t, &mut (), test);
         let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);
         let conn = self.entries.insert(Entry::Conn(UConn { stream, state }));
         self.queue_io(conn);

@@ -1,0 +1,88 @@
+//! `protocol tn3270` against the embedded responder: every connection
+//! logs on (the Telnet negotiation and the first screen) before its
+//! records; RR counts exactly and moves the notation's record bytes (the
+//! logons fall before the window), CRR counts a logon per transaction in
+//! every close mode, a lone connection is driven and served directly, and
+//! `io uring` runs it on epoll.
+
+use stackbench_engine::app::tn3270::{LOGON_BYTES_IN, LOGON_BYTES_OUT};
+use stackbench_engine::{iomode, RunConfig, RunOutcome};
+use stackbench_model::{AppProtocol, CrrClose, IoMode};
+
+use super::{config, responder, run};
+
+fn tn3270(workload: &str, transactions: u64) -> RunConfig {
+    RunConfig {
+        protocol: AppProtocol::Tn3270,
+        ..config(workload, transactions)
+    }
+}
+
+/// Exact counts: `n` transactions of the notation's record sizes on both
+/// sides, plus `logons` logons' bytes on the client (CRR: one per
+/// transaction) and one per connection on the responder.
+fn assert_tn3270_exact(out: &RunOutcome, n: u64, logons: u64) {
+    assert!(out.complete, "{:?}", out.incomplete_reason);
+    let c = &out.classes[0];
+    assert_eq!(c.transactions, n, "{}", c.notation);
+    assert_eq!(c.errors, 0, "{}: {:?}", c.notation, c.error_counts);
+    assert_eq!(c.tx_bytes, n * c.request_bytes + logons * LOGON_BYTES_IN);
+    assert_eq!(c.rx_bytes, n * c.response_bytes + logons * LOGON_BYTES_OUT);
+    let server = &out.server_stats[0];
+    let conns = server.connections;
+    assert_eq!((server.transactions, server.errors), (n, 0));
+    assert_eq!(
+        server.rx_bytes,
+        n * c.request_bytes + conns * LOGON_BYTES_IN
+    );
+    assert_eq!(
+        server.tx_bytes,
+        n * c.response_bytes + conns * LOGON_BYTES_OUT
+    );
+}
+
+#[test]
+fn rr_logs_on_once_per_user_and_counts_records_exactly() {
+    let h = responder("127.0.0.1:0");
+    let out = run(&h, &tn3270("RR10(100B/800B)", 1003));
+    // Logons happen before the window: the client counts records only.
+    assert_tn3270_exact(&out, 1003, 0);
+    assert_eq!(out.server_stats[0].connections, 10);
+}
+
+#[test]
+fn crr_logs_on_per_transaction_in_every_close_mode() {
+    let h = responder("127.0.0.1:0");
+    for close in [CrrClose::Server, CrrClose::Client, CrrClose::Abort] {
+        let mut cfg = tn3270("CRR4(100B/800B)", 201);
+        cfg.socket.crr_close = close;
+        let out = run(&h, &cfg);
+        assert_tn3270_exact(&out, 201, 201);
+        assert_eq!(out.server_stats[0].connections, 201, "{close:?}");
+    }
+}
+
+#[test]
+fn a_lone_terminal_is_driven_and_served_directly() {
+    let h = super::responder_threads("127.0.0.1:0", 1);
+    let mut cfg = tn3270("RR1(100B/20kB)", 500);
+    cfg.threads = 1;
+    assert_tn3270_exact(&run(&h, &cfg), 500, 0);
+}
+
+#[test]
+fn io_uring_refuses_tn3270_and_the_run_measures_epoll() {
+    let mut cfg = tn3270("RR8(100B/800B)", 100);
+    cfg.io = IoMode::Uring;
+    let (io, why) = iomode::effective(&cfg);
+    assert_eq!(io, IoMode::Epoll);
+    if iomode::uring_available().is_ok() {
+        let why = why.expect("a reason");
+        assert!(
+            why.contains("protocol tn3270 is not covered by the io_uring backend"),
+            "{why}"
+        );
+    }
+    let h = responder("127.0.0.1:0");
+    assert_tn3270_exact(&run(&h, &cfg), 100, 0);
+}
