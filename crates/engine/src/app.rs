@@ -19,7 +19,7 @@
 //! then hand it each received chunk ([`Codec::response_left`],
 //! [`Handler::request_left`]) and let it write its messages' bytes
 //! ([`Codec::fill_request`], [`Handler::fill_response`]). [`http1`] is the
-//! first framed one.
+//! first framed one, [`tn3270`] the second.
 //!
 //! Each half has a per-connection `State` (what a parse carried over from
 //! one chunk to the next); `Raw`'s is `()`, so its connections do not grow.

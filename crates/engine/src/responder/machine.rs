@@ -29,7 +29,8 @@
 //! the handler ([`Served`]); a backend picks it once per connection from
 //! the test's `protocol` ([`Test::protocol`]) and keeps the handler's
 //! per-connection state (`Handler::State`) beside the machine's: `()` for
-//! raw payloads, whose entries do not grow, an HTTP/1.1 parse for `http1`.
+//! raw payloads, whose entries do not grow, an HTTP/1.1 parse for `http1`,
+//! a Telnet and record parse for `tn3270`.
 //! A request the handler refuses (a [`crate::app::Fault`]) closes the
 //! connection as an error. A handler whose protocol opens with a setup
 //! dialogue (`Handler::SETUP`: TN3270's negotiation, where the server
@@ -62,7 +63,7 @@ pub(super) enum Phase {
 }
 
 /// A handler the machine can build for a test (its sizes are the test's).
-/// The machine is compiled once per handler: [`Raw`] and `http1`.
+/// The machine is compiled once per handler: [`Raw`], `http1` and `tn3270`.
 pub(super) trait Served: Handler {
     fn of(spec: &TestSpec) -> Self;
 }
