@@ -86,3 +86,29 @@ fn io_uring_refuses_tn3270_and_the_run_measures_epoll() {
     let h = responder("127.0.0.1:0");
     assert_tn3270_exact(&run(&h, &cfg), 100, 0);
 }
+
+/// The protocol is independent of the transport: the logon runs over tcp,
+/// unix and inline TLS alike (over TLS the server speaks first into a
+/// handshake the terminal's first receive finishes).
+#[test]
+fn rr_and_crr_run_over_every_transport() {
+    use stackbench_model::settings::{CertType, CipherSuite, SettingValue};
+    use stackbench_model::{TlsParams, Transport};
+    let h = responder("127.0.0.1:0");
+    for transport in [Transport::Tcp, Transport::Unix, Transport::Tls] {
+        for (workload, logons) in [("RR3(100B/800B)", 0), ("CRR2(100B/800B)", 31)] {
+            let mut cfg = RunConfig {
+                transport,
+                ..tn3270(workload, 31)
+            };
+            if transport == Transport::Tls {
+                let suite = CipherSuite::parse("1301").unwrap();
+                let params =
+                    TlsParams::resolve(None, Some(suite), None, CertType::Rsa2048, None, None);
+                cfg.tls = Some(params.unwrap());
+            }
+            let out = run(&h, &cfg);
+            assert_tn3270_exact(&out, 31, logons);
+        }
+    }
+}
