@@ -485,3 +485,7 @@ mod http1;
 /// embedded responder, RR and CRR, and the io_uring refusal.
 #[path = "engine/tn3270.rs"]
 mod tn3270;
+
+/// The tn3270 codec's logon against a real TN3270 server (the hercules tier).
+#[path = "engine/hercules.rs"]
+mod hercules;
