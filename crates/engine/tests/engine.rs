@@ -489,3 +489,8 @@ mod tn3270;
 /// The tn3270 codec's logon against a real TN3270 server (the hercules tier).
 #[path = "engine/hercules.rs"]
 mod hercules;
+
+/// The tn3270 responder against a real TN3270 terminal (s3270; the hercules
+/// tier).
+#[path = "engine/s3270.rs"]
+mod s3270;

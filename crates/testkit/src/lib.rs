@@ -41,9 +41,10 @@ pub enum Tier {
     /// The `nginx` binary (a real HTTP/1.1 server driven with `protocol
     /// http1`; the test starts its own on a loopback port).
     Nginx,
-    /// The `hercules` binary (the S/370–z/Architecture emulator, whose
-    /// console port is a real TN3270 server for the `tn3270` codec; the
-    /// test starts its own on a loopback port).
+    /// The `hercules` and `s3270` binaries: a real TN3270 server (the
+    /// S/370–z/Architecture emulator's console, started by the test on a
+    /// loopback port) for the `tn3270` codec, and a real TN3270 terminal
+    /// (the x3270 suite's scripted one) for the `tn3270` responder.
     Hercules,
 }
 
