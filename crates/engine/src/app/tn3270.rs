@@ -169,6 +169,16 @@ struct Telnet {
     sub: Vec<u8>,
 }
 
+/// Frees what only the logon needed (its answers, a subnegotiation's
+/// bytes) once records flow: a logged-on user keeps no heap for them,
+/// which counts at 256K users. One branch per chunk after that.
+fn release_logon(reply: &mut Vec<u8>, telnet: &mut Telnet) {
+    if reply.capacity() != 0 || telnet.sub.capacity() != 0 {
+        *reply = Vec::new();
+        telnet.sub = Vec::new();
+    }
+}
+
 impl Telnet {
     /// Feeds `chunk`, calling `on` with each event in order.
     fn scan(
@@ -425,6 +435,7 @@ impl Codec for Client {
         chunk: &[u8],
     ) -> Result<u64, Fault> {
         let expected = self.answer_bytes;
+        release_logon(&mut state.reply, &mut state.telnet);
         let ended = state.record.feed(
             &mut state.telnet,
             chunk,
@@ -666,6 +677,7 @@ impl Handler for Server {
         chunk: &[u8],
     ) -> Result<u64, Fault> {
         let expected = Handler::request_bytes(self);
+        release_logon(&mut state.reply, &mut state.telnet);
         let ended = state
             .record
             .feed(&mut state.telnet, chunk, expected, "request", is_aid)?;

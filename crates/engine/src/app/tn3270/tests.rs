@@ -295,3 +295,23 @@ fn garbage_is_a_fault_not_a_panic() {
         let _ = s.setup_received(&mut ss, &bytes);
     }
 }
+
+#[test]
+fn a_logged_on_connection_keeps_no_logon_buffers() {
+    let (c, s) = (client(100, 800), server(100, 800));
+    let mut cs = ClientState::default();
+    c.setup_received(&mut cs, &[IAC, SB, OPT_TTYPE, TTYPE_SEND, IAC, SE])
+        .unwrap();
+    assert!(cs.reply.capacity() > 0 && cs.telnet.sub.capacity() > 0);
+    let mut answer = vec![0; 800];
+    s.fill_response(&ServerState::default(), 0, &mut answer);
+    assert_eq!(c.response_left(&mut cs, 0, 0, &answer), Ok(0));
+    assert_eq!((cs.reply.capacity(), cs.telnet.sub.capacity()), (0, 0));
+    let mut ss = ServerState::default();
+    s.setup_open(&mut ss);
+    assert!(ss.reply.capacity() > 0);
+    let mut req = vec![0; 100];
+    c.fill_request(0, &mut req);
+    assert_eq!(s.request_left(&mut ss, 0, 0, &req), Ok(0));
+    assert_eq!(ss.reply.capacity(), 0);
+}
