@@ -24,8 +24,14 @@ fn the_tn3270_example_study_runs() {
 }
 
 #[test]
-fn waitall_with_tn3270_is_refused_in_one_line() {
+fn contradictions_with_tn3270_are_refused_in_one_line() {
     use crate::common::refused;
     let waitall = ["RR1(100B/800B)", "--protocol", "tn3270", "--waitall"];
     refused("run", &waitall, "drop waitall");
+    let target = ["RR1(100B/800B)", "--target", "tn3270://127.0.0.1:9"];
+    refused(
+        "run",
+        &target,
+        "a tn3270:// target is a plain TN3270 server",
+    );
 }

@@ -127,13 +127,16 @@ pub fn run_workload_gated(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
-    if control.is_plain() && (cfg.protocol != AppProtocol::Http1 || cfg.transport != Transport::Tcp)
-    {
-        return Err(EngineError::Refused(format!(
-            "target {}{} is a plain HTTP server: run it with protocol http1 over transport tcp",
-            control::PLAIN_SERVER_PREFIX,
-            control.target()
-        )));
+    if let Some(p) = control.plain_protocol() {
+        if cfg.protocol != p || cfg.transport != Transport::Tcp {
+            return Err(EngineError::Refused(format!(
+                "target {}{} is a plain {} server: run it with protocol {} over transport tcp",
+                p.plain_scheme().unwrap_or_default(),
+                control.target(),
+                p.server_name(),
+                p.name()
+            )));
+        }
     }
     let row = transport::row_for(cfg.transport, cfg.tls.as_ref());
     row.check_usable(control.target())

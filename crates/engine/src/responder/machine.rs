@@ -445,11 +445,17 @@ impl ConnState {
     }
 
     /// The client closed its end: normal between requests (CRR client
-    /// close, the end of a run), an error mid-request or mid-answer.
+    /// close, the end of a run) and during a connection's setup (a port
+    /// probe, a terminal that gave up logging on: no transaction was
+    /// under way), an error mid-request or mid-answer.
     #[inline]
     pub(super) fn eof(&self) -> Step {
+        let setup = matches!(
+            self.phase,
+            Phase::SetupRecv | Phase::SetupSend | Phase::SetupSendLast
+        );
         Step::Close {
-            error: !self.between_requests(),
+            error: !self.between_requests() && !setup,
         }
     }
 

@@ -112,3 +112,61 @@ fn rr_and_crr_run_over_every_transport() {
         }
     }
 }
+
+/// A plain TN3270 server as the target (`tn3270://HOST:PORT`, as a z/OS
+/// TN3270 server would be named): here the embedded responder's data port
+/// for a test started by hand, so both sides' counts can be checked. The
+/// driver logs on and counts as against `stackbench serve`; a protocol
+/// other than tn3270 is refused in one line.
+#[test]
+fn a_plain_tn3270_server_is_driven_without_a_control_connection() {
+    use std::sync::atomic::AtomicBool;
+
+    use stackbench_engine::protocol::TestSpec;
+    use stackbench_engine::transport::{Endpoint, Transport};
+    use stackbench_engine::{run_workload, ControlClient};
+
+    let h = responder("127.0.0.1:0");
+    let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
+    let spec = TestSpec {
+        kind: stackbench_model::Kind::Rr,
+        request_bytes: 100,
+        response_bytes: 800,
+        socket: Default::default(),
+        spin: false,
+        io: IoMode::Epoll,
+        protocol: AppProtocol::Tn3270,
+    };
+    let (id, endpoints) = control.start(spec, Transport::Tcp, 3, 1).unwrap();
+    let Endpoint::Inet(addr) = endpoints[0] else {
+        panic!("{endpoints:?}");
+    };
+    let mut plain = ControlClient::connect(&format!("tn3270://{addr}")).unwrap();
+    assert_eq!(plain.plain_protocol(), Some(AppProtocol::Tn3270));
+    let cfg = tn3270("RR3(100B/800B)", 301);
+    let stop = AtomicBool::new(false);
+    let out = run_workload(&mut plain, &cfg, &stop, &mut |_| {}).unwrap();
+    assert!(out.complete, "{:?}", out.incomplete_reason);
+    let c = &out.classes[0];
+    assert_eq!((c.transactions, c.errors), (301, 0));
+    assert_eq!((c.tx_bytes, c.rx_bytes), (301 * 100, 301 * 800));
+    assert!(out.server_stats.iter().all(|s| s.connections == 0));
+    let served = control.stop(id).unwrap();
+    // The plain target's probe (connected and closed to check it listens)
+    // left during the logon: a connection, no error.
+    assert_eq!(
+        (served.connections, served.transactions, served.errors),
+        (1 + 3, 301, 0)
+    );
+    // http1 to a TN3270 server would measure its error path.
+    let http = RunConfig {
+        protocol: AppProtocol::Http1,
+        ..cfg
+    };
+    let e = run_workload(&mut plain, &http, &stop, &mut |_| {}).unwrap_err();
+    let want = format!(
+        "target tn3270://{addr} is a plain TN3270 server: run it with protocol tn3270 over \
+         transport tcp"
+    );
+    assert!(e.to_string().ends_with(&want), "{e}");
+}

@@ -38,6 +38,34 @@ impl AppProtocol {
     pub fn framed(self) -> bool {
         self != AppProtocol::Raw
     }
+
+    /// The scheme that names a plain server of this protocol as a target
+    /// (`http://HOST:PORT`: nginx; `tn3270://HOST:PORT`: a TN3270 server),
+    /// driven without `stackbench serve`; raw payloads have none.
+    pub fn plain_scheme(self) -> Option<&'static str> {
+        match self {
+            AppProtocol::Raw => None,
+            AppProtocol::Http1 => Some("http://"),
+            AppProtocol::Tn3270 => Some("tn3270://"),
+        }
+    }
+
+    /// The protocol whose plain-server scheme `target` begins with, and
+    /// the address after it.
+    pub fn of_plain_target(target: &str) -> Option<(AppProtocol, &str)> {
+        [AppProtocol::Http1, AppProtocol::Tn3270]
+            .into_iter()
+            .find_map(|p| Some((p, target.strip_prefix(p.plain_scheme()?)?)))
+    }
+
+    /// What a plain server of this protocol is called in messages.
+    pub fn server_name(self) -> &'static str {
+        match self {
+            AppProtocol::Raw => "raw",
+            AppProtocol::Http1 => "HTTP",
+            AppProtocol::Tn3270 => "TN3270",
+        }
+    }
 }
 
 impl SettingValue for AppProtocol {
@@ -71,5 +99,19 @@ mod tests {
         );
         assert!(!AppProtocol::Raw.framed() && AppProtocol::Http1.framed());
         assert!(AppProtocol::Tn3270.framed());
+    }
+
+    #[test]
+    fn plain_targets_name_their_protocol() {
+        assert_eq!(
+            AppProtocol::of_plain_target("http://h:80"),
+            Some((AppProtocol::Http1, "h:80"))
+        );
+        assert_eq!(
+            AppProtocol::of_plain_target("tn3270://h:23"),
+            Some((AppProtocol::Tn3270, "h:23"))
+        );
+        assert_eq!(AppProtocol::of_plain_target("h:23"), None);
+        assert_eq!(AppProtocol::of_plain_target("raw://h:23"), None);
     }
 }
