@@ -243,8 +243,18 @@ fn command(out: &mut Vec<u8>, verb: u8, option: u8) {
     out.extend_from_slice(&[IAC, verb, option]);
 }
 
-fn bit(option: u8) -> u64 {
-    1u64 << (option & 63)
+/// A set of Telnet options (0–255), one bit each.
+#[derive(Debug, Default, Clone, Copy)]
+struct Options([u64; 4]);
+
+impl Options {
+    /// Adds `option`; whether it was new.
+    fn insert(&mut self, option: u8) -> bool {
+        let (word, bit) = (usize::from(option / 64), 1u64 << (option % 64));
+        let new = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        new
+    }
 }
 
 /// Whether `b` begins an outbound record: a 3270 write command, in its
@@ -362,14 +372,14 @@ impl Client {
     }
 }
 
-/// Which option requests a terminal answered (one bit per option), so each
-/// is answered once: answering an answer again would loop.
+/// Which option requests a terminal answered, so each is answered once:
+/// answering an answer again would loop.
 #[derive(Debug, Default, Clone, Copy)]
 struct Answered {
     /// Options answered to a DO (WILL or WONT said).
-    to_do: u64,
+    to_do: Options,
     /// Options answered to a WILL (DO or DONT said).
-    to_will: u64,
+    to_will: Options,
 }
 
 impl Answered {
@@ -377,12 +387,10 @@ impl Answered {
     fn answer(&mut self, reply: &mut Vec<u8>, verb: u8, option: u8) {
         let wanted = matches!(option, OPT_BINARY | OPT_EOR | OPT_TTYPE);
         match verb {
-            DO if self.to_do & bit(option) == 0 => {
-                self.to_do |= bit(option);
+            DO if self.to_do.insert(option) => {
                 command(reply, if wanted { WILL } else { WONT }, option);
             }
-            WILL if self.to_will & bit(option) == 0 => {
-                self.to_will |= bit(option);
+            WILL if self.to_will.insert(option) => {
                 // TERMINAL-TYPE is the terminal's to send, not the server's.
                 let agree = wanted && option != OPT_TTYPE;
                 command(reply, if agree { DO } else { DONT }, option);

@@ -118,10 +118,14 @@ fn the_terminal_refuses_tn3270e_and_names_its_type() {
     want.extend_from_slice(b"IBM-3278-2-E");
     want.extend_from_slice(&[IAC, SE]);
     assert_eq!(owed_client(&c, &cs), want);
-    // Options a 3270 session does not use are refused.
-    c.setup_received(&mut cs, &[IAC, DO, 31, IAC, WILL, 1])
-        .unwrap();
-    assert_eq!(owed_client(&c, &cs), [IAC, WONT, 31, IAC, DONT, 1]);
+    // Options a 3270 session does not use are refused (each its own, also
+    // above 63).
+    let other = [IAC, DO, 31, IAC, WILL, 1, IAC, DO, 24 + 64];
+    c.setup_received(&mut cs, &other).unwrap();
+    assert_eq!(
+        owed_client(&c, &cs),
+        [IAC, WONT, 31, IAC, DONT, 1, IAC, WONT, 24 + 64]
+    );
 }
 
 #[test]
