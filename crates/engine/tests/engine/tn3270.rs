@@ -170,3 +170,56 @@ fn a_plain_tn3270_server_is_driven_without_a_control_connection() {
     );
     assert!(e.to_string().ends_with(&want), "{e}");
 }
+
+/// A plain server on loopback that sends `greeting` when a client connects
+/// and `answer` for every chunk it receives.
+fn greeting_server(greeting: &'static [u8], answer: &'static [u8]) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            std::thread::spawn(move || {
+                let _ = conn.write_all(greeting);
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 || conn.write_all(answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("tn3270://{addr}")
+}
+
+/// A server that is no TN3270 server — an SMTP greeting instead of a
+/// negotiation, or a first screen and then HTTP — ends each client with
+/// the fault's line: the run is incomplete, not a panic.
+#[test]
+fn a_server_that_is_not_tn3270_ends_the_run_incomplete_with_the_fault() {
+    use std::sync::atomic::AtomicBool;
+
+    use stackbench_engine::{run_workload, ControlClient};
+
+    let screen: &'static [u8] = &[0xF5, 0xC3, 0xFF, 0xEF];
+    let cases: [(&'static [u8], &'static [u8], &str); 2] = [
+        (b"220 mail ready\r\n", b"", "not a 3270 write command"),
+        (screen, b"HTTP/1.1 200 OK\r\n", "not a 3270 record"),
+    ];
+    for (greeting, answer, needle) in cases {
+        let target = greeting_server(greeting, answer);
+        let mut control = ControlClient::connect(&target).unwrap();
+        let stop = AtomicBool::new(false);
+        let cfg = tn3270("RR2(100B/800B)", 10);
+        let out = run_workload(&mut control, &cfg, &stop, &mut |_| {}).unwrap();
+        assert!(!out.complete);
+        let reason = out.incomplete_reason.unwrap();
+        assert!(reason.contains("protocol tn3270: "), "{reason}");
+        assert!(reason.contains(needle), "{reason}");
+        assert!(!reason.contains('\n'), "{reason}");
+        assert_eq!(out.classes[0].transactions, 0);
+        assert!(out.classes[0].errors >= 1);
+    }
+}
