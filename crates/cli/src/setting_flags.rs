@@ -179,6 +179,8 @@ mod tests {
         ("io", "aio"),
         ("protocol", "http2"),
         ("protocol", "HTTP"),
+        ("protocol", "tn3270e"),
+        ("protocol", "TN3270"),
         ("tls_version", "1.1"),
         ("cipher", "C030"),
         ("groups", "P-384"),

@@ -19,7 +19,7 @@
 //! then hand it each received chunk ([`Codec::response_left`],
 //! [`Handler::request_left`]) and let it write its messages' bytes
 //! ([`Codec::fill_request`], [`Handler::fill_response`]). [`http1`] is the
-//! first framed one.
+//! first framed one, [`tn3270`] the second.
 //!
 //! Each half has a per-connection `State` (what a parse carried over from
 //! one chunk to the next); `Raw`'s is `()`, so its connections do not grow.
@@ -28,8 +28,24 @@
 //! A malformed message is a [`Fault`], never a panic: the driver ends the
 //! client and makes the run incomplete with the fault's line; the responder
 //! closes the connection and counts an error.
+//!
+//! Connection setup. Some protocols exchange messages when a connection
+//! opens, before its first transaction: TN3270's Telnet negotiation (the
+//! server speaks first), an SMTP greeting, an MQ channel's open (the client
+//! speaks first). A protocol with such an opening sets `SETUP` and answers
+//! [`Setup`] steps: `setup_open` when the connection is up, `setup_received`
+//! for each chunk the peer sent during it, `setup_bytes`/`fill_setup` for
+//! what it sends. Both machines run the dialogue as phases of their own
+//! before the first request; a protocol without one (`SETUP` false, the
+//! default: [`Raw`], [`http1`]) never enters them, and the constant branch
+//! compiles away. Setup bytes are counted with the others (they moved); only
+//! records of the workload's sizes count as transactions. On the driver a
+//! CRR transaction starts at its connect, so a CRR latency includes the
+//! setup (a user who logs on, transacts once and logs off); an RR client
+//! finishes its setup before the start barrier, so RR latencies never do.
 
 pub mod http1;
+pub mod tn3270;
 
 use stackbench_model::{AppProtocol, CrrClose, Kind};
 
@@ -42,6 +58,19 @@ impl std::fmt::Display for Fault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// What one side does next while its connection is being set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setup {
+    /// Read what the peer sends next.
+    Read,
+    /// Send the setup bytes the state holds (`setup_bytes`), then read on.
+    Send,
+    /// Send the setup bytes the state holds; setup is over once they are out.
+    SendLast,
+    /// Setup is over: the first transaction may start.
+    Done,
 }
 
 /// What a class asks of its protocol: kind, notation sizes and whether the
@@ -99,6 +128,32 @@ pub trait Codec: Clone {
         n: u64,
         chunk: &[u8],
     ) -> Result<u64, Fault>;
+
+    /// Whether a connection opens with a setup dialogue (see the module
+    /// doc); false: the first request goes out at once.
+    const SETUP: bool = false;
+
+    /// The connection is up: the client's first setup step.
+    #[inline]
+    fn setup_open(&self, _state: &mut Self::State) -> Setup {
+        Setup::Done
+    }
+
+    /// A chunk the server sent during setup: the next step.
+    #[inline]
+    fn setup_received(&self, _state: &mut Self::State, _chunk: &[u8]) -> Result<Setup, Fault> {
+        Ok(Setup::Done)
+    }
+
+    /// Length of the setup bytes to send now ([`Setup::Send`]).
+    #[inline]
+    fn setup_bytes(&self, _state: &Self::State) -> u64 {
+        0
+    }
+
+    /// Writes bytes `offset..offset + out.len()` of the setup bytes to send.
+    #[inline]
+    fn fill_setup(&self, _state: &Self::State, _offset: u64, _out: &mut [u8]) {}
 }
 
 /// The responder's half of an application protocol.
@@ -136,6 +191,33 @@ pub trait Handler: Clone {
     fn closes(&self, _state: &Self::State) -> bool {
         false
     }
+
+    /// Whether a connection opens with a setup dialogue (see the module
+    /// doc); false: it waits for its first request at once.
+    const SETUP: bool = false;
+
+    /// The connection was accepted: the server's first setup step (a server
+    /// that speaks first says [`Setup::Send`]).
+    #[inline]
+    fn setup_open(&self, _state: &mut Self::State) -> Setup {
+        Setup::Done
+    }
+
+    /// A chunk the client sent during setup: the next step.
+    #[inline]
+    fn setup_received(&self, _state: &mut Self::State, _chunk: &[u8]) -> Result<Setup, Fault> {
+        Ok(Setup::Done)
+    }
+
+    /// Length of the setup bytes to send now.
+    #[inline]
+    fn setup_bytes(&self, _state: &Self::State) -> u64 {
+        0
+    }
+
+    /// Writes bytes `offset..offset + out.len()` of the setup bytes to send.
+    #[inline]
+    fn fill_setup(&self, _state: &Self::State, _offset: u64, _out: &mut [u8]) {}
 }
 
 /// Sized payloads of zero bytes: a request of `request` bytes, answered with

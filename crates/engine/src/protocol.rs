@@ -34,11 +34,13 @@ use crate::transport::Endpoint;
 /// for the test's own worker threads (`class_workers`), and `sample` replies
 /// with the responder's own sockets' memory and per-test thread times.
 /// Version 4: a test names its application protocol (`protocol`: raw or
-/// http1), which changes what the responder reads and writes. (The
-/// `stopped` counters of which backend served a test's connections did not
-/// raise it: they change what is reported, not what is served, and an
-/// older responder's zeros read as "not counted".)
-pub const PROTOCOL_VERSION: u32 = 4;
+/// http1), which changes what the responder reads and writes. Version 5:
+/// `protocol` may be tn3270, whose data connections open with the
+/// responder's Telnet negotiation (a version-4 responder cannot read it).
+/// (The `stopped` counters of which backend served a test's connections
+/// did not raise it: they change what is reported, not what is served, and
+/// an older responder's zeros read as "not counted".)
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Distinct SMC fallback reasons a test's statistics keep.
 pub const SMC_REASONS: usize = 4;

@@ -480,3 +480,17 @@ mod backends;
 /// kind, the io_uring refusal, and a plain server's faults.
 #[path = "engine/http1.rs"]
 mod http1;
+
+/// Protocol tn3270: logons and records counted exactly against the
+/// embedded responder, RR and CRR, and the io_uring refusal.
+#[path = "engine/tn3270.rs"]
+mod tn3270;
+
+/// The tn3270 codec's logon against a real TN3270 server (the hercules tier).
+#[path = "engine/hercules.rs"]
+mod hercules;
+
+/// The tn3270 responder against a real TN3270 terminal (s3270; the hercules
+/// tier).
+#[path = "engine/s3270.rs"]
+mod s3270;

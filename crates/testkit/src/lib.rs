@@ -1,6 +1,6 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
 //! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, the pinned
-//! Kubernetes schema validator, a Slurm cluster, nginx. A test that
+//! Kubernetes schema validator, a Slurm cluster, nginx, hercules. A test that
 //! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
 //! tier (a comma-separated list, or `all`) the skip is a failure instead, so
 //! CI, which installs and starts what the tiers need, cannot pass by skipping
@@ -41,10 +41,15 @@ pub enum Tier {
     /// The `nginx` binary (a real HTTP/1.1 server driven with `protocol
     /// http1`; the test starts its own on a loopback port).
     Nginx,
+    /// The `hercules` and `s3270` binaries: a real TN3270 server (the
+    /// S/370–z/Architecture emulator's console, started by the test on a
+    /// loopback port) for the `tn3270` codec, and a real TN3270 terminal
+    /// (the x3270 suite's scripted one) for the `tn3270` responder.
+    Hercules,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 11] = [
+    pub const ALL: [Tier; 12] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -56,6 +61,7 @@ impl Tier {
         Tier::K8sSchema,
         Tier::Slurm,
         Tier::Nginx,
+        Tier::Hercules,
     ];
 
     /// The tier's name in `STACKBENCH_REQUIRE`.
@@ -72,6 +78,7 @@ impl Tier {
             Tier::K8sSchema => "k8s-schema",
             Tier::Slurm => "slurm",
             Tier::Nginx => "nginx",
+            Tier::Hercules => "hercules",
         }
     }
 }
@@ -130,6 +137,7 @@ mod tests {
         assert_eq!(names("all", Tier::Mptcp), Ok(true));
         assert_eq!(names("mptcp,slurm", Tier::Slurm), Ok(true));
         assert_eq!(names("nginx", Tier::Nginx), Ok(true));
+        assert_eq!(names("nginx,hercules", Tier::Hercules), Ok(true));
         let e = names("root,chromum", Tier::Root).unwrap_err();
         assert!(e.contains("unknown tier 'chromum'"), "{e}");
     }

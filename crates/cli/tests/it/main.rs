@@ -31,4 +31,5 @@ mod spin;
 mod stalls;
 mod sweep;
 mod tls_examples;
+mod tn3270;
 mod transport;

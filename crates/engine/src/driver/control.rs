@@ -1,8 +1,10 @@
 //! The driver's end of the control connection (see `protocol`), or, for a
-//! target named `http://HOST:PORT`, of none: a plain server (nginx, any
-//! HTTP/1.1 server) driven directly with `protocol http1`, its one address
-//! the data endpoint of every test, with no responder counters or CPU
-//! samples (those figures are then absent from the record, not zero).
+//! target named by a protocol's scheme, of none: a plain server driven
+//! directly in its protocol — `http://HOST:PORT` (nginx, any HTTP/1.1
+//! server) with `protocol http1`, `tn3270://HOST:PORT` (a TN3270 server)
+//! with `protocol tn3270` — its one address the data endpoint of every
+//! test, with no responder counters or CPU samples (those figures are then
+//! absent from the record, not zero).
 
 use std::io::{BufReader, BufWriter, ErrorKind};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -11,20 +13,19 @@ use std::time::Duration;
 use crate::error::EngineError;
 use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::transport::{Endpoint, Transport};
-use stackbench_model::TlsParams;
+use stackbench_model::{AppProtocol, TlsParams};
 
 /// How long to wait for the responder to accept the control connection, and
 /// for any control reply.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How a target names a plain server rather than a `stackbench serve`.
-pub const PLAIN_SERVER_PREFIX: &str = "http://";
 
 /// A control session with a responder (or the stand-in for a plain server).
 pub struct ControlClient {
     target: SocketAddr,
     /// The control connection; `None`: a plain server, which has none.
     link: Option<Link>,
+    /// A plain server: the protocol its target's scheme named.
+    plain: Option<AppProtocol>,
     /// A plain server: ids handed out for its tests.
     plain_tests: u64,
     /// Worker threads of the responder.
@@ -53,8 +54,8 @@ impl ControlClient {
     /// `http://HOST:PORT`, checks that the plain server accepts a
     /// connection (see [`Self::is_plain`]).
     pub fn connect(target: &str) -> Result<ControlClient, EngineError> {
-        if let Some(rest) = target.strip_prefix(PLAIN_SERVER_PREFIX) {
-            return Self::plain(rest.trim_end_matches('/'));
+        if let Some((protocol, rest)) = AppProtocol::of_plain_target(target) {
+            return Self::plain(rest.trim_end_matches('/'), protocol);
         }
         let addr = resolve(target)?;
         let stream = TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT)
@@ -71,6 +72,7 @@ impl ControlClient {
         let mut client = ControlClient {
             target: addr,
             link: Some(link),
+            plain: None,
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
@@ -97,13 +99,14 @@ impl ControlClient {
 
     /// A plain server at `HOST:PORT`: one connection is opened and closed
     /// to check it listens, so a wrong address fails here in one line.
-    fn plain(target: &str) -> Result<ControlClient, EngineError> {
+    fn plain(target: &str, protocol: AppProtocol) -> Result<ControlClient, EngineError> {
         let addr = resolve(target)?;
         TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT)
             .map_err(|e| EngineError::Connect(addr, e))?;
         Ok(ControlClient {
             target: addr,
             link: None,
+            plain: Some(protocol),
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
@@ -113,6 +116,11 @@ impl ControlClient {
     /// Whether the target is a plain server (no `stackbench serve`).
     pub fn is_plain(&self) -> bool {
         self.link.is_none()
+    }
+
+    /// A plain server's protocol, named by its target's scheme.
+    pub fn plain_protocol(&self) -> Option<AppProtocol> {
+        self.plain
     }
 
     /// The responder's control address (a plain server's own).

@@ -37,8 +37,8 @@ use stackbench_model::{CrrClose, Kind, SocketOptions};
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 use super::pace::{Pace, LATE_NS};
-use crate::app::{ClassShape, Codec, Fault, Raw};
-use crate::sockopt;
+use crate::app::{ClassShape, Codec, Fault, Raw, Setup};
+use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::timer::TimerWheel;
 use crate::transport::tls::Handshake;
 
@@ -86,6 +86,13 @@ pub(super) enum Phase {
     /// Between transactions: the next request starts when its timer fires
     /// (think time, open-loop schedule; CRR connects then).
     Waiting,
+    /// Connection setup (a protocol with `Codec::SETUP`): reading what the
+    /// server sends.
+    SetupRecv,
+    /// Connection setup: sending the codec's setup bytes, then reading on.
+    SetupSend,
+    /// Connection setup: sending the codec's last setup bytes.
+    SetupSendLast,
 }
 
 /// `Conn::flags`: the client has connected at least once.
@@ -435,8 +442,13 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     }
 
     /// The client's connection is up (first writable edge or first bytes
-    /// sent): counted once per client, for the window's start.
+    /// sent; with a protocol that sets up its connections, the setup's
+    /// end, so an RR window opens on set-up clients and counts no setup
+    /// bytes): counted once per client, for the window's start.
     pub(super) fn mark_connected(&mut self, key: usize) {
+        if P::SETUP && self.in_setup(key) {
+            return;
+        }
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
@@ -451,6 +463,135 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         acc.connected += 1;
         acc.last_connected_ns = now;
         self.connected += 1;
+    }
+
+    /// Client `key`'s new connection is up and its protocol opens with a
+    /// setup dialogue (`Codec::SETUP`): starts it. An arriving client joins
+    /// the start barrier when it ends; a released one (CRR, a reconnect)
+    /// then sends its request. A new connection starts the codec afresh.
+    pub(super) fn begin_setup(&mut self, key: usize) -> Next {
+        let conn = &mut self.conns[key];
+        conn.app = P::State::default();
+        let step = self.codecs[conn.class as usize].setup_open(&mut conn.app);
+        self.setup_step(key, step)
+    }
+
+    /// Whether client `key` is setting up its connection.
+    pub(super) fn in_setup(&self, key: usize) -> bool {
+        self.conns.get(key).is_some_and(|c| {
+            matches!(
+                c.phase,
+                Phase::SetupRecv | Phase::SetupSend | Phase::SetupSendLast
+            )
+        })
+    }
+
+    /// Moves client `key` to its codec's setup step: reading waits for the
+    /// socket's readable edge ([`Next::Idle`]), sending goes on at once.
+    fn setup_step(&mut self, key: usize, step: Setup) -> Next {
+        let conn = &mut self.conns[key];
+        let bytes = self.codecs[conn.class as usize].setup_bytes(&conn.app);
+        let (phase, remaining) = match step {
+            Setup::Send | Setup::SendLast if bytes == 0 => {
+                // Nothing to send after all: read on, or setup is over.
+                return if step == Setup::Send {
+                    self.setup_step(key, Setup::Read)
+                } else {
+                    self.setup_done(key)
+                };
+            }
+            Setup::Send => (Phase::SetupSend, bytes),
+            Setup::SendLast => (Phase::SetupSendLast, bytes),
+            Setup::Read => (Phase::SetupRecv, IO_CHUNK_BYTES as u64),
+            Setup::Done => return self.setup_done(key),
+        };
+        conn.phase = phase;
+        conn.remaining = remaining;
+        if phase == Phase::SetupRecv {
+            Next::Idle
+        } else {
+            Next::Drive
+        }
+    }
+
+    /// Client `key`'s setup is over: it counts as connected; an arriving
+    /// client waits at the start barrier; a released one sends its request
+    /// — a CRR transaction timed from its connect (setup included), any
+    /// other from now.
+    fn setup_done(&mut self, key: usize) -> Next {
+        self.conns[key].phase = Phase::Waiting;
+        self.mark_connected(key);
+        if self.conns[key].flags & RELEASED == 0 {
+            return self.attached(key);
+        }
+        let now = self.now_ns();
+        let conn = &mut self.conns[key];
+        let class = conn.class as usize;
+        conn.phase = Phase::Sending;
+        conn.remaining = self.codecs[class].request_bytes();
+        if self.classes[class].kind != Kind::Crr {
+            conn.start_ns = now;
+        }
+        Next::Drive
+    }
+
+    /// Books `n` bytes client `key` received during setup (`chunk`), and
+    /// the TLS handshake they finished; the codec says what comes next. A
+    /// setup the codec refuses ends the client ([`Self::fault`]).
+    pub(super) fn setup_received(
+        &mut self,
+        key: usize,
+        chunk: &[u8],
+        handshake: Option<&Handshake>,
+    ) -> Next {
+        let counted = self.timing.in_window(self.now_ns());
+        let conn = &mut self.conns[key];
+        let class = conn.class as usize;
+        if let Some(h) = handshake {
+            self.accum[class].handshake(h, counted);
+        }
+        if counted {
+            self.accum[class].rx_bytes += chunk.len() as u64;
+        }
+        match self.codecs[class].setup_received(&mut conn.app, chunk) {
+            Ok(step) => self.setup_step(key, step),
+            Err(fault) => {
+                self.fault(key, fault);
+                Next::Idle
+            }
+        }
+    }
+
+    /// Writes the next `out.len()` setup bytes of client `key` into `out`.
+    pub(super) fn fill_setup(&self, key: usize, out: &mut [u8]) {
+        let conn = &self.conns[key];
+        let codec = &self.codecs[conn.class as usize];
+        codec.fill_setup(
+            &conn.app,
+            codec.setup_bytes(&conn.app) - conn.remaining,
+            out,
+        );
+    }
+
+    /// Books `n` setup bytes client `key` sent (of `want` offered): more to
+    /// send ([`Next::Drive`], or [`Next::Idle`] to wait for the writable
+    /// edge after a short write), then read on or end the setup.
+    pub(super) fn setup_sent(&mut self, key: usize, n: usize, want: usize) -> Next {
+        let counted = self.timing.in_window(self.now_ns());
+        let conn = &mut self.conns[key];
+        if counted {
+            self.accum[conn.class as usize].tx_bytes += n as u64;
+        }
+        conn.remaining -= n as u64;
+        if conn.remaining > 0 {
+            return if n < want { Next::Idle } else { Next::Drive };
+        }
+        if conn.phase == Phase::SetupSendLast {
+            return self.setup_done(key);
+        }
+        conn.phase = Phase::SetupRecv;
+        conn.remaining = IO_CHUNK_BYTES as u64;
+        Next::Drive
     }
 
     /// Whether class `class`'s requests are corked while they are written

@@ -59,7 +59,7 @@ use watch::{Watch, Watched};
 use worker::{Backend, ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::affinity;
-use crate::app::{http1, Codec, Raw};
+use crate::app::{http1, tn3270, Codec, Raw};
 use crate::error::EngineError;
 use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
@@ -127,13 +127,16 @@ pub fn run_workload_gated(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
-    if control.is_plain() && (cfg.protocol != AppProtocol::Http1 || cfg.transport != Transport::Tcp)
-    {
-        return Err(EngineError::Refused(format!(
-            "target {}{} is a plain HTTP server: run it with protocol http1 over transport tcp",
-            control::PLAIN_SERVER_PREFIX,
-            control.target()
-        )));
+    if let Some(p) = control.plain_protocol() {
+        if cfg.protocol != p || cfg.transport != Transport::Tcp {
+            return Err(EngineError::Refused(format!(
+                "target {}{} is a plain {} server: run it with protocol {} over transport tcp",
+                p.plain_scheme().unwrap_or_default(),
+                control.target(),
+                p.server_name(),
+                p.name()
+            )));
+        }
     }
     let row = transport::row_for(cfg.transport, cfg.tls.as_ref());
     row.check_usable(control.target())
@@ -594,6 +597,9 @@ fn drive(
                             AppProtocol::Raw => run_worker::<Raw>(shared, clients, slots, abort),
                             AppProtocol::Http1 => {
                                 run_worker::<http1::Client>(shared, clients, slots, abort)
+                            }
+                            AppProtocol::Tn3270 => {
+                                run_worker::<tn3270::Client>(shared, clients, slots, abort)
                             }
                         }
                         .map_err(|e| format!("worker {i} could not start: {e}"));

@@ -279,7 +279,13 @@ impl<'a, P: Codec> Worker<'a, P> {
             Next::Idle => {}
             Next::Attach => match self.attach(key) {
                 Ok(()) => {
-                    let next = self.m.attached(key);
+                    // A protocol that opens with a setup joins the start
+                    // barrier when its setup ends.
+                    let next = if P::SETUP {
+                        self.m.begin_setup(key)
+                    } else {
+                        self.m.attached(key)
+                    };
                     self.act(key, next);
                 }
                 Err(e) => self.fail(key, &e),
@@ -358,6 +364,11 @@ impl<'a, P: Codec> Worker<'a, P> {
         self.m.begin_request(key, started);
         if self.ring.is_some() {
             return self.queue_io(key);
+        }
+        if P::SETUP {
+            // The request goes out once the setup is over.
+            let next = self.m.begin_setup(key);
+            return self.act(key, next);
         }
         loop {
             match self.send_chunk(key) {
@@ -478,6 +489,22 @@ impl<'a, P: Codec> Worker<'a, P> {
         }
     }
 
+    /// Books `n` bytes client `key` received during its connection's setup
+    /// (in `scratch`), with the TLS handshake and session as for a
+    /// response; what the machine says comes next.
+    fn setup_received(&mut self, key: usize, n: usize) -> Next {
+        let conn = &mut self.m.conns[key];
+        let handshake = conn.stream.as_mut().and_then(|s| s.take_handshake());
+        if handshake.is_some() {
+            let class = conn.class as usize;
+            if self.dialers[class].resume_ratio() > 0.0 {
+                self.sessions[class] = conn.stream.as_ref().and_then(|s| s.tls_session());
+            }
+        }
+        self.m
+            .setup_received(key, &self.scratch[..n], handshake.as_ref())
+    }
+
     /// One `send` of the current request; moves to receiving when it is all out.
     fn send_chunk(&mut self, key: usize) -> io::Result<Sent> {
         let conn = &self.m.conns[key];
@@ -551,6 +578,32 @@ impl<'a, P: Codec> Worker<'a, P> {
                         Got::More if n < want => return Ok(()),
                         Got::More => {}
                     }
+                }
+                Phase::SetupRecv => {
+                    let n = stream.recv(&mut self.scratch[..IO_CHUNK_BYTES], false)?;
+                    if n == 0 {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                    let next = self.setup_received(key, n);
+                    if next == Next::Drive || self.m.in_setup(key) {
+                        continue;
+                    }
+                    self.act(key, next);
+                    return Ok(());
+                }
+                Phase::SetupSend | Phase::SetupSendLast => {
+                    let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
+                    self.m.fill_setup(key, &mut self.out[..want]);
+                    let stream = self.m.conns[key].stream.as_mut().expect("checked above");
+                    let n = stream.send(&self.out[..want])?;
+                    let next = self.m.setup_sent(key, n, want);
+                    if next == Next::Drive {
+                        continue;
+                    }
+                    if !self.m.in_setup(key) {
+                        self.act(key, next);
+                    }
+                    return Ok(());
                 }
                 Phase::AwaitEof => {
                     let n = stream.recv(&mut self.scratch[..1], false)?;

@@ -29,16 +29,20 @@
 //! the handler ([`Served`]); a backend picks it once per connection from
 //! the test's `protocol` ([`Test::protocol`]) and keeps the handler's
 //! per-connection state (`Handler::State`) beside the machine's: `()` for
-//! raw payloads, whose entries do not grow, an HTTP/1.1 parse for `http1`.
+//! raw payloads, whose entries do not grow, an HTTP/1.1 parse for `http1`,
+//! a Telnet and record parse for `tn3270`.
 //! A request the handler refuses (a [`crate::app::Fault`]) closes the
-//! connection as an error.
+//! connection as an error. A handler whose protocol opens with a setup
+//! dialogue (`Handler::SETUP`: TN3270's negotiation, where the server
+//! speaks first) runs it in phases of its own between the accept and the
+//! first request; its bytes count, its messages are no transactions.
 
 use std::io;
 
 use stackbench_model::{AppProtocol, CrrClose, Kind};
 
-use crate::app::http1;
-use crate::app::{Handler, Raw};
+use crate::app::{http1, tn3270};
+use crate::app::{Handler, Raw, Setup};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::tls::Handshake;
@@ -50,10 +54,16 @@ pub(super) enum Phase {
     /// Part of a request received.
     Reading,
     Writing,
+    /// Connection setup (`Handler::SETUP`): reading what the client sends.
+    SetupRecv,
+    /// Connection setup: sending the handler's setup bytes, then reading.
+    SetupSend,
+    /// Connection setup: sending the handler's last setup bytes.
+    SetupSendLast,
 }
 
 /// A handler the machine can build for a test (its sizes are the test's).
-/// The machine is compiled once per handler: [`Raw`] and `http1`.
+/// The machine is compiled once per handler: [`Raw`], `http1` and `tn3270`.
 pub(super) trait Served: Handler {
     fn of(spec: &TestSpec) -> Self;
 }
@@ -72,6 +82,16 @@ impl Served for http1::Server {
     #[inline]
     fn of(spec: &TestSpec) -> http1::Server {
         http1::Server {
+            request_bytes: spec.request_bytes,
+            response_bytes: spec.response_bytes,
+        }
+    }
+}
+
+impl Served for tn3270::Server {
+    #[inline]
+    fn of(spec: &TestSpec) -> tn3270::Server {
+        tn3270::Server {
             request_bytes: spec.request_bytes,
             response_bytes: spec.response_bytes,
         }
@@ -214,17 +234,41 @@ impl From<Step> for Then {
 
 impl ConnState {
     /// A connection accepted for `test`, speaking `H`, kept by the backend
-    /// in slot `slot`: counted, and waiting for its first request. (Its
-    /// handler's state starts as `H::State::default()`.)
+    /// in slot `slot`: counted, and waiting for its first request — or,
+    /// when its protocol opens with a setup, at the setup's first step
+    /// (`app`: its handler's state, fresh).
     #[inline]
-    pub(super) fn accepted<H: Served>(test: &mut Test, slot: u32) -> ConnState {
+    pub(super) fn accepted<H: Served>(test: &mut Test, app: &mut H::State, slot: u32) -> ConnState {
         test.stats.connections += 1;
-        ConnState {
-            remaining: Handler::request_bytes(&test.handler::<H>()),
+        let handler = test.handler::<H>();
+        let mut state = ConnState {
+            remaining: Handler::request_bytes(&handler),
             test: slot,
             phase: Phase::Idle,
             backend: 0,
+        };
+        if H::SETUP {
+            let step = handler.setup_open(app);
+            state.setup_step(&handler, app, step);
         }
+        state
+    }
+
+    /// Moves the connection to its handler's setup step.
+    fn setup_step<H: Handler>(&mut self, handler: &H, app: &H::State, step: Setup) {
+        let bytes = handler.setup_bytes(app);
+        (self.phase, self.remaining) = match step {
+            Setup::Send if bytes > 0 => (Phase::SetupSend, bytes),
+            Setup::SendLast if bytes > 0 => (Phase::SetupSendLast, bytes),
+            Setup::Read | Setup::Send => (Phase::SetupRecv, IO_CHUNK_BYTES as u64),
+            Setup::Done | Setup::SendLast => (Phase::Idle, Handler::request_bytes(handler)),
+        };
+    }
+
+    /// Whether the connection is sending setup bytes (not an answer).
+    #[inline]
+    fn sending_setup(&self) -> bool {
+        matches!(self.phase, Phase::SetupSend | Phase::SetupSendLast)
     }
 
     /// The I/O the connection's phase needs next (`app`: its handler's
@@ -233,7 +277,13 @@ impl ConnState {
     pub(super) fn io<H: Served>(&self, test: &Test, app: &H::State) -> Io {
         let len = self.remaining.min(IO_CHUNK_BYTES as u64) as usize;
         match self.phase {
-            Phase::Idle | Phase::Reading => Io::Recv { max: len },
+            Phase::Idle | Phase::Reading | Phase::SetupRecv => Io::Recv { max: len },
+            Phase::SetupSend | Phase::SetupSendLast => Io::Send {
+                len,
+                offset: test.handler::<H>().setup_bytes(app) - self.remaining,
+                cork: false,
+                last: len as u64 == self.remaining,
+            },
             Phase::Writing => {
                 let whole = test.handler::<H>().response_bytes(app);
                 Io::Send {
@@ -271,9 +321,12 @@ impl ConnState {
         if let Some(h) = handshake {
             h.count_into(&mut test.stats);
         }
-        if self.phase == Phase::Writing {
+        if self.phase == Phase::Writing || self.sending_setup() {
             // A request before the answer went out: not a client of ours.
             return Step::Close { error: true }.into();
+        }
+        if H::SETUP && self.phase == Phase::SetupRecv {
+            return self.setup_received::<H>(test, app, (n, want), chunk);
         }
         let touch = if test.spec.socket.quickack {
             Touch::Quickack
@@ -305,6 +358,45 @@ impl ConnState {
         Then { touch, step }
     }
 
+    /// `n` bytes the client sent during setup (`chunk`): the handler says
+    /// what comes next; a setup it refuses closes the connection as an
+    /// error.
+    fn setup_received<H: Served>(
+        &mut self,
+        test: &mut Test,
+        app: &mut H::State,
+        (n, want): (usize, usize),
+        chunk: &[u8],
+    ) -> Then {
+        test.stats.rx_bytes += n as u64;
+        let handler = test.handler::<H>();
+        match handler.setup_received(app, chunk) {
+            Ok(step) => self.setup_step(&handler, app, step),
+            Err(_) => return Step::Close { error: true }.into(),
+        }
+        if self.phase == Phase::SetupRecv && n < want {
+            Step::Wait.into()
+        } else {
+            Step::Go.into()
+        }
+    }
+
+    /// `n` setup bytes went out, of `want` offered: then the client's turn
+    /// (a fresh edge), or, after the last, its first request.
+    fn setup_sent<H: Served>(&mut self, test: &mut Test, n: usize, want: usize) -> Then {
+        test.stats.tx_bytes += n as u64;
+        self.remaining -= n as u64;
+        if self.remaining > 0 {
+            return if n < want { Step::Wait } else { Step::Go }.into();
+        }
+        (self.phase, self.remaining) = if self.phase == Phase::SetupSendLast {
+            (Phase::Idle, Handler::request_bytes(&test.handler::<H>()))
+        } else {
+            (Phase::SetupRecv, IO_CHUNK_BYTES as u64)
+        };
+        Step::Wait.into()
+    }
+
     /// `n` bytes of the answer went out, of `want` offered; `rekeys`: TLS
     /// key updates that send started. At the answer's end the transaction
     /// counts, and the connection is closed when a CRR test's server closes
@@ -319,6 +411,9 @@ impl ConnState {
         rekeys: u32,
     ) -> Then {
         test.stats.tls_rekeys += u64::from(rekeys);
+        if H::SETUP && self.sending_setup() {
+            return self.setup_sent::<H>(test, n, want);
+        }
         let handler = test.handler::<H>();
         let n = n as u64;
         let touch = if test.corks(handler.response_bytes(app)) && n == self.remaining {
@@ -350,11 +445,17 @@ impl ConnState {
     }
 
     /// The client closed its end: normal between requests (CRR client
-    /// close, the end of a run), an error mid-request or mid-answer.
+    /// close, the end of a run) and during a connection's setup (a port
+    /// probe, a terminal that gave up logging on: no transaction was
+    /// under way), an error mid-request or mid-answer.
     #[inline]
     pub(super) fn eof(&self) -> Step {
+        let setup = matches!(
+            self.phase,
+            Phase::SetupRecv | Phase::SetupSend | Phase::SetupSendLast
+        );
         Step::Close {
-            error: !self.between_requests(),
+            error: !self.between_requests() && !setup,
         }
     }
 
@@ -480,7 +581,11 @@ pub(super) fn drive<H: Served, S: ConnIo>(
                 if cork {
                     stream.cork(true);
                 }
-                let bytes = if H::FRAMED {
+                let bytes = if H::SETUP && state.sending_setup() {
+                    let out = &mut buffers.out[..len];
+                    test.handler::<H>().fill_setup(app, offset, out);
+                    &buffers.out[..len]
+                } else if H::FRAMED {
                     let out = &mut buffers.out[..len];
                     test.handler::<H>().fill_response(app, offset, out);
                     &buffers.out[..len]
@@ -550,7 +655,7 @@ mod tests {
     #[test]
     fn a_request_in_pieces_then_its_answer() {
         let mut t = test(Kind::Rr, (100, 4096), CrrClose::Client);
-        let mut c = ConnState::accepted::<Raw>(&mut t, 7);
+        let mut c = ConnState::accepted::<Raw>(&mut t, &mut (), 7);
         assert_eq!((t.stats.connections, c.test), (1, 7));
         assert_eq!(c.io::<Raw>(&t, &()), Io::Recv { max: 100 });
         // A short read: wait for more.
@@ -584,7 +689,7 @@ mod tests {
     #[test]
     fn the_end_of_stream_is_an_error_only_inside_a_transaction() {
         let mut t = test(Kind::Rr, (10, 10), CrrClose::Client);
-        let mut c = ConnState::accepted::<Raw>(&mut t, 0);
+        let mut c = ConnState::accepted::<Raw>(&mut t, &mut (), 0);
         assert_eq!(c.eof(), Step::Close { error: false });
         c.received::<Raw>(&mut t, &mut (), (4, 10), &[], None);
         assert_eq!(c.eof(), Step::Close { error: true });
@@ -597,7 +702,8 @@ mod tests {
         use io::ErrorKind::{BrokenPipe, ConnectionReset, WouldBlock};
         let crr = test(Kind::Crr, (1, 1), CrrClose::Abort);
         let rr = test(Kind::Rr, (1, 1), CrrClose::Abort);
-        let c = ConnState::accepted::<Raw>(&mut test(Kind::Rr, (1, 1), CrrClose::Abort), 0);
+        let c =
+            ConnState::accepted::<Raw>(&mut test(Kind::Rr, (1, 1), CrrClose::Abort), &mut (), 0);
         assert_eq!(
             c.failed(&crr, ConnectionReset),
             Step::Close { error: false }
@@ -617,7 +723,7 @@ mod tests {
             (Kind::Str, CrrClose::Server, false),
         ] {
             let mut t = test(kind, (64, 8000), close);
-            let mut c = ConnState::accepted::<Raw>(&mut t, 0);
+            let mut c = ConnState::accepted::<Raw>(&mut t, &mut (), 0);
             c.received::<Raw>(&mut t, &mut (), (64, 64), &[], None);
             let step = c.sent::<Raw>(&mut t, &(), (8000, 8000), 0).step;
             let want = if closes {
@@ -633,7 +739,7 @@ mod tests {
     #[test]
     fn completions_are_the_same_events() {
         let mut t = test(Kind::Crr, (10, 20), CrrClose::Abort);
-        let mut c = ConnState::accepted::<Raw>(&mut t, 0);
+        let mut c = ConnState::accepted::<Raw>(&mut t, &mut (), 0);
         let wait = |step| Then {
             touch: Touch::Nothing,
             step,
@@ -666,7 +772,7 @@ mod tests {
         };
         let answer = 2 * IO_CHUNK_BYTES as u64 + 5;
         let mut t = Test::new(1, spec(Kind::Rr, (1, answer), socket));
-        let mut c = ConnState::accepted::<Raw>(&mut t, 0);
+        let mut c = ConnState::accepted::<Raw>(&mut t, &mut (), 0);
         c.received::<Raw>(&mut t, &mut (), (1, 1), &[], None);
         let chunk = IO_CHUNK_BYTES;
         let first = Io::Send {
@@ -707,7 +813,7 @@ mod tests {
         );
         // An answer of one chunk is never corked.
         let mut small = Test::new(1, spec(Kind::Rr, (1, 100), socket));
-        let mut c = ConnState::accepted::<Raw>(&mut small, 0);
+        let mut c = ConnState::accepted::<Raw>(&mut small, &mut (), 0);
         c.received::<Raw>(&mut small, &mut (), (1, 1), &[], None);
         assert!(matches!(
             c.io::<Raw>(&small, &()),

@@ -21,8 +21,10 @@
 //! ways, requests and answers split over many calls and events, corked
 //! answers, quickack, interleaved connections, end of stream mid-request,
 //! resets, TLS handshake and key-update counts, and the counters booked
-//! exactly; and for HTTP/1.1 a head split across reads, a Content-Length
-//! body, `Connection: close`, and a malformed request.
+//! exactly; for HTTP/1.1 a head split across reads, a Content-Length
+//! body, `Connection: close`, and a malformed request; for TN3270 the
+//! server-first negotiation, records split across writes, a doubled IAC,
+//! and records out of turn.
 
 use std::collections::VecDeque;
 use std::io;
@@ -247,10 +249,11 @@ impl<H: Served> Mock<H> {
         for event in std::mem::take(&mut self.script) {
             let conn = match event {
                 Event::Accept { room } => {
-                    let state = ConnState::accepted::<H>(&mut self.test, 0);
+                    let mut app = H::State::default();
+                    let state = ConnState::accepted::<H>(&mut self.test, &mut app, 0);
                     self.conns.push(MockConn {
                         state,
-                        app: H::State::default(),
+                        app,
                         socket: MockSocket {
                             room,
                             keep: H::FRAMED,
@@ -258,9 +261,14 @@ impl<H: Served> Mock<H> {
                         },
                         closed: None,
                     });
-                    // A new connection is driven only when its client's
-                    // bytes arrive, as on epoll.
-                    continue;
+                    // A new connection is driven when its client's bytes
+                    // arrive — or at once when the server speaks first, as
+                    // the writable edge of its registration drives it on
+                    // epoll.
+                    if !H::SETUP {
+                        continue;
+                    }
+                    self.conns.len() - 1
                 }
                 Event::Send { conn, bytes } => {
                     self.conns[conn]
@@ -344,7 +352,7 @@ mod tests {
     use stackbench_model::{AppProtocol, CrrClose, IoMode, SocketOptions};
 
     use super::*;
-    use crate::app::http1;
+    use crate::app::{http1, tn3270};
 
     const CHUNK: u64 = IO_CHUNK_BYTES as u64;
     /// A send buffer that never fills in these tests.
@@ -921,5 +929,158 @@ mod tests {
         assert_eq!(mock.conns[1].closed, None);
         let s = &mock.test.stats;
         assert_eq!((s.connections, s.transactions, s.errors), (2, 1, 1));
+    }
+
+    /// A TN3270 test of `kind`, its notation sizes (request, response).
+    fn tn3270(kind: Kind, sizes: (u64, u64)) -> TestSpec {
+        TestSpec {
+            protocol: AppProtocol::Tn3270,
+            ..spec(kind, sizes)
+        }
+    }
+
+    /// Plays `script` for a TN3270 `spec`.
+    fn play_tn3270(spec: TestSpec, script: Vec<Event>) -> Mock<tn3270::Server> {
+        let mut mock = Mock::new(spec, script);
+        mock.play();
+        mock
+    }
+
+    /// A terminal's answers, turn by turn: refuses TN3270E, agrees to
+    /// TERMINAL-TYPE, names itself (in two pieces), agrees to EOR and
+    /// BINARY both ways.
+    const WONT_TN3270E: &[u8] = &[0xFF, 0xFC, 40];
+    const WILL_TTYPE: &[u8] = &[0xFF, 0xFB, 24];
+    const IS_FIRST: &[u8] = &[0xFF, 0xFA, 24, 0, b'I', b'B', b'M', b'-'];
+    const IS_REST: &[u8] = b"3278-2-E\xFF\xF0";
+    const MODES: &[u8] = &[0xFF, 0xFB, 25, 0xFF, 0xFD, 25, 0xFF, 0xFB, 0, 0xFF, 0xFD, 0];
+    /// An Enter record of 10 bytes, and one of 12 whose data holds a
+    /// doubled 0xFF.
+    const ENTER: &[u8] = &[0x7D, 0xC1, 0x5A, 0x11, 0xC1, 0x50, 0xC1, 0xC1, 0xFF, 0xEF];
+    const ENTER_IAC: &[u8] = &[
+        0x7D, 0xC1, 0x5A, 0x11, 0xC1, 0x50, 0xFF, 0xFF, 0xEF, 0xC1, 0xFF, 0xEF,
+    ];
+
+    fn write(conn: usize, data: &'static [u8]) -> Event {
+        Event::Write { conn, data }
+    }
+
+    /// The negotiation of connection `conn`, the terminal's side.
+    fn logon(conn: usize) -> Vec<Event> {
+        [WONT_TN3270E, WILL_TTYPE, IS_FIRST, IS_REST, MODES]
+            .into_iter()
+            .map(|data| write(conn, data))
+            .collect()
+    }
+
+    #[test]
+    fn tn3270_the_server_negotiates_first_then_answers_each_record() {
+        let mut script = vec![Event::Accept { room: ROOMY }];
+        script.extend(logon(0));
+        script.extend([
+            write(0, ENTER),
+            write(0, &ENTER[..4]),
+            write(0, &ENTER[4..]),
+        ]);
+        let mock = play_tn3270(tn3270(Kind::Rr, (10, 800)), script);
+        let conn = &mock.conns[0];
+        // The server speaks first, each answer is one send, the first
+        // screen ends the setup; then one answer per whole record.
+        let screen = 37;
+        // Each turn waits for the other side's edge: no call says EAGAIN.
+        let setup = [
+            Call::Send(3),
+            Call::Recv(3),
+            Call::Send(3),
+            Call::Recv(3),
+            Call::Send(6),
+            Call::Recv(IS_FIRST.len()),
+            Call::Recv(IS_REST.len()),
+            Call::Send(12),
+            Call::Recv(12),
+            Call::Send(screen),
+        ];
+        let records = [
+            Call::Recv(10),
+            Call::Send(800),
+            Call::Recv(4),
+            Call::Recv(6),
+            Call::Send(800),
+        ];
+        assert_eq!(conn.socket.calls, [&setup[..], &records[..]].concat());
+        assert_eq!(conn.closed, None);
+        let rx = (3 + 3 + IS_FIRST.len() + IS_REST.len() + 12 + 10 + 10) as u64;
+        let tx = (3 + 3 + 6 + 12 + screen + 1600) as u64;
+        assert_eq!(stats(&mock), (1, 2, rx, tx, 0));
+        let wire = &conn.socket.wire;
+        assert!(
+            wire.starts_with(&[0xFF, 0xFD, 40, 0xFF, 0xFD, 24]),
+            "{wire:?}"
+        );
+        // The first screen and every answer are Erase/Write records.
+        let screen_at = 24;
+        assert_eq!(wire[screen_at], 0xF5);
+        assert_eq!(
+            &wire[screen_at + screen - 2..screen_at + screen],
+            &[0xFF, 0xEF]
+        );
+        assert_eq!(wire[screen_at + screen], 0xF5);
+        assert_eq!(&wire[wire.len() - 2..], &[0xFF, 0xEF]);
+    }
+
+    #[test]
+    fn tn3270_a_doubled_iac_in_a_record_is_data() {
+        let mut script = vec![Event::Accept { room: ROOMY }];
+        script.extend(logon(0));
+        script.extend([write(0, ENTER_IAC), write(0, ENTER)]);
+        let mock = play_tn3270(tn3270(Kind::Rr, (12, 100)), script);
+        assert_eq!(mock.test.stats.transactions, 2);
+        assert_eq!(mock.conns[0].closed, None);
+    }
+
+    #[test]
+    fn tn3270_a_record_before_the_negotiation_ends_closes_as_an_error() {
+        let script = vec![
+            Event::Accept { room: ROOMY },
+            Event::Accept { room: ROOMY },
+            write(0, ENTER),
+            Event::Eof { conn: 1 },
+        ];
+        let mock = play_tn3270(tn3270(Kind::Rr, (10, 100)), script);
+        // Refused (no terminal sends data before its screen), never
+        // answered; a terminal that leaves mid-negotiation (or a port
+        // probe) had no transaction under way: closed, not an error.
+        assert_eq!(mock.conns[0].closed, Some(true));
+        assert_eq!(mock.conns[1].closed, Some(false));
+        let s = &mock.test.stats;
+        assert_eq!((s.connections, s.transactions, s.errors), (2, 0, 1));
+        // Two records in one write: not pipelined, refused.
+        let mut script = vec![Event::Accept { room: ROOMY }];
+        script.extend(logon(0));
+        script.push(write(0, b"\x7D\xC1\x5A\xFF\xEF\x7D\xC1\x5A\xFF\xEF"));
+        let mock = play_tn3270(tn3270(Kind::Rr, (5, 100)), script);
+        assert_eq!(mock.conns[0].closed, Some(true));
+        assert_eq!(mock.test.stats.transactions, 0);
+    }
+
+    #[test]
+    fn tn3270_crr_server_close_ends_after_the_first_answer() {
+        let socket = SocketOptions {
+            crr_close: CrrClose::Server,
+            ..SocketOptions::default()
+        };
+        let spec = TestSpec {
+            protocol: AppProtocol::Tn3270,
+            ..spec_with(Kind::Crr, (10, 800), socket)
+        };
+        let mut script = vec![Event::Accept { room: ROOMY }];
+        script.extend(logon(0));
+        script.push(write(0, ENTER));
+        let mock = play_tn3270(spec, script);
+        // The first screen is no transaction: the connection closes after
+        // the record's answer, not the screen.
+        assert_eq!(mock.test.stats.transactions, 1);
+        assert_eq!(mock.conns[0].closed, Some(false));
+        assert_eq!(mock.conns[0].socket.calls.last(), Some(&Call::Send(800)));
     }
 }

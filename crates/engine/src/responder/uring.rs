@@ -292,7 +292,7 @@ impl UringWorker {
         // SAFETY: the accepted descriptor is new and owned by nobody else.
         let stream = DataStream::Plain(unsafe { OwnedFd::from_raw_fd(res) });
         let t = &mut self.tests[test as usize];
-        let state = ConnState::accepted::<Raw>(t, test);
+        let state = ConnState::accepted::<Raw>(t, &mut (), test);
         // Evidence of the backend that served it (`ServerTestStats`).
         t.stats.uring_connections += 1;
         let _ = stream.apply_options(&t.spec.socket, t.spec.request_bytes);

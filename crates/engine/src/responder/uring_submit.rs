@@ -180,7 +180,7 @@ mod tests {
 
     /// A connection of `t` whose request has just been received whole.
     fn answering(t: &mut Test) -> ConnState {
-        let mut c = ConnState::accepted::<Raw>(t, 0);
+        let mut c = ConnState::accepted::<Raw>(t, &mut (), 0);
         let n = t.spec.request_bytes as i32;
         c.recv_completed(t, n);
         c
@@ -189,7 +189,7 @@ mod tests {
     #[test]
     fn a_request_is_received_once_at_a_time() {
         let mut t = test(Kind::Rr, (100, 10), SocketOptions::default());
-        let mut c = ConnState::accepted::<Raw>(&mut t, 0);
+        let mut c = ConnState::accepted::<Raw>(&mut t, &mut (), 0);
         let recv = next(&c, &t, true);
         assert_eq!(recv, Submit::Recv { max: 100 });
         c.backend |= recv.queued();

@@ -38,6 +38,7 @@ use stackbench_model::AppProtocol;
 
 use super::machine::{self, Buffers, ConnIo, ConnState, Served, Step, Test};
 use crate::app::http1::{self, ServerState};
+use crate::app::tn3270;
 use crate::app::Raw;
 use crate::iomode::{self, Claims};
 use crate::protocol::{ServerTestStats, TestSpec};
@@ -122,6 +123,9 @@ pub(super) enum Entry {
     /// A connection speaking HTTP/1.1: its parse and the answer it owes
     /// beside the machine's state, boxed so raw entries do not grow.
     Http1(Box<Conn<ServerState>>),
+    /// A connection speaking TN3270: its negotiation and record parse,
+    /// boxed likewise.
+    Tn3270(Box<Conn<tn3270::ServerState>>),
 }
 
 impl Entry {
@@ -130,6 +134,7 @@ impl Entry {
         match self {
             Entry::Conn(c) => Some((&c.stream, &c.state)),
             Entry::Http1(c) => Some((&c.stream, &c.state)),
+            Entry::Tn3270(c) => Some((&c.stream, &c.state)),
             Entry::Listener { .. } => None,
         }
     }
@@ -139,6 +144,7 @@ impl Entry {
         match self {
             Entry::Conn(c) => Some((&mut c.stream, &mut c.state)),
             Entry::Http1(c) => Some((&mut c.stream, &mut c.state)),
+            Entry::Tn3270(c) => Some((&mut c.stream, &mut c.state)),
             Entry::Listener { .. } => None,
         }
     }
@@ -149,6 +155,7 @@ impl Entry {
             Entry::Listener { test, .. } => *test,
             Entry::Conn(c) => c.state.test,
             Entry::Http1(c) => c.state.test,
+            Entry::Tn3270(c) => c.state.test,
         }
     }
 
@@ -158,14 +165,19 @@ impl Entry {
         match test.protocol() {
             AppProtocol::Raw => Entry::Conn(Conn {
                 stream,
-                state: ConnState::accepted::<Raw>(test, slot),
+                state: ConnState::accepted::<Raw>(test, &mut (), slot),
                 app: (),
             }),
-            AppProtocol::Http1 => Entry::Http1(Box::new(Conn {
-                stream,
-                state: ConnState::accepted::<http1::Server>(test, slot),
-                app: ServerState::default(),
-            })),
+            AppProtocol::Http1 => {
+                let mut app = ServerState::default();
+                let state = ConnState::accepted::<http1::Server>(test, &mut app, slot);
+                Entry::Http1(Box::new(Conn { stream, state, app }))
+            }
+            AppProtocol::Tn3270 => {
+                let mut app = tn3270::ServerState::default();
+                let state = ConnState::accepted::<tn3270::Server>(test, &mut app, slot);
+                Entry::Tn3270(Box::new(Conn { stream, state, app }))
+            }
         }
     }
 }
@@ -283,7 +295,7 @@ impl Worker {
     fn ready(&mut self, key: usize) {
         match self.entries.get(key) {
             Some(Entry::Listener { .. }) => self.accept_all(key),
-            Some(Entry::Conn(_) | Entry::Http1(_)) => {
+            Some(Entry::Conn(_) | Entry::Http1(_) | Entry::Tn3270(_)) => {
                 if let Step::Close { error } = self.drive(key) {
                     self.close(key, error);
                 }
@@ -363,6 +375,7 @@ impl Worker {
         match self.entries.get_mut(key) {
             Some(Entry::Conn(c)) => c.drive::<Raw>(tests, buffers),
             Some(Entry::Http1(c)) => c.drive::<http1::Server>(tests, buffers),
+            Some(Entry::Tn3270(c)) => c.drive::<tn3270::Server>(tests, buffers),
             Some(Entry::Listener { .. }) | None => Step::Wait,
         }
     }

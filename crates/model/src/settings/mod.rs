@@ -209,7 +209,7 @@ run_settings! {
     client_cpus: Option<CpuList> = None, json "client_cpus";
     /// CPUs for the started responder [default: the second half of the available CPUs].
     server_cpus: Option<CpuList> = None, json "server_cpus";
-    /// A running `stackbench serve` (HOST:PORT), or a plain HTTP server (http://HOST:PORT, with protocol http1: no responder counters or CPU) [default: start a responder process on loopback].
+    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT, with protocol http1) or TN3270 (tn3270://HOST:PORT, with protocol tn3270), with no responder counters or CPU [default: start a responder process on loopback].
     target: Option<Text> = None, json "target";
     /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
     ipv6: bool = false, json "ipv6";
@@ -237,7 +237,7 @@ run_settings! {
     priority: Option<ClassPriorities> = None, json "priority";
     /// I/O backend of driver and responder: auto (uring for closed-loop RR with 2+ connections per driver thread, where it measured faster; else epoll), epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning). The record stores the backend used.
     io: IoMode = IoMode::Auto, json "io";
-    /// Application protocol of the data connections: raw (sized payloads) or http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; keep-alive for RR and STR, Connection: close per CRR transaction). Sizes are whole messages on the wire, headers included (a size below the smallest message is raised to it); the record's bytes are those moved. http1 runs on epoll (io_uring refuses it).
+    /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; keep-alive for RR and STR, Connection: close per CRR transaction). or tn3270 (TN3270, RFC 1576: a Telnet negotiation when a connection opens, TN3270E refused; then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, IAC EOR included; a size below the smallest message is raised to it); the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1 and tn3270 run on epoll (io_uring refuses them).
     protocol: AppProtocol = AppProtocol::Raw, json "protocol";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
@@ -385,15 +385,22 @@ impl RunSettings {
         let plain = self
             .target
             .as_ref()
-            .is_some_and(|t| t.0.starts_with("http://"));
-        if plain && (self.protocol != AppProtocol::Http1 || self.transport != Transport::Tcp) {
-            return Err(SettingError {
-                name: "target".into(),
-                value: self.text_of("target").unwrap_or_default(),
-                message: "an http:// target is a plain HTTP server, not stackbench serve: add \
-                          protocol http1 (over transport tcp)"
-                    .into(),
-            });
+            .and_then(|t| AppProtocol::of_plain_target(&t.0));
+        if let Some((p, _)) = plain {
+            if self.protocol != p || self.transport != Transport::Tcp {
+                let scheme = p.plain_scheme().unwrap_or_default();
+                let article = if scheme.starts_with('h') { "an" } else { "a" };
+                return Err(SettingError {
+                    name: "target".into(),
+                    value: self.text_of("target").unwrap_or_default(),
+                    message: format!(
+                        "{article} {scheme} target is a plain {} server, not stackbench serve: \
+                         add protocol {} (over transport tcp)",
+                        p.server_name(),
+                        p.name()
+                    ),
+                });
+            }
         }
         if self.waitall && self.protocol.framed() {
             return Err(SettingError {
@@ -581,6 +588,28 @@ mod tests {
         s.set("waitall", "true").unwrap();
         let e = s.check_combination().unwrap_err();
         assert!(e.message.contains("drop waitall"), "{e}");
+    }
+
+    /// A plain TN3270 server (a z/OS TN3270 server, hercules) speaks TN3270
+    /// only, and an HTTP target is no TN3270 one.
+    #[test]
+    fn a_plain_tn3270_target_needs_tn3270() {
+        let mut s = RunSettings::default();
+        s.set("target", "tn3270://127.0.0.1:23").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert_eq!(e.name, "target");
+        assert_eq!(
+            e.message,
+            "a tn3270:// target is a plain TN3270 server, not stackbench serve: add protocol \
+             tn3270 (over transport tcp)"
+        );
+        s.set("protocol", "http1").unwrap();
+        assert!(s.check_combination().is_err());
+        s.set("protocol", "tn3270").unwrap();
+        s.check_combination().unwrap();
+        s.set("target", "http://127.0.0.1:80").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert!(e.message.contains("add protocol http1"), "{e}");
     }
 
     #[test]

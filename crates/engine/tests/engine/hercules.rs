@@ -1,0 +1,163 @@
+//! The `tn3270` codec against a real TN3270 server: hercules (the
+//! S/370–z/Architecture emulator) with a 3270 device, whose console port
+//! negotiates a TN3270 session and sends its logo screen to each terminal
+//! that connects — with no operating system IPLed, nothing answers a
+//! terminal's input, so this tier covers the logon, not transactions. Each
+//! connection is a CRR without its record: connect, negotiate, receive the
+//! first screen, close; counted exactly. The `hercules` tier: skipped where
+//! the binary is missing, a failure where `STACKBENCH_REQUIRE` names it.
+//! The test starts its own hercules on a free loopback port and kills it
+//! when done, whatever happens.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use stackbench_engine::app::tn3270::{Client, ClientState, LOGON_BYTES_IN};
+use stackbench_engine::app::{ClassShape, Codec, Setup};
+use stackbench_model::{CrrClose, Kind};
+use stackbench_testkit::{skip, Tier};
+
+/// A running hercules, killed and reaped when dropped.
+struct Hercules {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Drop for Hercules {
+    fn drop(&mut self) {
+        // SIGKILL: its orderly shutdown takes seconds and there is no disk
+        // to flush.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Hercules {
+    /// Starts hercules with one 3270 device and its console on a free
+    /// loopback port; None when the binary cannot run.
+    fn start(dir: &std::path::Path) -> Option<Hercules> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .ok()?;
+        let config = dir.join("hercules.cnf");
+        std::fs::write(
+            &config,
+            format!(
+                "CPUSERIAL 000611\nCPUMODEL 3090\nMAINSIZE 16\nNUMCPU 1\n\
+                 ARCHMODE ESA/390\nCNSLPORT 127.0.0.1:{port}\n0700 3270\n"
+            ),
+        )
+        .ok()?;
+        let log = dir.join("hercules.log");
+        let out = std::fs::File::create(&log).ok()?;
+        let child = Command::new("hercules")
+            .arg("-d")
+            .arg("-f")
+            .arg(&config)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().ok()?)
+            .stderr(out)
+            .spawn()
+            .ok()?;
+        Some(Hercules { child, port, log })
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Connects once the console port listens (hercules starts in about a
+    /// second).
+    fn connect(&self) -> TcpStream {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match TcpStream::connect(("127.0.0.1", self.port)) {
+                Ok(s) => return s,
+                Err(e) if Instant::now() > deadline => {
+                    panic!("hercules' console port never listened: {e}\n{}", self.log())
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+}
+
+/// What one logon moved: bytes from the server, bytes to it.
+#[derive(Debug, PartialEq, Eq)]
+struct Logon {
+    received: u64,
+    sent: u64,
+}
+
+/// Runs the codec's setup over `stream` until the first screen, as the
+/// driver's machine does: read, answer what the codec owes, until `Done`.
+fn logon(codec: &Client, stream: &mut TcpStream) -> Result<Logon, String> {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut state = ClientState::default();
+    let mut step = codec.setup_open(&mut state);
+    let (mut received, mut sent) = (0, 0);
+    let mut buf = [0u8; 4096];
+    loop {
+        if matches!(step, Setup::Send | Setup::SendLast) {
+            let mut out = vec![0; codec.setup_bytes(&state) as usize];
+            codec.fill_setup(&state, 0, &mut out);
+            stream.write_all(&out).map_err(|e| e.to_string())?;
+            sent += out.len() as u64;
+        }
+        if matches!(step, Setup::Done | Setup::SendLast) {
+            return Ok(Logon { received, sent });
+        }
+        let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err(format!("hercules closed after {received} bytes"));
+        }
+        received += n as u64;
+        step = codec
+            .setup_received(&mut state, &buf[..n])
+            .map_err(|f| f.0)?;
+    }
+}
+
+#[test]
+fn hercules_logs_each_terminal_on_with_its_logo_screen() {
+    let test = "hercules_logs_each_terminal_on_with_its_logo_screen";
+    let dir = std::env::temp_dir().join(format!("stackbench-hercules-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let Some(hercules) = Hercules::start(&dir) else {
+        return skip(Tier::Hercules, test, "no runnable hercules on PATH");
+    };
+    let codec = Client::of(&ClassShape {
+        kind: Kind::Crr,
+        request_bytes: 100,
+        response_bytes: 800,
+        crr_close: CrrClose::Client,
+    });
+    let mut logons = Vec::new();
+    for _ in 0..3 {
+        let mut stream = hercules.connect();
+        let logon = logon(&codec, &mut stream)
+            .unwrap_or_else(|e| panic!("logon {}: {e}\n{}", logons.len() + 1, hercules.log()));
+        drop(stream);
+        logons.push(logon);
+        // Hercules frees the device when its console thread sees the close.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // Every terminal got its screen, and each logon moved the same bytes:
+    // the same negotiation, answered the same way, and the same logo.
+    assert_eq!(logons.len(), 3);
+    assert!(logons.iter().all(|l| l == &logons[0]), "{logons:?}");
+    assert!(logons[0].received > 100, "a logo screen: {logons:?}");
+    // Hercules asks for TERMINAL-TYPE, EOR and BINARY but offers no
+    // TN3270E: the terminal's answers are a logon's less the WONT TN3270E.
+    assert_eq!(logons[0].sent, LOGON_BYTES_IN - 3, "{logons:?}");
+    drop(hercules);
+    let _ = std::fs::remove_dir_all(&dir);
+}
