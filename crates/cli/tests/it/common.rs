@@ -170,3 +170,27 @@ fn worker_cpu_ticks(pid: u32) -> u64 {
     }
     0
 }
+
+/// Runs example study `file` briefly (3 transactions per class, one
+/// repetition, nothing stored) and returns, for each variant name given,
+/// how many of its rows completed.
+pub fn example_study_completes(file: &str, variants: &[&str]) -> Vec<usize> {
+    let out = output_ok(stackbench().arg("study").arg(examples().join(file)).args([
+        "--transactions",
+        "3",
+        "--repetitions",
+        "1",
+        "--no-store",
+    ]));
+    let table = String::from_utf8_lossy(&out.stdout);
+    variants
+        .iter()
+        .map(|v| {
+            let cell = format!(" {v} ");
+            table
+                .lines()
+                .filter(|l| l.contains(&cell) && l.contains(" yes"))
+                .count()
+        })
+        .collect()
+}

@@ -199,19 +199,6 @@ fn contradictions_with_http1_are_refused_in_one_line() {
 /// variants complete.
 #[test]
 fn the_http1_example_study_runs() {
-    let out = crate::common::output_ok(
-        crate::common::stackbench()
-            .arg("study")
-            .arg(crate::common::examples().join("http1.toml"))
-            .args(["--transactions", "3", "--repetitions", "1", "--no-store"]),
-    );
-    let table = String::from_utf8_lossy(&out.stdout);
-    let complete = |variant: &str| {
-        table
-            .lines()
-            .filter(|l| l.contains(variant) && l.contains(" yes"))
-            .count()
-    };
-    assert_eq!(complete(" http1 "), 3, "{table}");
-    assert_eq!(complete(" raw "), 3, "{table}");
+    let completed = crate::common::example_study_completes("http1.toml", &["http1", "raw"]);
+    assert_eq!(completed, [3, 3]);
 }

@@ -6,21 +6,8 @@
 /// tn3270, RR and CRR, all complete.
 #[test]
 fn the_tn3270_example_study_runs() {
-    let out = crate::common::output_ok(
-        crate::common::stackbench()
-            .arg("study")
-            .arg(crate::common::examples().join("tn3270.toml"))
-            .args(["--transactions", "3", "--repetitions", "1", "--no-store"]),
-    );
-    let table = String::from_utf8_lossy(&out.stdout);
-    let complete = |variant: &str| {
-        table
-            .lines()
-            .filter(|l| l.contains(variant) && l.contains(" yes"))
-            .count()
-    };
-    assert_eq!(complete(" tn3270 "), 2, "{table}");
-    assert_eq!(complete(" raw "), 2, "{table}");
+    let completed = crate::common::example_study_completes("tn3270.toml", &["tn3270", "raw"]);
+    assert_eq!(completed, [2, 2]);
 }
 
 #[test]
