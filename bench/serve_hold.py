@@ -30,7 +30,7 @@ import sys
 
 # The control protocol version this script speaks; a responder of another
 # version refuses it in one line (its hello reply), which is printed.
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 
 class HoldError(Exception):

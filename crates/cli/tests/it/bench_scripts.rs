@@ -151,7 +151,7 @@ fn serve_hold_opens_an_http1_test_any_client_can_drive() {
             .args(["serve_hold.py", &control, "45", "4137", "1", "60"])
             .current_dir(bench_dir())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
@@ -162,7 +162,13 @@ fn serve_hold_opens_an_http1_test_any_client_can_drive() {
         .trim()
         .strip_prefix("port=")
         .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port= line from serve_hold.py: {first:?}"));
+        .unwrap_or_else(|| {
+            // No port line: the script has ended; its one-line reason
+            // (a refused hello names both control protocol versions).
+            let mut why = String::new();
+            let _ = std::io::Read::read_to_string(&mut hold.0.stderr.take().unwrap(), &mut why);
+            panic!("no port= line from serve_hold.py: {first:?}; stderr: {why}")
+        });
     // Two GETs on one connection, as wrk sends them (no query, its Host).
     let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(10)))
