@@ -450,23 +450,35 @@ impl ConnState {
     /// under way), an error mid-request or mid-answer.
     #[inline]
     pub(super) fn eof(&self) -> Step {
-        let setup = matches!(
+        Step::Close {
+            error: !self.between_requests() && !self.in_setup(),
+        }
+    }
+
+    /// Whether the connection is still in its protocol's setup (TN3270's
+    /// logon), where a client that leaves — a probe checking the port
+    /// listens — is a goodbye, not an error.
+    #[inline]
+    fn in_setup(&self) -> bool {
+        matches!(
             self.phase,
             Phase::SetupRecv | Phase::SetupSend | Phase::SetupSendLast
-        );
-        Step::Close {
-            error: !self.between_requests() && !setup,
-        }
+        )
     }
 
     /// A receive or send failed with `kind` (a backend retries an
     /// interrupted call itself): a would-block waits for readiness, a reset
-    /// from a CRR client that closes abortively is its normal goodbye, and
-    /// anything else closes the connection as an error.
+    /// from a CRR client that closes abortively is its normal goodbye, as is
+    /// a reset during the setup (a client that closed with the server's
+    /// first setup bytes unread resets), and anything else closes the
+    /// connection as an error.
     #[inline]
     pub(super) fn failed(&self, test: &Test, kind: io::ErrorKind) -> Step {
         match kind {
             io::ErrorKind::WouldBlock => Step::Wait,
+            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe if self.in_setup() => {
+                Step::Close { error: false }
+            }
             io::ErrorKind::ConnectionReset if test.spec.kind == Kind::Crr => {
                 Step::Close { error: false }
             }

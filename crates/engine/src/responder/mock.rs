@@ -1063,6 +1063,26 @@ mod tests {
         assert_eq!(mock.test.stats.transactions, 0);
     }
 
+    /// A client that closes with the server's first negotiation bytes
+    /// unread makes its kernel reset (a port probe does): during the logon
+    /// that is a goodbye like an end of stream, not an error; after it, an
+    /// RR connection's reset still is one.
+    #[test]
+    fn tn3270_a_reset_during_the_logon_is_no_error() {
+        let mut script = vec![
+            Event::Accept { room: ROOMY },
+            Event::Reset { conn: 0 },
+            Event::Accept { room: ROOMY },
+        ];
+        script.extend(logon(1));
+        script.push(Event::Reset { conn: 1 });
+        let mock = play_tn3270(tn3270(Kind::Rr, (10, 100)), script);
+        assert_eq!(mock.conns[0].closed, Some(false));
+        assert_eq!(mock.conns[1].closed, Some(true));
+        let s = &mock.test.stats;
+        assert_eq!((s.connections, s.transactions, s.errors), (2, 0, 1));
+    }
+
     #[test]
     fn tn3270_crr_server_close_ends_after_the_first_answer() {
         let socket = SocketOptions {
