@@ -5,7 +5,7 @@
 //! with a message elsewhere.
 
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,55 @@ pub(crate) fn lab(action: &str, file: &Path) -> Command {
     let mut cmd = stackbench();
     cmd.args(["lab", action]).arg(file);
     cmd
+}
+
+/// An example lab file under a name of the test's own (so its namespaces
+/// are its own), taken down when dropped: a failed assertion leaves no
+/// namespace behind.
+pub(crate) struct TestLab {
+    pub file: PathBuf,
+    pub name: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TestLab {
+    /// `examples/EXAMPLE` (whose lab is named `example_name`) as lab `name`,
+    /// any leftover of an earlier run taken down first.
+    pub fn from_example(example: &str, example_name: &str, name: &str) -> TestLab {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(format!("{name}.toml"));
+        let text = std::fs::read_to_string(examples().join(example)).unwrap();
+        let text = text.replace(
+            &format!("name = \"{example_name}\""),
+            &format!("name = \"{name}\""),
+        );
+        std::fs::write(&file, text).unwrap();
+        let _ = lab("down", &file).output();
+        TestLab {
+            file,
+            name: name.to_string(),
+            _dir: dir,
+        }
+    }
+
+    /// This lab's namespaces that exist now.
+    pub fn namespaces(&self) -> Vec<String> {
+        let prefix = format!("sb-{}-", self.name);
+        std::fs::read_dir("/run/netns")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for TestLab {
+    fn drop(&mut self) {
+        let _ = lab("down", &self.file).output();
+    }
 }
 
 /// Runs `cmd`, expecting exit 2 and one line on stderr containing `needle`.

@@ -6,11 +6,11 @@
 //! refused in one line naming the options and the guest, before anything
 //! is built. The guest tier (`guest_tier.rs`) runs it in a 6.12 kernel.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use crate::common::{examples, json_of, refused, stackbench};
-use crate::lab::{can_make_namespaces, lab};
+use crate::lab::can_make_namespaces;
+use crate::lab::TestLab;
 
 #[test]
 fn the_fast_path_is_refused_where_it_means_nothing() {
@@ -43,49 +43,6 @@ fn the_fast_path_is_refused_where_it_means_nothing() {
     );
 }
 
-/// The router example under a name of the test's own, taken down when
-/// dropped.
-struct TestLab {
-    file: PathBuf,
-    name: String,
-    _dir: tempfile::TempDir,
-}
-
-impl TestLab {
-    fn new(name: &str) -> TestLab {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(format!("{name}.toml"));
-        let text = std::fs::read_to_string(examples().join("lab-router.toml")).unwrap();
-        let text = text.replace("name = \"hop\"", &format!("name = \"{name}\""));
-        std::fs::write(&file, text).unwrap();
-        let _ = lab("down", &file).output();
-        TestLab {
-            file,
-            name: name.into(),
-            _dir: dir,
-        }
-    }
-
-    /// This lab's namespaces that exist now.
-    fn namespaces(&self) -> Vec<String> {
-        let prefix = format!("sb-{}-", self.name);
-        std::fs::read_dir("/run/netns")
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with(&prefix))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for TestLab {
-    fn drop(&mut self) {
-        let _ = lab("down", &self.file).output();
-    }
-}
-
 #[test]
 fn the_fast_path_is_active_or_refused_before_the_lab_is_built() {
     let test = "the_fast_path_is_active_or_refused_before_the_lab_is_built";
@@ -97,7 +54,7 @@ fn the_fast_path_is_active_or_refused_before_the_lab_is_built() {
         stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, why);
         return;
     }
-    let lab = TestLab::new("fpath");
+    let lab = TestLab::from_example("lab-router.toml", "hop", "fpath");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let out = stackbench()

@@ -10,13 +10,14 @@
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{examples, json_ok, refused, stackbench};
+use crate::common::{json_ok, refused, stackbench};
+use crate::lab::TestLab;
 use crate::lab::{can_make_namespaces, lab};
 
 #[test]
@@ -74,31 +75,6 @@ fn has_nft(test: &str) -> bool {
     false
 }
 
-/// The two-host example lab under a name of the test's own, taken down
-/// when dropped (a failed assertion leaves no namespaces behind).
-struct TestLab {
-    file: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl TestLab {
-    fn new(name: &str) -> TestLab {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(format!("{name}.toml"));
-        let text = std::fs::read_to_string(examples().join("lab-two-hosts.toml")).unwrap();
-        let text = text.replace("name = \"pair\"", &format!("name = \"{name}\""));
-        std::fs::write(&file, text).unwrap();
-        let _ = lab("down", &file).output();
-        TestLab { file, _dir: dir }
-    }
-}
-
-impl Drop for TestLab {
-    fn drop(&mut self) {
-        let _ = lab("down", &self.file).output();
-    }
-}
-
 /// Runs `f` on a thread inside namespace `ns` (sockets it makes stay there).
 fn in_ns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
     let file = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
@@ -152,7 +128,7 @@ fn ten_thousand_rules_are_installed_stored_and_removed() {
     if !can_make_namespaces(test) || !has_nft(test) {
         return;
     }
-    let test_lab = TestLab::new("tpol");
+    let test_lab = TestLab::from_example("lab-two-hosts.toml", "pair", "tpol");
     let file = &test_lab.file;
     let ns = "sb-tpol-server";
 
@@ -222,7 +198,7 @@ fn the_reset_action_refuses_its_port_only() {
     if !can_make_namespaces(test) || !has_nft(test) {
         return;
     }
-    let test_lab = TestLab::new("treset");
+    let test_lab = TestLab::from_example("lab-two-hosts.toml", "pair", "treset");
     let file = &test_lab.file;
     let up = lab("up", file).output().unwrap();
     assert!(
@@ -284,7 +260,7 @@ fn a_policy_without_nft_names_the_package() {
     if !can_make_namespaces(test) {
         return;
     }
-    let test_lab = TestLab::new("tnonft");
+    let test_lab = TestLab::from_example("lab-two-hosts.toml", "pair", "tnonft");
     let empty = tempfile::tempdir().unwrap(); // a PATH with no nft on it
     let out = stackbench()
         .env("PATH", empty.path())

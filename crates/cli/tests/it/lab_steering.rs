@@ -6,12 +6,13 @@
 //! on the steered CPU by at least the packets the path received; a later
 //! step without steering turns it off; `lab down` leaves no namespace.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{examples, json_ok, refused, stackbench};
+use crate::common::{json_ok, refused, stackbench};
+use crate::lab::TestLab;
 use crate::lab::{can_make_namespaces, lab};
 
 #[test]
@@ -28,48 +29,6 @@ fn steering_is_refused_where_it_means_nothing() {
         &["--link-rps-flow-cnt", "0", w],
         "out of range: use 1 to 1048576",
     );
-}
-
-/// The two-host example lab under a name of the test's own, taken down
-/// when dropped (a failed assertion leaves no namespaces behind).
-struct TestLab {
-    file: PathBuf,
-    name: String,
-    _dir: tempfile::TempDir,
-}
-
-impl TestLab {
-    fn new(name: &str) -> TestLab {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(format!("{name}.toml"));
-        let text = std::fs::read_to_string(examples().join("lab-two-hosts.toml")).unwrap();
-        let text = text.replace("name = \"pair\"", &format!("name = \"{name}\""));
-        std::fs::write(&file, text).unwrap();
-        let _ = lab("down", &file).output();
-        TestLab {
-            file,
-            name: name.to_string(),
-            _dir: dir,
-        }
-    }
-
-    fn namespaces(&self) -> Vec<String> {
-        let prefix = format!("sb-{}-", self.name);
-        std::fs::read_dir("/run/netns")
-            .map(|d| {
-                d.flatten()
-                    .filter_map(|e| e.file_name().into_string().ok())
-                    .filter(|n| n.starts_with(&prefix))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for TestLab {
-    fn drop(&mut self) {
-        let _ = lab("down", &self.file).output();
-    }
 }
 
 /// `rps_cpus` of `ifname`'s first receive queue in namespace `ns`, read
@@ -130,7 +89,7 @@ fn receive_processing_runs_on_the_steered_cpu() {
     if !can_steer(test) {
         return;
     }
-    let test_lab = TestLab::new("trps");
+    let test_lab = TestLab::from_example("lab-two-hosts.toml", "pair", "trps");
     let file = &test_lab.file;
 
     let shown = run_across(file, &["--link-rps-cpus", "1"]);
@@ -203,7 +162,7 @@ fn a_cpu_the_machine_lacks_is_refused_before_anything_is_built() {
     if !can_make_namespaces(test) {
         return;
     }
-    let test_lab = TestLab::new("trpsbad");
+    let test_lab = TestLab::from_example("lab-two-hosts.toml", "pair", "trpsbad");
     let file = test_lab.file.to_str().unwrap();
     let args = ["--lab", file, "--from", "client", "--to", "server"];
     let mut bad: Vec<&str> = args.to_vec();
@@ -230,7 +189,7 @@ fn rfs_follows_the_global_flow_table() {
     if !can_steer(test) {
         return;
     }
-    let test_lab = TestLab::new("trfs");
+    let test_lab = TestLab::from_example("lab-two-hosts.toml", "pair", "trfs");
     let entries = std::fs::read_to_string("/proc/sys/net/core/rps_sock_flow_entries")
         .unwrap()
         .trim()
