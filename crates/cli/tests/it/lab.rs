@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{examples, stackbench};
+use serde_json::Value;
+
+use crate::common::{examples, json_ok, stackbench};
 
 /// Whether this process may make network namespaces; says why not otherwise.
 pub(crate) fn can_make_namespaces(test: &str) -> bool {
@@ -83,6 +85,26 @@ impl Drop for TestLab {
     fn drop(&mut self) {
         let _ = lab("down", &self.file).output();
     }
+}
+
+/// A short run of `workload` across lab `file` (client to server, 1 s, no
+/// warm-up) with `flags`, stored; the stored run as `results show` gives it.
+pub(crate) fn stored_run_across(file: &Path, workload: &str, flags: &[&str]) -> Value {
+    let out = stackbench()
+        .args(["run", "--lab"])
+        .arg(file)
+        .args(["--from", "client", "--to", "server", workload])
+        .args(["--duration", "1s", "--warmup", "0s", "--json"])
+        .args(flags)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("stackbench: stored as run "))
+        .unwrap_or_else(|| panic!("no stored run: {err}"));
+    json_ok(stackbench().args(["results", "show", id.trim(), "--json"]))
 }
 
 /// Runs `cmd`, expecting exit 2 and one line on stderr containing `needle`.

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{json_ok, refused, stackbench};
-use crate::lab::TestLab;
+use crate::common::{refused, stackbench};
 use crate::lab::{can_make_namespaces, lab};
+use crate::lab::{stored_run_across, TestLab};
 
 #[test]
 fn a_host_policy_is_refused_where_it_means_nothing() {
@@ -105,21 +105,7 @@ fn nft_in(ns: &str, args: &[&str]) -> (bool, String) {
 
 /// A short CRR run across lab `file` with `flags`; the stored run.
 fn run_across(file: &Path, flags: &[&str]) -> Value {
-    let out = stackbench()
-        .args(["run", "--lab"])
-        .arg(file)
-        .args(["--from", "client", "--to", "server", "CRR1(64B/64B)"])
-        .args(["--duration", "1s", "--warmup", "0s", "--json"])
-        .args(flags)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let id = err
-        .lines()
-        .find_map(|l| l.strip_prefix("stackbench: stored as run "))
-        .unwrap_or_else(|| panic!("no stored run: {err}"));
-    json_ok(stackbench().args(["results", "show", id.trim(), "--json"]))
+    stored_run_across(file, "CRR1(64B/64B)", flags)
 }
 
 #[test]

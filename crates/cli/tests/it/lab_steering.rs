@@ -11,9 +11,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{json_ok, refused, stackbench};
-use crate::lab::TestLab;
+use crate::common::refused;
 use crate::lab::{can_make_namespaces, lab};
+use crate::lab::{stored_run_across, TestLab};
 
 #[test]
 fn steering_is_refused_where_it_means_nothing() {
@@ -49,21 +49,7 @@ fn rps_cpus_of(ns: &str, ifname: &str) -> String {
 
 /// A short RR run across lab `file` with `flags`; the stored run.
 fn run_across(file: &Path, flags: &[&str]) -> Value {
-    let out = stackbench()
-        .args(["run", "--lab"])
-        .arg(file)
-        .args(["--from", "client", "--to", "server", "RR1(100B/800B)"])
-        .args(["--duration", "1s", "--warmup", "0s", "--json"])
-        .args(flags)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let id = err
-        .lines()
-        .find_map(|l| l.strip_prefix("stackbench: stored as run "))
-        .unwrap_or_else(|| panic!("no stored run: {err}"));
-    json_ok(stackbench().args(["results", "show", id.trim(), "--json"]))
+    stored_run_across(file, "RR1(100B/800B)", flags)
 }
 
 /// Whether this machine has CPU 1 and a kernel with RPS; skips otherwise.
