@@ -13,7 +13,7 @@ use stackbench_record::{
     ClassResult, HandshakeCpuUs, KtlsCounters, KtlsFigures, LatencyUs, TlsFigures,
 };
 
-use super::{Parts, Who};
+use super::parts::{Parts, Who};
 use crate::LatencyHistogram;
 
 /// The parts' histograms added and summarised with the engine's own

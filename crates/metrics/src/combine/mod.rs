@@ -45,12 +45,14 @@
 
 mod exact;
 mod mean;
+mod parts;
 mod population;
 
-use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, MemoryFigures, ServedBy};
+use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, ServedBy};
 
 use crate::cpu::Work;
 use mean::Of;
+pub use parts::{Parts, Who};
 
 /// How the classes being combined relate.
 pub enum Mode<'a> {
@@ -60,36 +62,6 @@ pub enum Mode<'a> {
     Parts(&'a mut dyn Parts),
     /// Repetitions of one run, averaged.
     Repetitions,
-}
-
-/// What merging the parts of one run needs beyond their classes.
-pub trait Parts {
-    /// Who measured the `i`th of the classes given to [`combine`].
-    fn who(&self, i: usize) -> Who;
-    /// The parts' CPU, each side's host views once per host and process
-    /// figures once per process, per transaction of `work` (all the parts'
-    /// work); `None` when not measured.
-    fn cpu(&mut self, work: Work) -> Option<CpuFigures>;
-    /// The parts' memory, each figure once per what it describes.
-    fn memory(&mut self) -> Option<MemoryFigures>;
-    /// A figure left out, and why (`AgentsSummary::merge_notes`).
-    fn note(&mut self, note: String);
-}
-
-/// Who measured one part: it names the part in notes and keys the figures
-/// that are a host's (kTLS counters, one set per network namespace).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Who {
-    /// Its agent's index i of N.
-    pub index: u32,
-    /// The agents' count N.
-    pub count: u32,
-    /// The host its driver ran on.
-    pub host: String,
-    /// The host of the responder it drove.
-    pub responder_host: String,
-    /// False when it was cut short.
-    pub complete: bool,
 }
 
 /// How one figure of several classes becomes one.
@@ -213,7 +185,10 @@ pub fn combine(mut mode: Mode, classes: &[&ClassResult]) -> ClassResult {
             Mode::Repetitions => all.each(|c| c.memory.as_ref()).map(|m| mean::memory(&m)),
         },
         repetitions: None,
-        population: population::population(&mut mode, classes),
+        population: match &mut mode {
+            Mode::Parts(p) => population::of_parts(classes, &mut **p),
+            Mode::Repetitions => population::of_repetitions(classes),
+        },
         tls: match &mut mode {
             Mode::Parts(p) => exact::tls(classes, &mut **p),
             Mode::Repetitions => first.tls.clone(),

@@ -26,18 +26,13 @@ use stackbench_record::{ClassResult, LagUs, PopulationFigures};
 
 use super::exact::only_one;
 use super::mean::{self, Of};
-use super::Mode;
+use super::parts::Parts;
 
-pub(super) fn population(mode: &mut Mode, classes: &[&ClassResult]) -> Option<PopulationFigures> {
-    match mode {
-        Mode::Parts(parts) => of_parts(classes, *parts),
-        Mode::Repetitions => Of(classes.to_vec())
-            .each(|c| c.population.as_ref())
-            .map(|p| of_repetitions(&p)),
-    }
-}
-
-fn of_parts(classes: &[&ClassResult], parts: &mut dyn super::Parts) -> Option<PopulationFigures> {
+/// Of parts of one run: those that have population figures.
+pub(super) fn of_parts(
+    classes: &[&ClassResult],
+    parts: &mut dyn Parts,
+) -> Option<PopulationFigures> {
     let have: Vec<(&PopulationFigures, u64)> = classes
         .iter()
         .filter_map(|c| c.population.as_ref().map(|p| (p, c.transactions)))
@@ -74,9 +69,12 @@ fn of_parts(classes: &[&ClassResult], parts: &mut dyn super::Parts) -> Option<Po
     })
 }
 
-fn of_repetitions(runs: &Of<PopulationFigures>) -> PopulationFigures {
+/// Of repetitions: when every run has them.
+/// Of repetitions: when every run has them.
+pub(super) fn of_repetitions(classes: &[&ClassResult]) -> Option<PopulationFigures> {
+    let runs = Of(classes.to_vec()).each(|c| c.population.as_ref())?;
     let first = runs.first();
-    PopulationFigures {
+    Some(PopulationFigures {
         pacing: first.pacing,
         pacing_text: first.pacing_text.clone(),
         think_mean_s: first.think_mean_s,
@@ -95,5 +93,5 @@ fn of_repetitions(runs: &Of<PopulationFigures>) -> PopulationFigures {
         }),
         connected: runs.0.iter().map(|p| p.connected).min().unwrap_or(0),
         connect_s: runs.f(|p| p.connect_s),
-    }
+    })
 }
