@@ -5,6 +5,7 @@
 //! The record's types themselves live in `stackbench_record`, which every
 //! writer and reader uses directly.
 
+pub mod combine;
 pub mod cpu;
 pub mod latency;
 pub mod memory;

@@ -2,9 +2,16 @@
 //! (with its population figures when paced or ramped), and says when a run
 //! that was not cut short still fell short: a class with no transaction in its
 //! window, or a `--transactions` count the `--duration` ended before.
+//!
+//! The workers of one process are parts of one run, merged before this
+//! (`accum::ClassAccum::merge`) while their histograms and wait counts still
+//! exist; the record built here is then combined with other processes'
+//! (agents) or other repetitions' by the one combine of class results,
+//! `stackbench_metrics::combine`, whose table gives each field's rule.
 
 use std::time::Duration;
 
+use stackbench_metrics::combine::rate;
 use stackbench_metrics::LatencyHistogram;
 use stackbench_model::{ClassSpec, Pacing};
 use stackbench_record::ClassResult;
@@ -30,13 +37,9 @@ pub fn class_result(
     window_ns: u64,
 ) -> ClassResult {
     let duration_s = window_ns as f64 / 1e9;
-    let per_s = |x: u64| {
-        if duration_s > 0.0 {
-            x as f64 / duration_s
-        } else {
-            0.0
-        }
-    };
+    // As parts of one run are combined: the workers' summed counts over the
+    // class's window.
+    let per_s = |x: u64| rate(x, duration_s);
     let whole_seconds = (window_ns / 1_000_000_000) as usize;
     let errors = acc.errors;
     ClassResult {

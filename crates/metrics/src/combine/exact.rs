@@ -1,0 +1,207 @@
+//! The exact merges of [`Mode::Parts`](super::Mode::Parts) for the parts of
+//! a class that are structures of their own: the latency distribution, the
+//! per-second rates and TLS. Distributions are merged by adding histogram
+//! buckets and taking percentiles from the sum, never by averaging the
+//! parts' percentiles: k8s-netperf reports the average of its samples' P99
+//! (pkg/results/result.go, `ShowLatencyResult`), and Locust adds its
+//! workers' response-time counts only after rounding each time to two
+//! significant digits (locust/stats.py, `StatsEntry._log_response_time`);
+//! both report figures no transaction had. Where a figure cannot be merged
+//! exactly it is left out with a note ([`Parts::note`]), never estimated.
+
+use stackbench_record::{
+    ClassResult, HandshakeCpuUs, KtlsCounters, KtlsFigures, LatencyUs, TlsFigures,
+};
+
+use super::parts::{Parts, Who};
+use crate::LatencyHistogram;
+
+/// The parts' histograms added and summarised with the engine's own
+/// function ([`LatencyHistogram::summary_us`]), the sum re-encoded for the
+/// record. A part with transactions but no (readable) histogram leaves the
+/// class without latency, with a note: its transactions' latencies are
+/// unknown, and the others' alone would be another distribution.
+pub(super) fn latency(
+    classes: &[&ClassResult],
+    parts: &mut dyn Parts,
+) -> (Option<LatencyUs>, Option<String>) {
+    let mut sum = LatencyHistogram::new();
+    for (i, c) in classes.iter().enumerate() {
+        let decoded = match &c.latency_hdr {
+            Some(text) => LatencyHistogram::from_base64(text),
+            None if c.transactions == 0 => continue,
+            None => Err("no latency histogram".to_string()),
+        };
+        match decoded {
+            Ok(h) => sum.merge(&h),
+            Err(why) => {
+                let p = parts.who(i);
+                parts.note(format!(
+                    "{}: agent {} (segment {}/{}, host {}) sent {why} for its {} transactions: \
+                     the class has no merged latency",
+                    c.notation, p.index, p.index, p.count, p.host, c.transactions
+                ));
+                return (None, None);
+            }
+        }
+    }
+    (sum.summary_us(), (sum.count() > 0).then(|| sum.to_base64()))
+}
+
+/// Transactions of each whole second, summed over the parts. The seconds
+/// kept are those every complete part has (windows that opened together
+/// but closed a few µs apart can differ by their last whole second, which
+/// would read as a dip); a part cut short adds 0 for the seconds it
+/// missed. Without a complete part, the longest.
+pub(super) fn per_second(classes: &[&ClassResult], parts: &dyn Parts) -> Vec<f64> {
+    let complete = classes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| parts.who(*i).complete)
+        .map(|(_, c)| c.per_second_tps.len())
+        .min();
+    let longest = classes.iter().map(|c| c.per_second_tps.len()).max();
+    let seconds = complete.or(longest).unwrap_or(0);
+    (0..seconds)
+        .map(|s| {
+            classes
+                .iter()
+                .map(|c| c.per_second_tps.get(s).copied().unwrap_or(0.0))
+                .sum()
+        })
+        .collect()
+}
+
+/// A summary of percentiles that came without its histogram: the one
+/// part's that has it, or `None` with a note when several have.
+pub(super) fn only_one<T>(
+    mut values: impl Iterator<Item = T>,
+    what: &str,
+    parts: &mut dyn Parts,
+) -> Option<T> {
+    let one = values.next()?;
+    if values.next().is_none() {
+        return Some(one);
+    }
+    parts.note(format!(
+        "{what} is measured by several agents as percentiles without a histogram, which \
+         cannot be added: it is left out"
+    ));
+    None
+}
+
+/// TLS over every part: what was negotiated is the first part's (a note
+/// when another's differs); handshake and re-key counts summed; the CPU per
+/// handshake the parts' means weighted by their handshakes of that kind
+/// (the responder's too: its means are over the part's test, weighted by
+/// that part's window handshakes); the kTLS connection counts summed and
+/// its kernel counters (one set per network namespace) taken once per host;
+/// the handshake latency a part's own when only one had handshakes in
+/// its window, else left out with a note (no histogram travels with it).
+pub(super) fn tls(classes: &[&ClassResult], parts: &mut dyn Parts) -> Option<TlsFigures> {
+    let have: Vec<(Who, &TlsFigures)> = classes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.tls.as_ref().map(|t| (parts.who(i), t)))
+        .collect();
+    let (_, first) = have.first()?;
+    let notation = &classes[0].notation;
+    for (p, t) in &have {
+        if (&t.version, &t.cipher) != (&first.version, &first.cipher) {
+            parts.note(format!(
+                "{notation}: agent {} on {} negotiated {} {} where the first agent negotiated {} {}",
+                p.index, p.host, t.version, t.cipher, first.version, first.cipher
+            ));
+        }
+    }
+    let sum = |f: fn(&TlsFigures) -> u64| have.iter().map(|(_, t)| f(t)).sum::<u64>();
+    Some(TlsFigures {
+        version: first.version.clone(),
+        cipher: first.cipher.clone(),
+        cipher_code: first.cipher_code.clone(),
+        full_handshakes: sum(|t| t.full_handshakes),
+        resumed_handshakes: sum(|t| t.resumed_handshakes),
+        handshake_latency_us: only_one(
+            have.iter().filter_map(|(_, t)| t.handshake_latency_us),
+            &format!("{notation}: the handshake latency"),
+            parts,
+        ),
+        rekeys: sum(|t| t.rekeys),
+        server_rekeys: sum(|t| t.server_rekeys),
+        handshake_cpu_us: handshake_cpu(&have),
+        ktls: ktls(&have),
+    })
+}
+
+/// Per kind and side, the mean µs per handshake weighted by the parts'
+/// handshakes of that kind; `None` where no part has one.
+fn handshake_cpu(have: &[(Who, &TlsFigures)]) -> Option<HandshakeCpuUs> {
+    let cpus: Vec<(&TlsFigures, HandshakeCpuUs)> = have
+        .iter()
+        .filter_map(|(_, t)| t.handshake_cpu_us.map(|c| (*t, c)))
+        .collect();
+    if cpus.is_empty() {
+        return None;
+    }
+    let mean = |get: fn(&HandshakeCpuUs) -> Option<f64>, full: bool| {
+        let (sum, n) = cpus.iter().fold((0.0, 0u64), |(s, n), (t, c)| {
+            let count = if full {
+                t.full_handshakes
+            } else {
+                t.resumed_handshakes
+            };
+            match get(c) {
+                Some(us) if count > 0 => (s + us * count as f64, n + count),
+                _ => (s, n),
+            }
+        });
+        (n > 0).then(|| sum / n as f64)
+    };
+    Some(HandshakeCpuUs {
+        client_full: mean(|c| c.client_full, true),
+        client_resumed: mean(|c| c.client_resumed, false),
+        server_full: mean(|c| c.server_full, true),
+        server_resumed: mean(|c| c.server_resumed, false),
+    })
+}
+
+fn ktls(have: &[(Who, &TlsFigures)]) -> Option<KtlsFigures> {
+    let ktls: Vec<(&Who, &KtlsFigures)> = have
+        .iter()
+        .filter_map(|(p, t)| t.ktls.as_ref().map(|k| (p, k)))
+        .collect();
+    if ktls.is_empty() {
+        return None;
+    }
+    // The counters are their namespace's: one set per host.
+    let per_host = |host: fn(&Who) -> &str, get: fn(&KtlsFigures) -> Option<KtlsCounters>| {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut sum: Option<KtlsCounters> = Some(KtlsCounters::default());
+        for (p, k) in &ktls {
+            if seen.contains(&host(p)) {
+                continue;
+            }
+            seen.push(host(p));
+            sum = sum.zip(get(k)).map(|(a, b)| add_ktls(&a, &b));
+        }
+        sum
+    };
+    Some(KtlsFigures {
+        connections: ktls.iter().map(|(_, k)| k.connections).sum(),
+        server_connections: ktls.iter().map(|(_, k)| k.server_connections).sum(),
+        client: per_host(|p| &p.host, |k| k.client),
+        server: per_host(|p| &p.responder_host, |k| k.server),
+    })
+}
+
+fn add_ktls(a: &KtlsCounters, b: &KtlsCounters) -> KtlsCounters {
+    KtlsCounters {
+        tx_sw: a.tx_sw + b.tx_sw,
+        rx_sw: a.rx_sw + b.rx_sw,
+        tx_device: a.tx_device + b.tx_device,
+        rx_device: a.rx_device + b.rx_device,
+        decrypt_errors: a.decrypt_errors + b.decrypt_errors,
+        decrypt_retries: a.decrypt_retries + b.decrypt_retries,
+        rx_no_pad_violations: a.rx_no_pad_violations + b.rx_no_pad_violations,
+    }
+}
