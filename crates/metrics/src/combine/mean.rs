@@ -1,13 +1,13 @@
 //! The means of [`Mode::Repetitions`](super::Mode::Repetitions) for the
 //! parts of a class that are structures of their own: latency summaries,
-//! per-second rates, CPU and memory. Every numeric figure is the mean over
+//! per-second rates, CPU, memory and TLS. Every numeric figure is the mean over
 //! the repetitions; an optional figure is present only when every
 //! repetition has it; what describes the setup (CPU sets, methods) is the
 //! first repetition's, as it is the same in every one.
 
 use stackbench_record::{
-    ClassResult, CpuBreakdown, CpuFigures, LatencyUs, MemoryFigures, ProcessCpu, SideCpu,
-    SideMemory,
+    ClassResult, CpuBreakdown, CpuFigures, HandshakeCpuUs, KtlsCounters, KtlsFigures, LatencyUs,
+    MemoryFigures, ProcessCpu, SideCpu, SideMemory, TlsFigures,
 };
 
 /// The figures of one value across repetitions; never empty.
@@ -177,5 +177,51 @@ fn side_memory(runs: &Of<SideMemory>) -> SideMemory {
                 all
             },
         ),
+    }
+}
+
+/// The TLS figures of the repetitions: what was negotiated is the first's
+/// (every repetition asks for the same), each count and µs figure the mean
+/// over the repetitions, as the class's transactions are; the handshake
+/// latency and each side's handshake CPU only where every repetition has it.
+pub(super) fn tls(runs: &Of<TlsFigures>) -> TlsFigures {
+    let first = runs.first();
+    TlsFigures {
+        version: first.version.clone(),
+        cipher: first.cipher.clone(),
+        cipher_code: first.cipher_code.clone(),
+        full_handshakes: runs.u(|t| t.full_handshakes),
+        resumed_handshakes: runs.u(|t| t.resumed_handshakes),
+        handshake_latency_us: runs
+            .each(|t| t.handshake_latency_us.as_ref())
+            .map(|l| latency(&l)),
+        rekeys: runs.u(|t| t.rekeys),
+        server_rekeys: runs.u(|t| t.server_rekeys),
+        handshake_cpu_us: runs
+            .each(|t| t.handshake_cpu_us.as_ref())
+            .map(|c| HandshakeCpuUs {
+                client_full: c.opt(|x| x.client_full),
+                client_resumed: c.opt(|x| x.client_resumed),
+                server_full: c.opt(|x| x.server_full),
+                server_resumed: c.opt(|x| x.server_resumed),
+            }),
+        ktls: runs.each(|t| t.ktls.as_ref()).map(|k| KtlsFigures {
+            connections: k.u(|x| x.connections),
+            server_connections: k.u(|x| x.server_connections),
+            client: k.each(|x| x.client.as_ref()).map(|c| ktls_counters(&c)),
+            server: k.each(|x| x.server.as_ref()).map(|c| ktls_counters(&c)),
+        }),
+    }
+}
+
+fn ktls_counters(runs: &Of<KtlsCounters>) -> KtlsCounters {
+    KtlsCounters {
+        tx_sw: runs.u(|c| c.tx_sw),
+        rx_sw: runs.u(|c| c.rx_sw),
+        tx_device: runs.u(|c| c.tx_device),
+        rx_device: runs.u(|c| c.rx_device),
+        decrypt_errors: runs.u(|c| c.decrypt_errors),
+        decrypt_retries: runs.u(|c| c.decrypt_retries),
+        rx_no_pad_violations: runs.u(|c| c.rx_no_pad_violations),
     }
 }

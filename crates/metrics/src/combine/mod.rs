@@ -37,7 +37,7 @@
 //! | `cpu`, `memory` | host views once per host, process figures once per process ([`Parts::cpu`], [`Parts::memory`]) | mean of every figure |
 //! | `repetitions` | none (the caller fills it) | none (the caller fills it) |
 //! | `population` | see the `population` module | see the `population` module |
-//! | `tls` | counts summed, CPU per handshake weighted, kTLS counters once per host | first (what was negotiated is the same in every run) |
+//! | `tls` | counts summed, CPU per handshake weighted, kTLS counters once per host | what was negotiated the first's (the same in every run), counts and µs the mean |
 //! | `stall_band` | bands added | bands added (a stall in any run is counted) |
 //! | `served_by` | connections added, unknown when a part did not count | connections added, unknown when a run did not count |
 //!
@@ -191,7 +191,7 @@ pub fn combine(mut mode: Mode, classes: &[&ClassResult]) -> ClassResult {
         },
         tls: match &mut mode {
             Mode::Parts(p) => exact::tls(classes, &mut **p),
-            Mode::Repetitions => first.tls.clone(),
+            Mode::Repetitions => all.each(|c| c.tls.as_ref()).map(|t| mean::tls(&t)),
         },
         stall_band: classes
             .iter()

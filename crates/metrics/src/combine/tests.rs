@@ -351,7 +351,24 @@ fn every_field_by_its_rule_in_both_modes() {
     let lag = p.generator_lag_us.unwrap();
     assert_eq!((lag.p99, lag.max), (4.0, 9.0));
     assert_eq!(p.latency_uncorrected_us.unwrap().p99, 80.0);
-    assert_eq!(r.tls, a.tls, "the first run's");
+    let t = r.tls.as_ref().unwrap();
+    assert_eq!(t.cipher, a.tls.as_ref().unwrap().cipher, "the first run's");
+    assert_eq!(
+        (t.full_handshakes, t.resumed_handshakes, t.rekeys),
+        (20, 4, 1),
+        "the mean of each run's counts, as its transactions"
+    );
+    let cpu = t.handshake_cpu_us.unwrap();
+    assert_eq!(
+        (cpu.client_full, cpu.server_full),
+        (Some(1000.0), Some(400.0))
+    );
+    let ktls = t.ktls.as_ref().unwrap();
+    assert_eq!(
+        (ktls.connections, ktls.client.unwrap().tx_sw),
+        (3, 10),
+        "2.5 rounds to 3"
+    );
     let band = r.stall_band.unwrap();
     assert_eq!((band.transactions, band.of_transactions), (4, 4001));
     assert_eq!(r.served_by.unwrap().driver.epoll, 5);
