@@ -119,10 +119,16 @@ mod tests {
             let json = serde_json::to_string(&p).unwrap();
             assert_eq!(json, format!("\"{}\"", p.name()));
         }
-        assert_eq!(
-            AppProtocol::parse("http2"),
-            Err("unknown application protocol: use raw, http1 or tn3270".to_string())
+        // The choices come from the table: every row's name, the last
+        // after "or".
+        let e = AppProtocol::parse("http2").unwrap_err();
+        assert!(
+            e.starts_with("unknown application protocol: use raw, http1"),
+            "{e}"
         );
+        assert!(AppProtocol::NAMES.iter().all(|n| e.contains(n)), "{e}");
+        let last = AppProtocol::NAMES.last().unwrap();
+        assert!(e.ends_with(&format!(" or {last}")), "{e}");
         assert!(!AppProtocol::Raw.framed() && AppProtocol::Http1.framed());
         assert!(AppProtocol::Tn3270.framed());
     }
