@@ -43,11 +43,29 @@
 //! CRR transaction starts at its connect, so a CRR latency includes the
 //! setup (a user who logs on, transacts once and logs off); an RR client
 //! finishes its setup before the start barrier, so RR latencies never do.
+//!
+//! The protocol table. Each protocol is one row ([`Protocol`]: its setting
+//! value, its two halves and the transports it runs over; [`Row`]: what
+//! follows from them at run time — framed, setup), and [`with`] (in
+//! `rows.rs`) is the one place a run's `protocol` setting becomes a type:
+//! the driver runs its worker loop compiled for the row's `Client`, the
+//! responder builds an accepted connection's entry for the row's `Server`,
+//! each through a [`Visit`] of its own. Like the transport table
+//! (`crate::transport::row`), but a row is a type rather than a value:
+//! what it selects are monomorphised loops, and a visitor reaches them
+//! without the table naming the driver or the responder (which look the
+//! table up: the module graph stays a DAG). Adding a protocol: a variant of
+//! [`AppProtocol`] (the model's `app_protocols!` table: spelling, allowed
+//! values, plain targets), a module of its own here with its halves and its
+//! [`Protocol`] row, and one arm in [`with`].
 
 pub mod http1;
+mod rows;
 pub mod tn3270;
 
-use stackbench_model::{AppProtocol, CrrClose, Kind};
+pub use rows::{row, with};
+
+use stackbench_model::{AppProtocol, CrrClose, Kind, Transport};
 
 /// A message the protocol cannot accept, in one line naming what was wrong
 /// and what to change.
@@ -160,8 +178,12 @@ pub trait Codec: Clone {
 pub trait Handler: Clone {
     /// Whether where a request ends depends on its bytes.
     const FRAMED: bool;
-    /// What one connection carries from one chunk to the next.
-    type State: Default;
+    /// What one connection carries from one chunk to the next (kept in
+    /// the responder's connection entry, which moves to a worker thread).
+    type State: Default + Send;
+
+    /// The handler of a test whose requests and answers are of these sizes.
+    fn of(request_bytes: u64, response_bytes: u64) -> Self;
 
     /// Bytes of the next request expected (a framed protocol: what it needs
     /// before it can tell more).
@@ -261,6 +283,11 @@ impl Handler for Raw {
     type State = ();
 
     #[inline]
+    fn of(request: u64, response: u64) -> Raw {
+        Raw { request, response }
+    }
+
+    #[inline]
     fn request_bytes(&self) -> u64 {
         self.request
     }
@@ -274,6 +301,83 @@ impl Handler for Raw {
     fn response_bytes(&self, _: &()) -> u64 {
         self.response
     }
+}
+
+/// One application protocol: its row of the protocol table. The type is
+/// a marker (raw payloads are their own: [`Raw`]); what a run uses of it is
+/// its two halves, through [`with`], and its [`Row`].
+pub trait Protocol: 'static {
+    /// The setting value this row serves (its spelling: `AppProtocol::name`).
+    const PROTOCOL: AppProtocol;
+    /// The driver's half: the driver's machine and worker loops are compiled
+    /// for it, once per protocol.
+    type Client: Codec;
+    /// The responder's half: its connections' machine is compiled for it.
+    type Server: Handler;
+    /// The transports it runs over (a protocol of byte streams: all).
+    const TRANSPORTS: &'static [Transport] = Transport::ALL;
+}
+
+/// Raw payloads: the row whose connections are counted unread and
+/// answered from zeros (the responder keeps them unboxed, io_uring serves
+/// them).
+impl Protocol for Raw {
+    const PROTOCOL: AppProtocol = AppProtocol::Raw;
+    type Client = Raw;
+    type Server = Raw;
+}
+
+/// What a row says at run time, for the checks that look at a setting
+/// value rather than run a type: which backends a protocol runs on (a
+/// framed one only on those that hand received bytes over: not io_uring,
+/// whose refusal, and `io auto`'s choice of epoll, `crate::iomode` takes
+/// from here), and over which transports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub protocol: AppProtocol,
+    /// Its ends are read from its bytes (both halves' `FRAMED`).
+    pub framed: bool,
+    /// Its connections open with a setup dialogue (either half's `SETUP`).
+    pub setup: bool,
+    pub transports: &'static [Transport],
+}
+
+impl Row {
+    /// The row of protocol `P`.
+    pub const fn of<P: Protocol>() -> Row {
+        Row {
+            protocol: P::PROTOCOL,
+            framed: P::Client::FRAMED || P::Server::FRAMED,
+            setup: P::Client::SETUP || P::Server::SETUP,
+            transports: P::TRANSPORTS,
+        }
+    }
+
+    /// Its setting value.
+    pub fn name(&self) -> &'static str {
+        self.protocol.name()
+    }
+
+    /// Why it cannot run over `transport`, in one line (`None`: it can).
+    pub fn refuses_transport(&self, transport: Transport) -> Option<String> {
+        (!self.transports.contains(&transport)).then(|| {
+            let names: Vec<&str> = self.transports.iter().map(|t| t.name()).collect();
+            format!(
+                "protocol {} does not run over transport {} (use {})",
+                self.name(),
+                transport.name(),
+                names.join(", ")
+            )
+        })
+    }
+}
+
+/// What one side does with a protocol's types: [`with`] calls `visit` with
+/// the row of a setting value, so the code inside is compiled once per
+/// protocol and runs with no call through a pointer per event.
+pub trait Visit {
+    type Out;
+    fn visit<P: Protocol>(self) -> Self::Out;
 }
 
 #[cfg(test)]

@@ -133,15 +133,16 @@ pub const URING: Claims = Claims {
 /// Direct waiting, epoll's path for a worker's lone connection (driver and
 /// responder, `driver::direct`, `responder::direct`): a closed-loop RR or
 /// STR connection that keeps its socket, over a plain kernel socket — every
-/// transport but tls, whose stream is a user-space session (it is
-/// `DataStream::is_plain` that the path checks), of any application
+/// transport whose row says so (`TransportOps::plain`: all but tls, whose
+/// stream is a user-space session; `DataStream::is_plain` is what the path
+/// checks on the socket), of any application
 /// protocol (it runs the readiness loop that hands each received chunk to
 /// the protocol). Not a setting: epoll takes
 /// this path by itself, and a case it does not cover stays in the epoll
 /// loop; the row is the rule both sides' `direct_candidate` apply.
 pub const DIRECT: Claims = Claims {
     name: "direct",
-    covers: |t| t != Transport::Tls,
+    covers: |t| crate::transport::row(t).plain(),
     ramp: true,
     paced: false,
     kinds: &[Kind::Rr, Kind::Str],
@@ -160,9 +161,10 @@ impl Claims {
             .or_else(|| self.refuses_protocol(cfg.protocol))
     }
 
-    /// Whether this backend refuses the application protocol, in one line.
+    /// Whether this backend refuses the application protocol, in one line
+    /// (the protocol's row says whether it is framed).
     fn refuses_protocol(&self, protocol: AppProtocol) -> Option<String> {
-        (protocol.framed() && !self.framed).then(|| {
+        (crate::app::row(protocol).framed && !self.framed).then(|| {
             format!(
                 "protocol {} is not covered by the {} backend (raw is): it needs each \
                  connection's received bytes",

@@ -191,7 +191,7 @@ fn contradictions_with_http1_are_refused_in_one_line() {
     refused(
         "run",
         &["RR1(1B/1B)", "--protocol", "http2"],
-        "use raw, http1 or tn3270",
+        "unknown application protocol: use raw, http1",
     );
 }
 

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use httparse::{Status, EMPTY_HEADER};
 use stackbench_model::AppProtocol;
 
-use super::{ClassShape, Codec, Fault, Handler};
+use super::{ClassShape, Codec, Fault, Handler, Protocol};
 
 /// Largest request sent as a GET; a longer one is a POST with a body.
 pub const MAX_GET_BYTES: u64 = 8000;
@@ -267,6 +267,16 @@ impl Client {
     }
 }
 
+/// HTTP/1.1's row of the protocol table (`crate::app::row`).
+#[derive(Debug, Clone, Copy)]
+pub struct Http1;
+
+impl Protocol for Http1 {
+    const PROTOCOL: AppProtocol = AppProtocol::Http1;
+    type Client = Client;
+    type Server = Server;
+}
+
 impl Codec for Client {
     const FRAMED: bool = true;
     const PROTOCOL: AppProtocol = AppProtocol::Http1;
@@ -375,6 +385,14 @@ impl Server {
 impl Handler for Server {
     const FRAMED: bool = true;
     type State = ServerState;
+
+    #[inline]
+    fn of(request_bytes: u64, response_bytes: u64) -> Server {
+        Server {
+            request_bytes,
+            response_bytes,
+        }
+    }
 
     #[inline]
     fn request_bytes(&self) -> u64 {

@@ -35,7 +35,7 @@
 
 use stackbench_model::AppProtocol;
 
-use super::{ClassShape, Codec, Fault, Handler, Setup};
+use super::{ClassShape, Codec, Fault, Handler, Protocol, Setup};
 
 const IAC: u8 = 0xFF;
 const DONT: u8 = 0xFE;
@@ -401,6 +401,16 @@ impl Answered {
     }
 }
 
+/// TN3270's row of the protocol table (`crate::app::row`).
+#[derive(Debug, Clone, Copy)]
+pub struct Tn3270;
+
+impl Protocol for Tn3270 {
+    const PROTOCOL: AppProtocol = AppProtocol::Tn3270;
+    type Client = Client;
+    type Server = Server;
+}
+
 impl Codec for Client {
     const FRAMED: bool = true;
     const PROTOCOL: AppProtocol = AppProtocol::Tn3270;
@@ -671,6 +681,14 @@ impl Handler for Server {
     const FRAMED: bool = true;
     const SETUP: bool = true;
     type State = ServerState;
+
+    #[inline]
+    fn of(request_bytes: u64, response_bytes: u64) -> Server {
+        Server {
+            request_bytes,
+            response_bytes,
+        }
+    }
 
     #[inline]
     fn request_bytes(&self) -> u64 {

@@ -42,7 +42,7 @@ use stackbench_metrics::cpu::Work;
 use stackbench_metrics::warnings::stall_band;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::TlsMode;
-use stackbench_model::{AppProtocol, ClassSpec, SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{ClassSpec, SocketOptions, TlsParams, Transport, Workload};
 use stackbench_record::CpuAttribution;
 use stackbench_record::{ClassResult, CpuFigures};
 
@@ -59,7 +59,7 @@ use watch::{Watch, Watched};
 use worker::{Backend, ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::affinity;
-use crate::app::{http1, tn3270, Codec, Raw};
+use crate::app::{self, Protocol, Raw, Visit};
 use crate::error::EngineError;
 use crate::limits;
 use crate::protocol::{ServerTestStats, TestSpec};
@@ -137,6 +137,9 @@ pub fn run_workload_gated(
                 p.name()
             )));
         }
+    }
+    if let Some(why) = app::row(cfg.protocol).refuses_transport(cfg.transport) {
+        return Err(EngineError::Refused(why));
     }
     let row = transport::row_for(cfg.transport, cfg.tls.as_ref());
     row.check_usable(control.target())
@@ -593,16 +596,14 @@ fn drive(
                                 .map_err(|e| format!("worker {i} could not be pinned: {e}"))?;
                         }
                         let tid = threads.map(|t| t.register(class));
-                        let result = match cfg.protocol {
-                            AppProtocol::Raw => run_worker::<Raw>(shared, clients, slots, abort),
-                            AppProtocol::Http1 => {
-                                run_worker::<http1::Client>(shared, clients, slots, abort)
-                            }
-                            AppProtocol::Tn3270 => {
-                                run_worker::<tn3270::Client>(shared, clients, slots, abort)
-                            }
-                        }
-                        .map_err(|e| format!("worker {i} could not start: {e}"));
+                        let run = RunWorker {
+                            shared,
+                            clients,
+                            slots,
+                            abort,
+                        };
+                        let result = app::with(cfg.protocol, run)
+                            .map_err(|e| format!("worker {i} could not start: {e}"));
                         threads.zip(tid).inspect(|(t, tid)| t.exiting(*tid));
                         result
                     })
@@ -630,15 +631,22 @@ fn drive(
     }
 }
 
-/// One worker thread's run with the run's codec `P` (chosen once per
-/// thread, so the loop calls it without indirection).
-fn run_worker<P: Codec>(
-    shared: &Shared<'_>,
-    clients: &[Client],
-    slots: &WorkerSlots,
-    abort: &AtomicBool,
-) -> std::io::Result<Vec<ClassAccum>> {
-    Worker::<P>::new(shared, clients, slots).map(|w| w.run(abort))
+/// One worker thread's run, with the codec of the run's protocol row
+/// (chosen once per thread through the protocol table, so the loop calls it
+/// without indirection).
+struct RunWorker<'a, 'b> {
+    shared: &'a Shared<'b>,
+    clients: &'a [Client],
+    slots: &'a WorkerSlots,
+    abort: &'a AtomicBool,
+}
+
+impl Visit for RunWorker<'_, '_> {
+    type Out = std::io::Result<Vec<ClassAccum>>;
+
+    fn visit<P: Protocol>(self) -> Self::Out {
+        Worker::<P::Client>::new(self.shared, self.clients, self.slots).map(|w| w.run(self.abort))
+    }
 }
 
 /// Length of one class's measurement window in ns. A class that completed

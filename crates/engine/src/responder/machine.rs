@@ -26,8 +26,9 @@
 //! how long its answer is, what the answer's bytes are and whether the
 //! connection ends after it are the [`Handler`]'s to say, and the machine
 //! is the only one that asks it. The events and [`drive`] are generic over
-//! the handler ([`Served`]); a backend picks it once per connection from
-//! the test's `protocol` ([`Test::protocol`]) and keeps the handler's
+//! the handler; a backend picks it once per connection from the test's
+//! `protocol` ([`Test::protocol`], through the protocol table
+//! `crate::app::with`) and keeps the handler's
 //! per-connection state (`Handler::State`) beside the machine's: `()` for
 //! raw payloads, whose entries do not grow, an HTTP/1.1 parse for `http1`,
 //! a Telnet and record parse for `tn3270`.
@@ -41,7 +42,6 @@ use std::io;
 
 use stackbench_model::{AppProtocol, CrrClose, Kind};
 
-use crate::app::{http1, tn3270};
 use crate::app::{Handler, Raw, Setup};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
@@ -60,42 +60,6 @@ pub(super) enum Phase {
     SetupSend,
     /// Connection setup: sending the handler's last setup bytes.
     SetupSendLast,
-}
-
-/// A handler the machine can build for a test (its sizes are the test's).
-/// The machine is compiled once per handler: [`Raw`], `http1` and `tn3270`.
-pub(super) trait Served: Handler {
-    fn of(spec: &TestSpec) -> Self;
-}
-
-impl Served for Raw {
-    #[inline]
-    fn of(spec: &TestSpec) -> Raw {
-        Raw {
-            request: spec.request_bytes,
-            response: spec.response_bytes,
-        }
-    }
-}
-
-impl Served for http1::Server {
-    #[inline]
-    fn of(spec: &TestSpec) -> http1::Server {
-        http1::Server {
-            request_bytes: spec.request_bytes,
-            response_bytes: spec.response_bytes,
-        }
-    }
-}
-
-impl Served for tn3270::Server {
-    #[inline]
-    fn of(spec: &TestSpec) -> tn3270::Server {
-        tn3270::Server {
-            request_bytes: spec.request_bytes,
-            response_bytes: spec.response_bytes,
-        }
-    }
 }
 
 /// A test as its connections' machine sees it: what it asks for and what
@@ -126,8 +90,8 @@ impl Test {
 
     /// The test's handler of protocol `H` (two sizes: built where used).
     #[inline]
-    pub(super) fn handler<H: Served>(&self) -> H {
-        H::of(&self.spec)
+    pub(super) fn handler<H: Handler>(&self) -> H {
+        H::of(self.spec.request_bytes, self.spec.response_bytes)
     }
 
     /// Bytes of a whole raw request (where io_uring, which serves raw
@@ -238,7 +202,11 @@ impl ConnState {
     /// when its protocol opens with a setup, at the setup's first step
     /// (`app`: its handler's state, fresh).
     #[inline]
-    pub(super) fn accepted<H: Served>(test: &mut Test, app: &mut H::State, slot: u32) -> ConnState {
+    pub(super) fn accepted<H: Handler>(
+        test: &mut Test,
+        app: &mut H::State,
+        slot: u32,
+    ) -> ConnState {
         test.stats.connections += 1;
         let handler = test.handler::<H>();
         let mut state = ConnState {
@@ -274,7 +242,7 @@ impl ConnState {
     /// The I/O the connection's phase needs next (`app`: its handler's
     /// state, which says how long the answer is).
     #[inline]
-    pub(super) fn io<H: Served>(&self, test: &Test, app: &H::State) -> Io {
+    pub(super) fn io<H: Handler>(&self, test: &Test, app: &H::State) -> Io {
         let len = self.remaining.min(IO_CHUNK_BYTES as u64) as usize;
         match self.phase {
             Phase::Idle | Phase::Reading | Phase::SetupRecv => Io::Recv { max: len },
@@ -310,7 +278,7 @@ impl ConnState {
     /// the connection to writing its answer; one the handler refuses closes
     /// it as an error.
     #[inline]
-    pub(super) fn received<H: Served>(
+    pub(super) fn received<H: Handler>(
         &mut self,
         test: &mut Test,
         app: &mut H::State,
@@ -361,7 +329,7 @@ impl ConnState {
     /// `n` bytes the client sent during setup (`chunk`): the handler says
     /// what comes next; a setup it refuses closes the connection as an
     /// error.
-    fn setup_received<H: Served>(
+    fn setup_received<H: Handler>(
         &mut self,
         test: &mut Test,
         app: &mut H::State,
@@ -383,7 +351,7 @@ impl ConnState {
 
     /// `n` setup bytes went out, of `want` offered: then the client's turn
     /// (a fresh edge), or, after the last, its first request.
-    fn setup_sent<H: Served>(&mut self, test: &mut Test, n: usize, want: usize) -> Then {
+    fn setup_sent<H: Handler>(&mut self, test: &mut Test, n: usize, want: usize) -> Then {
         test.stats.tx_bytes += n as u64;
         self.remaining -= n as u64;
         if self.remaining > 0 {
@@ -403,7 +371,7 @@ impl ConnState {
     /// or the handler says the request asked to (HTTP's `Connection:
     /// close`); every other goes back to reading.
     #[inline]
-    pub(super) fn sent<H: Served>(
+    pub(super) fn sent<H: Handler>(
         &mut self,
         test: &mut Test,
         app: &H::State,
@@ -494,7 +462,10 @@ impl ConnState {
     /// serves raw payloads only (`iomode::URING` refuses a framed protocol).
     #[inline]
     pub(super) fn recv_completed(&mut self, test: &mut Test, res: i32) -> Then {
-        debug_assert!(!test.protocol().framed(), "io_uring serves raw payloads");
+        debug_assert!(
+            !crate::app::row(test.protocol()).framed,
+            "io_uring serves raw payloads"
+        );
         match res {
             ..=-1 => self.failed(test, errno_kind(res)).into(),
             0 => self.eof().into(),
@@ -565,7 +536,7 @@ impl Buffers {
 /// sent from zeros; a framed handler writes each chunk of its answer
 /// (`Handler::fill_response`) first.
 #[inline]
-pub(super) fn drive<H: Served, S: ConnIo>(
+pub(super) fn drive<H: Handler, S: ConnIo>(
     state: &mut ConnState,
     app: &mut H::State,
     test: &mut Test,

@@ -11,10 +11,11 @@
 //! returning scripted results instead of running commands), as the driver's
 //! mock (`driver/mock.rs`) applies it to the client side.
 //!
-//! The mock is generic over the handler as [`machine::drive`] is: raw
-//! payloads by default, `http1::Server` for the framed path the epoll and
-//! direct backends run for `protocol http1` (the client then writes real
-//! bytes, [`Event::Write`], and what was sent is kept to be read back).
+//! The mock is generic over the protocol's row (`crate::app::Protocol`),
+//! running [`machine::drive`] with its handler as the epoll and direct
+//! backends do for a test of that protocol: raw payloads by default,
+//! `http1::Http1` for the framed path (the client then writes real bytes,
+//! [`Event::Write`], and what was sent is kept to be read back).
 //!
 //! The tests below pin the responder's behaviour per kind: RR (request
 //! complete → answer → wait for the next), CRR in each close mode, STR both
@@ -31,9 +32,9 @@ use std::io;
 
 use stackbench_model::Kind;
 
-use super::machine::{self, Buffers, ConnIo, ConnState, Served, Step, Test};
+use super::machine::{self, Buffers, ConnIo, ConnState, Step, Test};
 use super::worker::Backend;
-use crate::app::Raw;
+use crate::app::{Handler, Protocol, Raw};
 use crate::iomode::Claims;
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::IO_CHUNK_BYTES;
@@ -215,7 +216,7 @@ pub(super) enum Event {
 
 /// One connection: the machine's state, its handler's, and its scripted
 /// socket.
-pub(super) struct MockConn<H: Served> {
+pub(super) struct MockConn<H: Handler> {
     pub state: ConnState,
     pub app: H::State,
     pub socket: MockSocket,
@@ -223,18 +224,18 @@ pub(super) struct MockConn<H: Served> {
     pub closed: Option<bool>,
 }
 
-/// One test's connections on the mock backend, speaking `H`.
-pub(super) struct Mock<H: Served = Raw> {
+/// One test's connections on the mock backend, speaking protocol `P`.
+pub(super) struct Mock<P: Protocol = Raw> {
     pub test: Test,
-    pub conns: Vec<MockConn<H>>,
+    pub conns: Vec<MockConn<P::Server>>,
     script: Vec<Event>,
     buffers: Buffers,
 }
 
-impl<H: Served> Mock<H> {
-    pub fn new(spec: TestSpec, script: Vec<Event>) -> Mock<H> {
-        // The backends pick the handler from the spec (`Entry::accepted`).
-        assert_eq!(H::FRAMED, spec.protocol.framed(), "{:?}", spec.protocol);
+impl<P: Protocol> Mock<P> {
+    pub fn new(spec: TestSpec, script: Vec<Event>) -> Mock<P> {
+        // The backends pick the row from the spec (`Entry::accepted`).
+        assert_eq!(P::PROTOCOL, spec.protocol, "the mock's row is the test's");
         Mock {
             test: Test::new(1, spec),
             conns: Vec::new(),
@@ -249,14 +250,14 @@ impl<H: Served> Mock<H> {
         for event in std::mem::take(&mut self.script) {
             let conn = match event {
                 Event::Accept { room } => {
-                    let mut app = H::State::default();
-                    let state = ConnState::accepted::<H>(&mut self.test, &mut app, 0);
+                    let mut app = <P::Server as Handler>::State::default();
+                    let state = ConnState::accepted::<P::Server>(&mut self.test, &mut app, 0);
                     self.conns.push(MockConn {
                         state,
                         app,
                         socket: MockSocket {
                             room,
-                            keep: H::FRAMED,
+                            keep: P::Server::FRAMED,
                             ..MockSocket::default()
                         },
                         closed: None,
@@ -265,7 +266,7 @@ impl<H: Served> Mock<H> {
                     // arrive — or at once when the server speaks first, as
                     // the writable edge of its registration drives it on
                     // epoll.
-                    if !H::SETUP {
+                    if !P::Server::SETUP {
                         continue;
                     }
                     self.conns.len() - 1
@@ -321,7 +322,7 @@ impl<H: Served> Mock<H> {
         if c.closed.is_some() {
             return;
         }
-        let step = machine::drive::<H, _>(
+        let step = machine::drive::<P::Server, _>(
             &mut c.state,
             &mut c.app,
             &mut self.test,
@@ -335,7 +336,7 @@ impl<H: Served> Mock<H> {
     }
 }
 
-impl<H: Served> Backend for Mock<H> {
+impl<P: Protocol> Backend for Mock<P> {
     fn claims(&self) -> &'static Claims {
         &MOCK
     }
@@ -413,7 +414,7 @@ mod tests {
             .collect()
     }
 
-    fn stats<H: Served>(mock: &Mock<H>) -> (u64, u64, u64, u64, u64) {
+    fn stats<P: Protocol>(mock: &Mock<P>) -> (u64, u64, u64, u64, u64) {
         let s = &mock.test.stats;
         (
             s.connections,
@@ -750,7 +751,7 @@ mod tests {
     }
 
     /// Plays `script` for an HTTP/1.1 `spec`.
-    fn play_http1(spec: TestSpec, script: Vec<Event>) -> Mock<http1::Server> {
+    fn play_http1(spec: TestSpec, script: Vec<Event>) -> Mock<http1::Http1> {
         let mut mock = Mock::new(spec, script);
         mock.play();
         mock
@@ -940,7 +941,7 @@ mod tests {
     }
 
     /// Plays `script` for a TN3270 `spec`.
-    fn play_tn3270(spec: TestSpec, script: Vec<Event>) -> Mock<tn3270::Server> {
+    fn play_tn3270(spec: TestSpec, script: Vec<Event>) -> Mock<tn3270::Tn3270> {
         let mut mock = Mock::new(spec, script);
         mock.play();
         mock

@@ -10,10 +10,13 @@
 //! (and a CRR client then closes or resets it).
 //!
 //! A test's application protocol (`TestSpec::protocol`) is looked at once
-//! per connection, when it is accepted: it picks the entry's variant, and
-//! with it the handler the machine is compiled for — raw payloads
-//! ([`Entry::Conn`], counted unread and answered from zeros) or HTTP/1.1
-//! ([`Entry::Http1`], whose parse state is kept beside the machine's).
+//! per connection, when it is accepted: raw payloads get [`Entry::Conn`]
+//! (counted unread and answered from zeros, the machine compiled for
+//! [`Raw`]), every other protocol [`Entry::Framed`], one boxed trait object
+//! ([`Framed`]) built through the protocol table (`crate::app::with`) for
+//! the row's handler, whose parse state it keeps beside the machine's. So a
+//! raw connection costs no box and no indirect call; a framed one an
+//! indirect call per readiness edge.
 //!
 //! Hot path: no allocation and no lock; sockets are registered once for read
 //! and write readiness (edge-triggered), so there is no epoll_ctl per
@@ -36,10 +39,8 @@ use slab::Slab;
 
 use stackbench_model::AppProtocol;
 
-use super::machine::{self, Buffers, ConnIo, ConnState, Served, Step, Test};
-use crate::app::http1::{self, ServerState};
-use crate::app::tn3270;
-use crate::app::Raw;
+use super::machine::{self, Buffers, ConnIo, ConnState, Step, Test};
+use crate::app::{self, Handler, Protocol, Raw, Visit};
 use crate::iomode::{self, Claims};
 use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt;
@@ -120,12 +121,9 @@ pub(super) enum Entry {
     },
     /// A connection of raw payloads.
     Conn(Conn),
-    /// A connection speaking HTTP/1.1: its parse and the answer it owes
+    /// A connection of a framed protocol (HTTP/1.1, TN3270, …): its parse
     /// beside the machine's state, boxed so raw entries do not grow.
-    Http1(Box<Conn<ServerState>>),
-    /// A connection speaking TN3270: its negotiation and record parse,
-    /// boxed likewise.
-    Tn3270(Box<Conn<tn3270::ServerState>>),
+    Framed(Box<dyn Framed + Send>),
 }
 
 impl Entry {
@@ -133,8 +131,7 @@ impl Entry {
     pub(super) fn conn(&self) -> Option<(&DataStream, &ConnState)> {
         match self {
             Entry::Conn(c) => Some((&c.stream, &c.state)),
-            Entry::Http1(c) => Some((&c.stream, &c.state)),
-            Entry::Tn3270(c) => Some((&c.stream, &c.state)),
+            Entry::Framed(c) => Some(c.conn()),
             Entry::Listener { .. } => None,
         }
     }
@@ -143,8 +140,7 @@ impl Entry {
     pub(super) fn conn_mut(&mut self) -> Option<(&mut DataStream, &mut ConnState)> {
         match self {
             Entry::Conn(c) => Some((&mut c.stream, &mut c.state)),
-            Entry::Http1(c) => Some((&mut c.stream, &mut c.state)),
-            Entry::Tn3270(c) => Some((&mut c.stream, &mut c.state)),
+            Entry::Framed(c) => Some(c.conn_mut()),
             Entry::Listener { .. } => None,
         }
     }
@@ -154,31 +150,69 @@ impl Entry {
         match self {
             Entry::Listener { test, .. } => *test,
             Entry::Conn(c) => c.state.test,
-            Entry::Http1(c) => c.state.test,
-            Entry::Tn3270(c) => c.state.test,
+            Entry::Framed(c) => c.conn().1.test,
         }
     }
 
     /// A connection accepted for `test` (slot `slot`), of the variant its
     /// protocol asks for: the one place a connection's protocol is chosen.
     fn accepted(stream: DataStream, test: &mut Test, slot: u32) -> Entry {
-        match test.protocol() {
-            AppProtocol::Raw => Entry::Conn(Conn {
+        if test.protocol() == AppProtocol::Raw {
+            return Entry::Conn(Conn {
                 stream,
                 state: ConnState::accepted::<Raw>(test, &mut (), slot),
                 app: (),
-            }),
-            AppProtocol::Http1 => {
-                let mut app = ServerState::default();
-                let state = ConnState::accepted::<http1::Server>(test, &mut app, slot);
-                Entry::Http1(Box::new(Conn { stream, state, app }))
-            }
-            AppProtocol::Tn3270 => {
-                let mut app = tn3270::ServerState::default();
-                let state = ConnState::accepted::<tn3270::Server>(test, &mut app, slot);
-                Entry::Tn3270(Box::new(Conn { stream, state, app }))
-            }
+            });
         }
+        app::with(test.protocol(), Accept { stream, test, slot })
+    }
+}
+
+/// Builds a framed connection's entry for the row's handler.
+struct Accept<'a> {
+    stream: DataStream,
+    test: &'a mut Test,
+    slot: u32,
+}
+
+impl Visit for Accept<'_> {
+    type Out = Entry;
+
+    fn visit<P: Protocol>(self) -> Entry {
+        let mut app = <P::Server as Handler>::State::default();
+        let state = ConnState::accepted::<P::Server>(self.test, &mut app, self.slot);
+        let conn = Conn {
+            stream: self.stream,
+            state,
+            app,
+        };
+        Entry::Framed(Box::new(Speaking::<P::Server>(conn)))
+    }
+}
+
+/// A connection of a framed protocol, as the epoll and direct loops use
+/// it: its stream and state, and its machine compiled for its handler.
+pub(super) trait Framed: Send {
+    fn conn(&self) -> (&DataStream, &ConnState);
+    fn conn_mut(&mut self) -> (&mut DataStream, &mut ConnState);
+    /// [`Conn::drive`] with the connection's handler.
+    fn drive(&mut self, tests: &mut Slab<Test>, buffers: &mut Buffers) -> Step;
+}
+
+/// A connection speaking handler `H`, its state beside the machine's.
+struct Speaking<H: Handler>(Conn<H::State>);
+
+impl<H: Handler + 'static> Framed for Speaking<H> {
+    fn conn(&self) -> (&DataStream, &ConnState) {
+        (&self.0.stream, &self.0.state)
+    }
+
+    fn conn_mut(&mut self) -> (&mut DataStream, &mut ConnState) {
+        (&mut self.0.stream, &mut self.0.state)
+    }
+
+    fn drive(&mut self, tests: &mut Slab<Test>, buffers: &mut Buffers) -> Step {
+        self.0.drive::<H>(tests, buffers)
     }
 }
 
@@ -186,7 +220,7 @@ impl<A> Conn<A> {
     /// Runs the connection's machine with handler `H` as far as its socket
     /// allows ([`machine::drive`]).
     #[inline]
-    fn drive<H: Served<State = A>>(
+    fn drive<H: Handler<State = A>>(
         &mut self,
         tests: &mut Slab<Test>,
         buffers: &mut Buffers,
@@ -295,7 +329,7 @@ impl Worker {
     fn ready(&mut self, key: usize) {
         match self.entries.get(key) {
             Some(Entry::Listener { .. }) => self.accept_all(key),
-            Some(Entry::Conn(_) | Entry::Http1(_) | Entry::Tn3270(_)) => {
+            Some(Entry::Conn(_) | Entry::Framed(_)) => {
                 if let Step::Close { error } = self.drive(key) {
                     self.close(key, error);
                 }
@@ -369,13 +403,13 @@ impl Worker {
 
     /// Runs one connection's state machine as far as the socket allows
     /// ([`machine::drive`], which the mock backend runs too), with the
-    /// handler its entry's variant stands for.
+    /// handler its entry stands for: [`Raw`] inline, a framed protocol's
+    /// through its box.
     pub(super) fn drive(&mut self, key: usize) -> Step {
         let (tests, buffers) = (&mut self.tests, &mut self.buffers);
         match self.entries.get_mut(key) {
             Some(Entry::Conn(c)) => c.drive::<Raw>(tests, buffers),
-            Some(Entry::Http1(c)) => c.drive::<http1::Server>(tests, buffers),
-            Some(Entry::Tn3270(c)) => c.drive::<tn3270::Server>(tests, buffers),
+            Some(Entry::Framed(c)) => c.drive(tests, buffers),
             Some(Entry::Listener { .. }) | None => Step::Wait,
         }
     }

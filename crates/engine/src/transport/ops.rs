@@ -96,6 +96,13 @@ pub trait TransportOps: Sync + std::fmt::Debug {
         false
     }
 
+    /// Data moves by plain send/recv on the kernel socket, with no
+    /// user-space session in between (`DataStream::is_plain`): what direct
+    /// waiting blocks in (`crate::iomode::DIRECT`). The TLS rows are not.
+    fn plain(&self) -> bool {
+        true
+    }
+
     /// Several listeners (one per responder worker) may share a port with
     /// SO_REUSEPORT; otherwise each worker gets ports of its own.
     fn reuse_port(&self) -> bool {

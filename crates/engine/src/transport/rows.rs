@@ -71,5 +71,11 @@ mod tests {
         assert!(Transport::ALL
             .iter()
             .all(|&t| row(t).nagle() != row(t).paths()));
+        let user_space: Vec<_> = Transport::ALL
+            .iter()
+            .filter(|t| !row(**t).plain())
+            .collect();
+        assert_eq!(user_space, [&Transport::Tls]);
+        assert!(!row_for(Transport::Tls, Some(&ktls)).plain());
     }
 }

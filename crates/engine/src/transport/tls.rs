@@ -476,6 +476,10 @@ impl TransportOps for Tls {
         Transport::Tls
     }
 
+    fn plain(&self) -> bool {
+        false
+    }
+
     fn listen(&self, req: &ListenRequest<'_>) -> Result<Listening, String> {
         let p = req
             .tls
@@ -518,6 +522,10 @@ impl TransportOps for Ktls {
 
     fn check_usable(&self, _target: SocketAddr) -> Result<(), String> {
         ktls::ktls_available()
+    }
+
+    fn plain(&self) -> bool {
+        false
     }
 
     fn listen(&self, req: &ListenRequest<'_>) -> Result<Listening, String> {

@@ -5,79 +5,103 @@ use serde::{Deserialize, Serialize};
 
 use super::value::SettingValue;
 
-/// What the bytes of a transaction are. The notation's sizes mean the same
-/// for every protocol: the bytes of one request and one response on the
-/// wire, headers included (see docs/transports.md, "Application protocols").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AppProtocol {
+/// Defines [`AppProtocol`] from one table, as `transports!` defines
+/// `Transport`: each variant with its doc, its setting value (also its JSON
+/// spelling) and, for a protocol that plain servers speak, their target
+/// scheme and name — so the spelling, the parser, the allowed values and the
+/// plain targets cannot disagree. What a protocol does is its row in the
+/// engine's protocol table (`stackbench_engine::app::row`, whose tests check
+/// that it has one row per variant here).
+macro_rules! app_protocols {
+    ($($(#[$meta:meta])* $variant:ident = $name:literal $(plain($scheme:literal, $server:literal))?,)+) => {
+        /// What the bytes of a transaction are. The notation's sizes mean the
+        /// same for every protocol: the bytes of one request and one response
+        /// on the wire, headers included (see docs/transports.md,
+        /// "Application protocols").
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+        pub enum AppProtocol {
+            $($(#[$meta])* #[serde(rename = $name)] $variant,)+
+        }
+
+        impl AppProtocol {
+            /// Every protocol, in the table's order.
+            pub const ALL: &'static [AppProtocol] = &[$(AppProtocol::$variant),+];
+            /// Their setting values, in the same order.
+            pub const NAMES: &'static [&'static str] = &[$($name),+];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(AppProtocol::$variant => $name,)+
+                }
+            }
+
+            /// The scheme that names a plain server of this protocol as a
+            /// target (`http://HOST:PORT`: nginx; `tn3270://HOST:PORT`: a
+            /// TN3270 server), driven without `stackbench serve`; raw
+            /// payloads have none.
+            pub fn plain_scheme(self) -> Option<&'static str> {
+                match self {
+                    // The row's scheme if it names one, else none.
+                    $(AppProtocol::$variant => [$(Some($scheme),)? None][0],)+
+                }
+            }
+
+            /// What a plain server of this protocol is called in messages
+            /// (its setting value where it has no plain servers).
+            pub fn server_name(self) -> &'static str {
+                match self {
+                    $(AppProtocol::$variant => [$($server,)? $name][0],)+
+                }
+            }
+        }
+    };
+}
+
+app_protocols! {
     /// Payload bytes of no meaning: a request of the request size, a
     /// response of the response size.
     #[default]
-    Raw,
+    Raw = "raw",
     /// HTTP/1.1: a GET (or, above what a request head carries, a POST with a
     /// Content-Length body) answered by `200 OK` with a Content-Length body.
-    Http1,
+    Http1 = "http1" plain("http://", "HTTP"),
     /// TN3270 (RFC 1576): a Telnet negotiation when a connection opens, then
     /// one inbound 3270 record (Enter) answered by one Erase/Write record,
     /// each ending IAC EOR.
-    Tn3270,
+    Tn3270 = "tn3270" plain("tn3270://", "TN3270"),
 }
 
 impl AppProtocol {
-    pub fn name(self) -> &'static str {
-        match self {
-            AppProtocol::Raw => "raw",
-            AppProtocol::Http1 => "http1",
-            AppProtocol::Tn3270 => "tn3270",
-        }
-    }
-
     /// Whether where a message ends is read from its bytes (the backends
-    /// must hand them to the protocol), rather than known from the sizes.
+    /// must hand them to the protocol), rather than known from the sizes:
+    /// every protocol but raw payloads (the engine's rows agree, a test
+    /// there checks).
     pub fn framed(self) -> bool {
         self != AppProtocol::Raw
-    }
-
-    /// The scheme that names a plain server of this protocol as a target
-    /// (`http://HOST:PORT`: nginx; `tn3270://HOST:PORT`: a TN3270 server),
-    /// driven without `stackbench serve`; raw payloads have none.
-    pub fn plain_scheme(self) -> Option<&'static str> {
-        match self {
-            AppProtocol::Raw => None,
-            AppProtocol::Http1 => Some("http://"),
-            AppProtocol::Tn3270 => Some("tn3270://"),
-        }
     }
 
     /// The protocol whose plain-server scheme `target` begins with, and
     /// the address after it.
     pub fn of_plain_target(target: &str) -> Option<(AppProtocol, &str)> {
-        [AppProtocol::Http1, AppProtocol::Tn3270]
-            .into_iter()
-            .find_map(|p| Some((p, target.strip_prefix(p.plain_scheme()?)?)))
-    }
-
-    /// What a plain server of this protocol is called in messages.
-    pub fn server_name(self) -> &'static str {
-        match self {
-            AppProtocol::Raw => "raw",
-            AppProtocol::Http1 => "HTTP",
-            AppProtocol::Tn3270 => "TN3270",
-        }
+        AppProtocol::ALL
+            .iter()
+            .find_map(|&p| Some((p, target.strip_prefix(p.plain_scheme()?)?)))
     }
 }
 
 impl SettingValue for AppProtocol {
     const VALUE_NAME: &'static str = "PROTOCOL";
-    const ALLOWED: &'static [&'static str] = &["raw", "http1", "tn3270"];
+    const ALLOWED: &'static [&'static str] = AppProtocol::NAMES;
     fn parse(text: &str) -> Result<Self, String> {
-        match text.trim() {
-            "raw" => Ok(AppProtocol::Raw),
-            "http1" => Ok(AppProtocol::Http1),
-            "tn3270" => Ok(AppProtocol::Tn3270),
-            _ => Err("unknown application protocol: use raw, http1 or tn3270".to_string()),
+        let text = text.trim();
+        if let Some(p) = AppProtocol::ALL.iter().find(|p| p.name() == text) {
+            return Ok(*p);
         }
+        let (last, rest) = AppProtocol::NAMES.split_last().expect("a protocol");
+        Err(format!(
+            "unknown application protocol: use {} or {last}",
+            rest.join(", ")
+        ))
     }
     fn text(&self) -> String {
         self.name().to_string()
@@ -90,13 +114,21 @@ mod tests {
 
     #[test]
     fn protocols_round_trip_and_bad_ones_name_the_choices() {
-        for p in [AppProtocol::Raw, AppProtocol::Http1, AppProtocol::Tn3270] {
+        for &p in AppProtocol::ALL {
             assert_eq!(AppProtocol::parse(&p.text()), Ok(p));
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{}\"", p.name()));
         }
-        assert_eq!(
-            AppProtocol::parse("http2"),
-            Err("unknown application protocol: use raw, http1 or tn3270".to_string())
+        // The choices come from the table: every row's name, the last
+        // after "or".
+        let e = AppProtocol::parse("http2").unwrap_err();
+        assert!(
+            e.starts_with("unknown application protocol: use raw, http1"),
+            "{e}"
         );
+        assert!(AppProtocol::NAMES.iter().all(|n| e.contains(n)), "{e}");
+        let last = AppProtocol::NAMES.last().unwrap();
+        assert!(e.ends_with(&format!(" or {last}")), "{e}");
         assert!(!AppProtocol::Raw.framed() && AppProtocol::Http1.framed());
         assert!(AppProtocol::Tn3270.framed());
     }
@@ -113,5 +145,8 @@ mod tests {
         );
         assert_eq!(AppProtocol::of_plain_target("h:23"), None);
         assert_eq!(AppProtocol::of_plain_target("raw://h:23"), None);
+        assert_eq!(AppProtocol::Raw.plain_scheme(), None);
+        assert_eq!(AppProtocol::Raw.server_name(), "raw");
+        assert_eq!(AppProtocol::Http1.server_name(), "HTTP");
     }
 }
