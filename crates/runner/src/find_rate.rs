@@ -30,7 +30,7 @@ use stackbench_model::{units, Workload};
 use stackbench_record::{RunRecord, WarningRecord};
 
 use crate::error::{input, RunError};
-use crate::plan::resolve;
+use crate::resolve::resolve;
 use crate::session::Runner;
 
 /// Rate where the search starts without `--rate`.
@@ -50,9 +50,9 @@ pub struct Search<'a> {
     pub steps: u32,
     /// The p99 bound as the user wrote it (`--p99-under`).
     pub p99_under: &'a str,
-    /// Print the placement line of each step ([`RunPlan::announce`]).
+    /// Print the placement line of each step ([`ResolvedRun::announce`]).
     ///
-    /// [`RunPlan::announce`]: crate::plan::RunPlan
+    /// [`ResolvedRun::announce`]: crate::resolve::ResolvedRun
     pub announce: bool,
 }
 

@@ -7,7 +7,7 @@ use stackbench_model::Workload;
 
 use crate::error::{input, RunError};
 use crate::guest_step::{StepFile, StepResult, STEP_SUBCOMMAND};
-use crate::plan::resolve;
+use crate::resolve::resolve;
 use crate::session::{environment_of, Runner};
 
 /// The guest side of `stackbench __guest-step FILE`: resolves and executes
