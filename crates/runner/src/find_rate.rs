@@ -106,8 +106,8 @@ pub fn find_max_rate(
             .note(&format!("find-max-rate step {n}/{}: {rate}", search.steps));
         let mut s = search.settings.clone();
         s.rate = Some(rate);
-        let plan = resolve(s, search.workloads.to_vec(), false, search.announce)?;
-        let mut record = runner.execute(&plan)?;
+        let run = resolve(s, search.workloads.to_vec(), false, search.announce)?;
+        let mut record = runner.execute(&run)?;
         let thin = few_samples(&record);
         record.warnings.extend(thin);
         on_step(rate, &record);

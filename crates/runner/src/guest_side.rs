@@ -27,8 +27,8 @@ pub fn step_main(args: &[String], runner: &mut Runner) -> Result<String, RunErro
                 .or_else(|e| input(format!("{w}: {e}")))
         })
         .collect::<Result<Vec<_>, RunError>>()?;
-    let plan = resolve(step.settings, workloads, false, true)?;
-    let record = runner.execute(&plan)?;
+    let run = resolve(step.settings, workloads, false, true)?;
+    let record = runner.execute(&run)?;
     let environment = environment_of(&record);
     let result = StepResult {
         record: serde_json::from_str(&stackbench_results::output::json(&record))?,

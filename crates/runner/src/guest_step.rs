@@ -44,7 +44,7 @@ const GUEST_OVERHEAD_S: u64 = 60;
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct StepFile {
     pub(crate) settings: RunSettings,
-    /// Canonical notation of each workload (the plan's, already resolved).
+    /// Canonical notation of each workload (the run's, already resolved).
     pub(crate) workloads: Vec<String>,
 }
 

@@ -99,7 +99,7 @@ pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
     })
 }
 
-/// The backend the plan's workloads run with: when `io uring` cannot be used
+/// The backend the run's workloads run with: when `io uring` cannot be used
 /// for one of them (a case it does not cover, or no io_uring here), the whole
 /// run measures epoll, the stored setting says so, and the warning names the
 /// case.

@@ -112,7 +112,8 @@ pub struct Connections {
 #[derive(Debug, Clone)]
 pub enum Site {
     /// On this machine: driver and responder processes here, in a lab of
-    /// its namespaces, or against a remote target.
+    /// its namespaces, or against a remote target. Boxed: a resolved lab
+    /// makes it some 600 bytes against the guest's 72.
     Host(Box<HostRun>),
     /// Whole in a guest booted with another kernel ([`crate::guest_step`]):
     /// placement, threads and the lab are resolved by the guest, which runs

@@ -51,7 +51,7 @@ struct Session {
     driver_background_pct: Option<f64>,
 }
 
-/// Runs the plans of one command. Consecutive plans that need the same
+/// Runs the resolved runs of one command. Consecutive runs that need the same
 /// responder and CPUs (the points of a `--sweep`, the steps of
 /// `--find-max-rate` or of a study) share one responder process, control
 /// connection and idle baseline instead of paying for them per run.
@@ -69,7 +69,7 @@ pub struct Runner<'a> {
 
 impl<'a> Runner<'a> {
     /// A runner that reports to `observer` and ends a run when `stop` is set.
-    /// The responder it starts (when a plan gives no target) is this
+    /// The responder it starts (when a run gives no target) is this
     /// process's own executable run as `serve`: the stackbench binary.
     pub fn new(observer: &'a mut dyn Observer, stop: &'a AtomicBool) -> Runner<'a> {
         Runner {

@@ -44,11 +44,11 @@ pub fn resolve_sweep(
 /// point, the workload as given and `variant=run`.
 pub fn runs_by_workload(
     workloads: &[Workload],
-    plans: &[(SweepPoint, ResolvedRun)],
+    points: &[(SweepPoint, ResolvedRun)],
     records: &[RunRecord],
 ) -> Vec<(Labels, RunRecord)> {
     let mut runs = Vec::new();
-    for ((point, run), record) in plans.iter().zip(records) {
+    for ((point, run), record) in points.iter().zip(records) {
         let mut at = 0;
         for (base, effective) in workloads.iter().zip(&run.workloads) {
             let n = effective.classes.len();
@@ -67,10 +67,10 @@ pub fn runs_by_workload(
 /// The sweep's table and, for a client sweep, its USL fit.
 pub fn summary(
     workloads: &[Workload],
-    plans: &[(SweepPoint, ResolvedRun)],
+    points: &[(SweepPoint, ResolvedRun)],
     records: &[RunRecord],
 ) -> String {
-    let runs = runs_by_workload(workloads, plans, records);
+    let runs = runs_by_workload(workloads, points, records);
     let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
     stackbench_results::sweep_text::sweep_text(&refs)
 }
@@ -80,11 +80,11 @@ pub fn summary(
 /// which is the last one returned.
 pub fn run_sweep(
     runner: &mut Runner,
-    plans: &[(SweepPoint, ResolvedRun)],
+    points: &[(SweepPoint, ResolvedRun)],
     on_record: &mut dyn FnMut(&SweepPoint, &RunRecord),
 ) -> Result<Vec<RunRecord>, RunError> {
     let mut records = Vec::new();
-    for (point, run) in plans {
+    for (point, run) in points {
         if run.announce && !point.values.is_empty() {
             runner
                 .observer()

@@ -1,4 +1,4 @@
-//! The runner against an in-process responder on loopback (the plan's
+//! The runner against an in-process responder on loopback (the run's
 //! `target`), as `stackbench run --target` drives `stackbench serve`: what
 //! was testable only by spawning the binary — repetitions and their mean,
 //! the max-rate search's steps, sweeps that stop at an incomplete point,
