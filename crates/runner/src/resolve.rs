@@ -841,6 +841,40 @@ mod tests {
         assert!(m.starts_with("rekey with tls_mode sidecar"), "{m}");
     }
 
+    /// The stored settings repeat the run: resolved again (as a guest does
+    /// with its step file, or a user with `--seed` and the rest), they give
+    /// the same run and store the same settings.
+    #[test]
+    fn the_stored_settings_resolve_to_the_same_run() {
+        let cases: &[&[(&str, &str)]] = &[
+            &[],
+            &[("target", "192.0.2.1:1"), ("server_threads", "3")],
+            &[("transactions", "100"), ("threads", "2")],
+            &[
+                ("transport", "tls"),
+                ("cipher", "C02F"),
+                ("resume_ratio", "0.5"),
+            ],
+            &[("agents", "2"), ("think", "1s"), ("ramp", "100/s")],
+            &[("kernel", "linux-image-6.1.0-48-cloud-amd64-unsigned")],
+        ];
+        for given in cases {
+            let w = || vec!["RR4(1B/1B)".parse().unwrap()];
+            let first = resolve(settings(given), w(), true, false).unwrap();
+            let stored = first.stored_settings();
+            let again = resolve(stored.clone(), w(), false, false).unwrap();
+            assert_eq!(again.stored_settings(), stored, "{given:?}");
+            assert_eq!(again.window, first.window, "{given:?}");
+            assert_eq!(again.pacing.seed, first.pacing.seed, "{given:?}");
+            assert_eq!(again.tls, first.tls, "{given:?}");
+            assert_eq!(again.session_key, first.session_key, "{given:?}");
+            if let (Site::Host(a), Site::Host(b)) = (&again.site, &first.site) {
+                assert_eq!(a.placement, b.placement, "{given:?}");
+                assert_eq!(a.agents, b.agents, "{given:?}");
+            }
+        }
+    }
+
     /// Agents are decided once: the count, the launcher and where the
     /// controller listens, or none (the driver in this process).
     #[test]
