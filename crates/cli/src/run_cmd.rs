@@ -9,8 +9,8 @@ use stackbench_model::sweep::{Sweep, SweepDim};
 use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Labels, Store};
 use stackbench_runner::find_rate::{find_max_rate, Search};
-use stackbench_runner::plan::workloads_or_default;
-use stackbench_runner::sweep::{plan_sweep, run_sweep, summary};
+use stackbench_runner::resolve::workloads_or_default;
+use stackbench_runner::sweep::{resolve_sweep, run_sweep, summary};
 use stackbench_runner::{environment_of, RunError};
 
 use crate::exit::{usage, FAILED_CHECK, INCOMPLETE, OK};
@@ -138,7 +138,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     // Resolve every point before measuring any, so a bad value costs no run.
     let plans =
-        plan_sweep(&workloads, &settings, &sweep, default_study, announce).map_err(run_error)?;
+        resolve_sweep(&workloads, &settings, &sweep, default_study, announce).map_err(run_error)?;
     let mut store = open_store(&args)?;
     let records = run_sweep(&mut runner, &plans, &mut |point, record| {
         if let Some(store) = store.as_mut() {

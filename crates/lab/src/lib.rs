@@ -31,7 +31,7 @@
 //!   from one definition. Link overrides `link_rate`, `link_mtu` and
 //!   `link_offloads` apply to every link on the path A→B; a study variant or
 //!   `[sweep] link_rate = ["10Gbit", "25Gbit"]` then changes them between
-//!   steps. The runner's `plan::resolve` checks that A and B are hosts joined by a
+//!   steps. The runner's `resolve::resolve` checks that A and B are hosts joined by a
 //!   link, direct or via a router (else a one-line error listing the links).
 //! - **Building.** `Runner::execute` (stackbench-runner) calls [`up()`] with the file plus the
 //!   overrides before each step. `up` reconciles in place (qdisc, MTU and

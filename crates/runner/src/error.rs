@@ -5,7 +5,7 @@
 //! starts and ends early is not an error: its record comes back with
 //! `complete = false` and what it measured.
 
-/// Why a plan could not be resolved or run.
+/// Why a run could not be resolved or measured.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The input cannot run as given; the message names the input and the fix.

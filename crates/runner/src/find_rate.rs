@@ -30,7 +30,7 @@ use stackbench_model::{units, Workload};
 use stackbench_record::{RunRecord, WarningRecord};
 
 use crate::error::{input, RunError};
-use crate::plan::resolve;
+use crate::resolve::resolve;
 use crate::session::Runner;
 
 /// Rate where the search starts without `--rate`.
@@ -50,9 +50,9 @@ pub struct Search<'a> {
     pub steps: u32,
     /// The p99 bound as the user wrote it (`--p99-under`).
     pub p99_under: &'a str,
-    /// Print the placement line of each step ([`RunPlan::announce`]).
+    /// Print the placement line of each step ([`ResolvedRun::announce`]).
     ///
-    /// [`RunPlan::announce`]: crate::plan::RunPlan
+    /// [`ResolvedRun::announce`]: crate::resolve::ResolvedRun
     pub announce: bool,
 }
 
@@ -106,8 +106,8 @@ pub fn find_max_rate(
             .note(&format!("find-max-rate step {n}/{}: {rate}", search.steps));
         let mut s = search.settings.clone();
         s.rate = Some(rate);
-        let plan = resolve(s, search.workloads.to_vec(), false, search.announce)?;
-        let mut record = runner.execute(&plan)?;
+        let run = resolve(s, search.workloads.to_vec(), false, search.announce)?;
+        let mut record = runner.execute(&run)?;
         let thin = few_samples(&record);
         record.warnings.extend(thin);
         on_step(rate, &record);

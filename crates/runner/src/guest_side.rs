@@ -7,7 +7,7 @@ use stackbench_model::Workload;
 
 use crate::error::{input, RunError};
 use crate::guest_step::{StepFile, StepResult, STEP_SUBCOMMAND};
-use crate::plan::resolve;
+use crate::resolve::resolve;
 use crate::session::{environment_of, Runner};
 
 /// The guest side of `stackbench __guest-step FILE`: resolves and executes
@@ -27,8 +27,8 @@ pub fn step_main(args: &[String], runner: &mut Runner) -> Result<String, RunErro
                 .or_else(|e| input(format!("{w}: {e}")))
         })
         .collect::<Result<Vec<_>, RunError>>()?;
-    let plan = resolve(step.settings, workloads, false, true)?;
-    let record = runner.execute(&plan)?;
+    let run = resolve(step.settings, workloads, false, true)?;
+    let record = runner.execute(&run)?;
     let environment = environment_of(&record);
     let result = StepResult {
         record: serde_json::from_str(&stackbench_results::output::json(&record))?,

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use stackbench_guest::{Accel, GuestSpec, Job, JobOutput};
+use stackbench_guest::{Job, JobOutput};
 use stackbench_model::settings::{GuestAccel, KernelSpec, RunSettings, SettingValue, Text};
 use stackbench_model::Workload;
 use stackbench_record::{record_from_json, RunRecord, WarningRecord};
@@ -27,7 +27,8 @@ use stackbench_results::env::Environment;
 
 use crate::error::{input, RunError};
 use crate::observe::Observer;
-use crate::plan::RunPlan;
+pub use crate::resolve::guest_spec;
+use crate::resolve::{GuestRun, ResolvedRun};
 
 /// The hidden subcommand the guest's init runs (outside clap and its help).
 pub const STEP_SUBCOMMAND: &str = "__guest-step";
@@ -43,7 +44,7 @@ const GUEST_OVERHEAD_S: u64 = 60;
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct StepFile {
     pub(crate) settings: RunSettings,
-    /// Canonical notation of each workload (the plan's, already resolved).
+    /// Canonical notation of each workload (the run's, already resolved).
     pub(crate) workloads: Vec<String>,
 }
 
@@ -54,48 +55,38 @@ pub(crate) struct StepResult {
     pub(crate) environment: Environment,
 }
 
-/// The guest that settings `kernel`, `guest_vcpus`, `guest_memory` and
-/// `guest_accel` describe (a study step's and `guest exec`'s alike).
-pub fn guest_spec(s: &RunSettings) -> GuestSpec {
-    GuestSpec {
-        kernel: s.kernel.text(),
-        vcpus: s.guest_vcpus,
-        memory_mib: s.guest_memory.0 >> 20,
-        accel: match s.guest_accel {
-            GuestAccel::Auto => Accel::Auto,
-            GuestAccel::Kvm => Accel::Kvm,
-            GuestAccel::Tcg => Accel::Tcg,
-        },
-    }
-}
-
-/// Runs `plan` in a guest booted with its `kernel` and returns the record,
-/// whose stored environment is the guest's.
-pub fn execute(plan: &RunPlan, obs: &mut dyn Observer) -> Result<RunRecord, RunError> {
-    let s = &plan.settings;
-    let kernel = s.kernel.text();
+/// Runs `run` in `guest` (its site) and returns the record, whose stored
+/// environment is the guest's. The guest gets the settings the record
+/// stores, which it resolves again on its own machine.
+pub fn execute(
+    run: &ResolvedRun,
+    guest: &GuestRun,
+    obs: &mut dyn Observer,
+) -> Result<RunRecord, RunError> {
+    let s = &run.stored_settings();
+    let kernel = guest.kernel.text();
     let (inner, mut files) = guest_settings(s);
     let step = StepFile {
         settings: inner,
-        workloads: plan.workloads.iter().map(Workload::to_string).collect(),
+        workloads: run.workloads.iter().map(Workload::to_string).collect(),
     };
     let mut step_file = tempfile::NamedTempFile::new()?;
     serde_json::to_writer(&mut step_file, &step)?;
     step_file.flush()?;
     files.push((step_file.path().to_path_buf(), STEP_FILE.to_string()));
-    let spec = guest_spec(s);
+    let spec = &guest.spec;
     let job = Job {
         args: vec![STEP_SUBCOMMAND.to_string(), STEP_FILE.to_string()],
         files,
-        timeout: step_timeout(plan),
+        timeout: step_timeout(run),
     };
-    if plan.announce {
+    if run.announce {
         obs.note(&format!(
             "kernel {kernel}: booting a guest ({} vCPUs, {} MiB) for the step",
             spec.vcpus, spec.memory_mib
         ));
     }
-    let out = stackbench_guest::run_job(&spec, &job)
+    let out = stackbench_guest::run_job(spec, &job)
         .or_else(|e| input(format!("kernel {kernel}: {e}")))?;
     // The guest's progress lines, warnings and errors, as `run` prints them.
     obs.guest_stderr(&out.stderr);
@@ -131,13 +122,11 @@ fn guest_settings(s: &RunSettings) -> (RunSettings, Vec<(PathBuf, String)>) {
 
 /// Generous: the windows and warm-ups of every workload and repetition, plus
 /// the guest's fixed costs (see [`GUEST_OVERHEAD_S`]).
-fn step_timeout(plan: &RunPlan) -> Duration {
-    let s = &plan.settings;
-    let window = s.duration.map_or(Duration::from_secs(60), |d| d.0)
-        + s.warmup.map_or(Duration::ZERO, |d| d.0);
-    let reps = plan.iterations.max;
+fn step_timeout(run: &ResolvedRun) -> Duration {
+    let window = run.window.duration.unwrap_or(Duration::from_secs(60)) + run.window.warmup;
+    let reps = run.iterations.max;
     let per_workload = window * reps.max(1) + Duration::from_secs(GUEST_OVERHEAD_S);
-    per_workload * plan.workloads.len().max(1) as u32 * 2
+    per_workload * run.workloads.len().max(1) as u32 * 2
 }
 
 /// The guest's record with the host's view of the settings restored (the

@@ -4,7 +4,7 @@
 //! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`,
 //! `link_rps_cpus`, `link_rps_flow_cnt`, `link_napi_defer_hard_irqs`,
 //! `link_gro_flush_timeout`, `router_flowtable` for the routers on the
-//! path, and `lab_targets` for load distribution behind host B): the checks `plan::resolve` makes, the
+//! path, and `lab_targets` for load distribution behind host B): the checks `resolve::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
 //! lab crate). A run split over agents may list several driver hosts
@@ -25,7 +25,7 @@ use stackbench_lab::vhost::{self, VirtualHost};
 use stackbench_lab::{netns, Lab, Offloads};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::Warning;
-use stackbench_model::settings::{CpuList, RunSettings};
+use stackbench_model::settings::RunSettings;
 use stackbench_record::{
     LabEnvironment, LabFlowtable, LabInterface, LabPolicy, LabRxQueue, LabSteering, LabTarget,
     LabVirtualHost, WarningRecord,
@@ -62,6 +62,11 @@ pub struct LabRun {
     /// with the address of each: responder i listens on the i-th, modulo
     /// their number. Empty: on host B's own address.
     pub virtual_to: Vec<(VirtualHost, IpAddr)>,
+    /// The CPUs the lab file gives host A (the first `lab_from` host; agents
+    /// in several hosts are pinned as it says) and host B: the run's
+    /// placement unless it gives `client_cpus` or `server_cpus`.
+    pub driver_cpus: Option<Vec<usize>>,
+    pub responder_cpus: Option<Vec<usize>>,
 }
 
 /// One read of the lab's state, taken before and after the window.
@@ -110,9 +115,16 @@ const LAB_ONLY: [&str; 22] = [
     "lab_targets",
 ];
 
-/// Checks the lab settings and resolves them; fills the CPU sets from the
-/// hosts unless the run gives its own. `None` when the run uses no lab.
-pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
+/// How many driver hosts `lab_from` lists, for a lab run (`None`: no lab):
+/// what the agents are resolved against before the lab is.
+pub fn driver_hosts(s: &RunSettings) -> Option<usize> {
+    s.lab.as_ref()?;
+    Some(s.lab_from.as_ref().map_or(1, |f| f.0.split(',').count()))
+}
+
+/// Checks the lab settings and resolves them for a run of `processes`
+/// driver processes (its agents, or one). `None` when the run uses no lab.
+pub fn resolve(s: &RunSettings, processes: u32) -> Result<Option<LabRun>, RunError> {
     let Some(file) = s.lab.as_ref().map(|t| t.0.clone()) else {
         let given: Vec<&str> = LAB_ONLY
             .iter()
@@ -153,7 +165,7 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         .map(|r: Result<_, String>| r.map(|(ip, v)| (v, ip)))
         .collect::<Result<Vec<_>, String>>()
         .or_else(input)?;
-    let agents = s.agents.unwrap_or(1) as usize;
+    let agents = processes as usize;
     if virtual_to.len() > agents {
         return input(format!(
             "lab_to '{}' lists {} virtual hosts, one responder each, and the run has {agents} agent(s): add --agents {} (agent i drives the i-th) or list fewer",
@@ -196,7 +208,7 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         }
     }
     let distribution = match s.lab_targets {
-        Some(n) => Some(distribution(s, &lab, &drivers, &file, n)?),
+        Some(n) => Some(distribution(s, &lab, &drivers, processes, &file, n)?),
         None => None,
     };
     if let Some(d) = &distribution {
@@ -213,19 +225,14 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
             "--lab {file}: lab runs need root (they build and enter network namespaces): run with sudo"
         ));
     }
-    let cpus = |host: &str| lab.host(host).and_then(|h| h.cpus.clone()).map(CpuList);
-    // Agents in several hosts are pinned as the first host says.
-    s.client_cpus = s.client_cpus.take().or_else(|| cpus(hosts[0]));
-    s.server_cpus = s.server_cpus.take().or_else(|| cpus(&to_host));
+    let cpus = |host: &str| lab.host(host).and_then(|h| h.cpus.clone());
+    let (driver_cpus, responder_cpus) = (cpus(hosts[0]), cpus(&to_host));
     let policy = s.host_policy_rules.map(|rules| Policy {
         rules,
         conntrack: s.host_policy_conntrack.unwrap_or(true),
         log: s.host_policy_log,
         reset_port: s.host_policy_reset_port.map(|p| p as u16), // range 1..=65535
     });
-    if policy.is_some() {
-        s.host_policy_conntrack = s.host_policy_conntrack.or(Some(true)); // stored resolved
-    }
     let steering = (s.link_rps_cpus.is_some() || s.link_rps_flow_cnt.is_some()).then(|| Steering {
         cpus: s.link_rps_cpus.clone().map(|c| c.0).unwrap_or_default(),
         flow_cnt: s.link_rps_flow_cnt.unwrap_or(0),
@@ -246,6 +253,8 @@ pub fn resolve(s: &mut RunSettings) -> Result<Option<LabRun>, RunError> {
         flowtable: s.router_flowtable,
         distribution,
         virtual_to,
+        driver_cpus,
+        responder_cpus,
     }))
 }
 
@@ -257,6 +266,7 @@ fn distribution(
     s: &RunSettings,
     lab: &Lab,
     drivers: &[LabDriver],
+    processes: u32,
     file: &str,
     n: u32,
 ) -> Result<Distributor, RunError> {
@@ -280,7 +290,7 @@ fn distribution(
             s.transport.name()
         ));
     }
-    if drivers.len() > 1 || s.agents.is_some_and(|a| a > 1) {
+    if drivers.len() > 1 || processes > 1 {
         return input("lab_targets: one driver host and one driver process cross a distributor: drop agents and list one lab_from host");
     }
     if drivers[0].responder_ip != d.address {

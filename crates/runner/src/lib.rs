@@ -1,6 +1,7 @@
 //! stackbench-runner: executes measurements. [`Runner::execute`] takes a
-//! resolved [`RunPlan`] (settings with every run-time default decided,
-//! workloads, repetitions, the lab it crosses) and returns the
+//! [`ResolvedRun`] ([`resolve()`]: window, placement, threads, agents, TLS
+//! parameters, pacing, repetitions, the lab it crosses or the guest it runs
+//! in, all decided) and returns the
 //! [`RunRecord`](stackbench_record::RunRecord) for host, lab and guest
 //! placement alike; what the run reports while it runs goes to an injected
 //! [`Observer`]. Sweeps ([`sweep`]), repetitions ([`repeat`], averaged by
@@ -10,11 +11,11 @@
 //!
 //! Modules depend on each other in one direction (a test checks it):
 //! `error`, `observe`, `quality`, `repeat_mean`, `agent_merge` at the bottom; `lab_run`,
-//! `spawn`, `repeat`, `plan` above them; `guest_step` (the host's side of a
-//! step on another kernel) on `plan`; `session` (the [`Runner`]) on all of
+//! `spawn`, `repeat`, `resolve` above them; `guest_step` (the host's side of a
+//! step on another kernel) on `resolve`; `session` (the [`Runner`]) on all of
 //! those; `guest_side`, `sweep`, `find_rate`, `study` and `study_estimate` on top.
 //! `slurm` (srun as a launcher of agents) stands alone; `k8s` (a study's
-//! Kubernetes objects) sits on `plan`.
+//! Kubernetes objects) sits on `resolve`.
 
 pub mod agent;
 pub mod agent_merge;
@@ -28,10 +29,10 @@ pub mod k8s;
 pub mod lab_run;
 pub mod launch;
 pub mod observe;
-pub mod plan;
 pub mod quality;
 pub mod repeat;
 pub mod repeat_mean;
+pub mod resolve;
 pub mod session;
 pub mod slurm;
 pub mod spawn;
@@ -41,5 +42,5 @@ pub mod sweep;
 
 pub use error::RunError;
 pub use observe::Observer;
-pub use plan::{resolve, RunPlan};
+pub use resolve::{resolve, ResolvedRun};
 pub use session::{environment_of, Runner};

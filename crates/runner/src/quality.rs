@@ -99,7 +99,7 @@ pub fn transport_options(settings: &mut RunSettings) -> Option<Warning> {
     })
 }
 
-/// The backend the plan's workloads run with: when `io uring` cannot be used
+/// The backend the run's workloads run with: when `io uring` cannot be used
 /// for one of them (a case it does not cover, or no io_uring here), the whole
 /// run measures epoll, the stored setting says so, and the warning names the
 /// case.
@@ -156,20 +156,20 @@ pub fn is_mix_wide(w: &Warning) -> bool {
 /// responders than server CPUs) whose p99 is over ten times its p50: the
 /// processes queue for the CPUs. 256K users over 15 agents and 15
 /// responders on one CPU each gave p99 45 ms against p50 91 µs, the same
-/// with --nodelay (so not Nagle), at 37% and 25% busy.
+/// with --nodelay (so not Nagle), at 37% and 25% busy. `cpus` are the
+/// driver's and the responder's as placed (empty: not pinned, so this
+/// process's).
 pub fn agents_share_cpus(
-    settings: &RunSettings,
+    agents: u32,
+    cpus: (&[usize], &[usize]),
     responders: u32,
     class: &ClassResult,
 ) -> Option<Warning> {
-    let agents = settings.agents?;
-    let cpus = |list: &Option<stackbench_model::settings::CpuList>| {
-        list.as_ref().map_or_else(
-            || stackbench_engine::affinity::current_cpus().map_or(1, |c| c.len()),
-            |c| c.0.len(),
-        )
+    let count = |list: &[usize]| match list.len() {
+        0 => stackbench_engine::affinity::current_cpus().map_or(1, |c| c.len()),
+        n => n,
     };
-    let (client_cpus, server_cpus) = (cpus(&settings.client_cpus), cpus(&settings.server_cpus));
+    let (client_cpus, server_cpus) = (count(cpus.0), count(cpus.1));
     let crowded = agents as usize > client_cpus || responders as usize > server_cpus;
     let lat = class.latency_us.as_ref()?;
     (crowded && lat.p99 > 10.0 * lat.p50).then_some(Warning::AgentsShareCpus {
@@ -185,7 +185,6 @@ pub fn agents_share_cpus(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stackbench_model::settings::CpuList;
     use stackbench_record::LatencyUs;
 
     fn class(p50: f64, p99: f64) -> ClassResult {
@@ -201,25 +200,17 @@ mod tests {
 
     #[test]
     fn crowded_agents_with_a_long_tail_are_named() {
-        let mut s = RunSettings {
-            agents: Some(15),
-            client_cpus: Some(CpuList(vec![0])),
-            server_cpus: Some(CpuList(vec![1])),
-            ..Default::default()
-        };
-        let w = agents_share_cpus(&s, 15, &class(91.0, 45_350.0)).expect("fires");
+        let cpus: (&[usize], &[usize]) = (&[0], &[1]);
+        let w = agents_share_cpus(15, cpus, 15, &class(91.0, 45_350.0)).expect("fires");
         assert_eq!(w.code(), "agents_share_cpus");
         assert!(
             w.to_string().contains("15 agents share 1 driver CPU(s)"),
             "{w}"
         );
         assert!(w.to_string().contains("p99 45.4 ms"), "{w}");
-        // A short tail, or agents within the CPUs, or no agents: nothing.
-        assert!(agents_share_cpus(&s, 15, &class(91.0, 400.0)).is_none());
-        s.agents = None;
-        assert!(agents_share_cpus(&s, 15, &class(91.0, 45_350.0)).is_none());
-        s.agents = Some(1);
-        assert!(agents_share_cpus(&s, 1, &class(91.0, 45_350.0)).is_none());
+        // A short tail, or agents within the CPUs: nothing.
+        assert!(agents_share_cpus(15, cpus, 15, &class(91.0, 400.0)).is_none());
+        assert!(agents_share_cpus(1, cpus, 1, &class(91.0, 45_350.0)).is_none());
     }
 
     /// The class checks hold the stored effective io against the

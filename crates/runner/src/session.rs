@@ -1,21 +1,23 @@
-//! The runner: executes resolved plans ([`RunPlan`]) and returns their
+//! The runner: executes resolved runs ([`ResolvedRun`]) and returns their
 //! records. Places the driver on its CPUs, checks what cannot work before a
 //! responder starts, starts the responder process (or reaches the target),
 //! runs every workload with its repetitions, collects the warnings and builds
-//! the record. Consecutive plans that need the same responder reuse it.
-//! A plan on another kernel runs whole in a guest ([`crate::guest_step`]);
-//! a plan across a lab runs the driver in host A's namespace
-//! ([`crate::lab_run`]).
+//! the record. Consecutive runs that need the same responder reuse it.
+//! A run on another kernel runs whole in a guest ([`crate::guest_step`]);
+//! a run across a lab runs the driver in host A's namespace
+//! ([`crate::lab_run`]). Everything here reads the resolved run; the only
+//! calls back into [`crate::resolve`] are its two projections, the engine's
+//! [`RunConfig`] and the stored settings.
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use stackbench_engine::affinity::{format_cpu_list, pin_current_thread};
 use stackbench_engine::{limits, transport, ControlClient, RunConfig};
-use stackbench_metrics::warnings::{PathFloor, Warning};
-use stackbench_model::settings::{CpuList, RunSettings, Text};
+use stackbench_metrics::warnings::Warning;
+use stackbench_model::settings::{CpuList, Text};
 use stackbench_model::Workload;
 use stackbench_record::CpuAttribution;
 use stackbench_record::{MixCpu, RunRecord, WarningRecord, SCHEMA_VERSION};
@@ -26,14 +28,14 @@ use crate::controller::{AgentsSpec, Controller};
 use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
 use crate::observe::Observer;
-use crate::plan::{pacing_config, resolve, session_key, tls_params, RunPlan};
+use crate::resolve::{resolve, HostRun, ResolvedRun, Responder, Site};
 use crate::spawn::SpawnedResponder;
 use crate::{quality, repeat};
 
 /// An open responder and control connection, with the run-level warnings
 /// measured when it was opened (the 1 s idle baseline among them).
 struct Session {
-    /// What decides the responder and the measured CPUs: a plan with the same
+    /// What decides the responder and the measured CPUs: a run with the same
     /// key reuses the session.
     key: String,
     /// A run split over agents: the controller of its agents.
@@ -49,7 +51,7 @@ struct Session {
     driver_background_pct: Option<f64>,
 }
 
-/// Runs the plans of one command. Consecutive plans that need the same
+/// Runs the resolved runs of one command. Consecutive runs that need the same
 /// responder and CPUs (the points of a `--sweep`, the steps of
 /// `--find-max-rate` or of a study) share one responder process, control
 /// connection and idle baseline instead of paying for them per run.
@@ -67,7 +69,7 @@ pub struct Runner<'a> {
 
 impl<'a> Runner<'a> {
     /// A runner that reports to `observer` and ends a run when `stop` is set.
-    /// The responder it starts (when a plan gives no target) is this
+    /// The responder it starts (when a run gives no target) is this
     /// process's own executable run as `serve`: the stackbench binary.
     pub fn new(observer: &'a mut dyn Observer, stop: &'a AtomicBool) -> Runner<'a> {
         Runner {
@@ -101,33 +103,36 @@ impl<'a> Runner<'a> {
         &mut *self.observer
     }
 
-    /// Runs the plan and returns its record, complete or not: a run that
+    /// Runs `run` and returns its record, complete or not: a run that
     /// ends early (a lost responder, `stop`) is a record with
     /// `complete = false` holding what was measured; an error means nothing
     /// was measured.
-    pub fn execute(&mut self, plan: &RunPlan) -> Result<RunRecord, RunError> {
-        if plan.settings.kernel.is_guest() {
-            self.open = None; // the guest starts its own responder
-            return crate::guest_step::execute(plan, &mut *self.observer);
-        }
-        let s = &plan.settings;
-        let client_cpus = RunPlan::cpus(&s.client_cpus);
+    pub fn execute(&mut self, run: &ResolvedRun) -> Result<RunRecord, RunError> {
+        let host = match &run.site {
+            Site::Guest(guest) => {
+                self.open = None; // the guest starts its own responder
+                return crate::guest_step::execute(run, guest, &mut *self.observer);
+            }
+            Site::Host(host) => host,
+        };
+        let client_cpus = &host.placement.client_cpus;
         if !client_cpus.is_empty() {
-            pin_current_thread(&client_cpus).or_else(|e| input(format!("--client-cpus: {e}")))?;
+            pin_current_thread(client_cpus).or_else(|e| input(format!("--client-cpus: {e}")))?;
         }
-        preflight(plan)?;
-        if let Some(lab) = &plan.lab {
+        preflight(run, host)?;
+        if let Some(lab) = &host.lab {
             lab.up()?; // the step's overrides; in place, the responder stays
         }
-        let key = session_key(s);
-        if self.open.as_ref().is_none_or(|o| o.key != key) {
+        let key = &run.session_key;
+        if self.open.as_ref().is_none_or(|o| &o.key != key) {
             self.open = None; // the old responder stops before a new one starts
             if let Some(hook) = self.on_open {
                 hook();
             }
             let opened = open_session(
-                plan,
-                key,
+                run,
+                host,
+                key.clone(),
                 self.responder_program.as_deref(),
                 &mut *self.observer,
                 self.stop,
@@ -135,23 +140,32 @@ impl<'a> Runner<'a> {
             self.open = Some(opened);
         }
         let session = self.open.as_mut().expect("opened above");
-        let mut record = new_record(plan, &session.control, &session.target, session.spawned);
+        let mut record = new_record(run, &session.control, &session.target, session.spawned);
         let obs = &mut *self.observer;
         if let Some(w) = quality::transport_options(&mut record.settings) {
             warn(obs, &mut record, &w, None);
         }
-        let configs: Vec<RunConfig> = plan.workloads.iter().map(|w| run_config(plan, w)).collect();
+        let configs: Vec<RunConfig> = run
+            .workloads
+            .iter()
+            .map(|w| run.run_config(host, w))
+            .collect();
         if let Some(w) = quality::io_fallback(&mut record.settings, &configs) {
             warn(obs, &mut record, &w, None);
         }
         record.warnings.extend(session.warnings.iter().cloned());
         let stop = self.stop;
-        match &plan.lab {
-            None => run_workloads(plan, session, &mut record, obs, stop),
+        let measured = Measured {
+            configs,
+            host,
+            iterations: &run.iterations,
+        };
+        match &host.lab {
+            None => run_workloads(&measured, session, &mut record, obs, stop),
             Some(lab) => {
                 let before = lab.read();
                 // The driver's threads are made in host A's namespace.
-                lab.in_from(|| run_workloads(plan, session, &mut record, &mut *obs, stop))?;
+                lab.in_from(|| run_workloads(&measured, session, &mut record, &mut *obs, stop))?;
                 let (env, warnings) = lab.environment(before, lab.read());
                 for w in &warnings {
                     obs.warning(w);
@@ -172,88 +186,88 @@ impl<'a> Runner<'a> {
     /// Measures one step of a study: its workload with the study's settings
     /// overlaid by the variant's and the sweep point's, resolved as `run` does.
     pub fn study_step(&mut self, step: &StudyStep) -> Result<RunRecord, RunError> {
-        let plan = resolve(
+        let run = resolve(
             step.settings.clone(),
             vec![step.workload.clone()],
             false,
             false,
         )?;
-        self.execute(&plan)
+        self.execute(&run)
     }
 }
 
 /// Starts (or reaches) the responder, connects the control channel and takes
 /// the run-level warnings (shared CPUs, governors, the idle baseline).
 fn open_session(
-    plan: &RunPlan,
+    run: &ResolvedRun,
+    host: &HostRun,
     key: String,
     program: Option<&std::path::Path>,
     obs: &mut dyn Observer,
     stop: &AtomicBool,
 ) -> Result<Session, RunError> {
-    let s = &plan.settings;
-    let agents = s.agents.unwrap_or(1);
-    let (spawned, targets) = start_responders(s, plan.lab.as_ref(), program, agents)?;
-    // Agent processes whenever agents were asked for or needed, even one.
-    let split = s.agents.is_some();
+    let (spawned, targets) = start_responders(host, program)?;
     let target = targets[0].clone();
     let connect = || ControlClient::connect(&target).or_else(|e| input(e.to_string()));
-    let control = match &plan.lab {
+    let control = match &host.lab {
         None => connect()?,
         Some(lab) => lab.in_from(connect)??, // the control socket is A's
     };
-    let record = new_record(plan, &control, &target, !spawned.is_empty());
-    let (client, server) = (
-        RunPlan::cpus(&record.settings.client_cpus),
-        RunPlan::cpus(&record.settings.server_cpus),
-    );
-    if plan.announce && split {
-        obs.note(&format!(
-            "{agents} agents ({} launcher, {} threads each) on CPUs {}, {} responder{} on CPUs {}",
-            s.launcher.name(),
-            plan.threads(),
-            cpu_text(&client),
+    let client = &host.placement.client_cpus;
+    // The responder's CPUs as it reports them (a remote one places itself).
+    let server = match (&host.placement.responder, control.server_cpus.is_empty()) {
+        (Responder::Spawned { cpus, .. }, true) => cpus.clone(),
+        _ => control.server_cpus.clone(),
+    };
+    let threads = host.placement.threads;
+    match &host.agents {
+        Some(agents) if run.announce => obs.note(&format!(
+            "{} agents ({} launcher, {threads} threads each) on CPUs {}, {} responder{} on CPUs {}",
+            agents.count,
+            agents.launcher.name(),
+            cpu_text(client),
             targets.len(),
             if targets.len() == 1 { "" } else { "s" },
             cpu_text(&server)
-        ));
-    } else if plan.announce {
-        obs.note(&format!(
-            "driver on CPUs {} ({} threads), responder {target} on CPUs {}",
-            cpu_text(&client),
-            plan.threads(),
+        )),
+        None if run.announce => obs.note(&format!(
+            "driver on CPUs {} ({threads} threads), responder {target} on CPUs {}",
+            cpu_text(client),
             cpu_text(&server)
-        ));
+        )),
+        _ => {}
     }
     // A lab's hosts are namespaces of this machine: both sides share its CPUs.
-    let same_host = plan.lab.is_some() || control.target().ip().is_loopback();
-    let checks = quality::run_warnings(&client, &server, same_host);
+    let same_host = host.lab.is_some() || control.target().ip().is_loopback();
+    let checks = quality::run_warnings(client, &server, same_host);
     let warnings: Vec<WarningRecord> = checks.warnings.iter().map(|w| w.to_record(None)).collect();
     for w in &warnings {
         obs.warning(w);
     }
-    let controller = if split {
-        // Agents in lab hosts cannot reach this namespace's loopback: the
-        // controller listens in host B, on the links they drive.
-        let (listener, hosts) = match &plan.lab {
-            Some(lab) => {
-                let (l, h) = lab.agent_listener(s.ipv6)?;
-                (Some(l), h)
-            }
-            None => (None, Vec::new()),
-        };
-        let spec = AgentsSpec {
-            count: agents,
-            launcher: s.launcher,
-            listen: s.agent_listen.as_ref().map(|t| t.0.as_str()),
-            targets,
-            program,
-            listener,
-            hosts,
-        };
-        Some(Controller::start(spec, stop)?)
-    } else {
-        None
+    // Agent processes whenever agents were asked for or needed, even one.
+    let controller = match &host.agents {
+        Some(agents) => {
+            // Agents in lab hosts cannot reach this namespace's loopback: the
+            // controller listens in host B, on the links they drive.
+            let (listener, hosts) = match &host.lab {
+                Some(lab) => {
+                    let (l, h) = lab.agent_listener(host.ipv6)?;
+                    (Some(l), h)
+                }
+                None => (None, Vec::new()),
+            };
+            let spec = AgentsSpec {
+                count: agents.count.get(),
+                launcher: agents.launcher,
+                listen: agents.listen.as_deref(),
+                targets,
+                program,
+                listener,
+                hosts,
+            };
+            Some(Controller::start(spec, stop)?)
+        }
+        None => None,
     };
     Ok(Session {
         key,
@@ -270,23 +284,24 @@ fn open_session(
 /// Refuses, before a responder is started, what cannot work: a transport the
 /// target or this kernel cannot carry (unix to another host, mptcp without
 /// MPTCP), or more connections than the file-descriptor limit allows.
-fn preflight(plan: &RunPlan) -> Result<(), RunError> {
-    let s = &plan.settings;
-    let target = match (&plan.lab, &s.target) {
+fn preflight(run: &ResolvedRun, host: &HostRun) -> Result<(), RunError> {
+    let target = match (&host.lab, &host.placement.responder) {
         (Some(lab), _) => Some(SocketAddr::new(lab.responder_ip, 0)),
         // An unresolvable target gets its error from the control connection.
-        (None, Some(t)) => t.0.to_socket_addrs().ok().and_then(|mut a| a.next()),
-        (None, None) if s.ipv6 => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
-        (None, None) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+        (None, Responder::Remote { target }) => {
+            target.to_socket_addrs().ok().and_then(|mut a| a.next())
+        }
+        (None, _) if host.ipv6 => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
+        (None, _) => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
     };
     if let Some(addr) = target {
-        transport::row(s.transport)
+        transport::row(run.connections.transport)
             .check_usable(addr)
             .or_else(input)?;
     }
     // Each agent holds its share (the largest one) of the connections.
-    let agents = u64::from(s.agents.unwrap_or(1).max(1));
-    let most = plan.workloads.iter().map(Workload::total_clients).max();
+    let agents = u64::from(host.driver_processes());
+    let most = run.workloads.iter().map(Workload::total_clients).max();
     limits::reserve_fds(most.unwrap_or(0).div_ceil(agents)).or_else(input)?;
     Ok(())
 }
@@ -298,28 +313,31 @@ fn preflight(plan: &RunPlan) -> Result<(), RunError> {
 /// process may open — or in host B of a lab run (returned so they live as
 /// long as the run).
 fn start_responders(
-    s: &RunSettings,
-    lab: Option<&LabRun>,
+    host: &HostRun,
     program: Option<&std::path::Path>,
-    agents: u32,
 ) -> Result<(Vec<SpawnedResponder>, Vec<String>), RunError> {
-    if let Some(t) = &s.target {
-        let mut all: Vec<String> = match t.0.to_socket_addrs() {
-            Ok(addrs) if agents > 1 => addrs.map(|a| a.to_string()).collect(),
-            _ => Vec::new(),
-        };
-        all.sort();
-        all.dedup();
-        if all.len() < 2 {
-            all = vec![t.0.clone()];
+    let agents = host.driver_processes();
+    let (cpus, threads) = match &host.placement.responder {
+        Responder::Remote { target } => {
+            let mut all: Vec<String> = match target.to_socket_addrs() {
+                Ok(addrs) if agents > 1 => addrs.map(|a| a.to_string()).collect(),
+                _ => Vec::new(),
+            };
+            all.sort();
+            all.dedup();
+            if all.len() < 2 {
+                all = vec![target.clone()];
+            }
+            return Ok((Vec::new(), all));
         }
-        return Ok((Vec::new(), all));
-    }
+        Responder::Spawned { cpus, threads } => (cpus, threads.get() as usize),
+    };
+    let lab = host.lab.as_ref();
     // Responder i (agent i's) listens on host B's address on the link of
     // agent i's host.
     let listen = |i: usize| match lab {
         Some(lab) => lab.listen(i),
-        None if s.ipv6 => "[::1]:0".to_string(),
+        None if host.ipv6 => "[::1]:0".to_string(),
         None => "127.0.0.1:0".to_string(),
     };
     // Spawned from this (long-lived) thread: the child's PR_SET_PDEATHSIG
@@ -327,11 +345,11 @@ fn start_responders(
     let netns = lab.map(|l| l.netns_file(&l.path.to));
     let mirrors = lab.map(LabRun::mirror_netns).unwrap_or_default();
     let mut spawned = Vec::new();
-    for i in 0..agents.max(1) {
+    for i in 0..agents {
         spawned.push(SpawnedResponder::start(
             &listen(i as usize),
-            &RunPlan::cpus(&s.server_cpus),
-            s.server_threads.unwrap_or(1) as usize,
+            cpus,
+            threads,
             netns.as_deref(),
             program,
             &mirrors,
@@ -341,69 +359,37 @@ fn start_responders(
     Ok((spawned, addrs))
 }
 
-/// What the engine runs for one workload of the plan.
-fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
-    let s = &plan.settings;
-    RunConfig {
-        workload: workload.clone(),
-        duration: s.duration.map(|d| d.0),
-        warmup: s.warmup.map_or(Duration::ZERO, |d| d.0),
-        transactions: s.transactions,
-        threads: plan.threads(),
-        class_workers: s.class_workers,
-        client_cpus: RunPlan::cpus(&s.client_cpus),
-        socket: s.socket_options(),
-        spin: s.spin,
-        transport: s.transport,
-        tls: tls_params(s).ok().flatten(),
-        priority: s.priority.clone(),
-        io: s.io,
-        protocol: s.protocol,
-        pacing: pacing_config(s),
-        path: PathFloor {
-            // Set by the guest's init from the kernel command line the host
-            // booted it with (a TCG guest's CPU is emulated).
-            emulated: std::env::var("STACKBENCH_GUEST_ACCEL").is_ok_and(|a| a == "tcg"),
-            ..plan
-                .lab
-                .as_ref()
-                .map(LabRun::path_floor)
-                .unwrap_or_default()
-        },
-        segment: Default::default(),
-    }
-}
-
 /// Runs every workload (with its repetitions) into `record`, with each
 /// class's warnings; stops at the first incomplete one.
 fn run_workloads(
-    plan: &RunPlan,
+    run: &Measured,
     session: &mut Session,
     record: &mut RunRecord,
     obs: &mut dyn Observer,
     stop: &AtomicBool,
 ) {
-    for workload in &plan.workloads {
+    let threads = run.host.placement.threads.get();
+    for config in &run.configs {
         let cfg = RunConfig {
             // The effective backend (`quality::io_fallback`), for every workload.
             io: record.settings.io,
-            ..run_config(plan, workload)
+            ..config.clone()
         };
+        let workload = &cfg.workload;
         let exec: &mut dyn repeat::Execute = match session.agents.as_mut() {
             Some(controller) => controller,
             None => &mut session.control,
         };
-        let outcome = repeat::run_repeated(exec, &cfg, &plan.iterations, stop, obs);
+        let outcome = repeat::run_repeated(exec, &cfg, run.iterations, stop, obs);
         let mix_name = workload.to_string();
         let mut said_for_mix: Vec<(&'static str, String)> = Vec::new();
         for class in &outcome.classes {
-            let threads = plan.threads() as u32;
             let background = session.driver_background_pct;
             let shared = class
                 .cpu
                 .as_ref()
                 .is_some_and(|c| c.attribution == CpuAttribution::Mix);
-            let side = (plan.settings.spin, record.settings.io);
+            let side = (cfg.spin, record.settings.io);
             for w in quality::class_warnings(class, threads, side, background) {
                 // A mix on shared workers: every class holds the mix's CPU,
                 // so its CPU warnings are the mix's, said once under its name.
@@ -418,10 +404,15 @@ fn run_workloads(
                 warn(obs, record, &w, Some(&class.notation));
             }
         }
-        if session.agents.is_some() {
+        if let Some(agents) = &run.host.agents {
             let responders = session.responders.len().max(1) as u32;
+            let cpus = (
+                run.host.placement.client_cpus.as_slice(),
+                run.host.placement.responder.cpus(),
+            );
             for class in &outcome.classes {
-                if let Some(w) = quality::agents_share_cpus(&plan.settings, responders, class) {
+                let w = quality::agents_share_cpus(agents.count.get(), cpus, responders, class);
+                if let Some(w) = w {
                     warn(obs, record, &w, Some(&class.notation));
                 }
             }
@@ -436,7 +427,7 @@ fn run_workloads(
                 .and_then(|c| {
                     stackbench_metrics::warnings::check_driver_saturated(
                         c,
-                        Some(plan.threads() as u32),
+                        Some(threads),
                         session.driver_background_pct,
                     )
                 });
@@ -458,8 +449,21 @@ fn run_workloads(
     }
 }
 
-fn new_record(plan: &RunPlan, control: &ControlClient, target: &str, spawned: bool) -> RunRecord {
-    let mut settings = plan.settings.clone();
+/// What [`run_workloads`] runs: each workload's engine configuration, on
+/// the run's host, repeated as the run says.
+struct Measured<'a> {
+    configs: Vec<RunConfig>,
+    host: &'a HostRun,
+    iterations: &'a stackbench_metrics::stats::Iterations,
+}
+
+fn new_record(
+    run: &ResolvedRun,
+    control: &ControlClient,
+    target: &str,
+    spawned: bool,
+) -> RunRecord {
+    let mut settings = run.stored_settings();
     settings.target = Some(Text(target.to_string()));
     settings.server_threads = Some(control.server_threads);
     if !control.server_cpus.is_empty() || !spawned {
@@ -510,11 +514,9 @@ pub fn environment_of(record: &RunRecord) -> Environment {
     }
     let s = &record.settings;
     let target = s.target.as_ref().map_or("", |t| t.0.as_str());
-    let mut env = stackbench_results::env::capture(
-        target,
-        &RunPlan::cpus(&s.client_cpus),
-        &RunPlan::cpus(&s.server_cpus),
-    );
+    let cpus = |list: &Option<CpuList>| list.as_ref().map(|c| c.0.clone()).unwrap_or_default();
+    let mut env =
+        stackbench_results::env::capture(target, &cpus(&s.client_cpus), &cpus(&s.server_cpus));
     if let Some(lab) = &record.lab {
         // The route to the lab's address is in host A, not here: the lab's
         // own read-back describes the interfaces.

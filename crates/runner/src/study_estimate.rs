@@ -5,7 +5,7 @@
 //!
 //! Each step costs its repetitions (`repeat`, or the minimum of `iterations`
 //! under `confidence`) × (warm-up + duration), with the window defaults
-//! `run` uses ([`plan::fill_window`]); each time the responder session
+//! `run` uses ([`Window::of`]); each time the responder session
 //! changes (a step whose session key differs from the previous step's) the
 //! one-second idle baseline ([`quality::BASELINE`]) is taken again. Starting
 //! a responder and connecting take milliseconds and are not counted, so the
@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use stackbench_results::study::StudyStep;
 
-use crate::plan;
 use crate::quality;
+use crate::resolve::{iterations, session_key, Window};
 
 /// Longest study run without `--yes`.
 pub const MAX_UNCONFIRMED: Duration = Duration::from_secs(24 * 3600);
@@ -41,19 +41,16 @@ pub fn estimate(one: &[StudyStep], repetitions: u32) -> Estimate {
     let steps: Vec<(Duration, String)> = one
         .iter()
         .map(|step| {
-            let mut s = step.settings.clone();
-            plan::fill_window(&mut s, false);
-            if s.duration.is_none() {
+            let s = &step.settings;
+            let w = Window::of(s, false);
+            if w.duration.is_none() {
                 counted += 1;
             }
-            let window = s.warmup.map_or(Duration::ZERO, |d| d.0)
-                + s.duration.map_or(Duration::ZERO, |d| d.0);
-            let runs = match (s.confidence, s.iterations, s.repeat) {
-                (Some(_), Some(bounds), _) => bounds.min,
-                (Some(_), None, _) => 3, // the default bounds 3,30
-                (None, _, repeat) => repeat.unwrap_or(1),
-            };
-            (window.saturating_mul(runs), plan::session_key(&s))
+            let window = w.warmup + w.duration.unwrap_or(Duration::ZERO);
+            // The fewest repetitions the step runs, as `run` resolves them (a
+            // step that would be refused counts one).
+            let runs = iterations(s).map_or(1, |i| i.min);
+            (window.saturating_mul(runs), session_key(s))
         })
         .collect();
     let mut total = Duration::ZERO;
@@ -158,6 +155,23 @@ mod tests {
         assert!(e
             .describe()
             .contains("not counting the measurement of 2 step(s)"));
+    }
+
+    /// Each step counts the fewest repetitions `run` would make: `repeat`,
+    /// or the minimum of `iterations` under `confidence` (3 by default).
+    #[test]
+    fn repetitions_count_as_run_resolves_them() {
+        let total = |extra: &str| {
+            let text =
+                format!("name = \"e\"\nworkloads = [\"RR1(1B/1B)\"]\nduration = \"10s\"\n{extra}");
+            estimate(&plan(&text, 1), 1).total
+        };
+        let secs = Duration::from_secs;
+        assert_eq!(total(""), secs(12 + 1));
+        assert_eq!(total("repeat = 2\n"), secs(2 * 12 + 1));
+        assert_eq!(total("confidence = \"99,5\"\n"), secs(3 * 12 + 1));
+        let bounded = "confidence = \"99,5\"\niterations = \"4,10\"\n";
+        assert_eq!(total(bounded), secs(4 * 12 + 1));
     }
 
     #[test]

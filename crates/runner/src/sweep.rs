@@ -10,19 +10,19 @@ use stackbench_record::RunRecord;
 use stackbench_results::store::Labels;
 
 use crate::error::{input, RunError};
-use crate::plan::{resolve, RunPlan};
+use crate::resolve::{resolve, ResolvedRun};
 use crate::session::Runner;
 
 /// Each point of `sweep` applied to the workloads and settings, resolved.
 /// A sweep with no dimension is one point, the settings as given.
-pub fn plan_sweep(
+pub fn resolve_sweep(
     workloads: &[Workload],
     settings: &RunSettings,
     sweep: &Sweep,
     default_study: bool,
     announce: bool,
-) -> Result<Vec<(SweepPoint, RunPlan)>, RunError> {
-    let mut plans = Vec::new();
+) -> Result<Vec<(SweepPoint, ResolvedRun)>, RunError> {
+    let mut runs = Vec::new();
     for point in sweep.points() {
         let mut s = settings.clone();
         let mut ws = Vec::with_capacity(workloads.len());
@@ -33,9 +33,9 @@ pub fn plan_sweep(
                     .or_else(|e| input(format!("--sweep {}: {}", point.describe(), e.message)))?,
             );
         }
-        plans.push((point, resolve(s, ws, default_study, announce)?));
+        runs.push((point, resolve(s, ws, default_study, announce)?));
     }
-    Ok(plans)
+    Ok(runs)
 }
 
 /// The sweep's runs as a study's would be stored: each point's record split
@@ -44,13 +44,13 @@ pub fn plan_sweep(
 /// point, the workload as given and `variant=run`.
 pub fn runs_by_workload(
     workloads: &[Workload],
-    plans: &[(SweepPoint, RunPlan)],
+    points: &[(SweepPoint, ResolvedRun)],
     records: &[RunRecord],
 ) -> Vec<(Labels, RunRecord)> {
     let mut runs = Vec::new();
-    for ((point, plan), record) in plans.iter().zip(records) {
+    for ((point, run), record) in points.iter().zip(records) {
         let mut at = 0;
-        for (base, effective) in workloads.iter().zip(&plan.workloads) {
+        for (base, effective) in workloads.iter().zip(&run.workloads) {
             let n = effective.classes.len();
             let mut r = record.clone();
             r.classes = record.classes.iter().skip(at).take(n).cloned().collect();
@@ -67,10 +67,10 @@ pub fn runs_by_workload(
 /// The sweep's table and, for a client sweep, its USL fit.
 pub fn summary(
     workloads: &[Workload],
-    plans: &[(SweepPoint, RunPlan)],
+    points: &[(SweepPoint, ResolvedRun)],
     records: &[RunRecord],
 ) -> String {
-    let runs = runs_by_workload(workloads, plans, records);
+    let runs = runs_by_workload(workloads, points, records);
     let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
     stackbench_results::sweep_text::sweep_text(&refs)
 }
@@ -80,17 +80,17 @@ pub fn summary(
 /// which is the last one returned.
 pub fn run_sweep(
     runner: &mut Runner,
-    plans: &[(SweepPoint, RunPlan)],
+    points: &[(SweepPoint, ResolvedRun)],
     on_record: &mut dyn FnMut(&SweepPoint, &RunRecord),
 ) -> Result<Vec<RunRecord>, RunError> {
     let mut records = Vec::new();
-    for (point, plan) in plans {
-        if plan.announce && !point.values.is_empty() {
+    for (point, run) in points {
+        if run.announce && !point.values.is_empty() {
             runner
                 .observer()
                 .note(&format!("sweep point {}", point.describe()));
         }
-        let record = runner.execute(plan)?;
+        let record = runner.execute(run)?;
         on_record(point, &record);
         let complete = record.complete;
         records.push(record);
@@ -118,11 +118,11 @@ mod tests {
         let mut settings = RunSettings::default();
         settings.set("target", "192.0.2.1:12870").unwrap();
         let sweep = Sweep::new(vec![SweepDim::parse_flag("clients=2,4").unwrap()]).unwrap();
-        let plans = plan_sweep(&workloads, &settings, &sweep, false, false).unwrap();
+        let plans = resolve_sweep(&workloads, &settings, &sweep, false, false).unwrap();
         let records: Vec<RunRecord> = plans
             .iter()
-            .map(|(_, plan)| {
-                let text: Vec<String> = plan.workloads.iter().map(|w| w.to_string()).collect();
+            .map(|(_, run)| {
+                let text: Vec<String> = run.workloads.iter().map(|w| w.to_string()).collect();
                 fixtures::record(&text.join("+"), 100.0, 10.0, 20.0, 0.0)
             })
             .collect();

@@ -235,11 +235,11 @@ fn the_runner_modules_are_a_graph_with_edges() {
     let graph = graph_of(&src);
     let has = |from: &str, to: &str| graph.get(from).is_some_and(|e| e.contains(to));
     assert!(
-        has("session", "plan") && has("session", "repeat"),
+        has("session", "resolve") && has("session", "repeat"),
         "{graph:?}"
     );
     assert!(
-        has("guest_side", "session") && has("guest_step", "plan"),
+        has("guest_side", "session") && has("guest_step", "resolve"),
         "{graph:?}"
     );
     assert!(

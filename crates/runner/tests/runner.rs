@@ -1,4 +1,4 @@
-//! The runner against an in-process responder on loopback (the plan's
+//! The runner against an in-process responder on loopback (the run's
 //! `target`), as `stackbench run --target` drives `stackbench serve`: what
 //! was testable only by spawning the binary — repetitions and their mean,
 //! the max-rate search's steps, sweeps that stop at an incomplete point,
@@ -13,7 +13,7 @@ use stackbench_model::sweep::{Sweep, SweepDim};
 use stackbench_model::Workload;
 use stackbench_record::WarningRecord;
 use stackbench_runner::find_rate::{find_max_rate, Search};
-use stackbench_runner::sweep::{plan_sweep, run_sweep};
+use stackbench_runner::sweep::{resolve_sweep, run_sweep};
 use stackbench_runner::{resolve, Observer, RunError, Runner};
 
 fn responder() -> ResponderHandle {
@@ -186,7 +186,7 @@ fn a_run_interrupted_before_any_repetition_keeps_what_it_measured() {
 fn a_sweep_stops_at_its_first_incomplete_point() {
     let r = responder();
     let sweep = Sweep::new(vec![SweepDim::parse_flag("clients=1,2,3").unwrap()]).unwrap();
-    let plans = plan_sweep(
+    let plans = resolve_sweep(
         &workload("RR(1B/1B)"),
         &settings(&r, 200),
         &sweep,
@@ -237,7 +237,7 @@ fn a_bad_sweep_value_is_refused_before_any_run() {
     let sweep = Sweep::new(vec![SweepDim::parse_flag("transport=tcp,unix").unwrap()]).unwrap();
     let mut s = settings(&r, 200);
     s.set("ipv6", "true").unwrap();
-    let e = plan_sweep(&workload("RR1(1B/1B)"), &s, &sweep, false, true).unwrap_err();
+    let e = resolve_sweep(&workload("RR1(1B/1B)"), &s, &sweep, false, true).unwrap_err();
     assert!(input_message(e).contains("ipv6 and target exclude each other"));
 }
 

@@ -110,6 +110,23 @@ fn bad_flags_name_the_flag_and_exit_2() {
         (&["--client-cpus", "a"], "--client-cpus a: bad CPU list 'a'"),
         (&["--transactions", "0"], "--transactions 0"),
         (&["--threads", "0"], "--threads 0"),
+        // The TLS parameters are parsed once, when the run is resolved: a
+        // bad combination is refused there, before anything starts.
+        (
+            &[
+                "--transport",
+                "tls",
+                "--tls-version",
+                "1.2",
+                "--cipher",
+                "1301",
+            ],
+            "cipher 1301 (TLS_AES_128_GCM_SHA256) is a TLS 1.3 suite, not 1.2",
+        ),
+        (
+            &["--transport", "tls", "--cert", "/nonexistent/cert.pem"],
+            "--cert and --key go together",
+        ),
         (
             &["--target", "127.0.0.1:1"],
             "cannot reach the responder at 127.0.0.1:1",

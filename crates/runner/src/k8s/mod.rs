@@ -22,7 +22,7 @@ use std::path::Path;
 use stackbench_results::study::{parse_study, Study, StudyError};
 
 use crate::error::{input, RunError};
-use crate::plan::check_agents_fit;
+use crate::resolve::check_agents_fit;
 use manifests::Cluster;
 use names::{check_label, check_subdomain, LabelRule, MAX_LABEL};
 
