@@ -22,7 +22,7 @@ use stackbench_record::{MixCpu, RunRecord, WarningRecord, SCHEMA_VERSION};
 use stackbench_results::env::Environment;
 use stackbench_results::study::StudyStep;
 
-use crate::controller::{AgentsSpec, Controller};
+use crate::agents::controller::{AgentsSpec, Controller};
 use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
 use crate::observe::Observer;

@@ -220,7 +220,7 @@ fn bad_agent_inputs_are_one_line_and_start_nothing() {
 /// nothing behind is the slurm tier's own test, crates/runner/tests/slurm.rs).
 #[test]
 fn a_study_step_runs_over_four_agents_started_by_srun() {
-    if let Err(why) = stackbench_runner::slurm::check() {
+    if let Err(why) = stackbench_runner::agents::slurm::check() {
         stackbench_testkit::skip(
             stackbench_testkit::Tier::Slurm,
             "a_study_step_runs_over_four_agents_started_by_srun",

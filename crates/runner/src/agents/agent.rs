@@ -17,7 +17,7 @@ use stackbench_engine::affinity::pin_current_thread;
 use stackbench_engine::{run_workload_gated, ControlClient, GateState, RunConfig, StartGate};
 use stackbench_model::segment::Segment;
 
-use crate::agent_wire::{
+use crate::agents::wire::{
     self, host_name, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming, Tagged,
 };
 use crate::error::{input, RunError};
@@ -66,7 +66,7 @@ pub fn segment_from(
 /// agent's own Ctrl-C) ends the run in progress and the agent.
 pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Result<(), RunError> {
     let mut stream = connect(controller)?;
-    let rx = agent_wire::reader::<FromController>(
+    let rx = wire::reader::<FromController>(
         stream
             .try_clone()
             .map_err(|e| RunError::runtime("control connection", e))?,
@@ -75,8 +75,8 @@ pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Resu
     send(
         &mut stream,
         &FromAgent::Hello {
-            protocol: agent_wire::PROTOCOL,
-            version: agent_wire::VERSION.to_string(),
+            protocol: wire::PROTOCOL,
+            version: wire::VERSION.to_string(),
             index: segment.index(),
             count: segment.count(),
             host: host_name(),

@@ -13,7 +13,7 @@
 //!    the second phase: all windows open at once, and the skew between them
 //!    is measured from the times each agent says its window opened;
 //! 4. collects every agent's result and merges them exactly
-//!    ([`crate::agent_merge`]).
+//!    ([`crate::agents::merge`]).
 //!
 //! An agent that fails or goes silent makes the run incomplete, naming the
 //! agent with its host and segment; the others are stopped and their results
@@ -32,12 +32,12 @@ use stackbench_model::segment::Segment;
 use stackbench_model::settings::Launcher;
 use stackbench_record::AgentsSummary;
 
-use crate::agent_merge::{self, AgentPart};
-use crate::agent_wire::{
+use crate::agents::launch::{AgentHost, Launched};
+use crate::agents::merge::{self, AgentPart};
+use crate::agents::wire::{
     self, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming, Tagged,
 };
 use crate::error::{input, RunError};
-use crate::launch::{AgentHost, Launched};
 
 /// Clock probes per agent; the one with the shortest round trip is kept.
 const CLOCK_PROBES: u32 = 8;
@@ -136,12 +136,12 @@ impl Controller {
         };
         // Agents elsewhere cannot dial an unspecified address: name this host.
         let dial = if addr.ip().is_unspecified() {
-            format!("{}:{}", agent_wire::host_name(), addr.port())
+            format!("{}:{}", wire::host_name(), addr.port())
         } else {
             addr.to_string()
         };
         let mut launched =
-            crate::launch::launch(spec.launcher, spec.count, &program, &dial, &spec.hosts)?;
+            crate::agents::launch::launch(spec.launcher, spec.count, &program, &dial, &spec.hosts)?;
         let patience = match spec.launcher {
             Launcher::Local => HELLO_PATIENCE_LOCAL,
             Launcher::Slurm | Launcher::External => HELLO_PATIENCE_REMOTE,
@@ -284,7 +284,7 @@ impl Controller {
         if parts.iter().all(|p| p.classes.is_empty()) {
             return Err(failure.unwrap_or_else(|| "no agent returned a result".to_string()));
         }
-        let mut merged = agent_merge::merge(&parts, self.launcher.name());
+        let mut merged = merge::merge(&parts, self.launcher.name());
         // Each agent named its class by its share (RR2 of RR8): the merged
         // class is the whole one.
         let workload = cfg.workload.to_string();
@@ -566,7 +566,7 @@ fn accept_agents(
                 let reader = stream
                     .try_clone()
                     .map_err(|e| RunError::runtime("agent connection", e))?;
-                agent_wire::reader_into(reader, format!("agent at {peer}"), tag, tx.clone());
+                wire::reader_into(reader, format!("agent at {peer}"), tag, tx.clone());
                 agents.push(hello(
                     stream,
                     (&peer.to_string(), tag),
@@ -612,12 +612,12 @@ fn hello(
             "{peer} did not start with a hello"
         )));
     };
-    let refusal = if protocol != agent_wire::PROTOCOL || version != agent_wire::VERSION {
+    let refusal = if protocol != wire::PROTOCOL || version != wire::VERSION {
         Some(format!(
             "agent {index}/{theirs} on {host} is stackbench {version} (agent protocol {protocol}), \
              this controller is {} (protocol {}): run the same stackbench on every host",
-            agent_wire::VERSION,
-            agent_wire::PROTOCOL
+            wire::VERSION,
+            wire::PROTOCOL
         ))
     } else if theirs != count {
         Some(format!(
