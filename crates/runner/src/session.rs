@@ -228,7 +228,8 @@ fn open_session(
     // A lab's hosts are namespaces of this machine: both sides share its CPUs.
     let same_host = plan.lab.is_some() || control.target().ip().is_loopback();
     let checks = quality::run_warnings(&client, &server, same_host);
-    let warnings: Vec<WarningRecord> = checks.warnings.iter().map(|w| w.to_record(None)).collect();
+    let mut warnings: Vec<WarningRecord> =
+        checks.warnings.iter().map(|w| w.to_record(None)).collect();
     for w in &warnings {
         obs.warning(w);
     }
@@ -251,7 +252,13 @@ fn open_session(
             listener,
             hosts,
         };
-        Some(Controller::start(spec, stop)?)
+        let controller = Controller::start(spec, stop)?;
+        if let Some(w) = controller.build_warning() {
+            let w = w.to_record(None);
+            obs.warning(&w);
+            warnings.push(w);
+        }
+        Some(controller)
     } else {
         None
     };

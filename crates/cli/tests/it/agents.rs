@@ -171,10 +171,19 @@ fn an_agent_of_another_version_is_refused_in_one_line() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err.trim_end().lines().last().unwrap_or_default();
+    // Both protocols and both builds, in one line.
+    let ours = format!(
+        "this controller speaks protocol {} (stackbench ",
+        stackbench_runner::agents::wire::PROTOCOL
+    );
     assert!(
-        last.contains("0.0.1") && last.contains("same stackbench"),
+        last.contains(
+            "agent 0/2 on old speaks agent wire protocol 1 (stackbench 0.0.1, commit unknown)"
+        ) && last.contains(&ours)
+            && last.contains("same stackbench build"),
         "{err}"
     );
+    assert!(answer.contains("protocol 1 (stackbench 0.0.1"), "{answer}");
 }
 
 #[test]

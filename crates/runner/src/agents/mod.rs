@@ -19,3 +19,5 @@ pub mod launch;
 pub mod merge;
 pub mod slurm;
 pub mod wire;
+#[cfg(test)]
+mod wire_golden;
