@@ -18,7 +18,7 @@
 //! fails on a shape that differs from the current protocol's file. The
 //! hello's `msg`, `protocol`, `version`, `commit`, `dirty`, `index`, `count`
 //! and `host` and the refusal's `reason` never change, so that every
-//! protocol can name the other side's in its refusal ([`Greeting`]).
+//! protocol can name the other side's in its refusal (`Greeting`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -358,7 +358,7 @@ pub struct AgentResult {
 /// from a line that is not a message of this protocol: enough to refuse the
 /// agent naming its protocol and build.
 #[derive(Debug, Deserialize)]
-pub struct Greeting {
+struct Greeting {
     msg: String,
     protocol: u32,
     #[serde(default)]
