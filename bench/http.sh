@@ -11,7 +11,7 @@
 #                 configuration and docroot in a temporary directory (removed
 #                 at the end), keep-alive unbounded
 #               stackbench serve --threads 1; wrk reaches it through
-#                 bench/serve_hold.py, which holds an http1 test open on it
+#                 `stackbench serve --hold`, which holds an http1 test open on it
 #
 # Like with like: stackbench's request size is set to the length of the GET
 # wrk sends, measured first by a calibration nginx that logs both clients'
@@ -20,7 +20,7 @@
 # docs/transports.md, "Application protocols"). wrk sets TCP_NODELAY on its
 # sockets (wg/wrk, src/wrk.c, connect_socket) and nginx on keep-alive ones
 # (tcp_nodelay, on by default), so stackbench runs with --nodelay by default
-# (SB_FLAGS) and serve_hold.py asks the responder for it too; SB_FLAGS=""
+# (SB_FLAGS) and `serve --hold --nodelay` asks the responder for it too; SB_FLAGS=""
 # measures stackbench's own defaults instead, and the header says which. Client on CLIENT_CPUS, servers
 # on SERVER_CPUS (taskset). REPS rounds; in each, every (server, connections)
 # pair runs wrk then stackbench, back to back. Figures per run: requests/s,
@@ -70,7 +70,6 @@ EOF
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPORT="$ROOT/bench/http_report.py"
-HOLD="$ROOT/bench/serve_hold.py"
 HOST=127.0.0.1 # loopback only, by design
 BENCH_NAME=http.sh
 REPS=${REPS:-5}
@@ -244,13 +243,15 @@ finish_run() {
 server_pid() { if [[ $1 == nginx ]]; then echo "$NGINX_PID"; else echo "$SERVE_PID"; fi; }
 
 # run_wrk SERVER N REP: against nginx directly; against stackbench serve
-# through a test serve_hold.py holds open (its counters go to BASE.hold).
+# through a test `stackbench serve --hold` holds open (its counters go to
+# BASE.hold).
 run_wrk() {
   local server=$1 n=$2 rep=$3 base port=$NGINX_PORT rc=0 pid
   base=$OUT_DIR/raw/$server.c$n.wrk.$rep
   pid=$(server_pid "$server")
   if [[ $server == stackbench ]]; then
-    python3 "$HOLD" "$HOST:$SERVE_PORT" "$SB_REQ" "$SB_RESP" "$n" $((DURATION + 60)) \
+    "$SB_BIN" serve --hold "$HOST:$SERVE_PORT" "RR$n(${SB_REQ}B/${SB_RESP}B)" \
+      --protocol http1 --nodelay --hold-limit $((DURATION + 60)) \
       >"$base.hold" 2>"$base.err" &
     HOLD_PID=$!
     port=""

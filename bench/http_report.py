@@ -31,7 +31,7 @@ Usage:
 
 `parse` reads BASE.out (the client's stdout), BASE.time (GNU time -f '%U %S
 %e'), BASE.srv-before and BASE.srv-after (/proc/PID/stat of the server) and,
-when present, BASE.hold (serve_hold.py's counters); it prints key=value
+when present, BASE.hold (`stackbench serve --hold`'s counters); it prints key=value
 lines, or one line naming what is wrong on stderr and exits 1. Standard
 library only.
 """

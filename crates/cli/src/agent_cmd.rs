@@ -1,7 +1,7 @@
 //! `stackbench agent`: one driver process of a run split over agents. It
 //! connects to the controller (the `run` or `study` process started with
 //! `--agents N`), takes its segment, and runs what the controller sends
-//! until the controller is done (see `stackbench_runner::agent`).
+//! until the controller is done (see `stackbench_runner::agents::agent`).
 
 use clap::Args;
 
@@ -24,9 +24,10 @@ pub struct AgentArgs {
 
 pub fn run(args: AgentArgs) -> anyhow::Result<i32> {
     let env = |k: &str| std::env::var(k).ok();
-    let segment = stackbench_runner::agent::segment_from(args.segment.as_deref(), &env)
+    let segment = stackbench_runner::agents::agent::segment_from(args.segment.as_deref(), &env)
         .map_err(crate::exit::UsageError)?;
     let stop = crate::interrupt::stop_flag();
-    stackbench_runner::agent::agent_main(&args.controller, segment, stop).map_err(run_error)?;
+    stackbench_runner::agents::agent::agent_main(&args.controller, segment, stop)
+        .map_err(run_error)?;
     Ok(crate::exit::OK)
 }

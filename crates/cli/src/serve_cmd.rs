@@ -1,13 +1,22 @@
 //! `stackbench serve`: the responder as its own process, for drivers on other
 //! hosts, or spawned by `stackbench run` so each side's CPU can be accounted
-//! separately.
+//! separately. `serve --hold` is the control half of a driver and nothing
+//! else: it holds one test open on a running responder for a client other
+//! than stackbench (wrk in bench/http.sh), through the engine's own
+//! control client, so the control protocol has one implementation.
 
 use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
 use stackbench_engine::affinity::{format_cpu_list, parse_cpu_list, pin_current_thread};
-use stackbench_engine::{Responder, ResponderConfig};
+use stackbench_engine::protocol::TestSpec;
+use stackbench_engine::transport::Endpoint;
+use stackbench_engine::{ControlClient, Responder, ResponderConfig};
+use stackbench_model::settings::{AppProtocol, SettingValue};
+use stackbench_model::{IoMode, SocketOptions, Transport, Workload};
 
 use stackbench_runner::spawn::LISTENING_PREFIX;
 
@@ -20,7 +29,9 @@ pub const DEFAULT_PORT: u16 = 12870;
 #[command(after_help = "Examples:
   stackbench serve                         # loopback, port 12870
   stackbench serve --listen [::1]:12870    # IPv6 loopback
-  stackbench serve --listen 0.0.0.0:12870 --cpus 2-3 --threads 2")]
+  stackbench serve --listen 0.0.0.0:12870 --cpus 2-3 --threads 2
+  # hold an http1 test open on a running responder, for wrk (bench/http.sh):
+  stackbench serve --hold 127.0.0.1:12870 'RR10(45B/4137B)' --protocol http1 --nodelay")]
 pub struct ServeArgs {
     /// Control address to listen on (data ports are chosen per test).
     #[arg(long, default_value_t = format!("127.0.0.1:{DEFAULT_PORT}"))]
@@ -36,9 +47,48 @@ pub struct ServeArgs {
     /// target hosts behind a lab's load distributor.
     #[arg(long, value_delimiter = ',')]
     mirror_netns: Vec<std::path::PathBuf>,
+    /// Do not serve: hold one test (TEST) open on the responder at
+    /// HOST:PORT (a running `stackbench serve`) for a client other than
+    /// stackbench. Prints `port=PORT` of the test's listener, waits for
+    /// SIGTERM or Ctrl-C (or --hold-limit), stops the test and prints the
+    /// responder's counters for it (`srv_transactions=N`, …). The test ends
+    /// when this process does, however it ends.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        requires = "test",
+        conflicts_with_all = ["threads", "cpus", "mirror_netns"]
+    )]
+    hold: Option<String>,
+    /// --hold: the test, one class in workload notation (its kind, sizes
+    /// and connections), e.g. 'RR10(45B/4137B)'.
+    #[arg(requires = "hold")]
+    test: Option<String>,
+    /// --hold: the test's application protocol, as `run --protocol` takes it.
+    #[arg(long, requires = "hold", default_value = "raw")]
+    protocol: String,
+    /// --hold: TCP_NODELAY on the responder's sockets of the test (as nginx
+    /// sets it on keep-alive connections).
+    #[arg(long, requires = "hold")]
+    nodelay: bool,
+    /// --hold: stop the test after this many seconds without a signal.
+    #[arg(
+        long,
+        requires = "hold",
+        value_name = "SECONDS",
+        default_value_t = 3600
+    )]
+    hold_limit: u64,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
+    if let Some(target) = &args.hold {
+        let test = args
+            .test
+            .as_deref()
+            .expect("clap requires TEST with --hold");
+        return hold(target, test, &args);
+    }
     let listen = args.listen.parse().or_else(|_| {
         usage(format!(
             "bad --listen '{}': use IP:PORT, e.g. 127.0.0.1:{DEFAULT_PORT} or [::1]:{DEFAULT_PORT}",
@@ -83,5 +133,76 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     )?;
     out.flush()?;
     responder.serve()?;
+    Ok(crate::exit::OK)
+}
+
+/// `serve --hold`: starts the test on the responder at `target`, prints its
+/// port, waits for a signal or the limit, stops it and prints its counters.
+fn hold(target: &str, test: &str, args: &ServeArgs) -> anyhow::Result<i32> {
+    let workload: Workload = test
+        .parse()
+        .or_else(|e| usage(format!("--hold test '{test}': {e}")))?;
+    let [class] = workload.classes.as_slice() else {
+        return usage(format!(
+            "--hold test '{test}': give one class, e.g. 'RR10(45B/4137B)' (one test is held)"
+        ));
+    };
+    let protocol = AppProtocol::parse(&args.protocol)
+        .or_else(|e| usage(format!("--protocol '{}': {e}", args.protocol)))?;
+    if args.hold_limit == 0 {
+        return usage("--hold-limit 0: give at least 1 second");
+    }
+    // Interrupts set the flag from here on: the test is stopped, not left.
+    let stop = crate::interrupt::stop_flag();
+    let mut control = ControlClient::connect(target).with_context(|| format!("--hold {target}"))?;
+    if control.is_plain() {
+        return usage(format!(
+            "--hold {target}: name a stackbench responder's control address (HOST:PORT), \
+             not a plain server"
+        ));
+    }
+    let spec = TestSpec {
+        kind: class.kind,
+        request_bytes: class.request_bytes,
+        response_bytes: class.response_bytes,
+        socket: SocketOptions {
+            nodelay: args.nodelay,
+            ..SocketOptions::default()
+        },
+        spin: false,
+        io: IoMode::Epoll,
+        protocol,
+    };
+    let (test_id, endpoints) = control
+        .start(spec, Transport::Tcp, class.clients, 1)
+        .with_context(|| format!("--hold {target}: starting the test"))?;
+    let port = endpoints
+        .iter()
+        .find_map(|e| match e {
+            Endpoint::Inet(a) => Some(a.port()),
+            Endpoint::Unix(_) => None,
+        })
+        .with_context(|| format!("--hold {target}: the responder gave no TCP endpoint"))?;
+    let mut out = std::io::stdout();
+    writeln!(out, "port={port}")?;
+    out.flush()?;
+    let deadline = Instant::now() + Duration::from_secs(args.hold_limit);
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        if !control.is_alive() {
+            anyhow::bail!("--hold {target}: the responder closed the control connection");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stats = control
+        .stop(test_id)
+        .with_context(|| format!("--hold {target}: stopping the test"))?;
+    // Every whole-number counter, as the protocol names it.
+    if let serde_json::Value::Object(fields) = serde_json::to_value(stats)? {
+        for (key, value) in fields {
+            if let Some(n) = value.as_u64() {
+                writeln!(out, "srv_{key}={n}")?;
+            }
+        }
+    }
     Ok(crate::exit::OK)
 }

@@ -173,6 +173,14 @@ pub enum Warning {
         p50_us: f64,
         p99_us: f64,
     },
+    /// Agents of another build than the controller's (same agent wire
+    /// protocol, so they ran): `controller` is its build, `agents` one
+    /// clause per agent (`agent 1/2 on h2 (pid 7) is stackbench 0.1.0,
+    /// commit …`).
+    AgentBuildsDiffer {
+        controller: String,
+        agents: Vec<String>,
+    },
 }
 
 impl Warning {
@@ -199,6 +207,7 @@ impl Warning {
             Warning::VirtualHostIdle { .. } => "virtual_host_idle",
             Warning::DelayedAckStall { .. } => "delayed_ack_stall",
             Warning::AgentsShareCpus { .. } => "agents_share_cpus",
+            Warning::AgentBuildsDiffer { .. } => "agent_builds_differ",
         }
     }
 
@@ -370,6 +379,13 @@ impl fmt::Display for Warning {
                  the rate and CPU figures stand; for the tail, give the agents more CPUs or \
                  hosts (a lab, Slurm)",
                 p99_us / 1e3
+            ),
+            Warning::AgentBuildsDiffer { controller, agents } => write!(
+                f,
+                "agents of another build than the controller ({controller}): {}; they speak \
+                 the same agent wire protocol, so the run went ahead, but a change in how the \
+                 builds measure would show in their figures: run the same build everywhere",
+                agents.join("; ")
             ),
             Warning::OptionsNotApplied { transport, notes } => write!(
                 f,

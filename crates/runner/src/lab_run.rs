@@ -587,7 +587,7 @@ impl LabRun {
     pub fn agent_listener(
         &self,
         ipv6: bool,
-    ) -> Result<(std::net::TcpListener, Vec<crate::launch::AgentHost>), RunError> {
+    ) -> Result<(std::net::TcpListener, Vec<crate::agents::launch::AgentHost>), RunError> {
         let any = if ipv6 { "[::]:0" } else { "0.0.0.0:0" };
         let listener = self
             .in_host(&self.path.to, || std::net::TcpListener::bind(any))?
@@ -599,7 +599,7 @@ impl LabRun {
         let hosts = self
             .drivers
             .iter()
-            .map(|d| crate::launch::AgentHost {
+            .map(|d| crate::agents::launch::AgentHost {
                 netns: self.netns_file(&d.path.from),
                 controller: std::net::SocketAddr::new(d.responder_ip, port).to_string(),
             })

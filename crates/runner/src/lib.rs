@@ -10,31 +10,27 @@
 //! keeps the command line, printing and exit statuses.
 //!
 //! Modules depend on each other in one direction (a test checks it):
-//! `error`, `observe`, `quality`, `repeat_mean`, `agent_merge` at the bottom; `lab_run`,
+//! `error`, `observe`, `quality`, `repeat_mean`, `agents::merge` at the bottom; `lab_run`,
 //! `spawn`, `repeat`, `resolve` above them; `guest_step` (the host's side of a
 //! step on another kernel) on `resolve`; `session` (the [`Runner`]) on all of
 //! those; `guest_side`, `sweep`, `find_rate`, `study` and `study_estimate` on top.
-//! `slurm` (srun as a launcher of agents) stands alone; `k8s` (a study's
-//! Kubernetes objects) sits on `resolve`.
+//! [`agents`] (a run split over agent processes: the wire, the agent, the
+//! controller, the merge and the launchers, `slurm` among them) sits below
+//! `session`; `k8s` (a study's Kubernetes objects) sits on `resolve`.
 
-pub mod agent;
-pub mod agent_merge;
-pub mod agent_wire;
-pub mod controller;
+pub mod agents;
 pub mod error;
 pub mod find_rate;
 pub mod guest_side;
 pub mod guest_step;
 pub mod k8s;
 pub mod lab_run;
-pub mod launch;
 pub mod observe;
 pub mod quality;
 pub mod repeat;
 pub mod repeat_mean;
 pub mod resolve;
 pub mod session;
-pub mod slurm;
 pub mod spawn;
 pub mod study;
 pub mod study_estimate;

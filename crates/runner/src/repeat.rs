@@ -21,7 +21,7 @@ use crate::repeat_mean::{mean_classes, mean_cpu};
 
 /// What runs one workload once: this process's driver against a responder
 /// ([`ControlClient`]), or a controller's agents
-/// ([`crate::controller::Controller`]). An `Err` means nothing was measured.
+/// ([`crate::agents::controller::Controller`]). An `Err` means nothing was measured.
 pub trait Execute {
     fn execute(
         &mut self,
@@ -42,7 +42,7 @@ impl Execute for ControlClient {
     }
 }
 
-impl Execute for crate::controller::Controller {
+impl Execute for crate::agents::controller::Controller {
     fn execute(
         &mut self,
         cfg: &RunConfig,

@@ -24,7 +24,7 @@ use stackbench_record::{MixCpu, RunRecord, WarningRecord, SCHEMA_VERSION};
 use stackbench_results::env::Environment;
 use stackbench_results::study::StudyStep;
 
-use crate::controller::{AgentsSpec, Controller};
+use crate::agents::controller::{AgentsSpec, Controller};
 use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
 use crate::observe::Observer;
@@ -240,7 +240,8 @@ fn open_session(
     // A lab's hosts are namespaces of this machine: both sides share its CPUs.
     let same_host = host.lab.is_some() || control.target().ip().is_loopback();
     let checks = quality::run_warnings(client, &server, same_host);
-    let warnings: Vec<WarningRecord> = checks.warnings.iter().map(|w| w.to_record(None)).collect();
+    let mut warnings: Vec<WarningRecord> =
+        checks.warnings.iter().map(|w| w.to_record(None)).collect();
     for w in &warnings {
         obs.warning(w);
     }
@@ -265,7 +266,13 @@ fn open_session(
                 listener,
                 hosts,
             };
-            Some(Controller::start(spec, stop)?)
+            let controller = Controller::start(spec, stop)?;
+            if let Some(w) = controller.build_warning() {
+                let w = w.to_record(None);
+                obs.warning(&w);
+                warnings.push(w);
+            }
+            Some(controller)
         }
         None => None,
     };

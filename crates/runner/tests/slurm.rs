@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use stackbench_runner::slurm::{self, Launched};
+use stackbench_runner::agents::slurm::{self, Launched};
 use stackbench_testkit::{skip, Tier};
 
 fn slurm_up(test: &str) -> bool {

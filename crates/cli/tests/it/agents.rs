@@ -1,6 +1,7 @@
 //! Runs split over agents: exact counts over local agents, the start skew
 //! stored, agents started by someone else (launcher external) joining over
-//! TCP, an agent of another version refused, a dead agent making the run
+//! TCP, an agent of another protocol refused and one of another build named
+//! in the record, a dead agent making the run
 //! incomplete by name, a dead controller taking its agents with it, and the
 //! bad inputs refused in one line.
 
@@ -145,7 +146,7 @@ fn agents_leave_when_their_controller_dies() {
 }
 
 #[test]
-fn an_agent_of_another_version_is_refused_in_one_line() {
+fn an_agent_of_another_protocol_is_refused_in_one_line() {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let controller =
@@ -171,10 +172,89 @@ fn an_agent_of_another_version_is_refused_in_one_line() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err.trim_end().lines().last().unwrap_or_default();
+    // Both protocols and both builds, in one line.
+    let ours = format!(
+        "this controller speaks protocol {} (stackbench ",
+        stackbench_runner::agents::wire::PROTOCOL
+    );
     assert!(
-        last.contains("0.0.1") && last.contains("same stackbench"),
+        last.contains(
+            "agent 0/2 on old speaks agent wire protocol 1 (stackbench 0.0.1, commit unknown)"
+        ) && last.contains(&ours)
+            && last.contains("same stackbench build"),
         "{err}"
     );
+    assert!(answer.contains("protocol 1 (stackbench 0.0.1"), "{answer}");
+}
+
+/// Relays one agent's control connection to the controller at `addr`,
+/// its hello's commit rewritten to `commit`: an agent of another build of
+/// the same wire protocol. Returns the address the agent is to dial.
+fn relay_with_commit(addr: &str, commit: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay = listener.local_addr().unwrap().to_string();
+    let addr = addr.to_string();
+    std::thread::spawn(move || {
+        let (agent, _) = listener.accept().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let controller = loop {
+            match TcpStream::connect(&addr) {
+                Ok(s) => break s,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(e) => panic!("the controller never listened: {e}"),
+            }
+        };
+        let (mut to_agent, from_controller) =
+            (agent.try_clone().unwrap(), controller.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut BufReader::new(from_controller), &mut to_agent);
+        });
+        let mut from_agent = BufReader::new(agent);
+        let mut to_controller = controller;
+        let mut hello = String::new();
+        from_agent.read_line(&mut hello).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&hello).unwrap();
+        v["commit"] = commit.into();
+        writeln!(to_controller, "{v}").unwrap();
+        let _ = std::io::copy(&mut from_agent, &mut to_controller);
+    });
+    relay
+}
+
+/// An agent of the same wire protocol but another build runs, and the run's
+/// record names it in the `agent_builds_differ` warning.
+#[test]
+fn an_agent_of_another_build_runs_and_is_named_in_the_record() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let controller = external_controller(
+        &addr,
+        &["--transactions", "200", "--json", "--no-store"],
+        Stdio::piped,
+    );
+    let relay = relay_with_commit(&addr, "f".repeat(40));
+    let agents = [agent(&addr, "0/2"), agent(&relay, "1/2")];
+    let out = wait_bounded(controller, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v = json_of(&out);
+    assert_eq!(v["classes"][0]["transactions"], 200, "{v}");
+    let warnings = v["warnings"].as_array().unwrap();
+    let w = warnings
+        .iter()
+        .find(|w| w["code"] == "agent_builds_differ")
+        .unwrap_or_else(|| panic!("no agent_builds_differ warning: {warnings:?}"));
+    let message = w["message"].as_str().unwrap();
+    assert!(
+        message.contains("agent 1/2 on ") && message.contains("commit ffffffffffff"),
+        "{message}"
+    );
+    assert!(!message.contains("agent 0/2"), "{message}");
+    for a in agents {
+        assert!(wait_bounded(a, Duration::from_secs(10)).status.success());
+    }
 }
 
 #[test]
@@ -220,7 +300,7 @@ fn bad_agent_inputs_are_one_line_and_start_nothing() {
 /// nothing behind is the slurm tier's own test, crates/runner/tests/slurm.rs).
 #[test]
 fn a_study_step_runs_over_four_agents_started_by_srun() {
-    if let Err(why) = stackbench_runner::slurm::check() {
+    if let Err(why) = stackbench_runner::agents::slurm::check() {
         stackbench_testkit::skip(
             stackbench_testkit::Tier::Slurm,
             "a_study_step_runs_over_four_agents_started_by_srun",

@@ -1,13 +1,14 @@
 //! The bench scripts' Python halves (`bench/peers_report.py`,
-//! `bench/cpu_report.py`, `bench/http_report.py`, `bench/serve_hold.py`) are
-//! run by hand, so nothing else would notice when the record or the control
-//! protocol they read changes shape: their self-tests run here,
-//! `serve_hold.py` holds an HTTP/1.1 test open on a real `stackbench serve`
-//! for a client of its own, and a real
-//! run's JSON goes through the peers parser (which reads it as the flat
-//! table of this binary's `results export --flat`), which must find every figure the
-//! side-by-side table compares (rate, latencies, each side's CPU and the host
-//! CPU row netperf is compared with). Skipped with a message without python3.
+//! `bench/cpu_report.py`, `bench/http_report.py`) are run by hand, so nothing
+//! else would notice when the record they read changes shape: their
+//! self-tests run here, and a real run's JSON goes through the peers parser
+//! (which reads it as the flat table of this binary's `results export
+//! --flat`), which must find every figure the side-by-side table compares
+//! (rate, latencies, each side's CPU and the host CPU row netperf is
+//! compared with). Skipped with a message without python3. What
+//! bench/http.sh asks of the binary itself is tested here too: `serve
+//! --hold` holds an HTTP/1.1 test open on a real `stackbench serve` for a
+//! client of its own.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -110,7 +111,7 @@ fn the_peers_parser_reads_every_compared_figure_from_a_real_run() {
 }
 
 /// A child process killed when dropped, so a failed assertion leaves no
-/// responder or hold script running.
+/// responder or hold running.
 struct Killed(std::process::Child);
 
 impl Drop for Killed {
@@ -120,15 +121,12 @@ impl Drop for Killed {
     }
 }
 
-/// bench/http.sh drives `stackbench serve` with wrk through `serve_hold.py`,
-/// which speaks the responder's control protocol: it must open a test whose
-/// listener answers `GET /N` with N bytes over keep-alive, and report the
-/// responder's count of the answers when told to stop.
+/// bench/http.sh drives `stackbench serve` with wrk through `stackbench
+/// serve --hold`: it must open a test whose listener answers `GET /N` with
+/// N bytes over keep-alive, and report the responder's count of the answers
+/// when told to stop (SIGTERM).
 #[test]
 fn serve_hold_opens_an_http1_test_any_client_can_drive() {
-    if python(&["-c", "pass"]).is_none() {
-        return;
-    }
     let mut serve = Killed(
         stackbench()
             .args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"])
@@ -147,9 +145,9 @@ fn serve_hold_opens_an_http1_test_any_client_can_drive() {
         .unwrap_or_else(|| panic!("no listening line from serve: {line:?}"))
         .to_string();
     let mut hold = Killed(
-        Command::new("python3")
-            .args(["serve_hold.py", &control, "45", "4137", "1", "60"])
-            .current_dir(bench_dir())
+        stackbench()
+            .args(["serve", "--hold", &control, "RR1(45B/4137B)"])
+            .args(["--protocol", "http1", "--nodelay", "--hold-limit", "60"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -163,11 +161,10 @@ fn serve_hold_opens_an_http1_test_any_client_can_drive() {
         .strip_prefix("port=")
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| {
-            // No port line: the script has ended; its one-line reason
-            // (a refused hello names both control protocol versions).
+            // No port line: the hold has ended; its one-line reason.
             let mut why = String::new();
             let _ = std::io::Read::read_to_string(&mut hold.0.stderr.take().unwrap(), &mut why);
-            panic!("no port= line from serve_hold.py: {first:?}; stderr: {why}")
+            panic!("no port= line from serve --hold: {first:?}; stderr: {why}")
         });
     // Two GETs on one connection, as wrk sends them (no query, its Host).
     let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -187,9 +184,34 @@ fn serve_hold_opens_an_http1_test_any_client_can_drive() {
     out.read_to_string(&mut rest).unwrap();
     let status = hold.0.wait().unwrap();
     drop(serve);
-    assert!(status.success(), "serve_hold.py: {status} {rest}");
+    assert!(status.success(), "serve --hold: {status} {rest}");
     assert!(
         rest.lines().any(|l| l == "srv_transactions=2"),
         "the responder's count: {rest}"
     );
+}
+
+/// `serve --hold` refuses what it cannot hold in one line, before it
+/// reaches for the responder: a mix (one test is held) and an unknown
+/// protocol.
+#[test]
+fn serve_hold_refuses_a_mix_and_an_unknown_protocol_in_one_line() {
+    let cases: [(&[&str], &str); 2] = [
+        (&["RR1(1B/1B)+RR2(1B/1B)"], "give one class"),
+        (
+            &["RR1(1B/1B)", "--protocol", "gopher"],
+            "--protocol 'gopher'",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = stackbench()
+            .args(["serve", "--hold", "127.0.0.1:1"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
 }

@@ -12,9 +12,10 @@ use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport,
 
 use super::pace::PacingConfig;
 
-/// One workload's run settings (already resolved). Serializable: a
-/// controller sends it whole to its agents, which run it as given.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+/// One workload's run settings (already resolved). Not serializable: what
+/// crosses a process boundary is a wire's own type (the agent wire's
+/// `RunOrder` in the runner), versioned apart from this struct.
+#[derive(Debug, Clone)]
 pub struct RunConfig {
     pub workload: Workload,
     /// Measurement window; `None` when bounded by `transactions` only.
@@ -50,7 +51,6 @@ pub struct RunConfig {
     /// one both sides use.
     pub io: IoMode,
     /// The application protocol of every class's data connections.
-    #[serde(default)]
     pub protocol: AppProtocol,
     /// What the path adds by design (a lab link's delay and rate; zero on
     /// loopback), above which the delayed-ACK stall band is counted.

@@ -67,8 +67,9 @@ use crate::sampling::{self, Placement};
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Dialer, TransportOps};
 
-/// A live view of a run, for progress displays.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+/// A live view of a run, for progress displays (agents send it as the
+/// agent wire's `ProgressReport`).
+#[derive(Debug, Clone)]
 pub struct Progress {
     pub elapsed: Duration,
     /// Clients are still connecting: the window has not opened.

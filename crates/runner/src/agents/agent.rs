@@ -17,8 +17,9 @@ use stackbench_engine::affinity::pin_current_thread;
 use stackbench_engine::{run_workload_gated, ControlClient, GateState, RunConfig, StartGate};
 use stackbench_model::segment::Segment;
 
-use crate::agent_wire::{
-    self, host_name, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming, Tagged,
+use crate::agents::wire::{
+    self, host_name, now_unix_ns, send, AgentResult, FromAgent, FromController, Hello, Incoming,
+    ProgressReport, Tagged,
 };
 use crate::error::{input, RunError};
 
@@ -66,30 +67,21 @@ pub fn segment_from(
 /// agent's own Ctrl-C) ends the run in progress and the agent.
 pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Result<(), RunError> {
     let mut stream = connect(controller)?;
-    let rx = agent_wire::reader::<FromController>(
+    let rx = wire::reader::<FromController>(
         stream
             .try_clone()
             .map_err(|e| RunError::runtime("control connection", e))?,
         format!("the controller {controller}"),
     );
-    send(
-        &mut stream,
-        &FromAgent::Hello {
-            protocol: agent_wire::PROTOCOL,
-            version: agent_wire::VERSION.to_string(),
-            index: segment.index(),
-            count: segment.count(),
-            host: host_name(),
-            pid: std::process::id(),
-        },
-    )
-    .map_err(|e| RunError::runtime("saying hello to the controller", e))?;
+    let hello = Hello::this(segment.index(), segment.count());
+    send(&mut stream, &FromAgent::Hello(hello))
+        .map_err(|e| RunError::runtime("saying hello to the controller", e))?;
     let mut responders: HashMap<String, ControlClient> = HashMap::new();
     loop {
         let msg = match rx.recv() {
             Ok((_, Incoming::Message(m))) => m,
             // The controller ended without a bye (it died): nothing to do.
-            Ok((_, Incoming::Closed(_))) | Err(_) => return Ok(()),
+            Ok((_, Incoming::Closed(_) | Incoming::OtherProtocol(_))) | Err(_) => return Ok(()),
         };
         match msg {
             FromController::Welcome => {}
@@ -101,14 +93,10 @@ pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Resu
                 };
                 send(&mut stream, &pong).map_err(|e| RunError::runtime("control", e))?;
             }
-            FromController::Run {
-                run,
-                config,
-                target,
-            } => {
+            FromController::Run { run, order, target } => {
                 let reply = run_one(
                     run,
-                    &config,
+                    &order.into_config(),
                     &target,
                     &mut responders,
                     (&mut stream, &rx),
@@ -194,7 +182,7 @@ fn run_one(
         if let Some(s) = progress_to.as_mut() {
             let msg = FromAgent::Progress {
                 run,
-                progress: p.clone(),
+                progress: ProgressReport::of(p),
             };
             let _ = send(s, &msg);
         }
@@ -252,7 +240,7 @@ impl StartGate for ControllerGate<'_> {
                     let _ = send(self.stream, &pong);
                 }
                 Ok(Incoming::Message(_)) => {} // a message of another run
-                Ok(Incoming::Closed(reason)) => {
+                Ok(Incoming::Closed(reason) | Incoming::OtherProtocol(reason)) => {
                     return GateState::Abort(format!("controller lost: {reason}"))
                 }
                 Err(TryRecvError::Empty) => return GateState::Wait,

@@ -13,7 +13,7 @@
 //!    the second phase: all windows open at once, and the skew between them
 //!    is measured from the times each agent says its window opened;
 //! 4. collects every agent's result and merges them exactly
-//!    ([`crate::agent_merge`]).
+//!    ([`crate::agents::merge`]).
 //!
 //! An agent that fails or goes silent makes the run incomplete, naming the
 //! agent with its host and segment; the others are stopped and their results
@@ -28,16 +28,18 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use stackbench_engine::{Progress, RunConfig, RunOutcome};
+use stackbench_metrics::warnings::Warning;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::Launcher;
 use stackbench_record::AgentsSummary;
 
-use crate::agent_merge::{self, AgentPart};
-use crate::agent_wire::{
-    self, now_unix_ns, send, AgentResult, FromAgent, FromController, Incoming, Tagged,
+use crate::agents::launch::{AgentHost, Launched};
+use crate::agents::merge::{self, AgentPart};
+use crate::agents::wire::{
+    self, now_unix_ns, send, AgentResult, Build, FromAgent, FromController, Incoming, RunOrder,
+    Tagged,
 };
 use crate::error::{input, RunError};
-use crate::launch::{AgentHost, Launched};
 
 /// Clock probes per agent; the one with the shortest round trip is kept.
 const CLOCK_PROBES: u32 = 8;
@@ -64,6 +66,8 @@ struct Agent {
     segment: Segment,
     host: String,
     pid: u32,
+    /// What it said it is, in its hello.
+    build: Build,
     stream: TcpStream,
     /// Its messages' tag in the controller's inbox.
     tag: usize,
@@ -136,12 +140,12 @@ impl Controller {
         };
         // Agents elsewhere cannot dial an unspecified address: name this host.
         let dial = if addr.ip().is_unspecified() {
-            format!("{}:{}", agent_wire::host_name(), addr.port())
+            format!("{}:{}", wire::host_name(), addr.port())
         } else {
             addr.to_string()
         };
         let mut launched =
-            crate::launch::launch(spec.launcher, spec.count, &program, &dial, &spec.hosts)?;
+            crate::agents::launch::launch(spec.launcher, spec.count, &program, &dial, &spec.hosts)?;
         let patience = match spec.launcher {
             Launcher::Local => HELLO_PATIENCE_LOCAL,
             Launcher::Slurm | Launcher::External => HELLO_PATIENCE_REMOTE,
@@ -184,6 +188,15 @@ impl Controller {
         Some(first)
     }
 
+    /// The agents whose build is not this controller's (same wire protocol,
+    /// another commit, version or dirty state), as a warning for the record;
+    /// `None` when every agent is this build.
+    pub fn build_warning(&self) -> Option<Warning> {
+        let agents: Vec<(String, &Build)> =
+            self.agents.iter().map(|a| (a.name(), &a.build)).collect();
+        builds_differ(&Build::this(), &agents)
+    }
+
     /// Runs `cfg` on every agent, each its own segment, and merges the
     /// results. An `Err` means no agent measured anything.
     pub fn run(
@@ -203,7 +216,7 @@ impl Controller {
             };
             let msg = FromController::Run {
                 run,
-                config: Box::new(config),
+                order: Box::new(RunOrder::of(&config)),
                 target: a.target.clone(),
             };
             if let Err(e) = send(&mut a.stream, &msg) {
@@ -284,7 +297,7 @@ impl Controller {
         if parts.iter().all(|p| p.classes.is_empty()) {
             return Err(failure.unwrap_or_else(|| "no agent returned a result".to_string()));
         }
-        let mut merged = agent_merge::merge(&parts, self.launcher.name());
+        let mut merged = merge::merge(&parts, self.launcher.name());
         // Each agent named its class by its share (RR2 of RR8): the merged
         // class is the whole one.
         let workload = cfg.workload.to_string();
@@ -374,7 +387,7 @@ impl Controller {
             // agent that fails after arming must not be missed.
             match msg {
                 Incoming::Message(FromAgent::Progress { run: r, progress }) if r == run => {
-                    seen.update(i, progress);
+                    seen.update(i, progress.into_progress());
                 }
                 Incoming::Message(FromAgent::Armed { run: r }) if r == run => {
                     if matches!(st, AgentState::Running) {
@@ -389,7 +402,7 @@ impl Controller {
                     *st = AgentState::Failed(error);
                 }
                 Incoming::Message(_) => {} // a late message of an earlier run
-                Incoming::Closed(reason) => {
+                Incoming::Closed(reason) | Incoming::OtherProtocol(reason) => {
                     if !matches!(st, AgentState::Done(_)) {
                         let why = format!("{name} died or stopped reporting ({reason})");
                         failure.get_or_insert(why.clone());
@@ -566,7 +579,7 @@ fn accept_agents(
                 let reader = stream
                     .try_clone()
                     .map_err(|e| RunError::runtime("agent connection", e))?;
-                agent_wire::reader_into(reader, format!("agent at {peer}"), tag, tx.clone());
+                wire::reader_into(reader, format!("agent at {peer}"), tag, tx.clone());
                 agents.push(hello(
                     stream,
                     (&peer.to_string(), tag),
@@ -590,8 +603,18 @@ fn hello(
     count: u32,
     (have, inbox): (&[Agent], &Receiver<Tagged<FromAgent>>),
 ) -> Result<Agent, RunError> {
+    let refuse = |stream: &mut TcpStream, reason: String| {
+        let _ = send(
+            stream,
+            &FromController::Refused {
+                reason: reason.clone(),
+            },
+        );
+        input(reason)
+    };
     let msg = match next_of(inbox, tag, Duration::from_secs(10)) {
         Some(Incoming::Message(m)) => m,
+        Some(Incoming::OtherProtocol(why)) => return refuse(&mut stream, why),
         Some(Incoming::Closed(why)) => return Err(RunError::Runtime(why)),
         None => {
             return Err(RunError::Runtime(format!(
@@ -599,26 +622,18 @@ fn hello(
             )))
         }
     };
-    let FromAgent::Hello {
-        protocol,
-        version,
-        index,
-        count: theirs,
-        host,
-        pid,
-    } = msg
-    else {
+    let FromAgent::Hello(hello) = msg else {
         return Err(RunError::Runtime(format!(
             "{peer} did not start with a hello"
         )));
     };
-    let refusal = if protocol != agent_wire::PROTOCOL || version != agent_wire::VERSION {
-        Some(format!(
-            "agent {index}/{theirs} on {host} is stackbench {version} (agent protocol {protocol}), \
-             this controller is {} (protocol {}): run the same stackbench on every host",
-            agent_wire::VERSION,
-            agent_wire::PROTOCOL
-        ))
+    let (index, theirs, host) = (hello.index, hello.count, hello.host.clone());
+    // Another build of the same protocol is let in and named in the run's
+    // warnings (`Controller::build_warning`): the protocol is what both
+    // sides must agree on to run what was asked.
+    let refusal = if hello.protocol != wire::PROTOCOL {
+        let agent = format!("agent {index}/{theirs} on {host}");
+        Some(wire::mismatch(&agent, hello.protocol, &hello.build()))
     } else if theirs != count {
         Some(format!(
             "agent {index}/{theirs} on {host} was started for {theirs} agents, this run has {count}: \
@@ -635,21 +650,16 @@ fn hello(
         None
     };
     if let Some(reason) = refusal {
-        let _ = send(
-            &mut stream,
-            &FromController::Refused {
-                reason: reason.clone(),
-            },
-        );
-        return input(reason);
+        return refuse(&mut stream, reason);
     }
     let segment = Segment::new(index, count).or_else(input)?;
     send(&mut stream, &FromController::Welcome)
         .map_err(|e| RunError::runtime("welcoming an agent", e))?;
     Ok(Agent {
         segment,
+        build: hello.build(),
         host,
-        pid,
+        pid: hello.pid,
         stream,
         tag,
         offset_ns: 0,
@@ -676,7 +686,9 @@ fn clock_offset(
                     agent_unix_ns,
                 })) if s == seq => break agent_unix_ns,
                 Some(Incoming::Message(_)) => continue,
-                Some(Incoming::Closed(why)) => return Err(RunError::Runtime(why)),
+                Some(Incoming::Closed(why) | Incoming::OtherProtocol(why)) => {
+                    return Err(RunError::Runtime(why))
+                }
                 None => {
                     return Err(RunError::Runtime(format!(
                         "{} did not answer its clock probe within 5 s",
@@ -711,5 +723,54 @@ fn next_of(
             Ok(_) => continue,
             Err(_) => return None,
         }
+    }
+}
+
+/// The warning for the agents (named) whose build is not `this`.
+fn builds_differ(this: &Build, agents: &[(String, &Build)]) -> Option<Warning> {
+    let others: Vec<String> = agents
+        .iter()
+        .filter(|(_, b)| *b != this)
+        .map(|(name, b)| format!("{name} is {b}"))
+        .collect();
+    (!others.is_empty()).then(|| Warning::AgentBuildsDiffer {
+        controller: this.to_string(),
+        agents: others,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_build_of_the_same_protocol_is_a_warning_naming_it() {
+        let this = Build {
+            version: "0.1.0".into(),
+            commit: "a".repeat(40),
+            dirty: false,
+        };
+        let same = this.clone();
+        let dirty = Build {
+            dirty: true,
+            ..this.clone()
+        };
+        let other = Build {
+            commit: "b".repeat(40),
+            ..this.clone()
+        };
+        let named = |b| vec![("agent 0/2 on h1 (pid 1)".to_string(), b)];
+        assert_eq!(builds_differ(&this, &named(&same)), None);
+        let w = builds_differ(&this, &named(&other)).expect("another commit");
+        assert_eq!(w.code(), "agent_builds_differ");
+        let text = w.to_string();
+        assert!(
+            text.contains("controller (stackbench 0.1.0, commit aaaaaaaaaaaa)")
+                && text
+                    .contains("agent 0/2 on h1 (pid 1) is stackbench 0.1.0, commit bbbbbbbbbbbb"),
+            "{text}"
+        );
+        let w = builds_differ(&this, &named(&dirty)).expect("the same commit, dirty");
+        assert!(w.to_string().contains("commit aaaaaaaaaaaa, dirty"), "{w}");
     }
 }

@@ -18,7 +18,7 @@ pub struct Launched {
     kind: Launcher,
     children: Vec<(String, Child)>,
     /// The agents' job step (launcher slurm); cancelled when dropped.
-    srun: Option<crate::slurm::Launched>,
+    srun: Option<crate::agents::slurm::Launched>,
 }
 
 /// Where a local agent runs: a lab host's network namespace, and the
@@ -67,9 +67,9 @@ pub fn launch(
         }
         Launcher::Slurm => {
             // From the thread that runs the session: srun gets SIGTERM when
-            // the thread that spawned it ends (see crate::slurm).
-            let srun =
-                crate::slurm::launch_agents(program, count, controller).map_err(RunError::Input)?;
+            // the thread that spawned it ends (see crate::agents::slurm).
+            let srun = crate::agents::slurm::launch_agents(program, count, controller)
+                .map_err(RunError::Input)?;
             launched.srun = Some(srun);
         }
         Launcher::External => {}
