@@ -10,9 +10,10 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
+use stackbench_testkit::can_make_namespaces;
 
 use crate::common::refused;
-use crate::lab::{can_make_namespaces, lab};
+use crate::lab::lab;
 use crate::lab::{stored_run_across, TestLab};
 
 #[test]
