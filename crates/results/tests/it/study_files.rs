@@ -392,7 +392,7 @@ fn a_failed_or_incomplete_step_stops_the_study() {
 }
 
 #[test]
-fn tn3270_capacity_example_is_seed_003s_population_sweep() {
+fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
     use stackbench_model::ThinkTime;
     let s = load_study(&example("tn3270-capacity.toml")).unwrap();
     let plan = s.plan(&[], "f").unwrap();
