@@ -63,7 +63,7 @@ enum What {
 pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     let read = |path: &std::path::Path| std::fs::read_to_string(path);
     let paced = |runs: &[(String, String)]| {
-        stackbench_results::sweep_usl::paced_runs(runs).map(|p| Paced {
+        stackbench_results::sweep::usl::paced_runs(runs).map(|p| Paced {
             saturated: p.saturated(),
             text: p.to_string(),
         })

@@ -1,7 +1,7 @@
 //! What a report is made from: one study's stored runs ([`StudyInput`]) and
 //! those runs split by variant ([`Variants`]), with the comparisons and
 //! per-variant values the report's sections and its environment items
-//! (`report_env`) both take.
+//! (`report::env`) both take.
 
 use stackbench_record::RunRecord;
 
