@@ -1,4 +1,4 @@
-//! The results layer: output formats (table, JSON, CSV), the result store, environment capture, study files,
+//! The results layer: output formats (table, JSON, CSV), the result store, environment capture, running studies,
 //! statistical comparison of stored runs, sweeps (grouping, USL fit, figures), and the performance summary report.
 //! Everything here reads run records as data; nothing opens a socket.
 
@@ -21,6 +21,5 @@ pub mod report;
 pub mod run_table;
 pub mod store;
 pub mod study;
-pub mod study_summary;
 pub mod sweep;
 pub mod verdict_table;

@@ -4,7 +4,7 @@
 
 use super::input::{StudyInput, Variants};
 use crate::store::StoredRun;
-use crate::study::format_cpu_list;
+use stackbench_model::units::format_cpu_list;
 
 fn cpu_side(cpus: &[usize]) -> String {
     if cpus.is_empty() {

@@ -7,7 +7,7 @@ use stackbench_record::RunRecord;
 
 use crate::compare::{compare, emulated_sides, is_emulated, Comparison, Margins};
 use crate::store::{Labels, Store, StoreError, StoredRun};
-use crate::study::{parse_study, Study};
+use stackbench_model::study::{parse_study, Study};
 
 /// One study's stored runs and what is known about it.
 #[derive(Debug, Clone)]

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use stackbench_model::study::parse_study;
 use stackbench_record::{CpuFigures, RunRecord, SideCpu};
 use stackbench_results::compare::output::{render_markdown, render_table};
 use stackbench_results::compare::{compare, Margins, Verdict};
@@ -13,7 +14,6 @@ use stackbench_results::fixtures::{environment, jitter, record, with_cpu};
 use stackbench_results::metric::Metric;
 use stackbench_results::report::{build_report, Report, ReportOptions, StudyInput};
 use stackbench_results::store::{Labels, StoredRun};
-use stackbench_results::study::parse_study;
 use stackbench_results::sweep::group;
 use stackbench_results::sweep::usl::fit_usl;
 
