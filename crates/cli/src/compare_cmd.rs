@@ -8,9 +8,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use stackbench_results::compare::output::{render_json, render_markdown, render_table};
+use stackbench_results::compare::select::side;
 use stackbench_results::compare::{compare_runs, emulated_sides, Margins};
-use stackbench_results::compare_output::{render_json, render_markdown, render_table};
-use stackbench_results::compare_select::side;
 use stackbench_results::store::{parse_labels, Store, WHERE_HELP};
 
 #[derive(Debug, Args)]

@@ -53,7 +53,9 @@ enum What {
     Usl(usl::UslArgs),
     /// Every section of a plan file (-f), in the order cpu, rescale, storage,
     /// offload, normalize, mva, usl.
-    #[command(after_help = "Example:\n  stackbench plan all -f examples/plan-seed003.toml")]
+    #[command(
+        after_help = "Example:\n  stackbench plan all -f examples/plan-tn3270-capacity.toml"
+    )]
     All,
 }
 
@@ -61,7 +63,7 @@ enum What {
 pub fn run(args: PlanArgs) -> anyhow::Result<i32> {
     let read = |path: &std::path::Path| std::fs::read_to_string(path);
     let paced = |runs: &[(String, String)]| {
-        stackbench_results::sweep_usl::paced_runs(runs).map(|p| Paced {
+        stackbench_results::sweep::usl::paced_runs(runs).map(|p| Paced {
             saturated: p.saturated(),
             text: p.to_string(),
         })
@@ -100,7 +102,7 @@ Examples:
   # from a total rate, with the LPAR's rating
   stackbench plan cpu --rate 8275/s --cpu-per-tran 0.176ms --processors 4 --rating 1592
   # the same from a plan file, or from a stored run's server CPU figures
-  stackbench plan cpu -f examples/plan-seed003.toml
+  stackbench plan cpu -f examples/plan-tn3270-capacity.toml
   stackbench plan cpu --from result.json --side server --processors 8";
 
 const MVA_EXAMPLES: &str = "\
@@ -129,7 +131,7 @@ const RESCALE_EXAMPLES: &str = "\
 Examples:
   # by machine names from a ratings table (user-supplied numbers)
   stackbench plan rescale --cpu-per-tran 0.176ms --ratings examples/ratings.toml \\
-      --source seed003-z9-4way --target example-8way --rate 8275/s
+      --source tn3270-capacity-z9-4way --target example-8way --rate 8275/s
   # by explicit ratings, with the ITR of the measured run
   stackbench plan rescale --cpu-per-tran 0.176ms --source-rating 1592 --source-engines 4 \\
       --target-rating 3600 --target-engines 8 --measured-rate 8275/s --measured-util 36.3%";

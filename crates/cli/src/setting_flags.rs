@@ -251,7 +251,7 @@ mod tests {
     /// The message a study key gets for `name = "value"`.
     fn study_error(name: &str, value: &str) -> String {
         let text = format!("name = \"t\"\nworkloads = [\"RR1(1B/1B)\"]\n{name} = \"{value}\"\n");
-        stackbench_results::study::parse_study(&text, "t.toml")
+        stackbench_model::study::parse_study(&text, "t.toml")
             .expect_err("a bad value is refused")
             .to_string()
     }
@@ -308,7 +308,7 @@ mod tests {
                 let from_flag = parse(&[flag.as_str()]).unwrap_or_else(|e| panic!("{e}"));
                 let study =
                     format!("name = \"t\"\nworkloads = [\"RR1(1B/1B)\"]\n{name} = \"{text}\"\n");
-                let steps = stackbench_results::study::parse_study(&study, "t.toml")
+                let steps = stackbench_model::study::parse_study(&study, "t.toml")
                     .and_then(|s| s.plan(&[], "t.toml"))
                     .unwrap_or_else(|e| panic!("{e}"));
                 assert_eq!(steps[0].settings, from_flag, "{name} = {text}");

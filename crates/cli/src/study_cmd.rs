@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stackbench_model::settings::RunSettings;
+use stackbench_model::study::{load_study, reserved_label, SettingTexts, Study, StudyError};
 use stackbench_results::store::{parse_labels, Store};
-use stackbench_results::study::{load_study, reserved_label, SettingTexts, Study, StudyError};
-use stackbench_results::study_summary::study_summary;
+use stackbench_results::study::summary::study_summary;
 use stackbench_runner::study::{run_steps, StudyRun};
 use stackbench_runner::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
 use stackbench_runner::Runner;

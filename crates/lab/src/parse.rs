@@ -1,5 +1,5 @@
 //! Lab-file text → [`Lab`]. The file is read as a spanned TOML tree (as study
-//! files are, crates/results/src/study/parse.rs) so that every error points at
+//! files are, crates/model/src/study/parse.rs) so that every error points at
 //! the key or value it is about, `file:line:column: what is wrong; the fix`.
 //! Strict: unknown keys, wrong types and impossible topologies are refused
 //! here, before anything touches the kernel. Checks across entries (a host on

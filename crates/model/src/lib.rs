@@ -1,6 +1,8 @@
-//! The model layer: workload notation, units and validation. No sockets, no
-//! clocks: everything here is a pure function of its input, so the engine,
-//! results and planner agree on what `RR10(4kB/4kB)` means.
+//! The model layer: workload notation, units, the settings table, study files
+//! and validation. No sockets, no clocks: everything here is a pure function
+//! of its input (a study file is read by [`study::load_study`], the one
+//! exception), so the engine, results and planner agree on what
+//! `RR10(4kB/4kB)` means.
 
 pub mod duration;
 pub mod error;
@@ -9,6 +11,7 @@ pub mod pacing;
 pub mod segment;
 pub mod settings;
 pub mod size;
+pub mod study;
 pub mod sweep;
 pub mod units;
 

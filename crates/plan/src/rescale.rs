@@ -25,6 +25,11 @@ pub struct Machine {
     /// Free text: where the number comes from.
     #[serde(default)]
     pub description: Option<String>,
+    /// Earlier names of this machine, which `--source` and `--target` (and a
+    /// plan file's `source`, `target`) still accept, so that scripts and plan
+    /// files written before a rename keep running.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }
 
 impl Machine {
@@ -72,9 +77,15 @@ impl RatingsTable {
         Ok(table)
     }
 
-    /// Looks a machine up by name; `flag` names the input in the error.
+    /// Looks a machine up by name or by one of its earlier names
+    /// (`aliases`); `flag` names the input in the error.
     pub fn machine(&self, flag: &str, name: &str) -> Result<&Machine, PlanError> {
-        self.machines.get(name).ok_or_else(|| {
+        let by_alias = || {
+            self.machines
+                .values()
+                .find(|m| m.aliases.iter().any(|a| a == name))
+        };
+        self.machines.get(name).or_else(by_alias).ok_or_else(|| {
             let known: Vec<&str> = self.machines.keys().map(String::as_str).collect();
             PlanError::bad(
                 flag,
@@ -266,6 +277,7 @@ unit = "MIPS"
 [machines.small-4way]
 rating = 1592
 engines = 4
+aliases = ["old-4way"]
 [machines.big-8way]
 rating = 3600
 engines = 8
@@ -325,6 +337,15 @@ description = "made up"
         let table = RatingsTable::parse("r.toml", RATINGS).unwrap();
         let e = table.machine("source", "nope").unwrap_err().to_string();
         assert!(e.contains("big-8way, small-4way"), "{e}");
+    }
+
+    /// A machine renamed in a ratings file still answers to its old name.
+    #[test]
+    fn a_machine_is_found_by_an_earlier_name() {
+        let table = RatingsTable::parse("r.toml", RATINGS).unwrap();
+        let old = table.machine("source", "old-4way").unwrap();
+        assert_eq!(old, table.machine("source", "small-4way").unwrap());
+        assert!(table.machine("source", "big").is_err());
     }
 
     #[test]

@@ -1,12 +1,9 @@
-//! The results layer: output formats (table, JSON, CSV), the result store, environment capture, study files,
+//! The results layer: output formats (table, JSON, CSV), the result store, environment capture, running studies,
 //! statistical comparison of stored runs, sweeps (grouping, USL fit, figures), and the performance summary report.
 //! Everything here reads run records as data; nothing opens a socket.
 
 pub mod applicability_table;
 pub mod compare;
-pub mod compare_diff;
-pub mod compare_output;
-pub mod compare_select;
 pub mod complete;
 pub mod doc;
 pub mod env;
@@ -21,15 +18,8 @@ pub mod quality;
 pub mod record_file;
 pub mod release_table;
 pub mod report;
-mod report_env;
-mod report_input;
 pub mod run_table;
 pub mod store;
 pub mod study;
-pub mod study_summary;
 pub mod sweep;
-pub mod sweep_figure;
-pub mod sweep_report;
-pub mod sweep_text;
-pub mod sweep_usl;
 pub mod verdict_table;

@@ -12,8 +12,8 @@ use crate::doc::Block;
 use crate::figure::RunMark;
 use crate::metric::{class_key, Metric};
 use crate::store::StoredRun;
+use crate::sweep::figure::SweepMark;
 use crate::sweep::{is_swept, Axis};
-use crate::sweep_figure::SweepMark;
 
 /// One run worth a note: warned, incomplete or both.
 struct Note<'a> {

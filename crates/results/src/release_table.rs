@@ -17,8 +17,8 @@
 use comfy_table::{presets, Table};
 use plotters::prelude::*;
 
+use crate::compare::output::format_pct;
 use crate::compare::{Comparison, Verdict};
-use crate::compare_output::format_pct;
 use crate::doc::Block;
 use crate::figure::{draw_legend, FigureError, FONT, VARIANT_COLOURS};
 use crate::metric::Metric;

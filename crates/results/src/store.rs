@@ -14,7 +14,6 @@
 //!   Read-only commands open with [`Store::open_read_only`] instead, which
 //!   creates nothing and migrates nothing (see `read_only`).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -28,8 +27,10 @@ use crate::env::Environment;
 
 mod read_only;
 
-/// Label key → value, e.g. `study=best-practices`, `kernel=6.1`.
-pub type Labels = BTreeMap<String, String>;
+/// Label key → value, e.g. `study=best-practices`, `kernel=6.1` (defined
+/// beside the study files that set most of them).
+pub use stackbench_model::study::Labels;
+
 /// Row id of a stored run.
 pub type RunId = i64;
 

@@ -18,11 +18,11 @@ use stackbench_engine::affinity::{format_cpu_list, pin_current_thread};
 use stackbench_engine::{limits, transport, ControlClient, RunConfig};
 use stackbench_metrics::warnings::Warning;
 use stackbench_model::settings::{CpuList, Text};
+use stackbench_model::study::StudyStep;
 use stackbench_model::Workload;
 use stackbench_record::CpuAttribution;
 use stackbench_record::{MixCpu, RunRecord, WarningRecord, SCHEMA_VERSION};
 use stackbench_results::env::Environment;
-use stackbench_results::study::StudyStep;
 
 use crate::agents::controller::{AgentsSpec, Controller};
 use crate::error::{input, RunError};

@@ -4,9 +4,10 @@
 //! itself (stop at the first failed or incomplete step) is
 //! `stackbench_results::study::run_study`; `stackbench study` prints around it.
 
+use stackbench_model::study::{StudyError, StudyStep};
 use stackbench_results::store::{Labels, Store};
-use stackbench_results::study::{run_study, StudyError, StudyStep};
-use stackbench_results::study_summary::StepRun;
+use stackbench_results::study::run_study;
+use stackbench_results::study::summary::StepRun;
 
 use crate::session::{environment_of, Runner};
 

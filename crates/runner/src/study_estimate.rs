@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use stackbench_results::study::StudyStep;
+use stackbench_model::study::StudyStep;
 
 use crate::quality;
 use crate::resolve::{iterations, session_key, Window};
@@ -121,7 +121,7 @@ impl Estimate {
 mod tests {
     use super::*;
 
-    use stackbench_results::study::{parse_study, Study};
+    use stackbench_model::study::{parse_study, Study};
 
     fn plan(text: &str, repetitions: u32) -> Vec<StudyStep> {
         let study = parse_study(text, "e.toml").unwrap();

@@ -72,7 +72,7 @@ pub fn summary(
 ) -> String {
     let runs = runs_by_workload(workloads, points, records);
     let refs: Vec<(&Labels, &RunRecord)> = runs.iter().map(|(l, r)| (l, r)).collect();
-    stackbench_results::sweep_text::sweep_text(&refs)
+    stackbench_results::sweep::text::sweep_text(&refs)
 }
 
 /// Runs the points in order; `on_record` gets each point's record as soon

@@ -360,7 +360,7 @@ fn a_study_step_runs_its_variant_settings_quietly() {
          [[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\ntransactions = 200\n",
         r.addr()
     );
-    let study = stackbench_results::study::parse_study(&text, "s.toml").unwrap();
+    let study = stackbench_model::study::parse_study(&text, "s.toml").unwrap();
     let steps = study.plan(&[], "s.toml").unwrap();
     let (mut rec, stop) = (Recorder::default(), flag());
     let mut runner = Runner::new(&mut rec, stop);
@@ -387,7 +387,7 @@ fn a_study_stores_each_step_with_its_labels_and_stops_at_an_incomplete_one() {
          transactions = 100\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n",
         r.addr()
     );
-    let study = stackbench_results::study::parse_study(&text, "s.toml").unwrap();
+    let study = stackbench_model::study::parse_study(&text, "s.toml").unwrap();
     let steps = study.plan(&[], "s.toml").unwrap();
     assert_eq!(steps.len(), 4);
     let dir = std::env::temp_dir().join(format!("runner-study-{}", std::process::id()));

@@ -1,11 +1,12 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
 //! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, the pinned
-//! Kubernetes schema validator, a Slurm cluster, nginx, hercules. A test that
+//! Kubernetes schema validator, a Slurm cluster, nginx, hercules, two CPUs,
+//! AF_SMC, ESP — and the probes shared by more than one crate's tests. A test that
 //! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
 //! tier (a comma-separated list, or `all`) the skip is a failure instead, so
 //! CI, which installs and starts what the tiers need, cannot pass by skipping
 //! them (ripgrep's and hyperfine's suites skip the same way locally; CI is
-//! where a missing tool must show).
+//! where a missing tool must show). A test skips only through [`skip`].
 
 use std::fmt;
 
@@ -46,10 +47,20 @@ pub enum Tier {
     /// loopback port) for the `tn3270` codec, and a real TN3270 terminal
     /// (the x3270 suite's scripted one) for the `tn3270` responder.
     Hercules,
+    /// CPUs 0 and 1 both in this process's affinity mask (tests that pin
+    /// workers to CPUs of their own).
+    Cpus,
+    /// AF_SMC in this kernel (CONFIG_SMC): a run over `--transport smc` on
+    /// loopback. CI's kernel lacks it; the guest tier runs smc in a guest
+    /// kernel that has it.
+    Smc,
+    /// ESP in this kernel (CONFIG_INET_ESP, CONFIG_XFRM): a lab link with
+    /// `--link-ipsec` carrying traffic as root.
+    Esp,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 12] = [
+    pub const ALL: [Tier; 15] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -62,6 +73,9 @@ impl Tier {
         Tier::Slurm,
         Tier::Nginx,
         Tier::Hercules,
+        Tier::Cpus,
+        Tier::Smc,
+        Tier::Esp,
     ];
 
     /// The tier's name in `STACKBENCH_REQUIRE`.
@@ -79,6 +93,9 @@ impl Tier {
             Tier::Slurm => "slurm",
             Tier::Nginx => "nginx",
             Tier::Hercules => "hercules",
+            Tier::Cpus => "cpus",
+            Tier::Smc => "smc",
+            Tier::Esp => "esp",
         }
     }
 }
@@ -125,6 +142,53 @@ pub fn skip(tier: Tier, test: &str, why: &str) {
     eprintln!("skipped {test}: {why} ({tier} tier; {REQUIRE_VAR}={tier} makes this a failure)");
 }
 
+/// The root tier's probe for the lab tests: whether this process may make
+/// network namespaces (root, a kernel with CONFIG_NET_NS) and name them
+/// under /run; otherwise [`skip`]s `test` saying why and returns false.
+#[track_caller]
+pub fn can_make_namespaces(test: &str) -> bool {
+    let probe = std::thread::spawn(|| {
+        // SAFETY: unshare(2) on this short-lived thread only, which exits
+        // at once: the namespace it enters goes with it.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    });
+    let why = match probe.join().expect("the namespace probe thread") {
+        Ok(()) if std::fs::metadata("/run").is_ok() => return true,
+        Ok(()) => "no /run directory for named namespaces".to_string(),
+        Err(e) => format!("cannot make a network namespace ({e}): run the tests as root"),
+    };
+    skip(Tier::Root, test, &why);
+    false
+}
+
+/// The CPU tier's probe for the pinning tests: whether this process may run
+/// on CPUs 0 and 1 (its affinity mask holds both); otherwise [`skip`]s
+/// `test` saying why and returns false.
+#[track_caller]
+pub fn can_pin_to_cpus_0_and_1(test: &str) -> bool {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity(2)
+    // fills it for this thread, with its size given.
+    let mask = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        (libc::sched_getaffinity(0, size, &mut set) == 0).then_some(set)
+    };
+    let why = match mask {
+        // SAFETY: CPU_ISSET reads the set filled above, for CPUs in range.
+        Some(set) if unsafe { libc::CPU_ISSET(0, &set) && libc::CPU_ISSET(1, &set) } => {
+            return true
+        }
+        Some(_) => "this process may not run on both CPU 0 and CPU 1".to_string(),
+        None => format!("sched_getaffinity: {}", std::io::Error::last_os_error()),
+    };
+    skip(Tier::Cpus, test, &why);
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +202,8 @@ mod tests {
         assert_eq!(names("mptcp,slurm", Tier::Slurm), Ok(true));
         assert_eq!(names("nginx", Tier::Nginx), Ok(true));
         assert_eq!(names("nginx,hercules", Tier::Hercules), Ok(true));
+        assert_eq!(names("cpus", Tier::Cpus), Ok(true));
+        assert_eq!(names("cpus", Tier::Smc), Ok(false));
         let e = names("root,chromum", Tier::Root).unwrap_err();
         assert!(e.contains("unknown tier 'chromum'"), "{e}");
     }

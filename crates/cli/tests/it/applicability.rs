@@ -10,9 +10,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use stackbench_testkit::{can_make_namespaces, skip, Tier};
 
 use crate::common::{examples, json_of, stackbench};
-use crate::lab::{can_make_namespaces, lab};
+use crate::lab::lab;
 
 /// Expects exit 2 and one line holding `needle`, quickly (nothing watched).
 fn refused(args: &[&str], needle: &str) {
@@ -225,13 +226,12 @@ fn ipsec_protected_traffic_is_excluded() {
     let _ = lab("down", &file).output();
     let up = lab("up", &file).output().unwrap();
     if !up.status.success() {
-        // No ESP in this kernel (no esp4 module): the part needs a kernel
-        // that has it (a guest); nothing was built.
-        eprintln!(
-            "skipped ipsec_protected_traffic_is_excluded: this kernel cannot carry the lab's ESP link: {}",
+        // No ESP in this kernel (no esp4 module): nothing was built.
+        let why = format!(
+            "this kernel cannot carry the lab's ESP link: {}",
             String::from_utf8_lossy(&up.stderr).trim()
         );
-        return;
+        return skip(Tier::Esp, "ipsec_protected_traffic_is_excluded", &why);
     }
     let (observed, _) = watch_a_run(&file, "RR1(1kB/1kB)");
     let _ = lab("down", &file).output();

@@ -13,8 +13,8 @@ use assert_cmd::prelude::*;
 use serde_json::Value;
 
 /// Plan files and stored-run fixtures, relative to the crate (the tests' working directory).
-pub const SEED003: &str = "../../examples/plan-seed003.toml";
-pub const SEED004: &str = "../../examples/plan-seed004.toml";
+pub const TN3270_CAPACITY: &str = "../../examples/plan-tn3270-capacity.toml";
+pub const ZIIP_IPSEC: &str = "../../examples/plan-ziip-ipsec.toml";
 pub const USL_PLAN: &str = "../../examples/plan-usl.toml";
 pub const USL_CSV: &str = "../../examples/usl-example.csv";
 pub const RATINGS: &str = "../../examples/ratings.toml";

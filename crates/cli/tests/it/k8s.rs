@@ -351,19 +351,42 @@ fn render_refuses_bad_input_in_one_line_writing_nothing() {
 
 /// The responder's rendered readiness probe, run here against the rendered
 /// responder command: it fails before the responder listens and passes
-/// once it does, reading the socket table (the probe a kubelet runs).
+/// once it does, reading the socket table (the probe a kubelet runs). Both
+/// are moved from the rendered port, which this host may be using, to a free
+/// one.
 #[test]
 fn the_rendered_readiness_probe_sees_the_rendered_responder_listen() {
     let (_dir, objects) = render(&study("quick.toml"), &["--agents", "1"]);
     let deployment = object(&objects, "Deployment", "quick-responder");
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
-    let probe = strings(&container["readinessProbe"]["exec"]["command"]);
-    let run_probe = || Command::new(probe[0]).args(&probe[1..]).status().unwrap();
-    if run_probe().success() {
-        eprintln!("skipped the probe test: something here already listens on port 7701");
-        return;
-    }
-    let command = strings(&container["command"]);
+    let port = std::net::TcpListener::bind("0.0.0.0:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let moved = |words: Vec<&str>, from: &str, to: &str| -> Vec<String> {
+        assert!(
+            words.iter().any(|w| w.contains(from)),
+            "{from} in {words:?}"
+        );
+        words.iter().map(|w| w.replace(from, to)).collect()
+    };
+    // The probe greps /proc/net/tcp* for the port in hex, listening.
+    let probe = moved(
+        strings(&container["readinessProbe"]["exec"]["command"]),
+        &format!(":{:04X} ", 7701),
+        &format!(":{port:04X} "),
+    );
+    let run_probe = || Command::new(&probe[0]).args(&probe[1..]).status().unwrap();
+    assert!(
+        !run_probe().success(),
+        "the probe passed before the responder listened on {port}"
+    );
+    let command = moved(
+        strings(&container["command"]),
+        "0.0.0.0:7701",
+        &format!("0.0.0.0:{port}"),
+    );
     assert_eq!(command[0], "stackbench");
     let mut serve = Command::cargo_bin("stackbench")
         .unwrap()
@@ -379,7 +402,10 @@ fn the_rendered_readiness_probe_sees_the_rendered_responder_listen() {
     let ready = run_probe();
     serve.kill().unwrap();
     serve.wait().unwrap();
-    assert!(line.contains("listening on 0.0.0.0:7701"), "{line}");
+    assert!(
+        line.contains(&format!("listening on 0.0.0.0:{port}")),
+        "{line}"
+    );
     assert!(
         ready.success(),
         "the probe did not see the responder listen"

@@ -4,32 +4,16 @@
 //! (no namespace, veth or qdisc left). Tests that need root skip
 //! with a message elsewhere.
 
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use stackbench_testkit::can_make_namespaces;
 
 use crate::common::{examples, json_ok, stackbench};
-
-/// Whether this process may make network namespaces; says why not otherwise.
-pub(crate) fn can_make_namespaces(test: &str) -> bool {
-    let probe = std::thread::spawn(|| {
-        // SAFETY: unshare(2) on this short-lived thread only.
-        (unsafe { libc::unshare(libc::CLONE_NEWNET) } == 0)
-            .then_some(())
-            .ok_or_else(std::io::Error::last_os_error)
-    });
-    match probe.join().unwrap() {
-        Ok(()) => true,
-        Err(e) => {
-            let why = format!("cannot make a network namespace ({e}): run the tests as root");
-            stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, &why);
-            false
-        }
-    }
-}
 
 /// `stackbench lab ACTION FILE`.
 pub(crate) fn lab(action: &str, file: &Path) -> Command {
@@ -147,31 +131,43 @@ fn bad_lab_files_are_one_line_errors() {
     }
 }
 
-/// Runs `cmd` as an unprivileged user (nobody, when the tests run as root)
-/// and returns its status and stderr; `None` (the test skips, saying so)
-/// when user nobody cannot even run the test binary here.
-pub fn output_without_root(mut cmd: Command, test: &str) -> Option<(Option<i32>, String)> {
+/// Runs `stackbench ARGS` as an unprivileged user (nobody, when the tests run
+/// as root) and returns its status and stderr. The binary and the files among
+/// `args` are copied into a directory anyone may read first, so user nobody
+/// can run them wherever the build and the checkout live.
+pub fn output_without_root(args: &[&str]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("stackbench");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("stackbench"), &bin).unwrap();
+    let mut cmd = Command::new(&bin);
+    cmd.env("STACKBENCH_DB", dir.path().join("results.db"));
+    for arg in args {
+        let path = Path::new(arg);
+        match path.file_name() {
+            Some(name) if path.is_file() => {
+                let copy = dir.path().join(name);
+                std::fs::copy(path, &copy).unwrap();
+                cmd.arg(copy)
+            }
+            _ => cmd.arg(arg),
+        };
+    }
     // SAFETY: geteuid(2) has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         cmd.uid(65534).gid(65534); // nobody
     }
     let out = cmd.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    if out.status.code() == Some(126)
-        || err.contains("Permission denied (os error 13)") && !err.contains("stackbench")
-    {
-        eprintln!("skipped {test}: user nobody cannot run the test binary here");
-        return None;
-    }
-    Some((out.status.code(), err))
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
 fn without_root_lab_up_says_to_use_sudo() {
-    let cmd = lab("up", &examples().join("lab-two-hosts.toml"));
-    let Some((code, err)) = output_without_root(cmd, "without_root_lab_up_says_to_use_sudo") else {
-        return;
-    };
+    let file = examples().join("lab-two-hosts.toml");
+    let (code, err) = output_without_root(&["lab", "up", &file.to_string_lossy()]);
     assert_eq!(code, Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(

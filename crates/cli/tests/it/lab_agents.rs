@@ -7,8 +7,10 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use stackbench_testkit::can_make_namespaces;
+
 use crate::common::{examples, json_ok, stackbench};
-use crate::lab::{can_make_namespaces, lab};
+use crate::lab::lab;
 
 /// The four-driver example under lab name `name`, so that no other test's
 /// `lab down` pulls it away mid-run.

@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use stackbench_testkit::can_make_namespaces;
+
 use crate::common::{examples, refused, stackbench};
 
 #[test]
@@ -56,7 +58,7 @@ fn a_run_across_a_distributor_is_refused_where_it_cannot_cross_it() {
     mptcp.extend(["--transport", "mptcp"]);
     refused("run", &mptcp, "transport mptcp is not distributed");
 }
-use crate::lab::{can_make_namespaces, lab};
+use crate::lab::lab;
 
 /// The example distributor lab with `edit` applied, under a name of the
 /// test's own, in a temporary directory.

@@ -8,8 +8,9 @@
 
 use std::process::Command;
 
+use stackbench_testkit::can_make_namespaces;
+
 use crate::common::{examples, json_of, refused, stackbench};
-use crate::lab::can_make_namespaces;
 use crate::lab::TestLab;
 
 #[test]

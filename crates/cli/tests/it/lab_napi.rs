@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+use stackbench_testkit::can_make_namespaces;
 
 use crate::common::{examples, json_ok, stackbench};
-use crate::lab::{can_make_namespaces, lab};
+use crate::lab::lab;
 
 /// The two-host example under lab name `name`, in a file of this test's own.
 fn own_lab(name: &str) -> PathBuf {

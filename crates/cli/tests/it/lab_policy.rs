@@ -15,9 +15,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
+use stackbench_testkit::can_make_namespaces;
 
 use crate::common::{refused, stackbench};
-use crate::lab::{can_make_namespaces, lab};
+use crate::lab::lab;
 use crate::lab::{stored_run_across, TestLab};
 
 #[test]

@@ -7,9 +7,10 @@
 use std::path::Path;
 
 use serde_json::Value;
+use stackbench_testkit::can_make_namespaces;
 
 use crate::common::{examples, json_ok, stackbench};
-use crate::lab::{can_make_namespaces, lab, output_without_root};
+use crate::lab::{lab, output_without_root};
 
 #[test]
 fn a_host_the_lab_lacks_is_one_line() {
@@ -50,14 +51,18 @@ fn a_host_the_lab_lacks_is_one_line() {
 
 #[test]
 fn without_root_a_lab_run_says_to_use_sudo() {
-    let mut cmd = stackbench();
-    cmd.args(["run", "--lab"])
-        .arg(examples().join("lab-two-hosts.toml"))
-        .args(["--from", "client", "--to", "server", "RR1(1B/1B)"]);
-    let Some((code, err)) = output_without_root(cmd, "without_root_a_lab_run_says_to_use_sudo")
-    else {
-        return;
-    };
+    let file = examples().join("lab-two-hosts.toml");
+    let file = file.to_string_lossy();
+    let (code, err) = output_without_root(&[
+        "run",
+        "--lab",
+        &file,
+        "--from",
+        "client",
+        "--to",
+        "server",
+        "RR1(1B/1B)",
+    ]);
     assert_eq!(code, Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
     assert!(err.contains("lab runs need root"), "{err}");

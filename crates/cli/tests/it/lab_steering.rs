@@ -10,9 +10,10 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
+use stackbench_testkit::{can_make_namespaces, Tier};
 
 use crate::common::refused;
-use crate::lab::{can_make_namespaces, lab};
+use crate::lab::lab;
 use crate::lab::{stored_run_across, TestLab};
 
 #[test]
@@ -58,14 +59,14 @@ fn can_steer(test: &str) -> bool {
         return false;
     }
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    let why = if !Path::new("/sys/class/net/lo/queues/rx-0/rps_cpus").exists() {
-        "this kernel has no RPS (CONFIG_RPS)"
+    let (tier, why) = if !Path::new("/sys/class/net/lo/queues/rx-0/rps_cpus").exists() {
+        (Tier::Root, "this kernel has no RPS (CONFIG_RPS)")
     } else if online.trim() == "0" {
-        "one CPU: nothing to steer to"
+        (Tier::Cpus, "one CPU: nothing to steer to")
     } else {
         return true;
     };
-    stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, why);
+    stackbench_testkit::skip(tier, test, why);
     false
 }
 

@@ -131,8 +131,8 @@ fn class_workers_give_each_class_its_own_cpu_per_transaction() {
 
 #[test]
 fn class_workers_split_the_cpus_among_classes_where_there_are_enough() {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 CPUs");
+    let test = "class_workers_split_the_cpus_among_classes_where_there_are_enough";
+    if !stackbench_testkit::can_pin_to_cpus_0_and_1(test) {
         return;
     }
     let cpus = ["--client-cpus", "0,1", "--server-cpus", "0,1"];

@@ -8,7 +8,8 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::common::{
-    fails_with, json_ok, plan, RATINGS, SEED003, SEED004, USL_CSV, USL_PLAN, WITHOUT_CPU, WITH_CPU,
+    fails_with, json_ok, plan, RATINGS, TN3270_CAPACITY, USL_CSV, USL_PLAN, WITHOUT_CPU, WITH_CPU,
+    ZIIP_IPSEC,
 };
 
 /// `plan ARGS… --json`, which must succeed, as JSON.
@@ -80,7 +81,7 @@ fn tn3270_cpu_example_from_flags() {
 
 #[test]
 fn tn3270_cpu_example_from_plan_file_json() {
-    let v = json(&["cpu", "-f", SEED003]);
+    let v = json(&["cpu", "-f", TN3270_CAPACITY]);
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["plan"], "cpu");
     assert_eq!(round(num(&v, "/cpu_s_per_elapsed_s"), 4), 0.0532);
@@ -94,7 +95,7 @@ fn tn3270_cpu_example_from_plan_file_json() {
 
 #[test]
 fn flags_override_the_plan_file() {
-    let v = json(&["cpu", "-f", SEED003, "--users", "256K"]);
+    let v = json(&["cpu", "-f", TN3270_CAPACITY, "--users", "256K"]);
     assert_eq!(num(&v, "/inputs/load/users"), 262_144.0);
 }
 
@@ -122,7 +123,7 @@ fn tn3270_rate_with_rating_needs_more_than_one_processor() {
 
 #[test]
 fn ziip_ipsec_offload_no_ziip() {
-    plan(&["offload", "-f", SEED004])
+    plan(&["offload", "-f", ZIIP_IPSEC])
         .assert()
         .success()
         .stdout(predicate::str::contains("CP 105.17 ÷ 2 engines"))
@@ -132,7 +133,7 @@ fn ziip_ipsec_offload_no_ziip() {
         .stdout(predicate::str::contains("8.59%"))
         .stdout(predicate::str::contains("92.45%"))
         .stdout(predicate::str::contains("at least 5.17% spilling over"));
-    let v = json(&["offload", "-f", SEED004]);
+    let v = json(&["offload", "-f", ZIIP_IPSEC]);
     assert_eq!(round(num(&v, "/workload_cp_pct_per_engine"), 2), 52.59);
     assert_eq!(round(num(&v, "/measured_cp_equiv_pct"), 2), 113.76);
     assert_eq!(num(&v, "/eligible_of_measured_pct").round(), 92.0);
@@ -168,7 +169,7 @@ fn ziip_ipsec_offload_one_ziip() {
 #[test]
 fn ziip_ipsec_normalized_figures() {
     for (args, shown, value) in [
-        (vec!["normalize", "-f", SEED004], "+4.9%", 4.9),
+        (vec!["normalize", "-f", ZIIP_IPSEC], "+4.9%", 4.9),
         (
             vec![
                 "normalize",
@@ -226,7 +227,7 @@ fn mva_anchor_vectors() {
 
 #[test]
 fn mva_tn3270_population_sweep() {
-    let v = json(&["mva", "-f", SEED003]);
+    let v = json(&["mva", "-f", TN3270_CAPACITY]);
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 6);
     let last = &points[5];
@@ -285,7 +286,7 @@ fn rescale_with_the_example_ratings() {
         "--ratings",
         RATINGS,
         "--source",
-        "seed003-z9-4way",
+        "tn3270-capacity-z9-4way",
         "--target",
         "example-8way",
         "--measured-rate",
@@ -299,12 +300,34 @@ fn rescale_with_the_example_ratings() {
     assert!((num(&v, "/source_itr_tps") - 8275.0 / 0.363).abs() < 1e-6);
 }
 
+/// The example ratings' z9 machine was named `seed003-z9-4way` before it was
+/// named after its document: scripts giving the old name get the same plan.
+#[test]
+fn the_example_z9_machine_answers_to_its_earlier_name() {
+    let by = |name: &str| {
+        json(&[
+            "rescale",
+            "--cpu-per-tran",
+            "0.176ms",
+            "--ratings",
+            RATINGS,
+            "--source",
+            name,
+            "--target",
+            "example-8way",
+        ])
+    };
+    let (new, old) = (by("tn3270-capacity-z9-4way"), by("seed003-z9-4way"));
+    assert_eq!(num(&old, "/source_per_engine_rating"), 398.0);
+    assert_eq!(old["target_cpu_s_per_tran"], new["target_cpu_s_per_tran"]);
+}
+
 #[test]
 fn storage_tn3270_projection() {
-    let v = json(&["storage", "-f", SEED003]);
+    let v = json(&["storage", "-f", TN3270_CAPACITY]);
     assert_eq!(v["users"], 131_072);
     assert_eq!(num(&v, "/components/1/total_bytes"), 2004.0 * 131_072.0);
-    plan(&["storage", "-f", SEED003])
+    plan(&["storage", "-f", TN3270_CAPACITY])
         .assert()
         .success()
         .stdout(predicate::str::contains("0B + 2004B × 131072 users"));
@@ -312,7 +335,7 @@ fn storage_tn3270_projection() {
 
 #[test]
 fn all_sections_of_a_plan_file() {
-    let v = json(&["all", "-f", SEED004]);
+    let v = json(&["all", "-f", ZIIP_IPSEC]);
     let plans: Vec<&str> = v
         .as_array()
         .unwrap()
@@ -345,7 +368,7 @@ fn from_a_stored_run() {
         "--ratings",
         RATINGS,
         "--source",
-        "seed003-z9-4way",
+        "tn3270-capacity-z9-4way",
         "--target",
         "example-8way",
     ]);
@@ -405,7 +428,7 @@ fn flags_make_missing_run_figures_unnecessary() {
         "--ratings",
         RATINGS,
         "--source",
-        "seed003-z9-4way",
+        "tn3270-capacity-z9-4way",
         "--target",
         "example-8way",
     ]);

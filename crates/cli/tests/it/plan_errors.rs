@@ -3,7 +3,7 @@
 
 use assert_cmd::prelude::*;
 
-use crate::common::{fails_with, plan, RATINGS, SEED004, WITHOUT_CPU, WITH_CPU};
+use crate::common::{fails_with, plan, RATINGS, WITHOUT_CPU, WITH_CPU, ZIIP_IPSEC};
 
 #[test]
 fn errors_are_one_line_with_exit_2() {
@@ -69,7 +69,7 @@ fn errors_are_one_line_with_exit_2() {
         ],
         "--users '8k'",
     );
-    fails_with(&["cpu", "-f", SEED004], "has no [cpu] section");
+    fails_with(&["cpu", "-f", ZIIP_IPSEC], "has no [cpu] section");
     fails_with(
         &["cpu", "-f", "no-such-plan.toml"],
         "--file no-such-plan.toml: cannot read it",
@@ -224,7 +224,7 @@ fn clap_errors_exit_2() {
 #[test]
 fn stored_run_without_cpu_needs_the_flag() {
     fails_with(
-        &["rescale", "--from", WITHOUT_CPU, "--ratings", RATINGS, "--source", "seed003-z9-4way", "--target", "example-8way"],
+        &["rescale", "--from", WITHOUT_CPU, "--ratings", RATINGS, "--source", "tn3270-capacity-z9-4way", "--target", "example-8way"],
         "before CPU accounting; rerun the measurement with a stackbench that records CPU, or give --cpu-per-tran",
     );
     fails_with(

@@ -127,8 +127,10 @@ fn scaling_example_runs_and_reports_the_usl_curve() {
             );
             assert!(dom.matches("<svg").count() >= 1, "figure in the DOM");
         }
-        None => eprintln!(
-            "SKIP rendering the scaling report: chromium is not installed (.ci/run installs it)"
+        None => stackbench_testkit::skip(
+            stackbench_testkit::Tier::Chromium,
+            "rendering the scaling report",
+            "chromium is not installed (.ci/run installs it)",
         ),
     }
 }

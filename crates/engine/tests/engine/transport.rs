@@ -329,16 +329,17 @@ fn an_old_driver_is_refused_naming_both_versions() {
     );
 }
 
-/// Over `smc` where the kernel has AF_SMC; here (no CONFIG_SMC) the refusal
-/// is asserted to be one line naming the kernel option.
+/// Over `smc` where the kernel has AF_SMC (the smc tier); elsewhere (no
+/// CONFIG_SMC) the refusal is asserted to be one line naming the kernel
+/// option, and the run is skipped through the tier gate.
 #[test]
 fn smc_runs_where_the_kernel_has_it_and_is_refused_with_the_reason_otherwise() {
+    let test = "smc_runs_where_the_kernel_has_it_and_is_refused_with_the_reason_otherwise";
     let target = "127.0.0.1:1".parse().unwrap();
     if let Err(e) = stackbench_engine::transport::row(Transport::Smc).check_usable(target) {
         assert!(e.starts_with("transport smc: "), "{e}");
         assert!(e.contains("CONFIG_SMC") && !e.contains('\n'), "{e}");
-        eprintln!("skipped the RR over smc: {e}");
-        return;
+        return stackbench_testkit::skip(stackbench_testkit::Tier::Smc, test, &e);
     }
     // Without an RDMA or ISM device SMC falls back to TCP and still runs;
     // the fallback is not checked yet (see transport::smc).

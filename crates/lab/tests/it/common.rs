@@ -1,34 +1,8 @@
-//! Helpers for the kernel tests: whether this process may make network
-//! namespaces (root, a kernel with CONFIG_NET_NS), and a guard that takes a
-//! lab down when a test ends, passed or failed.
+//! Helpers for the kernel tests: a guard that takes a lab down when a test
+//! ends, passed or failed, and the labs they build (whether this process may
+//! make namespaces is testkit's root-tier probe).
 
 use stackbench_lab::{parse_lab, Lab};
-
-/// Whether network namespaces can be made here; prints why not otherwise,
-/// so a skipped test says so in the test output.
-pub fn can_make_namespaces(test: &str) -> bool {
-    let probe = std::thread::spawn(|| {
-        // SAFETY: unshare(2) on this short-lived thread only.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    });
-    match probe.join().expect("probe thread") {
-        Ok(()) if std::fs::metadata("/run").is_ok() => true,
-        Ok(()) => {
-            let why = "no /run directory for named namespaces";
-            stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, why);
-            false
-        }
-        Err(e) => {
-            let why = format!("cannot make a network namespace ({e}): run the tests as root");
-            stackbench_testkit::skip(stackbench_testkit::Tier::Root, test, &why);
-            false
-        }
-    }
-}
 
 /// A lab that is taken down when the guard is dropped.
 pub struct LabGuard(pub Lab);

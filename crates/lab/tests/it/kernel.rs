@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use stackbench_lab::netlink::Netlink;
 use stackbench_lab::{netns, parse_lab, qdisc, read, render, rtnl, up, LabError};
+use stackbench_testkit::can_make_namespaces;
 
-use crate::common::{can_make_namespaces, namespaces, two_hosts, LabGuard};
+use crate::common::{namespaces, two_hosts, LabGuard};
 
 #[test]
 fn up_show_down_round_trip() {

@@ -9,8 +9,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 
 use stackbench_lab::netlink::Netlink;
 use stackbench_lab::{netns, parse_lab, read, render, rtnl, up};
+use stackbench_testkit::can_make_namespaces;
 
-use crate::common::{can_make_namespaces, namespaces, LabGuard};
+use crate::common::{namespaces, LabGuard};
 
 fn lab_text(name: &str, macvlans: &str, mode: &str) -> String {
     format!(

@@ -11,8 +11,9 @@ use stackbench_lab::htb::{self, ClassStats};
 use stackbench_lab::netlink::Netlink;
 use stackbench_lab::{netns, read, render, rtnl, up};
 use stackbench_model::settings::{priority_class, priority_tos};
+use stackbench_testkit::can_make_namespaces;
 
-use crate::common::{can_make_namespaces, namespaces, two_hosts, LabGuard};
+use crate::common::{namespaces, two_hosts, LabGuard};
 
 /// Sends `count` datagrams at priority level `level` (`None`: unmarked).
 fn send(addr: SocketAddr, level: Option<u8>, count: usize) {

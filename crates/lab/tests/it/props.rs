@@ -8,8 +8,9 @@
 use std::time::Duration;
 
 use stackbench_lab::{parse_lab, read, up, IpsecAlgorithm, IpsecMode, LabError, LinkQdisc};
+use stackbench_testkit::can_make_namespaces;
 
-use crate::common::{can_make_namespaces, namespaces, two_hosts, LabGuard};
+use crate::common::{namespaces, two_hosts, LabGuard};
 
 #[test]
 fn property_keys_parse() {

@@ -13,8 +13,9 @@ use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use stackbench_lab::{netns, up};
+use stackbench_testkit::can_make_namespaces;
 
-use crate::common::{can_make_namespaces, two_hosts, LabGuard};
+use crate::common::{two_hosts, LabGuard};
 
 const RATE_BPS: f64 = 100e6;
 const SEND_FOR: Duration = Duration::from_millis(2500);

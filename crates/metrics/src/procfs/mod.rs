@@ -263,13 +263,11 @@ mod tests {
         assert!(monotonic_ns() >= t0);
     }
 
-    /// Reads this machine's real files; skipped where /proc is absent.
+    /// Reads this machine's real files, with no skip: every run's CPU and
+    /// memory figures come from them, so a machine without /proc is one the
+    /// tool cannot measure on, and the test says so by failing.
     #[test]
     fn real_proc_files_give_sane_values() {
-        if !Path::new("/proc/stat").exists() {
-            eprintln!("skipped: /proc is not mounted");
-            return;
-        }
         let cpus = read_proc_stat().unwrap();
         assert!(!cpus.is_empty());
         assert!(cpus.values().all(|c| c.total() > 0));

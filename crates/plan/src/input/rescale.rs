@@ -81,6 +81,7 @@ fn machine(
                 rating,
                 engines,
                 description: None,
+                aliases: Vec::new(),
             },
         ));
     }

@@ -5,10 +5,10 @@
 
 use stackbench_record::RunRecord;
 use stackbench_record::{record_from_json, CpuAttribution};
+use stackbench_results::compare::output::{render_json, render_markdown, render_table};
 use stackbench_results::compare::{
     compare, compare_runs, Margins, RunInput, Verdict, CPU_NOT_ATTRIBUTABLE,
 };
-use stackbench_results::compare_output::{render_json, render_markdown, render_table};
 use stackbench_results::env::Environment;
 use stackbench_results::fixtures::{environment, jitter, record, with_cpu};
 use stackbench_results::metric::Metric;

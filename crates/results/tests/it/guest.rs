@@ -5,8 +5,8 @@
 //! `results show` prints the guest line.
 
 use stackbench_record::RunRecord;
+use stackbench_results::compare::output::{render_json, render_table};
 use stackbench_results::compare::{compare, emulated_sides, is_emulated, Margins, Verdict};
-use stackbench_results::compare_output::{render_json, render_table};
 use stackbench_results::export::render_show;
 use stackbench_results::fixtures::{guest_run_environment, with_kernel};
 use stackbench_results::report::{build_report, ReportOptions, StudyInput};

@@ -6,16 +6,16 @@
 use std::path::Path;
 use std::process::Command;
 
+use stackbench_model::study::parse_study;
 use stackbench_record::{CpuFigures, RunRecord, SideCpu};
+use stackbench_results::compare::output::{render_markdown, render_table};
 use stackbench_results::compare::{compare, Margins, Verdict};
-use stackbench_results::compare_output::{render_markdown, render_table};
 use stackbench_results::fixtures::{environment, jitter, record, with_cpu};
 use stackbench_results::metric::Metric;
 use stackbench_results::report::{build_report, Report, ReportOptions, StudyInput};
 use stackbench_results::store::{Labels, StoredRun};
-use stackbench_results::study::parse_study;
 use stackbench_results::sweep::group;
-use stackbench_results::sweep_usl::fit_usl;
+use stackbench_results::sweep::usl::fit_usl;
 
 /// Runs of one variant: `n` repetitions per workload with ±0.3% noise.
 /// `scale` multiplies rate, `cpu` multiplies CPU per transaction.

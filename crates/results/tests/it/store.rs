@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use stackbench_model::study::parse_study;
 use stackbench_record::{
     MemoryFigures, RepetitionValues, Repetitions, RunRecord, SideMemory, WarningRecord,
     SCHEMA_VERSION,
@@ -13,7 +14,7 @@ use stackbench_results::fixtures;
 use stackbench_results::store::{
     default_db_path, parse_label, parse_labels, Labels, RunId, Store, StoreError, MIGRATIONS,
 };
-use stackbench_results::study::{parse_study, run_study};
+use stackbench_results::study::run_study;
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
     pairs

@@ -19,7 +19,7 @@ pub mod names;
 
 use std::path::Path;
 
-use stackbench_results::study::{parse_study, Study, StudyError};
+use stackbench_model::study::{parse_study, Study, StudyError};
 
 use crate::error::{input, RunError};
 use crate::resolve::check_agents_fit;

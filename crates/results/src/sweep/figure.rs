@@ -12,10 +12,10 @@
 use plotters::prelude::*;
 use stackbench_plan::usl::Coefficients;
 
+use super::{Axis, ClassSweep, Point, Stat, XKind};
 use crate::figure::{short, FigureError, FONT, PANEL_H, PANEL_W, VARIANT_COLOURS};
 use crate::figure_marks::{with_marks, Placed, RunMark};
 use crate::metric::Metric;
-use crate::sweep::{Axis, ClassSweep, Point, Stat, XKind};
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 

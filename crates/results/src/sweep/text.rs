@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use stackbench_record::RunRecord;
 
+use super::usl::{fit_usl, usl_sentences};
+use super::{group, Series, Stat};
 use crate::store::Labels;
-use crate::sweep::{group, Series, Stat};
-use crate::sweep_usl::{fit_usl, usl_sentences};
 
 fn stat(s: &Stat, digits: usize) -> String {
     match s.half {

@@ -7,13 +7,13 @@
 use stackbench_plan::usl::Coefficients;
 use stackbench_record::RunRecord;
 
-use crate::compare_output::format_value;
+use super::figure::{sweep_figure, SweepMark};
+use super::usl::{fit_usl, usl_sentences, UslFailure, UslFit};
+use super::{group, Axis, ClassSweep, Stat, Sweep, XKind, LEVEL_PCT};
+use crate::compare::output::format_value;
 use crate::doc::Block;
 use crate::figure::FigureError;
 use crate::store::Labels;
-use crate::sweep::{group, Axis, ClassSweep, Stat, Sweep, XKind, LEVEL_PCT};
-use crate::sweep_figure::{sweep_figure, SweepMark};
-use crate::sweep_usl::{fit_usl, usl_sentences, UslFailure, UslFit};
 
 /// One figure of the subsection and the blocks that follow it.
 #[derive(Debug, Clone, PartialEq)]
@@ -338,7 +338,7 @@ mod tests {
             "{}",
             items[0]
         );
-        assert!(!s.figures[0].svg.contains(crate::sweep_figure::FIT_LEGEND));
+        assert!(!s.figures[0].svg.contains(crate::sweep::figure::FIT_LEGEND));
     }
 
     #[test]

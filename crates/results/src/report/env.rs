@@ -2,9 +2,9 @@
 //! each variant ran with (hosts, CPUs, guest VM, lab links, sysctls, TLS,
 //! storage per connection), one line per item, per variant where they differ.
 
-use crate::report_input::{StudyInput, Variants};
+use super::input::{StudyInput, Variants};
 use crate::store::StoredRun;
-use crate::study::format_cpu_list;
+use stackbench_model::units::format_cpu_list;
 
 fn cpu_side(cpus: &[usize]) -> String {
     if cpus.is_empty() {

@@ -29,6 +29,11 @@
 //!   two must give the same n and interval). Its latency percentiles are only
 //!   kept as the mean over the repetitions, so they are one observation.
 
+pub mod figure;
+pub mod report;
+pub mod text;
+pub mod usl;
+
 use stackbench_metrics::stats;
 use stackbench_model::size::{format_count, format_size, parse_count, parse_size};
 use stackbench_model::Workload;
@@ -240,7 +245,7 @@ pub struct Point {
     pub cpu_server_us_per_tran: Option<Stat>,
     /// How the clients paced their requests: think time or an offered rate
     /// when any run at the point did (the USL applies only where a sweep
-    /// saturates something, see `sweep_usl`).
+    /// saturates something, see `usl`).
     pub pacing: PacingMode,
     /// Mean think time Z, seconds, measured (else configured); think-time pacing.
     pub think_s: Option<f64>,

@@ -28,8 +28,8 @@ use stackbench_plan::report::sig;
 use stackbench_plan::usl::{plan, Coefficients, Estimate, UslInput, UslPlan};
 use stackbench_record::PacingMode;
 
-use crate::compare_output::format_value;
-use crate::sweep::{Point, Series, Stat, LEVEL_PCT};
+use super::{Point, Series, Stat, LEVEL_PCT};
+use crate::compare::output::format_value;
 
 /// Fewest runs and distinct client counts the planner's fit accepts.
 const MIN_RUNS: usize = 4;
@@ -459,7 +459,7 @@ pub fn usl_sentences(who: &str, fit: &Result<UslFit, UslFailure>) -> Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::{Point, Stat};
+    use super::{Point, Stat};
 
     fn series(points: &[(f64, &[f64])]) -> Series {
         let stat = |v: &[f64]| Stat::of(v.to_vec()).unwrap();

@@ -4,7 +4,7 @@
 
 use comfy_table::{presets, Cell, CellAlignment, Table};
 
-use crate::compare::{Comparison, Row, Verdict};
+use super::{Comparison, Row, Verdict};
 use crate::metric::Metric;
 
 /// A figure with precision that suits its size: `123,457`, `1,234.5`, `12.35`.

@@ -2,29 +2,34 @@
 //! files): a name, a description, the workloads, the run settings shared by all
 //! configurations, and named variants holding only what differs between them.
 //!
-//! Every run setting of the settings table (`stackbench_model::settings`) is a
+//! Every run setting of the settings table ([`crate::settings`]) is a
 //! key, at the top (all variants) or in a `[[variant]]`; `[sweep]` names one or
 //! two dimensions to cross (`clients = [1, 2, 4]`, `server_cpus = ["1", "0-1"]`).
 //! Parsing is strict; every error is one line naming the file, the line and
 //! column, and the allowed keys or values (see [`parse`]). [`Study::plan`]
 //! turns a study into the interleaved execution order (repetition-major, then
 //! workload, then variant: A B A B …) so drift over time hits every variant
-//! alike, and [`run_study`] walks that plan with a caller-supplied runner — the
-//! engine lives in another crate, so this one never opens a socket.
+//! alike; `stackbench_results::study::run_study` walks that plan with a
+//! caller-supplied runner. The file and its plan live here, beside the
+//! settings table whose rows are the file's keys, so that everything that
+//! reads a study file (the cli, the runner's Kubernetes renderer, the report)
+//! takes it from the bottom layer.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use stackbench_model::settings::{RunSettings, SettingError};
-use stackbench_model::sweep::{Sweep, SweepPoint};
-use stackbench_model::Workload;
-use stackbench_record::RunRecord;
 use thiserror::Error;
+
+use crate::settings::{RunSettings, SettingError};
+use crate::sweep::{Sweep, SweepPoint};
+use crate::Workload;
 
 mod parse;
 pub use parse::parse_study;
 
-use crate::store::Labels;
-pub use stackbench_model::units::format_cpu_list;
+/// Label key → value, e.g. `study=best-practices`, `kernel=6.1`: what a run
+/// is stored with (the result store's labels).
+pub type Labels = BTreeMap<String, String>;
 
 /// Repetitions when a study file gives none: enough for the compare verdict.
 pub const DEFAULT_REPETITIONS: u32 = 5;
@@ -49,7 +54,8 @@ pub fn reserved_label(key: &str) -> Option<String> {
     ))
 }
 
-/// The error a study runner returns (the CLI's `anyhow::Error` converts into it).
+/// The error a study runner returns (the CLI's `anyhow::Error` converts into
+/// it; see `stackbench_results::study::run_study`).
 pub type RunnerError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Why a study file could not be used or a study stopped.
@@ -330,41 +336,6 @@ impl Study {
         self.repetitions = n;
         Ok(())
     }
-}
-
-/// Runs `steps` in order: `runner` measures one step, `sink` stores it. Stops at
-/// the first failure or incomplete run (after handing an incomplete record to
-/// the sink, so what was measured is kept); every step before stays stored.
-/// Returns the number of steps completed.
-pub fn run_study(
-    steps: &[StudyStep],
-    runner: &mut dyn FnMut(&StudyStep) -> Result<RunRecord, RunnerError>,
-    sink: &mut dyn FnMut(&StudyStep, &RunRecord) -> Result<(), RunnerError>,
-) -> Result<usize, StudyError> {
-    let failed = |step: &StudyStep, source: RunnerError| StudyError::StepFailed {
-        step: step.index + 1,
-        total: step.total,
-        workload: step.workload.to_string(),
-        variant: step.variant.clone(),
-        source,
-    };
-    for step in steps {
-        let record = runner(step).map_err(|e| failed(step, e))?;
-        sink(step, &record).map_err(|e| failed(step, e))?;
-        if !record.complete {
-            return Err(StudyError::Incomplete {
-                step: step.index + 1,
-                total: step.total,
-                workload: step.workload.to_string(),
-                variant: step.variant.clone(),
-                reason: record
-                    .incomplete_reason
-                    .clone()
-                    .unwrap_or_else(|| "no reason given".into()),
-            });
-        }
-    }
-    Ok(steps.len())
 }
 
 #[cfg(test)]

@@ -7,16 +7,16 @@
 //! booleans by their TOML spelling. So `duration = 10` is refused as the
 //! command line refuses `--duration 10` (a duration needs a unit).
 
-use stackbench_model::settings::{self, RunSettings};
-use stackbench_model::sweep::{Sweep, SweepDim};
-use stackbench_model::Workload;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::{
-    reserved_label, SettingTexts, Study, StudyError, Variant, DEFAULT_REPETITIONS, MAX_REPETITIONS,
+    reserved_label, Labels, SettingTexts, Study, StudyError, Variant, DEFAULT_REPETITIONS,
+    MAX_REPETITIONS,
 };
-use crate::store::Labels;
+use crate::settings::{self, RunSettings};
+use crate::sweep::{Sweep, SweepDim};
+use crate::Workload;
 
 /// The study's own keys (besides settings).
 const STUDY_KEYS: &str = "name, description, workloads, repetitions, [sweep], [[variant]]";

@@ -8,12 +8,15 @@
 //! [`build_report`] is a pure function from stored runs to the HTML page, the
 //! Markdown text and the SVG files the Markdown links to. Runs carrying
 //! `sweep` labels are left out of the comparisons and shown in a sweep
-//! subsection instead ([`crate::sweep_report`]).
+//! subsection instead ([`crate::sweep::report`]).
+
+mod env;
+mod input;
 
 use stackbench_record::RunRecord;
 
+use crate::compare::output::{format_pct, format_value, summary_sentences};
 use crate::compare::{Comparison, Margins};
-use crate::compare_output::{format_pct, format_value, summary_sentences};
 use crate::complete::{left_out_line, split_complete, variant_of};
 use crate::doc::{render_html, render_markdown, Block};
 use crate::figure::{workload_figure, FigureError, VariantSamples};
@@ -21,14 +24,14 @@ use crate::metric::{class_key, Metric, Samples};
 use crate::observe::{changed_sentences, conclusion};
 use crate::quality::Quality;
 use crate::release_table::{ratio_figure, release_table, variant_kernels, ReleaseTable};
-use crate::report_env::{environment_items, study_file_mismatches};
-use crate::report_input::Variants;
-pub use crate::report_input::{studies, InputError, StudyInput};
 use crate::store::{Labels, StoredRun};
 use crate::sweep::is_swept;
+use crate::sweep::report::{sweep_section, MarksOf, SweepSection};
 use crate::sweep::Axis;
-use crate::sweep_report::{sweep_section, MarksOf, SweepSection};
 use crate::verdict_table::verdict_table;
+use env::{environment_items, study_file_mismatches};
+use input::Variants;
+pub use input::{studies, InputError, StudyInput};
 
 /// Report-wide options.
 #[derive(Debug, Clone)]
@@ -329,7 +332,7 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// The subsection of a study's swept runs (see `sweep_report`); a figure
+    /// The subsection of a study's swept runs (see `sweep::report`); a figure
     /// whose every run is warned says so in its caption.
     fn sweep(
         &mut self,

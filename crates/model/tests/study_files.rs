@@ -1,16 +1,12 @@
 //! Study files: the examples parse (they are fixtures), the plan interleaves
-//! variants, bad files give one-line errors naming file, line and the fix, and
-//! a study walks its plan with a fake runner, storing every run.
+//! variants, and bad files give one-line errors naming file, line and the fix.
+//! (Running a study's plan is tested where `run_study` lives, in the results
+//! crate's `study_runs`.)
 
 use std::path::PathBuf;
 
+use stackbench_model::study::{load_study, parse_study};
 use stackbench_model::CrrClose;
-use stackbench_record::RunRecord;
-use stackbench_results::fixtures;
-use stackbench_results::store::{Labels, Store};
-use stackbench_results::study::{
-    load_study, parse_study, run_study, RunnerError, StudyError, StudyStep,
-};
 
 fn example(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -298,101 +294,8 @@ fn bad_files_get_one_line_errors_with_file_line_and_fix() {
     );
 }
 
-fn fake_runner(step: &StudyStep) -> Result<RunRecord, RunnerError> {
-    let nodelay = step.settings.nodelay == Some(true);
-    let rate = if nodelay { 1100.0 } else { 1000.0 } + 5.0 * fixtures::jitter(7, step.index);
-    let mut r = fixtures::record(
-        &step.workload.to_string(),
-        rate,
-        50.0,
-        90.0,
-        1_700_000_000.0 + step.index as f64,
-    );
-    r.settings = step.settings.clone();
-    Ok(r)
-}
-
 #[test]
-fn a_study_stores_every_run_with_its_labels() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(Some(&dir.path().join("r.db"))).unwrap();
-    let study = load_study(&example("quick.toml")).unwrap();
-    let plan = study.plan(&[], "quick.toml").unwrap();
-    let env = fixtures::environment("6.1.0");
-    let mut seen = Vec::new();
-    let done = run_study(&plan, &mut fake_runner, &mut |step, rec| {
-        seen.push(step.index);
-        store.save(rec, &step.labels, &env)?;
-        Ok(())
-    })
-    .unwrap();
-    assert_eq!(done, 12);
-    assert_eq!(seen, (0..12).collect::<Vec<_>>());
-    let filter: Labels = [
-        ("study".to_string(), "quick".to_string()),
-        ("variant".to_string(), "nodelay".to_string()),
-    ]
-    .into();
-    let runs = store.select(&filter).unwrap();
-    assert_eq!(runs.len(), 6);
-    assert!(runs.iter().all(|r| r.record.settings.nodelay == Some(true)));
-}
-
-#[test]
-fn a_failed_or_incomplete_step_stops_the_study() {
-    let s = parse_study(
-        "name = \"x\"\nworkloads = [\"RR1(1B/1B)\"]\nrepetitions = 3\n",
-        "x.toml",
-    )
-    .unwrap();
-    let plan = s.plan(&[], "x.toml").unwrap();
-    let mut stored = 0;
-    let err = run_study(
-        &plan,
-        &mut |step| {
-            if step.index == 1 {
-                Err("responder refused".into())
-            } else {
-                fake_runner(step)
-            }
-        },
-        &mut |_, _| {
-            stored += 1;
-            Ok(())
-        },
-    )
-    .unwrap_err();
-    assert_eq!(stored, 1);
-    assert_eq!(
-        err.to_string(),
-        "study step 2/3 (RR1(1B/1B), variant default) failed: responder refused"
-    );
-    let mut stored = 0;
-    let err = run_study(
-        &plan,
-        &mut |step| {
-            let mut r = fake_runner(step)?;
-            if step.index == 1 {
-                r.complete = false;
-                r.incomplete_reason = Some("interrupted (Ctrl-C)".into());
-            }
-            Ok(r)
-        },
-        &mut |_, _| {
-            stored += 1;
-            Ok(())
-        },
-    )
-    .unwrap_err();
-    assert!(
-        matches!(err, StudyError::Incomplete { step: 2, .. }),
-        "{err}"
-    );
-    assert_eq!(stored, 2, "the incomplete run is kept, marked incomplete");
-}
-
-#[test]
-fn tn3270_capacity_example_is_seed_003s_population_sweep() {
+fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
     use stackbench_model::ThinkTime;
     let s = load_study(&example("tn3270-capacity.toml")).unwrap();
     let plan = s.plan(&[], "f").unwrap();

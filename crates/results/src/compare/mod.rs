@@ -19,21 +19,25 @@
 //! out, never counted); per class, except CPU per transaction of a mix whose
 //! classes shared worker threads, which is compared for the mix as a whole;
 //! and, above the verdicts, every setting, kernel and lab path that differs
-//! between the sides or among one side's runs ([`crate::compare_diff`]).
+//! between the sides or among one side's runs ([`crate::compare::diff`]).
 //!
 //! Log values make the interval a ratio (scale-free) and Welch's form tolerates
 //! unequal variances; it works from n = 2 per side, though the interval is then
 //! wide, which is why rows with fewer than 5 runs per side carry a note.
+
+pub mod diff;
+pub mod output;
+pub mod select;
 
 use serde::Serialize;
 use stackbench_model::settings::GuestAccel;
 use stackbench_record::{RunRecord, EMULATED_NOTE};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-pub use crate::compare_diff::RunInput;
-use crate::compare_diff::{differences, Difference};
 use crate::env::Environment;
 use crate::metric::{class_key, MarginKind, Metric, Samples, MIX_METRICS};
+pub use diff::RunInput;
+use diff::{differences, Difference};
 
 /// Runs per side below which a row carries a note.
 pub const RECOMMENDED_RUNS: usize = 5;

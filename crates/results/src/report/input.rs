@@ -1,13 +1,13 @@
 //! What a report is made from: one study's stored runs ([`StudyInput`]) and
 //! those runs split by variant ([`Variants`]), with the comparisons and
 //! per-variant values the report's sections and its environment items
-//! (`report_env`) both take.
+//! (`report::env`) both take.
 
 use stackbench_record::RunRecord;
 
 use crate::compare::{compare, emulated_sides, is_emulated, Comparison, Margins};
 use crate::store::{Labels, Store, StoreError, StoredRun};
-use crate::study::{parse_study, Study};
+use stackbench_model::study::{parse_study, Study};
 
 /// One study's stored runs and what is known about it.
 #[derive(Debug, Clone)]

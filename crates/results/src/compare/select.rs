@@ -9,7 +9,7 @@ use std::path::Path;
 
 use stackbench_record::RunRecord;
 
-use crate::compare::{is_emulated, RunInput};
+use super::{is_emulated, RunInput};
 use crate::env::Environment;
 use crate::record_file::{read_runs, RecordFileError};
 use crate::store::{parse_labels, Labels, RunId, Store, StoreError};
