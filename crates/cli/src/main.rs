@@ -7,11 +7,13 @@ mod agent_cmd;
 mod applicability_cmd;
 mod clap_error;
 mod compare_cmd;
+mod completions_cmd;
 mod exit;
 mod guest_cmd;
 mod interrupt;
 mod k8s_cmd;
 mod lab_cmd;
+mod man_cmd;
 mod plan_cmd;
 mod plan_render;
 mod progress;
@@ -69,6 +71,11 @@ enum Command {
     /// could take a faster path (SMCAT), with the projected CPU gain
     /// (docs/applicability.md).
     Applicability(applicability_cmd::ApplicabilityArgs),
+    /// Write the shell completion script (bash, zsh, fish, elvish or
+    /// powershell) to stdout.
+    Completions(completions_cmd::CompletionsArgs),
+    /// Write one man page per command and subcommand into DIR.
+    Man(man_cmd::ManArgs),
 }
 
 /// A closed stdout (`stackbench … | head`) ends the program quietly, as
@@ -186,6 +193,8 @@ fn main() {
         Command::Guest(args) => guest_cmd::run(args),
         Command::K8s(args) => k8s_cmd::run(args),
         Command::Applicability(args) => applicability_cmd::run(args),
+        Command::Completions(args) => completions_cmd::run(args, Cli::command()),
+        Command::Man(args) => man_cmd::run(args, Cli::command()),
     };
     std::process::exit(exit::code_for(result));
 }

@@ -1,11 +1,11 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
 //! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, the pinned
-//! Kubernetes schema validator, a Slurm cluster, nginx, hercules. A test that
-//! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
-//! tier (a comma-separated list, or `all`) the skip is a failure instead, so
-//! CI, which installs and starts what the tiers need, cannot pass by skipping
-//! them (ripgrep's and hyperfine's suites skip the same way locally; CI is
-//! where a missing tool must show).
+//! Kubernetes schema validator, a Slurm cluster, nginx, hercules, zsh, man. A
+//! test that cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE`
+//! naming the tier (a comma-separated list, or `all`) the skip is a failure
+//! instead, so CI, which installs and starts what the tiers need, cannot pass
+//! by skipping them (ripgrep's and hyperfine's suites skip the same way
+//! locally; CI is where a missing tool must show).
 
 use std::fmt;
 
@@ -46,10 +46,15 @@ pub enum Tier {
     /// loopback port) for the `tn3270` codec, and a real TN3270 terminal
     /// (the x3270 suite's scripted one) for the `tn3270` responder.
     Hercules,
+    /// zsh with its zpty module: the generated completion script loaded by
+    /// compinit and driven in an interactive zsh.
+    Zsh,
+    /// man-db's `man` (the generated man pages rendered with `man -l`).
+    Man,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 12] = [
+    pub const ALL: [Tier; 14] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -62,6 +67,8 @@ impl Tier {
         Tier::Slurm,
         Tier::Nginx,
         Tier::Hercules,
+        Tier::Zsh,
+        Tier::Man,
     ];
 
     /// The tier's name in `STACKBENCH_REQUIRE`.
@@ -79,6 +86,8 @@ impl Tier {
             Tier::Slurm => "slurm",
             Tier::Nginx => "nginx",
             Tier::Hercules => "hercules",
+            Tier::Zsh => "zsh",
+            Tier::Man => "man",
         }
     }
 }
@@ -138,6 +147,8 @@ mod tests {
         assert_eq!(names("mptcp,slurm", Tier::Slurm), Ok(true));
         assert_eq!(names("nginx", Tier::Nginx), Ok(true));
         assert_eq!(names("nginx,hercules", Tier::Hercules), Ok(true));
+        assert_eq!(names("zsh,man", Tier::Man), Ok(true));
+        assert_eq!(names("man", Tier::Zsh), Ok(false));
         let e = names("root,chromum", Tier::Root).unwrap_err();
         assert!(e.contains("unknown tier 'chromum'"), "{e}");
     }

@@ -6,6 +6,7 @@ mod applicability;
 mod bench_scripts;
 mod common;
 mod compare_cli;
+mod completions;
 mod docs;
 mod guest;
 mod guest_tier;
