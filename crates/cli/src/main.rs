@@ -136,7 +136,7 @@ fn guest_step_or_continue() {
 
 /// The hidden `__docs PAGE` subcommand: prints a reference page generated
 /// from the code (`settings`: docs/settings.md; `record`: docs/record.md;
-/// `backends`: docs/backends.md), for maintainers
+/// `schema`: docs/record.schema.json; `backends`: docs/backends.md), for maintainers
 /// regenerating docs/, so outside clap and its help.
 fn docs_or_continue() {
     let mut args = std::env::args().skip(1);
@@ -153,13 +153,17 @@ fn docs_or_continue() {
             print!("{}", stackbench_record::reference::record_page());
             std::process::exit(exit::OK);
         }
+        Some("schema") => {
+            print!("{}", stackbench_record::json_schema::record_schema_text());
+            std::process::exit(exit::OK);
+        }
         Some("backends") => {
             print!("{}", stackbench_engine::matrix::page());
             std::process::exit(exit::OK);
         }
         other => {
             eprintln!(
-                "stackbench: error: __docs {}: unknown page: use `__docs settings`, `__docs record` or `__docs backends`",
+                "stackbench: error: __docs {}: unknown page: use `__docs settings`, `__docs record`, `__docs schema` or `__docs backends`",
                 other.unwrap_or("(no page)")
             );
             std::process::exit(exit::USAGE);

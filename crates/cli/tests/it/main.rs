@@ -25,6 +25,7 @@ mod mix_cpu;
 mod plan;
 mod plan_errors;
 mod population;
+mod record_schema;
 mod results_cli;
 mod run;
 mod sidecar;
