@@ -7,11 +7,13 @@ mod agent_cmd;
 mod applicability_cmd;
 mod clap_error;
 mod compare_cmd;
+mod completions_cmd;
 mod exit;
 mod guest_cmd;
 mod interrupt;
 mod k8s_cmd;
 mod lab_cmd;
+mod man_cmd;
 mod plan_cmd;
 mod plan_render;
 mod progress;
@@ -69,6 +71,11 @@ enum Command {
     /// could take a faster path (SMCAT), with the projected CPU gain
     /// (docs/applicability.md).
     Applicability(applicability_cmd::ApplicabilityArgs),
+    /// Write the shell completion script (bash, zsh, fish, elvish or
+    /// powershell) to stdout.
+    Completions(completions_cmd::CompletionsArgs),
+    /// Write one man page per command and subcommand into DIR.
+    Man(man_cmd::ManArgs),
 }
 
 /// A closed stdout (`stackbench … | head`) ends the program quietly, as
@@ -129,7 +136,7 @@ fn guest_step_or_continue() {
 
 /// The hidden `__docs PAGE` subcommand: prints a reference page generated
 /// from the code (`settings`: docs/settings.md; `record`: docs/record.md;
-/// `backends`: docs/backends.md), for maintainers
+/// `schema`: docs/record.schema.json; `backends`: docs/backends.md), for maintainers
 /// regenerating docs/, so outside clap and its help.
 fn docs_or_continue() {
     let mut args = std::env::args().skip(1);
@@ -146,13 +153,17 @@ fn docs_or_continue() {
             print!("{}", stackbench_record::reference::record_page());
             std::process::exit(exit::OK);
         }
+        Some("schema") => {
+            print!("{}", stackbench_record::json_schema::record_schema_text());
+            std::process::exit(exit::OK);
+        }
         Some("backends") => {
             print!("{}", stackbench_engine::matrix::page());
             std::process::exit(exit::OK);
         }
         other => {
             eprintln!(
-                "stackbench: error: __docs {}: unknown page: use `__docs settings`, `__docs record` or `__docs backends`",
+                "stackbench: error: __docs {}: unknown page: use `__docs settings`, `__docs record`, `__docs schema` or `__docs backends`",
                 other.unwrap_or("(no page)")
             );
             std::process::exit(exit::USAGE);
@@ -186,6 +197,8 @@ fn main() {
         Command::Guest(args) => guest_cmd::run(args),
         Command::K8s(args) => k8s_cmd::run(args),
         Command::Applicability(args) => applicability_cmd::run(args),
+        Command::Completions(args) => completions_cmd::run(args, Cli::command()),
+        Command::Man(args) => man_cmd::run(args, Cli::command()),
     };
     std::process::exit(exit::code_for(result));
 }

@@ -5,9 +5,17 @@
 //! Every value flag accepts leading hyphens, so `--duration -1s` reaches the
 //! parser (which says a duration cannot be negative) instead of clap guessing
 //! that `-1s` is a flag.
+//!
+//! The table's allowed values also reach clap as possible values, for shell
+//! completion (`--protocol <TAB>`) and man pages only: they are not checked by
+//! clap (see [`TableValues`]), so a bad value still gets the setting's own
+//! message, the same as from a study key.
 
+use std::ffi::OsStr;
+
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 use clap::parser::ValueSource;
-use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches, ValueHint};
 use stackbench_model::settings::{RunSettings, SettingDef, SettingError, SETTINGS};
 
 /// The settings given on the command line, as text, in table order.
@@ -44,12 +52,63 @@ fn help_of(def: &SettingDef) -> String {
     help
 }
 
+/// Settings whose value names a file (or, for `kernel`, may): shells complete
+/// file names for them. Every other open setting is a number, duration, list
+/// or address, for which a file name is no candidate.
+const PATH_SETTINGS: &[&str] = &["lab", "cert", "key", "kernel"];
+
+/// What a shell completes for a setting's value: a closed one its allowed
+/// values (no hint needed: with `Other`, bash would not end a completed value
+/// with a space), a file one file names, any other nothing.
+fn hint_of(def: &SettingDef) -> ValueHint {
+    if PATH_SETTINGS.contains(&def.name) {
+        ValueHint::FilePath
+    } else if def.allowed.is_empty() {
+        ValueHint::Other
+    } else {
+        ValueHint::Unknown
+    }
+}
+
+/// The value parser of a setting flag: the text as given (what clap's default
+/// parser returns), carrying the table's allowed values as clap possible
+/// values without checking them. clap's own check would refuse `--protocol
+/// HTTP` with its message before the setting's parser could say its own,
+/// which a study key gets too; and "default" or the other spellings a type
+/// accepts beyond its canonical names would be refused outright.
+#[derive(Debug, Clone, Copy)]
+struct TableValues(&'static [&'static str]);
+
+impl TypedValueParser for TableValues {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &Command,
+        arg: Option<&Arg>,
+        value: &OsStr,
+    ) -> Result<String, clap::Error> {
+        StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        if self.0.is_empty() {
+            return None;
+        }
+        Some(Box::new(self.0.iter().map(|v| PossibleValue::new(*v))))
+    }
+}
+
 fn arg_of(def: &'static SettingDef) -> Arg {
     let arg = Arg::new(def.name)
         .long(def.name.replace('_', "-"))
         .visible_aliases(def.aliases())
         .help(help_of(def))
         .value_name(def.value_name)
+        .value_parser(TableValues(def.allowed))
+        .value_hint(hint_of(def))
+        // The help already ends in "[one of: …]" (`help_of`).
+        .hide_possible_values(true)
         .action(ArgAction::Set)
         .allow_hyphen_values(true);
     if def.switch {
@@ -96,7 +155,7 @@ impl Args for SettingFlags {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use clap::{CommandFactory, Parser};
     use stackbench_model::AppProtocol;
 
     #[derive(Debug, Parser)]
@@ -326,6 +385,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Completion and man pages see the table: every closed setting offers
+    /// its allowed values, every file setting files, and a value outside the
+    /// allowed ones still reaches the setting's own parser.
+    #[test]
+    fn flags_carry_the_tables_values_for_completion() {
+        let cmd = T::command();
+        for def in SETTINGS {
+            let arg = cmd
+                .get_arguments()
+                .find(|a| a.get_id() == def.name)
+                .unwrap_or_else(|| panic!("no flag for {}", def.name));
+            let values: Vec<String> = arg
+                .get_possible_values()
+                .iter()
+                .map(|v| v.get_name().to_string())
+                .collect();
+            assert_eq!(values, def.allowed, "{}", def.name);
+        }
+        for name in PATH_SETTINGS {
+            let arg = cmd.get_arguments().find(|a| a.get_id() == *name);
+            assert_eq!(
+                arg.map(|a| a.get_value_hint()),
+                Some(ValueHint::FilePath),
+                "{name} is no setting with a file hint"
+            );
+        }
+        let e = parse(&["--protocol", "HTTP"]).unwrap_err();
+        assert!(e.starts_with("--protocol HTTP: "), "{e}");
     }
 
     #[test]

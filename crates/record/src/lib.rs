@@ -7,12 +7,14 @@
 //!
 //! Every reader decodes with [`record_from_json`], which refuses a record
 //! from a newer stackbench and migrates an older one; [`flat`] turns records
-//! into the one-row-per-class table scripts read instead of the JSON.
+//! into the one-row-per-class table scripts read instead of the JSON;
+//! [`json_schema`] publishes the record's JSON Schema (docs/record.schema.json).
 
 pub mod applicability;
 pub mod env;
 pub mod flat;
 pub mod guest;
+pub mod json_schema;
 pub mod lab;
 pub mod migrate;
 pub mod reference;

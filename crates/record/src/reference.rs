@@ -30,7 +30,10 @@ pub fn record_page() -> String {
          `schema_version`s and refuses newer ones. Units are in the field names\n\
          (`_s` seconds, `_us` µs, `_pct` percent, `_bytes`, `_tps` transactions\n\
          per second) or, where a name has none, in the description. A field\n\
-         whose type ends in `| null` may be null or absent.\n\n"
+         whose type ends in `| null` may be null or absent. The same types'\n\
+         JSON Schema (draft 2020-12) is published as\n\
+         [record.schema.json](record.schema.json), for validating records of\n\
+         the current `schema_version` with any JSON Schema validator.\n\n"
     );
     out.push_str("## The run record\n\n");
     render_types(&mut out, &schema_for!(RunRecord), "");

@@ -1,7 +1,7 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
 //! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, the pinned
 //! Kubernetes schema validator, a Slurm cluster, nginx, hercules, two CPUs,
-//! AF_SMC, ESP — and the probes shared by more than one crate's tests. A test that
+//! AF_SMC, ESP, zsh, man — and the probes shared by more than one crate's tests. A test that
 //! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
 //! tier (a comma-separated list, or `all`) the skip is a failure instead, so
 //! CI, which installs and starts what the tiers need, cannot pass by skipping
@@ -57,10 +57,15 @@ pub enum Tier {
     /// ESP in this kernel (CONFIG_INET_ESP, CONFIG_XFRM): a lab link with
     /// `--link-ipsec` carrying traffic as root.
     Esp,
+    /// zsh with its zpty module: the generated completion script loaded by
+    /// compinit and driven in an interactive zsh.
+    Zsh,
+    /// man-db's `man` (the generated man pages rendered with `man -l`).
+    Man,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 15] = [
+    pub const ALL: [Tier; 17] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -76,6 +81,8 @@ impl Tier {
         Tier::Cpus,
         Tier::Smc,
         Tier::Esp,
+        Tier::Zsh,
+        Tier::Man,
     ];
 
     /// The tier's name in `STACKBENCH_REQUIRE`.
@@ -96,6 +103,8 @@ impl Tier {
             Tier::Cpus => "cpus",
             Tier::Smc => "smc",
             Tier::Esp => "esp",
+            Tier::Zsh => "zsh",
+            Tier::Man => "man",
         }
     }
 }
@@ -204,6 +213,8 @@ mod tests {
         assert_eq!(names("nginx,hercules", Tier::Hercules), Ok(true));
         assert_eq!(names("cpus", Tier::Cpus), Ok(true));
         assert_eq!(names("cpus", Tier::Smc), Ok(false));
+        assert_eq!(names("zsh,man", Tier::Man), Ok(true));
+        assert_eq!(names("man", Tier::Zsh), Ok(false));
         let e = names("root,chromum", Tier::Root).unwrap_err();
         assert!(e.contains("unknown tier 'chromum'"), "{e}");
     }

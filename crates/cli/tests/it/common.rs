@@ -49,12 +49,44 @@ pub fn json_of(output: &Output) -> Value {
 /// `stackbench run WORKLOAD --transactions N --json --no-store FLAGS...`,
 /// asserted to succeed: its JSON record.
 pub fn run_json(workload: &str, transactions: u64, flags: &[&str]) -> Value {
-    json_ok(
+    let record = json_ok(
         stackbench()
             .args(["run", workload, "--transactions", &transactions.to_string()])
             .args(["--json", "--no-store"])
             .args(flags),
-    )
+    );
+    assert_valid_record(&record);
+    record
+}
+
+/// The published record schema, docs/record.schema.json, compiled once.
+fn record_validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/record.schema.json");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let schema: Value = serde_json::from_str(&text).expect("the schema is JSON");
+        jsonschema::draft202012::new(&schema).expect("the schema compiles")
+    })
+}
+
+/// The errors of `record` against the published record schema, one line each.
+pub fn record_schema_errors(record: &Value) -> Vec<String> {
+    record_validator()
+        .iter_errors(record)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+/// Fails unless `record` validates against the published record schema.
+pub fn assert_valid_record(record: &Value) {
+    let errors = record_schema_errors(record);
+    assert!(
+        errors.is_empty(),
+        "the record does not match docs/record.schema.json:\n{}",
+        errors.join("\n")
+    );
 }
 
 pub fn json_ok(cmd: &mut Command) -> Value {

@@ -52,6 +52,27 @@ fn record_reference_is_up_to_date() {
     );
 }
 
+/// docs/record.schema.json is `stackbench __docs schema`, byte for byte: a
+/// record type changed (a field added, renamed, retyped or re-documented)
+/// without regenerating the published schema fails here, with the command
+/// that fixes it.
+#[test]
+fn record_schema_is_up_to_date() {
+    let out = stackbench().args(["__docs", "schema"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let checked_in = std::fs::read_to_string(repository().join("docs/record.schema.json")).unwrap();
+    assert!(
+        generated == checked_in,
+        "docs/record.schema.json is stale: run `{}`",
+        stackbench_record::json_schema::REGENERATE
+    );
+}
+
 /// docs/backends.md is `stackbench __docs backends`, byte for byte: a
 /// backend row, pair or case changed without regenerating the page fails
 /// here, with the command that fixes it.
