@@ -4,7 +4,7 @@ client other than stackbench (wrk, in bench/http.sh) can drive stackbench's
 own responder.
 
 The responder opens data listeners only when a driver asks for a test over
-its control connection (JSON lines, crates/engine/src/protocol.rs): this
+its control connection (JSON lines, crates/engine/src/control.rs): this
 script is that driver's control half and nothing else. It says hello,
 starts an RR test with protocol http1 (the responder then answers `GET /N`
 with a body of N bytes, as nginx serves a file named N), prints

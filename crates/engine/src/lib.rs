@@ -1,7 +1,8 @@
 //! The engine layer: the control protocol, the responder (`stackbench serve`),
 //! the driver, and the event-driven workers both are built on.
 //!
-//! Layout: `protocol` (versioned control messages), `app` (application
+//! Layout: `control` (the versioned messages of the control connection
+//! between driver and responder), `app` (application
 //! protocols above the byte stream: what a request and a response are), `transport` (the seam
 //! every data connection is opened, read, written and closed through: tcp,
 //! unix, mptcp), `sockopt` (socket options and the raw I/O calls under the
@@ -13,13 +14,13 @@
 
 pub mod affinity;
 pub mod app;
+pub mod control;
 pub mod driver;
 pub mod error;
 pub mod iomode;
 pub mod kmod;
 pub mod limits;
 pub mod matrix;
-pub mod protocol;
 pub mod responder;
 pub mod sampling;
 pub mod sidecar;

@@ -60,9 +60,9 @@ use worker::{Backend, ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::affinity;
 use crate::app::{http1, tn3270, Codec, Raw};
+use crate::control::{ServerTestStats, TestSpec};
 use crate::error::EngineError;
 use crate::limits;
-use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sampling::{self, Placement};
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Dialer, TransportOps};

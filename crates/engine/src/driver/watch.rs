@@ -14,7 +14,7 @@ use super::clock::Window;
 use super::gate::{self, GateState, StartGate};
 use super::worker::WorkerSlots;
 use super::{ControlClient, Progress, RunConfig};
-use crate::protocol::Reply;
+use crate::control::Reply;
 use crate::sampling::{self, MemoryPair, SidePair};
 use crate::sockdiag::Side;
 use crate::transport::Endpoint;

@@ -35,10 +35,10 @@ use std::thread::{self, JoinHandle};
 use mio::Waker;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::limits::{self, FdReservation};
-use crate::protocol::{
+use crate::control::{
     self, Reply, Request, ServerTestStats, TestSpec, TestThreads, PROTOCOL_VERSION,
 };
+use crate::limits::{self, FdReservation};
 use crate::sockopt;
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{IoMode, TlsParams};
@@ -535,13 +535,13 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
     let mut writer = BufWriter::new(conn);
     let mut owned: HashSet<u64> = HashSet::new();
     let result = (|| -> io::Result<()> {
-        while let Some(request) = protocol::recv::<Request>(&mut reader)? {
+        while let Some(request) = control::recv::<Request>(&mut reader)? {
             let reply = match request {
                 Request::Hello { version, .. } if version != PROTOCOL_VERSION => {
                     let message = format!(
                         "protocol version {version} is not supported by this responder (speaks {PROTOCOL_VERSION}): run the same stackbench version on both sides"
                     );
-                    protocol::send(&mut writer, &Reply::Error { message })?;
+                    control::send(&mut writer, &Reply::Error { message })?;
                     return Ok(());
                 }
                 Request::Hello { .. } => Reply::Hello {
@@ -601,7 +601,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                     }
                 }
             };
-            protocol::send(&mut writer, &reply)?;
+            control::send(&mut writer, &reply)?;
         }
         Ok(())
     })();

@@ -12,7 +12,7 @@ use stackbench_model::{SocketOptions, Transport};
 
 use super::ops::{cork_where_nagle, ListenRequest, Listening, TransportOps};
 use super::DataStream;
-use crate::protocol::ServerTestStats;
+use crate::control::ServerTestStats;
 
 #[derive(Debug)]
 pub struct Mptcp;

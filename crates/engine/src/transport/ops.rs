@@ -32,7 +32,7 @@ use stackbench_model::{SocketOptions, TlsParams, Transport};
 use stackbench_record::KtlsCounters;
 
 use super::{DataListener, DataStream, Dialer, Endpoint, SocketDir};
-use crate::protocol::ServerTestStats;
+use crate::control::ServerTestStats;
 
 /// What the responder opens for one test: per worker its listeners, the
 /// endpoints the `ready` reply announces, and the socket directory to

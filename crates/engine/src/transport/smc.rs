@@ -35,7 +35,7 @@ use stackbench_model::Transport;
 
 use super::ops::{ListenRequest, Listening, TransportOps};
 use super::DataStream;
-use crate::protocol::ServerTestStats;
+use crate::control::ServerTestStats;
 use crate::sockopt::AF_SMC;
 
 /// The `smc` row: TCP's options and spreading over AF_SMC sockets, a port

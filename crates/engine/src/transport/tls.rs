@@ -102,7 +102,7 @@ pub struct Handshake {
 
 impl Handshake {
     /// Counts this finished server handshake into a test's statistics.
-    pub fn count_into(&self, stats: &mut crate::protocol::ServerTestStats) {
+    pub fn count_into(&self, stats: &mut crate::control::ServerTestStats) {
         stats.tls_ktls_connections += u64::from(self.ktls);
         if self.resumed {
             stats.tls_resumed_handshakes += 1;
