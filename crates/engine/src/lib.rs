@@ -20,6 +20,7 @@ pub mod error;
 pub mod iomode;
 pub mod kmod;
 pub mod limits;
+mod lock;
 pub mod matrix;
 pub mod responder;
 pub mod sampling;

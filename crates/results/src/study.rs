@@ -12,8 +12,6 @@
 //! alike, and [`run_study`] walks that plan with a caller-supplied runner — the
 //! engine lives in another crate, so this one never opens a socket.
 
-use std::path::Path;
-
 use stackbench_model::settings::{RunSettings, SettingError};
 use stackbench_model::sweep::{Sweep, SweepPoint};
 use stackbench_model::Workload;
@@ -21,7 +19,7 @@ use stackbench_record::RunRecord;
 use thiserror::Error;
 
 mod parse;
-pub use parse::parse_study;
+pub use parse::{load_study, parse_study};
 
 use crate::store::Labels;
 pub use stackbench_model::units::format_cpu_list;
@@ -176,16 +174,6 @@ pub struct StudyStep {
     /// Labels to store the run with: study, variant, repetition, workload, and
     /// the variant's own labels.
     pub labels: Labels,
-}
-
-/// Reads and parses a study file.
-pub fn load_study(path: &Path) -> Result<Study, StudyError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| StudyError::Read {
-        file: file.clone(),
-        source,
-    })?;
-    parse_study(&text, &file)
 }
 
 impl Study {

@@ -39,6 +39,7 @@ use crate::control::{
     self, Reply, Request, ServerTestStats, TestSpec, TestThreads, PROTOCOL_VERSION,
 };
 use crate::limits::{self, FdReservation};
+use crate::lock::lock;
 use crate::sockopt;
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{IoMode, TlsParams};
@@ -364,12 +365,6 @@ fn start_uring_workers(n: usize) -> Result<(Vec<WorkerHandle>, Vec<JoinHandle<()
         });
     }
     Ok((handles, threads))
-}
-
-/// Locks a mutex, ignoring poisoning: the data behind these locks stays
-/// consistent even if a holder panicked.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A bound responder, not yet serving.
