@@ -27,6 +27,7 @@ pub mod sampling;
 pub mod sidecar;
 pub mod sockdiag;
 pub mod sockopt;
+pub mod test_stats;
 pub mod timer;
 pub mod transport;
 

@@ -14,6 +14,7 @@
 //! counters, and removes its socket directory.
 
 mod direct;
+mod handle;
 mod machine;
 mod mirror;
 #[cfg(test)]
@@ -26,13 +27,11 @@ mod worker;
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufReader, BufWriter};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 
-use mio::Waker;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::control::{
@@ -47,6 +46,7 @@ use stackbench_record::KtlsCounters;
 
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Endpoint, ListenRequest, Listening, SocketDir, Transport};
+use handle::{Wake, WorkerHandle};
 use own::OwnWorkers;
 use worker::{Backend, Command, Worker};
 
@@ -63,28 +63,6 @@ pub struct ResponderConfig {
     /// CPUs the process is pinned to (reported to drivers; pinning itself is
     /// the caller's job, before `bind`).
     pub cpus: Vec<usize>,
-}
-
-struct WorkerHandle {
-    commands: Sender<Command>,
-    waker: Wake,
-}
-
-/// How a worker is woken for its commands.
-enum Wake {
-    Epoll(Waker),
-    /// An io_uring worker keeps a read of this eventfd armed.
-    Uring(Arc<OwnedFd>),
-}
-
-impl WorkerHandle {
-    fn command(&self, cmd: Command) {
-        let _ = self.commands.send(cmd);
-        match &self.waker {
-            Wake::Epoll(w) => drop(w.wake()),
-            Wake::Uring(fd) => uring::wake_up(fd),
-        }
-    }
 }
 
 /// The worker pool shared by all control threads: the epoll workers, and
