@@ -8,6 +8,9 @@
 //! unix, mptcp), `sockopt` (socket options and the raw I/O calls under the
 //! fd-based transports), `limits` (file-descriptor budget), `timer` (the
 //! timing wheel for per-connection timers), `affinity` (CPU sets),
+//! `test_stats` (the responder's counters of one test: the control messages
+//! carry them, the transport rows count into them), `lock` (a mutex lock
+//! that ignores poisoning),
 //! `sidecar` (the TLS proxy processes of `tls_mode sidecar`), `responder`
 //! and `driver`, `iomode` (epoll or io_uring, and when io_uring falls
 //! back), `matrix` (which backend serves which case, as the rows say).
