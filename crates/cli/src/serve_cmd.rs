@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use stackbench_engine::affinity::{format_cpu_list, parse_cpu_list, pin_current_thread};
-use stackbench_engine::protocol::TestSpec;
+use stackbench_engine::control::TestSpec;
 use stackbench_engine::transport::Endpoint;
 use stackbench_engine::{ControlClient, Responder, ResponderConfig};
 use stackbench_model::settings::{AppProtocol, SettingValue};

@@ -1,6 +1,6 @@
 //! Application protocols: what the bytes of a transaction are, above the
 //! byte stream and independent of the I/O backend and the transport. (Not to
-//! be confused with [`crate::protocol`], the control protocol between driver
+//! be confused with [`crate::control`], the control protocol between driver
 //! and responder.) A protocol is two halves:
 //!
 //! - a [`Codec`] on the driver side: how long the next request is, and when

@@ -22,7 +22,25 @@ use io_uring::{types, IoUring};
 
 use stackbench_model::{AppProtocol, IoMode, Kind, Transport};
 
-use crate::driver::config::RunConfig;
+/// What choosing a run's backend reads of the run. The driver's
+/// `RunConfig` implements it (`driver/config.rs`): this module sits below
+/// the driver and the responder that build on its rows, so it names no type
+/// of theirs.
+pub trait RunCase {
+    /// The backend asked for.
+    fn io(&self) -> IoMode;
+    fn transport(&self) -> Transport;
+    fn protocol(&self) -> AppProtocol;
+    /// Each class's kind, and whether it is paced (think time or an offered
+    /// rate, its own or the run's).
+    fn classes(&self) -> Vec<(Kind, bool)>;
+    /// A connection ramp is set.
+    fn ramp(&self) -> bool;
+    /// Connections this process holds, over all classes.
+    fn total_clients_here(&self) -> u64;
+    /// The driver's worker threads.
+    fn threads(&self) -> usize;
+}
 
 /// Whether this process can use io_uring; the error says why not.
 pub fn uring_available() -> Result<(), String> {
@@ -53,8 +71,8 @@ fn probe() -> Result<(), String> {
 
 /// The backend `cfg` runs with, and when it is not the one asked for, why
 /// (one line naming the case, for the run's warnings; `auto` never warns).
-pub fn effective(cfg: &RunConfig) -> (IoMode, Option<String>) {
-    match cfg.io {
+pub fn effective(cfg: &impl RunCase) -> (IoMode, Option<String>) {
+    match cfg.io() {
         IoMode::Epoll => return (IoMode::Epoll, None),
         IoMode::Auto => return (auto_choice(cfg), None),
         IoMode::Uring => {}
@@ -76,9 +94,9 @@ pub fn effective(cfg: &RunConfig) -> (IoMode, Option<String>) {
 /// this kernel has it; epoll otherwise — streams, CRR, paced classes, TLS,
 /// a framed protocol (http1), and a lone connection per worker, which epoll's direct waiting serves
 /// with two syscalls per transaction (`driver::direct`).
-pub fn auto_choice(cfg: &RunConfig) -> IoMode {
-    let rr_only = cfg.workload.classes.iter().all(|c| c.kind == Kind::Rr);
-    let shared = cfg.total_clients_here() >= 2 * cfg.threads.max(1) as u64;
+pub fn auto_choice(cfg: &impl RunCase) -> IoMode {
+    let rr_only = cfg.classes().iter().all(|&(kind, _)| kind == Kind::Rr);
+    let shared = cfg.total_clients_here() >= 2 * cfg.threads().max(1) as u64;
     if rr_only && shared && URING.refusal(cfg).is_none() && uring_available().is_ok() {
         IoMode::Uring
     } else {
@@ -151,14 +169,12 @@ pub const DIRECT: Claims = Claims {
 
 impl Claims {
     /// The first case of `cfg` this backend does not cover, in one line.
-    pub fn refusal(&self, cfg: &RunConfig) -> Option<String> {
-        let paced = cfg.workload.classes.iter().any(|c| {
-            stackbench_model::Pacing::effective(c.pacing, cfg.pacing.think, cfg.pacing.rate)
-                .is_some()
-        });
-        let kinds = cfg.workload.classes.iter().map(|c| c.kind);
-        self.refuses(cfg.transport, cfg.pacing.ramp.is_some(), paced, kinds)
-            .or_else(|| self.refuses_protocol(cfg.protocol))
+    pub fn refusal(&self, cfg: &impl RunCase) -> Option<String> {
+        let classes = cfg.classes();
+        let paced = classes.iter().any(|&(_, paced)| paced);
+        let kinds = classes.iter().map(|&(kind, _)| kind);
+        self.refuses(cfg.transport(), cfg.ramp(), paced, kinds)
+            .or_else(|| self.refuses_protocol(cfg.protocol()))
     }
 
     /// Whether this backend refuses the application protocol, in one line

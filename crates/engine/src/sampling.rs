@@ -10,7 +10,7 @@ use stackbench_metrics::memory::{self, MemorySample};
 use stackbench_metrics::threads::{threads_side_cpu, ThreadTimes};
 use stackbench_record::{CpuFigures, MemoryFigures, SideCpu};
 
-use crate::protocol::TestThreads;
+use crate::control::TestThreads;
 use crate::sockdiag::Side;
 use crate::transport::Endpoint;
 

@@ -32,7 +32,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use stackbench_model::settings::{priority_class, priority_tos};
-use stackbench_model::{ClassPriorities, SocketOptions, Transport, Workload};
+use stackbench_model::SocketOptions;
 
 /// Bytes moved per `send`/`recv` call on both sides, and the size of each
 /// worker's two buffers (shared by all its connections). 128 KiB, iperf3's
@@ -122,35 +122,10 @@ pub(crate) fn set_priority(fd: RawFd, level: u8) -> io::Result<()> {
 /// `AF_SMC` (not in libc).
 pub(crate) const AF_SMC: libc::c_int = 43;
 
-/// Checks a run's priority setting before it starts: one level per class of
-/// every workload, and a process allowed to set SO_PRIORITY above 6. The
-/// error is one line with the fix.
-pub fn check_priority(
-    priority: Option<&ClassPriorities>,
-    workloads: &[Workload],
-    transport: Transport,
-) -> Result<(), String> {
-    let Some(p) = priority else {
-        return Ok(());
-    };
-    for w in workloads {
-        p.check_classes(&w.to_string(), w.classes.len())?;
-    }
-    let level = p.0.iter().copied().max().unwrap_or(0);
-    let asked = SocketOptions {
-        priority: Some(level),
-        ..SocketOptions::default()
-    };
-    if crate::transport::row(transport)
-        .effective_options(&asked)
-        .0
-        .priority
-        .is_none()
-    {
-        return Ok(()); // not applied (a warning says so)
-    }
-    probe_priority(level)
-}
+/// The check of a run's priority setting before it starts lives with the
+/// transport rows it asks (whether the row applies SO_PRIORITY at all);
+/// named here too, beside the calls that set and probe it.
+pub use crate::transport::check_priority;
 
 /// Sets level `level` on a probe socket: whether this process may.
 pub fn probe_priority(level: u8) -> Result<(), String> {

@@ -262,7 +262,7 @@ fn responder_returns_its_cpu_and_memory_samples() {
     let h = responder("127.0.0.1:0");
     let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
     match control.sample() {
-        Ok(stackbench_engine::protocol::Reply::Sample { cpu, memory, .. }) => {
+        Ok(stackbench_engine::control::Reply::Sample { cpu, memory, .. }) => {
             assert!(!cpu.cpus.is_empty());
             assert!(cpu.process.is_some());
             assert!(memory.unwrap().rss_bytes > 0);

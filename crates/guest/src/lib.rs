@@ -20,6 +20,7 @@ mod error;
 mod frame;
 mod init;
 mod initramfs;
+mod job;
 mod kernel;
 mod modinfo;
 mod module_file;
@@ -30,6 +31,7 @@ use std::time::Duration;
 
 pub use error::GuestError;
 pub use init::{guest_init_main, is_guest_init};
+pub use job::{Job, JobOutput};
 pub use kernel::{cache_dir, resolve_kernel, Kernel};
 
 use qemu::{Boot, Outcome};
@@ -56,32 +58,6 @@ pub struct GuestSpec {
     pub vcpus: u32,
     pub memory_mib: u64,
     pub accel: Accel,
-}
-
-/// One stackbench command to run in the guest.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Job {
-    /// The arguments after the program name, e.g. `["run", "RR1(1B/1B)", "--json"]`.
-    /// A first argument that is an absolute path runs that guest program
-    /// instead of stackbench (`["/bin/sh", "-c", "modprobe tls"]`).
-    pub args: Vec<String>,
-    /// (host file, absolute guest path) pairs copied into the guest.
-    pub files: Vec<(PathBuf, String)>,
-    /// For the whole guest run, boot included.
-    pub timeout: Duration,
-}
-
-/// The job's result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobOutput {
-    /// The command's exit status (128 + signal when a signal ended it).
-    pub status: i32,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    /// What the guest was, as the run's environment stores it.
-    pub info: GuestEnvironment,
-    /// The last ~40 lines of the guest console.
-    pub console_tail: String,
 }
 
 /// How long a KVM guest may take to say ready before Auto gives up on KVM.

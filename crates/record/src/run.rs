@@ -17,6 +17,7 @@ use stackbench_model::{Kind, StreamDirection};
 
 mod agents;
 mod ktls;
+mod latency;
 mod schema;
 mod served;
 mod stall;
@@ -24,6 +25,7 @@ mod tls;
 
 pub use agents::{AgentClassRow, AgentRecord, AgentsSummary};
 pub use ktls::{KtlsCounters, KtlsFigures};
+pub use latency::LatencyUs;
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
 pub use served::{BackendConnections, ServedBy};
 pub use stall::StallBand;
@@ -84,29 +86,6 @@ pub struct RunRecord {
     /// store keeps it instead of one captured here. Not part of the JSON.
     #[serde(skip)]
     pub environment: Option<serde_json::Value>,
-}
-
-/// Latency of one transaction, from the first byte of the request being handed
-/// to the kernel (for CRR: from `connect()`) to the last byte of the response
-/// being received, in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct LatencyUs {
-    /// Mean, µs.
-    pub mean: f64,
-    /// Smallest, µs.
-    pub min: f64,
-    /// Median, µs.
-    pub p50: f64,
-    /// 90th percentile, µs.
-    pub p90: f64,
-    /// 99th percentile, µs.
-    pub p99: f64,
-    /// 99.9th percentile, µs.
-    pub p999: f64,
-    /// Largest, µs.
-    pub max: f64,
-    /// Standard deviation, µs.
-    pub stdev: f64,
 }
 
 /// Errors of single connections, by cause. They are counted, not fatal.

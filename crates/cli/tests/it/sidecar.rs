@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use stackbench_engine::protocol::{Reply, TestSpec};
+use stackbench_engine::control::{Reply, TestSpec};
 use stackbench_engine::transport::Endpoint;
 use stackbench_engine::ControlClient;
 use stackbench_model::settings::{CertType, CipherSuite, SettingValue, TlsMode};

@@ -9,6 +9,8 @@ use std::sync::Mutex;
 
 use stackbench_metrics::threads::ThreadTimes;
 
+use crate::lock::lock;
+
 /// One worker thread of a class.
 struct Entry {
     class: usize,
@@ -67,8 +69,4 @@ impl ClassThreads {
         }
         out
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -1,16 +1,19 @@
 //! What one workload's run is told: [`RunConfig`], resolved from the
-//! settings by the runner. Apart from the driver's loop so that the I/O
-//! backend choice (`iomode`), which reads it, and the driver, which runs it,
-//! do not import each other.
+//! settings by the runner. The I/O backend choice (`iomode`) reads it
+//! through [`RunCase`], which it implements here, so that `iomode`, below
+//! the driver, imports nothing of it.
 
 use std::time::Duration;
 
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, Spin};
-use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{
+    AppProtocol, IoMode, Kind, Pacing, SocketOptions, TlsParams, Transport, Workload,
+};
 
 use super::pace::PacingConfig;
+use crate::iomode::RunCase;
 
 /// One workload's run settings (already resolved). Not serializable: what
 /// crosses a process boundary is a wire's own type (the agent wire's
@@ -59,6 +62,40 @@ pub struct RunConfig {
     /// i of N's segment (its clients keep their global indexes, so their
     /// ramp places, think-time phases and quotas are the one-process run's).
     pub segment: Segment,
+}
+
+impl RunCase for RunConfig {
+    fn io(&self) -> IoMode {
+        self.io
+    }
+
+    fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    fn protocol(&self) -> AppProtocol {
+        self.protocol
+    }
+
+    fn classes(&self) -> Vec<(Kind, bool)> {
+        let (think, rate) = (self.pacing.think, self.pacing.rate);
+        let classes = self.workload.classes.iter();
+        classes
+            .map(|c| (c.kind, Pacing::effective(c.pacing, think, rate).is_some()))
+            .collect()
+    }
+
+    fn ramp(&self) -> bool {
+        self.pacing.ramp.is_some()
+    }
+
+    fn total_clients_here(&self) -> u64 {
+        RunConfig::total_clients_here(self)
+    }
+
+    fn threads(&self) -> usize {
+        self.threads
+    }
 }
 
 impl RunConfig {

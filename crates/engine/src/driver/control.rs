@@ -1,4 +1,6 @@
-//! The driver's end of the control connection (see `protocol`), or, for a
+//! The driver's end of the control connection (its messages are
+//! [`crate::control`]'s; this private module shares the name because it is
+//! the driver's half of them), or, for a
 //! target named by a protocol's scheme, of none: a plain server driven
 //! directly in its protocol — `http://HOST:PORT` (nginx, any HTTP/1.1
 //! server) with `protocol http1`, `tn3270://HOST:PORT` (a TN3270 server)
@@ -10,8 +12,8 @@ use std::io::{BufReader, BufWriter, ErrorKind};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::control::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::error::EngineError;
-use crate::protocol::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::transport::{Endpoint, Transport};
 use stackbench_model::{AppProtocol, TlsParams};
 
@@ -227,8 +229,8 @@ impl ControlClient {
                 "a plain server has no control connection: no responder counters or samples".into(),
             ));
         };
-        protocol::send(&mut link.writer, request).map_err(EngineError::Control)?;
-        match protocol::recv::<Reply>(&mut link.reader).map_err(EngineError::Control)? {
+        control::send(&mut link.writer, request).map_err(EngineError::Control)?;
+        match control::recv::<Reply>(&mut link.reader).map_err(EngineError::Control)? {
             Some(Reply::Error { message }) => Err(EngineError::Refused(message)),
             Some(reply) => Ok(reply),
             None => Err(EngineError::ResponderGone),

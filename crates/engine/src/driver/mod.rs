@@ -36,7 +36,7 @@ mod worker;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::warnings::stall_band;
@@ -54,35 +54,18 @@ pub use control::ControlClient;
 pub use gate::{GateState, StartGate};
 use pace::Pace;
 pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
-pub use watch::CONNECT_GRACE_NS;
+pub use watch::{Progress, CONNECT_GRACE_NS};
 use watch::{Watch, Watched};
 use worker::{Backend, ClassPlan, Client, Shared, Worker, WorkerSlots};
 
 use crate::affinity;
 use crate::app::{self, Protocol, Raw, Visit};
+use crate::control::{ServerTestStats, TestSpec};
 use crate::error::EngineError;
 use crate::limits;
-use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sampling::{self, Placement};
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Dialer, TransportOps};
-
-/// A live view of a run, for progress displays (agents send it as the
-/// agent wire's `ProgressReport`).
-#[derive(Debug, Clone)]
-pub struct Progress {
-    pub elapsed: Duration,
-    /// Clients are still connecting: the window has not opened.
-    pub connecting: bool,
-    /// Clients connected so far.
-    pub connected: u64,
-    /// Connecting or warming up.
-    pub in_warmup: bool,
-    /// Time into the measurement window, once it started.
-    pub measured: Option<Duration>,
-    /// Counted transactions so far, per class.
-    pub transactions: Vec<u64>,
-}
 
 /// What one workload run produced.
 #[derive(Debug, Clone)]
@@ -750,6 +733,7 @@ mod tests {
     use super::*;
     use stackbench_metrics::warnings::PathFloor;
     use stackbench_model::{IoMode, Spin};
+    use std::time::Duration;
 
     #[test]
     fn class_workers_share_out_the_cpus_only_when_each_class_gets_one() {

@@ -23,7 +23,7 @@ use stackbench_record::{
 use super::accum::ClassAccum;
 use super::pace::{Pace, PacingConfig};
 use super::RunConfig;
-use crate::protocol::ServerTestStats;
+use crate::control::ServerTestStats;
 
 /// At or above this message size, a class with no transaction probably needs
 /// more time than the window per transaction.

@@ -13,8 +13,8 @@ use super::class_threads::ClassThreads;
 use super::clock::Window;
 use super::gate::{self, GateState, StartGate};
 use super::worker::WorkerSlots;
-use super::{ControlClient, Progress, RunConfig};
-use crate::protocol::Reply;
+use super::{ControlClient, RunConfig};
+use crate::control::Reply;
 use crate::sampling::{self, MemoryPair, SidePair};
 use crate::sockdiag::Side;
 use crate::transport::Endpoint;
@@ -25,6 +25,23 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(20);
 /// Sleep between checks while clients connect: the window opens within this
 /// of the last connection (a few thousand cheap wake-ups over a long ramp).
 const CONNECT_INTERVAL: Duration = Duration::from_millis(1);
+/// A live view of a run, for progress displays (agents send it as the
+/// agent wire's `ProgressReport`).
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub elapsed: Duration,
+    /// Clients are still connecting: the window has not opened.
+    pub connecting: bool,
+    /// Clients connected so far.
+    pub connected: u64,
+    /// Connecting or warming up.
+    pub in_warmup: bool,
+    /// Time into the measurement window, once it started.
+    pub measured: Option<Duration>,
+    /// Counted transactions so far, per class.
+    pub transactions: Vec<u64>,
+}
+
 /// Progress is refreshed this often.
 const PROGRESS_INTERVAL_NS: u64 = 100_000_000;
 /// How long after the ramp's planned end the window waits for clients that

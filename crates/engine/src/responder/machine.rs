@@ -43,7 +43,7 @@ use std::io;
 use stackbench_model::{AppProtocol, CrrClose, Kind};
 
 use crate::app::{Handler, Raw, Setup};
-use crate::protocol::{ServerTestStats, TestSpec};
+use crate::control::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::tls::Handshake;
 

@@ -35,8 +35,8 @@ use stackbench_model::Kind;
 use super::machine::{self, Buffers, ConnIo, ConnState, Step, Test};
 use super::worker::Backend;
 use crate::app::{Handler, Protocol, Raw};
+use crate::control::{ServerTestStats, TestSpec};
 use crate::iomode::Claims;
-use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::IO_CHUNK_BYTES;
 use crate::transport::tls::Handshake;
 

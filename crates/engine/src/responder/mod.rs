@@ -14,6 +14,7 @@
 //! counters, and removes its socket directory.
 
 mod direct;
+mod handle;
 mod machine;
 mod mirror;
 #[cfg(test)]
@@ -26,19 +27,18 @@ mod worker;
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufReader, BufWriter};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 
-use mio::Waker;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::limits::{self, FdReservation};
-use crate::protocol::{
+use crate::control::{
     self, Reply, Request, ServerTestStats, TestSpec, TestThreads, PROTOCOL_VERSION,
 };
+use crate::limits::{self, FdReservation};
+use crate::lock::lock;
 use crate::sockopt;
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{IoMode, TlsParams};
@@ -46,6 +46,7 @@ use stackbench_record::KtlsCounters;
 
 use crate::sidecar::{ProxyConfig, Role, SidecarProxy};
 use crate::transport::{self, Endpoint, ListenRequest, Listening, SocketDir, Transport};
+use handle::{Wake, WorkerHandle};
 use own::OwnWorkers;
 use worker::{Backend, Command, Worker};
 
@@ -62,28 +63,6 @@ pub struct ResponderConfig {
     /// CPUs the process is pinned to (reported to drivers; pinning itself is
     /// the caller's job, before `bind`).
     pub cpus: Vec<usize>,
-}
-
-struct WorkerHandle {
-    commands: Sender<Command>,
-    waker: Wake,
-}
-
-/// How a worker is woken for its commands.
-enum Wake {
-    Epoll(Waker),
-    /// An io_uring worker keeps a read of this eventfd armed.
-    Uring(Arc<OwnedFd>),
-}
-
-impl WorkerHandle {
-    fn command(&self, cmd: Command) {
-        let _ = self.commands.send(cmd);
-        match &self.waker {
-            Wake::Epoll(w) => drop(w.wake()),
-            Wake::Uring(fd) => uring::wake_up(fd),
-        }
-    }
 }
 
 /// The worker pool shared by all control threads: the epoll workers, and
@@ -366,12 +345,6 @@ fn start_uring_workers(n: usize) -> Result<(Vec<WorkerHandle>, Vec<JoinHandle<()
     Ok((handles, threads))
 }
 
-/// Locks a mutex, ignoring poisoning: the data behind these locks stays
-/// consistent even if a holder panicked.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// A bound responder, not yet serving.
 pub struct Responder {
     listener: TcpListener,
@@ -535,13 +508,13 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
     let mut writer = BufWriter::new(conn);
     let mut owned: HashSet<u64> = HashSet::new();
     let result = (|| -> io::Result<()> {
-        while let Some(request) = protocol::recv::<Request>(&mut reader)? {
+        while let Some(request) = control::recv::<Request>(&mut reader)? {
             let reply = match request {
                 Request::Hello { version, .. } if version != PROTOCOL_VERSION => {
                     let message = format!(
                         "protocol version {version} is not supported by this responder (speaks {PROTOCOL_VERSION}): run the same stackbench version on both sides"
                     );
-                    protocol::send(&mut writer, &Reply::Error { message })?;
+                    control::send(&mut writer, &Reply::Error { message })?;
                     return Ok(());
                 }
                 Request::Hello { .. } => Reply::Hello {
@@ -601,7 +574,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                     }
                 }
             };
-            protocol::send(&mut writer, &reply)?;
+            control::send(&mut writer, &reply)?;
         }
         Ok(())
     })();

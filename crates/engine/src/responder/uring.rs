@@ -40,8 +40,8 @@ use super::machine::{errno_kind, ConnState, Step, Test, Then, Touch};
 use super::uring_submit::{self as submit, Completed, Submit, CLOSING, QUEUED};
 use super::worker::{leftover, Backend, Command, Commanded};
 use crate::app::Raw;
+use crate::control::{ServerTestStats, TestSpec};
 use crate::iomode::{self, build, enter, Claims};
-use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::transport::{DataListener, DataStream};
 

@@ -161,7 +161,7 @@ mod tests {
     use stackbench_model::{AppProtocol, IoMode, SocketOptions};
 
     use super::*;
-    use crate::protocol::TestSpec;
+    use crate::control::TestSpec;
 
     fn test(kind: Kind, (request, response): (u64, u64), socket: SocketOptions) -> Test {
         Test::new(

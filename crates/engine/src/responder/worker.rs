@@ -41,8 +41,8 @@ use stackbench_model::AppProtocol;
 
 use super::machine::{self, Buffers, ConnIo, ConnState, Step, Test};
 use crate::app::{self, Handler, Protocol, Raw, Visit};
+use crate::control::{ServerTestStats, TestSpec};
 use crate::iomode::{self, Claims};
-use crate::protocol::{ServerTestStats, TestSpec};
 use crate::sockopt;
 use crate::transport::tls::Handshake;
 use crate::transport::{DataListener, DataStream};

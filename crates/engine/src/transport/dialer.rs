@@ -21,7 +21,6 @@
 //! connection's slot, fixed for the client's life, so paths fill evenly.
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::AsRawFd;
 
 use socket2::{Domain, Protocol, SockAddr};
@@ -30,11 +29,11 @@ use stackbench_model::SocketOptions;
 use openssl::ssl::{SslContext, SslSession};
 
 use super::tls::TlsConn;
-use super::{DataStream, Endpoint, TransportOps};
+use super::DataStream;
 use crate::sockopt;
 
 /// Most loopback source addresses used (127.0.0.1 … 127.0.0.254).
-const MAX_SOURCES: u32 = 254;
+pub(super) const MAX_SOURCES: u32 = 254;
 /// Connections per path when the port range cannot be read (7/16 of the
 /// default range 32768–60999, which holds 28,232 ports).
 const DEFAULT_PER_PATH: u32 = 12_348;
@@ -45,28 +44,6 @@ const DEFAULT_PER_PATH: u32 = 12_348;
 pub struct Spread {
     pub ports: u32,
     pub sources: u32,
-}
-
-/// The spread for `clients` connections of `row` to a responder at
-/// `target`: one path up to [`connections_per_path`], then source addresses
-/// on IPv4 loopback, responder ports otherwise. Socket paths (AF_UNIX) have
-/// no ports.
-pub fn spread(row: &dyn TransportOps, target: IpAddr, clients: u32) -> Spread {
-    let paths = clients.div_ceil(connections_per_path()).max(1);
-    match (row.paths(), target) {
-        (true, _) => Spread {
-            ports: 1,
-            sources: 1,
-        },
-        (_, IpAddr::V4(ip)) if ip.is_loopback() && paths <= MAX_SOURCES => Spread {
-            ports: 1,
-            sources: paths,
-        },
-        _ => Spread {
-            ports: paths,
-            sources: 1,
-        },
-    }
 }
 
 /// Connections one path carries: 7/16 of the ephemeral port range, under
@@ -98,53 +75,24 @@ pub struct Dialer {
 }
 
 impl Dialer {
-    /// A dialer for `endpoints` (all of `row`'s kind, as `ready` gave them)
-    /// using `sources` loopback source addresses when above 1.
-    pub fn new(
-        row: &dyn TransportOps,
-        endpoints: &[Endpoint],
-        sources: u32,
-    ) -> Result<Dialer, String> {
-        let first = endpoints
-            .first()
-            .ok_or("the responder offered no data endpoint")?;
-        let domain = match (row.paths(), first) {
-            (true, Endpoint::Unix(_)) => Domain::UNIX,
-            (false, Endpoint::Inet(a)) => Domain::for_address(*a),
-            (_, e) => {
-                return Err(format!(
-                    "the responder offered endpoint {e} for transport {}",
-                    row.name()
-                ))
-            }
-        };
-        let mut targets = Vec::with_capacity(endpoints.len());
-        for e in endpoints {
-            targets.push(match (e, domain) {
-                (Endpoint::Unix(p), Domain::UNIX) => SockAddr::unix(p)
-                    .map_err(|err| format!("bad unix endpoint {}: {err}", p.display()))?,
-                (Endpoint::Inet(a), d) if d == Domain::for_address(*a) => SockAddr::from(*a),
-                _ => return Err(format!("the responder offered mixed endpoints ({e})")),
-            });
-        }
-        let loopback_v4 = matches!(first, Endpoint::Inet(a) if a.is_ipv4() && a.ip().is_loopback());
-        let sources = if sources > 1 && loopback_v4 {
-            (1..=sources.min(MAX_SOURCES) as u8)
-                .map(|i| SockAddr::from(SocketAddr::new(Ipv4Addr::new(127, 0, 0, i).into(), 0)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        // AF_SMC connects to the same sockaddr_in/in6 targets.
-        let (domain, protocol) = row.socket(domain);
-        Ok(Dialer {
+    /// A dialer of `protocol` sockets in `domain` to `targets`, bound to
+    /// `sources` (empty: the kernel picks). A row's dialer is made from its
+    /// endpoints by `ops::dialer_for`, beside the row trait, so that this
+    /// file does not import the trait that names it.
+    pub(super) fn new(
+        domain: Domain,
+        protocol: Option<Protocol>,
+        targets: Vec<SockAddr>,
+        sources: Vec<SockAddr>,
+    ) -> Dialer {
+        Dialer {
             domain,
             protocol,
             targets,
             sources,
             tls: None,
             resume_ratio: 0.0,
-        })
+        }
     }
 
     /// Makes every connection a TLS client connection of `ctx`, a share
@@ -240,7 +188,10 @@ fn connect(fd: i32, addr: &SockAddr) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::row;
+    use std::net::IpAddr;
+
+    use crate::transport::ops::dialer_for;
+    use crate::transport::{row, spread, Endpoint};
     use stackbench_model::Transport;
 
     #[test]
@@ -270,11 +221,11 @@ mod tests {
     #[test]
     fn endpoints_must_match_the_transport() {
         let inet = Endpoint::Inet("127.0.0.1:9".parse().unwrap());
-        let e = Dialer::new(row(Transport::Unix), std::slice::from_ref(&inet), 1).unwrap_err();
+        let e = dialer_for(row(Transport::Unix), std::slice::from_ref(&inet), 1).unwrap_err();
         assert!(e.contains("for transport unix"), "{e}");
-        assert!(Dialer::new(row(Transport::Tcp), &[], 1).is_err());
+        assert!(dialer_for(row(Transport::Tcp), &[], 1).is_err());
         assert_eq!(
-            Dialer::new(row(Transport::Tcp), &[inet], 3)
+            dialer_for(row(Transport::Tcp), &[inet], 3)
                 .unwrap()
                 .sources(),
             3

@@ -12,8 +12,8 @@ use openssl::ssl::SslContext;
 use socket2::{Domain, Socket};
 use stackbench_model::SocketOptions;
 
-use super::ops::{ListenRequest, Listening, TransportOps};
-use super::{DataListener, Endpoint};
+use super::ops::{DataListener, ListenRequest, Listening, TransportOps};
+use super::Endpoint;
 use crate::sockopt;
 
 /// Listen backlog of data listeners: CRR with many clients connects in bursts.

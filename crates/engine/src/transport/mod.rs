@@ -26,6 +26,7 @@ mod stream;
 mod tcp;
 pub mod tls;
 pub mod tls_acct;
+mod tls_row;
 mod unix;
 mod unix_dir;
 
@@ -35,12 +36,12 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use dialer::{connections_per_path, spread, Dialer, Spread};
+pub use dialer::{connections_per_path, Dialer, Spread};
 pub use listen::listen_inet;
-pub use ops::{ListenRequest, Listening, TransportOps};
-pub use rows::{row, row_for};
+pub use ops::{spread, DataListener, ListenRequest, Listening, TransportOps};
+pub use rows::{check_priority, row, row_for};
 pub use stackbench_model::Transport;
-pub use stream::{DataListener, DataStream};
+pub use stream::DataStream;
 pub use unix_dir::{SocketDir, MAX_PATH_BYTES};
 
 /// Where a test's data connections go: the `ready` reply lists one or more.

@@ -5,14 +5,14 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use stackbench_model::{SocketOptions, Transport};
 
 use super::ops::{cork_where_nagle, ListenRequest, Listening, TransportOps};
 use super::DataStream;
-use crate::protocol::ServerTestStats;
+use crate::test_stats::ServerTestStats;
 
 #[derive(Debug)]
 pub struct Mptcp;
@@ -49,7 +49,9 @@ impl TransportOps for Mptcp {
     }
 
     fn accepted(&self, stream: &DataStream, stats: &mut ServerTestStats) {
-        if !stream.is_mptcp() {
+        // The stream's own fd: the MPTCP check is this row's, not the
+        // stream's, so the stream needs no knowledge of MPTCP.
+        if !is_mptcp(stream.as_raw_fd()) {
             stats.mptcp_fallbacks += 1;
         }
     }
@@ -114,7 +116,9 @@ fn explain(e: &io::Error, enabled: Option<String>) -> String {
     }
 }
 
-/// Whether `fd` is an MPTCP connection that did not fall back to TCP.
+/// Whether `fd` is a Multipath TCP connection that did not fall back to
+/// plain TCP (MPTCP_INFO: no fallback flag, the peer's key received);
+/// false for every other kind of socket.
 pub fn is_mptcp(fd: RawFd) -> bool {
     let mut info = [0u8; 256];
     let mut len = info.len() as libc::socklen_t;

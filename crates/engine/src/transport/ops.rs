@@ -24,15 +24,29 @@
 //! `tls_mode sidecar` is not a row: it is a process arrangement on top of
 //! the tcp row (the workers listen and the driver dials in clear text, a
 //! proxy per side does TLS; see `crate::sidecar`).
+//!
+//! The trait and the listener a row opens ([`DataListener`], which keeps its
+//! row for [`TransportOps::accepted`]) name each other, so they share this
+//! file; so do the row-dependent halves of dialing ([`spread`],
+//! [`dialer_for`]), which leave `dialer.rs` free of the trait. The files
+//! below the trait (`stream`, `dialer`, `tls`) import none of the rows.
 
-use std::net::{IpAddr, SocketAddr};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use socket2::{Domain, Protocol};
+use mio::event::Source;
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+use openssl::ssl::SslContext;
+use socket2::{Domain, Protocol, SockAddr, SockRef, Socket};
 use stackbench_model::{SocketOptions, TlsParams, Transport};
 use stackbench_record::KtlsCounters;
 
-use super::{DataListener, DataStream, Dialer, Endpoint, SocketDir};
-use crate::protocol::ServerTestStats;
+use super::dialer::{connections_per_path, MAX_SOURCES};
+use super::tls::TlsConn;
+use super::{DataStream, Dialer, Endpoint, SocketDir, Spread};
+use crate::test_stats::ServerTestStats;
 
 /// What the responder opens for one test: per worker its listeners, the
 /// endpoints the `ready` reply announces, and the socket directory to
@@ -144,7 +158,7 @@ pub trait TransportOps: Sync + std::fmt::Debug {
         sources: u32,
         _tls: Option<&TlsParams>,
     ) -> Result<Dialer, String> {
-        Dialer::new(self.as_row(), endpoints, sources)
+        dialer_for(self.as_row(), endpoints, sources)
     }
 
     /// Notes on a connection the responder accepted, in its test's
@@ -171,9 +185,153 @@ pub trait TransportOps: Sync + std::fmt::Debug {
     fn as_row(&self) -> &'static dyn TransportOps;
 }
 
+/// The spread for `clients` connections of `row` to a responder at
+/// `target`: one path up to [`connections_per_path`], then source addresses
+/// on IPv4 loopback, responder ports otherwise. Socket paths (AF_UNIX) have
+/// no ports.
+pub fn spread(row: &dyn TransportOps, target: IpAddr, clients: u32) -> Spread {
+    let paths = clients.div_ceil(connections_per_path()).max(1);
+    match (row.paths(), target) {
+        (true, _) => Spread {
+            ports: 1,
+            sources: 1,
+        },
+        (_, IpAddr::V4(ip)) if ip.is_loopback() && paths <= MAX_SOURCES => Spread {
+            ports: 1,
+            sources: paths,
+        },
+        _ => Spread {
+            ports: paths,
+            sources: 1,
+        },
+    }
+}
+
+/// The dialer of `row` for `endpoints` (all of its kind, as `ready` gave
+/// them) using `sources` loopback source addresses when above 1: the
+/// default [`TransportOps::dial`], and the tls rows' before their context.
+pub(super) fn dialer_for(
+    row: &dyn TransportOps,
+    endpoints: &[Endpoint],
+    sources: u32,
+) -> Result<Dialer, String> {
+    let first = endpoints
+        .first()
+        .ok_or("the responder offered no data endpoint")?;
+    let domain = match (row.paths(), first) {
+        (true, Endpoint::Unix(_)) => Domain::UNIX,
+        (false, Endpoint::Inet(a)) => Domain::for_address(*a),
+        (_, e) => {
+            return Err(format!(
+                "the responder offered endpoint {e} for transport {}",
+                row.name()
+            ))
+        }
+    };
+    let mut targets = Vec::with_capacity(endpoints.len());
+    for e in endpoints {
+        targets.push(match (e, domain) {
+            (Endpoint::Unix(p), Domain::UNIX) => SockAddr::unix(p)
+                .map_err(|err| format!("bad unix endpoint {}: {err}", p.display()))?,
+            (Endpoint::Inet(a), d) if d == Domain::for_address(*a) => SockAddr::from(*a),
+            _ => return Err(format!("the responder offered mixed endpoints ({e})")),
+        });
+    }
+    let loopback_v4 = matches!(first, Endpoint::Inet(a) if a.is_ipv4() && a.ip().is_loopback());
+    let sources = if sources > 1 && loopback_v4 {
+        (1..=sources.min(MAX_SOURCES) as u8)
+            .map(|i| SockAddr::from(SocketAddr::new(Ipv4Addr::new(127, 0, 0, i).into(), 0)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // AF_SMC connects to the same sockaddr_in/in6 targets.
+    let (domain, protocol) = row.socket(domain);
+    Ok(Dialer::new(domain, protocol, targets, sources))
+}
+
 /// Long messages are corked wherever Nagle holds small segments (see
 /// `SocketOptions::cork`); with nodelay nothing is held.
 pub(crate) fn cork_where_nagle(row: &dyn TransportOps, mut opts: SocketOptions) -> SocketOptions {
     opts.cork = row.nagle() && !opts.nodelay;
     opts
+}
+
+/// A listening data socket of any transport, non-blocking.
+#[derive(Debug)]
+pub struct DataListener {
+    fd: OwnedFd,
+    /// The row that opened it: what the responder notes on each accept.
+    row: &'static dyn TransportOps,
+    /// The server context of a `tls` listener.
+    tls: Option<SslContext>,
+}
+
+impl DataListener {
+    pub(crate) fn from_socket(socket: Socket, row: &'static dyn TransportOps) -> DataListener {
+        DataListener {
+            fd: socket.into(),
+            row,
+            tls: None,
+        }
+    }
+
+    /// Makes every accepted connection a TLS server connection.
+    pub fn with_tls(mut self, ctx: SslContext) -> DataListener {
+        self.tls = Some(ctx);
+        self
+    }
+
+    pub fn row(&self) -> &'static dyn TransportOps {
+        self.row
+    }
+
+    /// The bound address of an IP listener.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        SockRef::from(&self.fd)
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("not an IP listener"))
+    }
+
+    /// Accepts one connection, already non-blocking (one accept4 call).
+    pub fn accept(&self) -> io::Result<DataStream> {
+        // SAFETY: accept4 on an open listening socket; no peer address is
+        // asked for, so the null pointers are allowed.
+        let fd = unsafe {
+            libc::accept4(
+                self.fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: accept4 returned a new fd that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(match &self.tls {
+            None => DataStream::Plain(fd),
+            Some(ctx) => DataStream::Tls(Box::new(TlsConn::new(ctx, fd, false, None, 0)?)),
+        })
+    }
+}
+
+impl AsRawFd for DataListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl Source for DataListener {
+    fn register(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
+        SourceFd(&self.fd.as_raw_fd()).register(r, token, interest)
+    }
+    fn reregister(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
+        SourceFd(&self.fd.as_raw_fd()).reregister(r, token, interest)
+    }
+    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
+        SourceFd(&self.fd.as_raw_fd()).deregister(r)
+    }
 }

@@ -3,9 +3,10 @@
 //! the trait, and the table, which names the rows, do not import each other.
 
 use stackbench_model::settings::TlsMode;
-use stackbench_model::{TlsParams, Transport};
+use stackbench_model::{ClassPriorities, SocketOptions, TlsParams, Transport, Workload};
 
 use super::ops::TransportOps;
+use crate::sockopt;
 
 /// The row of `transport` (`tls` is the inline row; see [`row_for`]).
 pub fn row(transport: Transport) -> &'static dyn TransportOps {
@@ -13,7 +14,7 @@ pub fn row(transport: Transport) -> &'static dyn TransportOps {
         Transport::Tcp => &super::tcp::TCP,
         Transport::Unix => &super::unix::UNIX,
         Transport::Mptcp => &super::mptcp::MPTCP,
-        Transport::Tls => &super::tls::TLS,
+        Transport::Tls => &super::tls_row::TLS,
         Transport::Smc => &super::smc::SMC,
     }
 }
@@ -23,9 +24,39 @@ pub fn row(transport: Transport) -> &'static dyn TransportOps {
 /// sidecar arrangement puts the tcp row under it).
 pub fn row_for(transport: Transport, tls: Option<&TlsParams>) -> &'static dyn TransportOps {
     match tls {
-        Some(p) if transport == Transport::Tls && p.mode == TlsMode::Ktls => &super::tls::KTLS,
+        Some(p) if transport == Transport::Tls && p.mode == TlsMode::Ktls => &super::tls_row::KTLS,
         _ => row(transport),
     }
+}
+
+/// Checks a run's priority setting before it starts: one level per class of
+/// every workload, and a process allowed to set SO_PRIORITY above 6. The
+/// error is one line with the fix.
+pub fn check_priority(
+    priority: Option<&ClassPriorities>,
+    workloads: &[Workload],
+    transport: Transport,
+) -> Result<(), String> {
+    let Some(p) = priority else {
+        return Ok(());
+    };
+    for w in workloads {
+        p.check_classes(&w.to_string(), w.classes.len())?;
+    }
+    let level = p.0.iter().copied().max().unwrap_or(0);
+    let asked = SocketOptions {
+        priority: Some(level),
+        ..SocketOptions::default()
+    };
+    if row(transport)
+        .effective_options(&asked)
+        .0
+        .priority
+        .is_none()
+    {
+        return Ok(()); // not applied (a warning says so)
+    }
+    sockopt::probe_priority(level)
 }
 
 #[cfg(test)]

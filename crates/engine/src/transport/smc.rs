@@ -35,8 +35,8 @@ use stackbench_model::Transport;
 
 use super::ops::{ListenRequest, Listening, TransportOps};
 use super::DataStream;
-use crate::protocol::ServerTestStats;
 use crate::sockopt::AF_SMC;
+use crate::test_stats::ServerTestStats;
 
 /// The `smc` row: TCP's options and spreading over AF_SMC sockets, a port
 /// per responder worker (no SO_REUSEPORT), the first connections of each

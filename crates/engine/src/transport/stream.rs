@@ -1,5 +1,5 @@
-//! The data stream and data listener every transport hands to the state
-//! machines. The state machines call only the methods here (send, recv,
+//! The data stream every transport hands to the state machines (its
+//! listener, which remembers the row that opened it, is in `ops.rs`). The state machines call only the methods here (send, recv,
 //! quickack, abortive close, mio registration), never a syscall on a raw fd,
 //! so a transport whose read and write are not plain socket calls (TLS next)
 //! fits behind the same methods.
@@ -14,19 +14,17 @@
 //! bytes), justified by the session's own kilobytes.
 
 use std::io;
-use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use mio::event::Source;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
-use socket2::{SockRef, Socket};
+use socket2::Socket;
 use stackbench_model::SocketOptions;
 
-use openssl::ssl::{SslContext, SslSession};
+use openssl::ssl::SslSession;
 
 use super::tls::{Handshake, TlsConn};
-use super::TransportOps;
 use crate::sockopt;
 
 /// One connected data socket of any transport, non-blocking.
@@ -158,13 +156,6 @@ impl DataStream {
             DataStream::Tls(t) => t.close_write(),
         }
     }
-
-    /// Whether this is a Multipath TCP connection that did not fall back to
-    /// plain TCP (MPTCP_INFO: no fallback flag, the peer's key received).
-    /// False for every other transport.
-    pub fn is_mptcp(&self) -> bool {
-        super::mptcp::is_mptcp(self.as_raw_fd())
-    }
 }
 
 impl AsRawFd for DataStream {
@@ -185,84 +176,5 @@ impl Source for DataStream {
     }
     fn deregister(&mut self, r: &Registry) -> io::Result<()> {
         SourceFd(&self.as_raw_fd()).deregister(r)
-    }
-}
-
-/// A listening data socket of any transport, non-blocking.
-#[derive(Debug)]
-pub struct DataListener {
-    fd: OwnedFd,
-    /// The row that opened it: what the responder notes on each accept.
-    row: &'static dyn TransportOps,
-    /// The server context of a `tls` listener.
-    tls: Option<SslContext>,
-}
-
-impl DataListener {
-    pub(crate) fn from_socket(socket: Socket, row: &'static dyn TransportOps) -> DataListener {
-        DataListener {
-            fd: socket.into(),
-            row,
-            tls: None,
-        }
-    }
-
-    /// Makes every accepted connection a TLS server connection.
-    pub fn with_tls(mut self, ctx: SslContext) -> DataListener {
-        self.tls = Some(ctx);
-        self
-    }
-
-    pub fn row(&self) -> &'static dyn TransportOps {
-        self.row
-    }
-
-    /// The bound address of an IP listener.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        SockRef::from(&self.fd)
-            .local_addr()?
-            .as_socket()
-            .ok_or_else(|| io::Error::other("not an IP listener"))
-    }
-
-    /// Accepts one connection, already non-blocking (one accept4 call).
-    pub fn accept(&self) -> io::Result<DataStream> {
-        // SAFETY: accept4 on an open listening socket; no peer address is
-        // asked for, so the null pointers are allowed.
-        let fd = unsafe {
-            libc::accept4(
-                self.fd.as_raw_fd(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: accept4 returned a new fd that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(match &self.tls {
-            None => DataStream::Plain(fd),
-            Some(ctx) => DataStream::Tls(Box::new(TlsConn::new(ctx, fd, false, None, 0)?)),
-        })
-    }
-}
-
-impl AsRawFd for DataListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
-
-impl Source for DataListener {
-    fn register(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
-        SourceFd(&self.fd.as_raw_fd()).register(r, token, interest)
-    }
-    fn reregister(&mut self, r: &Registry, token: Token, interest: Interest) -> io::Result<()> {
-        SourceFd(&self.fd.as_raw_fd()).reregister(r, token, interest)
-    }
-    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
-        SourceFd(&self.fd.as_raw_fd()).deregister(r)
     }
 }

@@ -18,7 +18,6 @@
 //! given PEM files.
 
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -36,15 +35,11 @@ use openssl::ssl::{
 };
 use openssl::x509::{X509NameBuilder, X509};
 use stackbench_model::settings::{CertType, CipherSuite, TlsVersion};
-use stackbench_model::{TlsParams, Transport};
-use stackbench_record::KtlsCounters;
+use stackbench_model::TlsParams;
 
 use super::ktls;
 pub use super::ktls::ktls_available;
-use super::listen::inet_listeners;
-use super::ops::{ListenRequest, Listening, TransportOps};
 use super::tls_acct::{self, Rekey};
-use super::{Dialer, Endpoint};
 use crate::sockopt;
 
 /// The socket under OpenSSL: plain send/recv on the fd.
@@ -102,7 +97,7 @@ pub struct Handshake {
 
 impl Handshake {
     /// Counts this finished server handshake into a test's statistics.
-    pub fn count_into(&self, stats: &mut crate::protocol::ServerTestStats) {
+    pub fn count_into(&self, stats: &mut crate::test_stats::ServerTestStats) {
         stats.tls_ktls_connections += u64::from(self.ktls);
         if self.resumed {
             stats.tls_resumed_handshakes += 1;
@@ -462,90 +457,4 @@ fn self_signed(kind: CertType) -> Result<Made, openssl::error::ErrorStack> {
     b.set_not_after(&to)?;
     b.sign(&key, MessageDigest::sha256())?;
     Ok((b.build(), key))
-}
-
-/// The `tls` row (`tls_mode inline`): TCP sockets whose connections are
-/// OpenSSL sessions on both sides, from the run's TLS parameters.
-#[derive(Debug)]
-pub struct Tls;
-
-pub static TLS: Tls = Tls;
-
-impl TransportOps for Tls {
-    fn transport(&self) -> Transport {
-        Transport::Tls
-    }
-
-    fn plain(&self) -> bool {
-        false
-    }
-
-    fn listen(&self, req: &ListenRequest<'_>) -> Result<Listening, String> {
-        let p = req
-            .tls
-            .ok_or("transport tls: the start request has no TLS parameters")?;
-        inet_listeners(self.as_row(), req, Some(&server_context(p)?))
-    }
-
-    fn dial(
-        &self,
-        endpoints: &[Endpoint],
-        sources: u32,
-        tls: Option<&TlsParams>,
-    ) -> Result<Dialer, String> {
-        let p = tls.ok_or("transport tls: the run has no TLS parameters")?;
-        let ctx = client_context(p)?;
-        Ok(Dialer::new(self.as_row(), endpoints, sources)?.with_tls(ctx, p.resume_ratio))
-    }
-
-    fn as_row(&self) -> &'static dyn TransportOps {
-        &TLS
-    }
-}
-
-/// The `ktls` row: the tls row's handshake and listeners, with the record
-/// layer handed to the kernel (see [`super::ktls`]); the kernel's TLS
-/// counters are its own.
-#[derive(Debug)]
-pub struct Ktls;
-
-pub static KTLS: Ktls = Ktls;
-
-impl TransportOps for Ktls {
-    fn transport(&self) -> Transport {
-        Transport::Tls
-    }
-
-    fn name(&self) -> &'static str {
-        "ktls"
-    }
-
-    fn check_usable(&self, _target: SocketAddr) -> Result<(), String> {
-        ktls::ktls_available()
-    }
-
-    fn plain(&self) -> bool {
-        false
-    }
-
-    fn listen(&self, req: &ListenRequest<'_>) -> Result<Listening, String> {
-        TLS.listen(req)
-    }
-
-    fn dial(
-        &self,
-        endpoints: &[Endpoint],
-        sources: u32,
-        tls: Option<&TlsParams>,
-    ) -> Result<Dialer, String> {
-        TLS.dial(endpoints, sources, tls)
-    }
-
-    fn kernel_counters(&self) -> Option<KtlsCounters> {
-        Some(ktls::tls_stat().unwrap_or_default())
-    }
-
-    fn as_row(&self) -> &'static dyn TransportOps {
-        &KTLS
-    }
 }

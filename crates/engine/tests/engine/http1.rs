@@ -219,8 +219,8 @@ fn a_plain_server_needs_protocol_http1() {
 
 /// What the embedded responder does with one client's bytes: the answer it
 /// wrote until it closed, and its counters for the test.
-fn responder_answer(sent: &[u8]) -> (Vec<u8>, stackbench_engine::protocol::ServerTestStats) {
-    use stackbench_engine::protocol::TestSpec;
+fn responder_answer(sent: &[u8]) -> (Vec<u8>, stackbench_engine::control::ServerTestStats) {
+    use stackbench_engine::control::TestSpec;
     use stackbench_engine::transport::Endpoint;
     let h = responder("127.0.0.1:0");
     let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();

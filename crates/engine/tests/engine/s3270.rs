@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use stackbench_engine::protocol::TestSpec;
+use stackbench_engine::control::TestSpec;
 use stackbench_engine::transport::{Endpoint, Transport};
 use stackbench_engine::ControlClient;
 use stackbench_model::{AppProtocol, IoMode, Kind};

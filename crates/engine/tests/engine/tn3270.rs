@@ -122,7 +122,7 @@ fn rr_and_crr_run_over_every_transport() {
 fn a_plain_tn3270_server_is_driven_without_a_control_connection() {
     use std::sync::atomic::AtomicBool;
 
-    use stackbench_engine::protocol::TestSpec;
+    use stackbench_engine::control::TestSpec;
     use stackbench_engine::transport::{Endpoint, Transport};
     use stackbench_engine::{run_workload, ControlClient};
 

@@ -55,7 +55,7 @@ fn every_kind_runs_over_unix_sockets() {
 fn unix_socket_directories_are_removed_when_tests_stop() {
     let h = responder("127.0.0.1:0");
     let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
-    let spec = stackbench_engine::protocol::TestSpec {
+    let spec = stackbench_engine::control::TestSpec {
         kind: stackbench_model::Kind::Rr,
         request_bytes: 1,
         response_bytes: 1,
@@ -106,7 +106,7 @@ fn ipv6_spreads_over_responder_ports() {
     }
     let h = responder("[::1]:0");
     let mut control = ControlClient::connect(&h.addr().to_string()).unwrap();
-    let spec = stackbench_engine::protocol::TestSpec {
+    let spec = stackbench_engine::control::TestSpec {
         kind: stackbench_model::Kind::Rr,
         request_bytes: 1,
         response_bytes: 1,
@@ -243,7 +243,7 @@ fn set_soft_nofile(soft: u64) {
 /// 20 CRR clients against a responder with room for 3 accepted connections
 /// at a time: every client must get its response.
 fn emfile_scenario() {
-    use stackbench_engine::protocol::TestSpec;
+    use stackbench_engine::control::TestSpec;
     use stackbench_engine::transport::Endpoint;
     use std::io::{Read, Write};
     const CLIENTS: usize = 20;
@@ -323,7 +323,7 @@ fn an_old_driver_is_refused_naming_both_versions() {
         line.contains(r#""type":"error""#)
             && line.contains(&format!(
                 "protocol version 1 is not supported by this responder (speaks {})",
-                stackbench_engine::protocol::PROTOCOL_VERSION
+                stackbench_engine::control::PROTOCOL_VERSION
             )),
         "{line}"
     );

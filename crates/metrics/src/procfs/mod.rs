@@ -7,29 +7,18 @@
 //! Counter differences go through [`counter_delta`], which handles wrap the way
 //! netperf's `tick_subtract` does and saturates where netperf would not.
 
+mod error;
 pub mod parse;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+pub use error::ProcError;
 pub use parse::{
     parse_cgroup_cpu_stat, parse_cgroup_v2_path, parse_governor, parse_pid_stat, parse_proc_stat,
     parse_sockstat, parse_statm_resident_pages, parse_status_vm_rss_bytes, CgroupCpuStat, CpuTimes,
     ProcessTicks, SockStat,
 };
-
-/// Failure to read or understand one accounting file.
-#[derive(Debug, thiserror::Error)]
-pub enum ProcError {
-    #[error("cannot read {path}: {source} (is /proc mounted and the process still running?)")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{file} has an unexpected layout: {detail} (unsupported kernel? please report it)")]
-    Malformed { file: String, detail: String },
-}
 
 /// `end - start` of a monotonically increasing kernel counter.
 ///

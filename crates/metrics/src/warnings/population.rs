@@ -1,20 +1,8 @@
 //! The checks of user-population runs (think time, open loop): Little's law
 //! N = X(R+Z), and whether the driver kept to its schedule.
 
-use super::Warning;
+use super::{Warning, GENERATOR_LAG_P99_US, LITTLE_LAW_PCT};
 use stackbench_record::{ClassResult, PacingMode};
-
-/// Little's law N = X(R+Z) off by more than 2%: for a population in steady
-/// state it holds exactly up to window-edge effects, which are well below 1%
-/// once the window spans many think cycles and hundreds of clients; 2% means
-/// the population was not what was configured (not all connected, errors
-/// cutting cycles) or the driver lagged its schedule.
-pub const LITTLE_LAW_PCT: f64 = 2.0;
-/// Generator lag p99 above 1 ms: with the timer wheel's timerfd wake-ups a
-/// driver with spare CPU sends within tens of µs of the intended time; 1 ms
-/// late at p99 means requests queued behind busy connections or a busy
-/// driver, so the offered load was not the load applied.
-pub const GENERATOR_LAG_P99_US: f64 = 1000.0;
 
 /// Little's law N = X(R+Z) for a think-time or open-loop class: X the
 /// measured rate, R the mean time a request kept its connection busy (for

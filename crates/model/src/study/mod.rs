@@ -16,7 +16,6 @@
 //! takes it from the bottom layer.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use thiserror::Error;
 
@@ -25,7 +24,7 @@ use crate::sweep::{Sweep, SweepPoint};
 use crate::Workload;
 
 mod parse;
-pub use parse::parse_study;
+pub use parse::{load_study, parse_study};
 
 /// Label key → value, e.g. `study=best-practices`, `kernel=6.1`: what a run
 /// is stored with (the result store's labels).
@@ -182,16 +181,6 @@ pub struct StudyStep {
     /// Labels to store the run with: study, variant, repetition, workload, and
     /// the variant's own labels.
     pub labels: Labels,
-}
-
-/// Reads and parses a study file.
-pub fn load_study(path: &Path) -> Result<Study, StudyError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| StudyError::Read {
-        file: file.clone(),
-        source,
-    })?;
-    parse_study(&text, &file)
 }
 
 impl Study {

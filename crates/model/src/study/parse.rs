@@ -7,6 +7,8 @@
 //! booleans by their TOML spelling. So `duration = 10` is refused as the
 //! command line refuses `--duration 10` (a duration needs a unit).
 
+use std::path::Path;
+
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
@@ -17,6 +19,16 @@ use super::{
 use crate::settings::{self, RunSettings};
 use crate::sweep::{Sweep, SweepDim};
 use crate::Workload;
+
+/// Reads and parses a study file.
+pub fn load_study(path: &Path) -> Result<Study, StudyError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| StudyError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    parse_study(&text, &file)
+}
 
 /// The study's own keys (besides settings).
 const STUDY_KEYS: &str = "name, description, workloads, repetitions, [sweep], [[variant]]";

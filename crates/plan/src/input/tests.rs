@@ -3,6 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
+use super::ctx::field_names;
 use super::*;
 
 /// A reader over `files`; any other path is missing.
