@@ -16,6 +16,7 @@ pub use stackbench_model::settings::RunSettings;
 use stackbench_model::{Kind, StreamDirection};
 
 mod agents;
+mod http;
 mod ktls;
 mod schema;
 mod served;
@@ -23,6 +24,7 @@ mod stall;
 mod tls;
 
 pub use agents::{AgentClassRow, AgentRecord, AgentsSummary};
+pub use http::HttpStatus;
 pub use ktls::{KtlsCounters, KtlsFigures};
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
 pub use served::{BackendConnections, ServedBy};
@@ -122,11 +124,16 @@ pub struct ErrorCounts {
     pub timeout: u64,
     /// Any other I/O error.
     pub other: u64,
+    /// Responses in the window whose status was not 2xx (protocol http1):
+    /// answered, counted as transactions, and the connection went on; the
+    /// codes are in the class's `http_status`. Absent in older records.
+    #[serde(default)]
+    pub http_status: u64,
 }
 
 impl ErrorCounts {
     pub fn total(&self) -> u64 {
-        self.refused + self.reset + self.eof + self.timeout + self.other
+        self.refused + self.reset + self.eof + self.timeout + self.other + self.http_status
     }
 
     pub fn add(&mut self, other: &ErrorCounts) {
@@ -135,6 +142,7 @@ impl ErrorCounts {
         self.eof += other.eof;
         self.timeout += other.timeout;
         self.other += other.other;
+        self.http_status += other.http_status;
     }
 }
 
@@ -223,6 +231,11 @@ pub struct ClassResult {
     /// records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_by: Option<ServedBy>,
+    /// Protocol http1: the responses of the window by status code, as the
+    /// server sent them (a non-2xx is also an `http_status` error); absent
+    /// for other protocols and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<HttpStatus>,
 }
 
 /// How a class's clients pace their requests.
@@ -735,6 +748,7 @@ impl ClassResult {
             tls: None,
             stall_band: None,
             served_by: None,
+            http_status: None,
         }
     }
 }

@@ -359,6 +359,7 @@ fn run_config(plan: &RunPlan, workload: &Workload) -> RunConfig {
         priority: s.priority.clone(),
         io: s.io,
         protocol: s.protocol,
+        http_error_share_pct: s.http_error_share.0,
         pacing: pacing_config(s),
         path: PathFloor {
             // Set by the guest's init from the kernel command line the host

@@ -52,6 +52,11 @@ pub struct RunConfig {
     /// The application protocol of every class's data connections.
     #[serde(default)]
     pub protocol: AppProtocol,
+    /// Largest share of a class's responses, percent, whose status may be
+    /// other than 2xx before the run is incomplete (the `http_error_share`
+    /// setting; protocols whose responses carry a status).
+    #[serde(default = "default_http_error_share_pct")]
+    pub http_error_share_pct: f64,
     /// What the path adds by design (a lab link's delay and rate; zero on
     /// loopback), above which the delayed-ACK stall band is counted.
     pub path: PathFloor,
@@ -59,6 +64,13 @@ pub struct RunConfig {
     /// i of N's segment (its clients keep their global indexes, so their
     /// ramp places, think-time phases and quotas are the one-process run's).
     pub segment: Segment,
+}
+
+/// The `http_error_share` setting's default, for a config that lacks it.
+fn default_http_error_share_pct() -> f64 {
+    stackbench_model::settings::RunSettings::default()
+        .http_error_share
+        .0
 }
 
 impl RunConfig {

@@ -239,6 +239,8 @@ run_settings! {
     io: IoMode = IoMode::Auto, json "io";
     /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; keep-alive for RR and STR, Connection: close per CRR transaction). or tn3270 (TN3270, RFC 1576: a Telnet negotiation when a connection opens, TN3270E refused; then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, IAC EOR included; a size below the smallest message is raised to it); the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1 and tn3270 run on epoll (io_uring refuses them).
     protocol: AppProtocol = AppProtocol::Raw, json "protocol";
+    /// Protocol http1: largest share of a class's responses whose status is not 2xx (each an http_status error; the connection goes on) before the run is incomplete, e.g. 5%; 0%: any non-2xx.
+    http_error_share: Pct = Pct(1.0), json "http_error_share_pct", range "0" ..= "100";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
