@@ -162,6 +162,15 @@ pub trait Codec: Clone {
         0
     }
 
+    /// Whether the server said it closes the connection after the response
+    /// just completed (HTTP's `Connection: close`): a kept-alive client
+    /// then closes too and connects anew for its next request. Asked of a
+    /// `FRAMED` codec only, after `response_left` returned 0.
+    #[inline]
+    fn server_closes(&self, _state: &Self::State) -> bool {
+        false
+    }
+
     /// Whether a connection opens with a setup dialogue (see the module
     /// doc); false: the first request goes out at once.
     const SETUP: bool = false;

@@ -140,14 +140,16 @@ enum At {
 
 /// A message's parse, carried from one read to the next: a head's bytes
 /// so far (or a chunk-size or trailer line's: the head is done by then),
-/// where the body is, and the status of the last response head. 40 bytes:
-/// `left` and `at` are a Content-Length count or the chunked decoder's
-/// place in one word and a byte.
+/// where the body is, and what the last head said (its status, whether
+/// the peer closes after it). 40 bytes: `left` and `at` are a
+/// Content-Length count or the chunked decoder's place in one word and a
+/// byte; status and close share the word's padding.
 #[derive(Debug, Default)]
 pub struct Parse {
     head: Vec<u8>,
     left: u64,
     at: At,
+    close: bool,
     status: u16,
 }
 
@@ -160,12 +162,13 @@ enum Framing {
     Chunked,
 }
 
-/// What a complete head said: its length, how its body is framed, and (a
-/// response) its status.
+/// What a complete head said: its length, how its body is framed, (a
+/// response) its status, and whether it said `Connection: close`.
 struct Head {
     len: usize,
     framing: Framing,
     status: u16,
+    close: bool,
 }
 
 /// Longest chunk-size or trailer line accepted.
@@ -175,6 +178,12 @@ impl Parse {
     /// The status of the last response head parsed (0 before any).
     pub fn status(&self) -> u16 {
         self.status
+    }
+
+    /// Whether the last head said the peer closes after its message
+    /// (`Connection: close`, or an HTTP/1.0 response).
+    pub fn closes(&self) -> bool {
+        self.close
     }
 
     /// Feeds `chunk`; `parse` reads a complete head. Returns the bytes
@@ -223,6 +232,7 @@ impl Parse {
             }
         };
         self.status = head.status;
+        self.close = head.close;
         let rest = &buf[head.len..];
         let left = match head.framing {
             Framing::Length(n) => {
@@ -389,38 +399,55 @@ fn past_end(n: u64, what: &str, end: &str) -> Fault {
     ))
 }
 
-/// How a head's headers frame its body: chunked when Transfer-Encoding
-/// ends in chunked (it wins over a Content-Length), else Content-Length;
-/// absent = 0 when `absent_ok` (a request).
+/// How a head's headers frame its body, and whether they say
+/// `Connection: close`, in one pass over them: chunked when
+/// Transfer-Encoding ends in chunked (it wins over a Content-Length), else
+/// Content-Length; absent = 0 when `absent_ok` (a request). `bodiless`
+/// (a 204, 304 or 1xx response): no body whatever they say.
 fn framing(
     headers: &[httparse::Header<'_>],
     what: &str,
     absent_ok: bool,
-) -> Result<Framing, Fault> {
+    bodiless: bool,
+) -> Result<(Framing, bool), Fault> {
     let mut length = None;
+    let mut coding = None;
+    let mut close = false;
     for h in headers {
-        if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            let codings = String::from_utf8_lossy(h.value);
-            let last = codings.rsplit(',').next().unwrap_or("").trim();
-            if last.eq_ignore_ascii_case("chunked") {
-                return Ok(Framing::Chunked);
-            }
-            return Err(Fault(format!(
-                "{what} with Transfer-Encoding {codings}: without chunked last its end is the \
-                 connection's close, which protocol http1 does not frame"
-            )));
-        }
         if h.name.eq_ignore_ascii_case("content-length") {
-            let text = std::str::from_utf8(h.value).unwrap_or("").trim();
+            length = Some(h.value);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            coding = Some(h.value);
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            close |= h
+                .value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+        }
+    }
+    if bodiless {
+        return Ok((Framing::Length(0), close));
+    }
+    if let Some(codings) = coding {
+        let codings = String::from_utf8_lossy(codings);
+        let last = codings.rsplit(',').next().unwrap_or("").trim();
+        if last.eq_ignore_ascii_case("chunked") {
+            return Ok((Framing::Chunked, close));
+        }
+        return Err(Fault(format!(
+            "{what} with Transfer-Encoding {codings}: without chunked last its end is the \
+             connection's close, which protocol http1 does not frame"
+        )));
+    }
+    match length {
+        Some(value) => {
+            let text = std::str::from_utf8(value).unwrap_or("").trim();
             let n = text
                 .parse::<u64>()
                 .map_err(|_| Fault(format!("{what} with a bad Content-Length {text:?}")))?;
-            length = Some(n);
+            Ok((Framing::Length(n), close))
         }
-    }
-    match length {
-        Some(n) => Ok(Framing::Length(n)),
-        None if absent_ok => Ok(Framing::Length(0)),
+        None if absent_ok => Ok((Framing::Length(0), close)),
         None => Err(Fault(format!(
             "{what} without Content-Length or chunked Transfer-Encoding: protocol http1 needs \
              one to find the response's end"
@@ -504,6 +531,14 @@ impl Codec for Client {
         state.status()
     }
 
+    /// A server that says `Connection: close` (nginx does with a 500)
+    /// closes after its answer: the client connects anew for its next
+    /// request, as wrk does, instead of sending into a closed connection.
+    #[inline]
+    fn server_closes(&self, state: &Parse) -> bool {
+        state.closes()
+    }
+
     fn of(shape: &ClassShape) -> Client {
         let (head, body) = request_for(shape);
         let close = shape.server_closes();
@@ -556,15 +591,14 @@ impl Codec for Client {
                 }
             };
             let status = response.code.unwrap_or(0);
-            let framing = if bodiless(status) {
-                Framing::Length(0)
-            } else {
-                framing(response.headers, "response", false)?
-            };
+            let (framing, close) = framing(response.headers, "response", false, bodiless(status))?;
             Ok(Some(Head {
                 len,
                 framing,
                 status,
+                // HTTP/1.0 closes unless it says keep-alive (never asked
+                // for here).
+                close: close || response.version == Some(0),
             }))
         })
     }
@@ -643,16 +677,13 @@ impl Handler for Server {
                         )))
                     }
                 };
-                let framing = framing(request.headers, "request", true)?;
-                let close = request.headers.iter().any(|h| {
-                    h.name.eq_ignore_ascii_case("connection")
-                        && h.value.eq_ignore_ascii_case(b"close")
-                });
+                let (framing, close) = framing(request.headers, "request", true, false)?;
                 asked = Some((named_body(request.path.unwrap_or("/")), close));
                 Ok(Some(Head {
                     len,
                     framing,
                     status: 0,
+                    close,
                 }))
             })?;
         if let Some((named, close)) = asked {

@@ -709,6 +709,11 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                 self.finish(key);
                 return Got::Stop;
             }
+            if P::FRAMED && self.codecs[conn.class as usize].server_closes(&conn.app) {
+                // The server closes after this answer: so does the client,
+                // and it connects anew (`closed`) for its next request.
+                return Got::Close { abort: false };
+            }
             if !self.go_now(key, now) {
                 return Got::Stop;
             }

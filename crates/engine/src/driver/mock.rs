@@ -691,6 +691,26 @@ mod tests {
     }
 
     #[test]
+    fn a_server_that_says_close_is_left_and_connected_to_anew() {
+        let rr = plan(Kind::Rr, 100, 44, Pace::Closed);
+        // nginx closes after a 500 and says so.
+        let answer = b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\nContent-Length: 4\r\n\r\noops";
+        let script = Script {
+            answer,
+            ..Script::default()
+        };
+        let (acc, counts) = run_http(rr, 2, 5, script);
+        assert!(acc.fault.is_none(), "{:?}", acc.fault);
+        assert_eq!(acc.transactions, 10);
+        // Only the statuses are errors: no request went into a closed
+        // connection.
+        assert_eq!((acc.errors.http_status, acc.errors.total()), (10, 10));
+        // A connection per response but each client's last, which its
+        // quota ends instead.
+        assert_eq!(counts.connects, 2 + 2 * 4);
+    }
+
+    #[test]
     fn an_http1_fault_ends_the_client_with_its_line_not_a_panic() {
         let rr = plan(Kind::Rr, 100, 44, Pace::Closed);
         for (answer, needle) in [

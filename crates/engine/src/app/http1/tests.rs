@@ -356,3 +356,26 @@ fn parse_state_is_small() {
     assert_eq!(std::mem::size_of::<Parse>(), 40);
     assert_eq!(std::mem::size_of::<ServerState>(), 80);
 }
+
+#[test]
+fn a_response_that_says_close_is_the_connections_last() {
+    let client = Client::of(&shape(Kind::Rr, 100, 200, CrrClose::Server));
+    let cases: [(&[u8], bool); 4] = [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false),
+        (
+            b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            true,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n",
+            true,
+        ),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", true),
+    ];
+    for (bytes, closes) in cases {
+        let mut state = Parse::default();
+        assert_eq!(receive(&client, &mut state, bytes, bytes.len()), vec![0]);
+        let what = String::from_utf8_lossy(bytes);
+        assert_eq!(client.server_closes(&state), closes, "{what}");
+    }
+}
