@@ -17,17 +17,28 @@
 //! the Content-Length's digit count steps (10, 100, … bytes of body) an
 //! exact size may not exist and the message is one byte longer.
 //!
-//! Framing. A response ends after its head and `Content-Length` body bytes;
-//! a chunked one (`Transfer-Encoding: chunked`) is refused in one line
-//! rather than decoded, since a benchmark of static answers has no use for
-//! it. Requests are never pipelined, so bytes past a response's end cannot
-//! belong to the next one: they are a fault (a wrong Content-Length), not
-//! the start of another response. Connections are kept alive (RR, STR); a
-//! CRR request whose server closes says `Connection: close`, and the server
-//! closes after answering. wrk frames responses the same way (wg/wrk,
-//! src/wrk.c: the request is built once, `socket_readable` feeds each read
-//! to the HTTP parser, and its message-complete callback ends the
-//! transaction and decides keep-alive or reconnect).
+//! Framing. A message ends after its head and its body: `Content-Length`
+//! bytes, or a chunked body (`Transfer-Encoding: chunked`) decoded chunk by
+//! chunk — size lines with their extensions (`httparse::parse_chunk_size`),
+//! data, the last chunk and its trailers — whatever the reads' boundaries,
+//! counting the data without copying it. A 204, 304 or 1xx response has no
+//! body whatever its headers say. Requests are never pipelined, so bytes
+//! past a response's end cannot belong to the next one: they are a fault (a
+//! wrong Content-Length or chunk size), not the start of another response.
+//! Connections are kept alive (RR, STR) until a response says
+//! `Connection: close` (the client then connects anew); a CRR request whose
+//! server closes says `Connection: close`, and the server closes after
+//! answering. wrk frames responses the same way (wg/wrk, src/wrk.c: the
+//! request is built once, `socket_readable` feeds each read to the HTTP
+//! parser, and its message-complete callback ends the transaction and
+//! decides keep-alive or reconnect).
+//!
+//! Statuses. Any status is an answer: the codec reports each response's
+//! (`Codec::status`), the driver counts it per code and a non-2xx one as an
+//! `http_status` error, and the connection goes on; only a share of
+//! non-2xx answers above the `http_error_share` setting makes the run
+//! incomplete (`driver::summary::status_share`), as wrk counts "Non-2xx or
+//! 3xx responses" and goes on.
 
 use std::sync::Arc;
 
@@ -479,7 +490,7 @@ fn first_line(buf: &[u8]) -> String {
 }
 
 /// The driver's half: one request built for the class, responses framed by
-/// their Content-Length.
+/// their Content-Length or chunked body, each one's status kept for the driver.
 #[derive(Debug, Clone)]
 pub struct Client {
     /// The request's head (a POST's body after it is any bytes).
