@@ -27,7 +27,10 @@
 //! machine is generic over its codec): no call through a pointer per event.
 //! A malformed message is a [`Fault`], never a panic: the driver ends the
 //! client and makes the run incomplete with the fault's line; the responder
-//! closes the connection and counts an error.
+//! closes the connection and counts an error. A well-formed answer that
+//! says the request failed (an HTTP 404) is no fault: a codec with
+//! `STATUS` reports each response's status ([`Codec::status`]), which the
+//! driver counts per code and as an error, and the connection goes on.
 //!
 //! Connection setup. Some protocols exchange messages when a connection
 //! opens, before its first transaction: TN3270's Telnet negotiation (the
@@ -146,6 +149,27 @@ pub trait Codec: Clone {
         n: u64,
         chunk: &[u8],
     ) -> Result<u64, Fault>;
+
+    /// Whether responses carry a status the driver counts per code (HTTP's):
+    /// after each complete response of the window it asks [`Codec::status`].
+    /// False (the default): it never asks, and the branch compiles away.
+    const STATUS: bool = false;
+
+    /// The status of the response just completed (asked only when
+    /// [`Codec::STATUS`], after `response_left` returned 0).
+    #[inline]
+    fn status(&self, _state: &Self::State) -> u16 {
+        0
+    }
+
+    /// Whether the server said it closes the connection after the response
+    /// just completed (HTTP's `Connection: close`): a kept-alive client
+    /// then closes too and connects anew for its next request. Asked of a
+    /// `FRAMED` codec only, after `response_left` returned 0.
+    #[inline]
+    fn server_closes(&self, _state: &Self::State) -> bool {
+        false
+    }
 
     /// Whether a connection opens with a setup dialogue (see the module
     /// doc); false: the first request goes out at once.

@@ -16,6 +16,7 @@ pub use stackbench_model::settings::RunSettings;
 use stackbench_model::{Kind, StreamDirection};
 
 mod agents;
+mod http;
 mod ktls;
 mod latency;
 mod schema;
@@ -24,6 +25,7 @@ mod stall;
 mod tls;
 
 pub use agents::{AgentClassRow, AgentRecord, AgentsSummary};
+pub use http::HttpStatus;
 pub use ktls::{KtlsCounters, KtlsFigures};
 pub use latency::LatencyUs;
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
@@ -101,11 +103,16 @@ pub struct ErrorCounts {
     pub timeout: u64,
     /// Any other I/O error.
     pub other: u64,
+    /// Responses in the window whose status was not 2xx (protocol http1):
+    /// answered, counted as transactions, and the connection went on; the
+    /// codes are in the class's `http_status`. Absent in older records.
+    #[serde(default)]
+    pub http_status: u64,
 }
 
 impl ErrorCounts {
     pub fn total(&self) -> u64 {
-        self.refused + self.reset + self.eof + self.timeout + self.other
+        self.refused + self.reset + self.eof + self.timeout + self.other + self.http_status
     }
 
     pub fn add(&mut self, other: &ErrorCounts) {
@@ -114,6 +121,7 @@ impl ErrorCounts {
         self.eof += other.eof;
         self.timeout += other.timeout;
         self.other += other.other;
+        self.http_status += other.http_status;
     }
 }
 
@@ -202,6 +210,11 @@ pub struct ClassResult {
     /// records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_by: Option<ServedBy>,
+    /// Protocol http1: the responses of the window by status code, as the
+    /// server sent them (a non-2xx is also an `http_status` error); absent
+    /// for other protocols and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<HttpStatus>,
 }
 
 /// How a class's clients pace their requests.
@@ -714,6 +727,7 @@ impl ClassResult {
             tls: None,
             stall_band: None,
             served_by: None,
+            http_status: None,
         }
     }
 }

@@ -7,9 +7,9 @@ use proptest::option;
 use proptest::prelude::*;
 use stackbench_record::{
     record_from_json, ClassResult, ConfidenceInterval, CpuBreakdown, CpuFigures, CpuMethod,
-    ErrorCounts, LagUs, LatencyUs, MeasureSummary, MemoryFigures, PacingMode, PopulationFigures,
-    ProcessCpu, ProcessCpuMethod, RepetitionValues, Repetitions, RunRecord, RunSettings, SideCpu,
-    SideMemory, SkMemInfo, WarningRecord, SCHEMA_VERSION,
+    ErrorCounts, HttpStatus, LagUs, LatencyUs, MeasureSummary, MemoryFigures, PacingMode,
+    PopulationFigures, ProcessCpu, ProcessCpuMethod, RepetitionValues, Repetitions, RunRecord,
+    RunSettings, SideCpu, SideMemory, SkMemInfo, WarningRecord, SCHEMA_VERSION,
 };
 use std::time::Duration;
 
@@ -41,12 +41,13 @@ fn latency() -> impl Strategy<Value = LatencyUs> {
 }
 
 fn errors() -> impl Strategy<Value = ErrorCounts> {
-    vec(any::<u64>(), 5).prop_map(|v| ErrorCounts {
+    vec(any::<u64>(), 6).prop_map(|v| ErrorCounts {
         refused: v[0],
         reset: v[1],
         eof: v[2],
         timeout: v[3],
         other: v[4],
+        http_status: v[5],
     })
 }
 
@@ -282,12 +283,17 @@ fn class() -> impl Strategy<Value = ClassResult> {
         option::of(memory()),
         option::of(repetitions()),
         option::of(population()),
+        option::of(proptest::collection::btree_map(
+            100u16..1000,
+            any::<u64>(),
+            0..4,
+        )),
     );
     (shape, figures, optional).prop_map(
         |(
             (workload, notation, kind, dir, clients, u),
             (f, latency_us, ec, per_s),
-            (c, m, r, p),
+            (c, m, r, p, codes),
         )| {
             ClassResult {
                 workload,
@@ -316,6 +322,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 tls: None,
                 stall_band: None,
                 served_by: None,
+                http_status: codes.map(|codes| HttpStatus { codes }),
             }
         },
     )

@@ -58,6 +58,14 @@ pub fn human(record: &RunRecord, layout: Layout) -> String {
             out.push_str(&tls_line(&c.notation, t));
         }
     }
+    let foreign = record
+        .settings
+        .target
+        .as_ref()
+        .is_some_and(|t| t.0.starts_with("http://"));
+    for c in &record.classes {
+        out.push_str(&http_line(c, foreign));
+    }
     if let Some(a) = &record.agents {
         out.push_str(&agents_lines(a));
     }
@@ -177,6 +185,46 @@ pub fn tls_line(notation: &str, t: &TlsFigures) -> String {
     }
     out.push('\n');
     out
+}
+
+/// An HTTP class's line under the table, when there is something to say:
+/// its responses by status class and the codes other than 2xx (each an
+/// `http_status` error), and, against a foreign server (`foreign`), the
+/// mean response size when it is not the notation's (the server chose it;
+/// the byte figures are what moved). Empty otherwise.
+pub fn http_line(c: &ClassResult, foreign: bool) -> String {
+    let Some(status) = &c.http_status else {
+        return String::new();
+    };
+    let mut clauses = Vec::new();
+    let non_2xx = status.non_2xx();
+    if non_2xx > 0 {
+        let classes: Vec<String> = status
+            .classes()
+            .iter()
+            .map(|(class, n)| format!("{class} {n}"))
+            .collect();
+        clauses.push(format!(
+            "responses {}; not 2xx: {} ({:.1}%, counted as errors)",
+            classes.join(", "),
+            status.non_2xx_text(),
+            100.0 * status.non_2xx_share()
+        ));
+    }
+    if foreign && c.transactions > 0 {
+        let mean = c.rx_bytes as f64 / c.transactions as f64;
+        if (mean - c.response_bytes as f64).abs() >= 1.0 {
+            clauses.push(format!(
+                "responses averaged {mean:.0} B on the wire, not the notation's {} B: the \
+                 server's own sizes, and the byte figures are what moved",
+                c.response_bytes
+            ));
+        }
+    }
+    if clauses.is_empty() {
+        return String::new();
+    }
+    format!("http {}: {}\n", c.notation, clauses.join("; "))
 }
 
 /// What a run's TLS classes negotiated (`TLS 1.2 NAME (C02F)`), `clear
@@ -561,6 +609,44 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("merge note: left out"));
+    }
+
+    #[test]
+    fn http_line_shows_codes_other_than_2xx_and_a_foreign_servers_sizes() {
+        use stackbench_record::HttpStatus;
+        let mut c = ClassResult {
+            notation: "RR3(100B/100B)".into(),
+            request_bytes: 100,
+            response_bytes: 100,
+            transactions: 30,
+            rx_bytes: 30 * 100,
+            http_status: Some(HttpStatus {
+                codes: [(200, 30)].into(),
+            }),
+            ..ClassResult::sample()
+        };
+        // All 2xx of the notation's size: nothing to say.
+        assert_eq!(http_line(&c, true), "");
+        c.http_status = Some(HttpStatus {
+            codes: [(200, 17), (301, 1), (404, 10), (500, 2)].into(),
+        });
+        assert_eq!(
+            http_line(&c, false),
+            "http RR3(100B/100B): responses 2xx 17, 3xx 1, 4xx 10, 5xx 2; not 2xx: \
+             301 ×1, 404 ×10, 500 ×2 (43.3%, counted as errors)\n"
+        );
+        c.http_status = Some(HttpStatus {
+            codes: [(200, 30)].into(),
+        });
+        c.rx_bytes = 30 * 54;
+        assert_eq!(http_line(&c, false), "", "the own responder's sizes");
+        let line = http_line(&c, true);
+        assert!(
+            line.contains("responses averaged 54 B on the wire, not the notation's 100 B"),
+            "{line}"
+        );
+        c.http_status = None;
+        assert_eq!(http_line(&c, true), "", "not HTTP");
     }
 
     #[test]

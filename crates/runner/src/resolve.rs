@@ -98,6 +98,9 @@ pub struct Window {
 pub struct Connections {
     pub transport: Transport,
     pub protocol: AppProtocol,
+    /// `http_error_share`: percent of a class's responses that may be other
+    /// than 2xx before the run is incomplete.
+    pub http_error_share_pct: f64,
     /// The I/O backend asked for (`auto` is decided per run by the engine's
     /// rows, and the record stores the one measured).
     pub io: IoMode,
@@ -212,6 +215,7 @@ impl ResolvedRun {
             priority: c.priority.clone(),
             io: c.io,
             protocol: c.protocol,
+            http_error_share_pct: c.http_error_share_pct,
             pacing: self.pacing,
             path: PathFloor {
                 // Set by the guest's init from the kernel command line the host
@@ -337,6 +341,7 @@ pub fn resolve(
         connections: Connections {
             transport: s.transport,
             protocol: s.protocol,
+            http_error_share_pct: s.http_error_share.0,
             io: s.io,
             spin: s.spin,
             socket: s.socket_options(),

@@ -17,17 +17,28 @@
 //! the Content-Length's digit count steps (10, 100, … bytes of body) an
 //! exact size may not exist and the message is one byte longer.
 //!
-//! Framing. A response ends after its head and `Content-Length` body bytes;
-//! a chunked one (`Transfer-Encoding: chunked`) is refused in one line
-//! rather than decoded, since a benchmark of static answers has no use for
-//! it. Requests are never pipelined, so bytes past a response's end cannot
-//! belong to the next one: they are a fault (a wrong Content-Length), not
-//! the start of another response. Connections are kept alive (RR, STR); a
-//! CRR request whose server closes says `Connection: close`, and the server
-//! closes after answering. wrk frames responses the same way (wg/wrk,
-//! src/wrk.c: the request is built once, `socket_readable` feeds each read
-//! to the HTTP parser, and its message-complete callback ends the
-//! transaction and decides keep-alive or reconnect).
+//! Framing. A message ends after its head and its body: `Content-Length`
+//! bytes, or a chunked body (`Transfer-Encoding: chunked`) decoded chunk by
+//! chunk — size lines with their extensions (`httparse::parse_chunk_size`),
+//! data, the last chunk and its trailers — whatever the reads' boundaries,
+//! counting the data without copying it. A 204, 304 or 1xx response has no
+//! body whatever its headers say. Requests are never pipelined, so bytes
+//! past a response's end cannot belong to the next one: they are a fault (a
+//! wrong Content-Length or chunk size), not the start of another response.
+//! Connections are kept alive (RR, STR) until a response says
+//! `Connection: close` (the client then connects anew); a CRR request whose
+//! server closes says `Connection: close`, and the server closes after
+//! answering. wrk frames responses the same way (wg/wrk, src/wrk.c: the
+//! request is built once, `socket_readable` feeds each read to the HTTP
+//! parser, and its message-complete callback ends the transaction and
+//! decides keep-alive or reconnect).
+//!
+//! Statuses. Any status is an answer: the codec reports each response's
+//! (`Codec::status`), the driver counts it per code and a non-2xx one as an
+//! `http_status` error, and the connection goes on; only a share of
+//! non-2xx answers above the `http_error_share` setting makes the run
+//! incomplete (`driver::summary::status_share`), as wrk counts "Non-2xx or
+//! 3xx responses" and goes on.
 
 use std::sync::Arc;
 
@@ -119,23 +130,76 @@ fn fill(head: &[u8], offset: u64, out: &mut [u8]) {
     out[..n].copy_from_slice(&head[start..start + n]);
 }
 
-/// A head's bytes so far and, once it is parsed, the body still due.
+/// Where a message's parse is (the `u8` beside [`Parse::left`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// Reading a head (its bytes so far in [`Parse::head`]).
+    #[default]
+    Head,
+    /// A Content-Length body: `left` bytes of it still due.
+    Length,
+    /// A chunked body: reading a chunk-size line (`1a;ext=v\r\n`).
+    ChunkSize,
+    /// A chunked body: `left` bytes of the current chunk's data due.
+    ChunkData,
+    /// A chunked body: the CRLF after a chunk's data, `left` bytes of it seen.
+    ChunkEnd,
+    /// A chunked body after its last (zero) chunk: trailer lines, until
+    /// the empty line that ends the message.
+    Trailer,
+}
+
+/// A message's parse, carried from one read to the next: a head's bytes
+/// so far (or a chunk-size or trailer line's: the head is done by then),
+/// where the body is, and what the last head said (its status, whether
+/// the peer closes after it). 40 bytes: `left` and `at` are a
+/// Content-Length count or the chunked decoder's place in one word and a
+/// byte; status and close share the word's padding.
 #[derive(Debug, Default)]
 pub struct Parse {
     head: Vec<u8>,
-    body_left: Option<u64>,
+    left: u64,
+    at: At,
+    close: bool,
+    status: u16,
 }
 
-/// What a complete head said: its length and the body after it.
+/// How a message's body is framed (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// Content-Length bytes (0: no body, as for a 204 or 304).
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// What a complete head said: its length, how its body is framed, (a
+/// response) its status, and whether it said `Connection: close`.
 struct Head {
     len: usize,
-    body: u64,
+    framing: Framing,
+    status: u16,
+    close: bool,
 }
 
+/// Longest chunk-size or trailer line accepted.
+const MAX_LINE_BYTES: usize = 8 * 1024;
+
 impl Parse {
+    /// The status of the last response head parsed (0 before any).
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Whether the last head said the peer closes after its message
+    /// (`Connection: close`, or an HTTP/1.0 response).
+    pub fn closes(&self) -> bool {
+        self.close
+    }
+
     /// Feeds `chunk`; `parse` reads a complete head. Returns the bytes
-    /// still due (`hint` while the head is incomplete), 0 at the message's
-    /// end.
+    /// still due (`hint` while the head is incomplete; what a chunked body
+    /// may still need, at least [`MIN_HEAD_READ`]), 0 at the message's end.
     fn feed(
         &mut self,
         chunk: &[u8],
@@ -143,80 +207,269 @@ impl Parse {
         what: &str,
         mut parse: impl FnMut(&[u8]) -> Result<Option<Head>, Fault>,
     ) -> Result<u64, Fault> {
-        let n = chunk.len() as u64;
-        if let Some(left) = self.body_left {
-            return self.body(left, n, what);
+        match self.at {
+            At::Head => {}
+            At::Length => return self.length(chunk.len() as u64, what),
+            _ => return self.chunked(chunk, what),
         }
         // A head that arrives whole is parsed where it lies, not copied.
         let whole = self.head.is_empty();
         if !whole {
             self.head.extend_from_slice(chunk);
         }
-        let buf = if whole { chunk } else { &self.head[..] };
-        let Some(head) = parse(buf)? else {
-            if whole {
-                self.head.extend_from_slice(chunk);
+        // Held apart while the body starts: a chunked body's lines reuse
+        // the buffer (its capacity is kept for the next head).
+        let held = std::mem::take(&mut self.head);
+        let buf = if whole { chunk } else { &held[..] };
+        let head = match parse(buf) {
+            Ok(Some(head)) => head,
+            Ok(None) => {
+                self.head = held;
+                if whole {
+                    self.head.extend_from_slice(chunk);
+                }
+                if self.head.len() > MAX_HEAD_BYTES {
+                    return Err(Fault(format!(
+                        "{what} head longer than {MAX_HEAD_BYTES} bytes: not HTTP/1.1, or a \
+                         server that sends no end of head"
+                    )));
+                }
+                let seen = self.head.len() as u64;
+                return Ok(hint.saturating_sub(seen).max(MIN_HEAD_READ));
             }
-            if self.head.len() > MAX_HEAD_BYTES {
-                return Err(Fault(format!(
-                    "{what} head longer than {MAX_HEAD_BYTES} bytes: not HTTP/1.1, or a \
-                     server that sends no end of head"
-                )));
+            Err(fault) => {
+                self.head = held;
+                return Err(fault);
             }
-            let seen = self.head.len() as u64;
-            return Ok(hint.saturating_sub(seen).max(MIN_HEAD_READ));
         };
-        let after = (buf.len() - head.len) as u64;
-        self.head.clear();
-        self.body(head.body, after, what)
+        self.status = head.status;
+        self.close = head.close;
+        let rest = &buf[head.len..];
+        let left = match head.framing {
+            Framing::Length(n) => {
+                self.at = At::Length;
+                self.left = n;
+                self.length(rest.len() as u64, what)
+            }
+            Framing::Chunked => {
+                self.at = At::ChunkSize;
+                self.chunked(rest, what)
+            }
+        };
+        if self.head.is_empty() {
+            let mut held = held;
+            held.clear();
+            self.head = held;
+        }
+        left
     }
 
-    /// `n` body bytes arrived of `left` due.
-    fn body(&mut self, left: u64, n: u64, what: &str) -> Result<u64, Fault> {
-        if n > left {
-            return Err(Fault(format!(
-                "{} bytes past the end of a {what} (its Content-Length): requests are not \
-                 pipelined, so the peer sent a wrong Content-Length",
-                n - left
-            )));
+    /// `n` bytes of a Content-Length body arrived.
+    fn length(&mut self, n: u64, what: &str) -> Result<u64, Fault> {
+        if n > self.left {
+            return Err(past_end(n - self.left, what, "its Content-Length"));
         }
-        let left = left - n;
-        self.body_left = (left > 0).then_some(left);
-        Ok(left)
+        self.left -= n;
+        if self.left == 0 {
+            self.at = At::Head;
+        }
+        Ok(self.left)
+    }
+
+    /// Bytes of a chunked body arrived: decoded step by step, whatever the
+    /// reads' boundaries (a line split across reads is kept in `head`).
+    /// Only the framing is read; the data is counted, not kept.
+    fn chunked(&mut self, mut bytes: &[u8], what: &str) -> Result<u64, Fault> {
+        loop {
+            match self.at {
+                At::ChunkData => {
+                    let take = self.left.min(bytes.len() as u64);
+                    bytes = &bytes[take as usize..];
+                    self.left -= take;
+                    if self.left > 0 {
+                        return Ok(self.left.saturating_add(MIN_HEAD_READ));
+                    }
+                    self.at = At::ChunkEnd;
+                }
+                At::ChunkEnd => {
+                    while self.left < 2 {
+                        let Some((&b, rest)) = bytes.split_first() else {
+                            return Ok(MIN_HEAD_READ);
+                        };
+                        if b != b"\r\n"[self.left as usize] {
+                            return Err(Fault(format!(
+                                "a chunked {what}'s chunk data is not followed by CRLF: the \
+                                 chunk is longer than its size line says"
+                            )));
+                        }
+                        self.left += 1;
+                        bytes = rest;
+                    }
+                    self.at = At::ChunkSize;
+                }
+                At::ChunkSize | At::Trailer => {
+                    let Some(line) = self.line(&mut bytes, what)? else {
+                        return Ok(MIN_HEAD_READ);
+                    };
+                    match (self.at, line) {
+                        (At::Trailer, Line::Empty) => {
+                            self.at = At::Head;
+                            if !bytes.is_empty() {
+                                let n = bytes.len() as u64;
+                                return Err(past_end(n, what, "its last chunk"));
+                            }
+                            return Ok(0);
+                        }
+                        // A trailer field: its bytes are counted, not kept.
+                        (At::Trailer, _) => {}
+                        (_, Line::Size(size)) => {
+                            self.left = size;
+                            self.at = if size == 0 {
+                                At::Trailer
+                            } else {
+                                At::ChunkData
+                            };
+                        }
+                        (_, bad) => {
+                            let shown = match bad {
+                                Line::Other(text) => text,
+                                _ => String::new(),
+                            };
+                            return Err(Fault(format!(
+                                "a chunked {what} with a bad chunk-size line {shown:?}"
+                            )));
+                        }
+                    }
+                }
+                At::Head | At::Length => unreachable!("chunked() outside a chunked body"),
+            }
+        }
+    }
+
+    /// The next whole line (up to and with its LF) from `bytes`, joined to
+    /// what earlier reads left in `head`, read as a chunk-size line or an
+    /// empty one; `None`: the line goes on in the next read (its bytes so
+    /// far kept). A line that arrives whole is read where it lies.
+    fn line(&mut self, bytes: &mut &[u8], what: &str) -> Result<Option<Line>, Fault> {
+        let Some(end) = bytes.iter().position(|&b| b == b'\n') else {
+            self.head.extend_from_slice(bytes);
+            *bytes = &[];
+            if self.head.len() > MAX_LINE_BYTES {
+                return Err(Fault(format!(
+                    "a chunked {what} with a chunk-size or trailer line longer than \
+                     {MAX_LINE_BYTES} bytes"
+                )));
+            }
+            return Ok(None);
+        };
+        let (here, rest) = bytes.split_at(end + 1);
+        *bytes = rest;
+        if !self.head.is_empty() {
+            self.head.extend_from_slice(here);
+        }
+        let text = if self.head.is_empty() {
+            here
+        } else {
+            &self.head[..]
+        };
+        let line = Line::of(text);
+        self.head.clear();
+        Ok(Some(line))
     }
 }
 
-/// The body length a head's headers give: Content-Length, absent = 0 when
-/// `absent_ok`; chunked is refused.
-fn content_length(
+/// A line of a chunked body's framing.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// CRLF alone: the end of the trailers.
+    Empty,
+    /// A chunk-size line's size (its extensions skipped).
+    Size(u64),
+    /// Anything else (a trailer field, or a bad size line), for a message.
+    Other(String),
+}
+
+impl Line {
+    fn of(text: &[u8]) -> Line {
+        if text == b"\r\n" || text == b"\n" {
+            return Line::Empty;
+        }
+        match httparse::parse_chunk_size(text) {
+            Ok(Status::Complete((_, size))) => Line::Size(size),
+            _ => Line::Other(first_line(text)),
+        }
+    }
+}
+
+/// The fault of bytes after a message's end: requests are not pipelined,
+/// so they cannot be the next message.
+fn past_end(n: u64, what: &str, end: &str) -> Fault {
+    Fault(format!(
+        "{n} bytes past the end of a {what} ({end}): requests are not pipelined, so the \
+         peer sent a wrong Content-Length or chunk size"
+    ))
+}
+
+/// How a head's headers frame its body, and whether they say
+/// `Connection: close`, in one pass over them: chunked when
+/// Transfer-Encoding ends in chunked (it wins over a Content-Length), else
+/// Content-Length; absent = 0 when `absent_ok` (a request). `bodiless`
+/// (a 204, 304 or 1xx response): no body whatever they say.
+fn framing(
     headers: &[httparse::Header<'_>],
     what: &str,
     absent_ok: bool,
-) -> Result<u64, Fault> {
+    bodiless: bool,
+) -> Result<(Framing, bool), Fault> {
     let mut length = None;
+    let mut coding = None;
+    let mut close = false;
     for h in headers {
-        if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err(Fault(format!(
-                "{what} with Transfer-Encoding {}: protocol http1 frames messages by \
-                 Content-Length only (serve static files, as nginx does)",
-                String::from_utf8_lossy(h.value)
-            )));
-        }
         if h.name.eq_ignore_ascii_case("content-length") {
-            let text = std::str::from_utf8(h.value).unwrap_or("").trim();
+            length = Some(h.value);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            coding = Some(h.value);
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            close |= h
+                .value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+        }
+    }
+    if bodiless {
+        return Ok((Framing::Length(0), close));
+    }
+    if let Some(codings) = coding {
+        let codings = String::from_utf8_lossy(codings);
+        let last = codings.rsplit(',').next().unwrap_or("").trim();
+        if last.eq_ignore_ascii_case("chunked") {
+            return Ok((Framing::Chunked, close));
+        }
+        return Err(Fault(format!(
+            "{what} with Transfer-Encoding {codings}: without chunked last its end is the \
+             connection's close, which protocol http1 does not frame"
+        )));
+    }
+    match length {
+        Some(value) => {
+            let text = std::str::from_utf8(value).unwrap_or("").trim();
             let n = text
                 .parse::<u64>()
                 .map_err(|_| Fault(format!("{what} with a bad Content-Length {text:?}")))?;
-            length = Some(n);
+            Ok((Framing::Length(n), close))
         }
-    }
-    match length {
-        Some(n) => Ok(n),
-        None if absent_ok => Ok(0),
+        None if absent_ok => Ok((Framing::Length(0), close)),
         None => Err(Fault(format!(
-            "{what} without Content-Length: protocol http1 needs it to find the response's end"
+            "{what} without Content-Length or chunked Transfer-Encoding: protocol http1 needs \
+             one to find the response's end"
         ))),
     }
+}
+
+/// Whether a response with this status has no body whatever its headers
+/// say (RFC 9112 §6.3: 1xx, 204, 304; responses to HEAD too, never sent).
+fn bodiless(status: u16) -> bool {
+    (100..200).contains(&status) || status == 204 || status == 304
 }
 
 /// The body length a request path names: `/8192` (a query after it is
@@ -237,7 +490,7 @@ fn first_line(buf: &[u8]) -> String {
 }
 
 /// The driver's half: one request built for the class, responses framed by
-/// their Content-Length.
+/// their Content-Length or chunked body, each one's status kept for the driver.
 #[derive(Debug, Clone)]
 pub struct Client {
     /// The request's head (a POST's body after it is any bytes).
@@ -281,6 +534,21 @@ impl Codec for Client {
     const FRAMED: bool = true;
     const PROTOCOL: AppProtocol = AppProtocol::Http1;
     type State = Parse;
+    const STATUS: bool = true;
+
+    /// The status line's code, read with the head it came in.
+    #[inline]
+    fn status(&self, state: &Parse) -> u16 {
+        state.status()
+    }
+
+    /// A server that says `Connection: close` (nginx does with a 500)
+    /// closes after its answer: the client connects anew for its next
+    /// request, as wrk does, instead of sending into a closed connection.
+    #[inline]
+    fn server_closes(&self, state: &Parse) -> bool {
+        state.closes()
+    }
 
     fn of(shape: &ClassShape) -> Client {
         let (head, body) = request_for(shape);
@@ -333,18 +601,16 @@ impl Codec for Client {
                     )))
                 }
             };
-            let code = response.code.unwrap_or(0);
-            if !(200..300).contains(&code) {
-                return Err(Fault(format!(
-                    "the server answered {code} {} to {}: it must serve a body at that path \
-                     (a file of as many bytes as the path names), or run against stackbench \
-                     serve",
-                    response.reason.unwrap_or(""),
-                    self.request_line()
-                )));
-            }
-            let body = content_length(response.headers, "response", false)?;
-            Ok(Some(Head { len, body }))
+            let status = response.code.unwrap_or(0);
+            let (framing, close) = framing(response.headers, "response", false, bodiless(status))?;
+            Ok(Some(Head {
+                len,
+                framing,
+                status,
+                // HTTP/1.0 closes unless it says keep-alive (never asked
+                // for here).
+                close: close || response.version == Some(0),
+            }))
         })
     }
 }
@@ -422,13 +688,14 @@ impl Handler for Server {
                         )))
                     }
                 };
-                let body = content_length(request.headers, "request", true)?;
-                let close = request.headers.iter().any(|h| {
-                    h.name.eq_ignore_ascii_case("connection")
-                        && h.value.eq_ignore_ascii_case(b"close")
-                });
+                let (framing, close) = framing(request.headers, "request", true, false)?;
                 asked = Some((named_body(request.path.unwrap_or("/")), close));
-                Ok(Some(Head { len, body }))
+                Ok(Some(Head {
+                    len,
+                    framing,
+                    status: 0,
+                    close,
+                }))
             })?;
         if let Some((named, close)) = asked {
             self.answer(state, named, close);

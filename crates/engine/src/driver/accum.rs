@@ -4,7 +4,7 @@
 //! only for them.
 
 use stackbench_metrics::LatencyHistogram;
-use stackbench_record::ErrorCounts;
+use stackbench_record::{ErrorCounts, HttpStatus};
 
 use crate::transport::tls::Handshake;
 
@@ -46,6 +46,9 @@ pub struct ClassAccum {
     /// The first response the application protocol refused (one line):
     /// the run is incomplete with it.
     pub fault: Option<String>,
+    /// Responses of the window by status (a protocol whose responses carry
+    /// one: `Codec::STATUS`).
+    pub status: StatusCounts,
     /// Connections opened (warm-up included) by the io_uring backend and by
     /// the epoll backend, and of the epoll backend's those that entered
     /// direct waiting at least once: evidence of the backend that drove
@@ -53,6 +56,31 @@ pub struct ClassAccum {
     pub uring_connections: u64,
     pub epoll_connections: u64,
     pub direct_connections: u64,
+}
+
+/// Responses by status code: (code, count) pairs in the order first seen,
+/// looked up linearly, so the usual case (every answer a 200) is one
+/// compare and one add per response. Bounded by the three-digit codes.
+#[derive(Debug, Clone, Default)]
+pub struct StatusCounts(Vec<(u16, u64)>);
+
+impl StatusCounts {
+    /// Counts `n` responses of status `code`.
+    #[inline]
+    pub fn add(&mut self, code: u16, n: u64) {
+        match self.0.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, count)) => *count += n,
+            None => self.0.push((code, n)),
+        }
+    }
+
+    /// The record's figure (`None` when nothing was counted: a protocol
+    /// without statuses, or no response in the window).
+    pub fn record(&self) -> Option<HttpStatus> {
+        (!self.0.is_empty()).then(|| HttpStatus {
+            codes: self.0.iter().copied().collect(),
+        })
+    }
 }
 
 /// A class's TLS handshakes on one worker.
@@ -141,6 +169,9 @@ impl ClassAccum {
         self.direct_connections += o.direct_connections;
         if self.fault.is_none() {
             self.fault.clone_from(&o.fault);
+        }
+        for &(code, n) in &o.status.0 {
+            self.status.add(code, n);
         }
         match (self.tls.as_mut(), &o.tls) {
             (Some(a), Some(b)) => {

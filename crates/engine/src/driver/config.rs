@@ -55,6 +55,10 @@ pub struct RunConfig {
     pub io: IoMode,
     /// The application protocol of every class's data connections.
     pub protocol: AppProtocol,
+    /// Largest share of a class's responses, percent, whose status may be
+    /// other than 2xx before the run is incomplete (the `http_error_share`
+    /// setting; protocols whose responses carry a status).
+    pub http_error_share_pct: f64,
     /// What the path adds by design (a lab link's delay and rate; zero on
     /// loopback), above which the delayed-ACK stall band is counted.
     pub path: PathFloor,

@@ -431,6 +431,13 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             None => acc.hist.record_ns(busy),
         }
         acc.transactions += 1;
+        if P::STATUS {
+            // A status outside 2xx is an answer, not a fault: counted, shown,
+            // and the connection goes on (`summary::status_share` bounds their share).
+            let code = self.codecs[conn.class as usize].status(&conn.app);
+            acc.status.add(code, 1);
+            acc.errors.http_status += u64::from(!(200..300).contains(&code));
+        }
         acc.last_completion_ns = now;
         let second = ((now - self.timing.warmup_end_ns) / 1_000_000_000) as usize;
         if acc.per_second.len() <= second {
@@ -701,6 +708,11 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             if conn.quota == 0 {
                 self.finish(key);
                 return Got::Stop;
+            }
+            if P::FRAMED && self.codecs[conn.class as usize].server_closes(&conn.app) {
+                // The server closes after this answer: so does the client,
+                // and it connects anew (`closed`) for its next request.
+                return Got::Close { abort: false };
             }
             if !self.go_now(key, now) {
                 return Got::Stop;

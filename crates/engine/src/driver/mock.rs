@@ -662,7 +662,52 @@ mod tests {
             assert_eq!(acc.tx_bytes, 10 * 100, "chunk {chunk}");
             assert!(acc.fault.is_none(), "{:?}", acc.fault);
             assert_eq!(counts.receives, 10 * OK_5.len().div_ceil(chunk) as u64);
+            let status = acc.status.record().expect("statuses counted");
+            assert_eq!(status.codes, [(200, 10)].into());
+            assert_eq!(acc.errors.http_status, 0);
         }
+    }
+
+    #[test]
+    fn a_non_2xx_answer_is_counted_and_the_connection_goes_on() {
+        let rr = plan(Kind::Rr, 100, 44, Pace::Closed);
+        let answer = b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found";
+        for chunk in [1, 64 * 1024] {
+            let script = Script {
+                chunk,
+                answer,
+                ..Script::default()
+            };
+            let (acc, counts) = run_http(rr, 2, 5, script);
+            assert!(acc.fault.is_none(), "{:?}", acc.fault);
+            assert_eq!(acc.transactions, 10, "chunk {chunk}");
+            assert_eq!(acc.rx_bytes, 10 * answer.len() as u64);
+            let status = acc.status.record().expect("statuses counted");
+            assert_eq!(status.codes, [(404, 10)].into());
+            assert_eq!((acc.errors.http_status, acc.errors.total()), (10, 10));
+            // Keep-alive: each client stayed on its one connection.
+            assert_eq!(counts.connects, 2);
+        }
+    }
+
+    #[test]
+    fn a_server_that_says_close_is_left_and_connected_to_anew() {
+        let rr = plan(Kind::Rr, 100, 44, Pace::Closed);
+        // nginx closes after a 500 and says so.
+        let answer = b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\nContent-Length: 4\r\n\r\noops";
+        let script = Script {
+            answer,
+            ..Script::default()
+        };
+        let (acc, counts) = run_http(rr, 2, 5, script);
+        assert!(acc.fault.is_none(), "{:?}", acc.fault);
+        assert_eq!(acc.transactions, 10);
+        // Only the statuses are errors: no request went into a closed
+        // connection.
+        assert_eq!((acc.errors.http_status, acc.errors.total()), (10, 10));
+        // A connection per response but each client's last, which its
+        // quota ends instead.
+        assert_eq!(counts.connects, 2 + 2 * 4);
     }
 
     #[test]

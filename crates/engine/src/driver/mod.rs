@@ -173,6 +173,10 @@ pub fn run_workload_gated(
         reason = protocol_fault(cfg, &merged);
     }
     if reason.is_none() {
+        // Answers that say the requests failed, beyond the bound.
+        reason = summary::status_share(cfg, &merged);
+    }
+    if reason.is_none() {
         // Not cut short, yet a class may have measured nothing or missed its
         // count: never report that as a complete run.
         reason = summary::shortfall(cfg, &merged);
@@ -753,6 +757,7 @@ mod tests {
             priority: None,
             io: IoMode::Epoll,
             protocol: Default::default(),
+            http_error_share_pct: 1.0,
             path: PathFloor::default(),
             segment: Default::default(),
         };

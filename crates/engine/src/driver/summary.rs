@@ -98,6 +98,7 @@ pub fn class_result(
             },
             responder: None,
         }),
+        http_status: acc.status.record(),
     }
 }
 
@@ -234,6 +235,36 @@ pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
     (!clauses.is_empty()).then(|| clauses.join("; "))
 }
 
+/// Why a run is incomplete by its answers (`Codec::STATUS`): each class
+/// whose non-2xx responses of the window are a larger share than the
+/// `http_error_share` setting allows, with the codes seen and their counts
+/// (joined by "; "); `None` within the bound. Below it they are errors
+/// counted and shown, and the run stands.
+pub fn status_share(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
+    let bound_pct = cfg.http_error_share_pct;
+    let clauses: Vec<String> = cfg
+        .workload
+        .classes
+        .iter()
+        .zip(merged)
+        .filter_map(|(spec, acc)| {
+            let status = acc.status.record()?;
+            let share_pct = 100.0 * status.non_2xx_share();
+            (share_pct > bound_pct).then(|| {
+                format!(
+                    "{spec}: {} of {} responses were not 2xx ({share_pct:.1}%: {}), above \
+                     http_error_share {bound_pct}%: make the server answer the paths the \
+                     requests name (GET /N), or raise --http-error-share",
+                    grouped(status.non_2xx()),
+                    grouped(status.total()),
+                    status.non_2xx_text()
+                )
+            })
+        })
+        .collect();
+    (!clauses.is_empty()).then(|| clauses.join("; "))
+}
+
 /// What to change when a class completed no transaction in its window.
 fn nothing_fix(spec: &ClassSpec, pace: &Pace) -> String {
     let mut fix = "lengthen --duration".to_string();
@@ -299,6 +330,7 @@ mod tests {
             priority: None,
             io: Default::default(),
             protocol: Default::default(),
+            http_error_share_pct: 1.0,
             pacing: PacingConfig::default(),
             path: Default::default(),
             segment: Default::default(),

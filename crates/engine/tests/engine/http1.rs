@@ -1,8 +1,10 @@
 //! `protocol http1` against the embedded responder: RR, CRR (every close
 //! mode) and STR count exactly and move the bytes the codec says; a lone
 //! connection (direct waiting on both sides) too; `io uring` runs it on
-//! epoll with the one-line reason; and a plain server's malformed or
-//! chunked response ends the run incomplete with the fault, not a panic.
+//! epoll with the one-line reason; a plain server's statuses are counted
+//! per code, its chunked answers decoded, and its non-2xx answers make
+//! the run incomplete only above `http_error_share`; a malformed response
+//! ends the run incomplete with the fault, not a panic.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -38,6 +40,8 @@ fn assert_http_exact(cfg: &RunConfig, out: &RunOutcome, n: u64) {
         assert_eq!(c.errors, 0, "{}: {:?}", c.notation, c.error_counts);
         assert_eq!(c.tx_bytes, n * codec.request_bytes(), "{}", c.notation);
         assert_eq!(c.rx_bytes, n * codec.answer_bytes(), "{}", c.notation);
+        let codes = &c.http_status.as_ref().expect("statuses counted").codes;
+        assert_eq!(codes, &[(200, n)].into(), "{}", c.notation);
     }
     let server = &out.server_stats[0];
     assert_eq!(server.transactions, n);
@@ -180,18 +184,14 @@ fn a_plain_server_is_driven_without_a_control_connection() {
 
 #[test]
 fn a_bad_response_ends_the_run_incomplete_with_the_fault() {
-    let cases: [(&'static [u8], &str); 3] = [
+    let cases: [(&'static [u8], &str); 2] = [
         (
             b"HTPP/1.1 200 OK\r\n\r\n",
             "malformed HTTP response to GET /",
         ),
         (
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-            "Transfer-Encoding chunked",
-        ),
-        (
-            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
-            "answered 404",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+            "Transfer-Encoding gzip",
         ),
     ];
     for (answer, needle) in cases {
@@ -204,6 +204,89 @@ fn a_bad_response_ends_the_run_incomplete_with_the_fault() {
         assert!(!reason.contains('\n'), "{reason}");
         assert!(out.classes[0].errors >= 1);
     }
+}
+
+/// The answers of [`scripted_server`], by request number (over all its
+/// connections) modulo 3: a Content-Length 200, a chunked 200 (with an
+/// extension and a trailer), a 404 with a body.
+const SCRIPT: [&[u8]; 3] = [
+    b"HTTP/1.1 200 OK\r\nServer: t\r\nContent-Length: 5\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n4\r\ndefg\r\n0\r\nX-T: 1\r\n\r\n",
+    b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found",
+];
+
+/// A plain server on loopback that answers request n (counted over all
+/// its connections, each kept alive) with `SCRIPT[n % 3]`.
+fn scripted_server() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = Arc::new(AtomicU64::new(0));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let served = Arc::clone(&served);
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                    head.extend_from_slice(&buf[..n]);
+                    if head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        head.clear();
+                        let n = served.fetch_add(1, Ordering::Relaxed);
+                        if conn.write_all(SCRIPT[(n % 3) as usize]).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Every third answer a 404, every third chunked: each code counted
+/// exactly, the 404s as errors that leave the connections open, the bytes
+/// those that moved; the run is complete under the bound and incomplete,
+/// naming the codes, above it.
+#[test]
+fn statuses_are_counted_per_code_and_bound_the_run() {
+    let moved: u64 = SCRIPT.iter().map(|a| 10 * a.len() as u64).sum();
+    let mut cfg = http("RR3(100B/100B)", 30);
+    cfg.http_error_share_pct = 34.0;
+    let out = run_plain(&scripted_server(), &cfg);
+    assert!(out.complete, "{:?}", out.incomplete_reason);
+    let c = &out.classes[0];
+    assert_eq!(c.transactions, 30);
+    let status = c.http_status.as_ref().expect("statuses counted");
+    assert_eq!(status.codes, [(200, 20), (404, 10)].into());
+    assert_eq!((c.error_counts.http_status, c.errors), (10, 10));
+    // The server's own sizes, not the notation's: what moved.
+    assert_eq!(c.rx_bytes, moved);
+    // Keep-alive through the 404s: one connection per client.
+    let served = c.served_by.as_ref().unwrap();
+    assert_eq!(served.driver.epoll + served.driver.io_uring, 3);
+
+    // A third of the answers 404 is above the default bound (1%).
+    let mut cfg = http("RR3(100B/100B)", 30);
+    cfg.http_error_share_pct = 1.0;
+    let out = run_plain(&scripted_server(), &cfg);
+    assert!(!out.complete);
+    let reason = out.incomplete_reason.unwrap();
+    assert!(
+        reason.contains("10 of 30 responses were not 2xx (33.3%: 404 ×10)"),
+        "{reason}"
+    );
+    assert!(reason.contains("http_error_share 1%"), "{reason}");
+    assert!(!reason.contains('\n'), "{reason}");
+    // What was measured is kept.
+    let c = &out.classes[0];
+    assert_eq!(c.transactions, 30);
+    assert_eq!(c.http_status.as_ref().unwrap().codes.get(&404), Some(&10));
 }
 
 #[test]

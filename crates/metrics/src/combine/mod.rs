@@ -40,6 +40,7 @@
 //! | `tls` | counts summed, CPU per handshake weighted, kTLS counters once per host | what was negotiated the first's (the same in every run), counts and µs the mean |
 //! | `stall_band` | bands added | bands added (a stall in any run is counted) |
 //! | `served_by` | connections added, unknown when a part did not count | connections added, unknown when a run did not count |
+//! | `http_status` | each code's count summed | each code's mean count (a run without the code counts 0), rounded |
 //!
 //! An optional figure of repetitions is present only when every run has it.
 
@@ -48,7 +49,7 @@ mod mean;
 mod parts;
 mod population;
 
-use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, ServedBy};
+use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, ServedBy};
 
 use crate::cpu::Work;
 use mean::Of;
@@ -198,7 +199,33 @@ pub fn combine(mut mode: Mode, classes: &[&ClassResult]) -> ClassResult {
             .filter_map(|c| c.stall_band)
             .reduce(|a, b| a.add(&b)),
         served_by: served_by(classes.iter().map(|c| c.served_by)),
+        http_status: http_status(classes, rule(Sum, Mean)),
     }
+}
+
+/// The responses by status code of several measurements: each code's count
+/// by `rule` (a measurement without the code counts 0 there); `None` when
+/// none has codes (a protocol without statuses).
+fn http_status(classes: &[&ClassResult], rule: Rule) -> Option<HttpStatus> {
+    let codes: std::collections::BTreeSet<u16> = classes
+        .iter()
+        .filter_map(|c| c.http_status.as_ref())
+        .flat_map(|s| s.codes.keys().copied())
+        .collect();
+    if classes.iter().all(|c| c.http_status.is_none()) {
+        return None;
+    }
+    let count = |c: &ClassResult, code: u16| {
+        c.http_status
+            .as_ref()
+            .and_then(|s| s.codes.get(&code).copied())
+            .unwrap_or(0)
+    };
+    let codes = codes
+        .into_iter()
+        .map(|code| (code, rule.count(classes, |c| count(c, code))))
+        .collect();
+    Some(HttpStatus { codes })
 }
 
 /// `count / duration_s`, and 0 for an empty window.

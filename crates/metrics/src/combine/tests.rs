@@ -1,8 +1,8 @@
 use stackbench_model::Kind;
 use stackbench_record::{
-    BackendConnections, ClassResult, CpuFigures, ErrorCounts, HandshakeCpuUs, KtlsCounters,
-    KtlsFigures, LagUs, LatencyUs, MemoryFigures, PacingMode, PopulationFigures, ServedBy, SideCpu,
-    SideMemory, SkMemInfo, StallBand, TlsFigures,
+    BackendConnections, ClassResult, CpuFigures, ErrorCounts, HandshakeCpuUs, HttpStatus,
+    KtlsCounters, KtlsFigures, LagUs, LatencyUs, MemoryFigures, PacingMode, PopulationFigures,
+    ServedBy, SideCpu, SideMemory, SkMemInfo, StallBand, TlsFigures,
 };
 
 use super::*;
@@ -201,6 +201,9 @@ fn full(transactions: u64, duration_s: f64, clients: u32, scale: u64) -> ClassRe
                 ..BackendConnections::default()
             }),
         }),
+        http_status: Some(HttpStatus {
+            codes: [(200, transactions - scale), (404, scale)].into(),
+        }),
     }
 }
 
@@ -221,6 +224,7 @@ fn one_is_its_own_combine_in_every_field() {
         tls: Some(_),
         stall_band: Some(_),
         served_by: Some(_),
+        http_status: Some(_),
         workload: _,
         notation: _,
         kind: _,
@@ -258,6 +262,7 @@ fn every_field_by_its_rule_in_both_modes() {
     b.per_second_tps.truncate(9);
     b.population.as_mut().unwrap().wait_mean_s = Some(1.5);
     b.tls.as_mut().unwrap().cipher = "TLS_AES_256_GCM_SHA384".into();
+    b.http_status.as_mut().unwrap().codes.insert(500, 3);
     let classes = [&a, &b];
 
     // Parts of one run: b's agent was cut short.
@@ -313,6 +318,8 @@ fn every_field_by_its_rule_in_both_modes() {
     let served = m.served_by.unwrap();
     assert_eq!(served.driver.epoll, 5);
     assert_eq!(served.responder.unwrap().io_uring, 5);
+    let codes = &m.http_status.as_ref().unwrap().codes;
+    assert_eq!(codes, &[(200, 3997), (404, 4), (500, 3)].into(), "summed");
     assert_eq!(
         agents.notes.len(),
         4,
@@ -372,6 +379,12 @@ fn every_field_by_its_rule_in_both_modes() {
     let band = r.stall_band.unwrap();
     assert_eq!((band.transactions, band.of_transactions), (4, 4001));
     assert_eq!(r.served_by.unwrap().driver.epoll, 5);
+    let codes = &r.http_status.as_ref().unwrap().codes;
+    assert_eq!(
+        codes,
+        &[(200, 1999), (404, 2), (500, 2)].into(),
+        "each code's rounded mean, a run without it counting 0"
+    );
 }
 
 #[test]

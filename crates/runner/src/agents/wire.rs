@@ -40,7 +40,10 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// hello named the crate version only (the same for every build). Protocol
 /// 2: the wire's own messages ([`RunOrder`], [`ProgressReport`]), unknown
 /// fields refused, durations in ns, and the build's commit in the hello.
-pub const PROTOCOL: u32 = 2;
+/// Protocol 3: the order carries `http_error_share_pct`, and a class's
+/// result its HTTP status counts (`http_status`, and `error_counts`'s
+/// `http_status`).
+pub const PROTOCOL: u32 = 3;
 
 /// Which stackbench a side is: its version number and the commit it was
 /// built from (`build.rs`), which tells apart two builds of one version.
@@ -193,6 +196,8 @@ pub struct RunOrder {
     pub priority: Option<ClassPriorities>,
     pub io: IoMode,
     pub protocol: AppProtocol,
+    /// `http_error_share`, percent.
+    pub http_error_share_pct: f64,
     pub path: PathFloor,
     /// The agent's segment of every class.
     pub segment: Segment,
@@ -221,6 +226,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            http_error_share_pct,
             path,
             segment,
         } = cfg.clone();
@@ -240,6 +246,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            http_error_share_pct,
             path,
             segment,
         }
@@ -263,6 +270,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            http_error_share_pct,
             path,
             segment,
         } = self;
@@ -282,6 +290,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            http_error_share_pct,
             path,
             segment,
         }
@@ -398,21 +407,22 @@ pub enum Decoded<T> {
 /// Reads one line as a message of this protocol; a hello that is not
 /// becomes the refusal that names both protocols.
 pub fn decode<T: DeserializeOwned>(line: &str) -> Decoded<T> {
-    let e = match serde_json::from_str::<T>(line) {
-        Ok(msg) => return Decoded::Message(msg),
-        Err(e) => e,
-    };
-    match serde_json::from_str::<Greeting>(line) {
-        Ok(g) if g.msg == "hello" && g.protocol != PROTOCOL => {
+    // A hello is read for its protocol first: one of another protocol may
+    // have this protocol's shape and still mean something else.
+    if let Ok(g) = serde_json::from_str::<Greeting>(line) {
+        if g.msg == "hello" && g.protocol != PROTOCOL {
             let build = Build {
                 version: g.version,
                 commit: g.commit.unwrap_or_else(|| "unknown".to_string()),
                 dirty: g.dirty,
             };
             let agent = format!("agent {}/{} on {}", g.index, g.count, g.host);
-            Decoded::OtherProtocol(mismatch(&agent, g.protocol, &build))
+            return Decoded::OtherProtocol(mismatch(&agent, g.protocol, &build));
         }
-        _ => Decoded::Garbage(e.to_string()),
+    }
+    match serde_json::from_str::<T>(line) {
+        Ok(msg) => Decoded::Message(msg),
+        Err(e) => Decoded::Garbage(e.to_string()),
     }
 }
 
@@ -513,7 +523,7 @@ mod tests {
         let hello = FromAgent::Hello(Hello::this(2, 4));
         let text = serde_json::to_string(&hello).unwrap();
         assert!(
-            text.starts_with(r#"{"msg":"hello","protocol":2,"#),
+            text.starts_with(&format!(r#"{{"msg":"hello","protocol":{PROTOCOL},"#)),
             "{text}"
         );
         assert!(!text.contains('\n'));
@@ -558,10 +568,10 @@ mod tests {
         };
         assert!(!why.contains('\n'));
         assert!(
-            why.starts_with(
+            why.starts_with(&format!(
                 "agent 1/2 on h2 speaks agent wire protocol 1 (stackbench 0.1.0, commit unknown); \
-                 this controller speaks protocol 2 (stackbench "
-            ),
+                 this controller speaks protocol {PROTOCOL} (stackbench "
+            )),
             "{why}"
         );
         assert!(why.contains(&Build::this().to_string()), "{why}");

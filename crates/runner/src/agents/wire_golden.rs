@@ -16,7 +16,7 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{CertType, ClassPriorities, Spin, TlsMode, TlsVersion};
 use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport};
-use stackbench_record::{ClassResult, CpuFigures};
+use stackbench_record::{ClassResult, CpuFigures, HttpStatus};
 
 use super::wire::{
     decode, AgentResult, Decoded, FromAgent, FromController, Hello, ProgressReport, RunOrder,
@@ -56,6 +56,7 @@ pub fn run_config() -> RunConfig {
         priority: Some(ClassPriorities(vec![1, 2])),
         io: IoMode::Uring,
         protocol: AppProtocol::Http1,
+        http_error_share_pct: 1.0,
         path: PathFloor::default(),
         segment: Segment::new(1, 2).expect("segment 1/2"),
     }
@@ -71,6 +72,9 @@ fn class_result() -> ClassResult {
         tls: Some(Default::default()),
         stall_band: Some(Default::default()),
         served_by: Some(Default::default()),
+        http_status: Some(HttpStatus {
+            codes: [(200, 9), (404, 1)].into(),
+        }),
         ..ClassResult::sample()
     }
 }

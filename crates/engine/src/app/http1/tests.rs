@@ -151,26 +151,30 @@ fn a_second_response_is_not_taken_for_part_of_the_first() {
 #[test]
 fn bad_responses_are_faults_in_one_line() {
     let client = Client::of(&shape(Kind::Rr, 100, 200, CrrClose::Server));
-    let cases: [(&[u8], &str); 5] = [
+    let cases: [(&[u8], &str); 6] = [
         (
             b"HTPP/1.1 200 OK\r\n\r\n",
             "malformed HTTP response to GET /",
         ),
         (
-            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
-            "answered 404 Not Found to GET /160: ",
-        ),
-        (
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
-            "Transfer-Encoding chunked",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxyz",
+            "Transfer-Encoding gzip: without chunked last",
         ),
         (
             b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\n",
-            "without Content-Length",
+            "without Content-Length or chunked",
         ),
         (
             b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n",
             "bad Content-Length",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "bad chunk-size line \"zz\"",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n",
+            "not followed by CRLF",
         ),
     ];
     for (bytes, needle) in cases {
@@ -180,6 +184,144 @@ fn bad_responses_are_faults_in_one_line() {
             .unwrap_err();
         assert!(fault.0.contains(needle), "{fault}");
         assert!(!fault.0.contains('\n'), "{fault}");
+    }
+}
+
+/// Feeds `bytes` whole, then in every split of one to eight bytes: each
+/// time the response ends exactly at its last byte (nothing due before
+/// it), with `status`.
+fn assert_ends_at_its_last_byte(client: &Client, bytes: &[u8], status: u16) {
+    for chunk in [bytes.len(), 1, 2, 3, 5, 8] {
+        let mut state = Parse::default();
+        let left = receive(client, &mut state, bytes, chunk);
+        let what = String::from_utf8_lossy(bytes);
+        assert_eq!(*left.last().unwrap(), 0, "chunk {chunk}: {what}");
+        assert!(
+            left[..left.len() - 1].iter().all(|&l| l > 0),
+            "chunk {chunk}: ended early: {what}"
+        );
+        assert_eq!(client.status(&state), status, "{what}");
+        // Ready for the next response on the connection (keep-alive).
+        let again = receive(client, &mut state, bytes, bytes.len());
+        assert_eq!(again, vec![0], "{what}");
+    }
+}
+
+#[test]
+fn any_status_is_an_answer_framed_by_its_body() {
+    let client = Client::of(&shape(Kind::Rr, 100, 200, CrrClose::Server));
+    let cases: [(&[u8], u16); 4] = [
+        (
+            b"HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 22\r\n\r\n<h1>404 Not Found</h1>",
+            404,
+        ),
+        (
+            b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\n\r\noops!",
+            500,
+        ),
+        (
+            b"HTTP/1.1 301 Moved Permanently\r\nLocation: /x\r\nContent-Length: 9\r\n\r\nmoved: /x",
+            301,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            200,
+        ),
+    ];
+    for (bytes, status) in cases {
+        assert_ends_at_its_last_byte(&client, bytes, status);
+    }
+}
+
+#[test]
+fn a_204_or_304_has_no_body_whatever_its_headers_say() {
+    let client = Client::of(&shape(Kind::Rr, 100, 200, CrrClose::Server));
+    // A 304 states the length the full answer would have; no body follows.
+    let cases: [(&[u8], u16); 3] = [
+        (b"HTTP/1.1 204 No Content\r\nServer: t\r\n\r\n", 204),
+        (
+            b"HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\nContent-Length: 4096\r\n\r\n",
+            304,
+        ),
+        (
+            b"HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n",
+            304,
+        ),
+    ];
+    for (bytes, status) in cases {
+        assert_ends_at_its_last_byte(&client, bytes, status);
+    }
+    // So a body after a 204 is a fault, not the next response.
+    let bytes = b"HTTP/1.1 204 No Content\r\nContent-Length: 2\r\n\r\nhi";
+    let fault = client
+        .response_left(&mut Parse::default(), 0, bytes.len() as u64, bytes)
+        .unwrap_err();
+    assert!(fault.0.contains("2 bytes past the end"), "{fault}");
+}
+
+#[test]
+fn chunked_bodies_are_decoded_with_extensions_and_trailers() {
+    let client = Client::of(&shape(Kind::Rr, 100, 200, CrrClose::Server));
+    let cases: [&[u8]; 5] = [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        // Sizes in hex, either case; an empty body.
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\n1b\r\n0123456789abcdef0123456789a\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        // Chunk extensions, and trailer fields after the last chunk.
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: Expires\r\n\r\n4;name=value;x\r\nwiki\r\n5;q=\"a b\"\r\npedia\r\n0;end\r\nExpires: never\r\nX-Sum: 9\r\n\r\n",
+        // Codings before chunked, and a Content-Length chunked wins over.
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 99\r\n\r\n3\r\n\x1f\x8b\x08\r\n0\r\n\r\n",
+    ];
+    for bytes in cases {
+        assert_ends_at_its_last_byte(&client, bytes, 200);
+    }
+    let not_found =
+        b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n9\r\nnot found\r\n0\r\n\r\n";
+    assert_ends_at_its_last_byte(&client, not_found, 404);
+    // While a chunk's data is due, a read asks for at least all of it.
+    let mut state = Parse::default();
+    let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000\r\nab";
+    let left = client
+        .response_left(&mut state, 0, head.len() as u64, head)
+        .unwrap();
+    assert!(left >= 0x10000 - 2, "{left}");
+    // Bytes after the last chunk's empty line are a fault.
+    let two = [cases[0], cases[0]].concat();
+    let fault = client
+        .response_left(&mut Parse::default(), 0, two.len() as u64, &two)
+        .unwrap_err();
+    assert!(
+        fault
+            .0
+            .contains("past the end of a response (its last chunk)"),
+        "{fault}"
+    );
+}
+
+#[test]
+fn the_responder_takes_a_chunked_request_body() {
+    let server = Server {
+        request_bytes: 100,
+        response_bytes: 100,
+    };
+    let post =
+        b"POST /7 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;a=b\r\nabc\r\n0\r\nX: y\r\n\r\n";
+    for chunk in [post.len(), 1, 4] {
+        let mut state = ServerState::default();
+        let lefts: Vec<u64> = post
+            .chunks(chunk)
+            .map(|c| {
+                server
+                    .request_left(&mut state, 0, c.len() as u64, c)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(*lefts.last().unwrap(), 0);
+        assert!(lefts[..lefts.len() - 1].iter().all(|&l| l > 0));
+        assert_eq!(
+            server.response_bytes(&state),
+            response_head_bytes(7, false) + 7
+        );
     }
 }
 
@@ -213,4 +355,27 @@ fn the_server_answers_the_length_the_path_names() {
 fn parse_state_is_small() {
     assert_eq!(std::mem::size_of::<Parse>(), 40);
     assert_eq!(std::mem::size_of::<ServerState>(), 80);
+}
+
+#[test]
+fn a_response_that_says_close_is_the_connections_last() {
+    let client = Client::of(&shape(Kind::Rr, 100, 200, CrrClose::Server));
+    let cases: [(&[u8], bool); 4] = [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false),
+        (
+            b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            true,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n",
+            true,
+        ),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", true),
+    ];
+    for (bytes, closes) in cases {
+        let mut state = Parse::default();
+        assert_eq!(receive(&client, &mut state, bytes, bytes.len()), vec![0]);
+        let what = String::from_utf8_lossy(bytes);
+        assert_eq!(client.server_closes(&state), closes, "{what}");
+    }
 }
