@@ -136,11 +136,22 @@ fn io_uring_refuses_http1_and_the_run_measures_epoll() {
 
 /// A plain server on loopback that answers every request head with `answer`.
 fn plain_server(answer: &'static [u8]) -> String {
+    scripted_server(vec![answer])
+}
+
+/// A plain server on loopback that answers request n (counted over all its
+/// connections, each kept alive) with `answers[n % answers.len()]`.
+fn scripted_server(answers: Vec<&'static [u8]>) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    let served = Arc::new(AtomicUsize::new(0));
+    let answers: Arc<[&'static [u8]]> = answers.into();
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { return };
+            let (served, answers) = (Arc::clone(&served), Arc::clone(&answers));
             std::thread::spawn(move || {
                 let mut head = Vec::new();
                 let mut buf = [0u8; 4096];
@@ -151,7 +162,8 @@ fn plain_server(answer: &'static [u8]) -> String {
                     head.extend_from_slice(&buf[..n]);
                     if head.windows(4).any(|w| w == b"\r\n\r\n") {
                         head.clear();
-                        if conn.write_all(answer).is_err() {
+                        let n = served.fetch_add(1, Ordering::Relaxed);
+                        if conn.write_all(answers[n % answers.len()]).is_err() {
                             return;
                         }
                     }
@@ -206,7 +218,7 @@ fn a_bad_response_ends_the_run_incomplete_with_the_fault() {
     }
 }
 
-/// The answers of [`scripted_server`], by request number (over all its
+/// The answers of a [`scripted_server`], by request number (over all its
 /// connections) modulo 3: a Content-Length 200, a chunked 200 (with an
 /// extension and a trailer), a 404 with a body.
 const SCRIPT: [&[u8]; 3] = [
@@ -214,40 +226,6 @@ const SCRIPT: [&[u8]; 3] = [
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n4\r\ndefg\r\n0\r\nX-T: 1\r\n\r\n",
     b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found",
 ];
-
-/// A plain server on loopback that answers request n (counted over all
-/// its connections, each kept alive) with `SCRIPT[n % 3]`.
-fn scripted_server() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::Arc;
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let served = Arc::new(AtomicU64::new(0));
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { return };
-            let served = Arc::clone(&served);
-            std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 {
-                        return;
-                    }
-                    head.extend_from_slice(&buf[..n]);
-                    if head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        head.clear();
-                        let n = served.fetch_add(1, Ordering::Relaxed);
-                        if conn.write_all(SCRIPT[(n % 3) as usize]).is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    format!("http://{addr}")
-}
 
 /// Every third answer a 404, every third chunked: each code counted
 /// exactly, the 404s as errors that leave the connections open, the bytes
@@ -258,7 +236,7 @@ fn statuses_are_counted_per_code_and_bound_the_run() {
     let moved: u64 = SCRIPT.iter().map(|a| 10 * a.len() as u64).sum();
     let mut cfg = http("RR3(100B/100B)", 30);
     cfg.http_error_share_pct = 34.0;
-    let out = run_plain(&scripted_server(), &cfg);
+    let out = run_plain(&scripted_server(SCRIPT.to_vec()), &cfg);
     assert!(out.complete, "{:?}", out.incomplete_reason);
     let c = &out.classes[0];
     assert_eq!(c.transactions, 30);
@@ -274,7 +252,7 @@ fn statuses_are_counted_per_code_and_bound_the_run() {
     // A third of the answers 404 is above the default bound (1%).
     let mut cfg = http("RR3(100B/100B)", 30);
     cfg.http_error_share_pct = 1.0;
-    let out = run_plain(&scripted_server(), &cfg);
+    let out = run_plain(&scripted_server(SCRIPT.to_vec()), &cfg);
     assert!(!out.complete);
     let reason = out.incomplete_reason.unwrap();
     assert!(
