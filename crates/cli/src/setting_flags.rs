@@ -245,6 +245,8 @@ mod tests {
         ("key", " "),
         ("resume_ratio", "1.5"),
         ("rekey", "65GB"),
+        ("http_error_share", "101%"),
+        ("http_error_share", "half"),
         ("tls_mode", "hardware"),
         ("priority", "7"),
         ("priority", "6,high"),
