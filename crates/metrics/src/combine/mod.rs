@@ -3,7 +3,7 @@
 //! ([`Mode`]):
 //!
 //! - [`Mode::Parts`]: disjoint parts of one run, measured apart in windows
-//!   that opened together (the agents' segments, `runner::agent_merge`):
+//!   that opened together (the agents' segments, `runner::agents::merge`):
 //!   merged exactly, so the run's figures are sums over the parts;
 //! - [`Mode::Repetitions`]: the same run done again (`--repeat`,
 //!   `--confidence`, `runner::repeat_mean`): averaged, so that `rate_tps` is
