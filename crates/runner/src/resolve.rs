@@ -668,6 +668,10 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         s.key.as_ref().map(|t| t.0.clone()),
     )
     .and_then(|p| {
+        if let (Some(cert), Some(key)) = (&p.cert, &p.key) {
+            // Read here, not when the responder starts: a bad file costs no run.
+            transport::tls::check_cert_key(cert, key)?;
+        }
         if s.rekey.0 > 0 && s.tls_mode == TlsMode::Sidecar {
             // The proxies would re-key, but their reports carry no counts:
             // a stored `rekeys` of 0 would be wrong.

@@ -135,6 +135,92 @@ fn bad_flags_name_the_flag_and_exit_2() {
     assert_usage_errors(cases);
 }
 
+/// Each (flags, expected message) pair added to `run RR1(1B/1B)` must be
+/// refused before anything starts: exit 2 and stderr one line (no "driver on
+/// CPUs …, responder …" line before it) holding that message.
+pub(crate) fn assert_refused_before_start(cases: &[(&[&str], &str)]) {
+    for (flags, want) in cases {
+        let out = stackbench()
+            .args(["run", "RR1(1B/1B)", "--duration", "1s"])
+            .args(*flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{flags:?}: {err}");
+        assert!(err.contains(want), "{flags:?}: want {want:?} in {err}");
+    }
+}
+
+/// A self-signed P-256 certificate, its key, and a key of another certificate.
+const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBijCCATGgAwIBAgIUM0wQswjzDyZQL6yFGYKZDZeUiR4wCgYIKoZIzj0EAwIw
+GjEYMBYGA1UEAwwPc3RhY2tiZW5jaC10ZXN0MCAXDTI2MTEyODA3MjgyM1oYDzIx
+MjYxMTA0MDcyODIzWjAaMRgwFgYDVQQDDA9zdGFja2JlbmNoLXRlc3QwWTATBgcq
+hkjOPQIBBggqhkjOPQMBBwNCAARUJOFgVmhrr7S4ya7zMR6zrjLnCzkKwwGEjMWi
+aka0McizNFFbtJPGflBk9tUfnIEDG2UM/CFidbBlTS92oBY4o1MwUTAdBgNVHQ4E
+FgQU0MO/oQWvFNW6f6yz3FinFCepEwEwHwYDVR0jBBgwFoAU0MO/oQWvFNW6f6yz
+3FinFCepEwEwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNHADBEAiBd9+R+
+IUinljYIENdcGCRRVgZsRky7WDa8jTIHPPYlPgIgODp3BInYxjcFAxzJpiPCnCan
+fHGrNWxqT4WPZJhLDPA=
+-----END CERTIFICATE-----
+";
+const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg9hEqkytU3jBk9v7R
+oIfWscgeg4dwS4YjYS16y6pQjRGhRANCAARUJOFgVmhrr7S4ya7zMR6zrjLnCzkK
+wwGEjMWiaka0McizNFFbtJPGflBk9tUfnIEDG2UM/CFidbBlTS92oBY4
+-----END PRIVATE KEY-----
+";
+const OTHER_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQguNEpZ8dgZzei3naA
+1Pij0mppQ3sXfpTevBVGgqDiRH+hRANCAAQJbl9P1a2cL8tBtQrK1t7HvymtywRG
+4E6bABKQQ+mHRoNZP1D9KpXAoYxoDuGHyB+1slMABMRC1zSGWHDFuNc4
+-----END PRIVATE KEY-----
+";
+
+/// `--cert`/`--key` files are read when the run is resolved: a missing
+/// file, one that is not PEM, or a key of another certificate is one line
+/// naming the flag, exit 2, before the responder starts (it used to start,
+/// and the run ended exit 3 with OpenSSL's error stack). A matching pair runs.
+#[test]
+fn bad_tls_files_are_refused_before_the_responder_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let (cert, key, other) = (
+        file("cert.pem", TEST_CERT),
+        file("key.pem", TEST_KEY),
+        file("other.pem", OTHER_KEY),
+    );
+    let not_pem = file("hostname", "somehost\n");
+    let tls = |c: &str, k: &str| ["--transport", "tls", "--cert", c, "--key", k].map(String::from);
+    let cases = [
+        (
+            tls("/nonexistent.pem", &key),
+            "--cert /nonexistent.pem: cannot read it",
+        ),
+        (
+            tls(&cert, "/nonexistent.pem"),
+            "--key /nonexistent.pem: cannot read it",
+        ),
+        (tls(&not_pem, &key), "not a PEM certificate"),
+        (tls(&cert, &not_pem), "not a PEM private key"),
+        (tls(&cert, &other), "is not the key of --cert"),
+    ];
+    for (flags, want) in &cases {
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        assert_refused_before_start(&[(&flags, want)]);
+    }
+    stackbench()
+        .args(["run", "RR1(1B/1B)", "--transactions", "10", "--json"])
+        .args(tls(&cert, &key))
+        .assert()
+        .success();
+}
+
 /// clap's own errors: one line naming the input and the fix, exit 2.
 #[test]
 fn clap_errors_are_one_line_naming_the_input_and_the_fix() {
