@@ -23,6 +23,7 @@ use stackbench_model::settings::{
     AppProtocol, ClassPriorities, CpuList, GuestAccel, IoMode, IterationBounds, KernelSpec,
     Launcher, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
 };
+use stackbench_model::units::format_cpu_list;
 use stackbench_model::{TlsParams, Transport, Workload};
 
 use crate::error::{input, RunError};
@@ -532,6 +533,7 @@ fn placement(
     client: Option<Vec<usize>>,
     server: Option<Vec<usize>>,
 ) -> Result<Placement, RunError> {
+    check_cpus_allowed("client-cpus", s.client_cpus.as_ref())?;
     if let Some(Text(target)) = &s.target {
         let client_cpus = client.unwrap_or_default();
         return Ok(Placement {
@@ -542,6 +544,7 @@ fn placement(
             },
         });
     }
+    check_cpus_allowed("server-cpus", s.server_cpus.as_ref())?;
     let (lo, hi) = cpu_halves()?;
     let (client_cpus, server_cpus) = (client.unwrap_or(lo), server.unwrap_or(hi));
     Ok(Placement {
@@ -559,12 +562,42 @@ fn threads(name: &str, given: Option<u32>, cpus: &[usize]) -> Result<NonZeroU32,
     nonzero(name, given.unwrap_or(cpus.len().max(1) as u32))
 }
 
+/// The CPUs the process was started with: later steps of a study run after
+/// the main thread has been pinned to the driver's set. Empty when the
+/// affinity cannot be read.
+fn available_cpus() -> &'static [usize] {
+    static AVAILABLE: OnceLock<Vec<usize>> = OnceLock::new();
+    AVAILABLE.get_or_init(|| current_cpus().unwrap_or_default())
+}
+
+/// Refuses a given CPU list (`--client-cpus`, `--server-cpus`) naming a CPU
+/// this process may not run on, here rather than when the driver or the
+/// responder is pinned: a sweep's points are all resolved before the first
+/// runs, so a bad point costs no run either.
+fn check_cpus_allowed(flag: &str, cpus: Option<&CpuList>) -> Result<(), RunError> {
+    let (Some(CpuList(cpus)), available) = (cpus, available_cpus()) else {
+        return Ok(());
+    };
+    let outside: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !available.contains(c))
+        .collect();
+    if available.is_empty() || outside.is_empty() {
+        return Ok(());
+    }
+    let allowed = format_cpu_list(available);
+    input(format!(
+        "--{flag} {}: CPUs {} are not online or not allowed to this process (it may run on {allowed}): \
+         give CPUs from {allowed}",
+        format_cpu_list(cpus),
+        format_cpu_list(&outside)
+    ))
+}
+
 /// This process's CPUs in two halves (both the one CPU when there is one).
 fn cpu_halves() -> Result<(Vec<usize>, Vec<usize>), RunError> {
-    // The CPUs the process was started with: later steps of a study run after
-    // the main thread has been pinned to the driver's set.
-    static AVAILABLE: OnceLock<Vec<usize>> = OnceLock::new();
-    let available = AVAILABLE.get_or_init(|| current_cpus().unwrap_or_default());
+    let available = available_cpus().to_vec();
     if available.is_empty() {
         return Err(RunError::Runtime(
             "cannot read this process's CPU affinity".into(),
@@ -977,10 +1010,14 @@ mod tests {
 
     #[test]
     fn a_remote_target_places_only_the_driver() {
-        let given = [("client_cpus", "3"), ("server_cpus", "1")];
+        // A CPU this process has: a given list is checked against them. The
+        // responder's is not: it is remote.
+        let cpu = available_cpus()[0];
+        let cpu_text = cpu.to_string();
+        let given = [("client_cpus", cpu_text.as_str()), ("server_cpus", "1")];
         let remote = settings(&[("target", "192.0.2.1:1")]);
-        let p = placement(&remote, Some(vec![3]), Some(vec![1])).unwrap();
-        assert_eq!(p.client_cpus, vec![3]);
+        let p = placement(&remote, Some(vec![cpu]), Some(vec![1])).unwrap();
+        assert_eq!(p.client_cpus, vec![cpu]);
         assert_eq!(
             p.responder,
             Responder::Remote {

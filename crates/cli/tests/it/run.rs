@@ -221,6 +221,28 @@ fn bad_tls_files_are_refused_before_the_responder_starts() {
         .success();
 }
 
+/// A CPU list naming a CPU this process may not run on is refused when the
+/// run is resolved, the same for both sides, and for every point of a sweep
+/// before the first runs (`--server-cpus` used to start the responder, which
+/// failed naming its own `--cpus`, and a second line said it did not start).
+#[test]
+fn cpu_lists_outside_this_machine_are_refused_before_anything_starts() {
+    assert_refused_before_start(&[
+        (
+            &["--server-cpus", "999"],
+            "--server-cpus 999: CPUs 999 are not online or not allowed to this process",
+        ),
+        (
+            &["--client-cpus", "0,999"],
+            "--client-cpus 0,999: CPUs 999 are not online or not allowed to this process",
+        ),
+        (
+            &["--sweep", "server_cpus=0;999"],
+            "--sweep server_cpus=999: --server-cpus 999: CPUs 999 are not online",
+        ),
+    ]);
+}
+
 /// clap's own errors: one line naming the input and the fix, exit 2.
 #[test]
 fn clap_errors_are_one_line_naming_the_input_and_the_fix() {
