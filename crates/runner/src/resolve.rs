@@ -407,6 +407,15 @@ fn resolve_agents(
                      add --agents {hosts} (agent i runs in host i mod {hosts}) or give one host"
                 ))
             }
+            1 if s.agent_listen.is_some() => {
+                // Beside lab_run's refusal of lab settings without --lab: a
+                // run that stays in this process has no controller to listen.
+                return input(
+                    "--agent-listen applies only to a run split over agents (the controller \
+                     listens there for them): add --launcher external --agents N (or \
+                     --launcher slurm) or drop --agent-listen",
+                );
+            }
             1 => return Ok(None),
             n => n,
         },

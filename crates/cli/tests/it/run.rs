@@ -243,6 +243,18 @@ fn cpu_lists_outside_this_machine_are_refused_before_anything_starts() {
     ]);
 }
 
+/// Inputs that mean nothing here are refused before anything starts:
+/// `--agent-listen` on a run with no agents (silently ignored before).
+#[test]
+fn inputs_meaningless_for_this_run_are_refused() {
+    assert_refused_before_start(&[
+        (
+            &["--agent-listen", "127.0.0.1:17701"],
+            "--agent-listen applies only to a run split over agents",
+        ),
+    ]);
+}
+
 /// clap's own errors: one line naming the input and the fix, exit 2.
 #[test]
 fn clap_errors_are_one_line_naming_the_input_and_the_fix() {
