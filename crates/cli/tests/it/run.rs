@@ -244,13 +244,23 @@ fn cpu_lists_outside_this_machine_are_refused_before_anything_starts() {
 }
 
 /// Inputs that mean nothing here are refused before anything starts:
-/// `--agent-listen` on a run with no agents (silently ignored before).
+/// `--agent-listen` on a run with no agents (silently ignored before), and
+/// labels the store sets itself (`run --label study=X` joined study X's
+/// `compare` and `report`; `study --label` already refused them).
 #[test]
 fn inputs_meaningless_for_this_run_are_refused() {
     assert_refused_before_start(&[
         (
             &["--agent-listen", "127.0.0.1:17701"],
             "--agent-listen applies only to a run split over agents",
+        ),
+        (
+            &["--label", "study=X", "--label", "variant=Y"],
+            "--label: label 'study' is reserved",
+        ),
+        (
+            &["--label", "sweep.clients=4"],
+            "--label: label 'sweep.clients' is reserved",
         ),
     ]);
 }
