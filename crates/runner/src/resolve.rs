@@ -596,11 +596,14 @@ fn check_cpus_allowed(flag: &str, cpus: Option<&CpuList>) -> Result<(), RunError
         return Ok(());
     }
     let allowed = format_cpu_list(available);
+    let outside = match outside.as_slice() {
+        [one] => format!("CPU {one} is"),
+        many => format!("CPUs {} are", format_cpu_list(many)),
+    };
     input(format!(
-        "--{flag} {}: CPUs {} are not online or not allowed to this process (it may run on {allowed}): \
-         give CPUs from {allowed}",
+        "--{flag} {}: {outside} not online or not allowed to this process (it may run on \
+         {allowed}): give CPUs from {allowed}",
         format_cpu_list(cpus),
-        format_cpu_list(&outside)
     ))
 }
 

@@ -230,15 +230,15 @@ fn cpu_lists_outside_this_machine_are_refused_before_anything_starts() {
     assert_refused_before_start(&[
         (
             &["--server-cpus", "999"],
-            "--server-cpus 999: CPUs 999 are not online or not allowed to this process",
+            "--server-cpus 999: CPU 999 is not online or not allowed to this process",
         ),
         (
-            &["--client-cpus", "0,999"],
-            "--client-cpus 0,999: CPUs 999 are not online or not allowed to this process",
+            &["--client-cpus", "998,999"],
+            "--client-cpus 998-999: CPUs 998-999 are not online or not allowed to this process",
         ),
         (
             &["--sweep", "server_cpus=0;999"],
-            "--sweep server_cpus=999: --server-cpus 999: CPUs 999 are not online",
+            "--sweep server_cpus=999: --server-cpus 999: CPU 999 is not online",
         ),
     ]);
 }
