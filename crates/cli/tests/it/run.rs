@@ -288,6 +288,32 @@ fn a_target_with_another_scheme_or_a_path_says_what_a_target_is() {
     ]);
 }
 
+/// A study resolves every step before the first runs, as a sweep does: a
+/// CPU this machine lacks in its second variant used to be found only after
+/// the first variant had run.
+#[test]
+fn a_study_step_that_cannot_run_is_refused_before_the_first_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("s.toml");
+    std::fs::write(
+        &study,
+        "name = \"t\"\ndescription = \"d\"\nworkloads = [\"RR1(1B/1B)\"]\ntransactions = 30\n\
+         [[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nserver_cpus = \"999\"\n",
+    )
+    .unwrap();
+    let out = stackbench()
+        .args(["study", study.to_str().unwrap(), "--no-store"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("variant b") && err.contains("--server-cpus 999: CPU 999 is not online"),
+        "{err}"
+    );
+}
+
 /// clap's own errors: one line naming the input and the fix, exit 2.
 #[test]
 fn clap_errors_are_one_line_naming_the_input_and_the_fix() {
