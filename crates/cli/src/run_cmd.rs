@@ -5,6 +5,7 @@
 
 use clap::Args;
 use stackbench_model::settings::RunSettings;
+use stackbench_model::study::reserved_label;
 use stackbench_model::sweep::{Sweep, SweepDim};
 use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Labels, Store};
@@ -55,7 +56,7 @@ pub struct RunArgs {
     /// the key columns, and the others that fit).
     #[arg(long, conflicts_with_all = ["json", "csv"])]
     wide: bool,
-    /// Label stored with the run (repeatable), e.g. --label kernel=6.18 --label variant=A.
+    /// Label stored with the run (repeatable), e.g. --label kernel=6.18 --label build=A; study, variant, repetition, workload and sweep.* are set by `study` and `--sweep` only.
     #[arg(long, value_name = "KEY=VALUE")]
     label: Vec<String>,
     /// Result database [default: $STACKBENCH_DB, else $XDG_DATA_HOME/stackbench/results.db].
@@ -94,6 +95,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     args.settings.apply(&mut settings).or_else(usage)?;
     let sweep = parse_sweep(&args)?;
     let labels = parse_labels(&args.label).or_else(|e| usage(format!("--label: {e}")))?;
+    // A run labelled study=X would join study X's `compare` and `report`.
+    if let Some(reason) = labels.keys().find_map(|k| reserved_label(k)) {
+        return usage(format!("--label: {reason}"));
+    }
     let default_study = args.workloads.is_empty();
     let announce = !args.json && !args.csv;
     let mut terminal = Terminal::default();

@@ -8,12 +8,15 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stackbench_model::settings::RunSettings;
-use stackbench_model::study::{load_study, reserved_label, SettingTexts, Study, StudyError};
+use stackbench_model::study::{
+    load_study, reserved_label, SettingTexts, Study, StudyError, StudyStep,
+};
 use stackbench_results::store::{parse_labels, Store};
 use stackbench_results::study::summary::study_summary;
+use stackbench_runner::resolve::resolve;
 use stackbench_runner::study::{run_steps, StudyRun};
 use stackbench_runner::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
-use stackbench_runner::Runner;
+use stackbench_runner::{RunError, Runner};
 
 use crate::setting_flags::SettingFlags;
 
@@ -100,6 +103,35 @@ fn override_study(study: &mut Study, args: &StudyArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Resolves every step of one repetition (repetitions repeat its settings)
+/// as it will be run, so that a setting only resolution refuses (a CPU this
+/// machine lacks, a certificate that is not PEM) in a later variant or sweep
+/// point is refused before the first step starts, naming the step.
+fn check_every_step(one: &[StudyStep]) -> anyhow::Result<()> {
+    for step in one {
+        if let Err(RunError::Input(e)) = resolve(
+            step.settings.clone(),
+            vec![step.workload.clone()],
+            false,
+            false,
+        ) {
+            // Named as a failed step is, without its number: that is of one
+            // repetition's plan, not of the study's.
+            let point = step.point.describe();
+            let point = if point.is_empty() {
+                point
+            } else {
+                format!(", {point}")
+            };
+            return crate::exit::usage(format!(
+                "study step ({}, variant {}{point}) cannot run: {e}",
+                step.workload, step.variant
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the study, measuring each step with `runner`.
 pub fn run(args: StudyArgs, runner: &mut Runner) -> anyhow::Result<i32> {
     let file = args.file.display().to_string();
@@ -125,6 +157,7 @@ pub fn run(args: StudyArgs, runner: &mut Runner) -> anyhow::Result<i32> {
         return Ok(crate::exit::OK);
     }
     time.check(args.yes).or_else(crate::exit::usage)?;
+    check_every_step(&one)?;
     eprintln!("study '{}': {}", study.name, time.describe());
     let plan = study.plan(&args.variant, &file).map_err(usage)?;
     let mut store = if args.no_store {

@@ -23,6 +23,7 @@ use stackbench_model::settings::{
     AppProtocol, ClassPriorities, CpuList, GuestAccel, IoMode, IterationBounds, KernelSpec,
     Launcher, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
 };
+use stackbench_model::units::format_cpu_list;
 use stackbench_model::{TlsParams, Transport, Workload};
 
 use crate::error::{input, RunError};
@@ -406,6 +407,15 @@ fn resolve_agents(
                      add --agents {hosts} (agent i runs in host i mod {hosts}) or give one host"
                 ))
             }
+            1 if s.agent_listen.is_some() => {
+                // Beside lab_run's refusal of lab settings without --lab: a
+                // run that stays in this process has no controller to listen.
+                return input(
+                    "--agent-listen applies only to a run split over agents (the controller \
+                     listens there for them): add --launcher external --agents N (or \
+                     --launcher slurm) or drop --agent-listen",
+                );
+            }
             1 => return Ok(None),
             n => n,
         },
@@ -532,6 +542,7 @@ fn placement(
     client: Option<Vec<usize>>,
     server: Option<Vec<usize>>,
 ) -> Result<Placement, RunError> {
+    check_cpus_allowed("client-cpus", s.client_cpus.as_ref())?;
     if let Some(Text(target)) = &s.target {
         let client_cpus = client.unwrap_or_default();
         return Ok(Placement {
@@ -542,6 +553,7 @@ fn placement(
             },
         });
     }
+    check_cpus_allowed("server-cpus", s.server_cpus.as_ref())?;
     let (lo, hi) = cpu_halves()?;
     let (client_cpus, server_cpus) = (client.unwrap_or(lo), server.unwrap_or(hi));
     Ok(Placement {
@@ -559,12 +571,45 @@ fn threads(name: &str, given: Option<u32>, cpus: &[usize]) -> Result<NonZeroU32,
     nonzero(name, given.unwrap_or(cpus.len().max(1) as u32))
 }
 
+/// The CPUs the process was started with: later steps of a study run after
+/// the main thread has been pinned to the driver's set. Empty when the
+/// affinity cannot be read.
+fn available_cpus() -> &'static [usize] {
+    static AVAILABLE: OnceLock<Vec<usize>> = OnceLock::new();
+    AVAILABLE.get_or_init(|| current_cpus().unwrap_or_default())
+}
+
+/// Refuses a given CPU list (`--client-cpus`, `--server-cpus`) naming a CPU
+/// this process may not run on, here rather than when the driver or the
+/// responder is pinned: a sweep's points are all resolved before the first
+/// runs, so a bad point costs no run either.
+fn check_cpus_allowed(flag: &str, cpus: Option<&CpuList>) -> Result<(), RunError> {
+    let (Some(CpuList(cpus)), available) = (cpus, available_cpus()) else {
+        return Ok(());
+    };
+    let outside: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !available.contains(c))
+        .collect();
+    if available.is_empty() || outside.is_empty() {
+        return Ok(());
+    }
+    let allowed = format_cpu_list(available);
+    let outside = match outside.as_slice() {
+        [one] => format!("CPU {one} is"),
+        many => format!("CPUs {} are", format_cpu_list(many)),
+    };
+    input(format!(
+        "--{flag} {}: {outside} not online or not allowed to this process (it may run on \
+         {allowed}): give CPUs from {allowed}",
+        format_cpu_list(cpus),
+    ))
+}
+
 /// This process's CPUs in two halves (both the one CPU when there is one).
 fn cpu_halves() -> Result<(Vec<usize>, Vec<usize>), RunError> {
-    // The CPUs the process was started with: later steps of a study run after
-    // the main thread has been pinned to the driver's set.
-    static AVAILABLE: OnceLock<Vec<usize>> = OnceLock::new();
-    let available = AVAILABLE.get_or_init(|| current_cpus().unwrap_or_default());
+    let available = available_cpus().to_vec();
     if available.is_empty() {
         return Err(RunError::Runtime(
             "cannot read this process's CPU affinity".into(),
@@ -668,6 +713,10 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
         s.key.as_ref().map(|t| t.0.clone()),
     )
     .and_then(|p| {
+        if let (Some(cert), Some(key)) = (&p.cert, &p.key) {
+            // Read here, not when the responder starts: a bad file costs no run.
+            transport::tls::check_cert_key(cert, key)?;
+        }
         if s.rekey.0 > 0 && s.tls_mode == TlsMode::Sidecar {
             // The proxies would re-key, but their reports carry no counts:
             // a stored `rekeys` of 0 would be wrong.
@@ -973,10 +1022,14 @@ mod tests {
 
     #[test]
     fn a_remote_target_places_only_the_driver() {
-        let given = [("client_cpus", "3"), ("server_cpus", "1")];
+        // A CPU this process has: a given list is checked against them. The
+        // responder's is not: it is remote.
+        let cpu = available_cpus()[0];
+        let cpu_text = cpu.to_string();
+        let given = [("client_cpus", cpu_text.as_str()), ("server_cpus", "1")];
         let remote = settings(&[("target", "192.0.2.1:1")]);
-        let p = placement(&remote, Some(vec![3]), Some(vec![1])).unwrap();
-        assert_eq!(p.client_cpus, vec![3]);
+        let p = placement(&remote, Some(vec![cpu]), Some(vec![1])).unwrap();
+        assert_eq!(p.client_cpus, vec![cpu]);
         assert_eq!(
             p.responder,
             Responder::Remote {

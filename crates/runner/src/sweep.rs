@@ -33,7 +33,14 @@ pub fn resolve_sweep(
                     .or_else(|e| input(format!("--sweep {}: {}", point.describe(), e.message)))?,
             );
         }
-        runs.push((point, resolve(s, ws, default_study, announce)?));
+        // Say which point a refusal is about: its settings are not the flags given.
+        let run = match resolve(s, ws, default_study, announce) {
+            Err(RunError::Input(e)) if !sweep.is_empty() => {
+                return input(format!("--sweep {}: {e}", point.describe()))
+            }
+            other => other?,
+        };
+        runs.push((point, run));
     }
     Ok(runs)
 }

@@ -135,6 +135,185 @@ fn bad_flags_name_the_flag_and_exit_2() {
     assert_usage_errors(cases);
 }
 
+/// Each (flags, expected message) pair added to `run RR1(1B/1B)` must be
+/// refused before anything starts: exit 2 and stderr one line (no "driver on
+/// CPUs …, responder …" line before it) holding that message.
+pub(crate) fn assert_refused_before_start(cases: &[(&[&str], &str)]) {
+    for (flags, want) in cases {
+        let out = stackbench()
+            .args(["run", "RR1(1B/1B)", "--duration", "1s"])
+            .args(*flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{flags:?}: {err}");
+        assert!(err.contains(want), "{flags:?}: want {want:?} in {err}");
+    }
+}
+
+/// A self-signed P-256 certificate, its key, and a key of another certificate.
+const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBijCCATGgAwIBAgIUM0wQswjzDyZQL6yFGYKZDZeUiR4wCgYIKoZIzj0EAwIw
+GjEYMBYGA1UEAwwPc3RhY2tiZW5jaC10ZXN0MCAXDTI2MTEyODA3MjgyM1oYDzIx
+MjYxMTA0MDcyODIzWjAaMRgwFgYDVQQDDA9zdGFja2JlbmNoLXRlc3QwWTATBgcq
+hkjOPQIBBggqhkjOPQMBBwNCAARUJOFgVmhrr7S4ya7zMR6zrjLnCzkKwwGEjMWi
+aka0McizNFFbtJPGflBk9tUfnIEDG2UM/CFidbBlTS92oBY4o1MwUTAdBgNVHQ4E
+FgQU0MO/oQWvFNW6f6yz3FinFCepEwEwHwYDVR0jBBgwFoAU0MO/oQWvFNW6f6yz
+3FinFCepEwEwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNHADBEAiBd9+R+
+IUinljYIENdcGCRRVgZsRky7WDa8jTIHPPYlPgIgODp3BInYxjcFAxzJpiPCnCan
+fHGrNWxqT4WPZJhLDPA=
+-----END CERTIFICATE-----
+";
+const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg9hEqkytU3jBk9v7R
+oIfWscgeg4dwS4YjYS16y6pQjRGhRANCAARUJOFgVmhrr7S4ya7zMR6zrjLnCzkK
+wwGEjMWiaka0McizNFFbtJPGflBk9tUfnIEDG2UM/CFidbBlTS92oBY4
+-----END PRIVATE KEY-----
+";
+const OTHER_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQguNEpZ8dgZzei3naA
+1Pij0mppQ3sXfpTevBVGgqDiRH+hRANCAAQJbl9P1a2cL8tBtQrK1t7HvymtywRG
+4E6bABKQQ+mHRoNZP1D9KpXAoYxoDuGHyB+1slMABMRC1zSGWHDFuNc4
+-----END PRIVATE KEY-----
+";
+
+/// `--cert`/`--key` files are read when the run is resolved: a missing
+/// file, one that is not PEM, or a key of another certificate is one line
+/// naming the flag, exit 2, before the responder starts (it used to start,
+/// and the run ended exit 3 with OpenSSL's error stack). A matching pair runs.
+#[test]
+fn bad_tls_files_are_refused_before_the_responder_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let (cert, key, other) = (
+        file("cert.pem", TEST_CERT),
+        file("key.pem", TEST_KEY),
+        file("other.pem", OTHER_KEY),
+    );
+    let not_pem = file("hostname", "somehost\n");
+    let tls = |c: &str, k: &str| ["--transport", "tls", "--cert", c, "--key", k].map(String::from);
+    let cases = [
+        (
+            tls("/nonexistent.pem", &key),
+            "--cert /nonexistent.pem: cannot read it",
+        ),
+        (
+            tls(&cert, "/nonexistent.pem"),
+            "--key /nonexistent.pem: cannot read it",
+        ),
+        (tls(&not_pem, &key), "not a PEM certificate"),
+        (tls(&cert, &not_pem), "not a PEM private key"),
+        (tls(&cert, &other), "is not the key of --cert"),
+    ];
+    for (flags, want) in &cases {
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        assert_refused_before_start(&[(&flags, want)]);
+    }
+    stackbench()
+        .args(["run", "RR1(1B/1B)", "--transactions", "10", "--json"])
+        .args(tls(&cert, &key))
+        .assert()
+        .success();
+}
+
+/// A CPU list naming a CPU this process may not run on is refused when the
+/// run is resolved, the same for both sides, and for every point of a sweep
+/// before the first runs (`--server-cpus` used to start the responder, which
+/// failed naming its own `--cpus`, and a second line said it did not start).
+#[test]
+fn cpu_lists_outside_this_machine_are_refused_before_anything_starts() {
+    assert_refused_before_start(&[
+        (
+            &["--server-cpus", "999"],
+            "--server-cpus 999: CPU 999 is not online or not allowed to this process",
+        ),
+        (
+            &["--client-cpus", "998,999"],
+            "--client-cpus 998-999: CPUs 998-999 are not online or not allowed to this process",
+        ),
+        (
+            &["--sweep", "server_cpus=0;999"],
+            "--sweep server_cpus=999: --server-cpus 999: CPU 999 is not online",
+        ),
+    ]);
+}
+
+/// Inputs that mean nothing here are refused before anything starts:
+/// `--agent-listen` on a run with no agents (silently ignored before), and
+/// labels the store sets itself (`run --label study=X` joined study X's
+/// `compare` and `report`; `study --label` already refused them).
+#[test]
+fn inputs_meaningless_for_this_run_are_refused() {
+    assert_refused_before_start(&[
+        (
+            &["--agent-listen", "127.0.0.1:17701"],
+            "--agent-listen applies only to a run split over agents",
+        ),
+        (
+            &["--label", "study=X", "--label", "variant=Y"],
+            "--label: label 'study' is reserved",
+        ),
+        (
+            &["--label", "sweep.clients=4"],
+            "--label: label 'sweep.clients' is reserved",
+        ),
+    ]);
+}
+
+/// A target's scheme must be one a protocol speaks, and a target has no
+/// path: `ftp://` read "failed to lookup address information" and
+/// `http://HOST:PORT/4096` "invalid port value".
+#[test]
+fn a_target_with_another_scheme_or_a_path_says_what_a_target_is() {
+    assert_refused_before_start(&[
+        (
+            &["--target", "ftp://127.0.0.1:1"],
+            "target: ftp://127.0.0.1:1: no protocol speaks scheme ftp://: use HOST:PORT \
+             (stackbench serve), http://HOST:PORT (protocol http1), tn3270://HOST:PORT \
+             (protocol tn3270)",
+        ),
+        (
+            &["--target", "http://127.0.0.1:1/4096", "--protocol", "http1"],
+            "a target takes no path (/4096): give http://127.0.0.1:1;",
+        ),
+        (
+            &["--target", "127.0.0.1:1/x"],
+            "a target takes no path (/x): give 127.0.0.1:1;",
+        ),
+    ]);
+}
+
+/// A study resolves every step before the first runs, as a sweep does: a
+/// CPU this machine lacks in its second variant used to be found only after
+/// the first variant had run.
+#[test]
+fn a_study_step_that_cannot_run_is_refused_before_the_first_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("s.toml");
+    std::fs::write(
+        &study,
+        "name = \"t\"\ndescription = \"d\"\nworkloads = [\"RR1(1B/1B)\"]\ntransactions = 30\n\
+         [[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nserver_cpus = \"999\"\n",
+    )
+    .unwrap();
+    let out = stackbench()
+        .args(["study", study.to_str().unwrap(), "--no-store"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("variant b") && err.contains("--server-cpus 999: CPU 999 is not online"),
+        "{err}"
+    );
+}
+
 /// clap's own errors: one line naming the input and the fix, exit 2.
 #[test]
 fn clap_errors_are_one_line_naming_the_input_and_the_fix() {

@@ -415,6 +415,38 @@ pub fn server_context(p: &TlsParams) -> Result<SslContext, String> {
     Ok(b.build())
 }
 
+/// Checks the responder's PEM files before anything starts: each readable,
+/// each PEM of its kind, and the key the certificate's. `Err` is one line
+/// naming the flag and the fix (OpenSSL's error stack is left out: it names
+/// its own functions, not the input).
+pub fn check_cert_key(cert: &str, key: &str) -> Result<(), String> {
+    let read = |flag: &str, path: &str| {
+        std::fs::read(path)
+            .map_err(|e| format!("--{flag} {path}: cannot read it ({e}): give a readable PEM file"))
+    };
+    let certs = X509::stack_from_pem(&read("cert", cert)?).unwrap_or_default();
+    let Some(first) = certs.first() else {
+        return Err(format!(
+            "--cert {cert}: not a PEM certificate (no -----BEGIN CERTIFICATE----- block): \
+             give the certificate in PEM"
+        ));
+    };
+    let pkey = PKey::private_key_from_pem_passphrase(&read("key", key)?, b"").map_err(|_| {
+        format!(
+            "--key {key}: not a PEM private key (no -----BEGIN ... PRIVATE KEY----- block, \
+             or encrypted): give the unencrypted private key in PEM"
+        )
+    })?;
+    let public = first.public_key().map_err(|e| e.to_string())?;
+    if !public.public_eq(&pkey) {
+        return Err(format!(
+            "--key {key} is not the key of --cert {cert}: give the private key the \
+             certificate was made for"
+        ));
+    }
+    Ok(())
+}
+
 type Made = (X509, PKey<Private>);
 
 /// The self-signed certificate of `kind`, made once per process.

@@ -384,6 +384,13 @@ impl RunSettings {
                     .into(),
             });
         }
+        if let Some(t) = &self.target {
+            check_target_form(&t.0).map_err(|message| SettingError {
+                name: "target".into(),
+                value: t.0.clone(),
+                message,
+            })?;
+        }
         let plain = self
             .target
             .as_ref()
@@ -457,6 +464,43 @@ impl RunSettings {
             .filter(|(n, t)| base.text_of(n).as_deref() != Some(t.as_str()))
             .collect()
     }
+}
+
+/// A target's shape, before any name is looked up: `HOST:PORT` (stackbench
+/// serve), or a scheme of the protocol table's plain servers and
+/// `HOST:PORT`, with no path. Another scheme read as "failed to lookup
+/// address information", a path as "invalid port value".
+fn check_target_form(target: &str) -> Result<(), String> {
+    let forms = || {
+        let plain = AppProtocol::ALL.iter().filter_map(|p| {
+            let scheme = p.plain_scheme()?;
+            Some(format!("{scheme}HOST:PORT (protocol {})", p.name()))
+        });
+        let all: Vec<String> = std::iter::once("HOST:PORT (stackbench serve)".to_string())
+            .chain(plain)
+            .collect();
+        all.join(", ")
+    };
+    let address = match AppProtocol::of_plain_target(target) {
+        Some((_, address)) => address,
+        None => match target.split_once("://") {
+            Some((scheme, _)) => {
+                return Err(format!(
+                    "{target}: no protocol speaks scheme {scheme}://: use {}",
+                    forms()
+                ))
+            }
+            None => target,
+        },
+    };
+    if let Some((_, path)) = address.split_once('/') {
+        let bare = &target[..target.len() - path.len() - 1];
+        return Err(format!(
+            "{target}: a target takes no path (/{path}): give {bare}; what is asked \
+             for comes from the workload's sizes"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -572,6 +616,26 @@ mod tests {
 
     /// A plain HTTP server answers HTTP only: raw payloads to it would
     /// measure its error path.
+    #[test]
+    fn a_target_is_host_port_after_a_known_scheme_or_none() {
+        for ok in [
+            "127.0.0.1:7000",
+            "[::1]:7000",
+            "http://h:80",
+            "tn3270://h:23",
+        ] {
+            check_target_form(ok).unwrap();
+        }
+        let e = check_target_form("ftp://h:21").unwrap_err();
+        assert!(e.contains("no protocol speaks scheme ftp://"), "{e}");
+        assert!(e.contains("http://HOST:PORT (protocol http1)"), "{e}");
+        let e = check_target_form("http://h:80/4096").unwrap_err();
+        assert!(
+            e.contains("takes no path (/4096): give http://h:80;"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn a_plain_server_target_needs_http1() {
         let mut s = RunSettings::default();
