@@ -9,7 +9,9 @@ use std::time::Duration;
 use assert_cmd::prelude::*;
 use predicates::prelude::*;
 
-use crate::common::{json_of, json_ok, output_ok, stackbench, wait_bounded, wait_until_measuring};
+use crate::common::{
+    json_of, json_ok, output_ok, refused, stackbench, wait_bounded, wait_until_measuring,
+};
 
 /// A `stackbench serve` process on a free loopback port; killed on drop.
 pub struct Serve {
@@ -140,15 +142,11 @@ fn bad_flags_name_the_flag_and_exit_2() {
 /// CPUs …, responder …" line before it) holding that message.
 pub(crate) fn assert_refused_before_start(cases: &[(&[&str], &str)]) {
     for (flags, want) in cases {
-        let out = stackbench()
-            .args(["run", "RR1(1B/1B)", "--duration", "1s"])
-            .args(*flags)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{flags:?}: {err}");
-        assert!(err.contains(want), "{flags:?}: want {want:?} in {err}");
+        let args: Vec<&str> = ["RR1(1B/1B)", "--duration", "1s"]
+            .into_iter()
+            .chain(flags.iter().copied())
+            .collect();
+        refused("run", &args, want);
     }
 }
 
