@@ -92,13 +92,22 @@ fn render(args: RenderArgs) -> anyhow::Result<i32> {
     Ok(crate::exit::OK)
 }
 
-/// Writes every object to `dir` (created when missing).
+/// Writes every object to `dir` (created when missing), each readable by
+/// its owner only: the Secret's file holds the run token.
 fn write_all(dir: &Path, objects: &[Object]) -> anyhow::Result<()> {
     use anyhow::Context;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for o in objects {
         let path = dir.join(&o.file);
-        std::fs::write(&path, o.text())
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| f.write_all(o.text().as_bytes()))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())

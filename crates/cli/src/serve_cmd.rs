@@ -13,6 +13,8 @@ use anyhow::Context;
 use clap::Args;
 use stackbench_engine::affinity::{format_cpu_list, parse_cpu_list, pin_current_thread};
 use stackbench_engine::control::TestSpec;
+use stackbench_engine::responder::ResponderLimits;
+use stackbench_engine::token::Token;
 use stackbench_engine::transport::Endpoint;
 use stackbench_engine::{ControlClient, Responder, ResponderConfig};
 use stackbench_model::settings::{AppProtocol, SettingValue};
@@ -29,7 +31,8 @@ pub const DEFAULT_PORT: u16 = 12870;
 #[command(after_help = "Examples:
   stackbench serve                         # loopback, port 12870
   stackbench serve --listen [::1]:12870    # IPv6 loopback
-  stackbench serve --listen 0.0.0.0:12870 --cpus 2-3 --threads 2
+  stackbench serve --listen 0.0.0.0:12870 --token-file ~/.stackbench-token --cpus 2-3
+  stackbench serve --listen 0.0.0.0:12870 --open   # anyone who reaches the port
   # hold an http1 test open on a running responder, for wrk (bench/http.sh):
   stackbench serve --hold 127.0.0.1:12870 'RR10(45B/4137B)' --protocol http1 --nodelay")]
 pub struct ServeArgs {
@@ -47,6 +50,36 @@ pub struct ServeArgs {
     /// target hosts behind a lab's load distributor.
     #[arg(long, value_delimiter = ',')]
     mirror_netns: Vec<std::path::PathBuf>,
+    /// The token every driver must prove before anything it sends is read
+    /// (an HMAC challenge: the token never crosses the wire); drivers give
+    /// the same file (`run --token-file`). At least 16 bytes, mode 600
+    /// [default: the STACKBENCH_TOKEN a run sets for the responder it
+    /// starts, else none].
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<std::path::PathBuf>,
+    /// Serve without a token on an address other hosts reach: anyone who
+    /// reaches the port may open tests on this host (listeners, connections
+    /// and responses within the --max-… limits) and read its CPU and memory
+    /// counters. Without a token a non-loopback --listen is refused.
+    #[arg(long, conflicts_with = "token_file")]
+    open: bool,
+    /// Control connections served at once (each driver or agent holds one).
+    #[arg(long, value_name = "N", default_value_t = ResponderLimits::default().sessions)]
+    max_sessions: u32,
+    /// Tests one control connection may hold open at once.
+    #[arg(long, value_name = "N", default_value_t = ResponderLimits::default().tests_per_session)]
+    max_tests: u32,
+    /// Connections one test may announce (the file-descriptor limit bounds
+    /// them too).
+    #[arg(long, value_name = "N", default_value_t = ResponderLimits::default().clients_per_test)]
+    max_clients: u32,
+    /// Bytes of one request or response a test may ask for.
+    #[arg(long, value_name = "BYTES", default_value_t = ResponderLimits::default().message_bytes)]
+    max_message_bytes: u64,
+    /// Seconds one control connection may last; at the limit it and its
+    /// tests are ended.
+    #[arg(long, value_name = "SECONDS", default_value_t = ResponderLimits::default().session.as_secs())]
+    max_session: u64,
     /// Do not serve: hold one test (TEST) open on the responder at
     /// HOST:PORT (a running `stackbench serve`) for a client other than
     /// stackbench. Prints `port=PORT` of the test's listener, waits for
@@ -57,7 +90,7 @@ pub struct ServeArgs {
         long,
         value_name = "HOST:PORT",
         requires = "test",
-        conflicts_with_all = ["threads", "cpus", "mirror_netns"]
+        conflicts_with_all = ["threads", "cpus", "mirror_netns", "open"]
     )]
     hold: Option<String>,
     /// --hold: the test, one class in workload notation (its kind, sizes
@@ -89,12 +122,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
             .expect("clap requires TEST with --hold");
         return hold(target, test, &args);
     }
-    let listen = args.listen.parse().or_else(|_| {
+    let listen: std::net::SocketAddr = args.listen.parse().or_else(|_| {
         usage(format!(
             "bad --listen '{}': use IP:PORT, e.g. 127.0.0.1:{DEFAULT_PORT} or [::1]:{DEFAULT_PORT}",
             args.listen
         ))
     })?;
+    let token = token_of(args.token_file.as_deref())?;
+    if token.is_none() && !args.open && !listen.ip().is_loopback() {
+        return usage(format!(
+            "serve --listen {listen} is reachable from other hosts: give --token-file FILE \
+             (drivers give the same file), or --open to serve anyone who reaches it"
+        ));
+    }
+    let limits = limits_of(&args)?;
     let cpus = match &args.cpus {
         Some(list) => {
             let cpus = parse_cpu_list(list).or_else(|e| usage(format!("--cpus: {e}")))?;
@@ -109,10 +150,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         Some(n) => n,
         None => available,
     };
+    let who = match (&token, &args.token_file) {
+        (Some(_), Some(file)) => format!("drivers that prove the token of {}", file.display()),
+        (Some(_), None) => "drivers that prove the run's token (STACKBENCH_TOKEN)".to_string(),
+        (None, _) if listen.ip().is_loopback() => {
+            "any process of this host (loopback, no token)".to_string()
+        }
+        (None, _) => format!("anyone who reaches {listen} (--open, no token)"),
+    };
     let responder = Responder::bind(ResponderConfig {
         listen,
         threads,
         cpus: cpus.clone(),
+        token,
+        limits,
     })
     .with_context(|| format!("cannot listen on {listen}"))?;
     if !args.mirror_netns.is_empty() {
@@ -127,13 +178,47 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         format_cpu_list(&cpus)
     };
     let mut out = std::io::stdout();
+    // One line: a run that starts this responder reads the first line only.
     writeln!(
         out,
-        "{LISTENING_PREFIX}{addr} (threads {threads}, CPUs {pinned})"
+        "{LISTENING_PREFIX}{addr} (threads {threads}, CPUs {pinned}); who may connect: {who}"
     )?;
     out.flush()?;
     responder.serve()?;
     Ok(crate::exit::OK)
+}
+
+/// The responder's token: `--token-file`, else the STACKBENCH_TOKEN a run
+/// sets for the responder it starts, else none. One line, exit 2, on a bad one.
+fn token_of(file: Option<&std::path::Path>) -> anyhow::Result<Option<Token>> {
+    match file {
+        Some(path) => Token::from_file(path).map(Some).or_else(usage),
+        None => Token::from_env().or_else(usage),
+    }
+}
+
+/// The `--max-…` limits; zero is refused (it would refuse every driver).
+fn limits_of(args: &ServeArgs) -> anyhow::Result<ResponderLimits> {
+    for (flag, n) in [
+        ("--max-sessions", u64::from(args.max_sessions)),
+        ("--max-tests", u64::from(args.max_tests)),
+        ("--max-clients", u64::from(args.max_clients)),
+        ("--max-message-bytes", args.max_message_bytes),
+        ("--max-session", args.max_session),
+    ] {
+        if n == 0 {
+            return usage(format!(
+                "{flag} 0: give at least 1 (0 would refuse every driver)"
+            ));
+        }
+    }
+    Ok(ResponderLimits {
+        sessions: args.max_sessions,
+        tests_per_session: args.max_tests,
+        clients_per_test: args.max_clients,
+        message_bytes: args.max_message_bytes,
+        session: Duration::from_secs(args.max_session),
+    })
 }
 
 /// `serve --hold`: starts the test on the responder at `target`, prints its
@@ -154,7 +239,9 @@ fn hold(target: &str, test: &str, args: &ServeArgs) -> anyhow::Result<i32> {
     }
     // Interrupts set the flag from here on: the test is stopped, not left.
     let stop = crate::interrupt::stop_flag();
-    let mut control = ControlClient::connect(target).with_context(|| format!("--hold {target}"))?;
+    let token = token_of(args.token_file.as_deref())?;
+    let mut control = ControlClient::connect_with(target, token.as_ref())
+        .with_context(|| format!("--hold {target}"))?;
     if control.is_plain() {
         return usage(format!(
             "--hold {target}: name a stackbench responder's control address (HOST:PORT), \

@@ -4,7 +4,8 @@
 //! Data connections carry only payload bytes; everything else — sizes, kind,
 //! socket options, the data port, the server's own statistics — travels here.
 //!
-//! Exchange: `hello` → `hello`; then any number of `start` → `ready` and
+//! Exchange: the run token's handshake ([`crate::token`]: one round trip,
+//! the driver's proof pipelined with its hello), `hello` → `hello`; then any number of `start` → `ready` and
 //! `stop` → `stopped`. `start` names the transport and the client count (the
 //! responder raises its descriptor limit for them) and how many listener
 //! ports to open; `ready` lists the data endpoints — `IP:port`, or AF_UNIX
@@ -40,8 +41,12 @@ use crate::transport::Endpoint;
 /// responder's Telnet negotiation (a version-4 responder cannot read it).
 /// (The `stopped` counters of which backend served a test's connections
 /// did not raise it: they change what is reported, not what is served, and
-/// an older responder's zeros read as "not counted".)
-pub const PROTOCOL_VERSION: u32 = 5;
+/// an older responder's zeros read as "not counted".) Version 6: every
+/// connection opens with the run token's handshake ([`crate::token`],
+/// channel `control`) before the hello, and the hello and sample replies
+/// carry the responder's count of refused control connections
+/// (`refused_peers`).
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Longest control line accepted; a longer one is a protocol error, not an
 /// allocation of whatever size the peer chooses.
@@ -121,6 +126,10 @@ pub enum Reply {
         threads: u32,
         /// CPUs the responder is pinned to (empty: not pinned).
         cpus: Vec<usize>,
+        /// Control connections the responder has refused since it started
+        /// (no token, another token, beyond its session limit).
+        #[serde(default)]
+        refused_peers: u64,
     },
     Ready {
         test_id: u64,
@@ -143,6 +152,10 @@ pub enum Reply {
         /// (`own_workers`), at the same instant as `cpu`.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         test_threads: Vec<TestThreads>,
+        /// Control connections refused since the responder started, at
+        /// that instant (the run's share is the difference of two samples).
+        #[serde(default)]
+        refused_peers: u64,
     },
     Error {
         message: String,

@@ -32,6 +32,7 @@ pub mod sockdiag;
 pub mod sockopt;
 pub mod test_stats;
 pub mod timer;
+pub mod token;
 pub mod transport;
 
 pub use driver::{

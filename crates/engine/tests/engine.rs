@@ -22,6 +22,8 @@ fn responder_threads(listen: &str, threads: usize) -> ResponderHandle {
         listen: listen.parse().unwrap(),
         threads,
         cpus: vec![],
+        token: None,
+        limits: Default::default(),
     };
     Responder::bind(config).unwrap().spawn().unwrap()
 }
@@ -495,3 +497,7 @@ mod hercules;
 /// tier).
 #[path = "engine/s3270.rs"]
 mod s3270;
+
+// The run token on the control channel, and the responder's bounds.
+#[path = "engine/token.rs"]
+mod token;

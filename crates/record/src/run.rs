@@ -36,6 +36,20 @@ pub use tls::{HandshakeCpuUs, TlsFigures};
 /// Version of the record layout below.
 pub const SCHEMA_VERSION: u32 = 3;
 
+/// Connections refused for want of the run token, by the port they tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct RefusedPeers {
+    /// Control connections the run's responders refused between the last
+    /// sample before this run and its last one (each responder counted once,
+    /// whichever agents drove it); `None` for a plain server, which counts
+    /// none.
+    pub control_connections: Option<u64>,
+    /// Connections to the controller's agent port refused while the agents
+    /// started (one start per responder session: every record of the session
+    /// repeats it); `None` for a run without agents.
+    pub agent_connections: Option<u64>,
+}
+
 /// One `stackbench run`: the effective settings and one entry per workload class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
@@ -79,6 +93,12 @@ pub struct RunRecord {
     /// own. Absent for a run driven by one process, and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agents: Option<AgentsSummary>,
+    /// Connections refused for want of the run token (the token every
+    /// control and agent connection proves before it is read): strangers,
+    /// peers with another token, or beyond a responder's session limit.
+    /// Absent in records older than the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_peers: Option<RefusedPeers>,
     /// The lab a `--lab` run crossed, carried to the stored environment
     /// (`environment.lab`), not part of the record's own JSON.
     #[serde(skip)]
@@ -773,6 +793,7 @@ pub(crate) mod tests {
             warnings: vec![],
             mix_cpu: Vec::new(),
             agents: None,
+            refused_peers: None,
             lab: None,
             environment: None,
         };

@@ -390,6 +390,7 @@ fn run_record() -> impl Strategy<Value = RunRecord> {
                 warnings,
                 mix_cpu: Vec::new(),
                 agents: None,
+                refused_peers: None,
                 lab: None,
                 environment: None,
             },

@@ -90,6 +90,7 @@ pub fn record(
         warnings: Vec::new(),
         mix_cpu: Vec::new(),
         agents: None,
+        refused_peers: None,
         lab: None,
         environment: None,
     }

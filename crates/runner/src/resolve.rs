@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use stackbench_engine::affinity::current_cpus;
+use stackbench_engine::token::{Token, TOKEN_ENV};
 use stackbench_engine::{limits, sockopt, transport, PacingConfig, RunConfig};
 use stackbench_guest::{Accel, GuestSpec};
 use stackbench_metrics::stats::Iterations;
@@ -136,6 +137,9 @@ pub struct HostRun {
     pub lab: Option<LabRun>,
     /// Loopback and the lab's addresses are IPv6.
     pub ipv6: bool,
+    /// The run token (`token_file`, else the environment's STACKBENCH_TOKEN);
+    /// `None`: the session makes a random one for what it starts.
+    pub token: Option<Token>,
 }
 
 impl HostRun {
@@ -370,12 +374,36 @@ fn host_run(s: &RunSettings, workloads: &[Workload]) -> Result<HostRun, RunError
     let client = given(&s.client_cpus).or_else(|| lab.as_ref()?.driver_cpus.clone());
     let server = given(&s.server_cpus).or_else(|| lab.as_ref()?.responder_cpus.clone());
     let placement = placement(s, client, server)?;
+    let token = run_token(s)?;
+    if token.is_none()
+        && agents
+            .as_ref()
+            .is_some_and(|a| a.launcher == Launcher::External)
+    {
+        return input(format!(
+            "launcher external: give --token-file FILE (or {TOKEN_ENV}), the token its agents \
+             are given too (stackbench agent --token-file, or {TOKEN_ENV} from a Secret): they \
+             must prove it to the controller"
+        ));
+    }
     Ok(HostRun {
         placement,
         agents,
         lab,
         ipv6: s.ipv6,
+        token,
     })
+}
+
+/// The run's token as given: the `token_file`'s, else STACKBENCH_TOKEN's
+/// (a Kubernetes Secret sets it), else none.
+fn run_token(s: &RunSettings) -> Result<Option<Token>, RunError> {
+    match &s.token_file {
+        Some(Text(path)) => Token::from_file(std::path::Path::new(path))
+            .map(Some)
+            .or_else(input),
+        None => Token::from_env().or_else(input),
+    }
 }
 
 /// How many agents (driver processes) the run is split over: as given, or,

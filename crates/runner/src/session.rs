@@ -15,13 +15,14 @@ use std::sync::atomic::AtomicBool;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use stackbench_engine::affinity::{format_cpu_list, pin_current_thread};
+use stackbench_engine::token::Token;
 use stackbench_engine::{limits, transport, ControlClient, RunConfig};
 use stackbench_metrics::warnings::Warning;
 use stackbench_model::settings::{CpuList, Text};
 use stackbench_model::study::StudyStep;
 use stackbench_model::Workload;
 use stackbench_record::CpuAttribution;
-use stackbench_record::{MixCpu, RunRecord, WarningRecord, SCHEMA_VERSION};
+use stackbench_record::{MixCpu, RefusedPeers, RunRecord, WarningRecord, SCHEMA_VERSION};
 use stackbench_results::env::Environment;
 
 use crate::agents::controller::{AgentsSpec, Controller};
@@ -154,6 +155,7 @@ impl<'a> Runner<'a> {
             warn(obs, &mut record, &w, None);
         }
         record.warnings.extend(session.warnings.iter().cloned());
+        let control_before = session.control.refused_peers();
         let stop = self.stop;
         let measured = Measured {
             configs,
@@ -173,6 +175,9 @@ impl<'a> Runner<'a> {
                 record.warnings.extend(warnings);
                 record.lab = Some(env);
             }
+        }
+        if let Some(open) = &self.open {
+            record.refused_peers = Some(refused_peers(open, control_before));
         }
         if let Some(controller) = self.open.as_mut().and_then(|o| o.agents.as_mut()) {
             record.agents = controller.take_summary();
@@ -206,9 +211,13 @@ fn open_session(
     obs: &mut dyn Observer,
     stop: &AtomicBool,
 ) -> Result<Session, RunError> {
-    let (spawned, targets) = start_responders(host, program)?;
+    // The run token: given (token_file, STACKBENCH_TOKEN), else made here
+    // for the responders and agents this session starts.
+    let token = host.token.clone().unwrap_or_else(Token::generate);
+    let (spawned, targets) = start_responders(host, program, &token)?;
     let target = targets[0].clone();
-    let connect = || ControlClient::connect(&target).or_else(|e| input(e.to_string()));
+    let connect =
+        || ControlClient::connect_with(&target, Some(&token)).or_else(|e| input(e.to_string()));
     let control = match &host.lab {
         None => connect()?,
         Some(lab) => lab.in_from(connect)??, // the control socket is A's
@@ -265,6 +274,7 @@ fn open_session(
                 program,
                 listener,
                 hosts,
+                token,
             };
             let controller = Controller::start(spec, stop)?;
             if let Some(w) = controller.build_warning() {
@@ -322,6 +332,7 @@ fn preflight(run: &ResolvedRun, host: &HostRun) -> Result<(), RunError> {
 fn start_responders(
     host: &HostRun,
     program: Option<&std::path::Path>,
+    token: &Token,
 ) -> Result<(Vec<SpawnedResponder>, Vec<String>), RunError> {
     let agents = host.driver_processes();
     let (cpus, threads) = match &host.placement.responder {
@@ -357,9 +368,9 @@ fn start_responders(
             &listen(i as usize),
             cpus,
             threads,
-            netns.as_deref(),
-            program,
+            (netns.as_deref(), program),
             &mirrors,
+            token,
         )?);
     }
     let addrs = spawned.iter().map(|r| r.addr.clone()).collect();
@@ -491,8 +502,29 @@ fn new_record(
         warnings: Vec::new(),
         mix_cpu: Vec::new(),
         agents: None,
+        refused_peers: None,
         lab: None,
         environment: None,
+    }
+}
+
+/// The connections refused for want of the run token over the run just
+/// measured: the agents' responders' and controller's counts, or this
+/// driver's responder's since `before` (its count before the run).
+fn refused_peers(session: &Session, before: Option<u64>) -> RefusedPeers {
+    match &session.agents {
+        Some(controller) => RefusedPeers {
+            control_connections: controller.control_refused(),
+            agent_connections: Some(controller.refused_agents()),
+        },
+        None => RefusedPeers {
+            control_connections: session
+                .control
+                .refused_peers()
+                .zip(before)
+                .map(|(after, before)| after.saturating_sub(before)),
+            agent_connections: None,
+        },
     }
 }
 

@@ -16,6 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use stackbench_engine::affinity::format_cpu_list;
+use stackbench_engine::token::{Token, TOKEN_ENV};
 
 use crate::error::RunError;
 
@@ -35,13 +36,15 @@ impl SpawnedResponder {
     /// executable) on `listen` (port 0), inside the network namespace file
     /// `netns` when given, with every test's listeners also in the
     /// namespaces `mirrors` (load distribution), and waits for its address.
+    /// It holds the run `token`, passed in its environment (never an
+    /// argument, which `ps` shows to every user).
     pub fn start(
         listen: &str,
         cpus: &[usize],
         threads: usize,
-        netns: Option<&Path>,
-        program: Option<&Path>,
+        (netns, program): (Option<&Path>, Option<&Path>),
         mirrors: &[std::path::PathBuf],
+        token: &Token,
     ) -> Result<SpawnedResponder, RunError> {
         let exe = match program {
             Some(p) => p.to_path_buf(),
@@ -63,6 +66,7 @@ impl SpawnedResponder {
             let list: Vec<String> = mirrors.iter().map(|p| p.display().to_string()).collect();
             cmd.args(["--mirror-netns", &list.join(",")]);
         }
+        cmd.env(TOKEN_ENV, token.to_hex());
         cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
         let mut child = spawn_owned(&mut cmd, netns).map_err(|e| {
             let doing = match netns {

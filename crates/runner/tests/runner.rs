@@ -21,6 +21,8 @@ fn responder() -> ResponderHandle {
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 1,
         cpus: vec![],
+        token: None,
+        limits: Default::default(),
     };
     Responder::bind(config).unwrap().spawn().unwrap()
 }

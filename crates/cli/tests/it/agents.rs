@@ -21,10 +21,24 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// `stackbench agent --controller ADDR --segment I/N`, started as a child.
+/// The run token the tests' external controllers and agents share, as a
+/// Kubernetes Secret would give it to both (STACKBENCH_TOKEN, hex).
+const TOKEN: &str = "5b0c6e2f9d1a47c3b8e05f6a2d4c7e91";
+
+/// `stackbench agent --controller ADDR --segment I/N`, started as a child
+/// with the run token.
 fn agent(addr: &str, segment: &str) -> Child {
-    stackbench()
-        .args(["agent", "--controller", addr, "--segment", segment])
+    agent_with_token(addr, segment, Some(TOKEN))
+}
+
+/// [`agent`] with `token` in STACKBENCH_TOKEN (`None`: no token at all).
+fn agent_with_token(addr: &str, segment: &str, token: Option<&str>) -> Child {
+    let mut cmd = stackbench();
+    match token {
+        Some(t) => cmd.env("STACKBENCH_TOKEN", t),
+        None => cmd.env_remove("STACKBENCH_TOKEN"),
+    };
+    cmd.args(["agent", "--controller", addr, "--segment", segment])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -36,6 +50,7 @@ fn agent(addr: &str, segment: &str) -> Child {
 /// the test; stdout and stderr both as `out` says.
 fn external_controller(addr: &str, args: &[&str], out: fn() -> Stdio) -> Child {
     stackbench()
+        .env("STACKBENCH_TOKEN", TOKEN)
         .args(["run", "RR2(64B/64B)"])
         .args(args)
         .args([
@@ -145,46 +160,179 @@ fn agents_leave_when_their_controller_dies() {
     }
 }
 
-#[test]
-fn an_agent_of_another_protocol_is_refused_in_one_line() {
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let controller =
-        external_controller(&addr, &["--transactions", "10", "--no-store"], Stdio::piped);
+/// Connects to the controller's agent port at `addr`, retrying until it
+/// listens.
+fn dial(addr: &str) -> TcpStream {
     let deadline = Instant::now() + Duration::from_secs(30);
-    let stream = loop {
-        match TcpStream::connect(&addr) {
+    loop {
+        match TcpStream::connect(addr) {
             Ok(s) => break s,
             Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => panic!("the controller never listened: {e}"),
         }
-    };
+    }
+}
+
+/// Sends `lines` on a new connection to `addr` and returns the first line
+/// the controller answers after them.
+fn say(addr: &str, lines: &[&str]) -> String {
+    let stream = dial(addr);
     let mut w = stream.try_clone().unwrap();
-    writeln!(
-        w,
-        r#"{{"msg":"hello","protocol":1,"version":"0.0.1","index":0,"count":2,"host":"old","pid":1}}"#
-    )
-    .unwrap();
+    let mut r = BufReader::new(stream);
     let mut answer = String::new();
-    BufReader::new(stream).read_line(&mut answer).unwrap();
+    for (i, line) in lines.iter().enumerate() {
+        writeln!(w, "{line}").unwrap();
+        answer.clear();
+        r.read_line(&mut answer).unwrap();
+        if i + 1 < lines.len() {
+            assert!(answer.contains("challenge"), "{answer}");
+        }
+    }
+    answer
+}
+
+/// An agent of an earlier protocol, an agent without the token, one with
+/// another token and a stranger are refused, each in one line on both
+/// sides, and counted in the record; the run goes on with the agents that
+/// hold the token, and nothing from the refused ones is recorded.
+#[test]
+fn agents_of_another_protocol_or_without_the_token_are_refused_and_counted() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let controller = external_controller(
+        &addr,
+        &["--transactions", "200", "--json", "--no-store"],
+        Stdio::piped,
+    );
+    // Protocol 1's hello: refused in protocol 1's words, naming both.
+    let answer = say(
+        &addr,
+        &[
+            r#"{"msg":"hello","protocol":1,"version":"0.0.1","index":0,"count":2,"host":"old","pid":1}"#,
+        ],
+    );
     assert!(answer.contains("refused"), "{answer}");
-    let out = wait_bounded(controller, Duration::from_secs(30));
-    assert_eq!(out.status.code(), Some(2));
+    assert!(answer.contains("protocol 1 (stackbench 0.0.1"), "{answer}");
+    // No token: the handshake's proof is empty.
+    let start = r#"{"auth":"start","channel":"agents","nonce":"00"}"#;
+    let answer = say(&addr, &[start, r#"{"auth":"proof","proof":null}"#]);
+    assert!(answer.contains("has no token"), "{answer}");
+    // Agents that cannot prove the token exit 2 with one line.
+    for token in [Some("00112233445566778899aabbccddeeff"), None] {
+        let out = wait_bounded(
+            agent_with_token(&addr, "0/2", token),
+            Duration::from_secs(30),
+        );
+        assert_eq!(out.status.code(), Some(2), "{token:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        let needle = if token.is_some() {
+            "another token"
+        } else {
+            "no run token"
+        };
+        assert!(err.contains(needle), "{err}");
+    }
+    let agents = [agent(&addr, "0/2"), agent(&addr, "1/2")];
+    let out = wait_bounded(controller, Duration::from_secs(60));
     let err = String::from_utf8_lossy(&out.stderr);
-    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let refusals: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("stackbench: refused the agent connection of 127.0.0.1:"))
+        .collect();
+    assert_eq!(refusals.len(), 3, "{err}");
     // Both protocols and both builds, in one line.
     let ours = format!(
         "this controller speaks protocol {} (stackbench ",
         stackbench_runner::agents::wire::PROTOCOL
     );
     assert!(
-        last.contains(
+        refusals[0].contains(
             "agent 0/2 on old speaks agent wire protocol 1 (stackbench 0.0.1, commit unknown)"
-        ) && last.contains(&ours)
-            && last.contains("same stackbench build"),
+        ) && refusals[0].contains(&ours),
         "{err}"
     );
-    assert!(answer.contains("protocol 1 (stackbench 0.0.1"), "{answer}");
+    assert!(refusals[1].contains("has no token"), "{err}");
+    assert!(refusals[2].contains("another token"), "{err}");
+    let v = json_of(&out);
+    assert_eq!(v["refused_peers"]["agent_connections"], 3, "{v}");
+    assert_eq!(v["refused_peers"]["control_connections"], 0, "{v}");
+    assert_eq!(v["classes"][0]["transactions"], 200);
+    assert_eq!(v["agents"]["agents"].as_array().unwrap().len(), 2);
+    for a in agents {
+        assert!(wait_bounded(a, Duration::from_secs(10)).status.success());
+    }
+}
+
+/// Local agents and their responders get the run token in their
+/// environment, never on their command line (which `ps` shows every user).
+#[test]
+fn spawned_agents_and_responders_carry_the_token_in_their_environment_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    let secret = "cmdline-check-0123456789abcdef";
+    std::fs::write(&file, format!("{secret}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+    let mut controller = stackbench()
+        .args(["run", "RR2(64B/64B)", "--agents", "2", "--duration", "3s"])
+        .args(["--warmup", "0s", "--no-store", "--token-file"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The controller's children: two responders (serve) and two agents.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let children = loop {
+        let kids = children_of(controller.id());
+        let started = kids.iter().filter(|(_, c)| c.contains("\0agent\0")).count() == 2
+            && kids.iter().filter(|(_, c)| c.contains("\0serve\0")).count() == 2;
+        if started || Instant::now() >= deadline {
+            break kids;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(children.len(), 4, "{children:?}");
+    for (pid, cmdline) in &children {
+        assert!(
+            !cmdline.contains(secret) && !cmdline.contains(&hex),
+            "{cmdline}"
+        );
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        let environ = String::from_utf8_lossy(&environ);
+        assert!(
+            environ.contains(&format!("STACKBENCH_TOKEN={hex}")),
+            "pid {pid}"
+        );
+    }
+    let _ = controller.kill();
+    let _ = controller.wait();
+}
+
+/// The children of `pid` and their command lines (arguments joined by NUL,
+/// with a NUL at each end), from /proc.
+fn children_of(pid: u32) -> Vec<(u32, String)> {
+    let mut kids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The fields after the command's closing parenthesis: state, ppid.
+        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        if after.split_whitespace().nth(1) != Some(&pid.to_string()) {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(format!("/proc/{child}/cmdline")) {
+            kids.push((child, format!("\0{}", String::from_utf8_lossy(&cmdline))));
+        }
+    }
+    kids
 }
 
 /// Relays one agent's control connection to the controller at `addr`,
@@ -213,11 +361,20 @@ fn relay_with_commit(addr: &str, commit: String) -> String {
         });
         let mut from_agent = BufReader::new(agent);
         let mut to_controller = controller;
-        let mut hello = String::new();
-        from_agent.read_line(&mut hello).unwrap();
-        let mut v: serde_json::Value = serde_json::from_str(&hello).unwrap();
-        v["commit"] = commit.into();
-        writeln!(to_controller, "{v}").unwrap();
+        // The token handshake's lines pass as they are; the hello after
+        // them gets the other commit.
+        loop {
+            let mut line = String::new();
+            from_agent.read_line(&mut line).unwrap();
+            let mut v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v.get("auth").is_some() {
+                to_controller.write_all(line.as_bytes()).unwrap();
+                continue;
+            }
+            v["commit"] = commit.into();
+            writeln!(to_controller, "{v}").unwrap();
+            break;
+        }
         let _ = std::io::copy(&mut from_agent, &mut to_controller);
     });
     relay

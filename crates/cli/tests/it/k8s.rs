@@ -96,6 +96,7 @@ fn render_writes_the_study_agents_responders_and_controller() {
         files,
         [
             "00-configmap-tn3270-capacity-study.json",
+            "01-secret-tn3270-capacity-token.json",
             "10-service-tn3270-capacity-responder.json",
             "11-deployment-tn3270-capacity-responder.json",
             "20-service-tn3270-capacity-controller.json",
@@ -110,6 +111,26 @@ fn render_writes_the_study_agents_responders_and_controller() {
             "tn3270-capacity"
         );
     }
+
+    // The run token: a Secret every container reads into STACKBENCH_TOKEN,
+    // in no command line; its file readable by its owner only.
+    let secret = object(&objects, "Secret", "tn3270-capacity-token");
+    let token = secret["stringData"]["token"].as_str().unwrap();
+    assert!(token.len() >= 32, "{token}");
+    for (file, v) in &objects {
+        assert!(!v.to_string().contains(token) || v == secret, "{file}");
+        if let Some(containers) = v["spec"]["template"]["spec"]["containers"].as_array() {
+            let env = containers[0]["env"].as_array().unwrap();
+            assert!(
+                env.iter().any(|e| e["name"] == "STACKBENCH_TOKEN"
+                    && e["valueFrom"]["secretKeyRef"]["name"] == "tn3270-capacity-token"),
+                "{file}: {env:?}"
+            );
+        }
+    }
+    let mode = std::fs::metadata(_dir.path().join("out/01-secret-tn3270-capacity-token.json"))
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777);
+    assert_eq!(mode.unwrap(), 0o600);
 
     let map = object(&objects, "ConfigMap", "tn3270-capacity-study");
     assert_eq!(
@@ -605,17 +626,27 @@ fn the_rendered_commands_run_a_study_over_agents_here() {
         }
         cmd.spawn().unwrap()
     };
-    let responder_words = command(&container("Deployment", "k8s-local-responder"));
-    let mut responder = spawn(&responder_words, &[]);
-    let agent_container = container("Job", "k8s-local-agents");
-    let agent_words = command(&agent_container);
+    // Each container's environment as the cluster would set it: values,
+    // and the Secret's keys where an entry names them (the run token).
+    let secret = object(&objects, "Secret", "k8s-local-token");
     let env_of = |c: &Value| -> Vec<(String, String)> {
         c["env"].as_array().map_or_else(Vec::new, |env| {
             env.iter()
-                .filter_map(|e| Some((e["name"].as_str()?.into(), e["value"].as_str()?.into())))
+                .filter_map(|e| {
+                    let value = match e["valueFrom"]["secretKeyRef"]["key"].as_str() {
+                        Some(key) => secret["stringData"][key].as_str()?,
+                        None => e["value"].as_str()?,
+                    };
+                    Some((e["name"].as_str()?.into(), value.into()))
+                })
                 .collect()
         })
     };
+    let responder_container = container("Deployment", "k8s-local-responder");
+    let responder_words = command(&responder_container);
+    let mut responder = spawn(&responder_words, &env_of(&responder_container));
+    let agent_container = container("Job", "k8s-local-agents");
+    let agent_words = command(&agent_container);
     let agent_env = env_of(&agent_container);
     let controller_container = container("Job", "k8s-local-controller");
     let controller = spawn(

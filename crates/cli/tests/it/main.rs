@@ -28,6 +28,7 @@ mod population;
 mod record_schema;
 mod results_cli;
 mod run;
+mod serve_token;
 mod sidecar;
 mod spin;
 mod stalls;

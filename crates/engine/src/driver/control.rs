@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::control::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::error::EngineError;
+use crate::token::{self, Proved, Refusal, Token};
 use crate::transport::{Endpoint, Transport};
 use stackbench_model::{AppProtocol, TlsParams};
 
@@ -34,6 +35,9 @@ pub struct ControlClient {
     pub server_threads: u32,
     /// CPUs the responder is pinned to (empty: not pinned).
     pub server_cpus: Vec<usize>,
+    /// The responder's count of refused control connections, as its latest
+    /// hello or sample reply gave it (`None`: a plain server).
+    refused_peers: Option<u64>,
 }
 
 struct Link {
@@ -52,10 +56,18 @@ fn resolve(target: &str) -> Result<SocketAddr, EngineError> {
 }
 
 impl ControlClient {
-    /// Connects to `target` (`HOST:PORT`) and exchanges hellos; for
-    /// `http://HOST:PORT`, checks that the plain server accepts a
-    /// connection (see [`Self::is_plain`]).
+    /// [`Self::connect_with`] without a token: a responder that holds one
+    /// refuses it.
     pub fn connect(target: &str) -> Result<ControlClient, EngineError> {
+        Self::connect_with(target, None)
+    }
+
+    /// Connects to `target` (`HOST:PORT`), proves `token` in the run
+    /// token's handshake ([`crate::token`]; a responder with another token
+    /// is refused, one that holds none is served as before) and exchanges
+    /// hellos; for `http://HOST:PORT`, checks that the plain server accepts
+    /// a connection (see [`Self::is_plain`]).
+    pub fn connect_with(target: &str, token: Option<&Token>) -> Result<ControlClient, EngineError> {
         if let Some((protocol, rest)) = AppProtocol::of_plain_target(target) {
             return Self::plain(rest.trim_end_matches('/'), protocol);
         }
@@ -78,25 +90,73 @@ impl ControlClient {
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
+            refused_peers: None,
         };
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
             software: software(),
         };
-        match client.call(&hello)? {
+        let proved = client.handshake(token, &hello)?;
+        let link = client.link.as_mut().expect("connected above");
+        control::send(&mut link.writer, &hello).map_err(EngineError::Control)?;
+        if proved == Proved::Challenged {
+            token::verdict(&mut link.reader).map_err(|r| refusal(addr, r))?;
+        }
+        match client.receive()? {
             Reply::Hello {
                 version,
                 threads,
                 cpus,
+                refused_peers,
                 ..
             } if version == PROTOCOL_VERSION => {
                 client.server_threads = threads;
                 client.server_cpus = cpus;
+                client.refused_peers = Some(refused_peers);
                 Ok(client)
             }
             Reply::Hello { version, .. } => Err(version_mismatch(version)),
             other => Err(unexpected(other)),
         }
+    }
+
+    /// The token handshake, up to the client's proof (the hello follows it
+    /// at once, and then the server's verdict). The start line carries the
+    /// hello's fields, so that an older responder reads it as a hello and
+    /// refuses it naming both versions.
+    fn handshake(&mut self, token: Option<&Token>, hello: &Request) -> Result<Proved, EngineError> {
+        let target = self.target;
+        let link = self.link.as_mut().expect("connected");
+        let greeting = match serde_json::to_value(hello) {
+            Ok(serde_json::Value::Object(fields)) => fields,
+            _ => serde_json::Map::new(),
+        };
+        let mut writer = &link.stream;
+        match token::prove(
+            &mut link.reader,
+            &mut writer,
+            "control",
+            token,
+            (greeting, false),
+        ) {
+            Ok(p) => Ok(p),
+            Err(Refusal::Foreign(line)) => match serde_json::from_str::<Reply>(&line) {
+                Ok(Reply::Error { message }) => Err(EngineError::Refused(message)),
+                _ => Err(EngineError::Refused(format!(
+                    "{target} answered the token handshake with something else than stackbench \
+                     serve of control protocol {PROTOCOL_VERSION} would: run the same stackbench \
+                     version on both sides"
+                ))),
+            },
+            Err(r) => Err(refusal(target, r)),
+        }
+    }
+
+    /// The responder's count of refused control connections as it last
+    /// reported it (at the hello, then at every sample); `None` for a plain
+    /// server.
+    pub fn refused_peers(&self) -> Option<u64> {
+        self.refused_peers
     }
 
     /// A plain server at `HOST:PORT`: one connection is opened and closed
@@ -112,6 +172,7 @@ impl ControlClient {
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
+            refused_peers: None,
         })
     }
 
@@ -230,11 +291,38 @@ impl ControlClient {
             ));
         };
         control::send(&mut link.writer, request).map_err(EngineError::Control)?;
+        self.receive()
+    }
+
+    /// The next reply (an error reply as [`EngineError::Refused`]); a sample
+    /// updates [`Self::refused_peers`].
+    fn receive(&mut self) -> Result<Reply, EngineError> {
+        let link = self.link.as_mut().expect("a control connection");
         match control::recv::<Reply>(&mut link.reader).map_err(EngineError::Control)? {
             Some(Reply::Error { message }) => Err(EngineError::Refused(message)),
-            Some(reply) => Ok(reply),
+            Some(reply) => {
+                if let Reply::Sample { refused_peers, .. } = &reply {
+                    self.refused_peers = Some(*refused_peers);
+                }
+                Ok(reply)
+            }
             None => Err(EngineError::ResponderGone),
         }
+    }
+}
+
+/// The handshake's failure as the driver reports it: one line naming the
+/// responder and the fix.
+fn refusal(target: SocketAddr, r: Refusal) -> EngineError {
+    match r {
+        Refusal::Refused(why) => EngineError::Refused(format!(
+            "the token handshake with the responder at {target} failed: {why}: give the driver \
+             the responder's token (--token-file FILE, the file its serve was given)"
+        )),
+        Refusal::Foreign(line) => EngineError::Refused(format!(
+            "the responder at {target} answered the token handshake with {line:?}"
+        )),
+        Refusal::Io(e) => EngineError::Control(e),
     }
 }
 

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -40,6 +41,7 @@ use crate::control::{
 use crate::limits::{self, FdReservation};
 use crate::lock::lock;
 use crate::sockopt;
+use crate::token::{self, Admission, Token};
 use stackbench_model::settings::TlsMode;
 use stackbench_model::{IoMode, TlsParams};
 use stackbench_record::KtlsCounters;
@@ -52,6 +54,11 @@ use worker::{Backend, Command, Worker};
 
 /// Most listener ports one test may ask for (each is one listener per worker).
 const MAX_PORTS: u32 = 256;
+/// Most worker threads of its own one test may ask for (`class_workers`).
+const MAX_OWN_WORKERS: u32 = 256;
+/// How long a control connection has to finish the token handshake: a peer
+/// that connects and says nothing holds a thread no longer than this.
+const HANDSHAKE_PATIENCE: Duration = Duration::from_secs(10);
 
 /// What the responder runs with.
 #[derive(Debug, Clone)]
@@ -63,6 +70,85 @@ pub struct ResponderConfig {
     /// CPUs the process is pinned to (reported to drivers; pinning itself is
     /// the caller's job, before `bind`).
     pub cpus: Vec<usize>,
+    /// The run token every control connection must prove ([`crate::token`]);
+    /// `None`: open, any peer that reaches the port is served.
+    pub token: Option<Token>,
+    /// What a driver may ask of this responder.
+    pub limits: ResponderLimits,
+}
+
+/// What any driver may ask of a responder, enforced by the responder (`serve
+/// --max-…`): a driver that asks for more is refused in one line, which it
+/// reports, and the responder prints. The defaults serve every workload the
+/// seeds describe and keep a stranger's requests to a bounded share of the
+/// host; the file-descriptor limit bounds connections besides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponderLimits {
+    /// Control connections served at once (each driver or agent holds one).
+    pub sessions: u32,
+    /// Tests one control connection may hold open at once (each its
+    /// listeners and file-descriptor reservation).
+    pub tests_per_session: u32,
+    /// Connections one test may announce (`clients`).
+    pub clients_per_test: u32,
+    /// Bytes of one request or one response a test may ask for.
+    pub message_bytes: u64,
+    /// How long one control connection may last; at the limit the responder
+    /// ends it, and its tests with it.
+    pub session: Duration,
+}
+
+impl Default for ResponderLimits {
+    fn default() -> Self {
+        ResponderLimits {
+            sessions: 64,
+            tests_per_session: 64,
+            clients_per_test: 100_000,
+            message_bytes: 1 << 30,
+            session: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+impl ResponderLimits {
+    /// Why `start` asks for more than these limits allow (`None`: it does
+    /// not), naming the limit and the `serve` flag that raises it.
+    fn refusal(&self, start: &StartRequest, open_tests: usize) -> Option<String> {
+        let over = |what: String, limit: String, flag: &str| {
+            Some(format!(
+                "{what} exceeds this responder's limit of {limit} (serve {flag}): \
+                 ask less, or have its operator raise the limit"
+            ))
+        };
+        let spec = &start.spec;
+        let bytes = spec.request_bytes.max(spec.response_bytes);
+        if open_tests >= self.tests_per_session as usize {
+            over(
+                format!("a test beyond the {open_tests} this control connection holds"),
+                format!("{} tests", self.tests_per_session),
+                "--max-tests",
+            )
+        } else if start.clients > self.clients_per_test {
+            over(
+                format!("{} connections", start.clients),
+                format!("{} per test", self.clients_per_test),
+                "--max-clients",
+            )
+        } else if bytes > self.message_bytes {
+            over(
+                format!("a message of {bytes} bytes"),
+                format!("{} bytes", self.message_bytes),
+                "--max-message-bytes",
+            )
+        } else if start.own_workers > MAX_OWN_WORKERS {
+            Some(format!(
+                "own_workers {} out of range 0 to {MAX_OWN_WORKERS}",
+                start.own_workers
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// The worker pool shared by all control threads: the epoll workers, and
@@ -352,6 +438,7 @@ pub struct Responder {
     threads: Vec<JoinHandle<()>>,
     config: ResponderConfig,
     shutdown: Arc<AtomicBool>,
+    refused: Arc<AtomicU64>,
 }
 
 impl Responder {
@@ -399,6 +486,7 @@ impl Responder {
             threads,
             config,
             shutdown: Arc::new(AtomicBool::new(false)),
+            refused: Arc::default(),
         })
     }
 
@@ -421,9 +509,23 @@ impl Responder {
         self.listener.local_addr()
     }
 
+    /// Control connections refused so far (no token, another token, a peer
+    /// that is not a stackbench driver, or beyond `limits.sessions`): the
+    /// counter drivers read in every hello and sample reply.
+    pub fn refused_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.refused)
+    }
+
     /// Accepts control connections until shut down (see [`Responder::spawn`]).
     pub fn serve(self) -> io::Result<()> {
-        let info = Arc::new((self.config.threads.max(1) as u32, self.config.cpus.clone()));
+        let shared = Arc::new(Shared {
+            pool: Arc::clone(&self.pool),
+            threads: self.config.threads.max(1) as u32,
+            cpus: self.config.cpus.clone(),
+            token: self.config.token.clone(),
+            limits: self.config.limits,
+            refused: Arc::clone(&self.refused),
+        });
         // Clones of the live control connections, to end their sessions at
         // shutdown; each session removes its own entry when it ends.
         let sessions: Arc<Mutex<HashMap<u64, TcpStream>>> = Arc::default();
@@ -432,18 +534,27 @@ impl Responder {
                 break;
             }
             let Ok(conn) = conn else { continue };
+            let live = lock(&sessions).len();
+            if live >= shared.limits.sessions as usize {
+                // Refused before the handshake, in the control protocol's
+                // words (a handshaking driver reads it as such).
+                let message = format!(
+                    "this responder serves {live} control connections, its limit \
+                     (serve --max-sessions): try again when one ends"
+                );
+                shared.refuse(&conn, &message);
+                let mut w = &conn;
+                let _ = control::send(&mut w, &Reply::Error { message });
+                continue;
+            }
             if let Ok(clone) = conn.try_clone() {
                 lock(&sessions).insert(session_id, clone);
             }
-            let (pool, info, sessions) = (
-                Arc::clone(&self.pool),
-                Arc::clone(&info),
-                Arc::clone(&sessions),
-            );
+            let (shared, sessions) = (Arc::clone(&shared), Arc::clone(&sessions));
             let _ = thread::Builder::new()
                 .name("serve-ctl".into())
                 .spawn(move || {
-                    if let Err(e) = control_session(conn, &pool, info.0, &info.1) {
+                    if let Err(e) = control_session(conn, &shared) {
                         eprintln!("stackbench serve: control connection: {e}");
                     }
                     lock(&sessions).remove(&session_id);
@@ -500,15 +611,103 @@ impl Drop for ResponderHandle {
     }
 }
 
-/// One driver's control session. Tests it leaves running are removed at the end.
-fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -> io::Result<()> {
+/// What every control session of a responder shares.
+struct Shared {
+    pool: Arc<Pool>,
+    threads: u32,
+    cpus: Vec<usize>,
+    token: Option<Token>,
+    limits: ResponderLimits,
+    refused: Arc<AtomicU64>,
+}
+
+impl Shared {
+    /// Counts a refused control connection and says so, one line.
+    fn refuse(&self, conn: &TcpStream, why: &str) {
+        let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        let peer = conn
+            .peer_addr()
+            .map_or_else(|_| "a peer".to_string(), |a| a.to_string());
+        eprintln!("stackbench serve: refused the control connection of {peer}: {why} ({n} refused so far)");
+    }
+}
+
+/// The token handshake of a new control connection (bounded in time); `false`
+/// when the peer was refused (told, counted and printed).
+fn admit_driver(
+    conn: &TcpStream,
+    reader: &mut BufReader<TcpStream>,
+    shared: &Shared,
+) -> io::Result<bool> {
+    conn.set_read_timeout(Some(HANDSHAKE_PATIENCE))?;
+    let mut writer = conn;
+    let admission = match token::admit(reader, &mut writer, "control", shared.token.as_ref()) {
+        Ok(a) => a,
+        Err(e) => Admission::Refused(format!(
+            "no handshake within {} s ({e})",
+            HANDSHAKE_PATIENCE.as_secs()
+        )),
+    };
+    match admission {
+        Admission::Admitted => {}
+        Admission::Refused(why) => {
+            shared.refuse(conn, &why);
+            return Ok(false);
+        }
+        Admission::Foreign(line) => {
+            // An older driver's hello: refused in the words it reads.
+            let message = match serde_json::from_str::<Request>(&line) {
+                Ok(Request::Hello { version, .. }) => format!(
+                    "protocol version {version} is not supported by this responder (speaks \
+                     {PROTOCOL_VERSION}, which opens with a token handshake): run the same \
+                     stackbench version on both sides"
+                ),
+                _ => "not a stackbench control connection (no token handshake)".to_string(),
+            };
+            shared.refuse(conn, &message);
+            let _ = control::send(&mut writer, &Reply::Error { message });
+            return Ok(false);
+        }
+    }
+    conn.set_read_timeout(None)?;
+    Ok(true)
+}
+
+/// One driver's control session, after its token handshake. Tests it leaves
+/// running are removed at the end; at `limits.session` it is ended.
+fn control_session(conn: TcpStream, shared: &Shared) -> io::Result<()> {
     conn.set_nodelay(true)?;
-    let local_ip = conn.local_addr()?.ip();
+    // One reader for the handshake and the session: the driver's hello may
+    // arrive with its proof, in one read.
     let mut reader = BufReader::new(conn.try_clone()?);
+    if !admit_driver(&conn, &mut reader, shared)? {
+        return Ok(());
+    }
+    let (pool, threads, cpus) = (&shared.pool, shared.threads, &shared.cpus);
+    let deadline = Instant::now() + shared.limits.session;
+    let local_ip = conn.local_addr()?.ip();
+    let timer = conn.try_clone()?;
     let mut writer = BufWriter::new(conn);
     let mut owned: HashSet<u64> = HashSet::new();
     let result = (|| -> io::Result<()> {
-        while let Some(request) = control::recv::<Request>(&mut reader)? {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            timer.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+            let request = match control::recv::<Request>(&mut reader) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) if Instant::now() >= deadline && is_timeout(&e) => {
+                    let message = format!(
+                        "this control connection reached the responder's limit of {} s \
+                         (serve --max-session): its tests are stopped",
+                        shared.limits.session.as_secs()
+                    );
+                    eprintln!("stackbench serve: {message}");
+                    control::send(&mut writer, &Reply::Error { message })?;
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
             let reply = match request {
                 Request::Hello { version, .. } if version != PROTOCOL_VERSION => {
                     let message = format!(
@@ -522,6 +721,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                     software: format!("stackbench {}", env!("CARGO_PKG_VERSION")),
                     threads,
                     cpus: cpus.to_vec(),
+                    refused_peers: shared.refused.load(Ordering::Relaxed),
                 },
                 Request::Start {
                     spec,
@@ -542,7 +742,11 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                         own_workers,
                         own_cpus,
                     };
-                    match pool.start(local_ip, &req) {
+                    let refusal = shared.limits.refusal(&req, owned.len());
+                    if let Some(message) = &refusal {
+                        eprintln!("stackbench serve: refused a test: {message}");
+                    }
+                    match refusal.map_or_else(|| pool.start(local_ip, &req), Err) {
                         Ok((test_id, endpoints)) => {
                             owned.insert(test_id);
                             Reply::Ready { test_id, endpoints }
@@ -561,6 +765,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                         ),
                         pids: crate::sidecar::side_pids(),
                         test_threads: pool.test_threads(),
+                        refused_peers: shared.refused.load(Ordering::Relaxed),
                     },
                     Err(e) => Reply::Error {
                         message: format!("cannot sample CPU counters: {e}"),
@@ -582,4 +787,11 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
         pool.stop(test_id);
     }
     result
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }

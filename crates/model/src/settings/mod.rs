@@ -331,6 +331,8 @@ run_settings! {
     launcher: Launcher = Launcher::Local, json "launcher";
     /// Address the controller listens on for its agents, e.g. 0.0.0.0:7700 [default: 127.0.0.1, any port, for local and slurm on this host].
     agent_listen: Option<Text> = None, json "agent_listen";
+    /// File holding the run token (at least 16 bytes, mode 600) that the run's agents and responders prove over an HMAC challenge before anything else is read on their connections; give the file a `serve --token-file` was given, and for launcher external the token in the agents' Secret [default: a random token per run, passed to the processes the run starts in their environment].
+    token_file: Option<Text> = None, json "token_file";
     /// Seed of the think-time and arrival draws, for reproducible runs [default: a random seed, stored with the result].
     seed: Option<u64> = None, json "seed";
 }

@@ -114,6 +114,7 @@ mod tests {
             warnings: vec![],
             mix_cpu: vec![],
             agents,
+            refused_peers: None,
             lab: None,
             environment: None,
         }

@@ -8,12 +8,14 @@
 //! that dies leaves no agent behind.
 
 use std::collections::HashMap;
+use std::io::BufReader;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use stackbench_engine::affinity::pin_current_thread;
+use stackbench_engine::token::{self, Proved, Refusal, Token, TOKEN_ENV};
 use stackbench_engine::{run_workload_gated, ControlClient, GateState, RunConfig, StartGate};
 use stackbench_model::segment::Segment;
 
@@ -63,17 +65,20 @@ pub fn segment_from(
     )
 }
 
-/// Runs the agent until the controller says bye or goes away. `stop` (the
-/// agent's own Ctrl-C) ends the run in progress and the agent.
-pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Result<(), RunError> {
+/// Runs the agent until the controller says bye or goes away. `token` is
+/// the run's: proved to the controller (which must prove it back) and to the
+/// responders. `stop` (the agent's own Ctrl-C) ends the run in progress and
+/// the agent.
+pub fn agent_main(
+    controller: &str,
+    segment: Segment,
+    token: &Token,
+    stop: &AtomicBool,
+) -> Result<(), RunError> {
     let mut stream = connect(controller)?;
-    let rx = wire::reader::<FromController>(
-        stream
-            .try_clone()
-            .map_err(|e| RunError::runtime("control connection", e))?,
-        format!("the controller {controller}"),
-    );
     let hello = Hello::this(segment.index(), segment.count());
+    let lines = prove_to(controller, &mut stream, token, &hello)?;
+    let rx = wire::reader::<FromController>(lines, format!("the controller {controller}"));
     send(&mut stream, &FromAgent::Hello(hello))
         .map_err(|e| RunError::runtime("saying hello to the controller", e))?;
     let mut responders: HashMap<String, ControlClient> = HashMap::new();
@@ -97,7 +102,7 @@ pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Resu
                 let reply = run_one(
                     run,
                     &order.into_config(),
-                    &target,
+                    (&target, token),
                     &mut responders,
                     (&mut stream, &rx),
                     stop,
@@ -108,6 +113,49 @@ pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Resu
             // A start or stop of a run already over.
             FromController::Start { .. } | FromController::Stop { .. } => {}
         }
+    }
+}
+
+/// The token handshake with the controller (channel `agents`): the
+/// controller must prove the token too. The start line carries the hello's
+/// kept fields, so that a controller of an earlier protocol refuses this
+/// agent naming both. Returns the reader the messages follow on.
+fn prove_to(
+    controller: &str,
+    stream: &mut TcpStream,
+    token: &Token,
+    hello: &Hello,
+) -> Result<BufReader<TcpStream>, RunError> {
+    let mut lines = BufReader::new(
+        stream
+            .try_clone()
+            .map_err(|e| RunError::runtime("control connection", e))?,
+    );
+    let greeting = match serde_json::to_value(FromAgent::Hello(hello.clone())) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => serde_json::Map::new(),
+    };
+    let refused = |why: String| {
+        input(format!(
+            "the controller {controller} refused this agent, or it refused the controller: \
+             {why}: give every agent the run's token (--token-file FILE, or {TOKEN_ENV})"
+        ))
+    };
+    let proved = token::prove(&mut lines, stream, "agents", Some(token), (greeting, true));
+    let outcome = match proved {
+        Ok(Proved::Challenged) => token::verdict(&mut lines),
+        Ok(Proved::Open) => unreachable!("prove refuses an open controller when required"),
+        Err(r) => Err(r),
+    };
+    match outcome {
+        Ok(()) => Ok(lines),
+        Err(Refusal::Refused(why)) => refused(why),
+        // An older controller refuses in its own words.
+        Err(Refusal::Foreign(line)) => match wire::decode::<FromController>(&line) {
+            wire::Decoded::Message(FromController::Refused { reason }) => input(reason),
+            _ => refused(format!("it answered {line:?}")),
+        },
+        Err(Refusal::Io(e)) => Err(RunError::runtime("the token handshake", e)),
     }
 }
 
@@ -143,7 +191,7 @@ fn connect(controller: &str) -> Result<TcpStream, RunError> {
 fn run_one(
     run: u64,
     cfg: &RunConfig,
-    target: &str,
+    (target, token): (&str, &Token),
     responders: &mut HashMap<String, ControlClient>,
     (stream, rx): (&mut TcpStream, &Receiver<Tagged<FromController>>),
     stop: &AtomicBool,
@@ -155,7 +203,7 @@ fn run_one(
         }
     }
     if !responders.get(target).is_some_and(ControlClient::is_alive) {
-        match ControlClient::connect(target) {
+        match ControlClient::connect_with(target, Some(token)) {
             Ok(c) => responders.insert(target.to_string(), c),
             Err(e) => return failed(format!("responder {target}: {e}")),
         };
@@ -187,7 +235,12 @@ fn run_one(
             let _ = send(s, &msg);
         }
     };
+    let refused_before = control.refused_peers();
     let outcome = run_workload_gated(control, cfg, Some(&mut gate), stop, &mut report);
+    let control_refused = control
+        .refused_peers()
+        .zip(refused_before)
+        .map(|(after, before)| after.saturating_sub(before));
     match outcome {
         Ok(o) => FromAgent::Done {
             run,
@@ -198,6 +251,7 @@ fn run_one(
                 incomplete_reason: o.incomplete_reason,
                 window_opened_unix_s: o.window_opened_unix_s,
                 responder_host,
+                control_refused,
             }),
         },
         Err(e) => failed(e.to_string()),

@@ -21,12 +21,14 @@
 //! pScheduler's common start time; k6-operator starts its paused runners one
 //! by one instead, and its skew grows with their number.
 
+use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use stackbench_engine::token::{self, Admission, Token};
 use stackbench_engine::{Progress, RunConfig, RunOutcome};
 use stackbench_metrics::warnings::Warning;
 use stackbench_model::segment::Segment;
@@ -36,8 +38,8 @@ use stackbench_record::AgentsSummary;
 use crate::agents::launch::{AgentHost, Launched};
 use crate::agents::merge::{self, AgentPart};
 use crate::agents::wire::{
-    self, now_unix_ns, send, AgentResult, Build, FromAgent, FromController, Incoming, RunOrder,
-    Tagged,
+    self, now_unix_ns, send, AgentResult, Build, Decoded, FromAgent, FromController, Incoming,
+    RunOrder, Tagged,
 };
 use crate::error::{input, RunError};
 
@@ -95,6 +97,9 @@ pub struct Controller {
     next_run: u64,
     /// What each run's agents did, for the record (see [`Controller::take_summary`]).
     summaries: Vec<AgentsSummary>,
+    /// See [`Controller::refused_agents`] and [`Controller::control_refused`].
+    refused_agents: u64,
+    control_refused: Option<u64>,
     _launched: Launched,
 }
 
@@ -115,6 +120,9 @@ pub struct AgentsSpec<'a> {
     /// the controller at that host's address for it (empty: here, at the
     /// listener's address).
     pub hosts: Vec<AgentHost>,
+    /// The run token every agent must prove (and that the controller proves
+    /// to them), passed to the agents it starts in their environment.
+    pub token: Token,
 }
 
 impl Controller {
@@ -144,15 +152,21 @@ impl Controller {
         } else {
             addr.to_string()
         };
-        let mut launched =
-            crate::agents::launch::launch(spec.launcher, spec.count, &program, &dial, &spec.hosts)?;
+        let mut launched = crate::agents::launch::launch(
+            spec.launcher,
+            spec.count,
+            (&program, &dial),
+            &spec.hosts,
+            &spec.token,
+        )?;
         let patience = match spec.launcher {
             Launcher::Local => HELLO_PATIENCE_LOCAL,
             Launcher::Slurm | Launcher::External => HELLO_PATIENCE_REMOTE,
         };
         let (tx, inbox) = mpsc::channel();
+        let mut refused = 0;
         let mut agents = accept_agents(
-            &listener,
+            (&listener, &spec.token, &mut refused),
             (spec.count, patience),
             (&tx, &inbox),
             &mut launched,
@@ -169,8 +183,24 @@ impl Controller {
             launcher: spec.launcher,
             next_run: 0,
             summaries: Vec::new(),
+            refused_agents: refused,
+            control_refused: None,
             _launched: launched,
         })
+    }
+
+    /// Agent connections refused while the agents started (no token,
+    /// another token, not a stackbench agent of this protocol).
+    pub fn refused_agents(&self) -> u64 {
+        self.refused_agents
+    }
+
+    /// Control connections the agents' responders refused over the last
+    /// run: each responder's largest count among the agents that drove it,
+    /// summed over the responders; `None` when no agent counted (plain
+    /// servers).
+    pub fn control_refused(&self) -> Option<u64> {
+        self.control_refused
     }
 
     /// The agents' rows of every run since the last call, for the record.
@@ -293,6 +323,7 @@ impl Controller {
                 |s| matches!(s, AgentState::Done(_) | AgentState::Failed(_)),
             );
         }
+        self.control_refused = control_refused(&self.agents, &state);
         let parts = self.parts(state);
         if parts.iter().all(|p| p.classes.is_empty()) {
             return Err(failure.unwrap_or_else(|| "no agent returned a result".to_string()));
@@ -438,6 +469,7 @@ impl Controller {
                     incomplete_reason: reason,
                     window_opened_unix_s: None,
                     responder_host: String::new(),
+                    control_refused: None,
                 });
                 AgentPart {
                     index: a.segment.index(),
@@ -526,14 +558,41 @@ impl Clone for AgentState {
     }
 }
 
+/// What the agents' results say their responders refused: per responder
+/// the largest count among its agents (agents sharing a responder see the
+/// same counter), summed.
+fn control_refused(agents: &[Agent], state: &[AgentState]) -> Option<u64> {
+    let mut per_target: std::collections::BTreeMap<&str, u64> = Default::default();
+    for (a, st) in agents.iter().zip(state) {
+        if let AgentState::Done(r) = st {
+            if let Some(n) = r.control_refused {
+                let most = per_target.entry(a.target.as_str()).or_default();
+                *most = (*most).max(n);
+            }
+        }
+    }
+    (!per_target.is_empty()).then(|| per_target.values().sum())
+}
+
 fn agent_lost(a: &Agent, e: &str) -> String {
     format!("{}: {e}", a.name())
 }
 
+/// How long a connection to the agent port has to finish the token
+/// handshake; it runs on a thread of its own, so a silent peer delays no
+/// agent.
+const HANDSHAKE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// A connection to the agent port after its token handshake: the peer, and
+/// its stream and reader, or why it was refused.
+type Admitted = (String, Result<(TcpStream, BufReader<TcpStream>), String>);
+
 /// Accepts `count` agents and checks their hellos: same protocol and
-/// version, segments of `count`, each index once.
+/// version, segments of `count`, each index once. Each connection first
+/// proves `token` on a thread of its own; one that does not is refused in
+/// one line on both sides, counted in `refused`, and the wait goes on.
 fn accept_agents(
-    listener: &TcpListener,
+    (listener, token, refused): (&TcpListener, &Token, &mut u64),
     (count, patience): (u32, Duration),
     (tx, inbox): (&Sender<Tagged<FromAgent>>, &Receiver<Tagged<FromAgent>>),
     launched: &mut Launched,
@@ -544,6 +603,7 @@ fn accept_agents(
         .map_err(|e| RunError::runtime("agent listener", e))?;
     let deadline = Instant::now() + patience;
     let mut agents: Vec<Agent> = Vec::new();
+    let (admitted_tx, admitted) = mpsc::channel::<Admitted>();
     while (agents.len() as u32) < count {
         if stop.load(Ordering::Relaxed) {
             return Err(RunError::Runtime(
@@ -557,43 +617,98 @@ fn accept_agents(
             )));
         }
         if Instant::now() >= deadline {
-            let have: Vec<u32> = agents.iter().map(|a| a.segment.index()).collect();
-            let missing: Vec<String> = (0..count)
-                .filter(|i| !have.contains(i))
-                .map(|i| format!("{i}/{count}"))
-                .collect();
-            return Err(RunError::Runtime(format!(
-                "agents not ready after {} s: {} never said hello ({})",
-                patience.as_secs(),
-                missing.join(", "),
-                launched.describe()
-            )));
+            return Err(not_ready(&agents, count, patience, launched, *refused));
         }
         match listener.accept() {
             Ok((stream, peer)) => {
-                stream
-                    .set_nonblocking(false)
-                    .map_err(|e| RunError::runtime("agent connection", e))?;
-                let _ = stream.set_nodelay(true);
-                let tag = agents.len();
-                let reader = stream
-                    .try_clone()
-                    .map_err(|e| RunError::runtime("agent connection", e))?;
-                wire::reader_into(reader, format!("agent at {peer}"), tag, tx.clone());
-                agents.push(hello(
-                    stream,
-                    (&peer.to_string(), tag),
-                    count,
-                    (&agents, inbox),
-                )?);
+                let (token, done) = (token.clone(), admitted_tx.clone());
+                let _ = std::thread::Builder::new()
+                    .name("agent-handshake".into())
+                    .spawn(move || {
+                        let _ = done.send((peer.to_string(), admit_agent(stream, &token)));
+                    });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(RunError::runtime("accepting an agent", e)),
+        }
+        match admitted.recv_timeout(Duration::from_millis(5)) {
+            Ok((peer, Ok((stream, lines)))) => {
+                let tag = agents.len();
+                wire::reader_into(lines, format!("agent at {peer}"), tag, tx.clone());
+                agents.push(hello(stream, (&peer, tag), count, (&agents, inbox))?);
+            }
+            Ok((peer, Err(why))) => {
+                *refused += 1;
+                eprintln!(
+                    "stackbench: refused the agent connection of {peer}: {why} ({} refused so far)",
+                    *refused
+                );
+            }
+            Err(_) => {}
         }
     }
     Ok(agents)
+}
+
+/// The error of agents missing at the deadline: which, who was to start
+/// them, and how many connections were refused for want of the token.
+fn not_ready(
+    agents: &[Agent],
+    count: u32,
+    patience: Duration,
+    launched: &Launched,
+    refused: u64,
+) -> RunError {
+    let have: Vec<u32> = agents.iter().map(|a| a.segment.index()).collect();
+    let missing: Vec<String> = (0..count)
+        .filter(|i| !have.contains(i))
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    let strangers = match refused {
+        0 => String::new(),
+        n => format!("; {n} connections refused for want of the run token"),
+    };
+    RunError::Runtime(format!(
+        "agents not ready after {} s: {} never said hello ({}{strangers})",
+        patience.as_secs(),
+        missing.join(", "),
+        launched.describe()
+    ))
+}
+
+/// The token handshake of one connection to the agent port: the stream and
+/// its reader when the peer proved the token, else why it was refused (it
+/// was told, in one line). An agent of an earlier protocol is refused in
+/// its protocol's words, naming both.
+fn admit_agent(
+    mut stream: TcpStream,
+    token: &Token,
+) -> Result<(TcpStream, BufReader<TcpStream>), String> {
+    let io = |e: std::io::Error| format!("during the token handshake: {e}");
+    stream.set_nonblocking(false).map_err(io)?;
+    let _ = stream.set_nodelay(true);
+    stream
+        .set_read_timeout(Some(HANDSHAKE_PATIENCE))
+        .map_err(io)?;
+    let mut lines = BufReader::new(stream.try_clone().map_err(io)?);
+    let admission = token::admit(&mut lines, &mut stream, "agents", Some(token)).map_err(io)?;
+    match admission {
+        Admission::Admitted => {}
+        Admission::Refused(why) => return Err(why),
+        Admission::Foreign(line) => {
+            let reason = match wire::decode::<FromAgent>(&line) {
+                Decoded::OtherProtocol(refusal) => refusal,
+                _ => "not a stackbench agent (no token handshake)".to_string(),
+            };
+            let refusal = FromController::Refused {
+                reason: reason.clone(),
+            };
+            let _ = send(&mut stream, &refusal);
+            return Err(reason);
+        }
+    }
+    stream.set_read_timeout(None).map_err(io)?;
+    Ok((stream, lines))
 }
 
 /// Reads and checks one agent's hello; a refusal is sent to the agent too.

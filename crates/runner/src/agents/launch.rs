@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use stackbench_engine::token::{Token, TOKEN_ENV};
 use stackbench_model::settings::Launcher;
 
 use crate::error::RunError;
@@ -31,14 +32,17 @@ pub struct AgentHost {
     pub controller: String,
 }
 
-/// Starts `count` agents that connect to `controller` (HOST:PORT); local
-/// agent i runs in `hosts[i % len]` when `hosts` is not empty.
+/// Starts `count` agents of `program` that connect to `controller`
+/// (HOST:PORT); local agent i runs in `hosts[i % len]` when `hosts` is not
+/// empty. Each gets the run `token` as its platform passes secrets: in its
+/// environment (local and lab agents; srun exports its own environment to
+/// the tasks), never as an argument, which `ps` shows to every user.
 pub fn launch(
     kind: Launcher,
     count: u32,
-    program: &Path,
-    controller: &str,
+    (program, controller): (&Path, &str),
     hosts: &[AgentHost],
+    token: &Token,
 ) -> Result<Launched, RunError> {
     let mut launched = Launched {
         kind,
@@ -52,7 +56,8 @@ pub fn launch(
                 let dial = host.map_or(controller, |h| h.controller.as_str());
                 let mut cmd = Command::new(program);
                 cmd.args(["agent", "--controller", dial, "--segment"])
-                    .arg(format!("{i}/{count}"));
+                    .arg(format!("{i}/{count}"))
+                    .env(TOKEN_ENV, token.to_hex());
                 let netns = host.map(|h| h.netns.as_path());
                 let child = crate::spawn::spawn_owned(cmd.stdout(Stdio::null()), netns)
                     .map_err(|e| RunError::runtime("cannot start a local agent process", e))?;
@@ -68,7 +73,7 @@ pub fn launch(
         Launcher::Slurm => {
             // From the thread that runs the session: srun gets SIGTERM when
             // the thread that spawned it ends (see crate::agents::slurm).
-            let srun = crate::agents::slurm::launch_agents(program, count, controller)
+            let srun = crate::agents::slurm::launch_agents(program, count, controller, token)
                 .map_err(RunError::Input)?;
             launched.srun = Some(srun);
         }

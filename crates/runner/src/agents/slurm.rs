@@ -36,6 +36,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use stackbench_engine::token::{Token, TOKEN_ENV};
+
 /// The job name every stackbench agent step starts with; [`srun_command`]
 /// adds the controller's pid and a sequence number so that [`Launched`]
 /// cancels its own job by name and nobody else's.
@@ -205,12 +207,21 @@ pub fn agents_command(program: &Path, agents: u32, controller: &str) -> Command 
 }
 
 /// Starts `agents` agents of `program` through srun (after [`check`]), told
-/// to reach the controller at `controller`. The error is one line: what is
-/// missing and how to fix it, or why srun did not start; nothing is left
-/// running on error.
-pub fn launch_agents(program: &Path, agents: u32, controller: &str) -> Result<Launched, String> {
+/// to reach the controller at `controller`, with the run `token` in the
+/// job's environment (srun `--export=ALL` hands srun's environment to every
+/// task; an argument would show in `ps` and in `scontrol show job`). The
+/// error is one line: what is missing and how to fix it, or why srun did not
+/// start; nothing is left running on error.
+pub fn launch_agents(
+    program: &Path,
+    agents: u32,
+    controller: &str,
+    token: &Token,
+) -> Result<Launched, String> {
     check()?;
-    Launched::spawn(agents_command(program, agents, controller))
+    let mut cmd = agents_command(program, agents, controller);
+    cmd.env(TOKEN_ENV, token.to_hex());
+    Launched::spawn(cmd)
         .map_err(|e| format!("srun did not start ({e}): check `srun -n 1 true` on this host"))
 }
 

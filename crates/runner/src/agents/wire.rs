@@ -1,7 +1,9 @@
 //! The wire between a controller and its agents: one JSON object per line
 //! over TCP, as the driver↔responder control connection is (and as
-//! netperf's and neper's control ports are). The agent speaks first
-//! ([`FromAgent::Hello`] with its protocol, build and segment); a controller
+//! netperf's and neper's control ports are). Both sides first prove the run
+//! token (`stackbench_engine::token`, channel `agents`; a controller always
+//! holds one, and an agent refuses a controller that cannot prove it). Then
+//! the agent speaks ([`FromAgent::Hello`] with its protocol, build and segment); a controller
 //! of another protocol refuses it in one line naming both, since a field one
 //! side ignored would change what is measured. Every message carries the run
 //! it belongs to, so that a late answer to a run that was given up is never
@@ -42,8 +44,13 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// fields refused, durations in ns, and the build's commit in the hello.
 /// Protocol 3: the order carries `http_error_share_pct`, and a class's
 /// result its HTTP status counts (`http_status`, and `error_counts`'s
-/// `http_status`).
-pub const PROTOCOL: u32 = 3;
+/// `http_status`). Protocol 4: the connection opens with the run token's
+/// handshake (`stackbench_engine::token`, channel `agents`: the agent's
+/// `start` line carries its hello's kept fields, so that a controller of
+/// protocol 3 or earlier refuses it naming both), and an agent's result
+/// counts the control connections its responder refused
+/// (`control_refused`).
+pub const PROTOCOL: u32 = 4;
 
 /// Which stackbench a side is: its version number and the commit it was
 /// built from (`build.rs`), which tells apart two builds of one version.
@@ -361,6 +368,11 @@ pub struct AgentResult {
     /// The host name of the responder it drove, as that responder's host
     /// reports it (the agent's own host when the target is loopback).
     pub responder_host: String,
+    /// Control connections its responder refused over the run (the
+    /// difference of the responder's counter between the agent's last
+    /// sample before the run and its last of the run); `None`: a plain
+    /// server, which counts none.
+    pub control_refused: Option<u64>,
 }
 
 /// The part of a hello every protocol keeps (see the module's rule), read
@@ -445,7 +457,7 @@ pub enum Incoming<T> {
 /// Reads messages on a thread of their own into a channel, so that the
 /// caller can wait with a timeout or poll without blocking (the driver's
 /// watch polls between its ticks). The thread ends with the stream.
-pub fn reader<T>(stream: TcpStream, peer: String) -> Receiver<Tagged<T>>
+pub fn reader<T>(stream: BufReader<TcpStream>, peer: String) -> Receiver<Tagged<T>>
 where
     T: DeserializeOwned + Send + 'static,
 {
@@ -460,15 +472,16 @@ pub type Tagged<T> = (usize, Incoming<T>);
 
 /// [`reader`] into a channel several connections share, each message tagged
 /// `tag`: the controller waits on one channel for all its agents, blocking
-/// until one speaks instead of polling each in turn.
-pub fn reader_into<T>(stream: TcpStream, peer: String, tag: usize, tx: Sender<Tagged<T>>)
+/// until one speaks instead of polling each in turn. `stream` is the reader
+/// the token handshake read from (it may hold what followed).
+pub fn reader_into<T>(stream: BufReader<TcpStream>, peer: String, tag: usize, tx: Sender<Tagged<T>>)
 where
     T: DeserializeOwned + Send + 'static,
 {
     thread::Builder::new()
         .name("agent-control".into())
         .spawn(move || {
-            let mut lines = BufReader::new(stream);
+            let mut lines = stream;
             let mut line = String::new();
             loop {
                 line.clear();

@@ -131,6 +131,7 @@ fn samples() -> (Vec<FromAgent>, Vec<FromController>) {
         incomplete_reason: Some("stopped by the controller".into()),
         window_opened_unix_s: Some(1.75e9),
         responder_host: "h3".into(),
+        control_refused: Some(2),
     };
     let agent = vec![
         FromAgent::Hello(hello),

@@ -1,7 +1,10 @@
 //! The Kubernetes objects of one distributed study, built as JSON values
 //! (kubectl reads JSON as it reads YAML): the study file in a ConfigMap,
 //! responders as a Deployment behind a headless Service, the controller as a
-//! Job behind a headless Service, and the agents as one Indexed Job. Pure:
+//! Job behind a headless Service, the agents as one Indexed Job, and the
+//! run token every connection between them proves in a Secret, which each
+//! container reads into `STACKBENCH_TOKEN` (an environment, not an
+//! argument: `ps` and the pod spec's command never show it). Pure:
 //! [`objects`] maps a [`Cluster`] (checked by [`super::cluster`]) to the
 //! objects and [`Object::text`] gives each one's file contents.
 //!
@@ -29,6 +32,10 @@
 //! leave the cluster through the controller's log and its results volume.
 
 use serde_json::{json, Value};
+use stackbench_engine::token::{Token, TOKEN_ENV};
+
+/// The Secret's key that holds the token.
+pub const TOKEN_KEY: &str = "token";
 
 /// Port the controller listens on for agents (`--agent-listen`).
 pub const CONTROLLER_PORT: u16 = 7700;
@@ -66,6 +73,8 @@ pub struct Cluster {
     /// A PersistentVolumeClaim for the result database; `None`: an emptyDir
     /// (the database lives as long as the controller pod).
     pub results_claim: Option<String>,
+    /// The study's run token (random per rendering), held by the Secret.
+    pub token: Token,
 }
 
 /// One object and the file it is written to.
@@ -116,6 +125,17 @@ impl Cluster {
     }
     pub fn agents_job(&self) -> String {
         format!("{}-agents", self.name)
+    }
+    pub fn token_secret(&self) -> String {
+        format!("{}-token", self.name)
+    }
+
+    /// The container environment entry that reads the token from the Secret.
+    fn token_env(&self) -> Value {
+        json!({
+            "name": TOKEN_ENV,
+            "valueFrom": { "secretKeyRef": { "name": self.token_secret(), "key": TOKEN_KEY } },
+        })
     }
 
     /// The controller's command line (the study it runs), as the container
@@ -193,12 +213,27 @@ pub fn objects(c: &Cluster) -> Vec<Object> {
     };
     vec![
         named("00-configmap", study_config_map(c)),
+        named("01-secret", token_secret(c)),
         named("10-service", responder_service(c)),
         named("11-deployment", responder_deployment(c)),
         named("20-service", controller_service(c)),
         named("21-job", controller_job(c)),
         named("30-job", agents_job(c)),
     ]
+}
+
+/// The run token, which the responders, the controller and the agents prove
+/// to each other: `stringData`, so the file shows what the cluster stores.
+/// The rendered file holds the secret: it is written readable by its owner
+/// only.
+fn token_secret(c: &Cluster) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": c.metadata(c.token_secret(), "token"),
+        "type": "Opaque",
+        "stringData": { TOKEN_KEY: c.token.to_hex() },
+    })
 }
 
 fn study_config_map(c: &Cluster) -> Value {
@@ -299,6 +334,7 @@ fn responder_deployment(c: &Cluster) -> Value {
                         "name": "responder",
                         "image": c.image,
                         "command": c.responder_argv(),
+                        "env": [c.token_env()],
                         "ports": [{ "name": "control", "containerPort": RESPONDER_PORT }],
                         "readinessProbe": listening_probe(RESPONDER_PORT),
                         "resources": resources("1", "512Mi"),
@@ -388,7 +424,10 @@ fn controller_job(c: &Cluster) -> Value {
                         "name": "controller",
                         "image": c.image,
                         "command": command,
-                        "env": [{ "name": "STUDY_NAME", "value": c.study_name }],
+                        "env": [
+                            { "name": "STUDY_NAME", "value": c.study_name },
+                            c.token_env(),
+                        ],
                         "ports": [{ "name": "agents", "containerPort": CONTROLLER_PORT }],
                         "readinessProbe": listening_probe(CONTROLLER_PORT),
                         "resources": resources("100m", "256Mi"),
@@ -449,7 +488,10 @@ fn agents_job(c: &Cluster) -> Value {
                         "name": "agent",
                         "image": c.image,
                         "command": c.agent_argv(),
-                        "env": [{ "name": "STACKBENCH_AGENTS", "value": c.agents.to_string() }],
+                        "env": [
+                            { "name": "STACKBENCH_AGENTS", "value": c.agents.to_string() },
+                            c.token_env(),
+                        ],
                         "resources": resources("1", "512Mi"),
                         "securityContext": container_security(),
                     }],
@@ -473,6 +515,7 @@ mod tests {
             study_text: "name = \"s\"\n".into(),
             study_name: "s".into(),
             results_claim: None,
+            token: Token::generate(),
         }
     }
 
@@ -485,6 +528,7 @@ mod tests {
             files,
             [
                 "00-configmap-smoke-study.json",
+                "01-secret-smoke-token.json",
                 "10-service-smoke-responder.json",
                 "11-deployment-smoke-responder.json",
                 "20-service-smoke-controller.json",
@@ -492,11 +536,36 @@ mod tests {
                 "30-job-smoke-agents.json",
             ]
         );
-        assert_eq!(objects[2].value["spec"]["replicas"], 2);
-        assert_eq!(objects[5].value["spec"]["completions"], 3);
+        assert_eq!(objects[3].value["spec"]["replicas"], 2);
+        assert_eq!(objects[6].value["spec"]["completions"], 3);
         assert!(objects
             .iter()
             .all(|o| o.value["metadata"]["namespace"] == "bench"));
+    }
+
+    /// The token reaches every container from the Secret, never on a
+    /// command line.
+    #[test]
+    fn every_container_reads_the_token_from_the_secret() {
+        let c = cluster();
+        let objects = objects(&c);
+        let secret = &objects[1].value;
+        assert_eq!(secret["kind"], "Secret");
+        assert_eq!(secret["stringData"][TOKEN_KEY], c.token.to_hex());
+        for o in &objects[2..] {
+            let text = o.text();
+            let Some(pod) = o.value["spec"]["template"]["spec"].as_object() else {
+                continue;
+            };
+            let container = &pod["containers"][0];
+            let env = container["env"].as_array().unwrap();
+            assert!(
+                env.iter().any(|e| e["name"] == TOKEN_ENV
+                    && e["valueFrom"]["secretKeyRef"]["name"] == "smoke-token"),
+                "{text}"
+            );
+            assert!(!text.contains(&c.token.to_hex()), "{}: {text}", o.file);
+        }
     }
 
     #[test]

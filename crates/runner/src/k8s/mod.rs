@@ -117,6 +117,7 @@ pub fn cluster(req: &Request<'_>) -> Result<Cluster, RunError> {
         study_text: text,
         study_name: study.name.clone(),
         results_claim: req.results_claim.map(String::from),
+        token: stackbench_engine::token::Token::generate(),
     })
 }
 
