@@ -961,14 +961,26 @@ mod tests {
     /// controller listens, or none (the driver in this process).
     #[test]
     fn agents_are_resolved_with_their_launcher() {
+        use std::os::unix::fs::PermissionsExt;
         let w = || vec!["RR4(1B/1B)".parse().unwrap()];
-        let given = [
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "resolve-test-token-0123456789").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let mut given = vec![
             ("target", "192.0.2.1:1"),
             ("agents", "2"),
             ("launcher", "external"),
             ("agent_listen", "0.0.0.0:7700"),
         ];
+        // External agents must be given the token: the run cannot make one.
+        if std::env::var_os(TOKEN_ENV).is_none() {
+            let m = refused(&given, "RR4(1B/1B)");
+            assert!(m.starts_with("launcher external: give --token-file FILE"), "{m}");
+        }
+        given.push(("token_file", file.to_str().unwrap()));
         let run = resolve(settings(&given), w(), false, false).unwrap();
+        assert!(host(&run).token.is_some());
         let h = host(&run);
         let agents = h.agents.as_ref().expect("asked for");
         assert_eq!(agents.count.get(), 2);
