@@ -976,7 +976,10 @@ mod tests {
         // External agents must be given the token: the run cannot make one.
         if std::env::var_os(TOKEN_ENV).is_none() {
             let m = refused(&given, "RR4(1B/1B)");
-            assert!(m.starts_with("launcher external: give --token-file FILE"), "{m}");
+            assert!(
+                m.starts_with("launcher external: give --token-file FILE"),
+                "{m}"
+            );
         }
         given.push(("token_file", file.to_str().unwrap()));
         let run = resolve(settings(&given), w(), false, false).unwrap();

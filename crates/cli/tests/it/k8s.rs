@@ -409,9 +409,15 @@ fn the_rendered_readiness_probe_sees_the_rendered_responder_listen() {
         &format!("0.0.0.0:{port}"),
     );
     assert_eq!(command[0], "stackbench");
+    // The token as the Secret gives it (a non-loopback serve needs one).
+    let secret = object(&objects, "Secret", "quick-token");
     let mut serve = Command::cargo_bin("stackbench")
         .unwrap()
         .args(&command[1..])
+        .env(
+            "STACKBENCH_TOKEN",
+            secret["stringData"]["token"].as_str().unwrap(),
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

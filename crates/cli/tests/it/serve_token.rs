@@ -159,10 +159,27 @@ fn a_driver_without_the_serves_token_is_refused_and_counted() {
 fn a_driver_asking_beyond_the_responders_bounds_is_refused_on_both_sides() {
     let (responder, line) = serve(&["--max-message-bytes", "1000"]);
     let addr = addr_of(&line);
-    refused(
-        "run",
-        &["RR1(64B/2kB)", "--target", &addr, "--transactions", "10", "--no-store"],
-        "a message of 2048 bytes exceeds this responder's limit of 1000 bytes (serve --max-message-bytes)",
+    // The driver learns the bound when the responder refuses the test: the
+    // run ends at once with nothing measured (exit 3), saying why in one line.
+    let out = stackbench()
+        .args([
+            "run",
+            "RR1(64B/2kB)",
+            "--target",
+            &addr,
+            "--transactions",
+            "10",
+        ])
+        .args(["--no-store", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let v = json_of(&out);
+    let why = v["incomplete_reason"].as_str().unwrap();
+    assert_eq!(
+        why,
+        "the responder refused: a message of 2048 bytes exceeds this responder's limit of \
+         1000 bytes (serve --max-message-bytes): ask less, or have its operator raise the limit"
     );
     let err = stop(responder);
     assert!(
