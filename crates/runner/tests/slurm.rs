@@ -85,21 +85,32 @@ fn launch_agents_runs_the_agent_command_in_each_segment() {
         return;
     }
     // A stand-in for the stackbench binary: each task writes what it was
-    // given (its arguments and its segment) to a file named by its rank.
+    // given (its arguments, its segment and the run token from the job's
+    // environment) to a file named by its rank.
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("stackbench");
     let out = dir.path().display();
     std::fs::write(
         &program,
-        format!("#!/bin/sh\necho \"$SLURM_PROCID/$SLURM_NTASKS $*\" > {out}/seen.$SLURM_PROCID\n"),
+        format!(
+            "#!/bin/sh\necho \"$SLURM_PROCID/$SLURM_NTASKS $* token=$STACKBENCH_TOKEN\" \
+             > {out}/seen.$SLURM_PROCID\n"
+        ),
     )
     .unwrap();
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut launched = slurm::launch_agents(&program, 3, "127.0.0.1:7700").unwrap();
+    let token = stackbench_engine::token::Token::generate();
+    let mut launched = slurm::launch_agents(&program, 3, "127.0.0.1:7700", &token).unwrap();
     assert!(launched.wait().unwrap().success());
     for i in 0..3 {
         let seen = std::fs::read_to_string(dir.path().join(format!("seen.{i}"))).unwrap();
-        assert_eq!(seen, format!("{i}/3 agent --controller 127.0.0.1:7700\n"));
+        assert_eq!(
+            seen,
+            format!(
+                "{i}/3 agent --controller 127.0.0.1:7700 token={}\n",
+                token.to_hex()
+            )
+        );
     }
     assert!(!dir.path().join("seen.3").exists());
 }
