@@ -261,4 +261,34 @@ mod tests {
         let mut r = BufReader::new(&long[..]);
         assert!(recv::<Request>(&mut r).is_err());
     }
+
+    mod hostile {
+        use super::super::*;
+        use proptest::prelude::*;
+        use std::io::BufReader;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// Any bytes read as control messages: a message, an error or
+            /// the end, never a panic, and never more than one line's bound.
+            #[test]
+            fn hostile_bytes_never_panic_the_control_decoder(
+                bytes in proptest::collection::vec(any::<u8>(), 0..4096),
+                tagged in "[ -~]{0,200}",
+            ) {
+                for input in [bytes.clone(), format!(r#"{{"type":"start",{tagged}}}"#).into_bytes()] {
+                    let mut r = BufReader::new(&input[..]);
+                    for _ in 0..8 {
+                        match recv::<Request>(&mut r) {
+                            Ok(Some(_)) => {}
+                            Ok(None) | Err(_) => break,
+                        }
+                    }
+                    let mut r = BufReader::new(&input[..]);
+                    let _ = recv::<Reply>(&mut r);
+                }
+            }
+        }
+    }
 }

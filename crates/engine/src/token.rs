@@ -242,7 +242,8 @@ pub fn admit(
         return Ok(Admission::Foreign(first));
     };
     if theirs != channel {
-        let reason = format!("opened a {theirs} connection on the {channel} port");
+        // The peer's words are not echoed: they reach the operator's terminal.
+        let reason = format!("opened another channel's connection on the {channel} port");
         write_line(
             out,
             &Auth::Refused {
@@ -274,11 +275,12 @@ pub fn admit(
             "proved another token than this run's".to_string()
         }
         Some(Some(Auth::Proof { proof: None })) => "has no token".to_string(),
-        // The peer refused this side's proof: it holds another token.
-        Some(Some(Auth::Refused { reason })) => {
-            return Ok(Admission::Refused(format!(
-                "holds another token ({reason})"
-            )))
+        // The peer refused this side's proof: it holds another token (its
+        // words are not echoed: they reach the operator's terminal).
+        Some(Some(Auth::Refused { .. })) => {
+            return Ok(Admission::Refused(
+                "holds another token (it refused this side's proof)".to_string(),
+            ))
         }
         Some(_) => "sent something else than its proof".to_string(),
     };
@@ -533,5 +535,64 @@ mod tests {
         assert!(e.contains("chmod 600"), "{e}");
         let e = Token::from_file(&dir.path().join("none")).unwrap_err();
         assert!(e.starts_with("token file "), "{e}");
+    }
+
+    mod hostile {
+        use super::super::*;
+        use proptest::prelude::*;
+        use std::io::BufReader;
+
+        /// Bytes that look like handshake lines often enough to reach past
+        /// the first parse: any bytes, or lines of the handshake's tags with
+        /// hostile values.
+        fn lines() -> impl Strategy<Value = Vec<u8>> {
+            let line = prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..600),
+                (
+                    prop::sample::select(vec!["start", "challenge", "open", "proof", "ok", "refused"]),
+                    "[ -~]{0,80}",
+                )
+                    .prop_map(|(tag, v)| format!(
+                        r#"{{"auth":"{tag}","channel":"control","nonce":"{v}","proof":"{v}","reason":"{v}"}}"#
+                    )
+                    .into_bytes()),
+                "[0-9a-f]{0,70}".prop_map(|h| format!(r#"{{"auth":"proof","proof":"{h}"}}"#).into_bytes()),
+            ];
+            proptest::collection::vec(line, 0..4).prop_map(|ls| ls.join(&b'\n'))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// A listener fed hostile bytes refuses or hands the line back;
+            /// it never admits a peer that proved nothing, and never panics.
+            #[test]
+            fn admit_never_admits_hostile_bytes(bytes in lines()) {
+                let token = Token::generate();
+                let mut out = Vec::new();
+                let got = admit(&mut BufReader::new(&bytes[..]), &mut out, "control", Some(&token));
+                prop_assert!(!matches!(got, Ok(Admission::Admitted)), "{got:?}");
+                // What it wrote back is handshake lines, each bounded.
+                for line in out.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                    prop_assert!(line.len() < 1024);
+                    prop_assert!(parse(&String::from_utf8_lossy(line)).is_some());
+                }
+            }
+
+            /// A connecting side fed a hostile listener's bytes never takes
+            /// them for a proof of its token, and never panics.
+            #[test]
+            fn prove_never_accepts_a_hostile_listener(bytes in lines()) {
+                let token = Token::generate();
+                let got = prove(
+                    &mut BufReader::new(&bytes[..]),
+                    &mut Vec::new(),
+                    "agents",
+                    Some(&token),
+                    (serde_json::Map::new(), true),
+                );
+                prop_assert!(!matches!(got, Ok(_)), "{got:?}");
+            }
+        }
     }
 }

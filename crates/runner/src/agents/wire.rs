@@ -617,4 +617,32 @@ mod tests {
             "{this:?}"
         );
     }
+
+    mod hostile {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// Any line, and any line shaped like a hello or a message of
+            /// this wire with hostile values, decodes to a message, a
+            /// refusal or garbage: never a panic.
+            #[test]
+            fn hostile_lines_never_panic_the_agent_wire_decoder(
+                raw in "\\PC{0,400}",
+                msg in prop::sample::select(vec!["hello", "pong", "armed", "progress", "done", "failed", "run", "start", "stop"]),
+                protocol in any::<i64>(),
+                value in "[ -~]{0,120}",
+            ) {
+                let shaped = format!(
+                    r#"{{"msg":"{msg}","protocol":{protocol},"run":{protocol},"version":"{value}","index":{protocol},"count":0,"host":"{value}","part":{{}},"order":{{}}}}"#
+                );
+                for line in [raw.as_str(), shaped.as_str(), value.as_str()] {
+                    let _ = decode::<FromAgent>(line);
+                    let _ = decode::<FromController>(line);
+                }
+            }
+        }
+    }
 }
