@@ -659,8 +659,8 @@ fn admit_driver(
             let message = match serde_json::from_str::<Request>(&line) {
                 Ok(Request::Hello { version, .. }) => format!(
                     "protocol version {version} is not supported by this responder (speaks \
-                     {PROTOCOL_VERSION}, which opens with a token handshake): run the same \
-                     stackbench version on both sides"
+                     {PROTOCOL_VERSION}): run the same stackbench version on both sides \
+                     (version {PROTOCOL_VERSION} opens with a token handshake)"
                 ),
                 _ => "not a stackbench control connection (no token handshake)".to_string(),
             };
