@@ -104,7 +104,7 @@ impl Default for ResponderLimits {
             sessions: 64,
             tests_per_session: 64,
             clients_per_test: 100_000,
-            message_bytes: 1 << 30,
+            message_bytes: 1 << 36,
             session: Duration::from_secs(24 * 3600),
         }
     }
