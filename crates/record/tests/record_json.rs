@@ -392,6 +392,7 @@ fn run_record() -> impl Strategy<Value = RunRecord> {
                 agents: None,
                 lab: None,
                 environment: None,
+                server_process: None,
             },
         )
 }

@@ -92,6 +92,7 @@ pub fn record(
         agents: None,
         lab: None,
         environment: None,
+        server_process: None,
     }
 }
 

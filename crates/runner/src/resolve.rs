@@ -21,7 +21,7 @@ use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::settings::{
     AppProtocol, ClassPriorities, CpuList, GuestAccel, IoMode, IterationBounds, KernelSpec,
-    Launcher, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
+    Launcher, PidList, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
 };
 use stackbench_model::units::format_cpu_list;
 use stackbench_model::{TlsParams, Transport, Workload};
@@ -197,6 +197,12 @@ pub struct GuestRun {
 }
 
 impl ResolvedRun {
+    /// The processes `server_pid` names as a plain server's side (`None`:
+    /// find them by the target's listening socket).
+    pub fn server_pid(&self) -> Option<&[u32]> {
+        self.given.server_pid.as_ref().map(|p| p.0.as_slice())
+    }
+
     /// What the engine runs for `workload` of this run on `host` (the run's
     /// own [`Site::Host`]).
     pub fn run_config(&self, host: &HostRun, workload: &Workload) -> RunConfig {
@@ -313,6 +319,7 @@ pub fn resolve(
     }
     s.check_combination()
         .or_else(|e| input(format!("{}: {}", e.name, e.message)))?;
+    check_server_pid(&s)?;
     check_pacing(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(input)?;
     let tls = tls_params(&s).or_else(input)?;
@@ -355,6 +362,44 @@ pub fn resolve(
     };
     run.session_key = session_key(&run.stored_settings());
     Ok(run)
+}
+
+/// `server_pid` names the processes of a plain server on this host: it
+/// needs a plain-server target (stackbench serve measures itself), one
+/// driver process (each agent would count the server again), and processes
+/// that exist.
+fn check_server_pid(s: &RunSettings) -> Result<(), RunError> {
+    let Some(PidList(pids)) = &s.server_pid else {
+        return Ok(());
+    };
+    let plain = s
+        .target
+        .as_ref()
+        .is_some_and(|Text(t)| AppProtocol::of_plain_target(t).is_some());
+    if !plain {
+        return input(format!(
+            "--server-pid {}: applies to a plain-server target (http://HOST:PORT, \
+             tn3270://HOST:PORT); stackbench's own responder measures itself: drop server_pid",
+            PidList(pids.clone()).text()
+        ));
+    }
+    if s.agents.is_some() {
+        return input(
+            "server_pid and agents exclude each other: each agent would count the server's \
+             CPU again; drop agents, or server_pid",
+        );
+    }
+    if let Some(missing) = pids
+        .iter()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+    {
+        return input(format!(
+            "--server-pid {}: no process {missing} on this host: give the pids of the \
+             server's processes (e.g. pgrep -d, nginx)",
+            PidList(pids.clone()).text()
+        ));
+    }
+    Ok(())
 }
 
 /// A run on this machine: its agents (first: how many driver processes
@@ -666,6 +711,7 @@ pub fn guest_spec(s: &RunSettings) -> GuestSpec {
 pub fn session_key(s: &RunSettings) -> String {
     [
         "target",
+        "server_pid",
         "lab",
         "lab_from",
         "lab_to",

@@ -5,8 +5,10 @@
 //! directly in its protocol — `http://HOST:PORT` (nginx, any HTTP/1.1
 //! server) with `protocol http1`, `tn3270://HOST:PORT` (a TN3270 server)
 //! with `protocol tn3270` — its one address the data endpoint of every
-//! test, with no responder counters or CPU samples (those figures are then
-//! absent from the record, not zero).
+//! test, with no responder counters. Its CPU and memory samples are its
+//! processes' when they run on this host ([`ControlClient::measure_server`],
+//! [`crate::server_side`]); otherwise those figures are absent from the
+//! record, not zero.
 
 use std::io::{BufReader, BufWriter, ErrorKind};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -14,6 +16,7 @@ use std::time::Duration;
 
 use crate::control::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::error::EngineError;
+use crate::server_side::ServerSide;
 use crate::transport::{Endpoint, Transport};
 use stackbench_model::{AppProtocol, TlsParams};
 
@@ -34,6 +37,9 @@ pub struct ControlClient {
     pub server_threads: u32,
     /// CPUs the responder is pinned to (empty: not pinned).
     pub server_cpus: Vec<usize>,
+    /// A plain server's processes on this host, sampled as its side
+    /// ([`Self::measure_server`]).
+    server: Option<ServerSide>,
 }
 
 struct Link {
@@ -78,6 +84,7 @@ impl ControlClient {
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
+            server: None,
         };
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
@@ -112,7 +119,22 @@ impl ControlClient {
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
+            server: None,
         })
+    }
+
+    /// A plain server: samples `server`'s processes as its side (CPU,
+    /// storage, memory), and takes their CPUs as the server's.
+    pub fn measure_server(&mut self, server: ServerSide) {
+        if self.is_plain() {
+            self.server_cpus = server.identity.cpus.clone();
+            self.server = Some(server);
+        }
+    }
+
+    /// The plain server's processes being measured, if any.
+    pub fn server_side(&self) -> Option<&ServerSide> {
+        self.server.as_ref()
     }
 
     /// Whether the target is a plain server (no `stackbench serve`).
@@ -199,6 +221,11 @@ impl ControlClient {
     pub fn sample(&mut self) -> Result<Reply, EngineError> {
         if !self.is_alive() {
             return Err(EngineError::ResponderGone);
+        }
+        if let Some(server) = &self.server {
+            return server.sample().ok_or_else(|| {
+                EngineError::Refused("the server's processes are gone or unreadable".into())
+            });
         }
         self.call(&Request::Sample)
     }

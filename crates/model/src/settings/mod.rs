@@ -33,7 +33,9 @@ pub use spin::Spin;
 pub use tls::{
     CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
 };
-pub use value::{Bytes, Confidence, CpuList, IterationBounds, Secs, SettingValue, Text};
+pub use value::{
+    Bytes, Confidence, CpuList, IterationBounds, PidList, Secs, SettingValue, Text, PID_MAX,
+};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -211,6 +213,8 @@ run_settings! {
     server_cpus: Option<CpuList> = None, json "server_cpus";
     /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT, with protocol http1) or TN3270 (tn3270://HOST:PORT, with protocol tn3270), with no responder counters or CPU [default: start a responder process on loopback].
     target: Option<Text> = None, json "target";
+    /// With a plain-server target (http://, tn3270://): the server's processes (with their descendants) to measure as its side, e.g. 1234,1240 [default: the processes holding the target's listening socket on this host, found with sock_diag; none for a server elsewhere].
+    server_pid: Option<PidList> = None, json "server_pid";
     /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
     ipv6: bool = false, json "ipv6";
     /// Data connections over tcp, unix (AF_UNIX, same host), mptcp (Multipath TCP), tls (TLS over TCP, OpenSSL in both sides) or smc (AF_SMC, where the kernel has it).

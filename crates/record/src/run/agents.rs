@@ -116,6 +116,7 @@ mod tests {
             agents,
             lab: None,
             environment: None,
+            server_process: None,
         }
     }
 
