@@ -495,3 +495,8 @@ mod hercules;
 /// tier).
 #[path = "engine/s3270.rs"]
 mod s3270;
+
+/// A real broker's processes found by its listening socket and sampled as
+/// a plain server's side (the broker tier).
+#[path = "engine/broker.rs"]
+mod broker;
