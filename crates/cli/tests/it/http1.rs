@@ -70,11 +70,21 @@ fn nginx_binary() -> Option<PathBuf> {
 }
 
 /// Starts nginx serving a file of each of `bodies` bytes at `/N`, and
-/// `locations` (configuration inside its `server` block).
+/// `locations` (configuration inside its `server` block): one process.
 fn start_nginx(binary: &Path, bodies: &[u64], locations: &str) -> Nginx {
+    start_nginx_with(binary, bodies, locations, "master_process off;")
+}
+
+/// [`start_nginx`] with `processes` (`master_process on; …` for a master
+/// and its workers).
+fn start_nginx_with(binary: &Path, bodies: &[u64], locations: &str, processes: &str) -> Nginx {
     let dir = tempfile::tempdir().unwrap();
     let www = dir.path().join("www");
     std::fs::create_dir(&www).unwrap();
+    // Workers started by a root master run as nobody: the docroot must be
+    // theirs to read (a temporary directory is the owner's only).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     for &n in bodies {
         std::fs::write(www.join(n.to_string()), vec![b'x'; n as usize]).unwrap();
     }
@@ -89,7 +99,7 @@ fn start_nginx(binary: &Path, bodies: &[u64], locations: &str) -> Nginx {
     // switch), every path inside the directory; keep-alive unbounded so an
     // RR connection is never closed by the server mid-run.
     let conf = format!(
-        "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid;\n\
+        "daemon off; {processes} worker_processes 1; pid {d}/nginx.pid;\n\
          error_log {d}/error.log;\n\
          events {{ worker_connections 1024; }}\n\
          http {{\n\
@@ -203,6 +213,105 @@ fn rr_and_crr_over_http1_against_nginx() {
         assert_eq!(record["complete"], true, "{workload}");
         assert_eq!(class(&record)["errors"], 5, "{workload}");
     }
+    drop(nginx);
+}
+
+/// The pids of `nginx`'s processes: the child and its workers.
+fn nginx_pids(nginx: &Nginx) -> Vec<u64> {
+    let root = nginx.child.id();
+    let mut pids = vec![u64::from(root)];
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u64>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let parent = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1)?.parse::<u32>().ok());
+        if parent == Some(root) {
+            pids.push(pid);
+        }
+    }
+    pids.sort_unstable();
+    pids
+}
+
+/// Against nginx on this host (a master and one worker), the record's
+/// server side is nginx's: found by its listening socket, its pids and
+/// executable stored, its processes' CPU per request above zero beside the
+/// driver's, the kernel memory of its connections per connection; and it
+/// is shown under the table. `--server-pid` names the same processes; a
+/// server nothing on this host listens for is a note, not an error.
+#[test]
+fn the_server_side_of_nginx_is_its_own_processes() {
+    let test = "the_server_side_of_nginx_is_its_own_processes";
+    let Some(binary) = nginx_binary() else {
+        return skip(Tier::Nginx, test, "no nginx binary on PATH or in /usr/sbin");
+    };
+    let workload = "RR4(100B/4kB)";
+    let body = body_for(4096, false);
+    let nginx = start_nginx_with(&binary, &[body], "", "master_process on;");
+    // The worker is forked after the listener opens: wait for it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while nginx_pids(&nginx).len() < 2 {
+        assert!(Instant::now() < deadline, "nginx started no worker");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pids = nginx_pids(&nginx);
+    let target = format!("http://127.0.0.1:{}", nginx.port);
+    let flags = ["--protocol", "http1", "--target", &target];
+    let record = run_json(workload, 3000, &flags);
+    let server = &record["server_process"];
+    assert_eq!(server["found_by"], "listening_socket", "{server}");
+    assert_eq!(
+        server["listener"],
+        format!("127.0.0.1:{}", nginx.port).as_str()
+    );
+    let found: Vec<u64> = server["pids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    assert_eq!(found, pids, "{server}");
+    let exe = server["exe"].as_str().unwrap();
+    assert!(exe.ends_with("nginx"), "{exe}");
+    let cpu = &class(&record)["cpu"];
+    let nginx_us = cpu["server"]["process_cpu_us_per_tran"].as_f64().unwrap();
+    let driver_us = cpu["client"]["process_cpu_us_per_tran"].as_f64().unwrap();
+    assert!(nginx_us > 0.0 && driver_us > 0.0, "{cpu}");
+    assert!(cpu["server"]["disk"]["write_bytes"].is_u64(), "{cpu}");
+    let memory = &class(&record)["memory"]["server"];
+    assert_eq!(memory["kernel_sock_sockets"], 4, "{memory}");
+    assert!(memory["rss_bytes"].as_u64().unwrap() > 0, "{memory}");
+
+    // The table says whose processes the server side was.
+    let out = crate::common::stackbench()
+        .args(["run", workload, "--transactions", "200", "--no-store"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = format!("server side: {exe} (pids ");
+    assert!(stdout.contains(&line), "{stdout}");
+    assert!(stdout.contains("server processes "), "{stdout}");
+
+    // Given by pid: the worker alone.
+    let worker = pids[1].to_string();
+    let given = ["--server-pid", worker.as_str()];
+    let record = run_json(workload, 300, &[&flags[..], &given[..]].concat());
+    let server = &record["server_process"];
+    assert_eq!(server["found_by"], "server_pid", "{server}");
+    assert_eq!(server["pids"][0], pids[1], "{server}");
+    assert_eq!(
+        record["settings"]["server_pid"],
+        serde_json::json!([pids[1]])
+    );
     drop(nginx);
 }
 

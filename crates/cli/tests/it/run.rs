@@ -286,6 +286,33 @@ fn a_target_with_another_scheme_or_a_path_says_what_a_target_is() {
     ]);
 }
 
+/// `--server-pid` names processes of a plain server on this host: a pid
+/// that does not exist, one with stackbench's own responder, or with
+/// agents is refused before anything starts (nonsense values are in the
+/// every-setting list, `setting_flags::BAD`).
+#[test]
+fn a_server_pid_that_cannot_be_measured_is_refused_before_anything_starts() {
+    let target = ["--protocol", "http1", "--target", "http://127.0.0.1:1"];
+    assert_refused_before_start(&[
+        (
+            &[&target[..], &["--server-pid", "4194000"]].concat(),
+            "--server-pid 4194000: no process 4194000 on this host",
+        ),
+        (
+            &["--server-pid", "1"],
+            "--server-pid 1: applies to a plain-server target",
+        ),
+        (
+            &[&target[..], &["--server-pid", "1", "--agents", "2"]].concat(),
+            "server_pid and agents exclude each other",
+        ),
+        (
+            &["--server-pid", "nginx"],
+            "--server-pid nginx: 'nginx' is not a process id",
+        ),
+    ]);
+}
+
 /// A study resolves every step before the first runs, as a sweep does: a
 /// CPU this machine lacks in its second variant used to be found only after
 /// the first variant had run.

@@ -211,7 +211,7 @@ run_settings! {
     client_cpus: Option<CpuList> = None, json "client_cpus";
     /// CPUs for the started responder [default: the second half of the available CPUs].
     server_cpus: Option<CpuList> = None, json "server_cpus";
-    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT, with protocol http1) or TN3270 (tn3270://HOST:PORT, with protocol tn3270), with no responder counters or CPU [default: start a responder process on loopback].
+    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT, with protocol http1) or TN3270 (tn3270://HOST:PORT, with protocol tn3270), with no responder counters; its CPU, memory and storage bytes are its processes' when it runs on this host (found by its listening socket, or server_pid) [default: start a responder process on loopback].
     target: Option<Text> = None, json "target";
     /// With a plain-server target (http://, tn3270://): the server's processes (with their descendants) to measure as its side, e.g. 1234,1240 [default: the processes holding the target's listening socket on this host, found with sock_diag; none for a server elsewhere].
     server_pid: Option<PidList> = None, json "server_pid";
