@@ -436,6 +436,10 @@ mod tests {
                 user_us: 1_000_000,
                 system_us: 0,
             }),
+            disk: Some(DiskBytes {
+                read_bytes: 4096,
+                write_bytes: 1000,
+            }),
         };
         let mut end = start.clone();
         end.monotonic_ns += 10_000_000_000;
@@ -448,6 +452,10 @@ mod tests {
             method: ProcessCpuMethod::PidStat,
             user_us: 5_000_000,
             system_us: 2_000_000,
+        });
+        end.disk = Some(DiskBytes {
+            read_bytes: 4096,
+            write_bytes: 1000 + 2_000_000,
         });
         (start, end)
     }
@@ -474,6 +482,14 @@ mod tests {
         let process = side.process.unwrap();
         assert_eq!(process.cpu_seconds, 6.0);
         assert_eq!(side.process_cpu_us_per_tran, Some(6.0));
+        // 2 MB written over 1,000,000 transactions, nothing read.
+        let disk = side.disk.unwrap();
+        assert_eq!((disk.read_bytes, disk.write_bytes), (0, 2_000_000));
+        assert_eq!(disk.write_bytes_per_tran, Some(2.0));
+        // A side sampled without storage bytes has none.
+        let (mut a, b) = seed_samples();
+        a.disk = None;
+        assert_eq!(side_cpu(&a, &b, &[0], Work::default()).unwrap().disk, None);
     }
 
     #[test]
