@@ -289,13 +289,14 @@ impl ServerSide {
     /// responder answers a `Sample` with; `None` when its processes are gone
     /// or unreadable.
     pub fn sample(&self) -> Option<Reply> {
-        let pids = self.pids();
-        if pids.is_empty() {
-            return None;
-        }
-        let cpu = CpuSample::take(&ProcessSource::Pids(pids.clone()))
-            .ok()?
-            .with_disk(&pids);
+        // A helper process that exits between the listing and the reading
+        // (a broker's short-lived resolver) fails one read: list again once.
+        let (pids, cpu) = (0..2).find_map(|_| {
+            let pids = self.pids();
+            let cpu = CpuSample::take(&ProcessSource::Pids(pids.clone())).ok()?;
+            (!pids.is_empty()).then_some((pids, cpu))
+        })?;
+        let cpu = cpu.with_disk(&pids);
         let memory = MemorySample::take(&pids).ok().map(|mut m| {
             let endpoints = [Endpoint::Inet(self.target)];
             m.own_sockets = sockdiag::own_sockets(&endpoints, Side::Responder)
