@@ -147,11 +147,38 @@ impl Seen {
     /// What was seen, most frequent first, in one clause with what to
     /// check after it; `None` when nothing was booked.
     pub fn explain(&self, words: &Words, too_short: &str) -> Option<String> {
-        let mut entries: Vec<&Entry> = self.0.iter().collect();
+        // Connections the server closed and those it reset at the same
+        // place read as one cause, with the resets counted inside it.
+        let mut entries: Vec<(Entry, u64)> = Vec::with_capacity(self.0.len());
+        for e in &self.0 {
+            let (as_closed, reset) = match e.cause {
+                Cause::Reset(place) => (Cause::Closed(place), e.count),
+                other => (other, 0),
+            };
+            match entries.iter_mut().find(|(x, _)| x.cause == as_closed) {
+                Some((x, resets)) => {
+                    x.count += e.count;
+                    *resets += reset;
+                    if x.example.is_none() {
+                        x.example.clone_from(&e.example);
+                    }
+                }
+                None => entries.push((
+                    Entry {
+                        cause: as_closed,
+                        ..e.clone()
+                    },
+                    reset,
+                )),
+            }
+        }
         // Most frequent first; ties keep the order first seen.
-        entries.sort_by_key(|e| std::cmp::Reverse(e.count));
-        let first = entries.first()?;
-        let parts: Vec<String> = entries.iter().map(|e| sentence(e, words)).collect();
+        entries.sort_by_key(|(e, _)| std::cmp::Reverse(e.count));
+        let (first, _) = entries.first()?;
+        let parts: Vec<String> = entries
+            .iter()
+            .map(|(e, resets)| sentence(e, *resets, words))
+            .collect();
         let mut text = join(&parts);
         if let Some(check) = check(first.cause, words, too_short) {
             let _ = write!(text, ": {check}");
@@ -174,8 +201,9 @@ fn count(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", grouped(n), if n == 1 { one } else { many })
 }
 
-/// One cause as a clause.
-fn sentence(e: &Entry, w: &Words) -> String {
+/// One cause as a clause (`resets`: of a `Closed` cause's connections,
+/// those reset rather than closed).
+fn sentence(e: &Entry, resets: u64, w: &Words) -> String {
     let n = e.count;
     let conns = count(n, "connection", "connections");
     let setup = w.setup.unwrap_or("connection setup");
@@ -183,7 +211,12 @@ fn sentence(e: &Entry, w: &Words) -> String {
         Some(x) => format!(" ({what} {x})"),
         None => String::new(),
     };
-    let ended = |verb: &str, place: Place| match place {
+    let (verb, conns) = match resets {
+        0 => ("closed", conns),
+        r if r == n => ("reset", conns),
+        r => ("closed or reset", format!("{conns} ({} reset)", grouped(r))),
+    };
+    let ended = |place: Place| match place {
         Place::Connect => format!("the server {verb} {conns} while they connected"),
         Place::SetupNotBegun => format!("the server {verb} {conns} before its {setup} began"),
         Place::InSetup => format!(
@@ -205,8 +238,7 @@ fn sentence(e: &Entry, w: &Words) -> String {
             "{} refused (nothing listens there)",
             count(n, "connect was", "connects were")
         ),
-        Cause::Closed(place) => ended("closed", place),
-        Cause::Reset(place) => ended("reset", place),
+        Cause::Closed(place) | Cause::Reset(place) => ended(place),
         Cause::TimedOut(Place::Connect) => {
             format!("{} out", count(n, "connect timed", "connects timed"))
         }
@@ -328,6 +360,31 @@ mod tests {
              in 2.0 s"
         );
         assert_eq!(Seen::default().explain(&HTTP, ""), None);
+    }
+
+    /// A listener that closes at once resets some connections and closes
+    /// others, at the same place: one cause, the resets counted in it.
+    #[test]
+    fn closed_and_reset_at_one_place_read_as_one_cause() {
+        let mut seen = Seen::default();
+        for _ in 0..72 {
+            seen.add(Cause::Reset(Place::BeforeResponse), || None);
+        }
+        for _ in 0..13 {
+            seen.add(Cause::Closed(Place::BeforeResponse), || None);
+        }
+        seen.add(Cause::Reset(Place::SetupNotBegun), || None);
+        let tn3270 = Words {
+            protocol: "tn3270",
+            setup: Some("Telnet negotiation"),
+            response: "screen",
+        };
+        assert_eq!(
+            seen.explain(&tn3270, "").unwrap(),
+            "the server closed or reset 85 connections (72 reset) after the request, before \
+             any byte of a screen and the server reset 1 connection before its Telnet \
+             negotiation began: check that the target is a server of protocol tn3270"
+        );
     }
 
     #[test]
