@@ -29,6 +29,9 @@ enum Mode {
     Silent,
     /// Answers every read with a small HTTP response.
     Http,
+    /// Sends a TN3270 first screen (the terminal is logged on), then reads
+    /// and never answers: a TN3270 server with no application behind it.
+    LogonOnly,
 }
 
 /// A server of `mode` on a free loopback port, for the rest of the test
@@ -57,6 +60,11 @@ fn serve_one(conn: &mut TcpStream, mode: Mode) {
             let _ = conn.write_all(&[b'x'; 100]);
         }
         Mode::Silent => while matches!(conn.read(&mut buf), Ok(n) if n > 0) {},
+        Mode::LogonOnly => {
+            // Erase/Write, a WCC, IAC EOR: a screen.
+            let _ = conn.write_all(&[0xF5, 0xC3, 0xFF, 0xEF]);
+            while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+        }
         Mode::Http => {
             while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
                 let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
@@ -301,6 +309,28 @@ fn tn3270_against_an_http_server_says_the_negotiation_never_began() {
         "RR2(100B/800B): no transaction completed in the 1s window: 2 clients waited # s \
          for the server to begin the Telnet negotiation, and it never did: check that the \
          target is a server of protocol tn3270",
+    );
+}
+
+/// A TN3270 server that logs terminals on (its first screen arrives) and
+/// answers no transaction, as hercules does without an operating system.
+#[test]
+fn a_tn3270_server_that_logs_on_and_never_answers_says_so() {
+    let target = format!("tn3270://127.0.0.1:{}", server(Mode::LogonOnly, None));
+    incomplete(
+        &[
+            "RR2(100B/800B)",
+            "--protocol",
+            "tn3270",
+            "--target",
+            &target,
+            "--duration",
+            "2s",
+        ],
+        "RR2(100B/800B): no transaction completed in the 2s window: 2 clients completed the \
+         Telnet negotiation, sent a request and received no byte of a screen in # s: the \
+         Telnet negotiation succeeded but no screen answered a request; check that an \
+         application answers behind the server",
     );
 }
 

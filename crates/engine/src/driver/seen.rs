@@ -301,9 +301,16 @@ fn check(cause: Cause, w: &Words, too_short: &str) -> Option<String> {
         | Cause::Reset(Place::SetupNotBegun | Place::BeforeResponse)
         | Cause::Waiting(Place::SetupNotBegun)
         | Cause::Fault => Some(speaks),
-        Cause::Waiting(Place::BeforeResponse) => Some(format!(
-            "the server accepts the connections but does not answer; {speaks}"
-        )),
+        Cause::Waiting(Place::BeforeResponse) => Some(match w.setup {
+            // A TN3270 server logs a terminal on with no application
+            // behind it (hercules without an operating system).
+            Some(setup) => format!(
+                "the {setup} succeeded but no {} answered a request; check that an \
+                 application answers behind the server",
+                w.response
+            ),
+            None => format!("the server accepts the connections but does not answer; {speaks}"),
+        }),
         Cause::Waiting(Place::MidResponse) => Some(too_short.to_string()),
         _ => None,
     }
