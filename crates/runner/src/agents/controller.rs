@@ -117,18 +117,29 @@ pub struct AgentsSpec<'a> {
     pub hosts: Vec<AgentHost>,
 }
 
+/// The listener the agents connect to, at `listen` (`None`: loopback, any
+/// port); an address this host cannot bind is an input error naming it.
+pub fn bind_agent_listener(listen: Option<&str>) -> Result<TcpListener, RunError> {
+    let listen = listen.unwrap_or("127.0.0.1:0");
+    TcpListener::bind(listen).or_else(|e| {
+        input(format!(
+            "agent_listen {listen}: {e}: give an address of this host, e.g. 0.0.0.0:7700"
+        ))
+    })
+}
+
 impl Controller {
     /// Listens, starts the agents as `spec.launcher` says, and waits for
     /// each one's hello; then measures their clocks.
-    pub fn start(spec: AgentsSpec, stop: &AtomicBool) -> Result<Controller, RunError> {
-        let listen = spec.listen.unwrap_or("127.0.0.1:0");
+    /// `note` tells the user what it waits for (see [`accept_agents`]).
+    pub fn start(
+        spec: AgentsSpec,
+        stop: &AtomicBool,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<Controller, RunError> {
         let listener = match spec.listener {
             Some(l) => l,
-            None => TcpListener::bind(listen).or_else(|e| {
-                input(format!(
-                    "agent_listen {listen}: {e}: give an address of this host, e.g. 0.0.0.0:7700"
-                ))
-            })?,
+            None => bind_agent_listener(spec.listen)?,
         };
         let addr = listener
             .local_addr()
@@ -151,11 +162,16 @@ impl Controller {
             Launcher::Slurm | Launcher::External => HELLO_PATIENCE_REMOTE,
         };
         let (tx, inbox) = mpsc::channel();
+        let waiting = Waiting {
+            at: &dial,
+            say_now: spec.launcher == Launcher::External,
+            note,
+        };
         let mut agents = accept_agents(
             &listener,
             (spec.count, patience),
             (&tx, &inbox),
-            &mut launched,
+            (&mut launched, waiting),
             stop,
         )?;
         agents.sort_by_key(|a| a.segment.index());
@@ -530,21 +546,61 @@ fn agent_lost(a: &Agent, e: &str) -> String {
     format!("{}: {e}", a.name())
 }
 
+/// A wait for agents is said after this long (at once for launcher
+/// external: someone else must start them), then every [`SAY_EVERY`].
+const SAY_WAITING_AFTER: Duration = Duration::from_secs(2);
+const SAY_EVERY: Duration = Duration::from_secs(10);
+
+/// What the wait for agents tells the user, and where they connect.
+struct Waiting<'a> {
+    at: &'a str,
+    say_now: bool,
+    note: &'a mut dyn FnMut(&str),
+}
+
 /// Accepts `count` agents and checks their hellos: same protocol and
-/// version, segments of `count`, each index once.
+/// version, segments of `count`, each index once. A wait longer than
+/// [`SAY_WAITING_AFTER`] is said with its deadline, then how it goes.
 fn accept_agents(
     listener: &TcpListener,
     (count, patience): (u32, Duration),
     (tx, inbox): (&Sender<Tagged<FromAgent>>, &Receiver<Tagged<FromAgent>>),
-    launched: &mut Launched,
+    (launched, waiting): (&mut Launched, Waiting<'_>),
     stop: &AtomicBool,
 ) -> Result<Vec<Agent>, RunError> {
     listener
         .set_nonblocking(true)
         .map_err(|e| RunError::runtime("agent listener", e))?;
-    let deadline = Instant::now() + patience;
+    let started = Instant::now();
+    let deadline = started + patience;
+    let mut next_say = if waiting.say_now {
+        started
+    } else {
+        started + SAY_WAITING_AFTER
+    };
+    let mut said = false;
     let mut agents: Vec<Agent> = Vec::new();
     while (agents.len() as u32) < count {
+        if Instant::now() >= next_say {
+            let line = if said {
+                format!(
+                    "agents: {} of {count} connected, {} s of {} s",
+                    agents.len(),
+                    started.elapsed().as_secs(),
+                    patience.as_secs()
+                )
+            } else {
+                format!(
+                    "waiting up to {} s for {count} agent{} at {}",
+                    patience.as_secs(),
+                    if count == 1 { "" } else { "s" },
+                    waiting.at
+                )
+            };
+            (waiting.note)(&line);
+            said = true;
+            next_say = Instant::now() + SAY_EVERY;
+        }
         if stop.load(Ordering::Relaxed) {
             return Err(RunError::Runtime(
                 "interrupted while the agents started".into(),
