@@ -112,6 +112,9 @@ fn external_agents_join_and_a_killed_agent_makes_the_run_incomplete_by_name() {
     assert_eq!(v["complete"], false);
     let reason = v["incomplete_reason"].as_str().unwrap();
     assert!(reason.contains("agent 1/2"), "{reason}");
+    // The agent that died is named first, before the one the controller
+    // then stopped.
+    assert!(reason.starts_with("agent 1 (segment 1/2"), "{reason}");
     // The surviving agent's rows are kept.
     let rows = v["agents"]["agents"].as_array().unwrap();
     let kept = rows.iter().find(|r| r["index"] == 0).unwrap();

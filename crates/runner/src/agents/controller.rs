@@ -93,6 +93,9 @@ pub struct Controller {
     inbox: Receiver<Tagged<FromAgent>>,
     launcher: Launcher,
     next_run: u64,
+    /// The segment index of the agent whose failure stopped the current
+    /// run (the first one), to name it first.
+    first_failed: Option<u32>,
     /// What each run's agents did, for the record (see [`Controller::take_summary`]).
     summaries: Vec<AgentsSummary>,
     _launched: Launched,
@@ -184,6 +187,7 @@ impl Controller {
             inbox,
             launcher: spec.launcher,
             next_run: 0,
+            first_failed: None,
             summaries: Vec::new(),
             _launched: launched,
         })
@@ -222,6 +226,7 @@ impl Controller {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunOutcome, String> {
         self.next_run += 1;
+        self.first_failed = None;
         let run = self.next_run;
         let n = self.agents.len() as u32;
         let mut unsent = None;
@@ -321,7 +326,10 @@ impl Controller {
             class.notation = spec.to_string();
             class.workload = workload.clone();
         }
-        let mut reason = merged.incomplete_reason;
+        let mut reason = merged.incomplete_reason.map(|r| match self.first_failed {
+            Some(index) => lead_with_agent(&r, index),
+            None => r,
+        });
         if let Some(f) = failure {
             reason = Some(match reason {
                 Some(r) if !r.contains(&f) => format!("{f}; {r}"),
@@ -371,6 +379,9 @@ impl Controller {
             for (i, st) in state.iter_mut().enumerate() {
                 let over = matches!(st, AgentState::Done(_) | AgentState::Failed(_));
                 if !over && now.duration_since(heard[i]) >= SILENCE {
+                    if failure.is_none() {
+                        self.first_failed = Some(self.agents[i].segment.index());
+                    }
                     let why = format!(
                         "{} sent nothing for {} s (stopped reporting)",
                         self.agents[i].name(),
@@ -414,12 +425,18 @@ impl Controller {
                     *st = AgentState::Done(part);
                 }
                 Incoming::Message(FromAgent::Failed { run: r, error }) if r == run => {
+                    if failure.is_none() {
+                        self.first_failed = Some(self.agents[i].segment.index());
+                    }
                     failure.get_or_insert(format!("{name}: {error}"));
                     *st = AgentState::Failed(error);
                 }
                 Incoming::Message(_) => {} // a late message of an earlier run
                 Incoming::Closed(reason) | Incoming::OtherProtocol(reason) => {
                     if !matches!(st, AgentState::Done(_)) {
+                        if failure.is_none() {
+                            self.first_failed = Some(self.agents[i].segment.index());
+                        }
                         let why = format!("{name} died or stopped reporting ({reason})");
                         failure.get_or_insert(why.clone());
                         *st = AgentState::Failed(why);
@@ -472,6 +489,29 @@ impl Controller {
                 }
             })
             .collect()
+    }
+}
+
+/// The merged reason (`agent N (segment …) is incomplete: …` clauses
+/// joined by "; ", in segment order) with agent `index`'s clause first: the
+/// agent that failed first, before those the controller then stopped.
+fn lead_with_agent(reason: &str, index: u32) -> String {
+    let mut clauses: Vec<String> = Vec::new();
+    for (i, part) in reason.split("; agent ").enumerate() {
+        clauses.push(if i == 0 {
+            part.to_string()
+        } else {
+            format!("agent {part}")
+        });
+    }
+    let head = format!("agent {index} (segment ");
+    match clauses.iter().position(|c| c.starts_with(&head)) {
+        Some(at) if at > 0 => {
+            let first = clauses.remove(at);
+            clauses.insert(0, first);
+            clauses.join("; ")
+        }
+        _ => reason.to_string(),
     }
 }
 
@@ -798,6 +838,25 @@ fn builds_differ(this: &Build, agents: &[(String, &Build)]) -> Option<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Agent 1 died; the controller then stopped agent 0: agent 1 leads.
+    #[test]
+    fn the_agent_that_failed_first_is_named_first() {
+        let merged = "agent 0 (segment 0/2, host h, pid 1) is incomplete: stopped by the \
+                      controller; agent 1 (segment 1/2, host h, pid 2) is incomplete: agent \
+                      1/2 on h died or stopped reporting (closed)";
+        let led = lead_with_agent(merged, 1);
+        assert!(
+            led.starts_with("agent 1 (segment 1/2, host h, pid 2) is incomplete: agent 1/2"),
+            "{led}"
+        );
+        assert!(
+            led.ends_with("is incomplete: stopped by the controller"),
+            "{led}"
+        );
+        assert_eq!(lead_with_agent(merged, 0), merged);
+        assert_eq!(lead_with_agent(merged, 5), merged);
+    }
 
     #[test]
     fn another_build_of_the_same_protocol_is_a_warning_naming_it() {
