@@ -115,6 +115,17 @@ fn run_across(file: &Path) -> Value {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    // The lab stays up for the next run, and the last line says so.
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("stackbench: lab ")
+            && last.ends_with(&format!(
+                "is still up (its namespaces stay for the next run); take it down with: \
+                 stackbench lab down {}",
+                file.display()
+            )),
+        "{err}"
+    );
     let id = err
         .lines()
         .find_map(|l| l.strip_prefix("stackbench: stored as run "))
