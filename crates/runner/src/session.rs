@@ -411,7 +411,7 @@ fn run_workloads(
                 .as_ref()
                 .is_some_and(|c| c.attribution == CpuAttribution::Mix);
             let side = (cfg.spin, record.settings.io);
-            for w in quality::class_warnings(class, threads, side, background) {
+            for w in quality::class_warnings(class, threads, side, background, &cfg.socket) {
                 // A mix on shared workers: every class holds the mix's CPU,
                 // so its CPU warnings are the mix's, said once under its name.
                 if shared && quality::is_mix_wide(&w) {

@@ -221,8 +221,14 @@ pub fn run_workload_gated(
             };
             let mut class = summary::class_result(&workload, &here, acc, window_ns);
             // Only where Nagle can hold data: a TCP-family transport without
-            // nodelay (AF_UNIX has no Nagle; with nodelay nothing is held).
-            let nagle = row.nagle() && !cfg.socket.nodelay;
+            // nodelay (AF_UNIX has no Nagle; with nodelay nothing is held),
+            // or where a socket buffer below loopback's MSS holds segments
+            // for ACKs whatever Nagle does.
+            let small_buffer = [cfg.socket.sndbuf_bytes, cfg.socket.rcvbuf_bytes]
+                .iter()
+                .flatten()
+                .any(|&b| b < stackbench_metrics::warnings::LOOPBACK_MSS_BYTES);
+            let nagle = row.nagle() && (!cfg.socket.nodelay || small_buffer);
             let floor_ns = cfg.path.floor_ns(spec.request_bytes + spec.response_bytes);
             class.stall_band = nagle
                 .then(|| stall_band(&acc.hist, floor_ns, &cfg.path))
