@@ -81,6 +81,19 @@ impl std::fmt::Display for Fault {
     }
 }
 
+/// `53211` as `53,211`: counts in faults' and causes' lines.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// What one side does next while its connection is being set up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Setup {
@@ -162,6 +175,21 @@ pub trait Codec: Clone {
         0
     }
 
+    /// What answers a request, in the lines that explain an incomplete
+    /// run ("response"; TN3270's "screen").
+    const RESPONSE_NAME: &'static str = "response";
+
+    /// What arrived of the response in progress, `remaining` still due,
+    /// for the line that explains a connection the server ended, or a
+    /// window that closed, mid-response: `None` before any byte of it,
+    /// else what arrived ("100 of 4,000 bytes"). Asked on errors and at
+    /// the window's end, never per transaction.
+    fn response_seen(&self, _state: &Self::State, remaining: u64) -> Option<String> {
+        let total = self.response_bytes();
+        let got = total.saturating_sub(remaining);
+        (got > 0).then(|| format!("{} of {} bytes", grouped(got), grouped(total)))
+    }
+
     /// Whether the server said it closes the connection after the response
     /// just completed (HTTP's `Connection: close`): a kept-alive client
     /// then closes too and connects anew for its next request. Asked of a
@@ -196,6 +224,15 @@ pub trait Codec: Clone {
     /// Writes bytes `offset..offset + out.len()` of the setup bytes to send.
     #[inline]
     fn fill_setup(&self, _state: &Self::State, _offset: u64, _out: &mut [u8]) {}
+
+    /// What the setup is called, in the lines that explain an incomplete run.
+    const SETUP_NAME: &'static str = "connection setup";
+
+    /// What the server sent of the setup so far (as [`Codec::response_seen`]):
+    /// `None` before any byte of it.
+    fn setup_seen(&self, _state: &Self::State) -> Option<String> {
+        None
+    }
 }
 
 /// The responder's half of an application protocol.
@@ -364,6 +401,10 @@ pub struct Row {
     /// Its connections open with a setup dialogue (either half's `SETUP`).
     pub setup: bool,
     pub transports: &'static [Transport],
+    /// What the driver's half calls an answer and its setup, in the lines
+    /// that explain an incomplete run (`Codec::RESPONSE_NAME`, `SETUP_NAME`).
+    pub response_name: &'static str,
+    pub setup_name: &'static str,
 }
 
 impl Row {
@@ -374,6 +415,8 @@ impl Row {
             framed: P::Client::FRAMED || P::Server::FRAMED,
             setup: P::Client::SETUP || P::Server::SETUP,
             transports: P::TRANSPORTS,
+            response_name: P::Client::RESPONSE_NAME,
+            setup_name: P::Client::SETUP_NAME,
         }
     }
 

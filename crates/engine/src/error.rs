@@ -16,6 +16,10 @@ pub enum EngineError {
     Control(#[source] io::Error),
     #[error("the responder refused: {0}")]
     Refused(String),
+    /// The target answered the control hello as no responder would
+    /// (one line: what it did, and the target to give it instead).
+    #[error("{0}")]
+    NotResponder(String),
     #[error("the responder closed the control connection")]
     ResponderGone,
     /// The transport cannot be used here (one line with the fix).

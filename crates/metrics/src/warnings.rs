@@ -19,7 +19,10 @@ mod stall;
 pub use class::class_warnings;
 pub use ktls::check_ktls;
 pub use served::check_io_served;
-pub use stall::{check_delayed_ack_stall, stall_band, PathFloor, STALL_SHARE_PCT};
+pub use stall::{
+    check_delayed_ack_stall, check_stall_with, stall_band, PathFloor, LOOPBACK_MSS_BYTES,
+    STALL_SHARE_PCT,
+};
 
 pub use population::{check_driver_behind, check_little_law};
 
@@ -174,6 +177,11 @@ pub enum Warning {
         low_ms: f64,
         high_ms: f64,
         p50_us: f64,
+        /// The cause the settings point to: a socket buffer set below
+        /// loopback's 64 kB MSS (`--sndbuf`/`--rcvbuf`, its flag and
+        /// bytes), where the kernel's segments wait for the delayed ACK
+        /// whatever Nagle does; `None`: Nagle.
+        small_buffer: Option<(&'static str, u32)>,
     },
     /// A run over agents placed more agent (or responder) processes than
     /// their side has CPUs, and its latency has a tail far above its median:
@@ -367,6 +375,23 @@ impl fmt::Display for Warning {
                 low_ms,
                 high_ms,
                 p50_us,
+                small_buffer: Some((flag, bytes)),
+            } => write!(
+                f,
+                "delayed-ACK stall: {share_pct:.1}% of transactions ({transactions}) took \
+                 {low_ms:.0}-{high_ms:.0} ms, which the path does not explain (p50 {p50_us:.0} \
+                 µs): the likely cause is {flag} {bytes} B, below loopback's 64 kB MSS: a \
+                 segment waits for the peer's delayed ACK (40 ms) to free the buffer, with \
+                 or without --nodelay; raise {flag} to at least 64kB or leave it to the \
+                 kernel; the rate and latency figures include the stalls"
+            ),
+            Warning::DelayedAckStall {
+                share_pct,
+                transactions,
+                low_ms,
+                high_ms,
+                p50_us,
+                small_buffer: None,
             } => write!(
                 f,
                 "delayed-ACK stall: {share_pct:.1}% of transactions ({transactions}) took \

@@ -14,7 +14,7 @@ use stackbench_metrics::cpu::{cpu_set_union, side_cpu, CpuSample, ProcessSource,
 use stackbench_metrics::procfs::read_governor;
 use stackbench_metrics::warnings::{self, Warning};
 use stackbench_model::settings::{RunSettings, Spin};
-use stackbench_model::IoMode;
+use stackbench_model::{IoMode, SocketOptions};
 use stackbench_record::ClassResult;
 
 /// Length of the idle baseline.
@@ -159,6 +159,7 @@ pub fn class_warnings(
     driver_threads: u32,
     (spin, io): (Spin, IoMode),
     driver_background_pct: Option<f64>,
+    socket: &SocketOptions,
 ) -> Vec<Warning> {
     let mut out = warnings::class_warnings(
         class,
@@ -167,7 +168,23 @@ pub fn class_warnings(
         driver_background_pct,
     );
     out.extend(warnings::check_io_served(class, io));
+    // A socket buffer below loopback's MSS stalls on delayed ACKs whatever
+    // Nagle does: the stall check names it instead, and judges the band
+    // whatever the class's p50 and size.
+    if let Some(small) = small_buffer(socket) {
+        out.retain(|w| !matches!(w, Warning::DelayedAckStall { .. }));
+        out.extend(warnings::check_stall_with(class, Some(small)));
+    }
     out
+}
+
+/// The socket buffer set below loopback's MSS (`--sndbuf` first), with its
+/// flag; `None` when neither is.
+pub fn small_buffer(socket: &SocketOptions) -> Option<(&'static str, u32)> {
+    let small = |b: Option<u32>| b.filter(|&b| b < warnings::LOOPBACK_MSS_BYTES);
+    small(socket.sndbuf_bytes)
+        .map(|b| ("--sndbuf", b))
+        .or_else(|| small(socket.rcvbuf_bytes).map(|b| ("--rcvbuf", b)))
 }
 
 /// Whether `w` judges a class's CPU figures, which in a mix on shared
@@ -261,7 +278,7 @@ mod tests {
             ..class(50.0, 60.0)
         };
         let codes = |io| -> Vec<&'static str> {
-            class_warnings(&c, 1, (Spin::None, io), None)
+            class_warnings(&c, 1, (Spin::None, io), None, &SocketOptions::default())
                 .iter()
                 .map(Warning::code)
                 .collect()
@@ -276,7 +293,13 @@ mod tests {
             }),
             ..c.clone()
         };
-        let w = class_warnings(&agreed, 1, (Spin::None, IoMode::Uring), None);
+        let w = class_warnings(
+            &agreed,
+            1,
+            (Spin::None, IoMode::Uring),
+            None,
+            &SocketOptions::default(),
+        );
         assert!(w.iter().all(|w| w.code() != "io_served_elsewhere"), "{w:?}");
     }
 }

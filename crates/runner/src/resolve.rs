@@ -629,26 +629,38 @@ fn available_cpus() -> &'static [usize] {
 /// responder is pinned: a sweep's points are all resolved before the first
 /// runs, so a bad point costs no run either.
 fn check_cpus_allowed(flag: &str, cpus: Option<&CpuList>) -> Result<(), RunError> {
-    let (Some(CpuList(cpus)), available) = (cpus, available_cpus()) else {
+    let Some(CpuList(cpus)) = cpus else {
         return Ok(());
     };
+    match cpus_not_allowed(cpus) {
+        Some((outside, allowed)) => input(format!(
+            "--{flag} {}: {outside} (it may run on {allowed}): give CPUs from {allowed}",
+            format_cpu_list(cpus),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// When `cpus` names CPUs this process may not run on: what is wrong
+/// ("CPU 5 is not online or not allowed to this process") and the CPUs it
+/// may run on; `None` when all are allowed, or the set cannot be read.
+pub(crate) fn cpus_not_allowed(cpus: &[usize]) -> Option<(String, String)> {
+    let available = available_cpus();
     let outside: Vec<usize> = cpus
         .iter()
         .copied()
         .filter(|c| !available.contains(c))
         .collect();
     if available.is_empty() || outside.is_empty() {
-        return Ok(());
+        return None;
     }
-    let allowed = format_cpu_list(available);
     let outside = match outside.as_slice() {
         [one] => format!("CPU {one} is"),
         many => format!("CPUs {} are", format_cpu_list(many)),
     };
-    input(format!(
-        "--{flag} {}: {outside} not online or not allowed to this process (it may run on \
-         {allowed}): give CPUs from {allowed}",
-        format_cpu_list(cpus),
+    Some((
+        format!("{outside} not online or not allowed to this process"),
+        format_cpu_list(available),
     ))
 }
 

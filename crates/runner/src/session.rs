@@ -18,7 +18,7 @@ use stackbench_engine::affinity::{format_cpu_list, pin_current_thread};
 use stackbench_engine::server_side::ServerSide;
 use stackbench_engine::{limits, transport, ControlClient, RunConfig};
 use stackbench_metrics::warnings::Warning;
-use stackbench_model::settings::{CpuList, Text};
+use stackbench_model::settings::{CpuList, Launcher, Text};
 use stackbench_model::study::StudyStep;
 use stackbench_model::Workload;
 use stackbench_record::CpuAttribution;
@@ -212,6 +212,20 @@ fn open_session(
     obs: &mut dyn Observer,
     stop: &AtomicBool,
 ) -> Result<Session, RunError> {
+    // The agents' preconditions, before a responder starts or the idle
+    // baseline is taken: Slurm reachable, the agents' address bindable
+    // (bound here, and kept for the controller).
+    let mut agent_listener = None;
+    if let Some(agents) = &host.agents {
+        if agents.launcher == Launcher::Slurm {
+            crate::agents::slurm::check().or_else(input)?;
+        }
+        if host.lab.is_none() {
+            agent_listener = Some(crate::agents::controller::bind_agent_listener(
+                agents.listen.as_deref(),
+            )?);
+        }
+    }
     let (spawned, targets) = start_responders(host, program)?;
     let target = targets[0].clone();
     let connect = || ControlClient::connect(&target).or_else(|e| input(e.to_string()));
@@ -283,7 +297,7 @@ fn open_session(
                     let (l, h) = lab.agent_listener(host.ipv6)?;
                     (Some(l), h)
                 }
-                None => (None, Vec::new()),
+                None => (agent_listener, Vec::new()),
             };
             let spec = AgentsSpec {
                 count: agents.count.get(),
@@ -294,7 +308,7 @@ fn open_session(
                 listener,
                 hosts,
             };
-            let controller = Controller::start(spec, stop)?;
+            let controller = Controller::start(spec, stop, &mut |line| obs.note(line))?;
             if let Some(w) = controller.build_warning() {
                 let w = w.to_record(None);
                 obs.warning(&w);
@@ -464,7 +478,7 @@ fn run_workloads(
                 .as_ref()
                 .is_some_and(|c| c.attribution == CpuAttribution::Mix);
             let side = (cfg.spin, record.settings.io);
-            for w in quality::class_warnings(class, threads, side, background) {
+            for w in quality::class_warnings(class, threads, side, background, &cfg.socket) {
                 // A mix on shared workers: every class holds the mix's CPU,
                 // so its CPU warnings are the mix's, said once under its name.
                 if shared && quality::is_mix_wide(&w) {

@@ -35,7 +35,7 @@
 
 use stackbench_model::AppProtocol;
 
-use super::{ClassShape, Codec, Fault, Handler, Protocol, Setup};
+use super::{grouped, ClassShape, Codec, Fault, Handler, Protocol, Setup};
 
 const IAC: u8 = 0xFF;
 const DONT: u8 = 0xFE;
@@ -466,6 +466,19 @@ impl Codec for Client {
         } else {
             state.record.hint(expected)
         })
+    }
+
+    const RESPONSE_NAME: &'static str = "screen";
+    const SETUP_NAME: &'static str = "Telnet negotiation";
+
+    fn response_seen(&self, state: &ClientState, _remaining: u64) -> Option<String> {
+        let seen = state.record.seen;
+        (seen > 0).then(|| format!("{} bytes of a screen without its IAC EOR", grouped(seen)))
+    }
+
+    fn setup_seen(&self, state: &ClientState) -> Option<String> {
+        let seen = state.setup_seen;
+        (seen > 0).then(|| format!("{} bytes of Telnet negotiation", grouped(seen)))
     }
 
     /// The server speaks first.

@@ -6,6 +6,7 @@
 use stackbench_metrics::LatencyHistogram;
 use stackbench_record::{ErrorCounts, HttpStatus};
 
+use super::seen::Seen;
 use crate::transport::tls::Handshake;
 
 /// Everything one class accumulated on one worker.
@@ -46,6 +47,10 @@ pub struct ClassAccum {
     /// The first response the application protocol refused (one line):
     /// the run is incomplete with it.
     pub fault: Option<String>,
+    /// Why clients did not complete transactions: errors by where the
+    /// connection was, faults, and where clients still waited at the
+    /// window's end (see [`Seen`]), to explain an incomplete run.
+    pub seen: Seen,
     /// Responses of the window by status (a protocol whose responses carry
     /// one: `Codec::STATUS`).
     pub status: StatusCounts,
@@ -170,6 +175,7 @@ impl ClassAccum {
         if self.fault.is_none() {
             self.fault.clone_from(&o.fault);
         }
+        self.seen.merge(&o.seen);
         for &(code, n) in &o.status.0 {
             self.status.add(code, n);
         }

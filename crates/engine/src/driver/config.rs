@@ -103,6 +103,18 @@ impl RunCase for RunConfig {
 }
 
 impl RunConfig {
+    /// The ramp's length (`None`: every client at once), ns.
+    pub fn ramp_ns(&self) -> u64 {
+        let gap_ns = self.pacing.ramp.map_or(0.0, |r| 1e9 / r.per_s());
+        (self.workload.total_clients() as f64 * gap_ns) as u64
+    }
+
+    /// The longest the window waits for every client to connect: the
+    /// ramp, then [`super::CONNECT_GRACE_NS`]; it opens anyway after it.
+    pub fn connect_wait(&self) -> Duration {
+        Duration::from_nanos(self.ramp_ns() + super::CONNECT_GRACE_NS)
+    }
+
     /// Clients of class `class` this process runs.
     pub fn clients_here(&self, class: usize) -> u32 {
         let c = self.workload.classes[class].clients;

@@ -90,7 +90,7 @@ impl ControlClient {
             version: PROTOCOL_VERSION,
             software: software(),
         };
-        match client.call(&hello)? {
+        match client.hello(&hello)? {
             Reply::Hello {
                 version,
                 threads,
@@ -250,6 +250,44 @@ impl ControlClient {
         alive
     }
 
+    /// Sends the hello and reads its reply, first looking at what came
+    /// back: a server that is not `stackbench serve` (a web server, a
+    /// TN3270 server, a port that closes) is named as such, with the
+    /// target to give it instead, not as a bad control message.
+    fn hello(&mut self, hello: &Request) -> Result<Reply, EngineError> {
+        use std::io::BufRead;
+        let target = self.target;
+        let link = self.link.as_mut().expect("a responder's link");
+        control::send(&mut link.writer, hello).map_err(|e| {
+            not_a_responder(
+                target,
+                &format!("the control hello could not be sent ({e})"),
+            )
+        })?;
+        let seen = match link.reader.fill_buf() {
+            Ok([]) => {
+                Some("it closed the connection without answering the control hello".to_string())
+            }
+            Ok([0xFF, ..]) => Some("it opened with Telnet negotiation".to_string()),
+            Ok([b'{', ..]) => None,
+            Ok(bytes) => Some(format!(
+                "it answered the control hello with {:?}",
+                first_line(bytes)
+            )),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                Some(format!(
+                    "it did not answer the control hello in {} s",
+                    CONTROL_TIMEOUT.as_secs()
+                ))
+            }
+            Err(e) => Some(format!("the connection failed at the control hello ({e})")),
+        };
+        match seen {
+            Some(seen) => Err(not_a_responder(target, &seen)),
+            None => Self::reply(link),
+        }
+    }
+
     fn call(&mut self, request: &Request) -> Result<Reply, EngineError> {
         let Some(link) = self.link.as_mut() else {
             return Err(EngineError::Refused(
@@ -257,6 +295,11 @@ impl ControlClient {
             ));
         };
         control::send(&mut link.writer, request).map_err(EngineError::Control)?;
+        Self::reply(link)
+    }
+
+    /// The reply to the request just sent.
+    fn reply(link: &mut Link) -> Result<Reply, EngineError> {
         match control::recv::<Reply>(&mut link.reader).map_err(EngineError::Control)? {
             Some(Reply::Error { message }) => Err(EngineError::Refused(message)),
             Some(reply) => Ok(reply),
@@ -267,6 +310,24 @@ impl ControlClient {
 
 fn software() -> String {
     format!("stackbench {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The first line of what a server sent, at most 60 characters.
+fn first_line(bytes: &[u8]) -> String {
+    let line = bytes
+        .split(|&b| b == b'\r' || b == b'\n')
+        .next()
+        .unwrap_or(bytes);
+    String::from_utf8_lossy(&line[..line.len().min(60)]).into_owned()
+}
+
+/// `target` answered the control hello as no responder would (`seen`).
+fn not_a_responder(target: SocketAddr, seen: &str) -> EngineError {
+    EngineError::NotResponder(format!(
+        "{target} is not `stackbench serve`: {seen}; a plain HTTP \
+         server is --target http://{target} with --protocol http1, a TN3270 server \
+         tn3270://{target} with --protocol tn3270"
+    ))
 }
 
 fn unexpected(reply: Reply) -> EngineError {

@@ -37,6 +37,7 @@ use stackbench_model::{CrrClose, Kind, SocketOptions};
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 use super::pace::{Pace, LATE_NS};
+use super::seen::{Cause, Place, Seen};
 use crate::app::{ClassShape, Codec, Fault, Raw, Setup};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::timer::TimerWheel;
@@ -44,6 +45,11 @@ use crate::transport::tls::Handshake;
 
 /// Wait before reconnecting after a connection error.
 const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
+
+/// A client still waiting at the window's end is booked as waiting
+/// ([`Seen`]) from this long on: a server that has not answered in a
+/// second is not answering, where a shorter wait may be a short window.
+pub(super) const STILL_WAITING_NS: u64 = 1_000_000_000;
 
 /// What a worker needs to know about one class.
 #[derive(Debug, Clone, Copy)]
@@ -477,8 +483,14 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     /// the start barrier when it ends; a released one (CRR, a reconnect)
     /// then sends its request. A new connection starts the codec afresh.
     pub(super) fn begin_setup(&mut self, key: usize) -> Next {
+        let now = self.now_ns();
         let conn = &mut self.conns[key];
         conn.app = P::State::default();
+        if conn.start_ns == NOT_WAITING {
+            // An arriving client: its wait for the server's setup starts
+            // now (seen at the window's end, `take_accum`).
+            conn.start_ns = now;
+        }
         let step = self.codecs[conn.class as usize].setup_open(&mut conn.app);
         self.setup_step(key, step)
     }
@@ -747,14 +759,98 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         }
     }
 
-    /// Client `key`'s connection failed with `kind`: counts the error, lets
-    /// the connection go and schedules a reconnect.
-    pub(super) fn fail(&mut self, key: usize, kind: std::io::ErrorKind) {
+    /// Where client `key`'s connection is, for [`Seen`]: connecting, in
+    /// its setup (begun or not), before or in a response.
+    fn place(&self, key: usize) -> Place {
+        let conn = &self.conns[key];
+        let codec = &self.codecs[conn.class as usize];
+        if conn.stream.is_none() {
+            return Place::Connect;
+        }
+        match conn.phase {
+            Phase::SetupRecv | Phase::SetupSend | Phase::SetupSendLast => {
+                if codec.setup_seen(&conn.app).is_some() {
+                    Place::InSetup
+                } else {
+                    Place::SetupNotBegun
+                }
+            }
+            Phase::Receiving if codec.response_seen(&conn.app, conn.remaining).is_some() => {
+                Place::MidResponse
+            }
+            _ => Place::BeforeResponse,
+        }
+    }
+
+    /// What client `key` had received at `place`, for a cause's example.
+    fn seen_at(&self, key: usize, place: Place) -> Option<String> {
+        let conn = &self.conns[key];
+        let codec = &self.codecs[conn.class as usize];
+        match place {
+            Place::InSetup => codec.setup_seen(&conn.app),
+            Place::MidResponse => codec.response_seen(&conn.app, conn.remaining),
+            _ => None,
+        }
+    }
+
+    /// The window is over: books where each client still was ([`Seen`]):
+    /// waiting for a setup or a response that did not come, or in the
+    /// middle of one, when it had waited at least [`STILL_WAITING_NS`]
+    /// (a shorter wait may be only a short window). Returns the booking.
+    pub(super) fn take_accum(&mut self) -> Vec<ClassAccum> {
+        // Waits count up to the window's end: a worker that noticed the end
+        // late (a long blocking send) must not make them look longer.
+        let now = self
+            .timing
+            .end_ns
+            .map_or(self.now_ns(), |end| end.min(self.now_ns()));
+        let keys: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                c.stream.is_some()
+                    && c.start_ns != NOT_WAITING
+                    && matches!(
+                        c.phase,
+                        Phase::Receiving
+                            | Phase::SetupRecv
+                            | Phase::SetupSend
+                            | Phase::SetupSendLast
+                    )
+            })
+            .map(|(key, _)| key)
+            .collect();
+        for key in keys {
+            let place = self.place(key);
+            let conn = &self.conns[key];
+            let waited = now.saturating_sub(conn.start_ns);
+            if waited < STILL_WAITING_NS {
+                continue;
+            }
+            let example = self.seen_at(key, place);
+            let class = self.conns[key].class as usize;
+            self.accum[class].seen.waiting(place, waited, example);
+        }
+        std::mem::take(&mut self.accum)
+    }
+
+    /// Client `key`'s connection failed with `e`: counts the error (and
+    /// where the connection was), lets the connection go and schedules a
+    /// reconnect.
+    pub(super) fn fail(&mut self, key: usize, e: &std::io::Error) {
         use std::io::ErrorKind;
+        let place = self.place(key);
+        let cause = Seen::cause_of(e, place);
+        let example = match cause {
+            Cause::Other => Some(e.to_string()),
+            _ => self.seen_at(key, place),
+        };
         let now = self.now_ns();
         let conn = &mut self.conns[key];
-        let errors = &mut self.accum[conn.class as usize].errors;
-        match kind {
+        let acc = &mut self.accum[conn.class as usize];
+        acc.seen.add(cause, || example);
+        let errors = &mut acc.errors;
+        match e.kind() {
             ErrorKind::ConnectionRefused => errors.refused += 1,
             ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
                 errors.reset += 1
@@ -779,6 +875,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let class = self.conns[key].class as usize;
         let acc = &mut self.accum[class];
         acc.errors.other += 1;
+        acc.seen.add(Cause::Fault, || Some(fault.0.clone()));
         acc.fault.get_or_insert(fault.0);
         self.finish(key);
     }

@@ -28,6 +28,7 @@ mod machine;
 mod mock;
 mod pace;
 mod ring;
+mod seen;
 mod summary;
 mod uring;
 mod watch;
@@ -168,17 +169,15 @@ pub fn run_workload_gated(
         window_opened_unix_s,
     } = watched;
     let merged = merge_workers(plans.len(), per_worker, &mut reason);
-    if reason.is_none() {
-        // A response the protocol refused says more than the counts would.
-        reason = protocol_fault(cfg, &merged);
-    }
-    if reason.is_none() {
-        // Answers that say the requests failed, beyond the bound.
+    if reason.is_none() && merged.iter().all(|a| a.fault.is_none()) {
+        // Answers that say the requests failed, beyond the bound (a
+        // message the protocol refused says more: `shortfall` names it).
         reason = summary::status_share(cfg, &merged);
     }
     if reason.is_none() {
-        // Not cut short, yet a class may have measured nothing or missed its
-        // count: never report that as a complete run.
+        // Not cut short, yet a class may have measured nothing, missed its
+        // count or met a message its protocol refuses: never report that
+        // as a complete run, and say what was seen.
         reason = summary::shortfall(cfg, &merged);
     }
     // Sidecar: what the client proxies negotiated (their whole life).
@@ -222,8 +221,14 @@ pub fn run_workload_gated(
             };
             let mut class = summary::class_result(&workload, &here, acc, window_ns);
             // Only where Nagle can hold data: a TCP-family transport without
-            // nodelay (AF_UNIX has no Nagle; with nodelay nothing is held).
-            let nagle = row.nagle() && !cfg.socket.nodelay;
+            // nodelay (AF_UNIX has no Nagle; with nodelay nothing is held),
+            // or where a socket buffer below loopback's MSS holds segments
+            // for ACKs whatever Nagle does.
+            let small_buffer = [cfg.socket.sndbuf_bytes, cfg.socket.rcvbuf_bytes]
+                .iter()
+                .flatten()
+                .any(|&b| b < stackbench_metrics::warnings::LOOPBACK_MSS_BYTES);
+            let nagle = row.nagle() && (!cfg.socket.nodelay || small_buffer);
             let floor_ns = cfg.path.floor_ns(spec.request_bytes + spec.response_bytes);
             class.stall_band = nagle
                 .then(|| stall_band(&acc.hist, floor_ns, &cfg.path))
@@ -268,18 +273,6 @@ pub fn run_workload_gated(
         incomplete_reason: reason,
         window_opened_unix_s,
     })
-}
-
-/// The first response a class's protocol refused, naming the class and
-/// the protocol (`None`: every response was accepted).
-fn protocol_fault(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
-    let (spec, fault) = cfg
-        .workload
-        .classes
-        .iter()
-        .zip(merged)
-        .find_map(|(spec, acc)| Some((spec, acc.fault.as_ref()?)))?;
-    Some(format!("{spec}: protocol {}: {fault}", cfg.protocol.name()))
 }
 
 /// Sums the workers' figures per class; a worker's failure becomes the
@@ -559,7 +552,7 @@ fn drive(
         seed: cfg.pacing.seed,
     };
     let abort = AtomicBool::new(false);
-    let ramp_ns = (cfg.workload.total_clients() as f64 * ramp_gap_ns) as u64;
+    let ramp_ns = cfg.ramp_ns();
     let watched = (slots, class_threads.as_ref());
     let mut gate = gate;
     let mut watch =

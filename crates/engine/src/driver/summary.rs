@@ -22,7 +22,9 @@ use stackbench_record::{
 
 use super::accum::ClassAccum;
 use super::pace::{Pace, PacingConfig};
+use super::seen::Words;
 use super::RunConfig;
+use crate::app::{self, grouped};
 use crate::control::ServerTestStats;
 
 /// At or above this message size, a class with no transaction probably needs
@@ -202,12 +204,17 @@ pub fn population(
 }
 
 /// Why a run that ran to its end is still incomplete, one clause per class
-/// that fell short (joined by "; "), each saying what to change; `None` when
-/// every class measured something and met its count.
+/// that fell short (joined by "; "): a class with no transaction, a count
+/// not reached, or a client ended by a message its protocol refuses. Each
+/// says what was seen ([`super::seen::Seen::explain`]: connections refused, closed or
+/// reset and where, faults, a server that never answered, most frequent
+/// first), and only when nothing went wrong that the window was too short;
+/// `None` when every class measured something and met its count.
 pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
     let window = cfg
         .duration
         .map_or_else(|| "measurement".to_string(), duration_text);
+    let words = Words::of(&app::row(cfg.protocol));
     let clauses: Vec<String> = cfg
         .workload
         .classes
@@ -215,21 +222,34 @@ pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
         .zip(merged)
         .enumerate()
         .filter_map(|(index, (spec, acc))| {
+            let too_short = nothing_fix(spec, &Pace::of(spec, &cfg.pacing));
+            let seen = acc.seen.explain(&words, &too_short);
             if acc.transactions == 0 {
-                Some(format!(
+                return Some(format!(
                     "{spec}: no transaction completed in the {window} window: {}",
-                    nothing_fix(spec, &Pace::of(spec, &cfg.pacing))
-                ))
-            } else {
-                let n = cfg
-                    .transactions_here(index)
-                    .filter(|&n| acc.transactions < n)?;
-                Some(format!(
-                    "{spec}: --transactions {n} not reached: {} done when the {window} \
-                     --duration ended; lengthen --duration or lower --transactions",
-                    grouped(acc.transactions)
-                ))
+                    seen.unwrap_or(too_short)
+                ));
             }
+            let done = grouped(acc.transactions);
+            if let Some(n) = cfg
+                .transactions_here(index)
+                .filter(|&n| acc.transactions < n)
+            {
+                let short = format!(
+                    "{spec}: --transactions {n} not reached: {done} done when the {window} \
+                     --duration ended"
+                );
+                return Some(match seen {
+                    Some(seen) => format!("{short}, as {seen}"),
+                    None => format!("{short}; lengthen --duration or lower --transactions"),
+                });
+            }
+            // A fault ends its client: never a complete run.
+            acc.fault.as_ref()?;
+            Some(format!(
+                "{spec}: {done} transactions completed, but {}",
+                seen.unwrap_or_default()
+            ))
         })
         .collect();
     (!clauses.is_empty()).then(|| clauses.join("; "))
@@ -295,19 +315,6 @@ fn duration_text(d: Duration) -> String {
     } else {
         format!("{}s", d.as_secs_f64())
     }
-}
-
-/// `53211` as `53,211`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -211,7 +211,10 @@ fn a_bad_response_ends_the_run_incomplete_with_the_fault() {
         let out = run_plain(&target, &http("RR2(100B/100B)", 10));
         assert!(!out.complete);
         let reason = out.incomplete_reason.unwrap();
-        assert!(reason.contains("protocol http1: "), "{reason}");
+        assert!(
+            reason.contains("that protocol http1 refuses (the first: "),
+            "{reason}"
+        );
         assert!(reason.contains(needle), "{reason}");
         assert!(!reason.contains('\n'), "{reason}");
         assert!(out.classes[0].errors >= 1);

@@ -216,7 +216,10 @@ fn a_server_that_is_not_tn3270_ends_the_run_incomplete_with_the_fault() {
         let out = run_workload(&mut control, &cfg, &stop, &mut |_| {}).unwrap();
         assert!(!out.complete);
         let reason = out.incomplete_reason.unwrap();
-        assert!(reason.contains("protocol tn3270: "), "{reason}");
+        assert!(
+            reason.contains("that protocol tn3270 refuses (the first: "),
+            "{reason}"
+        );
         assert!(reason.contains(needle), "{reason}");
         assert!(!reason.contains('\n'), "{reason}");
         assert_eq!(out.classes[0].transactions, 0);

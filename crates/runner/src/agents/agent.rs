@@ -77,14 +77,28 @@ pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Resu
     send(&mut stream, &FromAgent::Hello(hello))
         .map_err(|e| RunError::runtime("saying hello to the controller", e))?;
     let mut responders: HashMap<String, ControlClient> = HashMap::new();
+    let mut welcomed = false;
     loop {
-        let msg = match rx.recv() {
-            Ok((_, Incoming::Message(m))) => m,
+        // Until the welcome, the peer has not shown it is a controller.
+        let got = if welcomed {
+            rx.recv().ok()
+        } else {
+            rx.recv_timeout(CONNECT_PATIENCE).ok()
+        };
+        let msg = match got {
+            Some((_, Incoming::Message(m))) => m,
+            Some((_, Incoming::Closed(why) | Incoming::OtherProtocol(why))) if !welcomed => {
+                return input(not_a_controller(controller, &why));
+            }
+            None if !welcomed => {
+                let why = format!("it sent nothing in {} s", CONNECT_PATIENCE.as_secs());
+                return input(not_a_controller(controller, &why));
+            }
             // The controller ended without a bye (it died): nothing to do.
-            Ok((_, Incoming::Closed(_) | Incoming::OtherProtocol(_))) | Err(_) => return Ok(()),
+            Some((_, Incoming::Closed(_) | Incoming::OtherProtocol(_))) | None => return Ok(()),
         };
         match msg {
-            FromController::Welcome => {}
+            FromController::Welcome => welcomed = true,
             FromController::Refused { reason } => return input(reason),
             FromController::Ping { seq } => {
                 let pong = FromAgent::Pong {
@@ -109,6 +123,22 @@ pub fn agent_main(controller: &str, segment: Segment, stop: &AtomicBool) -> Resu
             FromController::Start { .. } | FromController::Stop { .. } => {}
         }
     }
+}
+
+/// `controller` answered this agent's hello as no controller would.
+fn not_a_controller(controller: &str, why: &str) -> String {
+    // The reader names its peer ("the controller HOST:PORT closed …"):
+    // here the line already does.
+    let peer = format!("the controller {controller}");
+    let why = match why.strip_prefix(&peer) {
+        Some(rest) if rest.starts_with(':') => rest[1..].trim_start().to_string(),
+        Some(rest) => format!("it{rest}"),
+        None => why.to_string(),
+    };
+    format!(
+        "--controller {controller} is not a stackbench controller ({why}): give the \
+         --agent-listen address of the `run` or `study` started with --agents"
+    )
 }
 
 /// Connects to the controller, retrying while it is not yet listening.
