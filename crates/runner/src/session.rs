@@ -213,6 +213,11 @@ fn open_session(
         None => connect()?,
         Some(lab) => lab.in_from(connect)??, // the control socket is A's
     };
+    // A plain HTTP server (an https:// one's certificate), checked once
+    // before anything runs.
+    control
+        .probe(run.tls.as_ref())
+        .or_else(|e| input(e.to_string()))?;
     let client = &host.placement.client_cpus;
     // The responder's CPUs as it reports them (a remote one places itself).
     let server = match (&host.placement.responder, control.server_cpus.is_empty()) {

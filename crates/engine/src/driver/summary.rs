@@ -86,6 +86,9 @@ pub fn class_result(
                 ..HandshakeCpuUs::default()
             }),
             ktls: None,
+            alpn: t.alpn.map(str::to_string),
+            // A foreign server's verification is the caller's to say.
+            server_verified: None,
         }),
         // Counted against the path's floor by the caller.
         stall_band: None,

@@ -1,6 +1,8 @@
-//! `tls_mode ktls`: a run whose kernel did not visibly carry the records
-//! (no connection switched, the kTLS counters did not rise, or records
-//! failed to decrypt) is never stored as fine.
+//! TLS figures that are not what they seem: `tls_mode ktls` whose kernel
+//! did not visibly carry the records (no connection switched, the kTLS
+//! counters did not rise, or records failed to decrypt), and a foreign
+//! server whose certificate was not verified (`--insecure`). Neither is
+//! ever stored as fine.
 
 use stackbench_record::ClassResult;
 
@@ -34,6 +36,15 @@ pub fn check_ktls(class: &ClassResult) -> Option<Warning> {
         why.push(format!("{decrypt_errors} records failed to decrypt"));
     }
     (!why.is_empty()).then_some(Warning::KtlsNotCarried { why })
+}
+
+/// `--insecure` against an https:// target: the class's server was not
+/// verified (`tls.server_verified` false), named by the run's target.
+pub fn check_tls_unverified(class: &ClassResult) -> Option<Warning> {
+    let verified = class.tls.as_ref()?.server_verified?;
+    (!verified).then(|| Warning::TlsUnverified {
+        server: "the target".to_string(),
+    })
 }
 
 #[cfg(test)]
