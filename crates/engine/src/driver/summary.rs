@@ -257,7 +257,8 @@ pub fn status_share(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
                 format!(
                     "{spec}: {} of {} responses were not 2xx ({share_pct:.1}%: {}), above \
                      http_error_share {bound_pct}%: make the server answer the paths the \
-                     requests name (GET /N), or raise --http-error-share",
+                     requests name (GET /N, or the target URL's path), or raise \
+                     --http-error-share",
                     grouped(status.non_2xx()),
                     grouped(status.total()),
                     status.non_2xx_text()
