@@ -40,6 +40,24 @@ fn rr_and_crr_over_http1_count_exactly_against_the_responder() {
     assert_eq!(record["settings"]["protocol"], "raw");
 }
 
+/// HTTP/1.1 over TLS to stackbench serve offers ALPN http/1.1, which the
+/// responder selects and the record stores; raw payloads offer none; and
+/// stackbench's own certificate is never verified, so nothing says so.
+#[test]
+fn alpn_names_http1_over_tls_and_nothing_for_raw_payloads() {
+    let record = run_json(
+        "CRR2(100B/1kB)",
+        20,
+        &["--protocol", "http1", "--transport", "tls"],
+    );
+    let tls = &class(&record)["tls"];
+    assert_eq!(tls["alpn"], "http/1.1", "{tls}");
+    assert!(tls.get("server_verified").is_none(), "{tls}");
+    assert_eq!(tls["full_handshakes"], 20, "{tls}");
+    let record = run_json("RR1(100B/1kB)", 5, &["--transport", "tls"]);
+    assert!(class(&record)["tls"].get("alpn").is_none());
+}
+
 /// A private nginx: configuration, docroot and logs in a temporary
 /// directory; killed and removed on drop.
 struct Nginx {

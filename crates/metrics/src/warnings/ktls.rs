@@ -94,4 +94,27 @@ mod tests {
             .to_string()
             .contains("3 records"));
     }
+
+    /// Only a foreign server measured without verification is warned
+    /// about: a verified one, and stackbench's own responder (never
+    /// verified, so `None`), are not.
+    #[test]
+    fn an_unverified_foreign_server_is_warned_about() {
+        let with = |verified| {
+            let mut c = crate::warnings::tests::sample_class();
+            c.tls = Some(TlsFigures {
+                server_verified: verified,
+                ..TlsFigures::default()
+            });
+            check_tls_unverified(&c)
+        };
+        assert_eq!(with(None), None);
+        assert_eq!(with(Some(true)), None);
+        let w = with(Some(false)).unwrap();
+        assert_eq!(w.code(), "tls_unverified");
+        assert!(w.to_string().contains("give --ca"), "{w}");
+        let mut plain = crate::warnings::tests::sample_class();
+        plain.tls = None;
+        assert_eq!(check_tls_unverified(&plain), None);
+    }
 }
