@@ -115,6 +115,42 @@ pub struct ClassShape {
     pub request_bytes: u64,
     pub response_bytes: u64,
     pub crr_close: CrrClose,
+    /// A plain server's target: the host its requests name, and the path
+    /// its URL gave (`None`: stackbench's own responder).
+    pub target: Option<&'static TargetHead>,
+}
+
+/// What a plain server's URL says about the requests: `Host`, and the path
+/// every request names (`None`: the notation's own, `/N`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct TargetHead {
+    pub host: String,
+    pub path: Option<String>,
+}
+
+impl TargetHead {
+    /// The one copy of `(host, path)` in this process: interned so that
+    /// class plans stay `Copy` and a worker's codecs borrow nothing; one
+    /// entry per distinct target a process drives (a study's few), never
+    /// per run or per transaction.
+    pub fn intern(host: &str, path: Option<&str>) -> &'static TargetHead {
+        use std::sync::{Mutex, OnceLock};
+        static HEADS: OnceLock<Mutex<Vec<&'static TargetHead>>> = OnceLock::new();
+        let mut heads = HEADS
+            .get_or_init(|| Mutex::new(Vec::new()))
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let wanted = TargetHead {
+            host: host.to_string(),
+            path: path.map(str::to_string),
+        };
+        if let Some(h) = heads.iter().find(|h| ***h == wanted) {
+            return h;
+        }
+        let head: &'static TargetHead = Box::leak(Box::new(wanted));
+        heads.push(head);
+        head
+    }
 }
 
 impl ClassShape {

@@ -41,7 +41,7 @@ use crate::transport::Endpoint;
 /// (The `stopped` counters of which backend served a test's connections
 /// did not raise it: they change what is reported, not what is served, and
 /// an older responder's zeros read as "not counted".)
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Longest control line accepted; a longer one is a protocol error, not an
 /// allocation of whatever size the peer chooses.
@@ -87,9 +87,10 @@ pub enum Request {
         /// Listener ports wanted (TCP, MPTCP): the driver spreads its
         /// connections over them when one port's 4-tuples would run out.
         ports: u32,
-        /// Transport `tls`: version, cipher, groups and certificate.
+        /// Transport `tls`: version, cipher, groups and certificate (boxed:
+        /// the message's largest part, rarely present; the wire is the same).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        tls: Option<TlsParams>,
+        tls: Option<Box<TlsParams>>,
         /// `class_workers`: serve this test on this many worker threads of
         /// its own, started for it, and report their CPU time in every
         /// sample (0: the shared pool; an older responder ignores it and

@@ -25,6 +25,10 @@ pub enum EngineError {
     /// The transport cannot be used here (one line with the fix).
     #[error("{0}")]
     Transport(String),
+    /// A plain server's target cannot be used as given (one line naming
+    /// the target, what was seen, and the fix).
+    #[error("{0}")]
+    Target(String),
     /// Not enough file descriptors for the connections (one line with the fix).
     #[error("{0}")]
     Limit(String),

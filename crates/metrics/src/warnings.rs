@@ -17,7 +17,7 @@ mod served;
 mod stall;
 
 pub use class::class_warnings;
-pub use ktls::check_ktls;
+pub use ktls::{check_ktls, check_tls_unverified};
 pub use served::check_io_served;
 pub use stall::{
     check_delayed_ack_stall, check_stall_with, stall_band, PathFloor, LOOPBACK_MSS_BYTES,
@@ -168,6 +168,9 @@ pub enum Warning {
     /// `tls_mode ktls`, yet the kernel did not visibly carry the records:
     /// one clause per failed check ([`check_ktls`]).
     KtlsNotCarried { why: Vec<String> },
+    /// An https:// target's certificate was not verified (`--insecure`):
+    /// the figures are of a server no one checked ([`check_tls_unverified`]).
+    TlsUnverified { server: String },
     /// At least [`STALL_SHARE_PCT`] of a class's transactions took 35–250 ms
     /// longer than the path explains ([`check_delayed_ack_stall`]).
     DelayedAckStall {
@@ -224,6 +227,7 @@ impl Warning {
             Warning::DriverBehind { .. } => "driver_behind",
             Warning::LabChanged { .. } => "lab_changed",
             Warning::KtlsNotCarried { .. } => "ktls_not_carried",
+            Warning::TlsUnverified { .. } => "tls_unverified",
             Warning::IpsecIdle { .. } => "ipsec_idle",
             Warning::VirtualHostIdle { .. } => "virtual_host_idle",
             Warning::DelayedAckStall { .. } => "delayed_ack_stall",
@@ -358,6 +362,11 @@ impl fmt::Display for Warning {
                 "tls_mode ktls: {}: the figures may not be kernel TLS's; check the kernel's \
                  CONFIG_TLS and the run's errors, and run again",
                 why.join("; ")
+            ),
+            Warning::TlsUnverified { server } => write!(
+                f,
+                "--insecure: {server}'s certificate was not verified, so these figures may be \
+                 of another server than the one named; give --ca with the CA that signed it"
             ),
             Warning::IoFallback { reason } => {
                 write!(f, "{reason}; the stored settings say io epoll")

@@ -167,6 +167,14 @@ pub fn tls_line(notation: &str, t: &TlsFigures) -> String {
         opt_micros(t.handshake_latency_us.map(|l| l.p50)),
         opt_micros(t.handshake_latency_us.map(|l| l.p99))
     );
+    if let Some(alpn) = &t.alpn {
+        let _ = write!(out, "; ALPN {alpn}");
+    }
+    match t.server_verified {
+        Some(true) => out.push_str("; certificate verified"),
+        Some(false) => out.push_str("; certificate NOT verified (--insecure)"),
+        None => {}
+    }
     if let Some(cpu) = &t.handshake_cpu_us {
         let _ = write!(
             out,

@@ -19,6 +19,7 @@ use stackbench_engine::{limits, sockopt, transport, PacingConfig, RunConfig};
 use stackbench_guest::{Accel, GuestSpec};
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::warnings::PathFloor;
+use stackbench_model::settings::PlainTarget;
 use stackbench_model::settings::{
     AppProtocol, ClassPriorities, CpuList, GuestAccel, IoMode, IterationBounds, KernelSpec,
     Launcher, PidList, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
@@ -313,6 +314,8 @@ pub fn resolve(
     default_study: bool,
     announce: bool,
 ) -> Result<ResolvedRun, RunError> {
+    // An https:// target runs over tls: resolved, checked and stored so.
+    let s = s.with_implied_transport();
     let window = Window::of(&s, default_study);
     if s.ipv6 && s.target.is_some() {
         return input("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
@@ -784,10 +787,39 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
                     .to_string(),
             );
         }
+        let foreign = s
+            .target
+            .as_ref()
+            .and_then(|t| PlainTarget::parse(&t.0))
+            .filter(|t| t.tls);
+        if let (Some(t), false) = (foreign, s.tls_mode == TlsMode::Inline) {
+            // The client proxy reaches the responder's proxy, which a
+            // foreign server has not, and kTLS's receive path takes no
+            // post-handshake message (a server's TLS 1.3 tickets).
+            return Err(format!(
+                "tls_mode {} against {}{}: a foreign server is driven with tls_mode inline \
+                 only (the sidecar proxies pair with stackbench serve's; kTLS cannot take a \
+                 server's post-handshake messages): use --tls-mode inline",
+                s.tls_mode.text(),
+                t.scheme,
+                t.address
+            ));
+        }
+        if let Some(ca) = &s.ca {
+            transport::tls::check_ca(&ca.0)?;
+        }
         let p = TlsParams {
             resume_ratio: s.resume_ratio.0,
             mode: s.tls_mode,
             rekey_bytes: s.rekey.0,
+            // The run's protocol, by its ALPN name, where it has one.
+            alpn: match s.protocol {
+                AppProtocol::Http1 => vec!["http/1.1".to_string()],
+                _ => Vec::new(),
+            },
+            server_name: foreign.map(|t| t.host.to_string()),
+            ca: s.ca.as_ref().map(|c| c.0.clone()),
+            insecure: s.insecure,
             ..p
         };
         // What the kernel's TLS cannot carry first, then whether it exists.

@@ -233,6 +233,11 @@ fn open_session(
         None => connect()?,
         Some(lab) => lab.in_from(connect)??, // the control socket is A's
     };
+    // A plain HTTP server (an https:// one's certificate), checked once
+    // before anything runs.
+    control
+        .probe(run.tls.as_ref())
+        .or_else(|e| input(e.to_string()))?;
     let server_process = plain_server(run, host, &mut control);
     match &server_process {
         Some(ServerProcess {

@@ -96,8 +96,14 @@ fn request_for(shape: &ClassShape) -> (Vec<u8>, u64) {
     } else {
         ""
     };
-    let get =
-        |query: &str| format!("GET /{body}{query} HTTP/1.1\r\nHost: stackbench\r\n{close}\r\n");
+    // A plain server's URL names the host and may name the path; else the
+    // path names the body stackbench's responder answers with.
+    let (host, path) = match shape.target {
+        Some(t) => (t.host.as_str(), t.path.clone()),
+        None => ("stackbench", None),
+    };
+    let path = path.unwrap_or_else(|| format!("/{body}"));
+    let get = |query: &str| format!("GET {path}{query} HTTP/1.1\r\nHost: {host}\r\n{close}\r\n");
     let plain = get("");
     let want = shape.request_bytes;
     if want <= MAX_GET_BYTES {
@@ -105,11 +111,13 @@ fn request_for(shape: &ClassShape) -> (Vec<u8>, u64) {
         if pad == 0 {
             return (plain.into_bytes(), 0);
         }
-        let query = format!("?{}", "a".repeat(pad as usize - 1));
+        // A path with a query of its own gets the padding as one more field.
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let query = format!("{sep}{}", "a".repeat(pad as usize - 1));
         return (get(&query).into_bytes(), 0);
     }
     let post = |len: u64| {
-        format!("POST /{body} HTTP/1.1\r\nHost: stackbench\r\n{close}Content-Length: {len}\r\n\r\n")
+        format!("POST {path} HTTP/1.1\r\nHost: {host}\r\n{close}Content-Length: {len}\r\n\r\n")
     };
     let mut len = want.saturating_sub(post(0).len() as u64);
     while len > 0 && post(len).len() as u64 + len > want {

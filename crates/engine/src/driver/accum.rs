@@ -105,6 +105,8 @@ pub struct TlsAccum {
     pub resumed_cpu_ns: u64,
     /// Connections switched to kTLS (`tls_mode ktls`), window or not.
     pub ktls: u64,
+    /// The ALPN protocol the first handshake settled on.
+    pub alpn: Option<&'static str>,
 }
 
 impl ClassAccum {
@@ -120,6 +122,7 @@ impl ClassAccum {
             full_cpu_ns: 0,
             resumed_cpu_ns: 0,
             ktls: 0,
+            alpn: h.alpn,
         });
         t.ktls += u64::from(h.ktls);
         if counted {

@@ -18,6 +18,7 @@ use crate::control::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_V
 use crate::error::EngineError;
 use crate::server_side::ServerSide;
 use crate::transport::{Endpoint, Transport};
+use stackbench_model::settings::PlainTarget;
 use stackbench_model::{AppProtocol, TlsParams};
 
 /// How long to wait for the responder to accept the control connection, and
@@ -31,6 +32,9 @@ pub struct ControlClient {
     link: Option<Link>,
     /// A plain server: the protocol its target's scheme named.
     plain: Option<AppProtocol>,
+    /// A plain server: its target's host, path and whether its scheme
+    /// named TLS (`https://`).
+    plain_target: Option<PlainParts>,
     /// A plain server: ids handed out for its tests.
     plain_tests: u64,
     /// Worker threads of the responder.
@@ -42,10 +46,70 @@ pub struct ControlClient {
     server: Option<ServerSide>,
 }
 
+/// What a plain server's target says beyond its address.
+#[derive(Debug, Clone)]
+pub struct PlainParts {
+    /// The scheme as written (`http://`, `https://`).
+    pub scheme: &'static str,
+    /// `HOST:PORT` as written.
+    pub address: String,
+    /// The host alone: the HTTP `Host` header and the TLS server name.
+    pub host: String,
+    /// The path every request names (`None`: the notation's `/N`).
+    pub path: Option<String>,
+    /// The scheme named TLS: the run goes over transport tls.
+    pub tls: bool,
+}
+
 struct Link {
     stream: TcpStream,
     reader: BufReader<TcpStream>,
     writer: BufWriter<TcpStream>,
+}
+
+/// How long the probe of a plain HTTP server waits for its answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Sends one `GET` of the target's path and reads the answer's first
+/// bytes: `Err` says what came back instead of `HTTP/`.
+fn http_exchange(
+    s: &mut (impl std::io::Read + std::io::Write),
+    t: &PlainParts,
+) -> Result<(), String> {
+    let path = t.path.as_deref().unwrap_or("/");
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        t.address
+    );
+    let path_line = format!("GET {path}");
+    s.write_all(request.as_bytes())
+        .map_err(|e| format!("{path_line} could not be sent ({e})"))?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    while got.len() < 5 {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(format!(
+                    "no answer to {path_line} within {} s",
+                    PROBE_TIMEOUT.as_secs()
+                ))
+            }
+            Err(e) => return Err(format!("{path_line} was answered by an error ({e})")),
+        }
+    }
+    if got.starts_with(b"HTTP/") {
+        return Ok(());
+    }
+    if got.is_empty() {
+        return Err(format!(
+            "it closed the connection without answering {path_line}"
+        ));
+    }
+    let line = String::from_utf8_lossy(&got);
+    let line = line.lines().next().unwrap_or_default();
+    Err(format!("its answer to {path_line} begins {line:?}"))
 }
 
 /// The socket address `target` (`HOST:PORT`) resolves to first.
@@ -62,8 +126,15 @@ impl ControlClient {
     /// `http://HOST:PORT`, checks that the plain server accepts a
     /// connection (see [`Self::is_plain`]).
     pub fn connect(target: &str) -> Result<ControlClient, EngineError> {
-        if let Some((protocol, rest)) = AppProtocol::of_plain_target(target) {
-            return Self::plain(rest.trim_end_matches('/'), protocol);
+        if let Some(t) = PlainTarget::parse(target) {
+            let parts = PlainParts {
+                scheme: t.scheme,
+                address: t.address.to_string(),
+                host: t.host.to_string(),
+                path: t.path.filter(|p| *p != "/").map(str::to_string),
+                tls: t.tls,
+            };
+            return Self::plain(parts, t.protocol);
         }
         let addr = resolve(target)?;
         let stream = TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT)
@@ -81,6 +152,7 @@ impl ControlClient {
             target: addr,
             link: Some(link),
             plain: None,
+            plain_target: None,
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
@@ -108,14 +180,32 @@ impl ControlClient {
 
     /// A plain server at `HOST:PORT`: one connection is opened and closed
     /// to check it listens, so a wrong address fails here in one line.
-    fn plain(target: &str, protocol: AppProtocol) -> Result<ControlClient, EngineError> {
-        let addr = resolve(target)?;
-        TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT)
-            .map_err(|e| EngineError::Connect(addr, e))?;
+    fn plain(parts: PlainParts, protocol: AppProtocol) -> Result<ControlClient, EngineError> {
+        let named = format!("{}{}", parts.scheme, parts.address);
+        let addr = parts
+            .address
+            .to_socket_addrs()
+            .map_err(|e| e.to_string())
+            .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()))
+            .map_err(|e| {
+                EngineError::Target(format!(
+                    "target {named}: host {} does not resolve ({e}): give a name this host \
+                     resolves, or an IP address",
+                    parts.host
+                ))
+            })?;
+        TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT).map_err(|e| {
+            EngineError::Target(format!(
+                "target {named}: nothing accepts a connection at {addr} ({e}): start the {} \
+                 server there, or give its port",
+                protocol.server_name()
+            ))
+        })?;
         Ok(ControlClient {
             target: addr,
             link: None,
             plain: Some(protocol),
+            plain_target: Some(parts),
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
@@ -135,6 +225,53 @@ impl ControlClient {
     /// The plain server's processes being measured, if any.
     pub fn server_side(&self) -> Option<&ServerSide> {
         self.server.as_ref()
+    }
+
+    /// A plain HTTP server, before anything runs: one connection (over TLS
+    /// for https://, with the run's parameters, so that a certificate that
+    /// does not verify is refused here) and one request for the target's
+    /// path, whose answer must begin as HTTP does. A server that speaks no
+    /// TLS, or no HTTP (a raw responder, an SSH banner), or does not answer
+    /// within [`PROBE_TIMEOUT`] is one line naming what was seen; any
+    /// status is an answer. Other targets: nothing to check.
+    pub fn probe(&self, tls: Option<&TlsParams>) -> Result<(), EngineError> {
+        let Some(t) = self.plain_target.as_ref() else {
+            return Ok(());
+        };
+        if self.plain != Some(AppProtocol::Http1) {
+            return Ok(());
+        }
+        let named = format!("{}{}", t.scheme, t.address);
+        let seen = match tls.filter(|_| t.tls) {
+            Some(p) => {
+                let mut s = crate::transport::tls::probe(self.target, &named, p)
+                    .map_err(EngineError::Target)?;
+                let _ = s.get_ref().set_read_timeout(Some(PROBE_TIMEOUT));
+                http_exchange(&mut s, t)
+            }
+            None => {
+                let mut s = TcpStream::connect_timeout(&self.target, CONTROL_TIMEOUT)
+                    .map_err(|e| EngineError::Target(format!("target {named}: {e}")))?;
+                let _ = s.set_read_timeout(Some(PROBE_TIMEOUT));
+                http_exchange(&mut s, t)
+            }
+        };
+        seen.map_err(|what| {
+            EngineError::Target(format!(
+                "target {named}: not an HTTP server: {what}: give the address of an \
+                 HTTP/1.1 server{}",
+                if t.tls {
+                    ""
+                } else {
+                    " (https:// if it speaks TLS)"
+                }
+            ))
+        })
+    }
+
+    /// A plain server's target beyond its address.
+    pub fn plain_parts(&self) -> Option<&PlainParts> {
+        self.plain_target.as_ref()
     }
 
     /// Whether the target is a plain server (no `stackbench serve`).
@@ -184,7 +321,7 @@ impl ControlClient {
             transport,
             clients,
             ports,
-            tls,
+            tls: tls.map(Box::new),
             own_workers,
             own_cpus,
         };

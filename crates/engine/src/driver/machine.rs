@@ -38,7 +38,7 @@ use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 use super::pace::{Pace, LATE_NS};
 use super::seen::{Cause, Place, Seen};
-use crate::app::{ClassShape, Codec, Fault, Raw, Setup};
+use crate::app::{ClassShape, Codec, Fault, Raw, Setup, TargetHead};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::timer::TimerWheel;
 use crate::transport::tls::Handshake;
@@ -61,6 +61,8 @@ pub struct ClassPlan {
     pub pace: Pace,
     /// Priority level of the class's sockets (see `sockopt`).
     pub priority: Option<u8>,
+    /// A plain server's host and URL path, for the requests' heads.
+    pub target: Option<&'static TargetHead>,
 }
 
 /// Where the machine reads the time: ns since the run's epoch.
@@ -222,6 +224,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                     request_bytes: c.app.request,
                     response_bytes: c.app.response,
                     crr_close: socket.crr_close,
+                    target: c.target,
                 })
             })
             .collect();

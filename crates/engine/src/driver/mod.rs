@@ -112,14 +112,20 @@ pub fn run_workload_gated(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
-    if let Some(p) = control.plain_protocol() {
-        if cfg.protocol != p || cfg.transport != Transport::Tcp {
-            return Err(EngineError::Refused(format!(
-                "target {}{} is a plain {} server: run it with protocol {} over transport tcp",
-                p.plain_scheme().unwrap_or_default(),
-                control.target(),
+    if let (Some(p), Some(t)) = (control.plain_protocol(), control.plain_parts()) {
+        let over = if t.tls {
+            Transport::Tls
+        } else {
+            Transport::Tcp
+        };
+        if cfg.protocol != p || cfg.transport != over {
+            return Err(EngineError::Target(format!(
+                "target {}{} is a plain {} server: run it with protocol {} over transport {}",
+                t.scheme,
+                t.address,
                 p.server_name(),
-                p.name()
+                p.name(),
+                over.name()
             )));
         }
     }
@@ -245,6 +251,9 @@ pub fn run_workload_gated(
             class.cpu = cpu;
             class.memory = Some(memory.clone());
             class.tls = class.tls.take().or(proxy_tls);
+            if let (Some(t), Some(p)) = (class.tls.as_mut(), &cfg.tls) {
+                t.server_verified = p.server_name.is_some().then_some(!p.insecure);
+            }
             class
         })
         .zip(server_stats.iter().map(Some).chain(std::iter::repeat(None)))
@@ -440,6 +449,9 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             },
             pace: Pace::of(class, &cfg.pacing),
             priority: socket.priority,
+            target: control
+                .plain_parts()
+                .map(|t| app::TargetHead::intern(&t.address, t.path.as_deref())),
         });
     }
     Ok(Started {

@@ -88,6 +88,9 @@ pub fn class_result(
                 ..HandshakeCpuUs::default()
             }),
             ktls: None,
+            alpn: t.alpn.map(str::to_string),
+            // A foreign server's verification is the caller's to say.
+            server_verified: None,
         }),
         // Counted against the path's floor by the caller.
         stall_band: None,
@@ -274,7 +277,8 @@ pub fn status_share(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
                 format!(
                     "{spec}: {} of {} responses were not 2xx ({share_pct:.1}%: {}), above \
                      http_error_share {bound_pct}%: make the server answer the paths the \
-                     requests name (GET /N), or raise --http-error-share",
+                     requests name (GET /N, or the target URL's path), or raise \
+                     --http-error-share",
                     grouped(status.non_2xx()),
                     grouped(status.total()),
                     status.non_2xx_text()

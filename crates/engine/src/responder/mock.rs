@@ -715,6 +715,7 @@ mod tests {
             cipher_name: "TLS_AES_128_GCM_SHA256",
             cpu_ns: 5000,
             ktls: false,
+            alpn: None,
         };
         let mut script = vec![
             Event::Accept { room: ROOMY },

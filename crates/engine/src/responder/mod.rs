@@ -537,7 +537,7 @@ fn control_session(conn: TcpStream, pool: &Pool, threads: u32, cpus: &[usize]) -
                         transport,
                         clients,
                         ports,
-                        tls,
+                        tls: tls.map(|t| *t),
                         cpus: cpus.to_vec(),
                         own_workers,
                         own_cpus,

@@ -216,6 +216,8 @@ pub(super) fn tls(runs: &Of<TlsFigures>) -> TlsFigures {
             client: k.each(|x| x.client.as_ref()).map(|c| ktls_counters(&c)),
             server: k.each(|x| x.server.as_ref()).map(|c| ktls_counters(&c)),
         }),
+        alpn: first.alpn.clone(),
+        server_verified: super::verified_by_all(runs.0.iter().map(|t| t.server_verified)),
     }
 }
 

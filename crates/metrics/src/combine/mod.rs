@@ -37,7 +37,7 @@
 //! | `cpu`, `memory` | host views once per host, process figures once per process ([`Parts::cpu`], [`Parts::memory`]) | mean of every figure |
 //! | `repetitions` | none (the caller fills it) | none (the caller fills it) |
 //! | `population` | see the `population` module | see the `population` module |
-//! | `tls` | counts summed, CPU per handshake weighted, kTLS counters once per host | what was negotiated the first's (the same in every run), counts and µs the mean |
+//! | `tls` | counts summed, CPU per handshake weighted, kTLS counters once per host; `server_verified` false if any part's was | what was negotiated the first's (the same in every run), counts and µs the mean; `server_verified` false if any run's was |
 //! | `stall_band` | bands added | bands added (a stall in any run is counted) |
 //! | `served_by` | connections added, unknown when a part did not count | connections added, unknown when a run did not count |
 //! | `http_status` | each code's count summed | each code's mean count (a run without the code counts 0), rounded |
@@ -226,6 +226,12 @@ fn http_status(classes: &[&ClassResult], rule: Rule) -> Option<HttpStatus> {
         .map(|code| (code, rule.count(classes, |c| count(c, code))))
         .collect();
     Some(HttpStatus { codes })
+}
+
+/// Whether a foreign server's certificate was verified in every one of
+/// several results (false if any was not; `None` where none says).
+fn verified_by_all(all: impl Iterator<Item = Option<bool>>) -> Option<bool> {
+    all.flatten().reduce(|a, b| a && b)
 }
 
 /// `count / duration_s`, and 0 for an empty window.

@@ -182,6 +182,8 @@ fn full(transactions: u64, duration_s: f64, clients: u32, scale: u64) -> ClassRe
                     ..KtlsCounters::default()
                 }),
             }),
+            alpn: Some("http/1.1".into()),
+            server_verified: Some(true),
         }),
         stall_band: Some(StallBand {
             floor_us: 50.0,

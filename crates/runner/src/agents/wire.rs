@@ -43,7 +43,7 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// Protocol 3: the order carries `http_error_share_pct`, and a class's
 /// result its HTTP status counts (`http_status`, and `error_counts`'s
 /// `http_status`).
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 
 /// Which stackbench a side is: its version number and the commit it was
 /// built from (`build.rs`), which tells apart two builds of one version.

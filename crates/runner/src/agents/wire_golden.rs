@@ -16,7 +16,7 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{CertType, ClassPriorities, Spin, TlsMode, TlsVersion};
 use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport};
-use stackbench_record::{ClassResult, CpuFigures, HttpStatus};
+use stackbench_record::{ClassResult, CpuFigures, HttpStatus, TlsFigures};
 
 use super::wire::{
     decode, AgentResult, Decoded, FromAgent, FromController, Hello, ProgressReport, RunOrder,
@@ -52,6 +52,10 @@ pub fn run_config() -> RunConfig {
             resume_ratio: 0.5,
             mode: TlsMode::Ktls,
             rekey_bytes: 1 << 20,
+            alpn: vec!["http/1.1".into()],
+            server_name: Some("example.org".into()),
+            ca: Some("ca.pem".into()),
+            insecure: false,
         }),
         priority: Some(ClassPriorities(vec![1, 2])),
         io: IoMode::Uring,
@@ -69,7 +73,11 @@ fn class_result() -> ClassResult {
         cpu: Some(Default::default()),
         memory: Some(Default::default()),
         population: Some(Default::default()),
-        tls: Some(Default::default()),
+        tls: Some(TlsFigures {
+            alpn: Some("http/1.1".into()),
+            server_verified: Some(true),
+            ..Default::default()
+        }),
         stall_band: Some(Default::default()),
         served_by: Some(Default::default()),
         http_status: Some(HttpStatus {
