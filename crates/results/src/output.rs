@@ -65,6 +65,7 @@ pub fn human(record: &RunRecord, layout: Layout) -> String {
         .is_some_and(|t| t.0.starts_with("http://"));
     for c in &record.classes {
         out.push_str(&http_line(c, foreign));
+        out.push_str(&sessions_line(c));
     }
     if let Some(a) = &record.agents {
         out.push_str(&agents_lines(a));
@@ -225,6 +226,16 @@ pub fn http_line(c: &ClassResult, foreign: bool) -> String {
         return String::new();
     }
     format!("http {}: {}\n", c.notation, clauses.join("; "))
+}
+
+/// A class's session setups (protocol tn3270), one line under the table:
+/// `tn3270 RR10(100B/800B): sessions 10: tn3270e 10; functions …`, with
+/// the failed ones by reason. Empty for other protocols.
+pub fn sessions_line(c: &ClassResult) -> String {
+    match &c.sessions {
+        Some(s) => format!("tn3270 {}: {}\n", c.notation, s.summary()),
+        None => String::new(),
+    }
 }
 
 /// What a run's TLS classes negotiated (`TLS 1.2 NAME (C02F)`), `clear
@@ -647,6 +658,19 @@ mod tests {
         );
         c.http_status = None;
         assert_eq!(http_line(&c, true), "", "not HTTP");
+        assert_eq!(sessions_line(&c), "");
+        let mut sessions = stackbench_record::Sessions {
+            attempted: 2,
+            ..Default::default()
+        };
+        sessions.negotiated.insert("tn3270".into(), 1);
+        sessions.failed.insert("closed".into(), 1);
+        c.sessions = Some(sessions);
+        assert!(
+            sessions_line(&c).ends_with(": sessions 2: tn3270 1; failed 1 (closed 1)\n"),
+            "{}",
+            sessions_line(&c)
+        );
     }
 
     #[test]

@@ -15,6 +15,26 @@ fn contradictions_with_tn3270_are_refused_in_one_line() {
     use crate::common::refused;
     let waitall = ["RR1(100B/800B)", "--protocol", "tn3270", "--waitall"];
     refused("run", &waitall, "drop waitall");
+    let lu_off = [
+        "RR1(100B/800B)",
+        "--protocol",
+        "tn3270",
+        "--tn3270e",
+        "off",
+        "--tn3270-lu",
+        "SBLU0001",
+    ];
+    refused("run", &lu_off, "tn3270e is off: drop tn3270_lu");
+    let lu_raw = ["RR1(100B/800B)", "--tn3270-lu", "SBLU0001"];
+    refused("run", &lu_raw, "protocol raw has no LU");
+    let bad_lu = [
+        "RR1(100B/800B)",
+        "--protocol",
+        "tn3270",
+        "--tn3270-lu",
+        "LU-1",
+    ];
+    refused("run", &bad_lu, "'LU-1' is not an LU name");
     let target = ["RR1(100B/800B)", "--target", "tn3270://127.0.0.1:9"];
     refused(
         "run",

@@ -32,6 +32,7 @@
 use std::time::Instant;
 
 use slab::Slab;
+use stackbench_model::settings::Tn3270Options;
 use stackbench_model::{CrrClose, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
@@ -45,6 +46,18 @@ use crate::transport::tls::Handshake;
 /// Wait before reconnecting after a connection error.
 const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
 
+/// Bytes of client `state`'s next request on the wire: the codec's
+/// request, after what the connection owes the server (a framed protocol's).
+#[inline]
+fn request_len<P: Codec>(codec: &P, state: &P::State) -> u64 {
+    let owed = if P::FRAMED {
+        codec.owed_bytes(state)
+    } else {
+        0
+    };
+    codec.request_bytes() + owed
+}
+
 /// What a worker needs to know about one class.
 #[derive(Debug, Clone, Copy)]
 pub struct ClassPlan {
@@ -55,6 +68,8 @@ pub struct ClassPlan {
     pub pace: Pace,
     /// Priority level of the class's sockets (see `sockopt`).
     pub priority: Option<u8>,
+    /// Protocol tn3270's options (the codec is built with them).
+    pub tn3270: Tn3270Options,
 }
 
 /// Where the machine reads the time: ns since the run's epoch.
@@ -216,6 +231,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                     request_bytes: c.app.request,
                     response_bytes: c.app.response,
                     crr_close: socket.crr_close,
+                    tn3270: c.tn3270,
                 })
             })
             .collect();
@@ -382,7 +398,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             acc.late += u64::from(lag > LATE_NS);
         }
         conn.phase = Phase::Sending;
-        conn.remaining = self.codecs[conn.class as usize].request_bytes();
+        conn.remaining = request_len(&self.codecs[conn.class as usize], &conn.app);
         conn.start_ns = now;
     }
 
@@ -479,6 +495,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn begin_setup(&mut self, key: usize) -> Next {
         let conn = &mut self.conns[key];
         conn.app = P::State::default();
+        self.accum[conn.class as usize].sessions.attempted += 1;
         let step = self.codecs[conn.class as usize].setup_open(&mut conn.app);
         self.setup_step(key, step)
     }
@@ -526,6 +543,10 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     /// — a CRR transaction timed from its connect (setup included), any
     /// other from now.
     fn setup_done(&mut self, key: usize) -> Next {
+        let conn = &self.conns[key];
+        if let Some(settled) = self.codecs[conn.class as usize].settled(&conn.app) {
+            self.accum[conn.class as usize].sessions.settled(&settled);
+        }
         self.conns[key].phase = Phase::Waiting;
         self.mark_connected(key);
         if self.conns[key].flags & RELEASED == 0 {
@@ -535,7 +556,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let conn = &mut self.conns[key];
         let class = conn.class as usize;
         conn.phase = Phase::Sending;
-        conn.remaining = self.codecs[class].request_bytes();
+        conn.remaining = request_len(&self.codecs[class], &conn.app);
         if self.classes[class].kind != Kind::Crr {
             conn.start_ns = now;
         }
@@ -563,6 +584,8 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         match self.codecs[class].setup_received(&mut conn.app, chunk) {
             Ok(step) => self.setup_step(key, step),
             Err(fault) => {
+                let reason = self.codecs[class].setup_failure(&conn.app);
+                self.accum[class].sessions.failed(reason);
                 self.fault(key, fault);
                 Next::Idle
             }
@@ -614,7 +637,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn corks_now(&self, key: usize) -> bool {
         let conn = &self.conns[key];
         self.corks_request(conn.class)
-            && conn.remaining == self.codecs[conn.class as usize].request_bytes()
+            && conn.remaining == request_len(&self.codecs[conn.class as usize], &conn.app)
     }
 
     /// Writes the next `out.len()` bytes of client `key`'s request into
@@ -623,7 +646,11 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn fill_request(&self, key: usize, out: &mut [u8]) {
         let conn = &self.conns[key];
         let codec = &self.codecs[conn.class as usize];
-        codec.fill_request(codec.request_bytes() - conn.remaining, out);
+        codec.fill_request(
+            &conn.app,
+            request_len(codec, &conn.app) - conn.remaining,
+            out,
+        );
     }
 
     /// Books `n` sent bytes of client `key`'s request (of `want` offered);
@@ -634,7 +661,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         // The request's first bytes are booked at its start, read by
         // `begin_request` just before this send: one clock read per
         // transaction fewer. Later chunks of a long request read the clock.
-        let request_bytes = codec.request_bytes();
+        let request_bytes = request_len(codec, &conn.app);
         let response_bytes = codec.response_bytes();
         let t = if conn.remaining == request_bytes {
             conn.start_ns
@@ -647,6 +674,9 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             self.accum[conn.class as usize].tx_bytes += n as u64;
         }
         if conn.remaining == 0 {
+            if P::FRAMED {
+                self.codecs[conn.class as usize].request_sent(&mut conn.app);
+            }
             conn.phase = Phase::Receiving;
             conn.remaining = response_bytes;
             return Sent::Done;
@@ -752,6 +782,11 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn fail(&mut self, key: usize, kind: std::io::ErrorKind) {
         use std::io::ErrorKind;
         let now = self.now_ns();
+        if P::SETUP && self.in_setup(key) {
+            // The connection ended before its logon did.
+            let class = self.conns[key].class as usize;
+            self.accum[class].sessions.failed("closed");
+        }
         let conn = &mut self.conns[key];
         let errors = &mut self.accum[conn.class as usize].errors;
         match kind {

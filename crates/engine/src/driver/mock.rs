@@ -373,6 +373,7 @@ mod tests {
             },
             pace,
             priority: None,
+            tn3270: Default::default(),
         }
     }
 
