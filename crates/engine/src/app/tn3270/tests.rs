@@ -140,6 +140,7 @@ fn a_terminal_that_refuses_tn3270e_logs_on_as_tn3270() {
         // the screen.
         assert_eq!(l.trips, 5, "split {split}");
         assert_eq!((l.bytes_in, l.bytes_out), (LOGON_BYTES_IN, LOGON_BYTES_OUT));
+        assert_eq!((LOGON_BYTES_IN, LOGON_BYTES_OUT), (36, 61));
         assert_eq!((l.ss.step, l.ss.modes), (Negotiation::Done, MODES_AGREED));
         let c = client(100, 800);
         let settled = c.settled(&l.cs).unwrap();
@@ -168,8 +169,13 @@ fn tn3270e_is_the_default_when_the_server_offers_it() {
         assert_eq!(l.ss.framing, Framing::Tn3270e);
         assert_eq!(l.ss.functions, settled.functions);
         // The logon screen asked for a definite response: the terminal's
-        // last setup bytes are a positive RESPONSE record (9 bytes).
-        assert!(l.bytes_in > 9, "{}", l.bytes_in);
+        // last setup bytes are a positive RESPONSE record (8 bytes). The
+        // figures docs/transports.md gives.
+        assert_eq!(
+            (l.bytes_in, l.bytes_out),
+            (LOGON_E_BYTES_IN, LOGON_E_BYTES_OUT)
+        );
+        assert_eq!((LOGON_E_BYTES_IN, LOGON_E_BYTES_OUT), (40, 134));
     }
 }
 
