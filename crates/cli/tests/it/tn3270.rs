@@ -42,3 +42,57 @@ fn contradictions_with_tn3270_are_refused_in_one_line() {
         "a tn3270:// target is a plain TN3270 server",
     );
 }
+
+/// `--tn3270e on` against a responder that refuses TN3270E, and an LU the
+/// responder does not define: an incomplete run (exit 3) whose line names
+/// what the server said, with the record's sessions counted by reason; the
+/// default against the same responder falls back to plain TN3270.
+#[test]
+fn a_refused_logon_is_an_incomplete_run_with_its_sessions_counted() {
+    use crate::common::{json_of, stackbench};
+    let run = |flags: &[&str]| {
+        stackbench()
+            .args(["run", "CRR2(100B/800B)", "--transactions", "6", "--json"])
+            .args(["--no-store", "--protocol", "tn3270"])
+            .args(flags)
+            .output()
+            .unwrap()
+    };
+    let cases: [(&[&str], &str, &str); 2] = [
+        (
+            &["--tn3270e", "on", "--responder-tn3270e", "refuse"],
+            "never agreed TN3270E, and tn3270e is on",
+            "tn3270e_refused",
+        ),
+        (
+            &["--tn3270-lu", "NOSUCHLU"],
+            "DEVICE-TYPE REJECT REASON INV-NAME (3)",
+            "rejected_inv_name",
+        ),
+    ];
+    for (flags, needle, reason) in cases {
+        let out = run(flags);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{flags:?}: {stderr}");
+        let record = json_of(&out);
+        let why = record["incomplete_reason"].as_str().unwrap();
+        assert!(why.contains(needle), "{why}");
+        assert!(!why.contains('\n'), "{why}");
+        let sessions = &record["classes"][0]["sessions"];
+        assert!(sessions["attempted"].as_u64().unwrap() >= 1, "{sessions}");
+        assert!(
+            sessions["failed"][reason].as_u64().unwrap() >= 1,
+            "{sessions}"
+        );
+        assert_eq!(sessions["negotiated"].as_object().unwrap().len(), 0);
+    }
+    let out = run(&["--responder-tn3270e", "refuse"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record = json_of(&out);
+    assert_eq!(record["classes"][0]["sessions"]["negotiated"]["tn3270"], 6);
+}
