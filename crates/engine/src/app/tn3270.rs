@@ -48,9 +48,11 @@
 //! option request once. What the terminal owes the server after a response
 //! (such an answer, or the definite response an answer's header asked for:
 //! ALWAYS-RESPONSE) goes ahead of its next request, in the same write;
-//! during the logon, at once.
+//! during the logon, at once (but a CRR logon screen's definite response
+//! goes with the request: see `Session::record_end`).
 
 mod client;
+pub mod screen;
 mod server;
 
 use stackbench_model::AppProtocol;
