@@ -68,6 +68,7 @@ pub mod tn3270;
 
 pub use rows::{row, with};
 
+use stackbench_model::settings::Tn3270Options;
 use stackbench_model::{AppProtocol, CrrClose, Kind, Transport};
 
 /// A message the protocol cannot accept, in one line naming what was wrong
@@ -107,8 +108,9 @@ pub enum Setup {
     Done,
 }
 
-/// What a class asks of its protocol: kind, notation sizes and whether the
-/// server closes each CRR connection, from which each codec builds itself.
+/// What a class asks of its protocol: kind, notation sizes, whether the
+/// server closes each CRR connection and the options of the protocols that
+/// take any (TN3270's), from which each codec builds itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClassShape {
     pub kind: Kind,
@@ -118,6 +120,17 @@ pub struct ClassShape {
     /// A plain server's target: the host its requests name, and the path
     /// its URL gave (`None`: stackbench's own responder).
     pub target: Option<&'static TargetHead>,
+    pub tn3270: Tn3270Options,
+}
+
+/// What a connection's setup settled, for the record's session counts
+/// (TN3270: the mode the session runs in, the TN3270E functions agreed as
+/// bits by function code, and the device type the server confirmed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled<'a> {
+    pub mode: &'static str,
+    pub functions: u8,
+    pub device_type: &'a str,
 }
 
 /// What a plain server's URL says about the requests: `Host`, and the path
@@ -179,9 +192,23 @@ pub trait Codec: Clone {
     fn request_bytes(&self) -> u64;
 
     /// Writes bytes `offset..offset + out.len()` of the request into `out`
-    /// (an unframed codec writes nothing: any bytes do).
+    /// (an unframed codec writes nothing: any bytes do); `state` says how
+    /// (TN3270: with or without the TN3270E header, after the bytes owed).
     #[inline]
-    fn fill_request(&self, _offset: u64, _out: &mut [u8]) {}
+    fn fill_request(&self, _state: &Self::State, _offset: u64, _out: &mut [u8]) {}
+
+    /// Bytes the connection owes the server, sent ahead of the next request
+    /// in the same write (TN3270: answers to a TIMING-MARK or an option
+    /// that arrived with a response, a definite response a record asked
+    /// for); 0 for most protocols, and never asked of an unframed one.
+    #[inline]
+    fn owed_bytes(&self, _state: &Self::State) -> u64 {
+        0
+    }
+
+    /// The request (and what was owed ahead of it) is all out.
+    #[inline]
+    fn request_sent(&self, _state: &mut Self::State) {}
 
     /// Bytes of the response expected once the request is out (a framed
     /// protocol: what it needs before it can tell more).
@@ -269,6 +296,19 @@ pub trait Codec: Clone {
     fn setup_seen(&self, _state: &Self::State) -> Option<String> {
         None
     }
+    /// Setup ended: what it settled, counted per class (`None`: nothing to
+    /// count, the default).
+    #[inline]
+    fn settled<'a>(&self, _state: &'a Self::State) -> Option<Settled<'a>> {
+        None
+    }
+
+    /// Setup failed with a fault: the reason it is counted under, a
+    /// snake_case key (the fault's line says more).
+    #[inline]
+    fn setup_failure(&self, _state: &Self::State) -> &'static str {
+        "fault"
+    }
 }
 
 /// The responder's half of an application protocol.
@@ -279,8 +319,9 @@ pub trait Handler: Clone {
     /// the responder's connection entry, which moves to a worker thread).
     type State: Default + Send;
 
-    /// The handler of a test whose requests and answers are of these sizes.
-    fn of(request_bytes: u64, response_bytes: u64) -> Self;
+    /// The handler of a test whose requests and answers are of these
+    /// sizes, with the options of the protocols that take any (TN3270's).
+    fn of(request_bytes: u64, response_bytes: u64, tn3270: &Tn3270Options) -> Self;
 
     /// Bytes of the next request expected (a framed protocol: what it needs
     /// before it can tell more).
@@ -380,7 +421,7 @@ impl Handler for Raw {
     type State = ();
 
     #[inline]
-    fn of(request: u64, response: u64) -> Raw {
+    fn of(request: u64, response: u64, _: &Tn3270Options) -> Raw {
         Raw { request, response }
     }
 

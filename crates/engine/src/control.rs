@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use stackbench_metrics::cpu::CpuSample;
 use stackbench_metrics::memory::MemorySample;
 use stackbench_metrics::threads::ThreadTimes;
+use stackbench_model::settings::Tn3270Options;
 use stackbench_model::{AppProtocol, IoMode, Kind, SocketOptions, TlsParams, Transport};
 
 pub use crate::test_stats::{ServerTestStats, SMC_REASONS};
@@ -38,6 +39,9 @@ use crate::transport::Endpoint;
 /// http1), which changes what the responder reads and writes. Version 5:
 /// `protocol` may be tn3270, whose data connections open with the
 /// responder's Telnet negotiation (a version-4 responder cannot read it).
+/// Version 6: a tn3270 test's responder offers TN3270E and speaks it with
+/// a terminal that agrees (a version-5 one refused it), or refuses it as
+/// `tn3270` says.
 /// (The `stopped` counters of which backend served a test's connections
 /// did not raise it: they change what is reported, not what is served, and
 /// an older responder's zeros read as "not counted".)
@@ -68,6 +72,11 @@ pub struct TestSpec {
     /// drivers: raw).
     #[serde(default)]
     pub protocol: AppProtocol,
+    /// Protocol tn3270's options: the responder takes what it does with
+    /// TN3270E (`responder`) and the screen of its BIND image (`model`)
+    /// (absent from older drivers: TN3270E offered, model 2).
+    #[serde(default)]
+    pub tn3270: Tn3270Options,
 }
 
 /// Driver → responder.
@@ -205,6 +214,7 @@ mod tests {
             spin: false,
             io: IoMode::Epoll,
             protocol: Default::default(),
+            tn3270: Default::default(),
         };
         let mut buf = Vec::new();
         let start = Request::Start {

@@ -47,6 +47,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         io: IoMode::Epoll,
         protocol: Default::default(),
         http_error_share_pct: 1.0,
+        tn3270: Default::default(),
         path: Default::default(),
         segment: Default::default(),
     }

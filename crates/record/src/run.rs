@@ -21,6 +21,7 @@ mod ktls;
 mod latency;
 mod schema;
 mod served;
+mod sessions;
 mod stall;
 mod tls;
 
@@ -30,6 +31,7 @@ pub use ktls::{KtlsCounters, KtlsFigures};
 pub use latency::LatencyUs;
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
 pub use served::{BackendConnections, ServedBy};
+pub use sessions::Sessions;
 pub use stall::StallBand;
 pub use tls::{HandshakeCpuUs, TlsFigures};
 
@@ -264,6 +266,12 @@ pub struct ClassResult {
     /// for other protocols and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<HttpStatus>,
+    /// Protocol tn3270: how the class's connections set up their sessions
+    /// (logons attempted, negotiated by mode, functions and device types
+    /// agreed, failed by reason), over the whole run; absent for other
+    /// protocols and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Sessions>,
 }
 
 /// How a class's clients pace their requests.
@@ -795,6 +803,7 @@ impl ClassResult {
             stall_band: None,
             served_by: None,
             http_status: None,
+            sessions: None,
         }
     }
 }

@@ -329,6 +329,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 stall_band: None,
                 served_by: None,
                 http_status: codes.map(|codes| HttpStatus { codes }),
+                sessions: None,
             }
         },
     )

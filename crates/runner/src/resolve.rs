@@ -23,6 +23,7 @@ use stackbench_model::settings::PlainTarget;
 use stackbench_model::settings::{
     AppProtocol, ClassPriorities, CpuList, GuestAccel, IoMode, IterationBounds, KernelSpec,
     Launcher, PidList, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
+    Tn3270Options,
 };
 use stackbench_model::units::format_cpu_list;
 use stackbench_model::{TlsParams, Transport, Workload};
@@ -103,6 +104,8 @@ pub struct Connections {
     /// `http_error_share`: percent of a class's responses that may be other
     /// than 2xx before the run is incomplete.
     pub http_error_share_pct: f64,
+    /// Protocol tn3270's options (TN3270E, model, LU, the responder's offer).
+    pub tn3270: Tn3270Options,
     /// The I/O backend asked for (`auto` is decided per run by the engine's
     /// rows, and the record stores the one measured).
     pub io: IoMode,
@@ -224,6 +227,7 @@ impl ResolvedRun {
             io: c.io,
             protocol: c.protocol,
             http_error_share_pct: c.http_error_share_pct,
+            tn3270: c.tn3270,
             pacing: self.pacing,
             path: PathFloor {
                 // Set by the guest's init from the kernel command line the host
@@ -353,6 +357,7 @@ pub fn resolve(
             transport: s.transport,
             protocol: s.protocol,
             http_error_share_pct: s.http_error_share.0,
+            tn3270: s.tn3270_options(),
             io: s.io,
             spin: s.spin,
             socket: s.socket_options(),

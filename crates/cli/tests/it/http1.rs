@@ -359,6 +359,8 @@ fn the_server_side_of_nginx_is_its_own_processes() {
         record["settings"]["server_pid"],
         serde_json::json!([pids[1]])
     );
+    drop(nginx);
+}
 
 /// Runs `openssl` with `args` in `dir`, which must succeed.
 fn openssl(dir: &Path, args: &[&str]) {

@@ -43,6 +43,7 @@
 use std::sync::Arc;
 
 use httparse::{Status, EMPTY_HEADER};
+use stackbench_model::settings::Tn3270Options;
 use stackbench_model::AppProtocol;
 
 use super::{grouped, ClassShape, Codec, Fault, Handler, Protocol};
@@ -604,7 +605,7 @@ impl Codec for Client {
     }
 
     #[inline]
-    fn fill_request(&self, offset: u64, out: &mut [u8]) {
+    fn fill_request(&self, _state: &Parse, offset: u64, out: &mut [u8]) {
         fill(&self.head, offset, out);
     }
 
@@ -694,7 +695,7 @@ impl Handler for Server {
     type State = ServerState;
 
     #[inline]
-    fn of(request_bytes: u64, response_bytes: u64) -> Server {
+    fn of(request_bytes: u64, response_bytes: u64, _: &Tn3270Options) -> Server {
         Server {
             request_bytes,
             response_bytes,

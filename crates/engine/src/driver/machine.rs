@@ -32,6 +32,7 @@
 use std::time::Instant;
 
 use slab::Slab;
+use stackbench_model::settings::Tn3270Options;
 use stackbench_model::{CrrClose, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
@@ -50,6 +51,17 @@ const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
 /// ([`Seen`]) from this long on: a server that has not answered in a
 /// second is not answering, where a shorter wait may be a short window.
 pub(super) const STILL_WAITING_NS: u64 = 1_000_000_000;
+/// Bytes of client `state`'s next request on the wire: the codec's
+/// request, after what the connection owes the server (a framed protocol's).
+#[inline]
+fn request_len<P: Codec>(codec: &P, state: &P::State) -> u64 {
+    let owed = if P::FRAMED {
+        codec.owed_bytes(state)
+    } else {
+        0
+    };
+    codec.request_bytes() + owed
+}
 
 /// What a worker needs to know about one class.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +75,8 @@ pub struct ClassPlan {
     pub priority: Option<u8>,
     /// A plain server's host and URL path, for the requests' heads.
     pub target: Option<&'static TargetHead>,
+    /// Protocol tn3270's options (the codec is built with them).
+    pub tn3270: Tn3270Options,
 }
 
 /// Where the machine reads the time: ns since the run's epoch.
@@ -225,6 +239,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                     response_bytes: c.app.response,
                     crr_close: socket.crr_close,
                     target: c.target,
+                    tn3270: c.tn3270,
                 })
             })
             .collect();
@@ -391,7 +406,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             acc.late += u64::from(lag > LATE_NS);
         }
         conn.phase = Phase::Sending;
-        conn.remaining = self.codecs[conn.class as usize].request_bytes();
+        conn.remaining = request_len(&self.codecs[conn.class as usize], &conn.app);
         conn.start_ns = now;
     }
 
@@ -494,6 +509,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             // now (seen at the window's end, `take_accum`).
             conn.start_ns = now;
         }
+        self.accum[conn.class as usize].sessions.attempted += 1;
         let step = self.codecs[conn.class as usize].setup_open(&mut conn.app);
         self.setup_step(key, step)
     }
@@ -541,6 +557,10 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     /// — a CRR transaction timed from its connect (setup included), any
     /// other from now.
     fn setup_done(&mut self, key: usize) -> Next {
+        let conn = &self.conns[key];
+        if let Some(settled) = self.codecs[conn.class as usize].settled(&conn.app) {
+            self.accum[conn.class as usize].sessions.settled(&settled);
+        }
         self.conns[key].phase = Phase::Waiting;
         self.mark_connected(key);
         if self.conns[key].flags & RELEASED == 0 {
@@ -550,7 +570,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let conn = &mut self.conns[key];
         let class = conn.class as usize;
         conn.phase = Phase::Sending;
-        conn.remaining = self.codecs[class].request_bytes();
+        conn.remaining = request_len(&self.codecs[class], &conn.app);
         if self.classes[class].kind != Kind::Crr {
             conn.start_ns = now;
         }
@@ -578,6 +598,8 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         match self.codecs[class].setup_received(&mut conn.app, chunk) {
             Ok(step) => self.setup_step(key, step),
             Err(fault) => {
+                let reason = self.codecs[class].setup_failure(&conn.app);
+                self.accum[class].sessions.failed(reason);
                 self.fault(key, fault);
                 Next::Idle
             }
@@ -629,7 +651,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn corks_now(&self, key: usize) -> bool {
         let conn = &self.conns[key];
         self.corks_request(conn.class)
-            && conn.remaining == self.codecs[conn.class as usize].request_bytes()
+            && conn.remaining == request_len(&self.codecs[conn.class as usize], &conn.app)
     }
 
     /// Writes the next `out.len()` bytes of client `key`'s request into
@@ -638,7 +660,11 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn fill_request(&self, key: usize, out: &mut [u8]) {
         let conn = &self.conns[key];
         let codec = &self.codecs[conn.class as usize];
-        codec.fill_request(codec.request_bytes() - conn.remaining, out);
+        codec.fill_request(
+            &conn.app,
+            request_len(codec, &conn.app) - conn.remaining,
+            out,
+        );
     }
 
     /// Books `n` sent bytes of client `key`'s request (of `want` offered);
@@ -649,7 +675,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         // The request's first bytes are booked at its start, read by
         // `begin_request` just before this send: one clock read per
         // transaction fewer. Later chunks of a long request read the clock.
-        let request_bytes = codec.request_bytes();
+        let request_bytes = request_len(codec, &conn.app);
         let response_bytes = codec.response_bytes();
         let t = if conn.remaining == request_bytes {
             conn.start_ns
@@ -662,6 +688,9 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             self.accum[conn.class as usize].tx_bytes += n as u64;
         }
         if conn.remaining == 0 {
+            if P::FRAMED {
+                self.codecs[conn.class as usize].request_sent(&mut conn.app);
+            }
             conn.phase = Phase::Receiving;
             conn.remaining = response_bytes;
             return Sent::Done;
@@ -849,6 +878,11 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             _ => self.seen_at(key, place),
         };
         let now = self.now_ns();
+        if P::SETUP && self.in_setup(key) {
+            // The connection ended before its logon did.
+            let class = self.conns[key].class as usize;
+            self.accum[class].sessions.failed("closed");
+        }
         let conn = &mut self.conns[key];
         let acc = &mut self.accum[conn.class as usize];
         acc.seen.add(cause, || example);

@@ -374,6 +374,7 @@ mod tests {
             pace,
             priority: None,
             target: None,
+            tn3270: Default::default(),
         }
     }
 

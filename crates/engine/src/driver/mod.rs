@@ -426,6 +426,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             spin: cfg.spin.responder(),
             io: cfg.io,
             protocol: cfg.protocol,
+            tn3270: cfg.tn3270,
         };
         let clients = cfg.clients_here(index);
         let spread = transport::spread(row, control.target().ip(), clients);
@@ -452,6 +453,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             target: control
                 .plain_parts()
                 .map(|t| app::TargetHead::intern(&t.address, t.path.as_deref())),
+            tn3270: cfg.tn3270,
         });
     }
     Ok(Started {
@@ -765,6 +767,7 @@ mod tests {
             http_error_share_pct: 1.0,
             path: PathFloor::default(),
             segment: Default::default(),
+            tn3270: Default::default(),
         };
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 0), vec![4, 5]);
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 1), vec![6]);

@@ -104,6 +104,7 @@ pub fn class_result(
             responder: None,
         }),
         http_status: acc.status.record(),
+        sessions: acc.sessions.record(&crate::app::tn3270::FUNCTIONS),
     }
 }
 
@@ -345,6 +346,7 @@ mod tests {
             pacing: PacingConfig::default(),
             path: Default::default(),
             segment: Default::default(),
+            tn3270: Default::default(),
         }
     }
 

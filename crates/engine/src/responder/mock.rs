@@ -380,6 +380,7 @@ mod tests {
             spin: false,
             io: IoMode::Epoll,
             protocol: AppProtocol::Raw,
+            tn3270: Default::default(),
         }
     }
 

@@ -36,6 +36,7 @@ fn assert_http_exact(cfg: &RunConfig, out: &RunOutcome, n: u64) {
             response_bytes: spec.response_bytes,
             crr_close: cfg.socket.crr_close,
             target: None,
+            tn3270: Default::default(),
         });
         assert_eq!(c.transactions, n, "{}", c.notation);
         assert_eq!(c.errors, 0, "{}: {:?}", c.notation, c.error_counts);
@@ -297,6 +298,7 @@ fn responder_answer(sent: &[u8]) -> (Vec<u8>, stackbench_engine::control::Server
         spin: false,
         io: IoMode::Epoll,
         protocol: AppProtocol::Http1,
+        tn3270: Default::default(),
     };
     let (id, endpoints) = control.start(spec, Transport::Tcp, 1, 1).unwrap();
     let Endpoint::Inet(addr) = endpoints[0] else {

@@ -41,6 +41,7 @@
 //! | `stall_band` | bands added | bands added (a stall in any run is counted) |
 //! | `served_by` | connections added, unknown when a part did not count | connections added, unknown when a run did not count |
 //! | `http_status` | each code's count summed | each code's mean count (a run without the code counts 0), rounded |
+//! | `sessions` | each count summed | each count summed (as errors) |
 //!
 //! An optional figure of repetitions is present only when every run has it.
 
@@ -49,7 +50,7 @@ mod mean;
 mod parts;
 mod population;
 
-use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, ServedBy};
+use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, ServedBy, Sessions};
 
 use crate::cpu::Work;
 use mean::Of;
@@ -200,6 +201,15 @@ pub fn combine(mut mode: Mode, classes: &[&ClassResult]) -> ClassResult {
             .reduce(|a, b| a.add(&b)),
         served_by: served_by(classes.iter().map(|c| c.served_by)),
         http_status: http_status(classes, rule(Sum, Mean)),
+        // Setups are counted like errors: summed either way.
+        sessions: classes.iter().filter_map(|c| c.sessions.as_ref()).fold(
+            None,
+            |acc: Option<Sessions>, s| {
+                let mut acc = acc.unwrap_or_default();
+                acc.add(s);
+                Some(acc)
+            },
+        ),
     }
 }
 

@@ -65,9 +65,10 @@ app_protocols! {
     /// HTTP/1.1: a GET (or, above what a request head carries, a POST with a
     /// Content-Length body) answered by `200 OK` with a Content-Length body.
     Http1 = "http1" plain("http://", "HTTP"),
-    /// TN3270 (RFC 1576): a Telnet negotiation when a connection opens, then
-    /// one inbound 3270 record (Enter) answered by one Erase/Write record,
-    /// each ending IAC EOR.
+    /// TN3270 (RFC 1576) or TN3270E (RFC 2355, the default when the server
+    /// offers it): a Telnet negotiation when a connection opens, then one
+    /// inbound 3270 record (Enter) answered by one Erase/Write record, each
+    /// ending IAC EOR (TN3270E: after a 5-byte header).
     Tn3270 = "tn3270" plain("tn3270://", "TN3270"),
 }
 

@@ -18,6 +18,7 @@ pub mod reference;
 mod socket;
 mod spin;
 mod tls;
+mod tn3270;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
@@ -33,6 +34,7 @@ pub use spin::Spin;
 pub use tls::{
     CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
 };
+pub use tn3270::{LuName, ResponderTn3270e, Tn3270Options, Tn3270e, LU_NAME_MAX, TN3270_MODELS};
 pub use value::{
     Bytes, Confidence, CpuList, IterationBounds, PidList, Secs, SettingValue, Text, PID_MAX,
 };
@@ -245,10 +247,18 @@ run_settings! {
     priority: Option<ClassPriorities> = None, json "priority";
     /// I/O backend of driver and responder: auto (uring for closed-loop RR with 2+ connections per driver thread, where it measured faster; else epoll), epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning). The record stores the backend used.
     io: IoMode = IoMode::Auto, json "io";
-    /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; a foreign server's statuses counted per code, its chunked bodies decoded; keep-alive for RR and STR, Connection: close per CRR transaction). or tn3270 (TN3270, RFC 1576: a Telnet negotiation when a connection opens, TN3270E refused; then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, IAC EOR included; a size below the smallest message is raised to it); the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1 and tn3270 run on epoll (io_uring refuses them).
+    /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; a foreign server's statuses counted per code, its chunked bodies decoded; keep-alive for RR and STR, Connection: close per CRR transaction). or tn3270 (TN3270, RFC 1576, or TN3270E, RFC 2355, as tn3270e says: a Telnet negotiation when a connection opens, then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, the 5-byte TN3270E header and IAC EOR included; a size below the smallest message is raised to it); the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1 and tn3270 run on epoll (io_uring refuses them).
     protocol: AppProtocol = AppProtocol::Raw, json "protocol";
     /// Protocol http1: largest share of a class's responses whose status is not 2xx (each an http_status error; the connection goes on) before the run is incomplete, e.g. 5%; 0%: any non-2xx.
     http_error_share: Pct = Pct(1.0), json "http_error_share_pct", range "0" ..= "100";
+    /// Protocol tn3270: TN3270E (RFC 2355, a 5-byte header on every record, device type, LU name and functions negotiated): auto (used when the server offers it, plain TN3270 when it refuses), on (a server that refuses it is a fault) or off (refused: WONT TN3270E).
+    tn3270e: Tn3270e = Tn3270e::Auto, json "tn3270e";
+    /// Protocol tn3270: the 3278 model the terminals are, 2 (24x80), 3 (32x80), 4 (43x80) or 5 (27x132): terminal type IBM-3278-M-E.
+    tn3270_model: u32 = 2, json "tn3270_model", range "2" ..= "5";
+    /// Protocol tn3270 with TN3270E: the LU name every terminal asks for (CONNECT), e.g. SBLU0001; stackbench's responder defines SBLU0000-SBLU9999 and rejects other names (INV-NAME) [default: none, the server assigns one].
+    tn3270_lu: Option<LuName> = None, json "tn3270_lu";
+    /// Protocol tn3270: what stackbench's responder does with TN3270E: offer (DO TN3270E first, as a z/OS TN3270 server) or refuse (plain TN3270 only: the terminals' fallback).
+    responder_tn3270e: ResponderTn3270e = ResponderTn3270e::Offer, json "responder_tn3270e";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
@@ -362,6 +372,16 @@ impl RunSettings {
         }
     }
 
+    /// Protocol tn3270's options these settings give.
+    pub fn tn3270_options(&self) -> Tn3270Options {
+        Tn3270Options {
+            tn3270e: self.tn3270e,
+            model: u8::try_from(self.tn3270_model).unwrap_or(2),
+            lu: self.tn3270_lu,
+            responder: self.responder_tn3270e,
+        }
+    }
+
     /// The inverse of [`Self::socket_options`]: takes over the options a
     /// transport actually applied (a `busy_poll` kept keeps its own spelling).
     pub fn set_socket_options(&mut self, o: &SocketOptions) {
@@ -424,6 +444,24 @@ impl RunSettings {
                     self.protocol.name()
                 ),
             });
+        }
+        if let Some(lu) = self.tn3270_lu {
+            let why = if self.protocol != AppProtocol::Tn3270 {
+                Some(format!("protocol {} has no LU", self.protocol.name()))
+            } else if self.tn3270e == Tn3270e::Off {
+                Some("an LU is asked for in TN3270E's CONNECT, and tn3270e is off".to_string())
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(SettingError {
+                    name: "tn3270_lu".into(),
+                    value: lu.to_string(),
+                    message: format!(
+                        "{why}: drop tn3270_lu, or use protocol tn3270 with tn3270e auto or on"
+                    ),
+                });
+            }
         }
         let policy_parts = [
             (

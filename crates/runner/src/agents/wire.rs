@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use stackbench_engine::{PacingConfig, Progress, RunConfig};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
-use stackbench_model::settings::{ClassPriorities, Spin};
+use stackbench_model::settings::{ClassPriorities, Spin, Tn3270Options};
 use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload};
 use stackbench_record::{ClassResult, CpuFigures};
 
@@ -42,7 +42,8 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// fields refused, durations in ns, and the build's commit in the hello.
 /// Protocol 3: the order carries `http_error_share_pct`, and a class's
 /// result its HTTP status counts (`http_status`, and `error_counts`'s
-/// `http_status`).
+/// `http_status`). Protocol 4: the order carries `tn3270` (TN3270E, model,
+/// LU, the responder's offer), and a class's result its `sessions`.
 pub const PROTOCOL: u32 = 4;
 
 /// Which stackbench a side is: its version number and the commit it was
@@ -198,6 +199,8 @@ pub struct RunOrder {
     pub protocol: AppProtocol,
     /// `http_error_share`, percent.
     pub http_error_share_pct: f64,
+    /// Protocol tn3270's options.
+    pub tn3270: Tn3270Options,
     pub path: PathFloor,
     /// The agent's segment of every class.
     pub segment: Segment,
@@ -227,6 +230,7 @@ impl RunOrder {
             io,
             protocol,
             http_error_share_pct,
+            tn3270,
             path,
             segment,
         } = cfg.clone();
@@ -247,6 +251,7 @@ impl RunOrder {
             io,
             protocol,
             http_error_share_pct,
+            tn3270,
             path,
             segment,
         }
@@ -271,6 +276,7 @@ impl RunOrder {
             io,
             protocol,
             http_error_share_pct,
+            tn3270,
             path,
             segment,
         } = self;
@@ -291,6 +297,7 @@ impl RunOrder {
             io,
             protocol,
             http_error_share_pct,
+            tn3270,
             path,
             segment,
         }
