@@ -89,6 +89,13 @@ fn render(args: RenderArgs) -> anyhow::Result<i32> {
         cluster.responders,
         dir.display()
     );
+    // The manifests name an image the cluster must be able to pull.
+    eprintln!(
+        "first build and push image {image} where the cluster pulls from: \
+         podman build -f deploy/Containerfile -t {image} DIR-WITH-THE-RELEASE-BINARY && \
+         podman push {image} (docs/cluster.md, \"Build the image\")",
+        image = args.image
+    );
     Ok(crate::exit::OK)
 }
 

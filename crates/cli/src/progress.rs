@@ -65,7 +65,12 @@ pub struct ProgressLine {
     text: ProgressText,
     /// Elapsed time of the next plain line (no terminal).
     next_line: Duration,
+    /// The wait for clients to connect was said (no terminal).
+    said_waiting: bool,
 }
+
+/// A wait longer than this is said on stderr as it happens.
+const SAY_WAITING_AFTER: Duration = Duration::from_secs(2);
 
 /// Interval of the plain progress lines written when stderr is not a terminal.
 const PLAIN_LINE_EVERY: Duration = Duration::from_secs(60);
@@ -83,13 +88,18 @@ impl ProgressLine {
             bar,
             text: ProgressText::new(cfg),
             next_line: PLAIN_LINE_EVERY,
+            said_waiting: false,
         }
     }
 
     pub fn update(&mut self, p: &Progress) {
-        if self.bar.is_none() && p.elapsed < self.next_line {
+        // A wait for clients past [`SAY_WAITING_AFTER`] is said at once,
+        // with how long it may last, not a minute later.
+        let say_waiting = p.connecting && p.elapsed >= SAY_WAITING_AFTER && !self.said_waiting;
+        if self.bar.is_none() && p.elapsed < self.next_line && !say_waiting {
             return;
         }
+        self.said_waiting |= say_waiting;
         let msg = self.text.line(p);
         match &self.bar {
             Some(bar) => {

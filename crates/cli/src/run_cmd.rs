@@ -159,7 +159,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         print!("{}", summary(&workloads, &plans, &records));
     }
     let complete = records.len() == plans.len() && records.iter().all(|r| r.complete);
+    say_labs_left_up(records.iter());
     Ok(if complete { OK } else { INCOMPLETE })
+}
+
+/// The last line after runs across labs: a lab run leaves the lab's
+/// namespaces up for the next step (by design: building them again per
+/// run would cost each step), so say which lab is up and what takes it down.
+pub fn say_labs_left_up<'a>(records: impl Iterator<Item = &'a RunRecord>) {
+    let mut labs: Vec<(&str, &str)> = Vec::new();
+    for lab in records.filter_map(|r| r.lab.as_ref()) {
+        if !labs.iter().any(|(name, _)| *name == lab.name) {
+            labs.push((&lab.name, &lab.file));
+        }
+    }
+    for (name, file) in labs {
+        eprintln!(
+            "stackbench: lab {name} is still up (its namespaces stay for the next run); take \
+             it down with: stackbench lab down {file}"
+        );
+    }
 }
 
 /// The runner's error as the binary reports it: bad input is a usage error;

@@ -17,7 +17,7 @@ use stackbench_engine::responder::ResponderLimits;
 use stackbench_engine::token::Token;
 use stackbench_engine::transport::Endpoint;
 use stackbench_engine::{ControlClient, Responder, ResponderConfig};
-use stackbench_model::settings::{AppProtocol, SettingValue};
+use stackbench_model::settings::{AppProtocol, ResponderTn3270e, SettingValue, Tn3270Options};
 use stackbench_model::{IoMode, SocketOptions, Transport, Workload};
 
 use stackbench_runner::spawn::LISTENING_PREFIX;
@@ -100,6 +100,10 @@ pub struct ServeArgs {
     /// --hold: the test's application protocol, as `run --protocol` takes it.
     #[arg(long, requires = "hold", default_value = "raw")]
     protocol: String,
+    /// --hold, protocol tn3270: offer TN3270E (as a z/OS TN3270 server) or
+    /// refuse it (plain TN3270 only), as `run --responder-tn3270e` takes it.
+    #[arg(long, requires = "hold", default_value = "offer", value_name = "OFFER")]
+    responder_tn3270e: String,
     /// --hold: TCP_NODELAY on the responder's sockets of the test (as nginx
     /// sets it on keep-alive connections).
     #[arg(long, requires = "hold")]
@@ -234,6 +238,12 @@ fn hold(target: &str, test: &str, args: &ServeArgs) -> anyhow::Result<i32> {
     };
     let protocol = AppProtocol::parse(&args.protocol)
         .or_else(|e| usage(format!("--protocol '{}': {e}", args.protocol)))?;
+    let responder = ResponderTn3270e::parse(&args.responder_tn3270e).or_else(|e| {
+        usage(format!(
+            "--responder-tn3270e '{}': {e}",
+            args.responder_tn3270e
+        ))
+    })?;
     if args.hold_limit == 0 {
         return usage("--hold-limit 0: give at least 1 second");
     }
@@ -259,6 +269,10 @@ fn hold(target: &str, test: &str, args: &ServeArgs) -> anyhow::Result<i32> {
         spin: false,
         io: IoMode::Epoll,
         protocol,
+        tn3270: Tn3270Options {
+            responder,
+            ..Tn3270Options::default()
+        },
     };
     let (test_id, endpoints) = control
         .start(spec, Transport::Tcp, class.clients, 1)

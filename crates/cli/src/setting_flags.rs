@@ -16,7 +16,7 @@ use std::ffi::OsStr;
 use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches, ValueHint};
-use stackbench_model::settings::{RunSettings, SettingDef, SettingError, SETTINGS};
+use stackbench_model::settings::{PlainTarget, RunSettings, SettingDef, SettingError, SETTINGS};
 
 /// The settings given on the command line, as text, in table order.
 #[derive(Debug, Clone, Default)]
@@ -32,7 +32,30 @@ impl SettingFlags {
                 .set(def.name, text)
                 .map_err(|e| flag_error(def, &e))?;
         }
-        Ok(())
+        self.check_https_over_tcp(settings)
+    }
+
+    /// `https://` implies transport tls, so the table's default tcp is read
+    /// as tls; a `--transport tcp` given with it asks for clear text to a
+    /// TLS server, refused here, where a flag is told from the default.
+    fn check_https_over_tcp(&self, settings: &RunSettings) -> Result<(), String> {
+        let tcp_given = self
+            .given
+            .iter()
+            .any(|(d, t)| d.name == "transport" && t.trim() == "tcp");
+        let https = settings
+            .target
+            .as_ref()
+            .and_then(|t| PlainTarget::parse(&t.0))
+            .filter(|t| t.tls);
+        match https {
+            Some(t) if tcp_given => Err(format!(
+                "--transport tcp: {}{} is HTTP over TLS, not clear text: drop --transport \
+                 (https:// implies tls), or give http://{} for clear text",
+                t.scheme, t.address, t.rest
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -55,7 +78,7 @@ fn help_of(def: &SettingDef) -> String {
 /// Settings whose value names a file (or, for `kernel`, may): shells complete
 /// file names for them. Every other open setting is a number, duration, list
 /// or address, for which a file name is no candidate.
-const PATH_SETTINGS: &[&str] = &["lab", "cert", "key", "kernel"];
+const PATH_SETTINGS: &[&str] = &["lab", "cert", "key", "ca", "kernel"];
 
 /// What a shell completes for a setting's value: a closed one its allowed
 /// values (no hint needed: with `Other`, bash would not end a completed value
@@ -225,6 +248,9 @@ mod tests {
         ("link_ipsec", "aes-gcm-256"),
         ("link_ipsec_mode", "beet"),
         ("target", " "),
+        ("server_pid", "nginx"),
+        ("server_pid", "0"),
+        ("server_pid", "12,-3"),
         ("ipv6", "yes"),
         ("spin", "1"),
         ("spin", "client"),
@@ -243,10 +269,21 @@ mod tests {
         ("cert_type", "rsa1024"),
         ("cert", " "),
         ("key", " "),
+        ("ca", " "),
+        ("insecure", "maybe"),
         ("resume_ratio", "1.5"),
         ("rekey", "65GB"),
         ("http_error_share", "101%"),
         ("http_error_share", "half"),
+        ("tn3270e", "yes"),
+        ("tn3270e", "TN3270E"),
+        ("tn3270_model", "1"),
+        ("tn3270_model", "6"),
+        ("tn3270_model", "2E"),
+        ("tn3270_lu", "TOOLONGNAME"),
+        ("tn3270_lu", "1LU"),
+        ("tn3270_lu", "LU-1"),
+        ("responder_tn3270e", "on"),
         ("tls_mode", "hardware"),
         ("priority", "7"),
         ("priority", "6,high"),

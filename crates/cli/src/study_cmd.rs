@@ -193,7 +193,9 @@ pub fn run(args: StudyArgs, runner: &mut Runner) -> anyhow::Result<i32> {
             store.path().display()
         );
     }
-    finish(&study, outcome)
+    let code = finish(&study, outcome);
+    crate::run_cmd::say_labs_left_up(ran.iter().map(|r| &r.record));
+    code
 }
 
 /// The exit status of a walked study, with the next step suggested.

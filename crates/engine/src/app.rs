@@ -68,6 +68,7 @@ pub mod tn3270;
 
 pub use rows::{row, with};
 
+use stackbench_model::settings::Tn3270Options;
 use stackbench_model::{AppProtocol, CrrClose, Kind, Transport};
 
 /// A message the protocol cannot accept, in one line naming what was wrong
@@ -79,6 +80,19 @@ impl std::fmt::Display for Fault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// `53211` as `53,211`: counts in faults' and causes' lines.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What one side does next while its connection is being set up.
@@ -94,14 +108,62 @@ pub enum Setup {
     Done,
 }
 
-/// What a class asks of its protocol: kind, notation sizes and whether the
-/// server closes each CRR connection, from which each codec builds itself.
+/// What a class asks of its protocol: kind, notation sizes, whether the
+/// server closes each CRR connection and the options of the protocols that
+/// take any (TN3270's), from which each codec builds itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClassShape {
     pub kind: Kind,
     pub request_bytes: u64,
     pub response_bytes: u64,
     pub crr_close: CrrClose,
+    /// A plain server's target: the host its requests name, and the path
+    /// its URL gave (`None`: stackbench's own responder).
+    pub target: Option<&'static TargetHead>,
+    pub tn3270: Tn3270Options,
+}
+
+/// What a connection's setup settled, for the record's session counts
+/// (TN3270: the mode the session runs in, the TN3270E functions agreed as
+/// bits by function code, and the device type the server confirmed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled<'a> {
+    pub mode: &'static str,
+    pub functions: u8,
+    pub device_type: &'a str,
+}
+
+/// What a plain server's URL says about the requests: `Host`, and the path
+/// every request names (`None`: the notation's own, `/N`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct TargetHead {
+    pub host: String,
+    pub path: Option<String>,
+}
+
+impl TargetHead {
+    /// The one copy of `(host, path)` in this process: interned so that
+    /// class plans stay `Copy` and a worker's codecs borrow nothing; one
+    /// entry per distinct target a process drives (a study's few), never
+    /// per run or per transaction.
+    pub fn intern(host: &str, path: Option<&str>) -> &'static TargetHead {
+        use std::sync::{Mutex, OnceLock};
+        static HEADS: OnceLock<Mutex<Vec<&'static TargetHead>>> = OnceLock::new();
+        let mut heads = HEADS
+            .get_or_init(|| Mutex::new(Vec::new()))
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let wanted = TargetHead {
+            host: host.to_string(),
+            path: path.map(str::to_string),
+        };
+        if let Some(h) = heads.iter().find(|h| ***h == wanted) {
+            return h;
+        }
+        let head: &'static TargetHead = Box::leak(Box::new(wanted));
+        heads.push(head);
+        head
+    }
 }
 
 impl ClassShape {
@@ -130,9 +192,23 @@ pub trait Codec: Clone {
     fn request_bytes(&self) -> u64;
 
     /// Writes bytes `offset..offset + out.len()` of the request into `out`
-    /// (an unframed codec writes nothing: any bytes do).
+    /// (an unframed codec writes nothing: any bytes do); `state` says how
+    /// (TN3270: with or without the TN3270E header, after the bytes owed).
     #[inline]
-    fn fill_request(&self, _offset: u64, _out: &mut [u8]) {}
+    fn fill_request(&self, _state: &Self::State, _offset: u64, _out: &mut [u8]) {}
+
+    /// Bytes the connection owes the server, sent ahead of the next request
+    /// in the same write (TN3270: answers to a TIMING-MARK or an option
+    /// that arrived with a response, a definite response a record asked
+    /// for); 0 for most protocols, and never asked of an unframed one.
+    #[inline]
+    fn owed_bytes(&self, _state: &Self::State) -> u64 {
+        0
+    }
+
+    /// The request (and what was owed ahead of it) is all out.
+    #[inline]
+    fn request_sent(&self, _state: &mut Self::State) {}
 
     /// Bytes of the response expected once the request is out (a framed
     /// protocol: what it needs before it can tell more).
@@ -160,6 +236,21 @@ pub trait Codec: Clone {
     #[inline]
     fn status(&self, _state: &Self::State) -> u16 {
         0
+    }
+
+    /// What answers a request, in the lines that explain an incomplete
+    /// run ("response"; TN3270's "screen").
+    const RESPONSE_NAME: &'static str = "response";
+
+    /// What arrived of the response in progress, `remaining` still due,
+    /// for the line that explains a connection the server ended, or a
+    /// window that closed, mid-response: `None` before any byte of it,
+    /// else what arrived ("100 of 4,000 bytes"). Asked on errors and at
+    /// the window's end, never per transaction.
+    fn response_seen(&self, _state: &Self::State, remaining: u64) -> Option<String> {
+        let total = self.response_bytes();
+        let got = total.saturating_sub(remaining);
+        (got > 0).then(|| format!("{} of {} bytes", grouped(got), grouped(total)))
     }
 
     /// Whether the server said it closes the connection after the response
@@ -196,6 +287,28 @@ pub trait Codec: Clone {
     /// Writes bytes `offset..offset + out.len()` of the setup bytes to send.
     #[inline]
     fn fill_setup(&self, _state: &Self::State, _offset: u64, _out: &mut [u8]) {}
+
+    /// What the setup is called, in the lines that explain an incomplete run.
+    const SETUP_NAME: &'static str = "connection setup";
+
+    /// What the server sent of the setup so far (as [`Codec::response_seen`]):
+    /// `None` before any byte of it.
+    fn setup_seen(&self, _state: &Self::State) -> Option<String> {
+        None
+    }
+    /// Setup ended: what it settled, counted per class (`None`: nothing to
+    /// count, the default).
+    #[inline]
+    fn settled<'a>(&self, _state: &'a Self::State) -> Option<Settled<'a>> {
+        None
+    }
+
+    /// Setup failed with a fault: the reason it is counted under, a
+    /// snake_case key (the fault's line says more).
+    #[inline]
+    fn setup_failure(&self, _state: &Self::State) -> &'static str {
+        "fault"
+    }
 }
 
 /// The responder's half of an application protocol.
@@ -206,8 +319,9 @@ pub trait Handler: Clone {
     /// the responder's connection entry, which moves to a worker thread).
     type State: Default + Send;
 
-    /// The handler of a test whose requests and answers are of these sizes.
-    fn of(request_bytes: u64, response_bytes: u64) -> Self;
+    /// The handler of a test whose requests and answers are of these
+    /// sizes, with the options of the protocols that take any (TN3270's).
+    fn of(request_bytes: u64, response_bytes: u64, tn3270: &Tn3270Options) -> Self;
 
     /// Bytes of the next request expected (a framed protocol: what it needs
     /// before it can tell more).
@@ -307,7 +421,7 @@ impl Handler for Raw {
     type State = ();
 
     #[inline]
-    fn of(request: u64, response: u64) -> Raw {
+    fn of(request: u64, response: u64, _: &Tn3270Options) -> Raw {
         Raw { request, response }
     }
 
@@ -364,6 +478,10 @@ pub struct Row {
     /// Its connections open with a setup dialogue (either half's `SETUP`).
     pub setup: bool,
     pub transports: &'static [Transport],
+    /// What the driver's half calls an answer and its setup, in the lines
+    /// that explain an incomplete run (`Codec::RESPONSE_NAME`, `SETUP_NAME`).
+    pub response_name: &'static str,
+    pub setup_name: &'static str,
 }
 
 impl Row {
@@ -374,6 +492,8 @@ impl Row {
             framed: P::Client::FRAMED || P::Server::FRAMED,
             setup: P::Client::SETUP || P::Server::SETUP,
             transports: P::TRANSPORTS,
+            response_name: P::Client::RESPONSE_NAME,
+            setup_name: P::Client::SETUP_NAME,
         }
     }
 

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use stackbench_metrics::cpu::CpuSample;
 use stackbench_metrics::memory::MemorySample;
 use stackbench_metrics::threads::ThreadTimes;
+use stackbench_model::settings::Tn3270Options;
 use stackbench_model::{AppProtocol, IoMode, Kind, SocketOptions, TlsParams, Transport};
 
 pub use crate::test_stats::{ServerTestStats, SMC_REASONS};
@@ -41,8 +42,10 @@ use crate::transport::Endpoint;
 /// responder's Telnet negotiation (a version-4 responder cannot read it).
 /// (The `stopped` counters of which backend served a test's connections
 /// did not raise it: they change what is reported, not what is served, and
-/// an older responder's zeros read as "not counted".) Version 6: every
-/// connection opens with the run token's handshake ([`crate::token`],
+/// an older responder's zeros read as "not counted".) Version 6: a tn3270
+/// test's responder offers TN3270E and speaks it with a terminal that
+/// agrees (a version-5 one refused it), or refuses it as `tn3270` says;
+/// every connection opens with the run token's handshake ([`crate::token`],
 /// channel `control`) before the hello, and the hello and sample replies
 /// carry the responder's count of refused control connections
 /// (`refused_peers`).
@@ -73,6 +76,11 @@ pub struct TestSpec {
     /// drivers: raw).
     #[serde(default)]
     pub protocol: AppProtocol,
+    /// Protocol tn3270's options: the responder takes what it does with
+    /// TN3270E (`responder`) and the screen of its BIND image (`model`)
+    /// (absent from older drivers: TN3270E offered, model 2).
+    #[serde(default)]
+    pub tn3270: Tn3270Options,
 }
 
 /// Driver → responder.
@@ -92,9 +100,10 @@ pub enum Request {
         /// Listener ports wanted (TCP, MPTCP): the driver spreads its
         /// connections over them when one port's 4-tuples would run out.
         ports: u32,
-        /// Transport `tls`: version, cipher, groups and certificate.
+        /// Transport `tls`: version, cipher, groups and certificate (boxed:
+        /// the message's largest part, rarely present; the wire is the same).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        tls: Option<TlsParams>,
+        tls: Option<Box<TlsParams>>,
         /// `class_workers`: serve this test on this many worker threads of
         /// its own, started for it, and report their CPU time in every
         /// sample (0: the shared pool; an older responder ignores it and
@@ -217,6 +226,7 @@ mod tests {
             spin: false,
             io: IoMode::Epoll,
             protocol: Default::default(),
+            tn3270: Default::default(),
         };
         let mut buf = Vec::new();
         let start = Request::Start {

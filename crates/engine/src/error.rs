@@ -16,11 +16,19 @@ pub enum EngineError {
     Control(#[source] io::Error),
     #[error("the responder refused: {0}")]
     Refused(String),
+    /// The target answered the control hello as no responder would
+    /// (one line: what it did, and the target to give it instead).
+    #[error("{0}")]
+    NotResponder(String),
     #[error("the responder closed the control connection")]
     ResponderGone,
     /// The transport cannot be used here (one line with the fix).
     #[error("{0}")]
     Transport(String),
+    /// A plain server's target cannot be used as given (one line naming
+    /// the target, what was seen, and the fix).
+    #[error("{0}")]
+    Target(String),
     /// Not enough file descriptors for the connections (one line with the fix).
     #[error("{0}")]
     Limit(String),

@@ -49,6 +49,10 @@ const MIN_FILE_BYTES: usize = 16;
 const MAX_LINE_BYTES: u64 = 4096;
 /// The label inside every MAC, naming this handshake's version.
 const LABEL: &str = "stackbench-token-1";
+/// How the listening side's refusal of a peer of another channel begins
+/// (the channel's name and " port" follow): the peer knows by it that it
+/// reached another kind of listener, not one with another token.
+pub const OTHER_CHANNEL: &str = "opened another channel's connection on the ";
 
 /// A run's shared secret. Its `Debug` does not show it.
 #[derive(Clone, PartialEq, Eq)]
@@ -243,7 +247,7 @@ pub fn admit(
     };
     if theirs != channel {
         // The peer's words are not echoed: they reach the operator's terminal.
-        let reason = format!("opened another channel's connection on the {channel} port");
+        let reason = format!("{OTHER_CHANNEL}{channel} port");
         write_line(
             out,
             &Auth::Refused {
@@ -314,6 +318,8 @@ pub enum Refusal {
     /// The server answered in its channel's own words, not the handshake's
     /// (an older stackbench): the line, for the caller to read.
     Foreign(String),
+    /// The server closed the connection before answering.
+    Closed,
     Io(io::Error),
 }
 
@@ -347,10 +353,26 @@ pub fn prove(
         }
     }
     write_line(out, &start)?;
+    // A handshake line is JSON: a peer whose first byte is anything else
+    // is not stackbench (a web server's status line, Telnet negotiation
+    // that never ends a line), and is returned as it began.
+    match input.fill_buf()? {
+        [] => return Err(Refusal::Closed),
+        [b'{', ..] => {}
+        bytes => {
+            let end = bytes
+                .iter()
+                .position(|&b| b == b'\n')
+                .unwrap_or(bytes.len());
+            return Err(Refusal::Foreign(
+                String::from_utf8_lossy(&bytes[..end])
+                    .trim_end()
+                    .to_string(),
+            ));
+        }
+    }
     let Some(answer) = read_line(input)? else {
-        return Err(Refusal::Refused(
-            "closed the connection during the token handshake".into(),
-        ));
+        return Err(Refusal::Closed);
     };
     match parse(&answer) {
         Some(Auth::Open) if require && token.is_some() => Err(Refusal::Refused(

@@ -49,6 +49,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         io: IoMode::Epoll,
         protocol: Default::default(),
         http_error_share_pct: 1.0,
+        tn3270: Default::default(),
         path: Default::default(),
         segment: Default::default(),
     }
@@ -499,5 +500,9 @@ mod hercules;
 mod s3270;
 
 // The run token on the control channel, and the responder's bounds.
+/// A real broker's processes found by its listening socket and sampled as
+/// a plain server's side (the broker tier).
+#[path = "engine/broker.rs"]
+mod broker;
 #[path = "engine/token.rs"]
 mod token;

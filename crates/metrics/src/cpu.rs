@@ -29,9 +29,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use stackbench_model::size::MIB;
 
-use crate::procfs::{self, CpuTimes, ProcError};
+use crate::procfs::{self, CpuTimes, DiskBytes, ProcError};
 use stackbench_record::{
-    CpuAttribution, CpuBreakdown, CpuMethod, ProcessCpu, ProcessCpuMethod, SideCpu,
+    CpuAttribution, CpuBreakdown, CpuMethod, DiskIo, ProcessCpu, ProcessCpuMethod, SideCpu,
 };
 
 /// Which processes make up a side, for the process view.
@@ -71,6 +71,10 @@ pub struct CpuSample {
     pub cpus: BTreeMap<usize, CpuTimes>,
     /// The side's processes, when sampled.
     pub process: Option<ProcessTimes>,
+    /// Storage bytes of the side's processes, when sampled (a plain
+    /// server's: [`CpuSample::with_disk`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskBytes>,
 }
 
 mod cpu_map_as_pairs {
@@ -120,7 +124,25 @@ impl CpuSample {
             ticks_per_s,
             cpus: procfs::read_proc_stat()?,
             process,
+            disk: None,
         })
+    }
+
+    /// This sample with the storage bytes of `pids` summed (`/proc/PID/io`);
+    /// unchanged when one cannot be read (no ptrace access to it).
+    pub fn with_disk(self, pids: &[u32]) -> CpuSample {
+        let mut sum = DiskBytes::default();
+        for &pid in pids {
+            let Ok(io) = procfs::read_pid_io(pid) else {
+                return self;
+            };
+            sum.read_bytes += io.read_bytes;
+            sum.write_bytes += io.write_bytes;
+        }
+        CpuSample {
+            disk: Some(sum),
+            ..self
+        }
     }
 }
 
@@ -283,6 +305,19 @@ pub fn side_cpu(
         process_cpu_us_per_tran: process
             .and_then(|p| cpu_us_per_tran(p.cpu_seconds, work.transactions)),
         attribution: CpuAttribution::Class,
+        disk: disk_delta(start.disk, end.disk, work.transactions),
+    })
+}
+
+/// Storage bytes between two samples; `None` unless both have them. A
+/// process that exited takes its counts with it: saturating, as for CPU.
+fn disk_delta(start: Option<DiskBytes>, end: Option<DiskBytes>, trans: u64) -> Option<DiskIo> {
+    let (a, b) = (start?, end?);
+    let write_bytes = b.write_bytes.saturating_sub(a.write_bytes);
+    Some(DiskIo {
+        read_bytes: b.read_bytes.saturating_sub(a.read_bytes),
+        write_bytes,
+        write_bytes_per_tran: (trans > 0).then(|| write_bytes as f64 / trans as f64),
     })
 }
 
@@ -401,6 +436,10 @@ mod tests {
                 user_us: 1_000_000,
                 system_us: 0,
             }),
+            disk: Some(DiskBytes {
+                read_bytes: 4096,
+                write_bytes: 1000,
+            }),
         };
         let mut end = start.clone();
         end.monotonic_ns += 10_000_000_000;
@@ -413,6 +452,10 @@ mod tests {
             method: ProcessCpuMethod::PidStat,
             user_us: 5_000_000,
             system_us: 2_000_000,
+        });
+        end.disk = Some(DiskBytes {
+            read_bytes: 4096,
+            write_bytes: 1000 + 2_000_000,
         });
         (start, end)
     }
@@ -439,6 +482,14 @@ mod tests {
         let process = side.process.unwrap();
         assert_eq!(process.cpu_seconds, 6.0);
         assert_eq!(side.process_cpu_us_per_tran, Some(6.0));
+        // 2 MB written over 1,000,000 transactions, nothing read.
+        let disk = side.disk.unwrap();
+        assert_eq!((disk.read_bytes, disk.write_bytes), (0, 2_000_000));
+        assert_eq!(disk.write_bytes_per_tran, Some(2.0));
+        // A side sampled without storage bytes has none.
+        let (mut a, b) = seed_samples();
+        a.disk = None;
+        assert_eq!(side_cpu(&a, &b, &[0], Work::default()).unwrap().disk, None);
     }
 
     #[test]

@@ -17,9 +17,12 @@ mod served;
 mod stall;
 
 pub use class::class_warnings;
-pub use ktls::check_ktls;
+pub use ktls::{check_ktls, check_tls_unverified};
 pub use served::check_io_served;
-pub use stall::{check_delayed_ack_stall, stall_band, PathFloor, STALL_SHARE_PCT};
+pub use stall::{
+    check_delayed_ack_stall, check_stall_with, stall_band, PathFloor, LOOPBACK_MSS_BYTES,
+    STALL_SHARE_PCT,
+};
 
 pub use population::{check_driver_behind, check_little_law};
 
@@ -165,6 +168,9 @@ pub enum Warning {
     /// `tls_mode ktls`, yet the kernel did not visibly carry the records:
     /// one clause per failed check ([`check_ktls`]).
     KtlsNotCarried { why: Vec<String> },
+    /// An https:// target's certificate was not verified (`--insecure`):
+    /// the figures are of a server no one checked ([`check_tls_unverified`]).
+    TlsUnverified { server: String },
     /// At least [`STALL_SHARE_PCT`] of a class's transactions took 35–250 ms
     /// longer than the path explains ([`check_delayed_ack_stall`]).
     DelayedAckStall {
@@ -174,6 +180,11 @@ pub enum Warning {
         low_ms: f64,
         high_ms: f64,
         p50_us: f64,
+        /// The cause the settings point to: a socket buffer set below
+        /// loopback's 64 kB MSS (`--sndbuf`/`--rcvbuf`, its flag and
+        /// bytes), where the kernel's segments wait for the delayed ACK
+        /// whatever Nagle does; `None`: Nagle.
+        small_buffer: Option<(&'static str, u32)>,
     },
     /// A run over agents placed more agent (or responder) processes than
     /// their side has CPUs, and its latency has a tail far above its median:
@@ -216,6 +227,7 @@ impl Warning {
             Warning::DriverBehind { .. } => "driver_behind",
             Warning::LabChanged { .. } => "lab_changed",
             Warning::KtlsNotCarried { .. } => "ktls_not_carried",
+            Warning::TlsUnverified { .. } => "tls_unverified",
             Warning::IpsecIdle { .. } => "ipsec_idle",
             Warning::VirtualHostIdle { .. } => "virtual_host_idle",
             Warning::DelayedAckStall { .. } => "delayed_ack_stall",
@@ -351,6 +363,11 @@ impl fmt::Display for Warning {
                  CONFIG_TLS and the run's errors, and run again",
                 why.join("; ")
             ),
+            Warning::TlsUnverified { server } => write!(
+                f,
+                "--insecure: {server}'s certificate was not verified, so these figures may be \
+                 of another server than the one named; give --ca with the CA that signed it"
+            ),
             Warning::IoFallback { reason } => {
                 write!(f, "{reason}; the stored settings say io epoll")
             }
@@ -367,6 +384,23 @@ impl fmt::Display for Warning {
                 low_ms,
                 high_ms,
                 p50_us,
+                small_buffer: Some((flag, bytes)),
+            } => write!(
+                f,
+                "delayed-ACK stall: {share_pct:.1}% of transactions ({transactions}) took \
+                 {low_ms:.0}-{high_ms:.0} ms, which the path does not explain (p50 {p50_us:.0} \
+                 µs): the likely cause is {flag} {bytes} B, below loopback's 64 kB MSS: a \
+                 segment waits for the peer's delayed ACK (40 ms) to free the buffer, with \
+                 or without --nodelay; raise {flag} to at least 64kB or leave it to the \
+                 kernel; the rate and latency figures include the stalls"
+            ),
+            Warning::DelayedAckStall {
+                share_pct,
+                transactions,
+                low_ms,
+                high_ms,
+                p50_us,
+                small_buffer: None,
             } => write!(
                 f,
                 "delayed-ACK stall: {share_pct:.1}% of transactions ({transactions}) took \

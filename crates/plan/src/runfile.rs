@@ -71,6 +71,8 @@ pub struct RunClass {
     /// kernel socket figures were the host's sockstat change, which the
     /// migration moved to `host_sock_mem_*`.
     stored_schema: u64,
+    /// The run's warnings that concern this class ("[code] message").
+    recorded: Vec<String>,
 }
 
 /// Picks a class by index (`0` is the first) or notation; `None` is allowed
@@ -164,6 +166,12 @@ pub fn read(
         has_cpu_key: cpu_keys.get(index).copied().unwrap_or(false),
         memory: chosen.memory.clone(),
         stored_schema,
+        recorded: run
+            .warnings
+            .iter()
+            .filter(|w| w.class.as_ref().is_none_or(|c| *c == chosen.notation))
+            .map(|w| format!("[{}] {}", w.code, w.message))
+            .collect(),
     })
 }
 
@@ -224,6 +232,17 @@ impl RunClass {
             util_pct: Some(figures.util_pct),
             cpus: Some(figures.cpus.len()).filter(|n| *n > 0),
         })
+    }
+
+    /// The measurement-quality warnings the run carried (those of the
+    /// whole run and of the chosen class), each as one line naming the
+    /// file: a plan made from the run inherits what weakened its figures
+    /// (a `background_load` baseline charged to every transaction).
+    pub fn recorded_warnings(&self) -> Vec<String> {
+        self.recorded
+            .iter()
+            .map(|w| format!("{}: the measured run warned {w}", self.path))
+            .collect()
     }
 
     /// A warning when the record says the sides' CPU figures overlap.

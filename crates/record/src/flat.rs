@@ -128,6 +128,11 @@ const SIDE: &[(&str, &str, SideRead)] = &[
         "The processes' CPU per transaction, µs",
         |s| json(s.process_cpu_us_per_tran),
     ),
+    (
+        "disk_write_bytes_per_tran",
+        "Bytes the side's processes wrote to storage per transaction (a plain server measured on this host; empty otherwise)",
+        |s| json(s.disk.and_then(|d| d.write_bytes_per_tran)),
+    ),
 ];
 
 const SIDES: [&str; 3] = ["client", "server", "shared"];

@@ -61,6 +61,7 @@ pub fn unit_of(name: &str) -> &'static str {
     const SUFFIXES: &[(&str, &str)] = &[
         ("_us_per_tran", "µs per transaction"),
         ("_us_per_mb", "µs per MiB"),
+        ("_bytes_per_tran", "bytes per transaction"),
         ("_bytes_per_conn", "bytes per connection"),
         ("_bytes_per_socket", "bytes per socket"),
         ("_bytes_per_s", "bytes/s"),
@@ -327,5 +328,6 @@ mod tests {
         assert!(page.contains("| `client_util_pct` |"), "{page}");
         assert_eq!(unit_of("started_unix_s"), "s since the Unix epoch");
         assert_eq!(unit_of("process_cpu_us_per_tran"), "µs per transaction");
+        assert_eq!(unit_of("write_bytes_per_tran"), "bytes per transaction");
     }
 }

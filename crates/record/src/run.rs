@@ -21,6 +21,7 @@ mod ktls;
 mod latency;
 mod schema;
 mod served;
+mod sessions;
 mod stall;
 mod tls;
 
@@ -30,6 +31,7 @@ pub use ktls::{KtlsCounters, KtlsFigures};
 pub use latency::LatencyUs;
 pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MIGRATIONS};
 pub use served::{BackendConnections, ServedBy};
+pub use sessions::Sessions;
 pub use stall::StallBand;
 pub use tls::{HandshakeCpuUs, TlsFigures};
 
@@ -108,6 +110,55 @@ pub struct RunRecord {
     /// store keeps it instead of one captured here. Not part of the JSON.
     #[serde(skip)]
     pub environment: Option<serde_json::Value>,
+    /// Against a plain server (`target` with a protocol's scheme, e.g.
+    /// nginx): the processes measured as the server side, or why none were.
+    /// Absent for stackbench's own responder and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_process: Option<ServerProcess>,
+}
+
+/// The processes of a plain server measured as the run's server side: found
+/// by the target's listening socket (sock_diag → socket inode → the
+/// processes holding it, with their descendants) or given (`server_pid`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ServerProcess {
+    /// How the processes were found: `listening_socket`, `server_pid`, or
+    /// `not_found` (then `pids` is empty and `note` says why).
+    pub found_by: ServerFoundBy,
+    /// The listening socket they were found by (`ADDRESS:PORT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener: Option<String>,
+    /// Every process summed as the server side when the run started (the
+    /// listener's holders and their descendants: nginx's master and workers,
+    /// a broker's VM and its helpers).
+    #[serde(default)]
+    pub pids: Vec<u32>,
+    /// The executable of the first of them (`/proc/PID/exe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
+    /// Its command line (`/proc/PID/cmdline`, arguments joined by spaces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdline: Option<String>,
+    /// CPUs the processes may run on (their affinity, united); empty: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<usize>,
+    /// What was not measured and why (no process found: a remote server, or
+    /// one in a namespace this process cannot see).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// How a plain server's processes were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerFoundBy {
+    /// The target's listening socket on this host (sock_diag).
+    #[default]
+    ListeningSocket,
+    /// The `server_pid` setting.
+    ServerPid,
+    /// Not found: the server side is absent.
+    NotFound,
 }
 
 /// Errors of single connections, by cause. They are counted, not fatal.
@@ -235,6 +286,12 @@ pub struct ClassResult {
     /// for other protocols and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<HttpStatus>,
+    /// Protocol tn3270: how the class's connections set up their sessions
+    /// (logons attempted, negotiated by mode, functions and device types
+    /// agreed, failed by reason), over the whole run; absent for other
+    /// protocols and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Sessions>,
 }
 
 /// How a class's clients pace their requests.
@@ -416,6 +473,24 @@ pub struct SideCpu {
     /// workers. Records written before the field existed read as `class`.
     #[serde(default)]
     pub attribution: CpuAttribution,
+    /// Bytes the side's processes had the block layer read and write in the
+    /// window (`/proc/PID/io`), for a server found on this host (a broker's
+    /// persistent messages); absent for the driver and the embedded responder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskIo>,
+}
+
+/// Storage I/O of a side's processes in the window, from `read_bytes` and
+/// `write_bytes` of `/proc/PID/io` (what reached the block layer: page-cache
+/// writes count when they are written back, or at once with `fsync`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct DiskIo {
+    /// Bytes read from storage in the window.
+    pub read_bytes: u64,
+    /// Bytes written to storage in the window.
+    pub write_bytes: u64,
+    /// `write_bytes` / transactions; `None` when no transaction completed.
+    pub write_bytes_per_tran: Option<f64>,
 }
 
 /// CPU of both sides for one class.
@@ -748,6 +823,7 @@ impl ClassResult {
             stall_band: None,
             served_by: None,
             http_status: None,
+            sessions: None,
         }
     }
 }
@@ -796,6 +872,7 @@ pub(crate) mod tests {
             refused_peers: None,
             lab: None,
             environment: None,
+            server_process: None,
         };
         let mut json = serde_json::to_value(&run).unwrap();
         json.as_object_mut().unwrap().remove("warnings");

@@ -6,7 +6,7 @@ use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
 use stackbench_record::{
-    record_from_json, ClassResult, ConfidenceInterval, CpuBreakdown, CpuFigures, CpuMethod,
+    record_from_json, ClassResult, ConfidenceInterval, CpuBreakdown, CpuFigures, CpuMethod, DiskIo,
     ErrorCounts, HttpStatus, LagUs, LatencyUs, MeasureSummary, MemoryFigures, PacingMode,
     PopulationFigures, ProcessCpu, ProcessCpuMethod, RepetitionValues, Repetitions, RunRecord,
     RunSettings, SideCpu, SideMemory, SkMemInfo, WarningRecord, SCHEMA_VERSION,
@@ -68,8 +68,9 @@ fn side_cpu() -> impl Strategy<Value = SideCpu> {
         vec(num(), 14),
         vec(option::of(num()), 4),
         option::of(process),
+        option::of((any::<u64>(), any::<u64>(), option::of(num()))),
     )
-        .prop_map(|(cpus, all, f, o, process)| SideCpu {
+        .prop_map(|(cpus, all, f, o, process, disk)| SideCpu {
             cpus,
             method: if all {
                 CpuMethod::ProcStatAllCpus
@@ -97,6 +98,11 @@ fn side_cpu() -> impl Strategy<Value = SideCpu> {
             process,
             process_cpu_us_per_tran: o[3],
             attribution: Default::default(),
+            disk: disk.map(|(read_bytes, write_bytes, per_tran)| DiskIo {
+                read_bytes,
+                write_bytes,
+                write_bytes_per_tran: per_tran,
+            }),
         })
 }
 
@@ -323,6 +329,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 stall_band: None,
                 served_by: None,
                 http_status: codes.map(|codes| HttpStatus { codes }),
+                sessions: None,
             }
         },
     )
@@ -393,6 +400,7 @@ fn run_record() -> impl Strategy<Value = RunRecord> {
                 refused_peers: None,
                 lab: None,
                 environment: None,
+                server_process: None,
             },
         )
 }

@@ -93,6 +93,7 @@ pub fn record(
         refused_peers: None,
         lab: None,
         environment: None,
+        server_process: None,
     }
 }
 

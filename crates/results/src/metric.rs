@@ -32,6 +32,12 @@ pub enum Metric {
     CpuClientSeconds,
     /// Responder CPU-seconds in the window: a whole mix's only.
     CpuServerSeconds,
+    /// A plain server's own processes' CPU per transaction in µs (found on
+    /// this host: `record.server_process`); absent for stackbench's responder.
+    CpuServerProcessUsPerTran,
+    /// Bytes a plain server's processes wrote to storage per transaction (a
+    /// broker's persistent messages); absent for stackbench's responder.
+    ServerDiskWriteBytesPerTran,
 }
 
 /// Which margin applies to a metric.
@@ -43,12 +49,14 @@ pub enum MarginKind {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 5] = [
+    pub const ALL: [Metric; 7] = [
         Metric::RateTps,
         Metric::LatencyP50Us,
         Metric::LatencyP99Us,
         Metric::CpuClientUsPerTran,
         Metric::CpuServerUsPerTran,
+        Metric::CpuServerProcessUsPerTran,
+        Metric::ServerDiskWriteBytesPerTran,
     ];
 
     /// Short name for tables.
@@ -61,6 +69,8 @@ impl Metric {
             Metric::CpuServerUsPerTran => "server CPU µs/tr",
             Metric::CpuClientSeconds => "client CPU s",
             Metric::CpuServerSeconds => "server CPU s",
+            Metric::CpuServerProcessUsPerTran => "server process CPU µs/tr",
+            Metric::ServerDiskWriteBytesPerTran => "server disk write B/tr",
         }
     }
 
@@ -74,6 +84,8 @@ impl Metric {
             Metric::CpuServerUsPerTran => "server CPU per transaction",
             Metric::CpuClientSeconds => "client CPU-seconds",
             Metric::CpuServerSeconds => "server CPU-seconds",
+            Metric::CpuServerProcessUsPerTran => "server processes' CPU per transaction",
+            Metric::ServerDiskWriteBytesPerTran => "server storage bytes written per transaction",
         }
     }
 
@@ -88,7 +100,10 @@ impl Metric {
             Metric::CpuClientUsPerTran
             | Metric::CpuServerUsPerTran
             | Metric::CpuClientSeconds
-            | Metric::CpuServerSeconds => MarginKind::Cpu,
+            | Metric::CpuServerSeconds
+            | Metric::CpuServerProcessUsPerTran => MarginKind::Cpu,
+            // A cost per transaction, judged with the CPU margin.
+            Metric::ServerDiskWriteBytesPerTran => MarginKind::Cpu,
         }
     }
 
@@ -110,9 +125,27 @@ impl Metric {
             Metric::CpuClientUsPerTran => own(&cpu?.client),
             Metric::CpuServerUsPerTran => own(&cpu?.server),
             Metric::CpuClientSeconds | Metric::CpuServerSeconds => None,
+            Metric::CpuServerProcessUsPerTran => {
+                plain_server(cpu?).and_then(|s| s.process_cpu_us_per_tran)
+            }
+            Metric::ServerDiskWriteBytesPerTran => {
+                plain_server(cpu?).and_then(|s| s.disk?.write_bytes_per_tran)
+            }
         };
         v.filter(|x| x.is_finite())
     }
+}
+
+/// The server side of a class when it is a plain server's processes
+/// sampled on this host (only those carry storage bytes, `disk`), and the
+/// class's own. stackbench's responder has process figures too, but its
+/// CPU-set figure is the one compared; a plain server's CPU-set figure is
+/// its whole host's unless it was pinned, so its processes' is compared
+/// beside it.
+fn plain_server(cpu: &CpuFigures) -> Option<&SideCpu> {
+    cpu.server
+        .as_ref()
+        .filter(|s| s.disk.is_some() && s.attribution == CpuAttribution::Class)
 }
 
 /// The name a class is compared under: its notation, prefixed by the mix it

@@ -65,7 +65,9 @@ pub fn human(record: &RunRecord, layout: Layout) -> String {
         .is_some_and(|t| t.0.starts_with("http://"));
     for c in &record.classes {
         out.push_str(&http_line(c, foreign));
+        out.push_str(&sessions_line(c));
     }
+    out.push_str(&server_lines(record));
     if let Some(a) = &record.agents {
         out.push_str(&agents_lines(a));
     }
@@ -166,6 +168,14 @@ pub fn tls_line(notation: &str, t: &TlsFigures) -> String {
         opt_micros(t.handshake_latency_us.map(|l| l.p50)),
         opt_micros(t.handshake_latency_us.map(|l| l.p99))
     );
+    if let Some(alpn) = &t.alpn {
+        let _ = write!(out, "; ALPN {alpn}");
+    }
+    match t.server_verified {
+        Some(true) => out.push_str("; certificate verified"),
+        Some(false) => out.push_str("; certificate NOT verified (--insecure)"),
+        None => {}
+    }
     if let Some(cpu) = &t.handshake_cpu_us {
         let _ = write!(
             out,
@@ -225,6 +235,85 @@ pub fn http_line(c: &ClassResult, foreign: bool) -> String {
         return String::new();
     }
     format!("http {}: {}\n", c.notation, clauses.join("; "))
+}
+
+/// Against a plain server: which processes were measured as its side
+/// (`record.server_process`) and, per class, their own CPU per transaction
+/// beside the driver's, memory per connection and storage bytes written
+/// per transaction — or the note saying why the server side is absent.
+/// Empty for stackbench's own responder.
+pub fn server_lines(record: &RunRecord) -> String {
+    let Some(text) = server_identity(record) else {
+        return String::new();
+    };
+    let mut out = format!("{text}\n");
+    if record
+        .server_process
+        .as_ref()
+        .is_some_and(|p| p.note.is_some())
+    {
+        return out;
+    }
+    for c in &record.classes {
+        let Some(cpu) = &c.cpu else { continue };
+        let process =
+            |s: &Option<SideCpu>| opt(s.as_ref().and_then(|s| s.process_cpu_us_per_tran), 2);
+        let disk = cpu
+            .server
+            .as_ref()
+            .and_then(|s| s.disk)
+            .map_or("-".to_string(), |d| opt(d.write_bytes_per_tran, 1));
+        let memory = c.memory.as_ref().and_then(|m| m.server.as_ref());
+        let per_conn = |v: Option<f64>| opt(v, 0);
+        let _ = writeln!(
+            out,
+            "  {}: server processes {} CPU µs/tr (driver's {}), RSS {} B per connection, \
+             kernel {} B per connection, storage writes {} B/tr",
+            c.notation,
+            process(&cpu.server),
+            process(&cpu.client),
+            per_conn(memory.and_then(|m| m.rss_bytes_per_conn)),
+            per_conn(memory.and_then(|m| m.kernel_sock_bytes_per_conn)),
+            disk
+        );
+    }
+    out
+}
+
+/// Which processes a plain server's side was, e.g. `server side:
+/// /usr/sbin/nginx (pids 10,11, found by its listener 127.0.0.1:8080; CPUs
+/// not pinned)`, or the note saying why it was not measured; `None` for
+/// stackbench's own responder.
+pub fn server_identity(record: &RunRecord) -> Option<String> {
+    let p = record.server_process.as_ref()?;
+    if let Some(note) = &p.note {
+        return Some(note.clone());
+    }
+    let pids: Vec<String> = p.pids.iter().map(u32::to_string).collect();
+    let by = p
+        .listener
+        .as_ref()
+        .map_or("server_pid".to_string(), |l| format!("its listener {l}"));
+    Some(format!(
+        "server side: {} (pids {}, found by {by}; CPUs {})",
+        p.exe.as_deref().unwrap_or("executable unreadable"),
+        pids.join(","),
+        if p.cpus.is_empty() {
+            "not pinned".to_string()
+        } else {
+            stackbench_model::units::format_cpu_list(&p.cpus)
+        }
+    ))
+}
+
+/// A class's session setups (protocol tn3270), one line under the table:
+/// `tn3270 RR10(100B/800B): sessions 10: tn3270e 10; functions …`, with
+/// the failed ones by reason. Empty for other protocols.
+pub fn sessions_line(c: &ClassResult) -> String {
+    match &c.sessions {
+        Some(s) => format!("tn3270 {}: {}\n", c.notation, s.summary()),
+        None => String::new(),
+    }
 }
 
 /// What a run's TLS classes negotiated (`TLS 1.2 NAME (C02F)`), `clear
@@ -647,6 +736,19 @@ mod tests {
         );
         c.http_status = None;
         assert_eq!(http_line(&c, true), "", "not HTTP");
+        assert_eq!(sessions_line(&c), "");
+        let mut sessions = stackbench_record::Sessions {
+            attempted: 2,
+            ..Default::default()
+        };
+        sessions.negotiated.insert("tn3270".into(), 1);
+        sessions.failed.insert("closed".into(), 1);
+        c.sessions = Some(sessions);
+        assert!(
+            sessions_line(&c).ends_with(": sessions 2: tn3270 1; failed 1 (closed 1)\n"),
+            "{}",
+            sessions_line(&c)
+        );
     }
 
     #[test]

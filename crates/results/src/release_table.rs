@@ -61,6 +61,9 @@ pub struct ReleaseTable {
     /// Arithmetic means of the percentage changes (the average z/OS
     /// performance summaries print, e.g. "Avg= 39.43% higher").
     pub average_pct_arithmetic: [Option<f64>; 3],
+    /// Workloads in each average (those with a verdict), and those left out.
+    pub averaged: [usize; 3],
+    pub left_out: Vec<String>,
     /// Why no verdicts are given (emulated runs).
     pub no_verdict_reason: Option<String>,
 }
@@ -115,8 +118,11 @@ pub fn release_table(c: &Comparison, old_kernel: &str, new_kernel: &str) -> Rele
             }),
         })
         .collect();
+    // Only workloads with a verdict enter the averages (`Row::has_verdict`).
+    let judged = |i: usize, key: &str| c.row(key, METRICS[i].0).is_some_and(|r| r.has_verdict());
     let column = |i: usize| -> Vec<f64> {
         rows.iter()
+            .filter(|r| judged(i, &r.workload))
             .filter_map(|r| r.figures[i].ratio)
             .filter(|r| *r > 0.0 && r.is_finite())
             .collect()
@@ -127,7 +133,10 @@ pub fn release_table(c: &Comparison, old_kernel: &str, new_kernel: &str) -> Rele
         (!col.is_empty())
             .then(|| col.iter().map(|r| (r - 1.0) * 100.0).sum::<f64>() / col.len() as f64)
     });
+    let averaged = [0, 1, 2].map(|i| column(i).len());
     ReleaseTable {
+        averaged,
+        left_out: c.summary.left_out.clone(),
         new: c.b_name.clone(),
         new_kernel: new_kernel.to_string(),
         old: c.a_name.clone(),
@@ -186,9 +195,9 @@ impl ReleaseTable {
     /// The sentences of a z/OS release-to-release summary: "On average, NEW
     /// increases throughput by …".
     pub fn sentences(&self) -> Vec<String> {
-        let n = self.rows.len();
         let mut out = Vec::new();
         for (i, (_, label)) in METRICS.iter().enumerate() {
+            let n = self.averaged[i];
             let (Some(g), Some(a)) = (self.average[i], self.average_pct_arithmetic[i]) else {
                 continue;
             };
@@ -201,6 +210,12 @@ impl ReleaseTable {
                 pct.abs(),
                 self.old,
                 format_pct(a)
+            ));
+        }
+        if !self.left_out.is_empty() {
+            out.push(format!(
+                "Left out of these averages, without a verdict: {}.",
+                self.left_out.join(", ")
             ));
         }
         out

@@ -16,6 +16,7 @@ use std::net::IpAddr;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 
+use stackbench_engine::affinity::format_cpu_list;
 use stackbench_lab::distributor::{self, Distributor};
 use stackbench_lab::flowtable;
 use stackbench_lab::path::{LabPath, LinkOverrides};
@@ -218,6 +219,19 @@ pub fn resolve(s: &RunSettings, processes: u32) -> Result<Option<LabRun>, RunErr
             .position(|x| x.host == d.host)
             .expect("found above");
         lab.distributors[i] = d.clone();
+    }
+    // Every host's CPUs, before the lab is built or anything starts (the
+    // lab's own check at `lab up` knows only the CPUs online).
+    for host in &lab.hosts {
+        let Some(cpus) = &host.cpus else { continue };
+        if let Some((outside, allowed)) = crate::resolve::cpus_not_allowed(cpus) {
+            return input(format!(
+                "--lab {file}: host '{}' cpus {}: {outside} (it may run on {allowed}): change \
+                 cpus in the lab file to CPUs from {allowed}",
+                host.name,
+                format_cpu_list(cpus)
+            ));
+        }
     }
     // SAFETY: geteuid(2) cannot fail.
     if unsafe { libc::geteuid() } != 0 {

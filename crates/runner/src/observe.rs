@@ -51,6 +51,8 @@ pub struct ProgressText {
     window: Option<Duration>,
     warmup: Duration,
     clients: u64,
+    /// The longest the window waits for the clients to connect.
+    connect_wait: Duration,
     /// Elapsed time and transactions at the previous update.
     last: Option<(Duration, u64)>,
 }
@@ -62,6 +64,7 @@ impl ProgressText {
             window: cfg.duration,
             warmup: cfg.warmup,
             clients: cfg.workload.total_clients(),
+            connect_wait: cfg.connect_wait(),
             last: None,
         }
     }
@@ -78,11 +81,12 @@ impl ProgressText {
         self.last = Some((p.elapsed, total));
         if p.connecting {
             format!(
-                "{}: connecting {}/{} clients, {:.1} s",
+                "{}: connecting {}/{} clients, {:.1} s (waiting up to {:.0} s for them)",
                 self.name,
                 p.connected,
                 self.clients,
-                p.elapsed.as_secs_f64()
+                p.elapsed.as_secs_f64(),
+                self.connect_wait.as_secs_f64()
             )
         } else if p.in_warmup {
             format!(
@@ -128,11 +132,12 @@ mod tests {
             window: Some(Duration::from_secs(10)),
             warmup: Duration::from_secs(2),
             clients: 4,
+            connect_wait: Duration::from_secs(10),
             last: None,
         };
         assert_eq!(
             text.line(&at(1, "connecting", 0)),
-            "RR4(1B/1B): connecting 3/4 clients, 1.0 s"
+            "RR4(1B/1B): connecting 3/4 clients, 1.0 s (waiting up to 10 s for them)"
         );
         assert_eq!(
             text.line(&at(2, "warmup", 0)),

@@ -10,11 +10,11 @@ use stackbench_engine::iomode;
 use stackbench_engine::sampling::local_cpu;
 use stackbench_engine::transport;
 use stackbench_engine::RunConfig;
-use stackbench_metrics::cpu::{cpu_set_union, side_cpu, Work};
+use stackbench_metrics::cpu::{cpu_set_union, side_cpu, CpuSample, ProcessSource, Work};
 use stackbench_metrics::procfs::read_governor;
 use stackbench_metrics::warnings::{self, Warning};
 use stackbench_model::settings::{RunSettings, Spin};
-use stackbench_model::IoMode;
+use stackbench_model::{IoMode, SocketOptions};
 use stackbench_record::ClassResult;
 
 /// Length of the idle baseline.
@@ -30,15 +30,30 @@ pub struct RunChecks {
 
 /// Measures how busy `cpus` (empty: all) are for one second before the run,
 /// and from the same two samples the driver's CPUs (`client_cpus`, empty: all)
-/// alone.
-pub fn background_load(cpus: &[usize], client_cpus: &[usize]) -> (Option<Warning>, Option<f64>) {
-    let Ok(start) = local_cpu() else {
+/// alone. The CPU time of `server_pids` (a plain server measured as the
+/// server side: a broker's VM is busy when idle) in that second is not
+/// background: it is taken off the busy time of `cpus`, on which it ran.
+pub fn background_load(
+    cpus: &[usize],
+    client_cpus: &[usize],
+    server_pids: &[u32],
+) -> (Option<Warning>, Option<f64>) {
+    let server = || {
+        (!server_pids.is_empty())
+            .then(|| CpuSample::take(&ProcessSource::Pids(server_pids.to_vec())).ok())
+            .flatten()
+    };
+    let (Ok(start), server_start) = (local_cpu(), server()) else {
         return (None, None);
     };
     std::thread::sleep(BASELINE);
-    let Ok(end) = local_cpu() else {
+    let (Ok(end), server_end) = (local_cpu(), server()) else {
         return (None, None);
     };
+    let server_s = server_start
+        .zip(server_end)
+        .and_then(|(a, b)| side_cpu(&a, &b, &[], Work::default()).ok()?.process)
+        .map_or(0.0, |p| p.cpu_seconds);
     let idle = |set: &[usize]| {
         let work = Work {
             transactions: 0,
@@ -46,15 +61,30 @@ pub fn background_load(cpus: &[usize], client_cpus: &[usize]) -> (Option<Warning
         };
         side_cpu(&start, &end, set, work).ok()
     };
-    let warning = idle(cpus).and_then(|b| warnings::check_background_load(&b));
+    let idle_of_others = |set: &[usize]| {
+        let mut b = idle(set)?;
+        let capacity_s = b.window_s * b.cpus.len() as f64;
+        if server_s > 0.0 && capacity_s > 0.0 {
+            b.cpu_seconds = (b.cpu_seconds - server_s).max(0.0);
+            b.util_pct = 100.0 * b.cpu_seconds / capacity_s;
+        }
+        Some(b)
+    };
+    let warning = idle_of_others(cpus).and_then(|b| warnings::check_background_load(&b));
     let driver = idle(client_cpus)
         .filter(|b| warnings::check_background_load(b).is_some())
         .map(|b| b.util_pct);
     (warning, driver)
 }
 
-/// Checks that hold for the whole run: placement, governors, background load.
-pub fn run_warnings(client_cpus: &[usize], server_cpus: &[usize], same_host: bool) -> RunChecks {
+/// Checks that hold for the whole run: placement, governors, background load
+/// (`server_pids`: a plain server's processes, whose work is not background).
+pub fn run_warnings(
+    client_cpus: &[usize],
+    server_cpus: &[usize],
+    same_host: bool,
+    server_pids: &[u32],
+) -> RunChecks {
     let mut out = Vec::new();
     out.extend(warnings::check_shared_cpus(
         client_cpus,
@@ -73,7 +103,7 @@ pub fn run_warnings(client_cpus: &[usize], server_cpus: &[usize], same_host: boo
     };
     let governors: Vec<_> = cpus.iter().map(|&c| (c, read_governor(c))).collect();
     out.extend(warnings::check_governors(&governors));
-    let (background, driver_background_pct) = background_load(&measured, client_cpus);
+    let (background, driver_background_pct) = background_load(&measured, client_cpus, server_pids);
     out.extend(background);
     RunChecks {
         warnings: out,
@@ -129,6 +159,7 @@ pub fn class_warnings(
     driver_threads: u32,
     (spin, io): (Spin, IoMode),
     driver_background_pct: Option<f64>,
+    socket: &SocketOptions,
 ) -> Vec<Warning> {
     let mut out = warnings::class_warnings(
         class,
@@ -137,7 +168,23 @@ pub fn class_warnings(
         driver_background_pct,
     );
     out.extend(warnings::check_io_served(class, io));
+    // A socket buffer below loopback's MSS stalls on delayed ACKs whatever
+    // Nagle does: the stall check names it instead, and judges the band
+    // whatever the class's p50 and size.
+    if let Some(small) = small_buffer(socket) {
+        out.retain(|w| !matches!(w, Warning::DelayedAckStall { .. }));
+        out.extend(warnings::check_stall_with(class, Some(small)));
+    }
     out
+}
+
+/// The socket buffer set below loopback's MSS (`--sndbuf` first), with its
+/// flag; `None` when neither is.
+pub fn small_buffer(socket: &SocketOptions) -> Option<(&'static str, u32)> {
+    let small = |b: Option<u32>| b.filter(|&b| b < warnings::LOOPBACK_MSS_BYTES);
+    small(socket.sndbuf_bytes)
+        .map(|b| ("--sndbuf", b))
+        .or_else(|| small(socket.rcvbuf_bytes).map(|b| ("--rcvbuf", b)))
 }
 
 /// Whether `w` judges a class's CPU figures, which in a mix on shared
@@ -231,7 +278,7 @@ mod tests {
             ..class(50.0, 60.0)
         };
         let codes = |io| -> Vec<&'static str> {
-            class_warnings(&c, 1, (Spin::None, io), None)
+            class_warnings(&c, 1, (Spin::None, io), None, &SocketOptions::default())
                 .iter()
                 .map(Warning::code)
                 .collect()
@@ -246,7 +293,13 @@ mod tests {
             }),
             ..c.clone()
         };
-        let w = class_warnings(&agreed, 1, (Spin::None, IoMode::Uring), None);
+        let w = class_warnings(
+            &agreed,
+            1,
+            (Spin::None, IoMode::Uring),
+            None,
+            &SocketOptions::default(),
+        );
         assert!(w.iter().all(|w| w.code() != "io_served_elsewhere"), "{w:?}");
     }
 }

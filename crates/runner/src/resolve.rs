@@ -20,9 +20,11 @@ use stackbench_engine::{limits, sockopt, transport, PacingConfig, RunConfig};
 use stackbench_guest::{Accel, GuestSpec};
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::warnings::PathFloor;
+use stackbench_model::settings::PlainTarget;
 use stackbench_model::settings::{
     AppProtocol, ClassPriorities, CpuList, GuestAccel, IoMode, IterationBounds, KernelSpec,
-    Launcher, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
+    Launcher, PidList, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
+    Tn3270Options,
 };
 use stackbench_model::units::format_cpu_list;
 use stackbench_model::{TlsParams, Transport, Workload};
@@ -103,6 +105,8 @@ pub struct Connections {
     /// `http_error_share`: percent of a class's responses that may be other
     /// than 2xx before the run is incomplete.
     pub http_error_share_pct: f64,
+    /// Protocol tn3270's options (TN3270E, model, LU, the responder's offer).
+    pub tn3270: Tn3270Options,
     /// The I/O backend asked for (`auto` is decided per run by the engine's
     /// rows, and the record stores the one measured).
     pub io: IoMode,
@@ -201,6 +205,12 @@ pub struct GuestRun {
 }
 
 impl ResolvedRun {
+    /// The processes `server_pid` names as a plain server's side (`None`:
+    /// find them by the target's listening socket).
+    pub fn server_pid(&self) -> Option<&[u32]> {
+        self.given.server_pid.as_ref().map(|p| p.0.as_slice())
+    }
+
     /// What the engine runs for `workload` of this run on `host` (the run's
     /// own [`Site::Host`]).
     pub fn run_config(&self, host: &HostRun, workload: &Workload) -> RunConfig {
@@ -221,6 +231,7 @@ impl ResolvedRun {
             io: c.io,
             protocol: c.protocol,
             http_error_share_pct: c.http_error_share_pct,
+            tn3270: c.tn3270,
             pacing: self.pacing,
             path: PathFloor {
                 // Set by the guest's init from the kernel command line the host
@@ -311,12 +322,15 @@ pub fn resolve(
     default_study: bool,
     announce: bool,
 ) -> Result<ResolvedRun, RunError> {
+    // An https:// target runs over tls: resolved, checked and stored so.
+    let s = s.with_implied_transport();
     let window = Window::of(&s, default_study);
     if s.ipv6 && s.target.is_some() {
         return input("ipv6 and target exclude each other: the target's address decides the family; drop ipv6");
     }
     s.check_combination()
         .or_else(|e| input(format!("{}: {}", e.name, e.message)))?;
+    check_server_pid(&s)?;
     check_pacing(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(input)?;
     let tls = tls_params(&s).or_else(input)?;
@@ -347,6 +361,7 @@ pub fn resolve(
             transport: s.transport,
             protocol: s.protocol,
             http_error_share_pct: s.http_error_share.0,
+            tn3270: s.tn3270_options(),
             io: s.io,
             spin: s.spin,
             socket: s.socket_options(),
@@ -359,6 +374,44 @@ pub fn resolve(
     };
     run.session_key = session_key(&run.stored_settings());
     Ok(run)
+}
+
+/// `server_pid` names the processes of a plain server on this host: it
+/// needs a plain-server target (stackbench serve measures itself), one
+/// driver process (each agent would count the server again), and processes
+/// that exist.
+fn check_server_pid(s: &RunSettings) -> Result<(), RunError> {
+    let Some(PidList(pids)) = &s.server_pid else {
+        return Ok(());
+    };
+    let plain = s
+        .target
+        .as_ref()
+        .is_some_and(|Text(t)| AppProtocol::of_plain_target(t).is_some());
+    if !plain {
+        return input(format!(
+            "--server-pid {}: applies to a plain-server target (http://HOST:PORT, \
+             tn3270://HOST:PORT); stackbench's own responder measures itself: drop server_pid",
+            PidList(pids.clone()).text()
+        ));
+    }
+    if s.agents.is_some() {
+        return input(
+            "server_pid and agents exclude each other: each agent would count the server's \
+             CPU again; drop agents, or server_pid",
+        );
+    }
+    if let Some(missing) = pids
+        .iter()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+    {
+        return input(format!(
+            "--server-pid {}: no process {missing} on this host: give the pids of the \
+             server's processes (e.g. pgrep -d, nginx)",
+            PidList(pids.clone()).text()
+        ));
+    }
+    Ok(())
 }
 
 /// A run on this machine: its agents (first: how many driver processes
@@ -612,26 +665,38 @@ fn available_cpus() -> &'static [usize] {
 /// responder is pinned: a sweep's points are all resolved before the first
 /// runs, so a bad point costs no run either.
 fn check_cpus_allowed(flag: &str, cpus: Option<&CpuList>) -> Result<(), RunError> {
-    let (Some(CpuList(cpus)), available) = (cpus, available_cpus()) else {
+    let Some(CpuList(cpus)) = cpus else {
         return Ok(());
     };
+    match cpus_not_allowed(cpus) {
+        Some((outside, allowed)) => input(format!(
+            "--{flag} {}: {outside} (it may run on {allowed}): give CPUs from {allowed}",
+            format_cpu_list(cpus),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// When `cpus` names CPUs this process may not run on: what is wrong
+/// ("CPU 5 is not online or not allowed to this process") and the CPUs it
+/// may run on; `None` when all are allowed, or the set cannot be read.
+pub(crate) fn cpus_not_allowed(cpus: &[usize]) -> Option<(String, String)> {
+    let available = available_cpus();
     let outside: Vec<usize> = cpus
         .iter()
         .copied()
         .filter(|c| !available.contains(c))
         .collect();
     if available.is_empty() || outside.is_empty() {
-        return Ok(());
+        return None;
     }
-    let allowed = format_cpu_list(available);
     let outside = match outside.as_slice() {
         [one] => format!("CPU {one} is"),
         many => format!("CPUs {} are", format_cpu_list(many)),
     };
-    input(format!(
-        "--{flag} {}: {outside} not online or not allowed to this process (it may run on \
-         {allowed}): give CPUs from {allowed}",
-        format_cpu_list(cpus),
+    Some((
+        format!("{outside} not online or not allowed to this process"),
+        format_cpu_list(available),
     ))
 }
 
@@ -694,6 +759,7 @@ pub fn guest_spec(s: &RunSettings) -> GuestSpec {
 pub fn session_key(s: &RunSettings) -> String {
     [
         "target",
+        "server_pid",
         "lab",
         "lab_from",
         "lab_to",
@@ -754,10 +820,39 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
                     .to_string(),
             );
         }
+        let foreign = s
+            .target
+            .as_ref()
+            .and_then(|t| PlainTarget::parse(&t.0))
+            .filter(|t| t.tls);
+        if let (Some(t), false) = (foreign, s.tls_mode == TlsMode::Inline) {
+            // The client proxy reaches the responder's proxy, which a
+            // foreign server has not, and kTLS's receive path takes no
+            // post-handshake message (a server's TLS 1.3 tickets).
+            return Err(format!(
+                "tls_mode {} against {}{}: a foreign server is driven with tls_mode inline \
+                 only (the sidecar proxies pair with stackbench serve's; kTLS cannot take a \
+                 server's post-handshake messages): use --tls-mode inline",
+                s.tls_mode.text(),
+                t.scheme,
+                t.address
+            ));
+        }
+        if let Some(ca) = &s.ca {
+            transport::tls::check_ca(&ca.0)?;
+        }
         let p = TlsParams {
             resume_ratio: s.resume_ratio.0,
             mode: s.tls_mode,
             rekey_bytes: s.rekey.0,
+            // The run's protocol, by its ALPN name, where it has one.
+            alpn: match s.protocol {
+                AppProtocol::Http1 => vec!["http/1.1".to_string()],
+                _ => Vec::new(),
+            },
+            server_name: foreign.map(|t| t.host.to_string()),
+            ca: s.ca.as_ref().map(|c| c.0.clone()),
+            insecure: s.insecure,
             ..p
         };
         // What the kernel's TLS cannot carry first, then whether it exists.

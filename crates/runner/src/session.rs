@@ -15,14 +15,17 @@ use std::sync::atomic::AtomicBool;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use stackbench_engine::affinity::{format_cpu_list, pin_current_thread};
+use stackbench_engine::server_side::ServerSide;
 use stackbench_engine::token::Token;
 use stackbench_engine::{limits, transport, ControlClient, RunConfig};
 use stackbench_metrics::warnings::Warning;
-use stackbench_model::settings::{CpuList, Text};
+use stackbench_model::settings::{CpuList, Launcher, Text};
 use stackbench_model::study::StudyStep;
 use stackbench_model::Workload;
 use stackbench_record::CpuAttribution;
-use stackbench_record::{MixCpu, RefusedPeers, RunRecord, WarningRecord, SCHEMA_VERSION};
+use stackbench_record::{
+    MixCpu, RefusedPeers, RunRecord, ServerFoundBy, ServerProcess, WarningRecord, SCHEMA_VERSION,
+};
 use stackbench_results::env::Environment;
 
 use crate::agents::controller::{AgentsSpec, Controller};
@@ -50,6 +53,8 @@ struct Session {
     /// The idle baseline's busy % of the driver's CPUs when it showed
     /// background load ([`quality::RunChecks`]).
     driver_background_pct: Option<f64>,
+    /// A plain server's processes measured as its side, or why none were.
+    server_process: Option<ServerProcess>,
 }
 
 /// Runs the resolved runs of one command. Consecutive runs that need the same
@@ -156,6 +161,7 @@ impl<'a> Runner<'a> {
         }
         record.warnings.extend(session.warnings.iter().cloned());
         let control_before = session.control.refused_peers();
+        record.server_process = session.server_process.clone();
         let stop = self.stop;
         let measured = Measured {
             configs,
@@ -211,6 +217,20 @@ fn open_session(
     obs: &mut dyn Observer,
     stop: &AtomicBool,
 ) -> Result<Session, RunError> {
+    // The agents' preconditions, before a responder starts or the idle
+    // baseline is taken: Slurm reachable, the agents' address bindable
+    // (bound here, and kept for the controller).
+    let mut agent_listener = None;
+    if let Some(agents) = &host.agents {
+        if agents.launcher == Launcher::Slurm {
+            crate::agents::slurm::check().or_else(input)?;
+        }
+        if host.lab.is_none() {
+            agent_listener = Some(crate::agents::controller::bind_agent_listener(
+                agents.listen.as_deref(),
+            )?);
+        }
+    }
     // The run token: given (token_file, STACKBENCH_TOKEN), else made here
     // for the responders and agents this session starts.
     let token = host.token.clone().unwrap_or_else(Token::generate);
@@ -218,10 +238,36 @@ fn open_session(
     let target = targets[0].clone();
     let connect =
         || ControlClient::connect_with(&target, Some(&token)).or_else(|e| input(e.to_string()));
-    let control = match &host.lab {
+    let mut control = match &host.lab {
         None => connect()?,
         Some(lab) => lab.in_from(connect)??, // the control socket is A's
     };
+    // A plain HTTP server (an https:// one's certificate), checked once
+    // before anything runs.
+    control
+        .probe(run.tls.as_ref())
+        .or_else(|e| input(e.to_string()))?;
+    let server_process = plain_server(run, host, &mut control);
+    match &server_process {
+        Some(ServerProcess {
+            note: Some(note), ..
+        }) => obs.note(note),
+        Some(p) if run.announce => obs.note(&format!(
+            "server side: {} pid{} {} (found by {})",
+            p.exe.as_deref().unwrap_or("(executable unreadable)"),
+            if p.pids.len() == 1 { "" } else { "s" },
+            p.pids
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            match &p.listener {
+                Some(l) => format!("its listener {l}"),
+                None => "server_pid".to_string(),
+            }
+        )),
+        _ => {}
+    }
     let client = &host.placement.client_cpus;
     // The responder's CPUs as it reports them (a remote one places itself).
     let server = match (&host.placement.responder, control.server_cpus.is_empty()) {
@@ -248,7 +294,8 @@ fn open_session(
     }
     // A lab's hosts are namespaces of this machine: both sides share its CPUs.
     let same_host = host.lab.is_some() || control.target().ip().is_loopback();
-    let checks = quality::run_warnings(client, &server, same_host);
+    let own_pids = control.server_side().map(|s| s.pids()).unwrap_or_default();
+    let checks = quality::run_warnings(client, &server, same_host, &own_pids);
     let mut warnings: Vec<WarningRecord> =
         checks.warnings.iter().map(|w| w.to_record(None)).collect();
     for w in &warnings {
@@ -264,7 +311,7 @@ fn open_session(
                     let (l, h) = lab.agent_listener(host.ipv6)?;
                     (Some(l), h)
                 }
-                None => (None, Vec::new()),
+                None => (agent_listener, Vec::new()),
             };
             let spec = AgentsSpec {
                 count: agents.count.get(),
@@ -276,7 +323,7 @@ fn open_session(
                 hosts,
                 token,
             };
-            let controller = Controller::start(spec, stop)?;
+            let controller = Controller::start(spec, stop, &mut |line| obs.note(line))?;
             if let Some(w) = controller.build_warning() {
                 let w = w.to_record(None);
                 obs.warning(&w);
@@ -295,7 +342,46 @@ fn open_session(
         control,
         warnings,
         driver_background_pct: checks.driver_background_pct,
+        server_process,
     })
+}
+
+/// A plain server's processes on this host (`server_pid`, else found by
+/// the target's listening socket), set on `control` to be sampled as the
+/// server side; what the record says about them, with a note when none
+/// were found. `None` for stackbench's own responder.
+fn plain_server(
+    run: &ResolvedRun,
+    host: &HostRun,
+    control: &mut ControlClient,
+) -> Option<ServerProcess> {
+    if !control.is_plain() {
+        return None;
+    }
+    let not_found = |note: String| ServerProcess {
+        found_by: ServerFoundBy::NotFound,
+        note: Some(format!("server side not measured: {note}")),
+        ..ServerProcess::default()
+    };
+    if host.agents.is_some() {
+        // Each agent drives its share from a process of its own.
+        return Some(not_found(
+            "a run over agents does not sample a plain server (each agent would count it \
+             again); run without agents to measure it"
+                .into(),
+        ));
+    }
+    let target = control.target();
+    let side = match run.server_pid() {
+        Some(pids) => ServerSide::given(pids, target),
+        None => match ServerSide::find(target) {
+            Ok(side) => side,
+            Err(note) => return Some(not_found(note)),
+        },
+    };
+    let identity = side.identity.clone();
+    control.measure_server(side);
+    Some(identity)
 }
 
 /// Refuses, before a responder is started, what cannot work: a transport the
@@ -408,7 +494,7 @@ fn run_workloads(
                 .as_ref()
                 .is_some_and(|c| c.attribution == CpuAttribution::Mix);
             let side = (cfg.spin, record.settings.io);
-            for w in quality::class_warnings(class, threads, side, background) {
+            for w in quality::class_warnings(class, threads, side, background, &cfg.socket) {
                 // A mix on shared workers: every class holds the mix's CPU,
                 // so its CPU warnings are the mix's, said once under its name.
                 if shared && quality::is_mix_wide(&w) {
@@ -505,6 +591,7 @@ fn new_record(
         refused_peers: None,
         lab: None,
         environment: None,
+        server_process: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
 //! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, the pinned
-//! Kubernetes schema validator, a Slurm cluster, nginx, hercules, two CPUs,
-//! AF_SMC, ESP, zsh, man — and the probes shared by more than one crate's tests. A test that
+//! Kubernetes schema validator, a Slurm cluster, nginx, hercules, an AMQP 1.0
+//! broker ([`broker`]), two CPUs, AF_SMC, ESP, zsh, man — and the probes shared by more than one crate's tests. A test that
 //! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
 //! tier (a comma-separated list, or `all`) the skip is a failure instead, so
 //! CI, which installs and starts what the tiers need, cannot pass by skipping
@@ -9,6 +9,8 @@
 //! where a missing tool must show). A test skips only through [`skip`].
 
 use std::fmt;
+
+pub mod broker;
 
 /// The environment variable that turns skips into failures.
 pub const REQUIRE_VAR: &str = "STACKBENCH_REQUIRE";
@@ -47,6 +49,10 @@ pub enum Tier {
     /// loopback port) for the `tn3270` codec, and a real TN3270 terminal
     /// (the x3270 suite's scripted one) for the `tn3270` responder.
     Hercules,
+    /// Debian's RabbitMQ (`rabbitmq-server`, with its AMQP 1.0 plugin): a
+    /// real broker the test starts on loopback ports with a data directory
+    /// of its own ([`broker::Broker`]).
+    Broker,
     /// CPUs 0 and 1 both in this process's affinity mask (tests that pin
     /// workers to CPUs of their own).
     Cpus,
@@ -65,7 +71,7 @@ pub enum Tier {
 }
 
 impl Tier {
-    pub const ALL: [Tier; 17] = [
+    pub const ALL: [Tier; 18] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -78,6 +84,7 @@ impl Tier {
         Tier::Slurm,
         Tier::Nginx,
         Tier::Hercules,
+        Tier::Broker,
         Tier::Cpus,
         Tier::Smc,
         Tier::Esp,
@@ -100,6 +107,7 @@ impl Tier {
             Tier::Slurm => "slurm",
             Tier::Nginx => "nginx",
             Tier::Hercules => "hercules",
+            Tier::Broker => "broker",
             Tier::Cpus => "cpus",
             Tier::Smc => "smc",
             Tier::Esp => "esp",
@@ -212,6 +220,7 @@ mod tests {
         assert_eq!(names("nginx", Tier::Nginx), Ok(true));
         assert_eq!(names("nginx,hercules", Tier::Hercules), Ok(true));
         assert_eq!(names("cpus", Tier::Cpus), Ok(true));
+        assert_eq!(names("nginx,broker", Tier::Broker), Ok(true));
         assert_eq!(names("cpus", Tier::Smc), Ok(false));
         assert_eq!(names("zsh,man", Tier::Man), Ok(true));
         assert_eq!(names("man", Tier::Zsh), Ok(false));

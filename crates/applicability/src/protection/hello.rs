@@ -251,6 +251,10 @@ pub(crate) mod tests {
             resume_ratio: 0.0,
             mode: TlsMode::Inline,
             rekey_bytes: 0,
+            alpn: Vec::new(),
+            server_name: None,
+            ca: None,
+            insecure: false,
         }
     }
 

@@ -127,6 +127,9 @@ fn external_agents_join_and_a_killed_agent_makes_the_run_incomplete_by_name() {
     assert_eq!(v["complete"], false);
     let reason = v["incomplete_reason"].as_str().unwrap();
     assert!(reason.contains("agent 1/2"), "{reason}");
+    // The agent that died is named first, before the one the controller
+    // then stopped.
+    assert!(reason.starts_with("agent 1 (segment 1/2"), "{reason}");
     // The surviving agent's rows are kept.
     let rows = v["agents"]["agents"].as_array().unwrap();
     let kept = rows.iter().find(|r| r["index"] == 0).unwrap();
@@ -136,6 +139,14 @@ fn external_agents_join_and_a_killed_agent_makes_the_run_incomplete_by_name() {
     );
     let survivor = wait_bounded(keep, Duration::from_secs(10));
     assert!(survivor.status.success());
+    // The wait for agents started elsewhere was said, with its deadline.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "stackbench: waiting up to 300 s for 2 agents at {addr}\n"
+        )),
+        "{err}"
+    );
 }
 
 #[test]
@@ -449,6 +460,54 @@ fn bad_agent_inputs_are_one_line_and_start_nothing() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
+}
+
+/// The launchers' preconditions are checked before a responder starts or
+/// the idle baseline is taken (one line, exit 2, no placement line before
+/// it): Slurm's tools reachable, and the agents' address bindable.
+#[test]
+fn launcher_preconditions_are_checked_before_anything_starts() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = stackbench()
+        .args(["run", "RR2(1B/1B)", "--agents", "2", "--launcher", "slurm"])
+        .args(["--transactions", "10", "--no-store"])
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("srun not found on PATH: install slurm-wlm"),
+        "{err}"
+    );
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = stackbench()
+        .args([
+            "run",
+            "RR2(1B/1B)",
+            "--agents",
+            "2",
+            "--launcher",
+            "external",
+        ])
+        .args([
+            "--agent-listen",
+            &addr,
+            "--transactions",
+            "10",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("agent_listen {addr}: Address already in use")),
+        "{err}"
+    );
 }
 
 /// A study step over 4 agents that srun starts as the tasks of one job step

@@ -697,3 +697,27 @@ fn the_rendered_commands_run_a_study_over_agents_here() {
     assert_eq!(record["agents"]["launcher"], "external");
     assert_eq!(record["classes"][0]["transactions"], 4000);
 }
+
+/// Beside "apply with", render reminds that the image it names must be
+/// built and pushed first, and how.
+#[test]
+fn render_says_the_image_must_be_built_and_pushed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = stackbench()
+        .args(["k8s", "render"])
+        .arg(study("quick.toml"))
+        .args(["--agents", "2", "--image", "registry.example/sb:1", "-o"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("apply with: kubectl apply -f "), "{err}");
+    assert!(
+        err.contains(
+            "first build and push image registry.example/sb:1 where the cluster pulls from: \
+             podman build -f deploy/Containerfile -t registry.example/sb:1"
+        ) && err.contains("podman push registry.example/sb:1"),
+        "{err}"
+    );
+}

@@ -49,6 +49,33 @@ fn a_host_the_lab_lacks_is_one_line() {
     );
 }
 
+/// A lab host's CPUs this process may not run on are refused when the run
+/// is resolved, before the lab is built or a responder starts (root or not).
+#[test]
+fn a_lab_host_on_cpus_this_process_lacks_is_refused_before_the_lab_is_built() {
+    let text = std::fs::read_to_string(examples().join("lab-two-hosts.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lab-far-cpus.toml");
+    std::fs::write(&file, text.replace("cpus = \"1\"", "cpus = \"998-999\"")).unwrap();
+    let file = file.to_string_lossy();
+    crate::common::refused(
+        "run",
+        &[
+            "--lab",
+            &file,
+            "--from",
+            "client",
+            "--to",
+            "server",
+            "RR1(1B/1B)",
+        ],
+        &format!(
+            "--lab {file}: host 'server' cpus 998-999: CPUs 998-999 are not online or not \
+             allowed to this process (it may run on "
+        ),
+    );
+}
+
 #[test]
 fn without_root_a_lab_run_says_to_use_sudo() {
     let file = examples().join("lab-two-hosts.toml");
@@ -88,6 +115,17 @@ fn run_across(file: &Path) -> Value {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    // The lab stays up for the next run, and the last line says so.
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("stackbench: lab ")
+            && last.ends_with(&format!(
+                "is still up (its namespaces stay for the next run); take it down with: \
+                 stackbench lab down {}",
+                file.display()
+            )),
+        "{err}"
+    );
     let id = err
         .lines()
         .find_map(|l| l.strip_prefix("stackbench: stored as run "))

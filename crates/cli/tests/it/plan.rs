@@ -656,3 +656,56 @@ fn storage_from_a_run_refuses_zero_kernel_memory_and_warns_off_non_populations()
     let v = json(&["storage", "--from", &crr, "--users", "256K"]);
     assert!(v["warnings"][0].as_str().unwrap().contains("CRR"), "{v}");
 }
+
+/// A plan made from a run carries the run's warnings (a `background_load`
+/// baseline went into a `plan cpu --from RUN` with no word before): on
+/// stderr and in the JSON, for every plan that reads a run.
+#[test]
+fn a_plan_carries_the_warnings_of_the_run_it_reads() {
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::common::WITH_CPU).unwrap()).unwrap();
+    let message = "CPUs [0,1] were 35.0% busy in the idle baseline before the run: other \
+                   work will be charged to the transactions; stop it or pin the run to idle CPUs";
+    record["warnings"] = serde_json::json!([
+        {"code": "background_load", "message": message, "class": null},
+        {"code": "run_too_short", "message": "another class's", "class": "CRR1(64B/8kB)"}
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("warned.json");
+    std::fs::write(&file, record.to_string()).unwrap();
+    let file = file.to_string_lossy().into_owned();
+    let want = format!("{file}: the measured run warned [background_load] {message}");
+    for args in [
+        vec!["cpu", "--side", "server", "--processors", "8"],
+        vec![
+            "mva", "--side", "server", "--think", "30s", "--users", "100",
+        ],
+        vec!["storage", "--side", "server", "--users", "256K"],
+    ] {
+        let out = crate::common::plan(&args)
+            .args(["--from", &file, "--class", "0"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("stackbench: warning: {want}")),
+            "{args:?}: {err}"
+        );
+        // Only the run's and the chosen class's warnings.
+        assert!(!err.contains("another class's"), "{args:?}: {err}");
+        let json = crate::common::plan(&args)
+            .args(["--from", &file, "--class", "0", "--json"])
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert!(
+            doc["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w == &serde_json::json!(want)),
+            "{args:?}: {doc}"
+        );
+    }
+}

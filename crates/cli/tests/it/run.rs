@@ -263,25 +263,57 @@ fn inputs_meaningless_for_this_run_are_refused() {
     ]);
 }
 
-/// A target's scheme must be one a protocol speaks, and a target has no
-/// path: `ftp://` read "failed to lookup address information" and
-/// `http://HOST:PORT/4096` "invalid port value".
+/// A target's scheme must be one a protocol speaks, and only an HTTP
+/// target has a path: `ftp://` read "failed to lookup address information"
+/// and `tn3270://HOST:PORT/4096` "invalid port value".
 #[test]
 fn a_target_with_another_scheme_or_a_path_says_what_a_target_is() {
     assert_refused_before_start(&[
         (
             &["--target", "ftp://127.0.0.1:1"],
             "target: ftp://127.0.0.1:1: no protocol speaks scheme ftp://: use HOST:PORT \
-             (stackbench serve), http://HOST:PORT (protocol http1), tn3270://HOST:PORT \
-             (protocol tn3270)",
+             (stackbench serve), http://HOST:PORT (protocol http1), https://HOST:PORT \
+             (protocol http1), tn3270://HOST:PORT (protocol tn3270)",
         ),
         (
-            &["--target", "http://127.0.0.1:1/4096", "--protocol", "http1"],
-            "a target takes no path (/4096): give http://127.0.0.1:1;",
+            &[
+                "--target",
+                "tn3270://127.0.0.1:1/4096",
+                "--protocol",
+                "tn3270",
+            ],
+            "a target takes no path (/4096): give tn3270://127.0.0.1:1;",
         ),
         (
             &["--target", "127.0.0.1:1/x"],
             "a target takes no path (/x): give 127.0.0.1:1;",
+        ),
+    ]);
+}
+
+/// `--server-pid` names processes of a plain server on this host: a pid
+/// that does not exist, one with stackbench's own responder, or with
+/// agents is refused before anything starts (nonsense values are in the
+/// every-setting list, `setting_flags::BAD`).
+#[test]
+fn a_server_pid_that_cannot_be_measured_is_refused_before_anything_starts() {
+    let target = ["--protocol", "http1", "--target", "http://127.0.0.1:1"];
+    assert_refused_before_start(&[
+        (
+            &[&target[..], &["--server-pid", "4194000"]].concat(),
+            "--server-pid 4194000: no process 4194000 on this host",
+        ),
+        (
+            &["--server-pid", "1"],
+            "--server-pid 1: applies to a plain-server target",
+        ),
+        (
+            &[&target[..], &["--server-pid", "1", "--agents", "2"]].concat(),
+            "server_pid and agents exclude each other",
+        ),
+        (
+            &["--server-pid", "nginx"],
+            "--server-pid nginx: 'nginx' is not a process id",
         ),
     ]);
 }

@@ -112,6 +112,7 @@ fn start_sidecar_test(control: &mut ControlClient) -> (u64, String) {
         spin: false,
         io: Default::default(),
         protocol: Default::default(),
+        tn3270: Default::default(),
     };
     let (id, endpoints) = control
         .start_tls(spec, Transport::Tls, 1, 1, Some(tls))

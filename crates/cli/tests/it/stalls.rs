@@ -72,3 +72,26 @@ fn tls_runs_with_nodelay_and_a_forced_stall_is_reported() {
     assert_eq!(w["class"], "RR1(20kB/100B)");
     assert!(w["message"].as_str().unwrap().contains("--nodelay"));
 }
+
+/// A send buffer below loopback's 64 kB MSS stalls every transaction on the
+/// delayed ACK, with or without --nodelay (44 ms each for
+/// `STR1(1B/100kB) --sndbuf 16kB`): the warning fires in both cases, even
+/// with few transactions, and names the buffer, not Nagle.
+#[test]
+fn a_send_buffer_below_the_mss_is_named_as_the_stall_cause() {
+    for nodelay in ["--nodelay=false", "--nodelay"] {
+        let rec = run_json("STR1(1B/100kB)", 10, &["--sndbuf", "16kB", nodelay]);
+        let warnings = rec["warnings"].as_array().unwrap();
+        let stall = warnings
+            .iter()
+            .find(|w| w["code"] == "delayed_ack_stall")
+            .unwrap_or_else(|| panic!("{nodelay}: no stall warning: {warnings:?}"));
+        let message = stall["message"].as_str().unwrap();
+        assert!(
+            message.contains("the likely cause is --sndbuf 16384 B, below loopback's 64 kB MSS")
+                && message.contains("with or without --nodelay")
+                && !message.contains("set --nodelay"),
+            "{nodelay}: {message}"
+        );
+    }
+}

@@ -43,9 +43,10 @@
 use std::sync::Arc;
 
 use httparse::{Status, EMPTY_HEADER};
+use stackbench_model::settings::Tn3270Options;
 use stackbench_model::AppProtocol;
 
-use super::{ClassShape, Codec, Fault, Handler, Protocol};
+use super::{grouped, ClassShape, Codec, Fault, Handler, Protocol};
 
 /// Largest request sent as a GET; a longer one is a POST with a body.
 pub const MAX_GET_BYTES: u64 = 8000;
@@ -96,8 +97,14 @@ fn request_for(shape: &ClassShape) -> (Vec<u8>, u64) {
     } else {
         ""
     };
-    let get =
-        |query: &str| format!("GET /{body}{query} HTTP/1.1\r\nHost: stackbench\r\n{close}\r\n");
+    // A plain server's URL names the host and may name the path; else the
+    // path names the body stackbench's responder answers with.
+    let (host, path) = match shape.target {
+        Some(t) => (t.host.as_str(), t.path.clone()),
+        None => ("stackbench", None),
+    };
+    let path = path.unwrap_or_else(|| format!("/{body}"));
+    let get = |query: &str| format!("GET {path}{query} HTTP/1.1\r\nHost: {host}\r\n{close}\r\n");
     let plain = get("");
     let want = shape.request_bytes;
     if want <= MAX_GET_BYTES {
@@ -105,11 +112,13 @@ fn request_for(shape: &ClassShape) -> (Vec<u8>, u64) {
         if pad == 0 {
             return (plain.into_bytes(), 0);
         }
-        let query = format!("?{}", "a".repeat(pad as usize - 1));
+        // A path with a query of its own gets the padding as one more field.
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let query = format!("{sep}{}", "a".repeat(pad as usize - 1));
         return (get(&query).into_bytes(), 0);
     }
     let post = |len: u64| {
-        format!("POST /{body} HTTP/1.1\r\nHost: stackbench\r\n{close}Content-Length: {len}\r\n\r\n")
+        format!("POST {path} HTTP/1.1\r\nHost: {host}\r\n{close}Content-Length: {len}\r\n\r\n")
     };
     let mut len = want.saturating_sub(post(0).len() as u64);
     while len > 0 && post(len).len() as u64 + len > want {
@@ -154,11 +163,14 @@ enum At {
 /// where the body is, and what the last head said (its status, whether
 /// the peer closes after it). 40 bytes: `left` and `at` are a
 /// Content-Length count or the chunked decoder's place in one word and a
-/// byte; status and close share the word's padding.
+/// byte; status, close and `length` (the Content-Length itself, below
+/// 4 GiB, for the line that explains a body cut short) share the word's
+/// padding.
 #[derive(Debug, Default)]
 pub struct Parse {
     head: Vec<u8>,
     left: u64,
+    length: u32,
     at: At,
     close: bool,
     status: u16,
@@ -195,6 +207,31 @@ impl Parse {
     /// (`Connection: close`, or an HTTP/1.0 response).
     pub fn closes(&self) -> bool {
         self.close
+    }
+
+    /// What arrived of the message in progress: `None` before any byte of
+    /// it (see `Codec::response_seen`).
+    pub fn seen(&self) -> Option<String> {
+        match self.at {
+            At::Head if self.head.is_empty() => None,
+            At::Head => Some(format!(
+                "{} bytes of a head without its end",
+                grouped(self.head.len() as u64)
+            )),
+            At::Length if self.length < u32::MAX => {
+                let length = u64::from(self.length);
+                Some(format!(
+                    "the head and {} of {} body bytes",
+                    grouped(length - self.left),
+                    grouped(length)
+                ))
+            }
+            At::Length => Some(format!(
+                "the head, {} body bytes short of its Content-Length",
+                grouped(self.left)
+            )),
+            _ => Some("the head and part of a chunked body".to_string()),
+        }
     }
 
     /// Feeds `chunk`; `parse` reads a complete head. Returns the bytes
@@ -249,6 +286,7 @@ impl Parse {
             Framing::Length(n) => {
                 self.at = At::Length;
                 self.left = n;
+                self.length = u32::try_from(n).unwrap_or(u32::MAX);
                 self.length(rest.len() as u64, what)
             }
             Framing::Chunked => {
@@ -567,8 +605,12 @@ impl Codec for Client {
     }
 
     #[inline]
-    fn fill_request(&self, offset: u64, out: &mut [u8]) {
+    fn fill_request(&self, _state: &Parse, offset: u64, out: &mut [u8]) {
         fill(&self.head, offset, out);
+    }
+
+    fn response_seen(&self, state: &Parse, _remaining: u64) -> Option<String> {
+        state.seen()
     }
 
     /// The first read of a response: the expected answer, and at least
@@ -653,7 +695,7 @@ impl Handler for Server {
     type State = ServerState;
 
     #[inline]
-    fn of(request_bytes: u64, response_bytes: u64) -> Server {
+    fn of(request_bytes: u64, response_bytes: u64, _: &Tn3270Options) -> Server {
         Server {
             request_bytes,
             response_bytes,

@@ -1,41 +1,66 @@
-//! TN3270 (RFC 1576, 3270 terminals over Telnet) as an application
-//! protocol: the driver's [`Client`] codec, a terminal, and the responder's
-//! [`Server`] handler, an echo-style application such as ITPECHO that
-//! answers every Enter with one screen.
+//! TN3270 (RFC 1576, 3270 terminals over Telnet) and TN3270E (RFC 2355)
+//! as an application protocol: the driver's [`Client`] codec, a terminal
+//! (`client.rs`), and the responder's [`Server`] handler (`server.rs`), an
+//! echo-style application such as ITPECHO that answers every Enter with
+//! one screen. This file holds what both halves share: the Telnet scanner,
+//! the record parse, the records' bytes and the TN3270E codes.
 //!
-//! Setup. A connection opens with the server's Telnet negotiation, as a
-//! z/OS TN3270 server runs it: `DO TN3270E`, which this client refuses
-//! (`WONT`), then `DO TERMINAL-TYPE` (client `WILL`), `SB TERMINAL-TYPE
-//! SEND` (client `IS IBM-3278-2-E`), and `DO`/`WILL` of END-OF-RECORD and
-//! BINARY both ways; the server then sends its first screen, and the client
-//! is logged on once that record arrives. TN3270E (RFC 2355) is refused
-//! because it puts a 5-byte header before every record and adds a function
-//! negotiation of its own; plain TN3270 records keep the notation's sizes
-//! what a terminal and an application exchange. A client that accepts
-//! TN3270E is told `DONT` and the negotiation goes on as TN3270. The client
-//! answers whatever the server asks, in any order and split over any reads:
-//! it agrees to the three options a 3270 session needs and refuses every
-//! other, answering each request once, as x3270 does (pmattes/x3270,
-//! Common/telnet.c: its option handling agrees to BINARY, EOR, TTYPE and
-//! TN3270E and refuses the rest, and sends the terminal type on `SEND`).
+//! Setup. A connection opens with the server's Telnet negotiation. A z/OS
+//! TN3270 server, and stackbench's responder unless told to refuse
+//! (`responder_tn3270e refuse`), offers TN3270E first: `DO TN3270E`; a
+//! terminal that agrees (`WILL`) is asked for its device type (`SB TN3270E
+//! SEND DEVICE-TYPE`), requests one (`DEVICE-TYPE REQUEST IBM-3278-2-E`,
+//! with `CONNECT <LU>` when it wants a particular LU), is told the type and
+//! LU it got (`DEVICE-TYPE IS … CONNECT <LU>`, or `REJECT REASON <code>`),
+//! then asks for the functions it wants (`FUNCTIONS REQUEST BIND-IMAGE
+//! RESPONSES SYSREQ`, what x3270/s3270 ask for), which the server grants
+//! (`FUNCTIONS IS`) or narrows (`FUNCTIONS REQUEST <subset>`, which the
+//! terminal accepts with `FUNCTIONS IS`). The server then sends the SNA
+//! BIND image (a BIND-IMAGE record, when that function was agreed) and the
+//! first screen. TN3270E needs no TERMINAL-TYPE, BINARY or EOR negotiation:
+//! the option implies them. A terminal that refuses TN3270E (`WONT`) gets
+//! plain TN3270's negotiation: `DO TERMINAL-TYPE`, `SB TERMINAL-TYPE SEND`
+//! (answered `IS IBM-3278-2-E`), `DO`/`WILL` of END-OF-RECORD and BINARY,
+//! then the first screen. The client answers whatever the server asks, in
+//! any order and split over any reads, each option request once, as x3270
+//! does (pmattes/x3270, Common/telnet.c): `tn3270e auto` agrees to TN3270E
+//! and falls back to plain TN3270 when the server refuses it or rejects the
+//! device type; `on` makes either a fault; `off` refuses it.
 //!
-//! Transactions. A request is one inbound record: the Enter AID, the cursor
-//! address, an SBA order with a field's address and the field's data,
-//! ending `IAC EOR`; the answer is one outbound record: Erase/Write, a WCC,
-//! SBA, a start-field order, the screen's data and an insert-cursor order,
-//! ending `IAC EOR`. The notation's sizes are these records on the wire,
-//! `IAC EOR` and any doubled `0xFF` included, so `RR(100B/800B)` is a
-//! terminal sending 100 bytes and receiving 800 per transaction; a size
-//! below the smallest record (8 bytes in, 10 out) is raised to it. The data
-//! is EBCDIC text, which has no `0xFF`; a peer's data may, doubled as `IAC
-//! IAC`, and both sides read it so. Records are never pipelined, so bytes
-//! past a record's `IAC EOR` are a fault, as are a record that begins with
-//! no 3270 command (answers) or AID (requests). Telnet commands between
-//! records (a NOP, a late option) are skipped.
+//! Records. Every record ends `IAC EOR` and doubles any `0xFF` of its data
+//! (`IAC IAC`). In TN3270E each record begins with a 5-byte header: data
+//! type (3270-DATA, BIND-IMAGE, RESPONSE, …), request flag, response flag
+//! (NO-, ERROR- or ALWAYS-RESPONSE on the server's data) and a sequence
+//! number. A request is one inbound record: the Enter AID, the cursor
+//! address, an SBA order with a field's address and the field's data; the
+//! answer is one outbound record: Erase/Write, a WCC, SBA, a start-field
+//! order, the screen's data and an insert-cursor order. The notation's
+//! sizes are these records on the wire, the TN3270E header, `IAC EOR` and
+//! any doubled `0xFF` included, so `RR(100B/800B)` is a terminal sending
+//! 100 bytes and receiving 800 per transaction in either mode; a size
+//! below the smallest record (8 bytes in and 10 out, TN3270E 13 and 15) is
+//! raised to it. Only 3270-DATA records are transactions: a BIND-IMAGE, a
+//! RESPONSE or an SSCP-LU record between them is read and not counted.
+//! Records are never pipelined, so bytes past the answer's `IAC EOR` are a
+//! fault, as are a record that begins with no 3270 command (answers) or
+//! AID (requests). Telnet commands between records are answered: a NOP is
+//! skipped, `DO TIMING-MARK` answered `WILL TIMING-MARK` each time, a late
+//! option request once. What the terminal owes the server after a response
+//! (such an answer, or the definite response an answer's header asked for:
+//! ALWAYS-RESPONSE) goes ahead of its next request, in the same write;
+//! during the logon, at once (but a CRR logon screen's definite response
+//! goes with the request: see `Session::record_end`).
+
+mod client;
+pub mod screen;
+mod server;
 
 use stackbench_model::AppProtocol;
 
-use super::{ClassShape, Codec, Fault, Handler, Protocol, Setup};
+pub use client::{Client, ClientState};
+pub use server::{Server, ServerState};
+
+use super::{Fault, Protocol};
 
 const IAC: u8 = 0xFF;
 const DONT: u8 = 0xFE;
@@ -48,14 +73,72 @@ const SE: u8 = 0xF0;
 const EOR: u8 = 0xEF;
 
 const OPT_BINARY: u8 = 0;
+const OPT_TIMING_MARK: u8 = 6;
 const OPT_TTYPE: u8 = 24;
 const OPT_EOR: u8 = 25;
 const OPT_TN3270E: u8 = 40;
 const TTYPE_IS: u8 = 0;
 const TTYPE_SEND: u8 = 1;
 
-/// The terminal this client says it is: a 3278 model 2 (24×80) with the
-/// extended data stream.
+/// TN3270E subnegotiation operations (RFC 2355 section 3).
+const E_CONNECT: u8 = 1;
+const E_DEVICE_TYPE: u8 = 2;
+const E_FUNCTIONS: u8 = 3;
+const E_IS: u8 = 4;
+const E_REASON: u8 = 5;
+const E_REJECT: u8 = 6;
+const E_REQUEST: u8 = 7;
+const E_SEND: u8 = 8;
+
+/// DEVICE-TYPE REJECT reason codes, by code: their RFC names, and the keys
+/// the record counts a session failed for them under.
+const REASONS: [(&str, &str); 8] = [
+    ("CONN-PARTNER", "rejected_conn_partner"),
+    ("DEVICE-IN-USE", "rejected_device_in_use"),
+    ("INV-ASSOCIATE", "rejected_inv_associate"),
+    ("INV-NAME", "rejected_inv_name"),
+    ("INV-DEVICE-TYPE", "rejected_inv_device_type"),
+    ("TYPE-NAME-ERROR", "rejected_type_name_error"),
+    ("UNKNOWN-ERROR", "rejected_unknown_error"),
+    ("UNSUPPORTED-REQ", "rejected_unsupported_req"),
+];
+const REASON_INV_NAME: u8 = 3;
+const REASON_INV_DEVICE_TYPE: u8 = 4;
+
+/// TN3270E function codes, whose names the record lists.
+pub const FUNCTIONS: [&str; 5] = [
+    "BIND-IMAGE",
+    "DATA-STREAM-CTL",
+    "RESPONSES",
+    "SCS-CTL-CODES",
+    "SYSREQ",
+];
+const F_BIND_IMAGE: u8 = 0;
+const F_RESPONSES: u8 = 2;
+const F_SYSREQ: u8 = 4;
+/// The functions a terminal asks for and the server grants, as bits by
+/// code: BIND-IMAGE, RESPONSES and SYSREQ (x3270's request for a display).
+const TERMINAL_FUNCTIONS: u8 = 1 << F_BIND_IMAGE | 1 << F_RESPONSES | 1 << F_SYSREQ;
+
+/// TN3270E header data types and flags (RFC 2355 section 8).
+const DT_3270_DATA: u8 = 0;
+const DT_RESPONSE: u8 = 2;
+const DT_BIND_IMAGE: u8 = 3;
+const DT_UNBIND: u8 = 4;
+const DT_LAST: u8 = 8;
+const RSF_NO_RESPONSE: u8 = 0;
+const RSF_ERROR_RESPONSE: u8 = 1;
+const RSF_ALWAYS_RESPONSE: u8 = 2;
+const RSF_POSITIVE: u8 = 0;
+const RSF_NEGATIVE: u8 = 1;
+/// A response's data: DEVICE-END (positive), COMMAND-REJECT (negative).
+const RESPONSE_DEVICE_END: u8 = 0x00;
+const RESPONSE_COMMAND_REJECT: u8 = 0x00;
+/// Bytes of the TN3270E header.
+pub const HEADER_BYTES: u64 = 5;
+
+/// The default terminal: a 3278 model 2 (24×80) with the extended data
+/// stream.
 pub const TERMINAL_TYPE: &str = "IBM-3278-2-E";
 
 /// AID Enter, the key a user's transaction sends.
@@ -73,6 +156,20 @@ const ATTR_PROTECTED: u8 = 0x60;
 /// A request's bytes before its data: AID, cursor (row 2, column 11) and
 /// SBA to the field's start (row 2, column 1), 12-bit addresses.
 const REQUEST_HEAD: [u8; 6] = [AID_ENTER, 0xC1, 0x5A, ORDER_SBA, 0xC1, 0x50];
+/// The same after a TN3270E header: 3270-DATA, no response asked, seq 0.
+const REQUEST_HEAD_E: [u8; 11] = [
+    DT_3270_DATA,
+    0,
+    RSF_NO_RESPONSE,
+    0,
+    0,
+    AID_ENTER,
+    0xC1,
+    0x5A,
+    ORDER_SBA,
+    0xC1,
+    0x50,
+];
 /// An answer's bytes before its data: Erase/Write, WCC, SBA to (0,0), a
 /// protected field.
 const ANSWER_HEAD: [u8; 7] = [
@@ -90,10 +187,28 @@ const ANSWER_TAIL: [u8; 3] = [ORDER_IC, IAC, EOR];
 pub const MIN_REQUEST_BYTES: u64 = (REQUEST_HEAD.len() + REQUEST_TAIL.len()) as u64;
 pub const MIN_ANSWER_BYTES: u64 = (ANSWER_HEAD.len() + ANSWER_TAIL.len()) as u64;
 
-/// Bytes a logon moves with stackbench's responder: its negotiation and
-/// first screen (server to terminal), and the terminal's answers.
+/// Bytes a plain TN3270 logon moves with stackbench's responder when the
+/// terminal refuses TN3270E: the negotiation and first screen (server to
+/// terminal), and the terminal's answers.
 pub const LOGON_BYTES_OUT: u64 = 3 + 3 + 6 + 12 + MIN_ANSWER_BYTES + LOGO.len() as u64;
 pub const LOGON_BYTES_IN: u64 = 3 + 3 + 4 + TERMINAL_TYPE.len() as u64 + 2 + 12;
+
+/// Bytes a TN3270E logon moves with stackbench's responder (the
+/// defaults: model 2, no LU asked for, so the responder names one of its
+/// 8-character LUs; BIND-IMAGE, RESPONSES and SYSREQ agreed). Server to
+/// terminal: `DO TN3270E`, `SEND DEVICE-TYPE`, `DEVICE-TYPE IS <type>
+/// CONNECT <LU>`, `FUNCTIONS IS <3>`, the BIND-IMAGE record (header, 37
+/// bytes, `IAC EOR`) and the first screen with its header. Terminal to
+/// server: `WILL TN3270E`, `DEVICE-TYPE REQUEST <type>`, `FUNCTIONS
+/// REQUEST <3>` and the positive response the first screen asks for.
+pub const LOGON_E_BYTES_OUT: u64 = 3
+    + 7
+    + (7 + TERMINAL_TYPE.len() as u64 + 1 + 8)
+    + (7 + 3)
+    + (HEADER_BYTES + server::BIND_IMAGE_BYTES as u64 + 2)
+    + (HEADER_BYTES + MIN_ANSWER_BYTES + LOGO.len() as u64);
+pub const LOGON_E_BYTES_IN: u64 =
+    3 + (7 + TERMINAL_TYPE.len() as u64) + (7 + 3) + (HEADER_BYTES + 1 + 2);
 
 /// Data repeated in records: "STACKBENCH " in EBCDIC (no 0xFF in it).
 const TEXT: [u8; 11] = [
@@ -169,16 +284,6 @@ struct Telnet {
     sub: Vec<u8>,
 }
 
-/// Frees what only the logon needed (its answers, a subnegotiation's
-/// bytes) once records flow: a logged-on user keeps no heap for them,
-/// which counts at 256K users. One branch per chunk after that.
-fn release_logon(reply: &mut Vec<u8>, telnet: &mut Telnet) {
-    if reply.capacity() != 0 || telnet.sub.capacity() != 0 {
-        *reply = Vec::new();
-        telnet.sub = Vec::new();
-    }
-}
-
 impl Telnet {
     /// Feeds `chunk`, calling `on` with each event in order.
     fn scan(
@@ -238,22 +343,198 @@ impl Telnet {
     }
 }
 
+/// Frees what only the logon needed (its answers, a subnegotiation's
+/// bytes) once records flow: a logged-on user keeps no heap for them,
+/// which counts at 256K users. One branch per chunk after that.
+fn release_logon(reply: &mut Vec<u8>, telnet: &mut Telnet) {
+    if reply.capacity() != 0 || telnet.sub.capacity() != 0 {
+        *reply = Vec::new();
+        telnet.sub = Vec::new();
+    }
+}
+
 /// Appends `IAC <verb> <option>`.
 fn command(out: &mut Vec<u8>, verb: u8, option: u8) {
     out.extend_from_slice(&[IAC, verb, option]);
 }
 
-/// A set of Telnet options (0–255), one bit each.
-#[derive(Debug, Default, Clone, Copy)]
-struct Options([u64; 4]);
+/// Appends `data` with every `0xFF` doubled (data inside a record or a
+/// subnegotiation).
+fn push_escaped(out: &mut Vec<u8>, data: &[u8]) {
+    for &b in data {
+        out.push(b);
+        if b == IAC {
+            out.push(IAC);
+        }
+    }
+}
 
-impl Options {
-    /// Adds `option`; whether it was new.
-    fn insert(&mut self, option: u8) -> bool {
-        let (word, bit) = (usize::from(option / 64), 1u64 << (option % 64));
-        let new = self.0[word] & bit == 0;
-        self.0[word] |= bit;
-        new
+/// Appends `IAC SB TN3270E <body> IAC SE`.
+fn tn3270e_sub(out: &mut Vec<u8>, body: &[u8]) {
+    out.extend_from_slice(&[IAC, SB, OPT_TN3270E]);
+    push_escaped(out, body);
+    out.extend_from_slice(&[IAC, SE]);
+}
+
+/// The function codes of `bits`, in code order.
+fn function_codes(bits: u8) -> impl Iterator<Item = u8> {
+    (0..8u8).filter(move |f| bits & (1 << f) != 0)
+}
+
+/// The bits of a list of function codes (codes above 7 cannot be granted:
+/// they set nothing and make the list differ from any grant).
+fn function_bits(codes: &[u8]) -> (u8, bool) {
+    let unknown = codes.iter().any(|&c| c > 7);
+    let bits = codes
+        .iter()
+        .filter(|&&c| c <= 7)
+        .fold(0u8, |b, &c| b | 1 << c);
+    (bits, unknown)
+}
+
+/// The names of `bits` for messages, e.g. `BIND-IMAGE RESPONSES`.
+fn function_names(bits: u8) -> String {
+    let names: Vec<&str> = function_codes(bits)
+        .map(|f| FUNCTIONS.get(usize::from(f)).copied().unwrap_or("??"))
+        .collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(" ")
+    }
+}
+
+/// A DEVICE-TYPE REJECT reason's RFC name.
+fn reason_name(code: u8) -> &'static str {
+    REASONS.get(usize::from(code)).map_or("??", |r| r.0)
+}
+
+/// The next sequence number after `seq` whose two bytes hold no `0xFF`,
+/// so a header's length never changes with it (RFC 2355 numbers 0 to
+/// 32767 and wraps).
+fn next_seq(seq: u16) -> u16 {
+    let mut s = (seq + 1) & 0x7FFF;
+    while s & 0xFF == 0xFF || s >> 8 == 0xFF {
+        s = (s + 1) & 0x7FFF;
+    }
+    s
+}
+
+/// How a session's records are framed: plain TN3270, or TN3270E's header
+/// first.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    #[default]
+    Tn3270,
+    Tn3270e,
+}
+
+impl Framing {
+    fn header_bytes(self) -> usize {
+        match self {
+            Framing::Tn3270 => 0,
+            Framing::Tn3270e => HEADER_BYTES as usize,
+        }
+    }
+
+    /// The record's name in the record's session counts.
+    fn mode(self) -> &'static str {
+        match self {
+            Framing::Tn3270 => "tn3270",
+            Framing::Tn3270e => "tn3270e",
+        }
+    }
+}
+
+/// A TN3270E header (all zeros in plain TN3270: a 3270-DATA record).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Header {
+    data_type: u8,
+    request_flag: u8,
+    response_flag: u8,
+    seq: u16,
+}
+
+impl Header {
+    fn of(bytes: [u8; HEADER_BYTES as usize]) -> Header {
+        Header {
+            data_type: bytes[0],
+            request_flag: bytes[1],
+            response_flag: bytes[2],
+            seq: u16::from_be_bytes([bytes[3], bytes[4]]),
+        }
+    }
+
+    /// Whether the record carries 3270 data (a screen or a terminal's input).
+    fn is_data(&self) -> bool {
+        self.data_type == DT_3270_DATA
+    }
+}
+
+/// What a byte or the end of a record amounted to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    Nothing,
+    /// The record's first 3270 byte (after the header).
+    First(u8, Header),
+    /// The record ended (`IAC EOR`).
+    End(Header),
+}
+
+/// One record's parse: its header as it arrives, and how many of its data
+/// bytes came (saturating: only "none", "in the header" and "past it"
+/// matter).
+#[derive(Debug, Default, Clone, Copy)]
+struct Record {
+    head: [u8; HEADER_BYTES as usize],
+    at: u16,
+}
+
+impl Record {
+    /// One data byte or `IAC EOR` of the record (other events are not
+    /// its). A TN3270E data type that does not exist is a fault at once.
+    fn take(&mut self, event: Event<'_>, framing: Framing, what: &str) -> Result<Piece, Fault> {
+        let hdr = framing.header_bytes();
+        match event {
+            Event::Data(b) => {
+                let at = usize::from(self.at);
+                self.at = self.at.saturating_add(1);
+                if at < hdr {
+                    if at == 0 && b > DT_LAST {
+                        return Err(Fault(format!(
+                            "a {what} whose TN3270E header has data type 0x{b:02X}: not a \
+                             TN3270E record (RFC 2355 defines 0 to 8)"
+                        )));
+                    }
+                    self.head[at] = b;
+                    return Ok(Piece::Nothing);
+                }
+                Ok(if at == hdr {
+                    Piece::First(b, self.header(framing))
+                } else {
+                    Piece::Nothing
+                })
+            }
+            Event::Eor if self.at == 0 => Ok(Piece::Nothing),
+            Event::Eor => {
+                let header = self.header(framing);
+                *self = Record::default();
+                Ok(Piece::End(header))
+            }
+            Event::Option(..) | Event::Sub(_) => Ok(Piece::Nothing),
+        }
+    }
+
+    fn header(&self, framing: Framing) -> Header {
+        match framing {
+            Framing::Tn3270 => Header::default(),
+            Framing::Tn3270e => Header::of(self.head),
+        }
+    }
+
+    /// Whether a record has begun (some of its bytes came).
+    fn begun(&self) -> bool {
+        self.at > 0
     }
 }
 
@@ -273,134 +554,6 @@ fn is_aid(b: u8) -> bool {
         | 0xF1..=0xF9 | 0x7A..=0x7C | 0xC1..=0xC9 | 0x4A..=0x4C)
 }
 
-/// One record's progress: bytes seen on the wire, whether data began and
-/// whether its `IAC EOR` came.
-#[derive(Debug, Default)]
-struct Record {
-    seen: u64,
-    began: bool,
-    ended: bool,
-}
-
-impl Record {
-    /// Feeds `chunk`; `first_ok` checks a record's first byte, `what`
-    /// names the record in faults. Ok(true) when the record ended at the
-    /// chunk's end (the record is reset for the next).
-    fn feed(
-        &mut self,
-        telnet: &mut Telnet,
-        chunk: &[u8],
-        expected: u64,
-        what: &str,
-        first_ok: fn(u8) -> bool,
-    ) -> Result<bool, Fault> {
-        self.seen += chunk.len() as u64;
-        let record = &mut *self;
-        telnet.scan(chunk, |event| {
-            if record.ended {
-                return Err(Fault(format!(
-                    "bytes past the end of a {what} (its IAC EOR): records are not \
-                     pipelined, so the peer sent a record of another length or two at once"
-                )));
-            }
-            match event {
-                Event::Data(b) if !record.began => {
-                    if !first_ok(b) {
-                        return Err(Fault(format!(
-                            "a {what} beginning with 0x{b:02X}: not a 3270 record (is the \
-                             peer a TN3270 {}?)",
-                            if what == "request" {
-                                "terminal"
-                            } else {
-                                "server"
-                            }
-                        )));
-                    }
-                    record.began = true;
-                }
-                Event::Eor if record.began => record.ended = true,
-                // Commands between records, and an empty record, carry no data.
-                _ => {}
-            }
-            Ok(())
-        })?;
-        if self.ended {
-            *self = Record::default();
-            return Ok(true);
-        }
-        if self.seen > expected + SLACK_BYTES {
-            return Err(Fault(format!(
-                "a {what} of more than {} bytes without IAC EOR: the peer does not end \
-                 its records (END-OF-RECORD not agreed?)",
-                expected + SLACK_BYTES
-            )));
-        }
-        Ok(false)
-    }
-
-    /// Bytes still worth asking for while the record is incomplete.
-    fn hint(&self, expected: u64) -> u64 {
-        expected.saturating_sub(self.seen).max(1)
-    }
-}
-
-/// The driver's half: a terminal. Requests are Enter records of the
-/// request size; answers end at `IAC EOR`.
-#[derive(Debug, Clone, Copy)]
-pub struct Client {
-    request_bytes: u64,
-    answer_bytes: u64,
-}
-
-/// A terminal connection's parse: the Telnet scanner, the options agreed
-/// or refused (one bit per option), the setup bytes owed, and the record
-/// being read.
-#[derive(Debug, Default)]
-pub struct ClientState {
-    telnet: Telnet,
-    answered: Answered,
-    reply: Vec<u8>,
-    record: Record,
-    /// Bytes the server sent during setup.
-    setup_seen: u64,
-}
-
-impl Client {
-    /// Bytes of the answer stackbench's responder gives.
-    pub fn answer_bytes(&self) -> u64 {
-        self.answer_bytes
-    }
-}
-
-/// Which option requests a terminal answered, so each is answered once:
-/// answering an answer again would loop.
-#[derive(Debug, Default, Clone, Copy)]
-struct Answered {
-    /// Options answered to a DO (WILL or WONT said).
-    to_do: Options,
-    /// Options answered to a WILL (DO or DONT said).
-    to_will: Options,
-}
-
-impl Answered {
-    /// Answers the server's `IAC <verb> <option>` into `reply`, once.
-    fn answer(&mut self, reply: &mut Vec<u8>, verb: u8, option: u8) {
-        let wanted = matches!(option, OPT_BINARY | OPT_EOR | OPT_TTYPE);
-        match verb {
-            DO if self.to_do.insert(option) => {
-                command(reply, if wanted { WILL } else { WONT }, option);
-            }
-            WILL if self.to_will.insert(option) => {
-                // TERMINAL-TYPE is the terminal's to send, not the server's.
-                let agree = wanted && option != OPT_TTYPE;
-                command(reply, if agree { DO } else { DONT }, option);
-            }
-            // A withdrawal needs no answer here: the session ends either way.
-            _ => {}
-        }
-    }
-}
-
 /// TN3270's row of the protocol table (`crate::app::row`).
 #[derive(Debug, Clone, Copy)]
 pub struct Tn3270;
@@ -409,364 +562,6 @@ impl Protocol for Tn3270 {
     const PROTOCOL: AppProtocol = AppProtocol::Tn3270;
     type Client = Client;
     type Server = Server;
-}
-
-impl Codec for Client {
-    const FRAMED: bool = true;
-    const PROTOCOL: AppProtocol = AppProtocol::Tn3270;
-    const SETUP: bool = true;
-    type State = ClientState;
-
-    fn of(shape: &ClassShape) -> Client {
-        Client {
-            request_bytes: shape.request_bytes.max(MIN_REQUEST_BYTES),
-            answer_bytes: shape.response_bytes.max(MIN_ANSWER_BYTES),
-        }
-    }
-
-    #[inline]
-    fn request_bytes(&self) -> u64 {
-        self.request_bytes
-    }
-
-    #[inline]
-    fn fill_request(&self, offset: u64, out: &mut [u8]) {
-        fill_record(
-            &REQUEST_HEAD,
-            &REQUEST_TAIL,
-            self.request_bytes,
-            offset,
-            out,
-        );
-    }
-
-    #[inline]
-    fn response_bytes(&self) -> u64 {
-        self.answer_bytes
-    }
-
-    fn response_left(
-        &self,
-        state: &mut ClientState,
-        _remaining: u64,
-        _n: u64,
-        chunk: &[u8],
-    ) -> Result<u64, Fault> {
-        let expected = self.answer_bytes;
-        release_logon(&mut state.reply, &mut state.telnet);
-        let ended = state.record.feed(
-            &mut state.telnet,
-            chunk,
-            expected,
-            "response",
-            is_write_command,
-        )?;
-        Ok(if ended {
-            0
-        } else {
-            state.record.hint(expected)
-        })
-    }
-
-    /// The server speaks first.
-    fn setup_open(&self, _state: &mut ClientState) -> Setup {
-        Setup::Read
-    }
-
-    /// Answers the server's option requests; setup is over with the first
-    /// screen's record (which may arrive with the last requests).
-    fn setup_received(&self, state: &mut ClientState, chunk: &[u8]) -> Result<Setup, Fault> {
-        state.reply.clear();
-        state.setup_seen += chunk.len() as u64;
-        let ClientState {
-            telnet,
-            record,
-            reply,
-            answered,
-            ..
-        } = state;
-        let mut screen = false;
-        telnet.scan(chunk, |event| {
-            if screen {
-                return Err(Fault(
-                    "bytes past the end of the server's first screen (its IAC EOR): it \
-                     must wait for the terminal's input"
-                        .to_string(),
-                ));
-            }
-            match event {
-                Event::Option(verb, option) => answered.answer(reply, verb, option),
-                Event::Sub(sub) if sub == [OPT_TTYPE, TTYPE_SEND] => {
-                    reply.extend_from_slice(&[IAC, SB, OPT_TTYPE, TTYPE_IS]);
-                    reply.extend_from_slice(TERMINAL_TYPE.as_bytes());
-                    reply.extend_from_slice(&[IAC, SE]);
-                }
-                Event::Sub(_) | Event::Data(_) if record.began => {}
-                Event::Sub(_) => {}
-                Event::Data(b) => {
-                    if !is_write_command(b) {
-                        return Err(Fault(format!(
-                            "the server's first screen begins with 0x{b:02X}, not a 3270 \
-                             write command: is it a TN3270 server?"
-                        )));
-                    }
-                    record.began = true;
-                }
-                Event::Eor if record.began => {
-                    *record = Record::default();
-                    screen = true;
-                }
-                Event::Eor => {}
-            }
-            Ok(())
-        })?;
-        if !screen && state.setup_seen > SLACK_BYTES {
-            return Err(Fault(format!(
-                "no first screen within {SLACK_BYTES} bytes of Telnet negotiation: the \
-                 server never ends a record (is it a TN3270 server?)"
-            )));
-        }
-        Ok(match (screen, state.reply.is_empty()) {
-            (true, true) => Setup::Done,
-            (true, false) => Setup::SendLast,
-            (false, false) => Setup::Send,
-            (false, true) => Setup::Read,
-        })
-    }
-
-    #[inline]
-    fn setup_bytes(&self, state: &ClientState) -> u64 {
-        state.reply.len() as u64
-    }
-
-    #[inline]
-    fn fill_setup(&self, state: &ClientState, offset: u64, out: &mut [u8]) {
-        fill(&state.reply, offset, out);
-    }
-}
-
-/// The responder's half: negotiates a TN3270 session, sends a first
-/// screen, then answers each inbound record with a screen of the test's
-/// response size.
-#[derive(Debug, Clone, Copy)]
-pub struct Server {
-    pub request_bytes: u64,
-    pub response_bytes: u64,
-}
-
-/// How far a server connection's negotiation went.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum Negotiation {
-    /// `DO TN3270E` sent.
-    #[default]
-    Tn3270e,
-    /// `DO TERMINAL-TYPE` sent.
-    TerminalType,
-    /// `SB TERMINAL-TYPE SEND` sent.
-    TerminalTypeIs,
-    /// `DO`/`WILL` of EOR and BINARY sent: their four answers are due.
-    Modes,
-    /// The first screen is sent: transactions.
-    Done,
-}
-
-/// The four answers [`Negotiation::Modes`] waits for, one bit each.
-const MODES_AGREED: u8 = 0b1111;
-
-/// A server connection's parse: the Telnet scanner, the negotiation's
-/// step, the setup bytes owed and the request being read.
-#[derive(Debug, Default)]
-pub struct ServerState {
-    telnet: Telnet,
-    step: Negotiation,
-    modes: u8,
-    reply: Vec<u8>,
-    record: Record,
-}
-
-impl Server {
-    fn answer_bytes(&self) -> u64 {
-        self.response_bytes.max(MIN_ANSWER_BYTES)
-    }
-
-    /// One client event during the negotiation; what to send goes to
-    /// `reply`.
-    fn negotiate(
-        step: &mut Negotiation,
-        modes: &mut u8,
-        reply: &mut Vec<u8>,
-        event: Event<'_>,
-    ) -> Result<(), Fault> {
-        match (event, *step) {
-            (Event::Option(WONT | WILL, OPT_TN3270E), Negotiation::Tn3270e) => {
-                if let Event::Option(WILL, _) = event {
-                    // TN3270E is not spoken here: withdraw the offer.
-                    command(reply, DONT, OPT_TN3270E);
-                }
-                command(reply, DO, OPT_TTYPE);
-                *step = Negotiation::TerminalType;
-            }
-            (Event::Option(WILL, OPT_TTYPE), Negotiation::TerminalType) => {
-                reply.extend_from_slice(&[IAC, SB, OPT_TTYPE, TTYPE_SEND, IAC, SE]);
-                *step = Negotiation::TerminalTypeIs;
-            }
-            (Event::Option(WONT, OPT_TTYPE), _) => {
-                return Err(Fault(
-                    "the client refused TERMINAL-TYPE: not a TN3270 terminal".to_string(),
-                ))
-            }
-            (Event::Sub(sub), Negotiation::TerminalTypeIs) => {
-                let name = match sub {
-                    [OPT_TTYPE, TTYPE_IS, name @ ..] => String::from_utf8_lossy(name),
-                    _ => return Ok(()),
-                };
-                if !name.to_ascii_uppercase().starts_with("IBM-327") {
-                    return Err(Fault(format!(
-                        "the client's terminal type is {name:?}: a TN3270 session needs an \
-                         IBM 3278 or 3279 (such as {TERMINAL_TYPE})"
-                    )));
-                }
-                for (verb, option) in [
-                    (DO, OPT_EOR),
-                    (WILL, OPT_EOR),
-                    (DO, OPT_BINARY),
-                    (WILL, OPT_BINARY),
-                ] {
-                    command(reply, verb, option);
-                }
-                *step = Negotiation::Modes;
-            }
-            (Event::Option(verb, option @ (OPT_EOR | OPT_BINARY)), _) => {
-                let at = |b: u8| 1u8 << (b + 2 * u8::from(option == OPT_BINARY));
-                match verb {
-                    WILL => *modes |= at(0),
-                    DO => *modes |= at(1),
-                    _ => {
-                        return Err(Fault(format!(
-                            "the client refused {}: a TN3270 session needs BINARY and \
-                             END-OF-RECORD both ways",
-                            if option == OPT_EOR {
-                                "END-OF-RECORD"
-                            } else {
-                                "BINARY"
-                            }
-                        )))
-                    }
-                }
-            }
-            (Event::Data(b), _) => {
-                return Err(Fault(format!(
-                    "data (0x{b:02X}) before the TN3270 negotiation finished: is the client \
-                     a TN3270 terminal?"
-                )))
-            }
-            _ => {}
-        }
-        if *step == Negotiation::Modes && *modes == MODES_AGREED {
-            reply_screen(reply);
-            *step = Negotiation::Done;
-        }
-        Ok(())
-    }
-}
-
-/// Appends the first screen: Erase/Write with the responder's name.
-fn reply_screen(reply: &mut Vec<u8>) {
-    reply.extend_from_slice(&ANSWER_HEAD);
-    reply.extend_from_slice(&LOGO);
-    reply.extend_from_slice(&ANSWER_TAIL);
-}
-
-impl Handler for Server {
-    const FRAMED: bool = true;
-    const SETUP: bool = true;
-    type State = ServerState;
-
-    #[inline]
-    fn of(request_bytes: u64, response_bytes: u64) -> Server {
-        Server {
-            request_bytes,
-            response_bytes,
-        }
-    }
-
-    #[inline]
-    fn request_bytes(&self) -> u64 {
-        self.request_bytes.max(MIN_REQUEST_BYTES)
-    }
-
-    fn request_left(
-        &self,
-        state: &mut ServerState,
-        _remaining: u64,
-        _n: u64,
-        chunk: &[u8],
-    ) -> Result<u64, Fault> {
-        let expected = Handler::request_bytes(self);
-        release_logon(&mut state.reply, &mut state.telnet);
-        let ended = state
-            .record
-            .feed(&mut state.telnet, chunk, expected, "request", is_aid)?;
-        Ok(if ended {
-            0
-        } else {
-            state.record.hint(expected)
-        })
-    }
-
-    #[inline]
-    fn response_bytes(&self, _state: &ServerState) -> u64 {
-        self.answer_bytes()
-    }
-
-    #[inline]
-    fn fill_response(&self, _state: &ServerState, offset: u64, out: &mut [u8]) {
-        fill_record(&ANSWER_HEAD, &ANSWER_TAIL, self.answer_bytes(), offset, out);
-    }
-
-    /// The server speaks first: it offers TN3270E.
-    fn setup_open(&self, state: &mut ServerState) -> Setup {
-        state.reply.clear();
-        command(&mut state.reply, DO, OPT_TN3270E);
-        state.step = Negotiation::Tn3270e;
-        Setup::Send
-    }
-
-    fn setup_received(&self, state: &mut ServerState, chunk: &[u8]) -> Result<Setup, Fault> {
-        state.reply.clear();
-        let ServerState {
-            telnet,
-            step,
-            modes,
-            reply,
-            ..
-        } = state;
-        telnet.scan(chunk, |event| {
-            if *step == Negotiation::Done {
-                return Err(Fault(
-                    "bytes after the terminal's last negotiation answer and before the \
-                     first screen: the terminal must wait for its screen"
-                        .to_string(),
-                ));
-            }
-            Server::negotiate(step, modes, reply, event)
-        })?;
-        Ok(match (state.step, state.reply.is_empty()) {
-            (Negotiation::Done, _) => Setup::SendLast,
-            (_, false) => Setup::Send,
-            (_, true) => Setup::Read,
-        })
-    }
-
-    #[inline]
-    fn setup_bytes(&self, state: &ServerState) -> u64 {
-        state.reply.len() as u64
-    }
-
-    #[inline]
-    fn fill_setup(&self, state: &ServerState, offset: u64, out: &mut [u8]) {
-        fill(&state.reply, offset, out);
-    }
 }
 
 #[cfg(test)]

@@ -4,8 +4,11 @@
 //! only for them.
 
 use stackbench_metrics::LatencyHistogram;
-use stackbench_record::{ErrorCounts, HttpStatus};
+use stackbench_record::{ErrorCounts, HttpStatus, Sessions};
 
+use crate::app::Settled;
+
+use super::seen::Seen;
 use crate::transport::tls::Handshake;
 
 /// Everything one class accumulated on one worker.
@@ -46,6 +49,10 @@ pub struct ClassAccum {
     /// The first response the application protocol refused (one line):
     /// the run is incomplete with it.
     pub fault: Option<String>,
+    /// Why clients did not complete transactions: errors by where the
+    /// connection was, faults, and where clients still waited at the
+    /// window's end (see [`Seen`]), to explain an incomplete run.
+    pub seen: Seen,
     /// Responses of the window by status (a protocol whose responses carry
     /// one: `Codec::STATUS`).
     pub status: StatusCounts,
@@ -56,6 +63,95 @@ pub struct ClassAccum {
     pub uring_connections: u64,
     pub epoll_connections: u64,
     pub direct_connections: u64,
+    /// Session setups (a protocol whose connections negotiate: `Codec::SETUP`).
+    pub sessions: SessionCounts,
+}
+
+/// A class's session setups on one worker, whole run: each counted once
+/// per setup (per connection; CRR: per transaction), never per record.
+/// Keys are the codec's static names; device types are compared before
+/// one is copied, so a setup allocates only for a type not seen before.
+#[derive(Debug, Clone, Default)]
+pub struct SessionCounts {
+    pub attempted: u64,
+    pub modes: Vec<(&'static str, u64)>,
+    /// Sessions that agreed each TN3270E function, by function code.
+    pub functions: [u64; 8],
+    pub device_types: Vec<(String, u64)>,
+    pub failed: Vec<(&'static str, u64)>,
+}
+
+fn bump<K: PartialEq>(list: &mut Vec<(K, u64)>, key: K, n: u64) {
+    match list.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, count)) => *count += n,
+        None => list.push((key, n)),
+    }
+}
+
+impl SessionCounts {
+    /// A setup ended in a session.
+    pub fn settled(&mut self, s: &Settled<'_>) {
+        bump(&mut self.modes, s.mode, 1);
+        for (f, count) in self.functions.iter_mut().enumerate() {
+            *count += u64::from(s.functions & (1 << f) != 0);
+        }
+        if !s.device_type.is_empty() {
+            match self
+                .device_types
+                .iter_mut()
+                .find(|(k, _)| k == s.device_type)
+            {
+                Some((_, count)) => *count += 1,
+                None => self.device_types.push((s.device_type.to_string(), 1)),
+            }
+        }
+    }
+
+    /// A setup failed for `reason`.
+    pub fn failed(&mut self, reason: &'static str) {
+        bump(&mut self.failed, reason, 1);
+    }
+
+    fn merge(&mut self, o: &SessionCounts) {
+        self.attempted += o.attempted;
+        for &(k, n) in &o.modes {
+            bump(&mut self.modes, k, n);
+        }
+        for (a, b) in self.functions.iter_mut().zip(o.functions) {
+            *a += b;
+        }
+        for (k, n) in &o.device_types {
+            match self.device_types.iter_mut().find(|(d, _)| d == k) {
+                Some((_, count)) => *count += n,
+                None => self.device_types.push((k.clone(), *n)),
+            }
+        }
+        for &(k, n) in &o.failed {
+            bump(&mut self.failed, k, n);
+        }
+    }
+
+    /// The record's figure; `None` when no setup began (a protocol without
+    /// one). `names`: the function names by code.
+    pub fn record(&self, names: &[&str]) -> Option<Sessions> {
+        if self.attempted == 0 {
+            return None;
+        }
+        let map = |list: &[(&str, u64)]| list.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+        Some(Sessions {
+            attempted: self.attempted,
+            negotiated: map(&self.modes),
+            functions: self
+                .functions
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(f, n)| (names.get(f).copied().unwrap_or("??").to_string(), *n))
+                .collect(),
+            device_types: self.device_types.iter().cloned().collect(),
+            failed: map(&self.failed),
+        })
+    }
 }
 
 /// Responses by status code: (code, count) pairs in the order first seen,
@@ -100,6 +196,8 @@ pub struct TlsAccum {
     pub resumed_cpu_ns: u64,
     /// Connections switched to kTLS (`tls_mode ktls`), window or not.
     pub ktls: u64,
+    /// The ALPN protocol the first handshake settled on.
+    pub alpn: Option<&'static str>,
 }
 
 impl ClassAccum {
@@ -115,6 +213,7 @@ impl ClassAccum {
             full_cpu_ns: 0,
             resumed_cpu_ns: 0,
             ktls: 0,
+            alpn: h.alpn,
         });
         t.ktls += u64::from(h.ktls);
         if counted {
@@ -167,9 +266,11 @@ impl ClassAccum {
         self.uring_connections += o.uring_connections;
         self.epoll_connections += o.epoll_connections;
         self.direct_connections += o.direct_connections;
+        self.sessions.merge(&o.sessions);
         if self.fault.is_none() {
             self.fault.clone_from(&o.fault);
         }
+        self.seen.merge(&o.seen);
         for &(code, n) in &o.status.0 {
             self.status.add(code, n);
         }

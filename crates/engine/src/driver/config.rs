@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
-use stackbench_model::settings::{ClassPriorities, Spin};
+use stackbench_model::settings::{ClassPriorities, Spin, Tn3270Options};
 use stackbench_model::{
     AppProtocol, IoMode, Kind, Pacing, SocketOptions, TlsParams, Transport, Workload,
 };
@@ -59,6 +59,9 @@ pub struct RunConfig {
     /// other than 2xx before the run is incomplete (the `http_error_share`
     /// setting; protocols whose responses carry a status).
     pub http_error_share_pct: f64,
+    /// Protocol tn3270: TN3270E or not, the terminal model and LU, and what
+    /// the responder does with TN3270E (told in each test's start message).
+    pub tn3270: Tn3270Options,
     /// What the path adds by design (a lab link's delay and rate; zero on
     /// loopback), above which the delayed-ACK stall band is counted.
     pub path: PathFloor,
@@ -103,6 +106,18 @@ impl RunCase for RunConfig {
 }
 
 impl RunConfig {
+    /// The ramp's length (`None`: every client at once), ns.
+    pub fn ramp_ns(&self) -> u64 {
+        let gap_ns = self.pacing.ramp.map_or(0.0, |r| 1e9 / r.per_s());
+        (self.workload.total_clients() as f64 * gap_ns) as u64
+    }
+
+    /// The longest the window waits for every client to connect: the
+    /// ramp, then [`super::CONNECT_GRACE_NS`]; it opens anyway after it.
+    pub fn connect_wait(&self) -> Duration {
+        Duration::from_nanos(self.ramp_ns() + super::CONNECT_GRACE_NS)
+    }
+
     /// Clients of class `class` this process runs.
     pub fn clients_here(&self, class: usize) -> u32 {
         let c = self.workload.classes[class].clients;

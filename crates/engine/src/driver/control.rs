@@ -5,8 +5,10 @@
 //! directly in its protocol — `http://HOST:PORT` (nginx, any HTTP/1.1
 //! server) with `protocol http1`, `tn3270://HOST:PORT` (a TN3270 server)
 //! with `protocol tn3270` — its one address the data endpoint of every
-//! test, with no responder counters or CPU samples (those figures are then
-//! absent from the record, not zero).
+//! test, with no responder counters. Its CPU and memory samples are its
+//! processes' when they run on this host ([`ControlClient::measure_server`],
+//! [`crate::server_side`]); otherwise those figures are absent from the
+//! record, not zero.
 
 use std::io::{BufReader, BufWriter, ErrorKind};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -14,8 +16,10 @@ use std::time::Duration;
 
 use crate::control::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::error::EngineError;
+use crate::server_side::ServerSide;
 use crate::token::{self, Proved, Refusal, Token};
 use crate::transport::{Endpoint, Transport};
+use stackbench_model::settings::PlainTarget;
 use stackbench_model::{AppProtocol, TlsParams};
 
 /// How long to wait for the responder to accept the control connection, and
@@ -29,21 +33,87 @@ pub struct ControlClient {
     link: Option<Link>,
     /// A plain server: the protocol its target's scheme named.
     plain: Option<AppProtocol>,
+    /// A plain server: its target's host, path and whether its scheme
+    /// named TLS (`https://`).
+    plain_target: Option<PlainParts>,
     /// A plain server: ids handed out for its tests.
     plain_tests: u64,
     /// Worker threads of the responder.
     pub server_threads: u32,
     /// CPUs the responder is pinned to (empty: not pinned).
     pub server_cpus: Vec<usize>,
+    /// A plain server's processes on this host, sampled as its side
+    /// ([`Self::measure_server`]).
+    server: Option<ServerSide>,
     /// The responder's count of refused control connections, as its latest
     /// hello or sample reply gave it (`None`: a plain server).
     refused_peers: Option<u64>,
+}
+
+/// What a plain server's target says beyond its address.
+#[derive(Debug, Clone)]
+pub struct PlainParts {
+    /// The scheme as written (`http://`, `https://`).
+    pub scheme: &'static str,
+    /// `HOST:PORT` as written.
+    pub address: String,
+    /// The host alone: the HTTP `Host` header and the TLS server name.
+    pub host: String,
+    /// The path every request names (`None`: the notation's `/N`).
+    pub path: Option<String>,
+    /// The scheme named TLS: the run goes over transport tls.
+    pub tls: bool,
 }
 
 struct Link {
     stream: TcpStream,
     reader: BufReader<TcpStream>,
     writer: BufWriter<TcpStream>,
+}
+
+/// How long the probe of a plain HTTP server waits for its answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Sends one `GET` of the target's path and reads the answer's first
+/// bytes: `Err` says what came back instead of `HTTP/`.
+fn http_exchange(
+    s: &mut (impl std::io::Read + std::io::Write),
+    t: &PlainParts,
+) -> Result<(), String> {
+    let path = t.path.as_deref().unwrap_or("/");
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        t.address
+    );
+    let path_line = format!("GET {path}");
+    s.write_all(request.as_bytes())
+        .map_err(|e| format!("{path_line} could not be sent ({e})"))?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    while got.len() < 5 {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(format!(
+                    "no answer to {path_line} within {} s",
+                    PROBE_TIMEOUT.as_secs()
+                ))
+            }
+            Err(e) => return Err(format!("{path_line} was answered by an error ({e})")),
+        }
+    }
+    if got.starts_with(b"HTTP/") {
+        return Ok(());
+    }
+    if got.is_empty() {
+        return Err(format!(
+            "it closed the connection without answering {path_line}"
+        ));
+    }
+    let line = String::from_utf8_lossy(&got);
+    let line = line.lines().next().unwrap_or_default();
+    Err(format!("its answer to {path_line} begins {line:?}"))
 }
 
 /// The socket address `target` (`HOST:PORT`) resolves to first.
@@ -68,8 +138,15 @@ impl ControlClient {
     /// hellos; for `http://HOST:PORT`, checks that the plain server accepts
     /// a connection (see [`Self::is_plain`]).
     pub fn connect_with(target: &str, token: Option<&Token>) -> Result<ControlClient, EngineError> {
-        if let Some((protocol, rest)) = AppProtocol::of_plain_target(target) {
-            return Self::plain(rest.trim_end_matches('/'), protocol);
+        if let Some(t) = PlainTarget::parse(target) {
+            let parts = PlainParts {
+                scheme: t.scheme,
+                address: t.address.to_string(),
+                host: t.host.to_string(),
+                path: t.path.filter(|p| *p != "/").map(str::to_string),
+                tls: t.tls,
+            };
+            return Self::plain(parts, t.protocol);
         }
         let addr = resolve(target)?;
         let stream = TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT)
@@ -87,9 +164,11 @@ impl ControlClient {
             target: addr,
             link: Some(link),
             plain: None,
+            plain_target: None,
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
+            server: None,
             refused_peers: None,
         };
         let hello = Request::Hello {
@@ -142,12 +221,44 @@ impl ControlClient {
             Ok(p) => Ok(p),
             Err(Refusal::Foreign(line)) => match serde_json::from_str::<Reply>(&line) {
                 Ok(Reply::Error { message }) => Err(EngineError::Refused(message)),
-                _ => Err(EngineError::Refused(format!(
+                Ok(_) => Err(EngineError::Refused(format!(
                     "{target} answered the token handshake with something else than stackbench \
                      serve of control protocol {PROTOCOL_VERSION} would: run the same stackbench \
                      version on both sides"
                 ))),
+                // Not stackbench at all: say what it is, and what to give.
+                Err(_) if line.starts_with('\u{FFFD}') => {
+                    Err(not_a_responder(target, "it opened with Telnet negotiation"))
+                }
+                Err(_) => Err(not_a_responder(
+                    target,
+                    &format!(
+                        "it answered the control hello with {:?}",
+                        first_line(line.as_bytes())
+                    ),
+                )),
             },
+            Err(Refusal::Closed) => Err(not_a_responder(
+                target,
+                "it closed the connection without answering the control hello",
+            )),
+            Err(Refusal::Io(e))
+                if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
+            {
+                Err(not_a_responder(
+                    target,
+                    &format!(
+                        "it did not answer the control hello in {} s",
+                        CONTROL_TIMEOUT.as_secs()
+                    ),
+                ))
+            }
+            // A connection reset or broken at the start line (a server
+            // that closes at once with the line unread): named as such.
+            Err(Refusal::Io(e)) => Err(not_a_responder(
+                target,
+                &format!("the connection failed at the control hello ({e})"),
+            )),
             Err(r) => Err(refusal(target, r)),
         }
     }
@@ -161,19 +272,99 @@ impl ControlClient {
 
     /// A plain server at `HOST:PORT`: one connection is opened and closed
     /// to check it listens, so a wrong address fails here in one line.
-    fn plain(target: &str, protocol: AppProtocol) -> Result<ControlClient, EngineError> {
-        let addr = resolve(target)?;
-        TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT)
-            .map_err(|e| EngineError::Connect(addr, e))?;
+    fn plain(parts: PlainParts, protocol: AppProtocol) -> Result<ControlClient, EngineError> {
+        let named = format!("{}{}", parts.scheme, parts.address);
+        let addr = parts
+            .address
+            .to_socket_addrs()
+            .map_err(|e| e.to_string())
+            .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()))
+            .map_err(|e| {
+                EngineError::Target(format!(
+                    "target {named}: host {} does not resolve ({e}): give a name this host \
+                     resolves, or an IP address",
+                    parts.host
+                ))
+            })?;
+        TcpStream::connect_timeout(&addr, CONTROL_TIMEOUT).map_err(|e| {
+            EngineError::Target(format!(
+                "target {named}: nothing accepts a connection at {addr} ({e}): start the {} \
+                 server there, or give its port",
+                protocol.server_name()
+            ))
+        })?;
         Ok(ControlClient {
             target: addr,
             link: None,
             plain: Some(protocol),
+            plain_target: Some(parts),
             plain_tests: 0,
             server_threads: 0,
             server_cpus: Vec::new(),
+            server: None,
             refused_peers: None,
         })
+    }
+
+    /// A plain server: samples `server`'s processes as its side (CPU,
+    /// storage, memory), and takes their CPUs as the server's.
+    pub fn measure_server(&mut self, server: ServerSide) {
+        if self.is_plain() {
+            self.server_cpus = server.identity.cpus.clone();
+            self.server = Some(server);
+        }
+    }
+
+    /// The plain server's processes being measured, if any.
+    pub fn server_side(&self) -> Option<&ServerSide> {
+        self.server.as_ref()
+    }
+
+    /// A plain HTTP server, before anything runs: one connection (over TLS
+    /// for https://, with the run's parameters, so that a certificate that
+    /// does not verify is refused here) and one request for the target's
+    /// path, whose answer must begin as HTTP does. A server that speaks no
+    /// TLS, or no HTTP (a raw responder, an SSH banner), or does not answer
+    /// within [`PROBE_TIMEOUT`] is one line naming what was seen; any
+    /// status is an answer. Other targets: nothing to check.
+    pub fn probe(&self, tls: Option<&TlsParams>) -> Result<(), EngineError> {
+        let Some(t) = self.plain_target.as_ref() else {
+            return Ok(());
+        };
+        if self.plain != Some(AppProtocol::Http1) {
+            return Ok(());
+        }
+        let named = format!("{}{}", t.scheme, t.address);
+        let seen = match tls.filter(|_| t.tls) {
+            Some(p) => {
+                let mut s = crate::transport::tls::probe(self.target, &named, p)
+                    .map_err(EngineError::Target)?;
+                let _ = s.get_ref().set_read_timeout(Some(PROBE_TIMEOUT));
+                http_exchange(&mut s, t)
+            }
+            None => {
+                let mut s = TcpStream::connect_timeout(&self.target, CONTROL_TIMEOUT)
+                    .map_err(|e| EngineError::Target(format!("target {named}: {e}")))?;
+                let _ = s.set_read_timeout(Some(PROBE_TIMEOUT));
+                http_exchange(&mut s, t)
+            }
+        };
+        seen.map_err(|what| {
+            EngineError::Target(format!(
+                "target {named}: not an HTTP server: {what}: give the address of an \
+                 HTTP/1.1 server{}",
+                if t.tls {
+                    ""
+                } else {
+                    " (https:// if it speaks TLS)"
+                }
+            ))
+        })
+    }
+
+    /// A plain server's target beyond its address.
+    pub fn plain_parts(&self) -> Option<&PlainParts> {
+        self.plain_target.as_ref()
     }
 
     /// Whether the target is a plain server (no `stackbench serve`).
@@ -223,7 +414,7 @@ impl ControlClient {
             transport,
             clients,
             ports,
-            tls,
+            tls: tls.map(Box::new),
             own_workers,
             own_cpus,
         };
@@ -260,6 +451,11 @@ impl ControlClient {
     pub fn sample(&mut self) -> Result<Reply, EngineError> {
         if !self.is_alive() {
             return Err(EngineError::ResponderGone);
+        }
+        if let Some(server) = &self.server {
+            return server.sample().ok_or_else(|| {
+                EngineError::Refused("the server's processes are gone or unreadable".into())
+            });
         }
         self.call(&Request::Sample)
     }
@@ -322,12 +518,33 @@ fn refusal(target: SocketAddr, r: Refusal) -> EngineError {
         Refusal::Foreign(line) => EngineError::Refused(format!(
             "the responder at {target} answered the token handshake with {line:?}"
         )),
+        Refusal::Closed => EngineError::Refused(format!(
+            "the responder at {target} closed the connection during the token handshake"
+        )),
         Refusal::Io(e) => EngineError::Control(e),
     }
 }
 
 fn software() -> String {
     format!("stackbench {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The first line of what a server sent, at most 60 characters.
+fn first_line(bytes: &[u8]) -> String {
+    let line = bytes
+        .split(|&b| b == b'\r' || b == b'\n')
+        .next()
+        .unwrap_or(bytes);
+    String::from_utf8_lossy(&line[..line.len().min(60)]).into_owned()
+}
+
+/// `target` answered the control hello as no responder would (`seen`).
+fn not_a_responder(target: SocketAddr, seen: &str) -> EngineError {
+    EngineError::NotResponder(format!(
+        "{target} is not `stackbench serve`: {seen}; a plain HTTP \
+         server is --target http://{target} with --protocol http1, a TN3270 server \
+         tn3270://{target} with --protocol tn3270"
+    ))
 }
 
 fn unexpected(reply: Reply) -> EngineError {

@@ -32,18 +32,36 @@
 use std::time::Instant;
 
 use slab::Slab;
+use stackbench_model::settings::Tn3270Options;
 use stackbench_model::{CrrClose, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 use super::pace::{Pace, LATE_NS};
-use crate::app::{ClassShape, Codec, Fault, Raw, Setup};
+use super::seen::{Cause, Place, Seen};
+use crate::app::{ClassShape, Codec, Fault, Raw, Setup, TargetHead};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::timer::TimerWheel;
 use crate::transport::tls::Handshake;
 
 /// Wait before reconnecting after a connection error.
 const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
+
+/// A client still waiting at the window's end is booked as waiting
+/// ([`Seen`]) from this long on: a server that has not answered in a
+/// second is not answering, where a shorter wait may be a short window.
+pub(super) const STILL_WAITING_NS: u64 = 1_000_000_000;
+/// Bytes of client `state`'s next request on the wire: the codec's
+/// request, after what the connection owes the server (a framed protocol's).
+#[inline]
+fn request_len<P: Codec>(codec: &P, state: &P::State) -> u64 {
+    let owed = if P::FRAMED {
+        codec.owed_bytes(state)
+    } else {
+        0
+    };
+    codec.request_bytes() + owed
+}
 
 /// What a worker needs to know about one class.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +73,10 @@ pub struct ClassPlan {
     pub pace: Pace,
     /// Priority level of the class's sockets (see `sockopt`).
     pub priority: Option<u8>,
+    /// A plain server's host and URL path, for the requests' heads.
+    pub target: Option<&'static TargetHead>,
+    /// Protocol tn3270's options (the codec is built with them).
+    pub tn3270: Tn3270Options,
 }
 
 /// Where the machine reads the time: ns since the run's epoch.
@@ -216,6 +238,8 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                     request_bytes: c.app.request,
                     response_bytes: c.app.response,
                     crr_close: socket.crr_close,
+                    target: c.target,
+                    tn3270: c.tn3270,
                 })
             })
             .collect();
@@ -382,7 +406,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             acc.late += u64::from(lag > LATE_NS);
         }
         conn.phase = Phase::Sending;
-        conn.remaining = self.codecs[conn.class as usize].request_bytes();
+        conn.remaining = request_len(&self.codecs[conn.class as usize], &conn.app);
         conn.start_ns = now;
     }
 
@@ -477,8 +501,15 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     /// the start barrier when it ends; a released one (CRR, a reconnect)
     /// then sends its request. A new connection starts the codec afresh.
     pub(super) fn begin_setup(&mut self, key: usize) -> Next {
+        let now = self.now_ns();
         let conn = &mut self.conns[key];
         conn.app = P::State::default();
+        if conn.start_ns == NOT_WAITING {
+            // An arriving client: its wait for the server's setup starts
+            // now (seen at the window's end, `take_accum`).
+            conn.start_ns = now;
+        }
+        self.accum[conn.class as usize].sessions.attempted += 1;
         let step = self.codecs[conn.class as usize].setup_open(&mut conn.app);
         self.setup_step(key, step)
     }
@@ -526,6 +557,10 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     /// — a CRR transaction timed from its connect (setup included), any
     /// other from now.
     fn setup_done(&mut self, key: usize) -> Next {
+        let conn = &self.conns[key];
+        if let Some(settled) = self.codecs[conn.class as usize].settled(&conn.app) {
+            self.accum[conn.class as usize].sessions.settled(&settled);
+        }
         self.conns[key].phase = Phase::Waiting;
         self.mark_connected(key);
         if self.conns[key].flags & RELEASED == 0 {
@@ -535,7 +570,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let conn = &mut self.conns[key];
         let class = conn.class as usize;
         conn.phase = Phase::Sending;
-        conn.remaining = self.codecs[class].request_bytes();
+        conn.remaining = request_len(&self.codecs[class], &conn.app);
         if self.classes[class].kind != Kind::Crr {
             conn.start_ns = now;
         }
@@ -563,6 +598,8 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         match self.codecs[class].setup_received(&mut conn.app, chunk) {
             Ok(step) => self.setup_step(key, step),
             Err(fault) => {
+                let reason = self.codecs[class].setup_failure(&conn.app);
+                self.accum[class].sessions.failed(reason);
                 self.fault(key, fault);
                 Next::Idle
             }
@@ -614,7 +651,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn corks_now(&self, key: usize) -> bool {
         let conn = &self.conns[key];
         self.corks_request(conn.class)
-            && conn.remaining == self.codecs[conn.class as usize].request_bytes()
+            && conn.remaining == request_len(&self.codecs[conn.class as usize], &conn.app)
     }
 
     /// Writes the next `out.len()` bytes of client `key`'s request into
@@ -623,7 +660,11 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn fill_request(&self, key: usize, out: &mut [u8]) {
         let conn = &self.conns[key];
         let codec = &self.codecs[conn.class as usize];
-        codec.fill_request(codec.request_bytes() - conn.remaining, out);
+        codec.fill_request(
+            &conn.app,
+            request_len(codec, &conn.app) - conn.remaining,
+            out,
+        );
     }
 
     /// Books `n` sent bytes of client `key`'s request (of `want` offered);
@@ -634,7 +675,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         // The request's first bytes are booked at its start, read by
         // `begin_request` just before this send: one clock read per
         // transaction fewer. Later chunks of a long request read the clock.
-        let request_bytes = codec.request_bytes();
+        let request_bytes = request_len(codec, &conn.app);
         let response_bytes = codec.response_bytes();
         let t = if conn.remaining == request_bytes {
             conn.start_ns
@@ -647,6 +688,9 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             self.accum[conn.class as usize].tx_bytes += n as u64;
         }
         if conn.remaining == 0 {
+            if P::FRAMED {
+                self.codecs[conn.class as usize].request_sent(&mut conn.app);
+            }
             conn.phase = Phase::Receiving;
             conn.remaining = response_bytes;
             return Sent::Done;
@@ -747,14 +791,103 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         }
     }
 
-    /// Client `key`'s connection failed with `kind`: counts the error, lets
-    /// the connection go and schedules a reconnect.
-    pub(super) fn fail(&mut self, key: usize, kind: std::io::ErrorKind) {
+    /// Where client `key`'s connection is, for [`Seen`]: connecting, in
+    /// its setup (begun or not), before or in a response.
+    fn place(&self, key: usize) -> Place {
+        let conn = &self.conns[key];
+        let codec = &self.codecs[conn.class as usize];
+        if conn.stream.is_none() {
+            return Place::Connect;
+        }
+        match conn.phase {
+            Phase::SetupRecv | Phase::SetupSend | Phase::SetupSendLast => {
+                if codec.setup_seen(&conn.app).is_some() {
+                    Place::InSetup
+                } else {
+                    Place::SetupNotBegun
+                }
+            }
+            Phase::Receiving if codec.response_seen(&conn.app, conn.remaining).is_some() => {
+                Place::MidResponse
+            }
+            _ => Place::BeforeResponse,
+        }
+    }
+
+    /// What client `key` had received at `place`, for a cause's example.
+    fn seen_at(&self, key: usize, place: Place) -> Option<String> {
+        let conn = &self.conns[key];
+        let codec = &self.codecs[conn.class as usize];
+        match place {
+            Place::InSetup => codec.setup_seen(&conn.app),
+            Place::MidResponse => codec.response_seen(&conn.app, conn.remaining),
+            _ => None,
+        }
+    }
+
+    /// The window is over: books where each client still was ([`Seen`]):
+    /// waiting for a setup or a response that did not come, or in the
+    /// middle of one, when it had waited at least [`STILL_WAITING_NS`]
+    /// (a shorter wait may be only a short window). Returns the booking.
+    pub(super) fn take_accum(&mut self) -> Vec<ClassAccum> {
+        // Waits count up to the window's end: a worker that noticed the end
+        // late (a long blocking send) must not make them look longer.
+        let now = self
+            .timing
+            .end_ns
+            .map_or(self.now_ns(), |end| end.min(self.now_ns()));
+        let keys: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                c.stream.is_some()
+                    && c.start_ns != NOT_WAITING
+                    && matches!(
+                        c.phase,
+                        Phase::Receiving
+                            | Phase::SetupRecv
+                            | Phase::SetupSend
+                            | Phase::SetupSendLast
+                    )
+            })
+            .map(|(key, _)| key)
+            .collect();
+        for key in keys {
+            let place = self.place(key);
+            let conn = &self.conns[key];
+            let waited = now.saturating_sub(conn.start_ns);
+            if waited < STILL_WAITING_NS {
+                continue;
+            }
+            let example = self.seen_at(key, place);
+            let class = self.conns[key].class as usize;
+            self.accum[class].seen.waiting(place, waited, example);
+        }
+        std::mem::take(&mut self.accum)
+    }
+
+    /// Client `key`'s connection failed with `e`: counts the error (and
+    /// where the connection was), lets the connection go and schedules a
+    /// reconnect.
+    pub(super) fn fail(&mut self, key: usize, e: &std::io::Error) {
         use std::io::ErrorKind;
+        let place = self.place(key);
+        let cause = Seen::cause_of(e, place);
+        let example = match cause {
+            Cause::Other => Some(e.to_string()),
+            _ => self.seen_at(key, place),
+        };
         let now = self.now_ns();
+        if P::SETUP && self.in_setup(key) {
+            // The connection ended before its logon did.
+            let class = self.conns[key].class as usize;
+            self.accum[class].sessions.failed("closed");
+        }
         let conn = &mut self.conns[key];
-        let errors = &mut self.accum[conn.class as usize].errors;
-        match kind {
+        let acc = &mut self.accum[conn.class as usize];
+        acc.seen.add(cause, || example);
+        let errors = &mut acc.errors;
+        match e.kind() {
             ErrorKind::ConnectionRefused => errors.refused += 1,
             ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
                 errors.reset += 1
@@ -779,6 +912,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let class = self.conns[key].class as usize;
         let acc = &mut self.accum[class];
         acc.errors.other += 1;
+        acc.seen.add(Cause::Fault, || Some(fault.0.clone()));
         acc.fault.get_or_insert(fault.0);
         self.finish(key);
     }

@@ -203,7 +203,7 @@ impl<'a, P: Codec> Mock<'a, P> {
             refused: self.refused,
             end_ns: self.m.now_ns(),
         };
-        (self.m.accum, counts)
+        (self.m.take_accum(), counts)
     }
 
     /// Carries out what the machine asked for client `key`.
@@ -237,7 +237,7 @@ impl<'a, P: Codec> Mock<'a, P> {
         if self.script.refuse_first_connect && !self.refused_keys.contains(&key) {
             self.refused_keys.push(key);
             self.refused += 1;
-            self.m.fail(key, io::ErrorKind::ConnectionRefused);
+            self.m.fail(key, &io::ErrorKind::ConnectionRefused.into());
             return false;
         }
         self.m.conns[key].stream = Some(MockConn);
@@ -373,6 +373,8 @@ mod tests {
             },
             pace,
             priority: None,
+            target: None,
+            tn3270: Default::default(),
         }
     }
 

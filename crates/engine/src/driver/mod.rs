@@ -28,6 +28,7 @@ mod machine;
 mod mock;
 mod pace;
 mod ring;
+mod seen;
 mod summary;
 mod uring;
 mod watch;
@@ -111,14 +112,20 @@ pub fn run_workload_gated(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunOutcome, EngineError> {
-    if let Some(p) = control.plain_protocol() {
-        if cfg.protocol != p || cfg.transport != Transport::Tcp {
-            return Err(EngineError::Refused(format!(
-                "target {}{} is a plain {} server: run it with protocol {} over transport tcp",
-                p.plain_scheme().unwrap_or_default(),
-                control.target(),
+    if let (Some(p), Some(t)) = (control.plain_protocol(), control.plain_parts()) {
+        let over = if t.tls {
+            Transport::Tls
+        } else {
+            Transport::Tcp
+        };
+        if cfg.protocol != p || cfg.transport != over {
+            return Err(EngineError::Target(format!(
+                "target {}{} is a plain {} server: run it with protocol {} over transport {}",
+                t.scheme,
+                t.address,
                 p.server_name(),
-                p.name()
+                p.name(),
+                over.name()
             )));
         }
     }
@@ -168,17 +175,15 @@ pub fn run_workload_gated(
         window_opened_unix_s,
     } = watched;
     let merged = merge_workers(plans.len(), per_worker, &mut reason);
-    if reason.is_none() {
-        // A response the protocol refused says more than the counts would.
-        reason = protocol_fault(cfg, &merged);
-    }
-    if reason.is_none() {
-        // Answers that say the requests failed, beyond the bound.
+    if reason.is_none() && merged.iter().all(|a| a.fault.is_none()) {
+        // Answers that say the requests failed, beyond the bound (a
+        // message the protocol refused says more: `shortfall` names it).
         reason = summary::status_share(cfg, &merged);
     }
     if reason.is_none() {
-        // Not cut short, yet a class may have measured nothing or missed its
-        // count: never report that as a complete run.
+        // Not cut short, yet a class may have measured nothing, missed its
+        // count or met a message its protocol refuses: never report that
+        // as a complete run, and say what was seen.
         reason = summary::shortfall(cfg, &merged);
     }
     // Sidecar: what the client proxies negotiated (their whole life).
@@ -222,8 +227,14 @@ pub fn run_workload_gated(
             };
             let mut class = summary::class_result(&workload, &here, acc, window_ns);
             // Only where Nagle can hold data: a TCP-family transport without
-            // nodelay (AF_UNIX has no Nagle; with nodelay nothing is held).
-            let nagle = row.nagle() && !cfg.socket.nodelay;
+            // nodelay (AF_UNIX has no Nagle; with nodelay nothing is held),
+            // or where a socket buffer below loopback's MSS holds segments
+            // for ACKs whatever Nagle does.
+            let small_buffer = [cfg.socket.sndbuf_bytes, cfg.socket.rcvbuf_bytes]
+                .iter()
+                .flatten()
+                .any(|&b| b < stackbench_metrics::warnings::LOOPBACK_MSS_BYTES);
+            let nagle = row.nagle() && (!cfg.socket.nodelay || small_buffer);
             let floor_ns = cfg.path.floor_ns(spec.request_bytes + spec.response_bytes);
             class.stall_band = nagle
                 .then(|| stall_band(&acc.hist, floor_ns, &cfg.path))
@@ -240,6 +251,9 @@ pub fn run_workload_gated(
             class.cpu = cpu;
             class.memory = Some(memory.clone());
             class.tls = class.tls.take().or(proxy_tls);
+            if let (Some(t), Some(p)) = (class.tls.as_mut(), &cfg.tls) {
+                t.server_verified = p.server_name.is_some().then_some(!p.insecure);
+            }
             class
         })
         .zip(server_stats.iter().map(Some).chain(std::iter::repeat(None)))
@@ -268,18 +282,6 @@ pub fn run_workload_gated(
         incomplete_reason: reason,
         window_opened_unix_s,
     })
-}
-
-/// The first response a class's protocol refused, naming the class and
-/// the protocol (`None`: every response was accepted).
-fn protocol_fault(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
-    let (spec, fault) = cfg
-        .workload
-        .classes
-        .iter()
-        .zip(merged)
-        .find_map(|(spec, acc)| Some((spec, acc.fault.as_ref()?)))?;
-    Some(format!("{spec}: protocol {}: {fault}", cfg.protocol.name()))
 }
 
 /// Sums the workers' figures per class; a worker's failure becomes the
@@ -424,6 +426,7 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             spin: cfg.spin.responder(),
             io: cfg.io,
             protocol: cfg.protocol,
+            tn3270: cfg.tn3270,
         };
         let clients = cfg.clients_here(index);
         let spread = transport::spread(row, control.target().ip(), clients);
@@ -447,6 +450,10 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             },
             pace: Pace::of(class, &cfg.pacing),
             priority: socket.priority,
+            target: control
+                .plain_parts()
+                .map(|t| app::TargetHead::intern(&t.address, t.path.as_deref())),
+            tn3270: cfg.tn3270,
         });
     }
     Ok(Started {
@@ -559,7 +566,7 @@ fn drive(
         seed: cfg.pacing.seed,
     };
     let abort = AtomicBool::new(false);
-    let ramp_ns = (cfg.workload.total_clients() as f64 * ramp_gap_ns) as u64;
+    let ramp_ns = cfg.ramp_ns();
     let watched = (slots, class_threads.as_ref());
     let mut gate = gate;
     let mut watch =
@@ -760,6 +767,7 @@ mod tests {
             http_error_share_pct: 1.0,
             path: PathFloor::default(),
             segment: Default::default(),
+            tn3270: Default::default(),
         };
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 0), vec![4, 5]);
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 1), vec![6]);

@@ -22,7 +22,9 @@ use stackbench_record::{
 
 use super::accum::ClassAccum;
 use super::pace::{Pace, PacingConfig};
+use super::seen::Words;
 use super::RunConfig;
+use crate::app::{self, grouped};
 use crate::control::ServerTestStats;
 
 /// At or above this message size, a class with no transaction probably needs
@@ -86,6 +88,9 @@ pub fn class_result(
                 ..HandshakeCpuUs::default()
             }),
             ktls: None,
+            alpn: t.alpn.map(str::to_string),
+            // A foreign server's verification is the caller's to say.
+            server_verified: None,
         }),
         // Counted against the path's floor by the caller.
         stall_band: None,
@@ -99,6 +104,7 @@ pub fn class_result(
             responder: None,
         }),
         http_status: acc.status.record(),
+        sessions: acc.sessions.record(&crate::app::tn3270::FUNCTIONS),
     }
 }
 
@@ -202,12 +208,17 @@ pub fn population(
 }
 
 /// Why a run that ran to its end is still incomplete, one clause per class
-/// that fell short (joined by "; "), each saying what to change; `None` when
-/// every class measured something and met its count.
+/// that fell short (joined by "; "): a class with no transaction, a count
+/// not reached, or a client ended by a message its protocol refuses. Each
+/// says what was seen ([`super::seen::Seen::explain`]: connections refused, closed or
+/// reset and where, faults, a server that never answered, most frequent
+/// first), and only when nothing went wrong that the window was too short;
+/// `None` when every class measured something and met its count.
 pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
     let window = cfg
         .duration
         .map_or_else(|| "measurement".to_string(), duration_text);
+    let words = Words::of(&app::row(cfg.protocol));
     let clauses: Vec<String> = cfg
         .workload
         .classes
@@ -215,21 +226,34 @@ pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
         .zip(merged)
         .enumerate()
         .filter_map(|(index, (spec, acc))| {
+            let too_short = nothing_fix(spec, &Pace::of(spec, &cfg.pacing));
+            let seen = acc.seen.explain(&words, &too_short);
             if acc.transactions == 0 {
-                Some(format!(
+                return Some(format!(
                     "{spec}: no transaction completed in the {window} window: {}",
-                    nothing_fix(spec, &Pace::of(spec, &cfg.pacing))
-                ))
-            } else {
-                let n = cfg
-                    .transactions_here(index)
-                    .filter(|&n| acc.transactions < n)?;
-                Some(format!(
-                    "{spec}: --transactions {n} not reached: {} done when the {window} \
-                     --duration ended; lengthen --duration or lower --transactions",
-                    grouped(acc.transactions)
-                ))
+                    seen.unwrap_or(too_short)
+                ));
             }
+            let done = grouped(acc.transactions);
+            if let Some(n) = cfg
+                .transactions_here(index)
+                .filter(|&n| acc.transactions < n)
+            {
+                let short = format!(
+                    "{spec}: --transactions {n} not reached: {done} done when the {window} \
+                     --duration ended"
+                );
+                return Some(match seen {
+                    Some(seen) => format!("{short}, as {seen}"),
+                    None => format!("{short}; lengthen --duration or lower --transactions"),
+                });
+            }
+            // A fault ends its client: never a complete run.
+            acc.fault.as_ref()?;
+            Some(format!(
+                "{spec}: {done} transactions completed, but {}",
+                seen.unwrap_or_default()
+            ))
         })
         .collect();
     (!clauses.is_empty()).then(|| clauses.join("; "))
@@ -254,7 +278,8 @@ pub fn status_share(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
                 format!(
                     "{spec}: {} of {} responses were not 2xx ({share_pct:.1}%: {}), above \
                      http_error_share {bound_pct}%: make the server answer the paths the \
-                     requests name (GET /N), or raise --http-error-share",
+                     requests name (GET /N, or the target URL's path), or raise \
+                     --http-error-share",
                     grouped(status.non_2xx()),
                     grouped(status.total()),
                     status.non_2xx_text()
@@ -297,19 +322,6 @@ fn duration_text(d: Duration) -> String {
     }
 }
 
-/// `53211` as `53,211`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +346,7 @@ mod tests {
             pacing: PacingConfig::default(),
             path: Default::default(),
             segment: Default::default(),
+            tn3270: Default::default(),
         }
     }
 

@@ -93,8 +93,9 @@ impl<P: Codec> Worker<'_, P> {
             self.fire_timers();
             self.publish();
         }
+        let accum = self.m.take_accum();
         self.drain();
-        self.m.accum
+        accum
     }
 }
 

@@ -143,6 +143,8 @@ pub struct Worker<'a, P: Codec = Raw> {
     pub(super) m: Machine<'a, DataStream, Epoch, P>,
     pub(super) dialers: &'a [Dialer],
     pub(super) spin: bool,
+    /// While an epoll edge is driven: it said the peer closed its side.
+    peer_closed: bool,
     window: &'a Window,
     wake: Option<WakeTimer>,
     scratch: Vec<u8>,
@@ -201,6 +203,7 @@ impl<'a, P: Codec> Worker<'a, P> {
             m,
             dialers: shared.dialers,
             spin: shared.spin,
+            peer_closed: false,
             window: shared.window,
             wake,
             scratch: vec![0; IO_CHUNK_BYTES],
@@ -260,7 +263,11 @@ impl<'a, P: Codec> Worker<'a, P> {
                 if event.is_writable() && !event.is_error() && !event.is_write_closed() {
                     self.m.mark_connected(key);
                 }
+                // The peer's FIN may come with the data of this edge, and
+                // no edge after it: a short read must not end the drive.
+                self.peer_closed = event.is_read_closed();
                 self.drive(key);
+                self.peer_closed = false;
             }
             self.fire_timers();
             self.publish();
@@ -270,7 +277,7 @@ impl<'a, P: Codec> Worker<'a, P> {
                 }
             }
         }
-        self.m.accum
+        self.m.take_accum()
     }
 
     /// Carries out what the state machine asked for client `key`.
@@ -534,7 +541,7 @@ impl<'a, P: Codec> Worker<'a, P> {
         if self.ring.is_some() {
             self.abandon_queued(key);
         }
-        self.m.fail(key, e.kind());
+        self.m.fail(key, e);
     }
 
     pub(super) fn drive(&mut self, key: usize) {
@@ -575,7 +582,10 @@ impl<'a, P: Codec> Worker<'a, P> {
                     match self.received(key, n)? {
                         Got::Next => {}
                         Got::Stop | Got::Close { .. } => return Ok(()),
-                        Got::More if n < want => return Ok(()),
+                        // A short read drained the socket: wait for the
+                        // next edge, unless the peer's FIN came with this
+                        // one (then read on to see the end of stream).
+                        Got::More if n < want && !self.peer_closed => return Ok(()),
                         Got::More => {}
                     }
                 }

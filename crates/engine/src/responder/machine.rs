@@ -91,7 +91,11 @@ impl Test {
     /// The test's handler of protocol `H` (two sizes: built where used).
     #[inline]
     pub(super) fn handler<H: Handler>(&self) -> H {
-        H::of(self.spec.request_bytes, self.spec.response_bytes)
+        H::of(
+            self.spec.request_bytes,
+            self.spec.response_bytes,
+            &self.spec.tn3270,
+        )
     }
 
     /// Bytes of a whole raw request (where io_uring, which serves raw
@@ -618,6 +622,7 @@ mod tests {
             spin: false,
             io: IoMode::Epoll,
             protocol: AppProtocol::Raw,
+            tn3270: Default::default(),
         }
     }
 

@@ -380,6 +380,7 @@ mod tests {
             spin: false,
             io: IoMode::Epoll,
             protocol: AppProtocol::Raw,
+            tn3270: Default::default(),
         }
     }
 
@@ -715,6 +716,7 @@ mod tests {
             cipher_name: "TLS_AES_128_GCM_SHA256",
             cpu_ns: 5000,
             ktls: false,
+            alpn: None,
         };
         let mut script = vec![
             Event::Accept { room: ROOMY },

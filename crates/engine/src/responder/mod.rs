@@ -737,7 +737,7 @@ fn control_session(conn: TcpStream, shared: &Shared) -> io::Result<()> {
                         transport,
                         clients,
                         ports,
-                        tls,
+                        tls: tls.map(|t| *t),
                         cpus: cpus.to_vec(),
                         own_workers,
                         own_cpus,

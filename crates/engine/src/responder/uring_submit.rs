@@ -174,6 +174,7 @@ mod tests {
                 spin: false,
                 io: IoMode::Uring,
                 protocol: AppProtocol::Raw,
+                tn3270: Default::default(),
             },
         )
     }

@@ -104,6 +104,10 @@ impl ProxyReport {
             rekeys: 0,
             server_rekeys: 0,
             ktls: None,
+            // The proxies offer no ALPN, and verify no certificate (they
+            // reach stackbench's own responder only).
+            alpn: None,
+            server_verified: None,
         })
     }
 }

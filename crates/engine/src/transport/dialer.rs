@@ -72,6 +72,8 @@ pub struct Dialer {
     tls: Option<SslContext>,
     /// Share of connections that offer the last session (0 to 1).
     resume_ratio: f64,
+    /// A foreign server's name: SNI and the certificate's name.
+    server_name: Option<std::sync::Arc<str>>,
 }
 
 impl Dialer {
@@ -92,6 +94,7 @@ impl Dialer {
             sources,
             tls: None,
             resume_ratio: 0.0,
+            server_name: None,
         }
     }
 
@@ -100,6 +103,13 @@ impl Dialer {
     pub fn with_tls(mut self, ctx: SslContext, resume_ratio: f64) -> Dialer {
         self.tls = Some(ctx);
         self.resume_ratio = resume_ratio;
+        self
+    }
+
+    /// Names the foreign server every TLS connection goes to (SNI, and
+    /// the name its certificate must carry).
+    pub fn with_server_name(mut self, name: Option<&str>) -> Dialer {
+        self.server_name = name.map(Into::into);
         self
     }
 
@@ -151,10 +161,10 @@ impl Dialer {
             &self.targets[route % self.targets.len()],
         )?;
         match (&self.tls, stream) {
-            (Some(ctx), DataStream::Plain(fd)) => Ok(DataStream::Tls(Box::new(TlsConn::new(
+            (Some(ctx), DataStream::Plain(fd)) => Ok(DataStream::Tls(Box::new(TlsConn::named(
                 ctx,
                 fd,
-                true,
+                (true, self.server_name.as_deref()),
                 session,
                 recv_message_bytes,
             )?))),

@@ -13,9 +13,14 @@
 //! the kernel ([`super::ktls`]): from then on `send`/`recv` are plain system
 //! calls on the socket and OpenSSL is out of the data path.
 //!
-//! Certificates are not verified (a benchmark against its own responder);
-//! the responder makes a self-signed certificate once per process unless
-//! given PEM files.
+//! Against its own responder the driver verifies no certificate (the
+//! responder makes a self-signed one once per process unless given PEM
+//! files). Against a foreign server (`https://HOST`, [`TlsParams::server_name`])
+//! it sends the host as SNI and verifies the server's certificate chain
+//! against the system's roots or `--ca`, and its name against the host,
+//! unless `--insecure`; [`probe`] checks this once before a run starts.
+//! ALPN is offered where the run's protocol names one (`http/1.1`), and
+//! the responder selects it.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -93,6 +98,45 @@ pub struct Handshake {
     pub cpu_ns: u64,
     /// The record layer went to the kernel (`tls_mode ktls`).
     pub ktls: bool,
+    /// The ALPN protocol the server selected (`None`: none offered or none
+    /// selected).
+    pub alpn: Option<&'static str>,
+}
+
+/// The protocols ALPN may settle on, by name (a `Handshake` is `Copy`: the
+/// negotiated name is one of these, or "other").
+const ALPN_NAMES: &[&str] = &["http/1.1", "h2"];
+
+fn alpn_name(selected: &[u8]) -> &'static str {
+    ALPN_NAMES
+        .iter()
+        .find(|n| n.as_bytes() == selected)
+        .copied()
+        .unwrap_or("other")
+}
+
+/// The first of `ours` (wire form) that the client `offered`.
+fn select_alpn<'a>(ours: &[u8], offered: &'a [u8]) -> Result<&'a [u8], openssl::ssl::AlpnError> {
+    fn names(wire: &[u8]) -> impl Iterator<Item = &[u8]> {
+        let mut rest = wire;
+        std::iter::from_fn(move || {
+            let (&len, tail) = rest.split_first()?;
+            let name = tail.get(..usize::from(len))?;
+            rest = &tail[name.len()..];
+            Some(name)
+        })
+    }
+    names(ours)
+        .find_map(|ours| names(offered).find(|o| *o == ours))
+        .ok_or(openssl::ssl::AlpnError::NOACK)
+}
+
+/// ALPN's wire form of `protocols`: each name prefixed by its length.
+fn alpn_wire(protocols: &[String]) -> Vec<u8> {
+    protocols
+        .iter()
+        .flat_map(|p| std::iter::once(p.len() as u8).chain(p.bytes()))
+        .collect()
 }
 
 impl Handshake {
@@ -149,7 +193,23 @@ impl TlsConn {
         session: Option<&SslSession>,
         recv_message_bytes: u64,
     ) -> io::Result<TlsConn> {
+        Self::named(ctx, fd, (client, None), session, recv_message_bytes)
+    }
+
+    /// [`Self::new`] for a client of a foreign server `server_name`: SNI,
+    /// and the name its certificate is checked against (where the context
+    /// verifies).
+    pub(crate) fn named(
+        ctx: &SslContext,
+        fd: OwnedFd,
+        (client, server_name): (bool, Option<&str>),
+        session: Option<&SslSession>,
+        recv_message_bytes: u64,
+    ) -> io::Result<TlsConn> {
         let mut ssl = openssl::ssl::Ssl::new(ctx).map_err(io::Error::other)?;
+        if let Some(name) = server_name.filter(|_| client) {
+            name_server(&mut ssl, name).map_err(io::Error::other)?;
+        }
         super::tls_acct::set_read_buffer(&mut ssl, recv_message_bytes);
         let wants_ktls = ktls::enabled(ctx);
         if wants_ktls {
@@ -217,6 +277,7 @@ impl TlsConn {
             cipher_name,
             cpu_ns: self.handshake_cpu_ns,
             ktls: self.ktls,
+            alpn: ssl.selected_alpn_protocol().map(alpn_name),
         });
         Ok(())
     }
@@ -379,11 +440,42 @@ fn restrict(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), String> {
     ktls::configure(b, p)
 }
 
-/// The driver's context for `p` (no certificate verification).
+/// SNI (a name, never an IP literal: RFC 6066 §3) and the name or
+/// address the certificate must carry.
+fn name_server(ssl: &mut openssl::ssl::SslRef, name: &str) -> Result<(), String> {
+    let e = |x: openssl::error::ErrorStack| format!("tls: server name {name}: {x}");
+    match name.parse::<std::net::IpAddr>() {
+        Ok(ip) => ssl.param_mut().set_ip(ip).map_err(e),
+        Err(_) => {
+            ssl.set_hostname(name).map_err(e)?;
+            ssl.param_mut().set_host(name).map_err(e)
+        }
+    }
+}
+
+/// The driver's context for `p`: a foreign server's certificate verified
+/// against `p.ca` or the system's roots (unless `p.insecure`), none of
+/// stackbench's own responder; ALPN offered where `p.alpn` names any.
 pub fn client_context(p: &TlsParams) -> Result<SslContext, String> {
     let mut b = SslContextBuilder::new(SslMethod::tls_client()).map_err(|e| e.to_string())?;
     restrict(&mut b, p)?;
-    b.set_verify(SslVerifyMode::NONE);
+    if p.verifies() {
+        match &p.ca {
+            Some(ca) => b
+                .set_ca_file(ca)
+                .map_err(|_| format!("--ca {ca}: not a readable PEM file of CA certificates"))?,
+            None => b
+                .set_default_verify_paths()
+                .map_err(|e| format!("tls: cannot load the system's CA certificates: {e}"))?,
+        }
+        b.set_verify(SslVerifyMode::PEER);
+    } else {
+        b.set_verify(SslVerifyMode::NONE);
+    }
+    if !p.alpn.is_empty() {
+        b.set_alpn_protos(&alpn_wire(&p.alpn))
+            .map_err(|e| format!("tls alpn: {e}"))?;
+    }
     // The driver keeps the one session it offers per class and worker
     // itself: no client cache growing with every connection.
     b.set_session_cache_mode(openssl::ssl::SslSessionCacheMode::OFF);
@@ -410,6 +502,12 @@ pub fn server_context(p: &TlsParams) -> Result<SslContext, String> {
     }
     b.check_private_key()
         .map_err(|e| format!("tls: certificate and key do not match: {e}"))?;
+    if !p.alpn.is_empty() {
+        // The first of ours the client offers; none in common: no ALPN
+        // (the client then sees none selected), as nginx does.
+        let ours = alpn_wire(&p.alpn);
+        b.set_alpn_select_callback(move |_, offered| select_alpn(&ours, offered));
+    }
     b.set_session_id_context(b"stackbench")
         .map_err(|e| e.to_string())?;
     Ok(b.build())
@@ -445,6 +543,109 @@ pub fn check_cert_key(cert: &str, key: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// One blocking connection to the foreign server at `addr` (`named` in
+/// messages) with the run's client context, before the run starts: a
+/// certificate that does not verify, a server that speaks no TLS or
+/// refuses the run's version, suite or groups is one line naming what was
+/// seen and the fix, rather than every connection of the run failing. The
+/// connection comes back handshaken, for the caller's own look at what
+/// the server speaks above TLS.
+pub fn probe(
+    addr: std::net::SocketAddr,
+    named: &str,
+    p: &TlsParams,
+) -> Result<SslStream<std::net::TcpStream>, String> {
+    use std::time::Duration;
+    let ctx = client_context(p)?;
+    let tcp = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(10))
+        .map_err(|e| format!("target {named}: cannot connect to {addr} ({e})"))?;
+    let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut ssl = openssl::ssl::Ssl::new(&ctx).map_err(|e| e.to_string())?;
+    if let Some(name) = &p.server_name {
+        name_server(&mut ssl, name)?;
+    }
+    // The certificate that failed, for the message (OpenSSL keeps no peer
+    // certificate of a handshake it aborted).
+    let failed = std::sync::Arc::new(Mutex::new(None::<String>));
+    if p.verifies() {
+        let seen = failed.clone();
+        ssl.set_verify_callback(SslVerifyMode::PEER, move |ok, store| {
+            if let (false, Some(cert)) = (ok, store.current_cert()) {
+                let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                seen.get_or_insert_with(|| describe_cert(cert));
+            }
+            ok
+        });
+    }
+    match ssl.connect(tcp) {
+        Ok(stream) => Ok(stream),
+        Err(openssl::ssl::HandshakeError::Failure(mid)) => {
+            let verify = mid.ssl().verify_result();
+            if verify != openssl::x509::X509VerifyResult::OK {
+                let subject = failed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+                    .unwrap_or_else(|| "its certificate".to_string());
+                let against =
+                    p.ca.as_deref()
+                        .map_or("the system's CA certificates".into(), |c| {
+                            format!("--ca {c}")
+                        });
+                return Err(format!(
+                    "target {named}: the server's certificate does not verify against {against} \
+                     ({}; {subject}): give --ca with the CA that signed it, or --insecure to \
+                     measure without verifying",
+                    verify.error_string()
+                ));
+            }
+            Err(format!(
+                "target {named}: the TLS handshake failed ({}): check that it serves TLS on \
+                 this port and accepts TLS {} (--tls-version){}",
+                mid.error(),
+                p.version.name(),
+                if p.cipher.is_some() || !p.groups.is_empty() {
+                    ", the cipher and the groups asked for"
+                } else {
+                    ""
+                }
+            ))
+        }
+        Err(e) => Err(format!(
+            "target {named}: the TLS handshake failed ({e}): check that it serves TLS on this port"
+        )),
+    }
+}
+
+/// A certificate in messages: its subject's CN and its issuer's.
+fn describe_cert(c: &openssl::x509::X509Ref) -> String {
+    let cn = |n: &openssl::x509::X509NameRef| {
+        n.entries_by_nid(Nid::COMMONNAME)
+            .next()
+            .and_then(|e| e.data().to_string().ok())
+            .unwrap_or_else(|| "?".to_string())
+    };
+    format!(
+        "certificate CN={} issued by CN={}",
+        cn(c.subject_name()),
+        cn(c.issuer_name())
+    )
+}
+
+/// Checks a `--ca` file before anything starts: readable, and holding at
+/// least one PEM certificate.
+pub fn check_ca(ca: &str) -> Result<(), String> {
+    let pem = std::fs::read(ca)
+        .map_err(|e| format!("--ca {ca}: cannot read it ({e}): give a readable PEM file"))?;
+    match X509::stack_from_pem(&pem) {
+        Ok(certs) if !certs.is_empty() => Ok(()),
+        _ => Err(format!(
+            "--ca {ca}: not a PEM certificate (no -----BEGIN CERTIFICATE----- block): give \
+             the CA certificates in PEM"
+        )),
+    }
 }
 
 type Made = (X509, PKey<Private>);

@@ -46,7 +46,9 @@ impl TransportOps for Tls {
     ) -> Result<Dialer, String> {
         let p = tls.ok_or("transport tls: the run has no TLS parameters")?;
         let ctx = client_context(p)?;
-        Ok(dialer_for(self.as_row(), endpoints, sources)?.with_tls(ctx, p.resume_ratio))
+        Ok(dialer_for(self.as_row(), endpoints, sources)?
+            .with_tls(ctx, p.resume_ratio)
+            .with_server_name(p.server_name.as_deref()))
     }
 
     fn as_row(&self) -> &'static dyn TransportOps {

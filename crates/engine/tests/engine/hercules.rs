@@ -4,8 +4,11 @@
 //! that connects — with no operating system IPLed, nothing answers a
 //! terminal's input, so this tier covers the logon, not transactions. Each
 //! connection is a CRR without its record: connect, negotiate, receive the
-//! first screen, close; counted exactly. The `hercules` tier: skipped where
-//! the binary is missing, a failure where `STACKBENCH_REQUIRE` names it.
+//! first screen, close; counted exactly. Hercules 3.13 offers no TN3270E
+//! (its console sends no `DO TN3270E`): `tn3270e auto`, the default, falls
+//! back to plain TN3270, and `on` is a fault naming what it asked for
+//! instead. The `hercules` tier: skipped where the binary is missing, a
+//! failure where `STACKBENCH_REQUIRE` names it.
 //! The test starts its own hercules on a free loopback port and kills it
 //! when done, whatever happens.
 
@@ -17,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use stackbench_engine::app::tn3270::{Client, ClientState, LOGON_BYTES_IN};
 use stackbench_engine::app::{ClassShape, Codec, Setup};
+use stackbench_model::settings::{Tn3270Options, Tn3270e};
 use stackbench_model::{CrrClose, Kind};
 use stackbench_testkit::{skip, Tier};
 
@@ -93,10 +97,12 @@ impl Hercules {
 struct Logon {
     received: u64,
     sent: u64,
+    mode: &'static str,
 }
 
 /// Runs the codec's setup over `stream` until the first screen, as the
-/// driver's machine does: read, answer what the codec owes, until `Done`.
+/// driver's machine does: read, answer what the codec owes, until `Done`;
+/// the session's mode with what it moved.
 fn logon(codec: &Client, stream: &mut TcpStream) -> Result<Logon, String> {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -113,7 +119,12 @@ fn logon(codec: &Client, stream: &mut TcpStream) -> Result<Logon, String> {
             sent += out.len() as u64;
         }
         if matches!(step, Setup::Done | Setup::SendLast) {
-            return Ok(Logon { received, sent });
+            let mode = codec.settled(&state).map_or("?", |s| s.mode);
+            return Ok(Logon {
+                received,
+                sent,
+                mode,
+            });
         }
         let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
         if n == 0 {
@@ -134,12 +145,19 @@ fn hercules_logs_each_terminal_on_with_its_logo_screen() {
     let Some(hercules) = Hercules::start(&dir) else {
         return skip(Tier::Hercules, test, "no runnable hercules on PATH");
     };
-    let codec = Client::of(&ClassShape {
+    let shape = |tn3270e| ClassShape {
         kind: Kind::Crr,
         request_bytes: 100,
         response_bytes: 800,
         crr_close: CrrClose::Client,
-    });
+        target: None,
+        tn3270: Tn3270Options {
+            tn3270e,
+            ..Tn3270Options::default()
+        },
+    };
+    // `tn3270e auto`, the default.
+    let codec = Client::of(&shape(Tn3270e::Auto));
     let mut logons = Vec::new();
     for _ in 0..3 {
         let mut stream = hercules.connect();
@@ -155,9 +173,21 @@ fn hercules_logs_each_terminal_on_with_its_logo_screen() {
     assert_eq!(logons.len(), 3);
     assert!(logons.iter().all(|l| l == &logons[0]), "{logons:?}");
     assert!(logons[0].received > 100, "a logo screen: {logons:?}");
-    // Hercules asks for TERMINAL-TYPE, EOR and BINARY but offers no
-    // TN3270E: the terminal's answers are a logon's less the WONT TN3270E.
+    // Hercules 3.13 asks for TERMINAL-TYPE, EOR and BINARY but offers no
+    // TN3270E (its console never sends DO TN3270E): `auto` falls back to
+    // plain TN3270, and the terminal's answers are a logon's less the
+    // WONT TN3270E.
+    assert_eq!(logons[0].mode, "tn3270", "{logons:?}");
     assert_eq!(logons[0].sent, LOGON_BYTES_IN - 3, "{logons:?}");
+    // `tn3270e on` refuses it in one line naming what the server did.
+    let on = Client::of(&shape(Tn3270e::On));
+    let mut stream = hercules.connect();
+    let fault = logon(&on, &mut stream).expect_err("tn3270e on against hercules");
+    assert!(
+        fault.contains("asks for TERMINAL-TYPE") && fault.contains("tn3270e is on"),
+        "{fault}"
+    );
+    drop(stream);
     drop(hercules);
     let _ = std::fs::remove_dir_all(&dir);
 }

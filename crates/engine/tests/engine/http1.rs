@@ -35,6 +35,8 @@ fn assert_http_exact(cfg: &RunConfig, out: &RunOutcome, n: u64) {
             request_bytes: spec.request_bytes,
             response_bytes: spec.response_bytes,
             crr_close: cfg.socket.crr_close,
+            target: None,
+            tn3270: Default::default(),
         });
         assert_eq!(c.transactions, n, "{}", c.notation);
         assert_eq!(c.errors, 0, "{}: {:?}", c.notation, c.error_counts);
@@ -211,7 +213,10 @@ fn a_bad_response_ends_the_run_incomplete_with_the_fault() {
         let out = run_plain(&target, &http("RR2(100B/100B)", 10));
         assert!(!out.complete);
         let reason = out.incomplete_reason.unwrap();
-        assert!(reason.contains("protocol http1: "), "{reason}");
+        assert!(
+            reason.contains("that protocol http1 refuses (the first: "),
+            "{reason}"
+        );
         assert!(reason.contains(needle), "{reason}");
         assert!(!reason.contains('\n'), "{reason}");
         assert!(out.classes[0].errors >= 1);
@@ -293,6 +298,7 @@ fn responder_answer(sent: &[u8]) -> (Vec<u8>, stackbench_engine::control::Server
         spin: false,
         io: IoMode::Epoll,
         protocol: AppProtocol::Http1,
+        tn3270: Default::default(),
     };
     let (id, endpoints) = control.start(spec, Transport::Tcp, 1, 1).unwrap();
     let Endpoint::Inet(addr) = endpoints[0] else {

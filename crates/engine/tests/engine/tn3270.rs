@@ -5,7 +5,9 @@
 //! every close mode, a lone connection is driven and served directly, and
 //! `io uring` runs it on epoll.
 
-use stackbench_engine::app::tn3270::{LOGON_BYTES_IN, LOGON_BYTES_OUT};
+use stackbench_engine::app::tn3270::{
+    LOGON_BYTES_IN, LOGON_BYTES_OUT, LOGON_E_BYTES_IN, LOGON_E_BYTES_OUT,
+};
 use stackbench_engine::{iomode, RunConfig, RunOutcome};
 use stackbench_model::{AppProtocol, CrrClose, IoMode};
 
@@ -19,26 +21,33 @@ fn tn3270(workload: &str, transactions: u64) -> RunConfig {
 }
 
 /// Exact counts: `n` transactions of the notation's record sizes on both
-/// sides, plus `logons` logons' bytes on the client (CRR: one per
+/// sides, plus `logons` TN3270E logons' bytes on the client (CRR: one per
 /// transaction) and one per connection on the responder.
 fn assert_tn3270_exact(out: &RunOutcome, n: u64, logons: u64) {
+    assert_logons_exact(out, n, logons, (LOGON_E_BYTES_IN, LOGON_E_BYTES_OUT));
+    let sessions = out.classes[0].sessions.as_ref().expect("sessions counted");
+    let conns = out.server_stats[0].connections;
+    assert_eq!(sessions.attempted, conns);
+    assert_eq!(sessions.negotiated.get("tn3270e"), Some(&conns));
+    assert_eq!(sessions.functions.get("RESPONSES"), Some(&conns));
+    assert_eq!(sessions.device_types.get("IBM-3278-2-E"), Some(&conns));
+    assert!(sessions.failed.is_empty(), "{sessions:?}");
+}
+
+/// The same with logons of `logon` bytes (in, out) each.
+fn assert_logons_exact(out: &RunOutcome, n: u64, logons: u64, logon: (u64, u64)) {
+    let (logon_in, logon_out) = logon;
     assert!(out.complete, "{:?}", out.incomplete_reason);
     let c = &out.classes[0];
     assert_eq!(c.transactions, n, "{}", c.notation);
     assert_eq!(c.errors, 0, "{}: {:?}", c.notation, c.error_counts);
-    assert_eq!(c.tx_bytes, n * c.request_bytes + logons * LOGON_BYTES_IN);
-    assert_eq!(c.rx_bytes, n * c.response_bytes + logons * LOGON_BYTES_OUT);
+    assert_eq!(c.tx_bytes, n * c.request_bytes + logons * logon_in);
+    assert_eq!(c.rx_bytes, n * c.response_bytes + logons * logon_out);
     let server = &out.server_stats[0];
     let conns = server.connections;
     assert_eq!((server.transactions, server.errors), (n, 0));
-    assert_eq!(
-        server.rx_bytes,
-        n * c.request_bytes + conns * LOGON_BYTES_IN
-    );
-    assert_eq!(
-        server.tx_bytes,
-        n * c.response_bytes + conns * LOGON_BYTES_OUT
-    );
+    assert_eq!(server.rx_bytes, n * c.request_bytes + conns * logon_in);
+    assert_eq!(server.tx_bytes, n * c.response_bytes + conns * logon_out);
 }
 
 #[test]
@@ -48,6 +57,67 @@ fn rr_logs_on_once_per_user_and_counts_records_exactly() {
     // Logons happen before the window: the client counts records only.
     assert_tn3270_exact(&out, 1003, 0);
     assert_eq!(out.server_stats[0].connections, 10);
+}
+
+/// Plain TN3270 both ways: the terminal refuses TN3270E (`tn3270e off`),
+/// or the responder does (`responder_tn3270e refuse`, no `DO TN3270E`
+/// to answer: 3 bytes each way fewer); `tn3270e on` against the refusing
+/// responder is an incomplete run whose fault names the refusal, with the
+/// failed logons counted by reason.
+#[test]
+fn plain_tn3270_either_way_and_on_refused_is_incomplete() {
+    use stackbench_model::settings::{ResponderTn3270e, Tn3270e};
+    let h = responder("127.0.0.1:0");
+    let mut off = tn3270("CRR2(100B/800B)", 20);
+    off.tn3270.tn3270e = Tn3270e::Off;
+    let out = run(&h, &off);
+    assert_logons_exact(&out, 20, 20, (LOGON_BYTES_IN, LOGON_BYTES_OUT));
+    let sessions = out.classes[0].sessions.as_ref().unwrap();
+    assert_eq!(sessions.negotiated.get("tn3270"), Some(&20));
+    let mut refused = tn3270("CRR2(100B/800B)", 20);
+    refused.tn3270.responder = ResponderTn3270e::Refuse;
+    let out = run(&h, &refused);
+    let plain = (LOGON_BYTES_IN - 3, LOGON_BYTES_OUT - 3);
+    assert_logons_exact(&out, 20, 20, plain);
+    refused.tn3270.tn3270e = Tn3270e::On;
+    let out = run(&h, &refused);
+    assert!(!out.complete);
+    let why = out.incomplete_reason.as_deref().unwrap_or_default();
+    assert!(why.contains("tn3270e is on"), "{why}");
+    let sessions = out.classes[0].sessions.as_ref().unwrap();
+    assert_eq!(sessions.negotiated_total(), 0, "{sessions:?}");
+    assert!(
+        sessions
+            .failed
+            .get("tn3270e_refused")
+            .is_some_and(|n| *n >= 1),
+        "{sessions:?}"
+    );
+    assert_eq!(out.classes[0].transactions, 0);
+}
+
+/// An LU the responder does not define: DEVICE-TYPE REJECT REASON
+/// INV-NAME, named in the fault line, counted by reason.
+#[test]
+fn an_lu_the_server_rejects_is_an_incomplete_run_naming_the_reason() {
+    use stackbench_model::settings::{LuName, SettingValue};
+    let h = responder("127.0.0.1:0");
+    let mut cfg = tn3270("RR2(100B/800B)", 20);
+    cfg.tn3270.lu = Some(LuName::parse("NOSUCHLU").unwrap());
+    let out = run(&h, &cfg);
+    assert!(!out.complete);
+    let why = out.incomplete_reason.as_deref().unwrap_or_default();
+    assert!(why.contains("REJECT REASON INV-NAME (3)"), "{why}");
+    let sessions = out.classes[0].sessions.as_ref().unwrap();
+    assert_eq!(
+        sessions.failed.get("rejected_inv_name"),
+        Some(&2),
+        "{sessions:?}"
+    );
+    // One the pool defines is given.
+    cfg.tn3270.lu = Some(LuName::parse("SBLU0007").unwrap());
+    let out = run(&h, &cfg);
+    assert!(out.complete, "{:?}", out.incomplete_reason);
 }
 
 #[test]
@@ -136,6 +206,7 @@ fn a_plain_tn3270_server_is_driven_without_a_control_connection() {
         spin: false,
         io: IoMode::Epoll,
         protocol: AppProtocol::Tn3270,
+        tn3270: Default::default(),
     };
     let (id, endpoints) = control.start(spec, Transport::Tcp, 3, 1).unwrap();
     let Endpoint::Inet(addr) = endpoints[0] else {
@@ -216,10 +287,18 @@ fn a_server_that_is_not_tn3270_ends_the_run_incomplete_with_the_fault() {
         let out = run_workload(&mut control, &cfg, &stop, &mut |_| {}).unwrap();
         assert!(!out.complete);
         let reason = out.incomplete_reason.unwrap();
-        assert!(reason.contains("protocol tn3270: "), "{reason}");
+        assert!(
+            reason.contains("that protocol tn3270 refuses (the first: "),
+            "{reason}"
+        );
         assert!(reason.contains(needle), "{reason}");
         assert!(!reason.contains('\n'), "{reason}");
         assert_eq!(out.classes[0].transactions, 0);
         assert!(out.classes[0].errors >= 1);
+        // The greeting fails the logon itself: counted by reason.
+        let sessions = out.classes[0].sessions.as_ref().unwrap();
+        if greeting != screen {
+            assert!(sessions.failed.contains_key("not_telnet"), "{sessions:?}");
+        }
     }
 }

@@ -40,6 +40,7 @@ fn spec(response_bytes: u64) -> TestSpec {
         spin: false,
         io: IoMode::Epoll,
         protocol: Default::default(),
+        tn3270: Default::default(),
     }
 }
 

@@ -63,6 +63,7 @@ fn unix_socket_directories_are_removed_when_tests_stop() {
         spin: false,
         io: Default::default(),
         protocol: Default::default(),
+        tn3270: Default::default(),
     };
     let (id, endpoints) = control.start(spec, Transport::Unix, 1, 1).unwrap();
     // One path per responder worker, in one private directory.
@@ -114,6 +115,7 @@ fn ipv6_spreads_over_responder_ports() {
         spin: false,
         io: Default::default(),
         protocol: Default::default(),
+        tn3270: Default::default(),
     };
     let (id, endpoints) = control.start(spec, Transport::Tcp, 3, 3).unwrap();
     assert_eq!(endpoints.len(), 3, "{endpoints:?}");
@@ -257,6 +259,7 @@ fn emfile_scenario() {
         spin: false,
         io: Default::default(),
         protocol: Default::default(),
+        tn3270: Default::default(),
     };
     let (id, endpoints) = control
         .start(spec, Transport::Tcp, CLIENTS as u32, 1)

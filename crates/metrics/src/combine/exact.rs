@@ -107,7 +107,7 @@ pub(super) fn tls(classes: &[&ClassResult], parts: &mut dyn Parts) -> Option<Tls
     let (_, first) = have.first()?;
     let notation = &classes[0].notation;
     for (p, t) in &have {
-        if (&t.version, &t.cipher) != (&first.version, &first.cipher) {
+        if (&t.version, &t.cipher, &t.alpn) != (&first.version, &first.cipher, &first.alpn) {
             parts.note(format!(
                 "{notation}: agent {} on {} negotiated {} {} where the first agent negotiated {} {}",
                 p.index, p.host, t.version, t.cipher, first.version, first.cipher
@@ -130,6 +130,8 @@ pub(super) fn tls(classes: &[&ClassResult], parts: &mut dyn Parts) -> Option<Tls
         server_rekeys: sum(|t| t.server_rekeys),
         handshake_cpu_us: handshake_cpu(&have),
         ktls: ktls(&have),
+        alpn: first.alpn.clone(),
+        server_verified: super::verified_by_all(have.iter().map(|(_, t)| t.server_verified)),
     })
 }
 

@@ -6,8 +6,8 @@
 //! first repetition's, as it is the same in every one.
 
 use stackbench_record::{
-    ClassResult, CpuBreakdown, CpuFigures, HandshakeCpuUs, KtlsCounters, KtlsFigures, LatencyUs,
-    MemoryFigures, ProcessCpu, SideCpu, SideMemory, TlsFigures,
+    ClassResult, CpuBreakdown, CpuFigures, DiskIo, HandshakeCpuUs, KtlsCounters, KtlsFigures,
+    LatencyUs, MemoryFigures, ProcessCpu, SideCpu, SideMemory, TlsFigures,
 };
 
 /// The figures of one value across repetitions; never empty.
@@ -133,6 +133,11 @@ fn side_cpu(runs: &Of<SideCpu>) -> SideCpu {
         }),
         process_cpu_us_per_tran: runs.opt(|s| s.process_cpu_us_per_tran),
         attribution: first.attribution,
+        disk: runs.each(|s| s.disk.as_ref()).map(|d| DiskIo {
+            read_bytes: d.u(|x| x.read_bytes),
+            write_bytes: d.u(|x| x.write_bytes),
+            write_bytes_per_tran: d.opt(|x| x.write_bytes_per_tran),
+        }),
     }
 }
 
@@ -211,6 +216,8 @@ pub(super) fn tls(runs: &Of<TlsFigures>) -> TlsFigures {
             client: k.each(|x| x.client.as_ref()).map(|c| ktls_counters(&c)),
             server: k.each(|x| x.server.as_ref()).map(|c| ktls_counters(&c)),
         }),
+        alpn: first.alpn.clone(),
+        server_verified: super::verified_by_all(runs.0.iter().map(|t| t.server_verified)),
     }
 }
 

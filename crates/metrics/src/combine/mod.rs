@@ -37,10 +37,11 @@
 //! | `cpu`, `memory` | host views once per host, process figures once per process ([`Parts::cpu`], [`Parts::memory`]) | mean of every figure |
 //! | `repetitions` | none (the caller fills it) | none (the caller fills it) |
 //! | `population` | see the `population` module | see the `population` module |
-//! | `tls` | counts summed, CPU per handshake weighted, kTLS counters once per host | what was negotiated the first's (the same in every run), counts and µs the mean |
+//! | `tls` | counts summed, CPU per handshake weighted, kTLS counters once per host; `server_verified` false if any part's was | what was negotiated the first's (the same in every run), counts and µs the mean; `server_verified` false if any run's was |
 //! | `stall_band` | bands added | bands added (a stall in any run is counted) |
 //! | `served_by` | connections added, unknown when a part did not count | connections added, unknown when a run did not count |
 //! | `http_status` | each code's count summed | each code's mean count (a run without the code counts 0), rounded |
+//! | `sessions` | each count summed | each count summed (as errors) |
 //!
 //! An optional figure of repetitions is present only when every run has it.
 
@@ -49,7 +50,7 @@ mod mean;
 mod parts;
 mod population;
 
-use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, ServedBy};
+use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, ServedBy, Sessions};
 
 use crate::cpu::Work;
 use mean::Of;
@@ -200,6 +201,15 @@ pub fn combine(mut mode: Mode, classes: &[&ClassResult]) -> ClassResult {
             .reduce(|a, b| a.add(&b)),
         served_by: served_by(classes.iter().map(|c| c.served_by)),
         http_status: http_status(classes, rule(Sum, Mean)),
+        // Setups are counted like errors: summed either way.
+        sessions: classes.iter().filter_map(|c| c.sessions.as_ref()).fold(
+            None,
+            |acc: Option<Sessions>, s| {
+                let mut acc = acc.unwrap_or_default();
+                acc.add(s);
+                Some(acc)
+            },
+        ),
     }
 }
 
@@ -226,6 +236,12 @@ fn http_status(classes: &[&ClassResult], rule: Rule) -> Option<HttpStatus> {
         .map(|code| (code, rule.count(classes, |c| count(c, code))))
         .collect();
     Some(HttpStatus { codes })
+}
+
+/// Whether a foreign server's certificate was verified in every one of
+/// several results (false if any was not; `None` where none says).
+fn verified_by_all(all: impl Iterator<Item = Option<bool>>) -> Option<bool> {
+    all.flatten().reduce(|a, b| a && b)
 }
 
 /// `count / duration_s`, and 0 for an empty window.

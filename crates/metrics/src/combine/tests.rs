@@ -2,7 +2,7 @@ use stackbench_model::Kind;
 use stackbench_record::{
     BackendConnections, ClassResult, CpuFigures, ErrorCounts, HandshakeCpuUs, HttpStatus,
     KtlsCounters, KtlsFigures, LagUs, LatencyUs, MemoryFigures, PacingMode, PopulationFigures,
-    ServedBy, SideCpu, SideMemory, SkMemInfo, StallBand, TlsFigures,
+    ServedBy, Sessions, SideCpu, SideMemory, SkMemInfo, StallBand, TlsFigures,
 };
 
 use super::*;
@@ -182,6 +182,8 @@ fn full(transactions: u64, duration_s: f64, clients: u32, scale: u64) -> ClassRe
                     ..KtlsCounters::default()
                 }),
             }),
+            alpn: Some("http/1.1".into()),
+            server_verified: Some(true),
         }),
         stall_band: Some(StallBand {
             floor_us: 50.0,
@@ -204,6 +206,13 @@ fn full(transactions: u64, duration_s: f64, clients: u32, scale: u64) -> ClassRe
         http_status: Some(HttpStatus {
             codes: [(200, transactions - scale), (404, scale)].into(),
         }),
+        sessions: Some(Sessions {
+            attempted: u64::from(clients) + scale,
+            negotiated: [("tn3270e".to_string(), u64::from(clients))].into(),
+            functions: [("RESPONSES".to_string(), u64::from(clients))].into(),
+            device_types: [("IBM-3278-2-E".to_string(), u64::from(clients))].into(),
+            failed: [("closed".to_string(), scale)].into(),
+        }),
     }
 }
 
@@ -225,6 +234,7 @@ fn one_is_its_own_combine_in_every_field() {
         stall_band: Some(_),
         served_by: Some(_),
         http_status: Some(_),
+        sessions: Some(_),
         workload: _,
         notation: _,
         kind: _,

@@ -1,5 +1,5 @@
 //! Reading the kernel's accounting files: `/proc/stat`, `/proc/<pid>/stat`,
-//! `/proc/<pid>/status`, `/proc/net/sockstat{,6}`, cgroup v2 `cpu.stat`, the
+//! `/proc/<pid>/status`, `/proc/<pid>/io`, `/proc/net/sockstat{,6}`, cgroup v2 `cpu.stat`, the
 //! cpufreq governor and SLUB's object sizes. The parsers in [`parse`] are pure; the `read_*` functions
 //! here are thin wrappers that read the real files, plus the two `sysconf`
 //! values (clock ticks per second, page size) the counters are scaled by.
@@ -15,9 +15,9 @@ use std::path::Path;
 
 pub use error::ProcError;
 pub use parse::{
-    parse_cgroup_cpu_stat, parse_cgroup_v2_path, parse_governor, parse_pid_stat, parse_proc_stat,
-    parse_sockstat, parse_statm_resident_pages, parse_status_vm_rss_bytes, CgroupCpuStat, CpuTimes,
-    ProcessTicks, SockStat,
+    parse_cgroup_cpu_stat, parse_cgroup_v2_path, parse_governor, parse_pid_io, parse_pid_stat,
+    parse_proc_stat, parse_sockstat, parse_statm_resident_pages, parse_status_vm_rss_bytes,
+    CgroupCpuStat, CpuTimes, DiskBytes, ProcessTicks, SockStat,
 };
 
 /// `end - start` of a monotonically increasing kernel counter.
@@ -146,6 +146,12 @@ pub fn read_proc_stat() -> Result<BTreeMap<usize, CpuTimes>, ProcError> {
 /// utime and stime of one process (all its threads).
 pub fn read_pid_ticks(pid: u32) -> Result<ProcessTicks, ProcError> {
     parse_pid_stat(&read(format!("/proc/{pid}/stat"))?)
+}
+
+/// Storage bytes read and written by one process (`/proc/<pid>/io`; another
+/// user's process needs ptrace access, as root has).
+pub fn read_pid_io(pid: u32) -> Result<DiskBytes, ProcError> {
+    parse_pid_io(&read(format!("/proc/{pid}/io"))?)
 }
 
 /// Resident set size of one process in bytes: `VmRSS` from `status`, or

@@ -138,6 +138,30 @@ pub fn parse_pid_stat(text: &str) -> Result<ProcessTicks, ProcError> {
     })
 }
 
+/// Storage bytes of one process (`read_bytes`, `write_bytes`), all its
+/// threads, living and exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DiskBytes {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+/// Parses `read_bytes` and `write_bytes` of `/proc/<pid>/io` (what reached
+/// the block layer; `rchar`/`wchar` count every read and write, sockets
+/// included, and are not used).
+pub fn parse_pid_io(text: &str) -> Result<DiskBytes, ProcError> {
+    let field = |key: &str| -> Result<u64, ProcError> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| bad("/proc/<pid>/io", text))
+    };
+    Ok(DiskBytes {
+        read_bytes: field("read_bytes")?,
+        write_bytes: field("write_bytes")?,
+    })
+}
+
 /// Resident set size in bytes from the `VmRSS:` line of `/proc/<pid>/status`
 /// (the kernel prints it in kB = KiB). `None` for kernel threads, which have no
 /// such line.
@@ -262,6 +286,16 @@ fn bad(file: &str, text: &str) -> ProcError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/proc/<pid>/io` as Linux 6.x prints it (a broker's, after writes).
+    #[test]
+    fn pid_io_reads_storage_bytes_not_chars() {
+        let text = "rchar: 4096\nwchar: 999999\nsyscr: 5\nsyscw: 9\n\
+                    read_bytes: 8192\nwrite_bytes: 1228800\ncancelled_write_bytes: 4096\n";
+        let io = parse_pid_io(text).unwrap();
+        assert_eq!((io.read_bytes, io.write_bytes), (8192, 1_228_800));
+        assert!(parse_pid_io("rchar: 1\n").is_err());
+    }
 
     // Captured from the 2-CPU build machine (Linux 6.x), trimmed after `ctxt`.
     const PROC_STAT: &str = "\

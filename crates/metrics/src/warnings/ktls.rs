@@ -1,6 +1,8 @@
-//! `tls_mode ktls`: a run whose kernel did not visibly carry the records
-//! (no connection switched, the kTLS counters did not rise, or records
-//! failed to decrypt) is never stored as fine.
+//! TLS figures that are not what they seem: `tls_mode ktls` whose kernel
+//! did not visibly carry the records (no connection switched, the kTLS
+//! counters did not rise, or records failed to decrypt), and a foreign
+//! server whose certificate was not verified (`--insecure`). Neither is
+//! ever stored as fine.
 
 use stackbench_record::ClassResult;
 
@@ -34,6 +36,15 @@ pub fn check_ktls(class: &ClassResult) -> Option<Warning> {
         why.push(format!("{decrypt_errors} records failed to decrypt"));
     }
     (!why.is_empty()).then_some(Warning::KtlsNotCarried { why })
+}
+
+/// `--insecure` against an https:// target: the class's server was not
+/// verified (`tls.server_verified` false), named by the run's target.
+pub fn check_tls_unverified(class: &ClassResult) -> Option<Warning> {
+    let verified = class.tls.as_ref()?.server_verified?;
+    (!verified).then(|| Warning::TlsUnverified {
+        server: "the target".to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -82,5 +93,28 @@ mod tests {
             .unwrap()
             .to_string()
             .contains("3 records"));
+    }
+
+    /// Only a foreign server measured without verification is warned
+    /// about: a verified one, and stackbench's own responder (never
+    /// verified, so `None`), are not.
+    #[test]
+    fn an_unverified_foreign_server_is_warned_about() {
+        let with = |verified| {
+            let mut c = crate::warnings::tests::sample_class();
+            c.tls = Some(TlsFigures {
+                server_verified: verified,
+                ..TlsFigures::default()
+            });
+            check_tls_unverified(&c)
+        };
+        assert_eq!(with(None), None);
+        assert_eq!(with(Some(true)), None);
+        let w = with(Some(false)).unwrap();
+        assert_eq!(w.code(), "tls_unverified");
+        assert!(w.to_string().contains("give --ca"), "{w}");
+        let mut plain = crate::warnings::tests::sample_class();
+        plain.tls = None;
+        assert_eq!(check_tls_unverified(&plain), None);
     }
 }

@@ -91,6 +91,22 @@ pub fn stall_band(hist: &LatencyHistogram, floor_ns: u64, path: &PathFloor) -> O
 /// band by design. The band itself is only counted where Nagle can hold
 /// data (a TCP-family transport without nodelay; see the driver).
 pub fn check_delayed_ack_stall(class: &ClassResult) -> Option<Warning> {
+    check_stall_with(class, None)
+}
+
+/// Loopback's MSS: a socket buffer below it holds less than one full
+/// segment, and the kernel's sends wait for ACKs (delayed ones too).
+pub const LOOPBACK_MSS_BYTES: u32 = 64 * 1024;
+
+/// [`check_delayed_ack_stall`] where the settings point to a cause:
+/// `small_buffer` (a `--sndbuf`/`--rcvbuf` below [`LOOPBACK_MSS_BYTES`])
+/// explains a band whatever the class's p50 and size (`STR1(1B/100kB)
+/// --sndbuf 16kB`: every transaction 44 ms; `RR1(100kB/100kB) --sndbuf
+/// 32kB`: p50 88 ms, two stalls each), and is named instead of Nagle.
+pub fn check_stall_with(
+    class: &ClassResult,
+    small_buffer: Option<(&'static str, u32)>,
+) -> Option<Warning> {
     let band = class.stall_band?;
     let open = class
         .population
@@ -98,7 +114,7 @@ pub fn check_delayed_ack_stall(class: &ClassResult) -> Option<Warning> {
         .is_some_and(|p| p.pacing == stackbench_record::PacingMode::Open);
     let p50_us = class.latency_us.map_or(0.0, |l| l.p50);
     let small = class.request_bytes + class.response_bytes <= SMALL_TRANSACTION_BYTES;
-    let unexplained = p50_us < band.low_us || small;
+    let unexplained = p50_us < band.low_us || small || small_buffer.is_some();
     let stalled = band.transactions > 0 && band.share_pct >= STALL_SHARE_PCT;
     (stalled && unexplained && !open).then(|| Warning::DelayedAckStall {
         share_pct: band.share_pct,
@@ -106,6 +122,7 @@ pub fn check_delayed_ack_stall(class: &ClassResult) -> Option<Warning> {
         low_ms: band.low_us / 1e3,
         high_ms: band.high_us / 1e3,
         p50_us,
+        small_buffer,
     })
 }
 
@@ -135,6 +152,26 @@ mod tests {
         let w = check_delayed_ack_stall(&class).unwrap();
         assert_eq!(w.code(), "delayed_ack_stall");
         assert!(w.to_string().contains("--nodelay"), "{w}");
+    }
+
+    /// RR1(100kB/100kB) --sndbuf 32kB: 24 transactions at p50 88 ms (two
+    /// stalls each), large enough that the band alone is not judged a
+    /// stall; the small buffer explains it, and is named.
+    #[test]
+    fn a_small_buffer_explains_a_band_at_the_median() {
+        let h = hist(&[(88.0, 20), (90.0, 4)]);
+        let mut class = crate::warnings::tests::sample_class();
+        class.latency_us = h.summary_us();
+        class.stall_band = stall_band(&h, 0, &PathFloor::default());
+        (class.request_bytes, class.response_bytes) = (100 << 10, 100 << 10);
+        assert!(check_delayed_ack_stall(&class).is_none());
+        let w = check_stall_with(&class, Some(("--sndbuf", 32 << 10))).unwrap();
+        let text = w.to_string();
+        assert!(
+            text.contains("the likely cause is --sndbuf 32768 B"),
+            "{text}"
+        );
+        assert!(!text.contains("set --nodelay"), "{text}");
     }
 
     #[test]

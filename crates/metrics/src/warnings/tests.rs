@@ -221,6 +221,9 @@ fn every_warning() -> Vec<Warning> {
         Warning::KtlsNotCarried {
             why: vec!["TlsTxSw did not rise".into()],
         },
+        Warning::TlsUnverified {
+            server: "the target".into(),
+        },
     ]
 }
 

@@ -65,9 +65,10 @@ app_protocols! {
     /// HTTP/1.1: a GET (or, above what a request head carries, a POST with a
     /// Content-Length body) answered by `200 OK` with a Content-Length body.
     Http1 = "http1" plain("http://", "HTTP"),
-    /// TN3270 (RFC 1576): a Telnet negotiation when a connection opens, then
-    /// one inbound 3270 record (Enter) answered by one Erase/Write record,
-    /// each ending IAC EOR.
+    /// TN3270 (RFC 1576) or TN3270E (RFC 2355, the default when the server
+    /// offers it): a Telnet negotiation when a connection opens, then one
+    /// inbound 3270 record (Enter) answered by one Erase/Write record, each
+    /// ending IAC EOR (TN3270E: after a 5-byte header).
     Tn3270 = "tn3270" plain("tn3270://", "TN3270"),
 }
 
@@ -80,12 +81,71 @@ impl AppProtocol {
         self != AppProtocol::Raw
     }
 
-    /// The protocol whose plain-server scheme `target` begins with, and
-    /// the address after it.
+    /// The scheme that names a plain server of this protocol over TLS
+    /// (`https://HOST:PORT`), driven over the `tls` transport; none for the
+    /// others.
+    pub fn tls_scheme(self) -> Option<&'static str> {
+        match self {
+            AppProtocol::Http1 => Some("https://"),
+            _ => None,
+        }
+    }
+
+    /// The protocol whose plain-server scheme (clear or TLS) `target`
+    /// begins with, and the address after it (its path included).
     pub fn of_plain_target(target: &str) -> Option<(AppProtocol, &str)> {
-        AppProtocol::ALL
-            .iter()
-            .find_map(|&p| Some((p, target.strip_prefix(p.plain_scheme()?)?)))
+        PlainTarget::parse(target).map(|t| (t.protocol, t.rest))
+    }
+}
+
+/// A target named by a plain server's scheme, cut into its parts (no name
+/// is looked up): `https://example.org:8443/api/x` is protocol http1 over
+/// TLS, address `example.org:8443`, host `example.org`, path `/api/x`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlainTarget<'a> {
+    pub protocol: AppProtocol,
+    /// The scheme as written (`http://`, `https://`, `tn3270://`).
+    pub scheme: &'static str,
+    /// Named by the protocol's TLS scheme (`https://`).
+    pub tls: bool,
+    /// Everything after the scheme.
+    pub rest: &'a str,
+    /// `HOST:PORT`.
+    pub address: &'a str,
+    /// The host alone (brackets of an IPv6 literal removed): the TLS
+    /// server name (SNI) and the name the certificate must carry.
+    pub host: &'a str,
+    /// The path, from its `/` (`None`: no path given).
+    pub path: Option<&'a str>,
+}
+
+impl<'a> PlainTarget<'a> {
+    /// The parts of `target`, if a plain server's scheme begins it.
+    pub fn parse(target: &'a str) -> Option<PlainTarget<'a>> {
+        let (protocol, scheme, tls) = AppProtocol::ALL.iter().find_map(|&p| {
+            [(p.plain_scheme(), false), (p.tls_scheme(), true)]
+                .into_iter()
+                .find_map(|(s, tls)| Some((p, s.filter(|s| target.starts_with(s))?, tls)))
+        })?;
+        let rest = &target[scheme.len()..];
+        let (address, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], Some(&rest[i..])),
+            None => (rest, None),
+        };
+        let host = match address.rsplit_once(':') {
+            Some((h, port)) if !port.contains(']') => h,
+            _ => address,
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        Some(PlainTarget {
+            protocol,
+            scheme,
+            tls,
+            rest,
+            address,
+            host,
+            path,
+        })
     }
 }
 
@@ -144,6 +204,20 @@ mod tests {
             Some((AppProtocol::Tn3270, "h:23"))
         );
         assert_eq!(AppProtocol::of_plain_target("h:23"), None);
+        let t = PlainTarget::parse("https://[::1]:8443/api/x?q=1").unwrap();
+        assert_eq!(
+            (t.protocol, t.tls, t.address, t.host, t.path),
+            (
+                AppProtocol::Http1,
+                true,
+                "[::1]:8443",
+                "::1",
+                Some("/api/x?q=1")
+            )
+        );
+        let t = PlainTarget::parse("http://example.org:80").unwrap();
+        assert_eq!((t.tls, t.host, t.path), (false, "example.org", None));
+        assert!(PlainTarget::parse("tn3270s://h:1").is_none());
         assert_eq!(AppProtocol::of_plain_target("raw://h:23"), None);
         assert_eq!(AppProtocol::Raw.plain_scheme(), None);
         assert_eq!(AppProtocol::Raw.server_name(), "raw");

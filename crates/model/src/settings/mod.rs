@@ -18,11 +18,12 @@ pub mod reference;
 mod socket;
 mod spin;
 mod tls;
+mod tn3270;
 mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use agents::Launcher;
-pub use app::AppProtocol;
+pub use app::{AppProtocol, PlainTarget};
 pub use guest::{GuestAccel, KernelSpec};
 pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct};
 pub use priority::{
@@ -33,7 +34,10 @@ pub use spin::Spin;
 pub use tls::{
     CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
 };
-pub use value::{Bytes, Confidence, CpuList, IterationBounds, Secs, SettingValue, Text};
+pub use tn3270::{LuName, ResponderTn3270e, Tn3270Options, Tn3270e, LU_NAME_MAX, TN3270_MODELS};
+pub use value::{
+    Bytes, Confidence, CpuList, IterationBounds, PidList, Secs, SettingValue, Text, PID_MAX,
+};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -209,8 +213,10 @@ run_settings! {
     client_cpus: Option<CpuList> = None, json "client_cpus";
     /// CPUs for the started responder [default: the second half of the available CPUs].
     server_cpus: Option<CpuList> = None, json "server_cpus";
-    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT, with protocol http1) or TN3270 (tn3270://HOST:PORT, with protocol tn3270), with no responder counters or CPU [default: start a responder process on loopback].
+    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT[/PATH], with protocol http1; https:// over TLS, verified against the system's roots or --ca) or TN3270 (tn3270://HOST:PORT, with protocol tn3270), with no responder counters; its CPU, memory and storage bytes are its processes' when it runs on this host (found by its listening socket, or server_pid) [default: start a responder process on loopback].
     target: Option<Text> = None, json "target";
+    /// With a plain-server target (http://, tn3270://): the server's processes (with their descendants) to measure as its side, e.g. 1234,1240 [default: the processes holding the target's listening socket on this host, found with sock_diag; none for a server elsewhere].
+    server_pid: Option<PidList> = None, json "server_pid";
     /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
     ipv6: bool = false, json "ipv6";
     /// Data connections over tcp, unix (AF_UNIX, same host), mptcp (Multipath TCP), tls (TLS over TCP, OpenSSL in both sides) or smc (AF_SMC, where the kernel has it).
@@ -227,6 +233,10 @@ run_settings! {
     cert: Option<Text> = None, json "cert";
     /// PEM private key file for the responder (on its host; with --cert).
     key: Option<Text> = None, json "key";
+    /// PEM file of the CA certificates that verify an https:// target's certificate [default: the system's roots].
+    ca: Option<Text> = None, json "ca";
+    /// Do not verify an https:// target's certificate (a warning says so wherever the figures appear).
+    insecure: bool = false, json "insecure";
     /// Where TLS runs: inline (OpenSSL in driver and responder), sidecar (a TLS proxy process per side, as AT-TLS), ktls (OpenSSL handshake, then the kernel record layer; needs CONFIG_TLS).
     tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
@@ -237,10 +247,18 @@ run_settings! {
     priority: Option<ClassPriorities> = None, json "priority";
     /// I/O backend of driver and responder: auto (uring for closed-loop RR with 2+ connections per driver thread, where it measured faster; else epoll), epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning). The record stores the backend used.
     io: IoMode = IoMode::Auto, json "io";
-    /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; a foreign server's statuses counted per code, its chunked bodies decoded; keep-alive for RR and STR, Connection: close per CRR transaction). or tn3270 (TN3270, RFC 1576: a Telnet negotiation when a connection opens, TN3270E refused; then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, IAC EOR included; a size below the smallest message is raised to it); the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1 and tn3270 run on epoll (io_uring refuses them).
+    /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; a foreign server's statuses counted per code, its chunked bodies decoded; keep-alive for RR and STR, Connection: close per CRR transaction). or tn3270 (TN3270, RFC 1576, or TN3270E, RFC 2355, as tn3270e says: a Telnet negotiation when a connection opens, then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, the 5-byte TN3270E header and IAC EOR included; a size below the smallest message is raised to it); the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1 and tn3270 run on epoll (io_uring refuses them).
     protocol: AppProtocol = AppProtocol::Raw, json "protocol";
     /// Protocol http1: largest share of a class's responses whose status is not 2xx (each an http_status error; the connection goes on) before the run is incomplete, e.g. 5%; 0%: any non-2xx.
     http_error_share: Pct = Pct(1.0), json "http_error_share_pct", range "0" ..= "100";
+    /// Protocol tn3270: TN3270E (RFC 2355, a 5-byte header on every record, device type, LU name and functions negotiated): auto (used when the server offers it, plain TN3270 when it refuses), on (a server that refuses it is a fault) or off (refused: WONT TN3270E).
+    tn3270e: Tn3270e = Tn3270e::Auto, json "tn3270e";
+    /// Protocol tn3270: the 3278 model the terminals are, 2 (24x80), 3 (32x80), 4 (43x80) or 5 (27x132): terminal type IBM-3278-M-E.
+    tn3270_model: u32 = 2, json "tn3270_model", range "2" ..= "5";
+    /// Protocol tn3270 with TN3270E: the LU name every terminal asks for (CONNECT), e.g. SBLU0001; stackbench's responder defines SBLU0000-SBLU9999 and rejects other names (INV-NAME) [default: none, the server assigns one].
+    tn3270_lu: Option<LuName> = None, json "tn3270_lu";
+    /// Protocol tn3270: what stackbench's responder does with TN3270E: offer (DO TN3270E first, as a z/OS TN3270 server) or refuse (plain TN3270 only: the terminals' fallback).
+    responder_tn3270e: ResponderTn3270e = ResponderTn3270e::Offer, json "responder_tn3270e";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
@@ -356,6 +374,16 @@ impl RunSettings {
         }
     }
 
+    /// Protocol tn3270's options these settings give.
+    pub fn tn3270_options(&self) -> Tn3270Options {
+        Tn3270Options {
+            tn3270e: self.tn3270e,
+            model: u8::try_from(self.tn3270_model).unwrap_or(2),
+            lu: self.tn3270_lu,
+            responder: self.responder_tn3270e,
+        }
+    }
+
     /// The inverse of [`Self::socket_options`]: takes over the options a
     /// transport actually applied (a `busy_poll` kept keeps its own spelling).
     pub fn set_socket_options(&mut self, o: &SocketOptions) {
@@ -393,25 +421,20 @@ impl RunSettings {
                 message,
             })?;
         }
-        let plain = self
-            .target
-            .as_ref()
-            .and_then(|t| AppProtocol::of_plain_target(&t.0));
-        if let Some((p, _)) = plain {
-            if self.protocol != p || self.transport != Transport::Tcp {
-                let scheme = p.plain_scheme().unwrap_or_default();
-                let article = if scheme.starts_with('h') { "an" } else { "a" };
-                return Err(SettingError {
-                    name: "target".into(),
-                    value: self.text_of("target").unwrap_or_default(),
-                    message: format!(
-                        "{article} {scheme} target is a plain {} server, not stackbench serve: \
-                         add protocol {} (over transport tcp)",
-                        p.server_name(),
-                        p.name()
-                    ),
-                });
-            }
+        let plain = self.target.as_ref().and_then(|t| PlainTarget::parse(&t.0));
+        if let Some(t) = plain {
+            self.check_plain_target(&t)?;
+        }
+        if plain.is_none_or(|t| !t.tls) && (self.ca.is_some() || self.insecure) {
+            let name = if self.ca.is_some() { "ca" } else { "insecure" };
+            return Err(SettingError {
+                name: name.into(),
+                value: self.text_of(name).unwrap_or_default(),
+                message: format!(
+                    "{name} is about verifying an https:// target's certificate (stackbench \
+                     serve's is never verified): give --target https://HOST:PORT or drop {name}"
+                ),
+            });
         }
         if self.waitall && self.protocol.framed() {
             return Err(SettingError {
@@ -423,6 +446,24 @@ impl RunSettings {
                     self.protocol.name()
                 ),
             });
+        }
+        if let Some(lu) = self.tn3270_lu {
+            let why = if self.protocol != AppProtocol::Tn3270 {
+                Some(format!("protocol {} has no LU", self.protocol.name()))
+            } else if self.tn3270e == Tn3270e::Off {
+                Some("an LU is asked for in TN3270E's CONNECT, and tn3270e is off".to_string())
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(SettingError {
+                    name: "tn3270_lu".into(),
+                    value: lu.to_string(),
+                    message: format!(
+                        "{why}: drop tn3270_lu, or use protocol tn3270 with tn3270e auto or on"
+                    ),
+                });
+            }
         }
         let policy_parts = [
             (
@@ -450,6 +491,79 @@ impl RunSettings {
         Ok(())
     }
 
+    /// A plain server's target needs its protocol and the transport its
+    /// scheme says: tcp for `http://` and `tn3270://`; tls for `https://`
+    /// (which implies it: the default tcp is read as tls, see
+    /// [`Self::with_implied_transport`]); and `ca` and `insecure` exclude
+    /// each other.
+    fn check_plain_target(&self, t: &PlainTarget<'_>) -> Result<(), SettingError> {
+        let refuse = |message: String| {
+            Err(SettingError {
+                name: "target".into(),
+                value: self.text_of("target").unwrap_or_default(),
+                message,
+            })
+        };
+        let p = t.protocol;
+        let scheme = t.scheme;
+        let article = if scheme.starts_with('h') { "an" } else { "a" };
+        let over = if t.tls { "tls" } else { "tcp" };
+        if self.protocol != p {
+            return refuse(format!(
+                "{article} {scheme} target is a plain {} server, not stackbench serve: \
+                 add protocol {} (over transport {over})",
+                p.server_name(),
+                p.name()
+            ));
+        }
+        let implied = t.tls && self.transport == Transport::Tcp;
+        if t.tls && !implied && self.transport != Transport::Tls {
+            return refuse(format!(
+                "{article} {scheme} target is {} over TLS, not over transport {}: drop \
+                 transport (https:// implies tls)",
+                p.server_name(),
+                self.transport.name()
+            ));
+        }
+        if !t.tls && self.transport != Transport::Tcp {
+            let fix = match (self.transport, p.tls_scheme()) {
+                (Transport::Tls, Some(tls)) => {
+                    format!("for TLS give {tls}{}, else drop transport tls", t.rest)
+                }
+                _ => "drop transport".to_string(),
+            };
+            return refuse(format!(
+                "{article} {scheme} target is a plain {} server in clear text over tcp, not \
+                 transport {}: {fix}",
+                p.server_name(),
+                self.transport.name()
+            ));
+        }
+        if self.ca.is_some() && self.insecure {
+            return Err(SettingError {
+                name: "insecure".into(),
+                value: "true".into(),
+                message: "insecure skips the verification ca is for: drop one of them".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// These settings with the transport a target's scheme implies:
+    /// `https://` runs over `tls` (the default tcp read as tls, so that the
+    /// stored settings say what ran).
+    pub fn with_implied_transport(mut self) -> RunSettings {
+        let tls = self
+            .target
+            .as_ref()
+            .and_then(|t| PlainTarget::parse(&t.0))
+            .is_some_and(|t| t.tls);
+        if tls && self.transport == Transport::Tcp {
+            self.transport = Transport::Tls;
+        }
+        self
+    }
+
     /// `(name, canonical text)` of every setting, in table order.
     pub fn describe(&self) -> Vec<(&'static str, String)> {
         SETTINGS
@@ -470,21 +584,24 @@ impl RunSettings {
 
 /// A target's shape, before any name is looked up: `HOST:PORT` (stackbench
 /// serve), or a scheme of the protocol table's plain servers and
-/// `HOST:PORT`, with no path. Another scheme read as "failed to lookup
-/// address information", a path as "invalid port value".
+/// `HOST:PORT`; an HTTP one (`http://`, `https://`) may name the path every
+/// request asks for, as wrk's URL does. Another scheme read as "failed to
+/// lookup address information", a path elsewhere as "invalid port value".
 fn check_target_form(target: &str) -> Result<(), String> {
     let forms = || {
-        let plain = AppProtocol::ALL.iter().filter_map(|p| {
-            let scheme = p.plain_scheme()?;
-            Some(format!("{scheme}HOST:PORT (protocol {})", p.name()))
+        let plain = AppProtocol::ALL.iter().flat_map(|p| {
+            [p.plain_scheme(), p.tls_scheme()]
+                .into_iter()
+                .flatten()
+                .map(move |scheme| format!("{scheme}HOST:PORT (protocol {})", p.name()))
         });
         let all: Vec<String> = std::iter::once("HOST:PORT (stackbench serve)".to_string())
             .chain(plain)
             .collect();
         all.join(", ")
     };
-    let address = match AppProtocol::of_plain_target(target) {
-        Some((_, address)) => address,
+    let (address, takes_path) = match PlainTarget::parse(target) {
+        Some(t) => (t.rest, t.protocol == AppProtocol::Http1),
         None => match target.split_once("://") {
             Some((scheme, _)) => {
                 return Err(format!(
@@ -492,15 +609,23 @@ fn check_target_form(target: &str) -> Result<(), String> {
                     forms()
                 ))
             }
-            None => target,
+            None => (target, false),
         },
     };
     if let Some((_, path)) = address.split_once('/') {
         let bare = &target[..target.len() - path.len() - 1];
-        return Err(format!(
-            "{target}: a target takes no path (/{path}): give {bare}; what is asked \
-             for comes from the workload's sizes"
-        ));
+        if !takes_path {
+            return Err(format!(
+                "{target}: a target takes no path (/{path}): give {bare}; what is asked \
+                 for comes from the workload's sizes"
+            ));
+        }
+        if path.contains(|c: char| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "{target}: a path has no spaces or control characters: write them %-encoded \
+                 (%20)"
+            ));
+        }
     }
     Ok(())
 }
@@ -631,11 +756,15 @@ mod tests {
         let e = check_target_form("ftp://h:21").unwrap_err();
         assert!(e.contains("no protocol speaks scheme ftp://"), "{e}");
         assert!(e.contains("http://HOST:PORT (protocol http1)"), "{e}");
-        let e = check_target_form("http://h:80/4096").unwrap_err();
-        assert!(
-            e.contains("takes no path (/4096): give http://h:80;"),
-            "{e}"
-        );
+        // An HTTP target may name the path every request asks for.
+        check_target_form("http://h:80/4096").unwrap();
+        check_target_form("https://h:443/api/x?q=1").unwrap();
+        let e = check_target_form("tn3270://h:23/x").unwrap_err();
+        assert!(e.contains("takes no path (/x): give tn3270://h:23;"), "{e}");
+        let e = check_target_form("https://h:443/a b").unwrap_err();
+        assert!(e.contains("%-encoded"), "{e}");
+        let e = check_target_form("gopher://h:70").unwrap_err();
+        assert!(e.contains("https://HOST:PORT (protocol http1)"), "{e}");
     }
 
     #[test]
@@ -656,6 +785,41 @@ mod tests {
         s.set("waitall", "true").unwrap();
         let e = s.check_combination().unwrap_err();
         assert!(e.message.contains("drop waitall"), "{e}");
+    }
+
+    /// `https://` implies transport tls (the default tcp read as tls);
+    /// another transport, `http://` over tls, or `ca`/`insecure` without an
+    /// https target are refused in one line.
+    #[test]
+    fn an_https_target_implies_tls_and_verification_settings_need_one() {
+        let mut s = RunSettings::default();
+        s.set("target", "https://127.0.0.1:8443/x").unwrap();
+        s.set("protocol", "http1").unwrap();
+        s.check_combination().unwrap();
+        assert_eq!(s.clone().with_implied_transport().transport, Transport::Tls);
+        s.set("transport", "tls").unwrap();
+        s.check_combination().unwrap();
+        s.set("transport", "mptcp").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert!(e.message.contains("(https:// implies tls)"), "{e}");
+        s.set("transport", "tls").unwrap();
+        s.set("insecure", "true").unwrap();
+        s.check_combination().unwrap();
+        s.set("ca", "/tmp/ca.pem").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert!(e.message.contains("drop one of them"), "{e}");
+        s.set("target", "http://127.0.0.1:8080/x").unwrap();
+        s.set("insecure", "false").unwrap();
+        s.set("ca", "/tmp/ca.pem").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert!(
+            e.message.contains("for TLS give https://127.0.0.1:8080/x"),
+            "{e}"
+        );
+        s.set("transport", "tcp").unwrap();
+        let e = s.check_combination().unwrap_err();
+        assert_eq!(e.name, "ca");
+        assert!(e.message.contains("give --target https://"), "{e}");
     }
 
     /// A plain TN3270 server (a z/OS TN3270 server, hercules) speaks TN3270

@@ -310,9 +310,31 @@ pub struct TlsParams {
     /// Re-key a connection after every this many bytes it sent; 0: never.
     #[serde(default)]
     pub rekey_bytes: u64,
+    /// ALPN protocols the client offers and the server selects from, in
+    /// preference order (`http/1.1` for protocol http1); empty: no ALPN.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alpn: Vec<String>,
+    /// A foreign server (`https://HOST`): the name sent as SNI, and the
+    /// certificate is verified against it (unless `insecure`); `None`:
+    /// stackbench's own responder, never verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+    /// PEM file of the CAs that verify a foreign server (on the driver's
+    /// host); `None`: the system's roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
+    /// A foreign server's certificate is not verified (`--insecure`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
 }
 
 impl TlsParams {
+    /// Whether the driver verifies the server's certificate: a foreign
+    /// server's, unless `insecure`.
+    pub fn verifies(&self) -> bool {
+        self.server_name.is_some() && !self.insecure
+    }
+
     /// Resolves the version (given, the cipher's, or 1.3) and refuses a
     /// cipher of the other version or an ECDSA certificate with an RSA suite.
     pub fn resolve(
@@ -363,6 +385,10 @@ impl TlsParams {
             resume_ratio: 0.0,
             mode: TlsMode::Inline,
             rekey_bytes: 0,
+            alpn: Vec::new(),
+            server_name: None,
+            ca: None,
+            insecure: false,
         })
     }
 }

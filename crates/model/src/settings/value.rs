@@ -155,6 +155,40 @@ impl SettingValue for CpuList {
     }
 }
 
+/// Process ids, `1234,5678`: sorted, without duplicates (the `server_pid`
+/// setting's processes).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PidList(pub Vec<u32>);
+
+/// The largest pid Linux hands out (`PID_MAX_LIMIT` on 64-bit kernels).
+pub const PID_MAX: u32 = 4_194_304;
+
+impl SettingValue for PidList {
+    const VALUE_NAME: &'static str = "PIDS";
+    fn parse(text: &str) -> Result<Self, String> {
+        let mut pids = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            match part.parse::<u32>() {
+                Ok(pid) if (1..=PID_MAX).contains(&pid) => pids.push(pid),
+                _ => {
+                    return Err(format!(
+                        "'{part}' is not a process id: give pids from 1 to {PID_MAX}, \
+                         comma-separated, e.g. 1234,1240"
+                    ))
+                }
+            }
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        Ok(PidList(pids))
+    }
+    fn text(&self) -> String {
+        let pids: Vec<String> = self.0.iter().map(u32::to_string).collect();
+        pids.join(",")
+    }
+}
+
 /// Free text, e.g. a `HOST:PORT`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -398,6 +432,11 @@ mod tests {
         round_trip::<Option<Secs>>("default");
         round_trip::<Bytes>("256kB");
         round_trip::<CpuList>("3,0-1");
+        round_trip::<PidList>("40,7,7");
+        assert_eq!(PidList::parse("40, 7,7").unwrap().text(), "7,40");
+        for bad in ["", "0", "x", "1,,2", "-3", "4194305"] {
+            assert!(PidList::parse(bad).is_err(), "{bad}");
+        }
         round_trip::<Confidence>("99,5");
         round_trip::<IterationBounds>("3,30");
         round_trip::<CrrClose>("abort");

@@ -134,5 +134,8 @@ pub fn compute(args: CpuArgs, ctx: &Ctx<'_>) -> Result<Output, PlanError> {
     report
         .warnings
         .extend(run.as_ref().and_then(|r| r.cpu_warning()));
+    report
+        .warnings
+        .extend(run.iter().flat_map(|r| r.recorded_warnings()));
     Output::new("cpu", &plan, report)
 }

@@ -77,6 +77,7 @@ pub fn compute(args: MvaArgs, ctx: &Ctx<'_>) -> Result<Output, PlanError> {
             );
             warnings.extend(run.cpu_warning());
         }
+        warnings.extend(run.recorded_warnings());
         users = users.or(Some(vec![run.clients.max(1.0) as u64]));
     }
     let processors = match opt(&a.processors, "processors", units::parse_count)? {

@@ -180,5 +180,8 @@ pub fn compute(args: RescaleArgs, ctx: &Ctx<'_>) -> Result<Output, PlanError> {
     report
         .warnings
         .extend(run.as_ref().and_then(|r| r.cpu_warning()));
+    report
+        .warnings
+        .extend(run.iter().flat_map(|r| r.recorded_warnings()));
     Output::new("rescale", &plan, report)
 }

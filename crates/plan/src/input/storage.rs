@@ -162,6 +162,7 @@ pub fn compute(args: StorageArgs, ctx: &Ctx<'_>) -> Result<Output, PlanError> {
         let mem = run.memory()?;
         add_run_components(&mut components, parse_side(a.side.as_deref())?, &run, &mem)?;
         warnings = run.population_warnings(&mem);
+        warnings.extend(run.recorded_warnings());
         users = users.or(Some(run.clients.max(1.0) as u64));
     }
     let users = users.ok_or_else(|| {

@@ -62,9 +62,11 @@ pub fn compute(args: UslArgs, ctx: &Ctx<'_>) -> Result<Output, PlanError> {
         )?);
     }
     let mut runs = Vec::new();
+    let mut recorded = Vec::new();
     for path in &a.from {
         let run = ctx.load_run(path, None, a.class.as_deref())?;
         points.push((run.clients, run.rate_tps));
+        recorded.extend(run.recorded_warnings());
         runs.push((path.clone(), run.notation));
     }
     let saturation = saturation(ctx, &runs)?;
@@ -83,6 +85,7 @@ pub fn compute(args: UslArgs, ctx: &Ctx<'_>) -> Result<Output, PlanError> {
     };
     let mut plan = usl::plan(&input)?;
     plan.warnings.extend(saturation);
+    plan.warnings.extend(recorded);
     Output::new("usl", &plan, plan.report(ctx.digits))
 }
 

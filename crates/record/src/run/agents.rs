@@ -117,6 +117,7 @@ mod tests {
             refused_peers: None,
             lab: None,
             environment: None,
+            server_process: None,
         }
     }
 

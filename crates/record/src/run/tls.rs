@@ -40,6 +40,17 @@ pub struct TlsFigures {
     /// `tls_mode ktls`: the kernel's part; absent in other modes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ktls: Option<KtlsFigures>,
+    /// The ALPN protocol the server selected (e.g. "http/1.1"); absent
+    /// where none was offered or the server selected none, and in older
+    /// records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpn: Option<String>,
+    /// A foreign server (an https:// target): true when its certificate
+    /// was verified (chain and name), false under `--insecure` (with the
+    /// `tls_unverified` warning); absent against stackbench's own
+    /// responder, whose certificate is never verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_verified: Option<bool>,
 }
 
 /// Mean thread CPU µs of one handshake, full ("long") or resumed ("short"),

@@ -225,11 +225,30 @@ pub struct Row {
     pub warned: bool,
 }
 
+impl Row {
+    /// Whether the row carries a verdict: an estimate (at least 2 runs a
+    /// side, positive values) not too coarse to judge. Only such rows enter
+    /// averages. (Emulated rows stay in them: every row of such a comparison
+    /// is emulated, and its note says the figures are functional only.)
+    pub fn has_verdict(&self) -> bool {
+        self.change_pct.is_some() && self.verdict != Verdict::TooCoarse
+    }
+}
+
 /// Geometric-mean changes across workloads (the "on average" line of z/OS
-/// performance summaries).
+/// performance summaries), over the workloads whose row has a verdict
+/// ([`Row::has_verdict`]): a workload a side measured once (the table's
+/// "-") would move the average by a figure the comparison cannot judge.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// Workloads whose throughput is in the average.
     pub workloads: usize,
+    /// Workloads left out of the throughput average (no verdict), in table
+    /// order.
+    pub left_out: Vec<String>,
+    /// Workloads in each CPU average.
+    pub cpu_client_workloads: usize,
+    pub cpu_server_workloads: usize,
     pub throughput_change_pct: Option<f64>,
     pub cpu_client_change_pct: Option<f64>,
     pub cpu_server_change_pct: Option<f64>,
@@ -607,7 +626,7 @@ pub fn compare_runs(
             "fewer than {RECOMMENDED_RUNS} runs per side for some rows: the intervals are wide and verdicts lean INCONCLUSIVE; run 5 or more per side"
         ));
     }
-    let summary = summarize(&rows, keys.len());
+    let summary = summarize(&rows);
     let mut warned = warned_of(a_name, &a);
     warned.extend(warned_of(b_name, &b));
     for r in &mut rows {
@@ -654,17 +673,27 @@ pub fn emulated_sides(a_name: &str, a: bool, b_name: &str, b: bool) -> Option<St
     }
 }
 
-fn summarize(rows: &[Row], workloads: usize) -> Summary {
+fn summarize(rows: &[Row]) -> Summary {
+    let averaged = |m: Metric| {
+        rows.iter()
+            .filter(move |r| r.metric == m && r.has_verdict())
+    };
     let change = |m: Metric| {
-        let ratios: Vec<f64> = rows
-            .iter()
-            .filter(|r| r.metric == m)
+        let ratios: Vec<f64> = averaged(m)
             .filter_map(|r| Some(r.mean_b? / r.mean_a?))
             .collect();
         geo_mean(&ratios).map(pct)
     };
+    let left_out = rows
+        .iter()
+        .filter(|r| r.metric == Metric::RateTps && !r.has_verdict())
+        .map(|r| r.workload.clone())
+        .collect();
     Summary {
-        workloads,
+        workloads: averaged(Metric::RateTps).count(),
+        left_out,
+        cpu_client_workloads: averaged(Metric::CpuClientUsPerTran).count(),
+        cpu_server_workloads: averaged(Metric::CpuServerUsPerTran).count(),
         throughput_change_pct: change(Metric::RateTps),
         cpu_client_change_pct: change(Metric::CpuClientUsPerTran),
         cpu_server_change_pct: change(Metric::CpuServerUsPerTran),

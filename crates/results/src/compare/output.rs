@@ -102,10 +102,11 @@ pub fn summary_sentences(c: &Comparison) -> Vec<String> {
             c.a_name
         ));
     }
-    for (side, v) in [
-        ("client", s.cpu_client_change_pct),
-        ("server", s.cpu_server_change_pct),
+    for (side, v, n) in [
+        ("client", s.cpu_client_change_pct, s.cpu_client_workloads),
+        ("server", s.cpu_server_change_pct, s.cpu_server_workloads),
     ] {
+        let noun = if n == 1 { "workload" } else { "workloads" };
         if let Some(v) = v {
             let verb = if v <= 0.0 { "reduces" } else { "increases" };
             out.push(format!(
@@ -114,6 +115,15 @@ pub fn summary_sentences(c: &Comparison) -> Vec<String> {
                 v.abs()
             ));
         }
+    }
+    if !s.left_out.is_empty() {
+        let (k, names) = (s.left_out.len(), s.left_out.join(", "));
+        let noun = if k == 1 { "workload" } else { "workloads" };
+        out.push(format!(
+            "Left out of the throughput average: {k} {noun} without a verdict ({names}): \
+             fewer than 2 runs on a side, a zero figure, or too coarse to judge; run more \
+             repetitions."
+        ));
     }
     out
 }

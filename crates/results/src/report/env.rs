@@ -208,6 +208,9 @@ pub(crate) fn environment_items(input: &StudyInput, v: &Variants, keys: &[String
     }
     let storage = |r: &StoredRun| crate::output::storage_per_conn(&r.record);
     add("RSS per connection", v.per_variant(storage));
+    // Against a plain server: which processes were its side, or why none.
+    let server = |r: &StoredRun| crate::output::server_identity(&r.record);
+    add("Server side", v.per_variant(server));
     add("Workloads", Some(keys.join(", ")));
     add(
         "Runs",

@@ -273,3 +273,35 @@ fn warnings_of_compared_runs_mark_their_rows_in_every_form() {
     assert!(clean.warned.is_empty() && clean.rows.iter().all(|r| !r.warned));
     assert!(!render_table(&clean).contains('⚠'));
 }
+
+/// A workload one side measured once has no verdict (the table's "-"):
+/// the averages leave it out, and say so (it moved "On average, B
+/// increases throughput by 5.61%" before).
+#[test]
+fn a_workload_without_a_verdict_is_left_out_of_the_averages_and_named() {
+    let mut a = runs("RR1(1B/1B)", 5, 1000.0, 1);
+    let mut b = runs("RR1(1B/1B)", 5, 1000.0, 2);
+    a.extend(runs("RR8(1B/1B)", 5, 5000.0, 3));
+    b.extend(runs("RR8(1B/1B)", 1, 9000.0, 4));
+    let c = compare("A", &a, "B", &b, Margins::default());
+    let one = c.row("RR8(1B/1B)", Metric::RateTps).unwrap();
+    assert!(one.change_pct.is_none() && !one.has_verdict());
+    assert_eq!(c.summary.workloads, 1);
+    assert_eq!(c.summary.left_out, ["RR8(1B/1B)"]);
+    // RR1's own change only, not RR8's +80%.
+    let t = c.summary.throughput_change_pct.unwrap();
+    assert!(t.abs() < 2.0, "{t}");
+    let text = render_table(&c);
+    assert!(
+        text.contains(
+            "Left out of the throughput average: 1 workload without a verdict (RR8(1B/1B)): \
+             fewer than 2 runs on a side, a zero figure, or too coarse to judge; run more \
+             repetitions."
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("for these 1 workload (geometric mean)"),
+        "{text}"
+    );
+}

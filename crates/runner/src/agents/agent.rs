@@ -8,7 +8,7 @@
 //! that dies leaves no agent behind.
 
 use std::collections::HashMap;
-use std::io::BufReader;
+use std::io::{BufReader, ErrorKind};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -82,14 +82,28 @@ pub fn agent_main(
     send(&mut stream, &FromAgent::Hello(hello))
         .map_err(|e| RunError::runtime("saying hello to the controller", e))?;
     let mut responders: HashMap<String, ControlClient> = HashMap::new();
+    let mut welcomed = false;
     loop {
-        let msg = match rx.recv() {
-            Ok((_, Incoming::Message(m))) => m,
+        // Until the welcome, the peer has not shown it is a controller.
+        let got = if welcomed {
+            rx.recv().ok()
+        } else {
+            rx.recv_timeout(CONNECT_PATIENCE).ok()
+        };
+        let msg = match got {
+            Some((_, Incoming::Message(m))) => m,
+            Some((_, Incoming::Closed(why) | Incoming::OtherProtocol(why))) if !welcomed => {
+                return input(not_a_controller(controller, &why));
+            }
+            None if !welcomed => {
+                let why = format!("it sent nothing in {} s", CONNECT_PATIENCE.as_secs());
+                return input(not_a_controller(controller, &why));
+            }
             // The controller ended without a bye (it died): nothing to do.
-            Ok((_, Incoming::Closed(_) | Incoming::OtherProtocol(_))) | Err(_) => return Ok(()),
+            Some((_, Incoming::Closed(_) | Incoming::OtherProtocol(_))) | None => return Ok(()),
         };
         match msg {
-            FromController::Welcome => {}
+            FromController::Welcome => welcomed = true,
             FromController::Refused { reason } => return input(reason),
             FromController::Ping { seq } => {
                 let pong = FromAgent::Pong {
@@ -119,7 +133,10 @@ pub fn agent_main(
 /// The token handshake with the controller (channel `agents`): the
 /// controller must prove the token too. The start line carries the hello's
 /// kept fields, so that a controller of an earlier protocol refuses this
-/// agent naming both. Returns the reader the messages follow on.
+/// agent naming both. A peer that answers as no controller would (a web
+/// server, a responder's control port, one that closes or stays silent) is
+/// named as such ([`not_a_controller`]). Returns the reader the messages
+/// follow on.
 fn prove_to(
     controller: &str,
     stream: &mut TcpStream,
@@ -141,22 +158,80 @@ fn prove_to(
              {why}: give every agent the run's token (--token-file FILE, or {TOKEN_ENV})"
         ))
     };
+    // Until it answers, the peer has not shown it is a controller: it has
+    // as long to answer as it then has to welcome the agent.
+    stream
+        .set_read_timeout(Some(CONNECT_PATIENCE))
+        .map_err(|e| RunError::runtime("control connection", e))?;
     let proved = token::prove(&mut lines, stream, "agents", Some(token), (greeting, true));
     let outcome = match proved {
         Ok(Proved::Challenged) => token::verdict(&mut lines),
         Ok(Proved::Open) => unreachable!("prove refuses an open controller when required"),
         Err(r) => Err(r),
     };
+    stream
+        .set_read_timeout(None)
+        .map_err(|e| RunError::runtime("control connection", e))?;
     match outcome {
         Ok(()) => Ok(lines),
+        // A listener of another channel: a responder's control port.
+        Err(Refusal::Refused(why)) if why.starts_with(token::OTHER_CHANNEL) => input(
+            not_a_controller(controller, &format!("it said this agent {why}")),
+        ),
         Err(Refusal::Refused(why)) => refused(why),
-        // An older controller refuses in its own words.
+        // An older controller refuses in its own words; anything else is
+        // not a controller.
         Err(Refusal::Foreign(line)) => match wire::decode::<FromController>(&line) {
             wire::Decoded::Message(FromController::Refused { reason }) => input(reason),
-            _ => refused(format!("it answered {line:?}")),
+            _ if line.starts_with('\u{FFFD}') => input(not_a_controller(
+                controller,
+                "it opened with Telnet negotiation",
+            )),
+            _ => input(not_a_controller(
+                controller,
+                &format!(
+                    "it sent a message this stackbench does not understand ({:?})",
+                    first_line(&line)
+                ),
+            )),
         },
-        Err(Refusal::Io(e)) => Err(RunError::runtime("the token handshake", e)),
+        Err(Refusal::Closed) => input(not_a_controller(
+            controller,
+            "it closed the connection without answering the hello",
+        )),
+        Err(Refusal::Io(e)) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            let why = format!("it sent nothing in {} s", CONNECT_PATIENCE.as_secs());
+            input(not_a_controller(controller, &why))
+        }
+        // A connection reset or broken at the start line (a peer that
+        // closes at once with the line unread).
+        Err(Refusal::Io(e)) => input(not_a_controller(
+            controller,
+            &format!("the connection failed at the hello ({e})"),
+        )),
     }
+}
+
+/// The first line of what a peer sent, at most 60 characters.
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or(text);
+    line.chars().take(60).collect()
+}
+
+/// `controller` answered this agent's hello as no controller would.
+fn not_a_controller(controller: &str, why: &str) -> String {
+    // The reader names its peer ("the controller HOST:PORT closed …"):
+    // here the line already does.
+    let peer = format!("the controller {controller}");
+    let why = match why.strip_prefix(&peer) {
+        Some(rest) if rest.starts_with(':') => rest[1..].trim_start().to_string(),
+        Some(rest) => format!("it{rest}"),
+        None => why.to_string(),
+    };
+    format!(
+        "--controller {controller} is not a stackbench controller ({why}): give the \
+         --agent-listen address of the `run` or `study` started with --agents"
+    )
 }
 
 /// Connects to the controller, retrying while it is not yet listening.

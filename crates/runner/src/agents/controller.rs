@@ -95,6 +95,9 @@ pub struct Controller {
     inbox: Receiver<Tagged<FromAgent>>,
     launcher: Launcher,
     next_run: u64,
+    /// The segment index of the agent whose failure stopped the current
+    /// run (the first one), to name it first.
+    first_failed: Option<u32>,
     /// What each run's agents did, for the record (see [`Controller::take_summary`]).
     summaries: Vec<AgentsSummary>,
     /// See [`Controller::refused_agents`] and [`Controller::control_refused`].
@@ -125,18 +128,29 @@ pub struct AgentsSpec<'a> {
     pub token: Token,
 }
 
+/// The listener the agents connect to, at `listen` (`None`: loopback, any
+/// port); an address this host cannot bind is an input error naming it.
+pub fn bind_agent_listener(listen: Option<&str>) -> Result<TcpListener, RunError> {
+    let listen = listen.unwrap_or("127.0.0.1:0");
+    TcpListener::bind(listen).or_else(|e| {
+        input(format!(
+            "agent_listen {listen}: {e}: give an address of this host, e.g. 0.0.0.0:7700"
+        ))
+    })
+}
+
 impl Controller {
     /// Listens, starts the agents as `spec.launcher` says, and waits for
     /// each one's hello; then measures their clocks.
-    pub fn start(spec: AgentsSpec, stop: &AtomicBool) -> Result<Controller, RunError> {
-        let listen = spec.listen.unwrap_or("127.0.0.1:0");
+    /// `note` tells the user what it waits for (see [`accept_agents`]).
+    pub fn start(
+        spec: AgentsSpec,
+        stop: &AtomicBool,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<Controller, RunError> {
         let listener = match spec.listener {
             Some(l) => l,
-            None => TcpListener::bind(listen).or_else(|e| {
-                input(format!(
-                    "agent_listen {listen}: {e}: give an address of this host, e.g. 0.0.0.0:7700"
-                ))
-            })?,
+            None => bind_agent_listener(spec.listen)?,
         };
         let addr = listener
             .local_addr()
@@ -165,11 +179,16 @@ impl Controller {
         };
         let (tx, inbox) = mpsc::channel();
         let mut refused = 0;
+        let waiting = Waiting {
+            at: &dial,
+            say_now: spec.launcher == Launcher::External,
+            note,
+        };
         let mut agents = accept_agents(
             (&listener, &spec.token, &mut refused),
             (spec.count, patience),
             (&tx, &inbox),
-            &mut launched,
+            (&mut launched, waiting),
             stop,
         )?;
         agents.sort_by_key(|a| a.segment.index());
@@ -182,6 +201,7 @@ impl Controller {
             inbox,
             launcher: spec.launcher,
             next_run: 0,
+            first_failed: None,
             summaries: Vec::new(),
             refused_agents: refused,
             control_refused: None,
@@ -236,6 +256,7 @@ impl Controller {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunOutcome, String> {
         self.next_run += 1;
+        self.first_failed = None;
         let run = self.next_run;
         let n = self.agents.len() as u32;
         let mut unsent = None;
@@ -336,7 +357,10 @@ impl Controller {
             class.notation = spec.to_string();
             class.workload = workload.clone();
         }
-        let mut reason = merged.incomplete_reason;
+        let mut reason = merged.incomplete_reason.map(|r| match self.first_failed {
+            Some(index) => lead_with_agent(&r, index),
+            None => r,
+        });
         if let Some(f) = failure {
             reason = Some(match reason {
                 Some(r) if !r.contains(&f) => format!("{f}; {r}"),
@@ -386,6 +410,9 @@ impl Controller {
             for (i, st) in state.iter_mut().enumerate() {
                 let over = matches!(st, AgentState::Done(_) | AgentState::Failed(_));
                 if !over && now.duration_since(heard[i]) >= SILENCE {
+                    if failure.is_none() {
+                        self.first_failed = Some(self.agents[i].segment.index());
+                    }
                     let why = format!(
                         "{} sent nothing for {} s (stopped reporting)",
                         self.agents[i].name(),
@@ -429,12 +456,18 @@ impl Controller {
                     *st = AgentState::Done(part);
                 }
                 Incoming::Message(FromAgent::Failed { run: r, error }) if r == run => {
+                    if failure.is_none() {
+                        self.first_failed = Some(self.agents[i].segment.index());
+                    }
                     failure.get_or_insert(format!("{name}: {error}"));
                     *st = AgentState::Failed(error);
                 }
                 Incoming::Message(_) => {} // a late message of an earlier run
                 Incoming::Closed(reason) | Incoming::OtherProtocol(reason) => {
                     if !matches!(st, AgentState::Done(_)) {
+                        if failure.is_none() {
+                            self.first_failed = Some(self.agents[i].segment.index());
+                        }
                         let why = format!("{name} died or stopped reporting ({reason})");
                         failure.get_or_insert(why.clone());
                         *st = AgentState::Failed(why);
@@ -488,6 +521,29 @@ impl Controller {
                 }
             })
             .collect()
+    }
+}
+
+/// The merged reason (`agent N (segment …) is incomplete: …` clauses
+/// joined by "; ", in segment order) with agent `index`'s clause first: the
+/// agent that failed first, before those the controller then stopped.
+fn lead_with_agent(reason: &str, index: u32) -> String {
+    let mut clauses: Vec<String> = Vec::new();
+    for (i, part) in reason.split("; agent ").enumerate() {
+        clauses.push(if i == 0 {
+            part.to_string()
+        } else {
+            format!("agent {part}")
+        });
+    }
+    let head = format!("agent {index} (segment ");
+    match clauses.iter().position(|c| c.starts_with(&head)) {
+        Some(at) if at > 0 => {
+            let first = clauses.remove(at);
+            clauses.insert(0, first);
+            clauses.join("; ")
+        }
+        _ => reason.to_string(),
     }
 }
 
@@ -587,24 +643,65 @@ const HANDSHAKE_PATIENCE: Duration = Duration::from_secs(10);
 /// its stream and reader, or why it was refused.
 type Admitted = (String, Result<(TcpStream, BufReader<TcpStream>), String>);
 
+/// A wait for agents is said after this long (at once for launcher
+/// external: someone else must start them), then every [`SAY_EVERY`].
+const SAY_WAITING_AFTER: Duration = Duration::from_secs(2);
+const SAY_EVERY: Duration = Duration::from_secs(10);
+
+/// What the wait for agents tells the user, and where they connect.
+struct Waiting<'a> {
+    at: &'a str,
+    say_now: bool,
+    note: &'a mut dyn FnMut(&str),
+}
+
 /// Accepts `count` agents and checks their hellos: same protocol and
 /// version, segments of `count`, each index once. Each connection first
 /// proves `token` on a thread of its own; one that does not is refused in
-/// one line on both sides, counted in `refused`, and the wait goes on.
+/// one line on both sides, counted in `refused`, and the wait goes on. A
+/// wait longer than [`SAY_WAITING_AFTER`] is said with its deadline, then
+/// how it goes.
 fn accept_agents(
     (listener, token, refused): (&TcpListener, &Token, &mut u64),
     (count, patience): (u32, Duration),
     (tx, inbox): (&Sender<Tagged<FromAgent>>, &Receiver<Tagged<FromAgent>>),
-    launched: &mut Launched,
+    (launched, waiting): (&mut Launched, Waiting<'_>),
     stop: &AtomicBool,
 ) -> Result<Vec<Agent>, RunError> {
     listener
         .set_nonblocking(true)
         .map_err(|e| RunError::runtime("agent listener", e))?;
-    let deadline = Instant::now() + patience;
+    let started = Instant::now();
+    let deadline = started + patience;
+    let mut next_say = if waiting.say_now {
+        started
+    } else {
+        started + SAY_WAITING_AFTER
+    };
+    let mut said = false;
     let mut agents: Vec<Agent> = Vec::new();
     let (admitted_tx, admitted) = mpsc::channel::<Admitted>();
     while (agents.len() as u32) < count {
+        if Instant::now() >= next_say {
+            let line = if said {
+                format!(
+                    "agents: {} of {count} connected, {} s of {} s",
+                    agents.len(),
+                    started.elapsed().as_secs(),
+                    patience.as_secs()
+                )
+            } else {
+                format!(
+                    "waiting up to {} s for {count} agent{} at {}",
+                    patience.as_secs(),
+                    if count == 1 { "" } else { "s" },
+                    waiting.at
+                )
+            };
+            (waiting.note)(&line);
+            said = true;
+            next_say = Instant::now() + SAY_EVERY;
+        }
         if stop.load(Ordering::Relaxed) {
             return Err(RunError::Runtime(
                 "interrupted while the agents started".into(),
@@ -639,10 +736,10 @@ fn accept_agents(
             }
             Ok((peer, Err(why))) => {
                 *refused += 1;
-                eprintln!(
-                    "stackbench: refused the agent connection of {peer}: {why} ({} refused so far)",
+                (waiting.note)(&format!(
+                    "refused the agent connection of {peer}: {why} ({} refused so far)",
                     *refused
-                );
+                ));
             }
             Err(_) => {}
         }
@@ -857,6 +954,25 @@ fn builds_differ(this: &Build, agents: &[(String, &Build)]) -> Option<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Agent 1 died; the controller then stopped agent 0: agent 1 leads.
+    #[test]
+    fn the_agent_that_failed_first_is_named_first() {
+        let merged = "agent 0 (segment 0/2, host h, pid 1) is incomplete: stopped by the \
+                      controller; agent 1 (segment 1/2, host h, pid 2) is incomplete: agent \
+                      1/2 on h died or stopped reporting (closed)";
+        let led = lead_with_agent(merged, 1);
+        assert!(
+            led.starts_with("agent 1 (segment 1/2, host h, pid 2) is incomplete: agent 1/2"),
+            "{led}"
+        );
+        assert!(
+            led.ends_with("is incomplete: stopped by the controller"),
+            "{led}"
+        );
+        assert_eq!(lead_with_agent(merged, 0), merged);
+        assert_eq!(lead_with_agent(merged, 5), merged);
+    }
 
     #[test]
     fn another_build_of_the_same_protocol_is_a_warning_naming_it() {

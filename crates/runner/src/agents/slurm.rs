@@ -33,7 +33,8 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use stackbench_engine::token::{Token, TOKEN_ENV};
@@ -301,6 +302,41 @@ pub struct Launched {
     job_name: String,
     /// The PATH srun was found on, for scancel and squeue.
     path: OsString,
+    /// Set when this handle cancels the step at its end: slurmstepd's
+    /// "CANCELLED" line that follows is this controller's own act, not an
+    /// error, and is not passed on.
+    cancelling: Arc<AtomicBool>,
+    /// srun's stderr relay ends (its lines all passed on).
+    relayed: Option<mpsc::Receiver<()>>,
+}
+
+/// Whether `line` is slurmstepd's report of a cancelled step
+/// (`slurmstepd: error: *** STEP 12.0 ON node CANCELLED AT … ***`, with
+/// srun's `--label` task prefix or none).
+fn is_step_cancelled(line: &str) -> bool {
+    line.contains("slurmstepd: error: *** STEP") && line.contains(" CANCELLED AT ")
+}
+
+/// Passes srun's stderr on to this process's, line by line, leaving out
+/// slurmstepd's "STEP … CANCELLED" once `cancelling` is set (the step's
+/// cancel at the end of a run); every other line, and that one when
+/// someone else cancelled the step, is kept.
+fn relay_stderr(
+    from: std::process::ChildStderr,
+    cancelling: Arc<AtomicBool>,
+) -> mpsc::Receiver<()> {
+    use std::io::{BufRead, BufReader, Write};
+    let (done, relayed) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            if cancelling.load(Ordering::SeqCst) && is_step_cancelled(&line) {
+                continue;
+            }
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
+        let _ = done.send(());
+    });
+    relayed
 }
 
 impl Launched {
@@ -312,11 +348,18 @@ impl Launched {
                 "srun command without --job-name: build it with slurm::srun_command",
             )
         })?;
-        let child = cmd.spawn()?;
+        let mut child = cmd.stderr(Stdio::piped()).spawn()?;
+        let cancelling = Arc::new(AtomicBool::new(false));
+        let relayed = child
+            .stderr
+            .take()
+            .map(|e| relay_stderr(e, Arc::clone(&cancelling)));
         Ok(Launched {
             child,
             job_name,
             path: std::env::var_os("PATH").unwrap_or_default(),
+            cancelling,
+            relayed,
         })
     }
 
@@ -366,7 +409,9 @@ impl Drop for Launched {
         let running = matches!(self.child.try_wait(), Ok(None));
         if running {
             // scancel ends the tasks (SIGTERM, then SIGKILL after KillWait)
-            // and srun returns once its step has ended.
+            // and srun returns once its step has ended. slurmstepd reports
+            // the cancel as an error: it is this controller's own.
+            self.cancelling.store(true, Ordering::SeqCst);
             if let Some(scancel) = find_in(&self.path, "scancel") {
                 let _ = Command::new(scancel)
                     .args(["--quiet", &format!("--name={}", self.job_name)])
@@ -383,6 +428,10 @@ impl Drop for Launched {
             let _ = self.child.kill();
         }
         let _ = self.child.wait();
+        if let Some(relayed) = self.relayed.take() {
+            // srun's last lines, before this process goes on (or exits).
+            let _ = relayed.recv_timeout(Duration::from_secs(2));
+        }
         let deadline = Instant::now() + TEARDOWN_WAIT;
         while queued(&self.path, &self.job_name) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
@@ -393,6 +442,24 @@ impl Drop for Launched {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line slurmstepd prints when the controller cancels the step at
+    /// the end of a successful run (Slurm 22.05, with srun's --label).
+    #[test]
+    fn the_step_cancel_line_is_recognised_and_nothing_else() {
+        assert!(is_step_cancelled(
+            "0: slurmstepd: error: *** STEP 41.0 ON node1 CANCELLED AT 2026-11-28T08:00:01 ***"
+        ));
+        assert!(is_step_cancelled(
+            "slurmstepd: error: *** STEP 41.0 ON node1 CANCELLED AT 2026-11-28T08:00:01 DUE TO TIME LIMIT ***"
+        ));
+        assert!(!is_step_cancelled(
+            "1: stackbench: error: no controller answered"
+        ));
+        assert!(!is_step_cancelled(
+            "slurmstepd: error: execve(): stackbench: No such file"
+        ));
+    }
 
     #[test]
     fn agents_command_is_srun_with_the_agent_arguments() {

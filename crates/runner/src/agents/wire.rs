@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use stackbench_engine::{PacingConfig, Progress, RunConfig};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
-use stackbench_model::settings::{ClassPriorities, Spin};
+use stackbench_model::settings::{ClassPriorities, Spin, Tn3270Options};
 use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload};
 use stackbench_record::{ClassResult, CpuFigures};
 
@@ -47,9 +47,10 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// `http_status`). Protocol 4: the connection opens with the run token's
 /// handshake (`stackbench_engine::token`, channel `agents`: the agent's
 /// `start` line carries its hello's kept fields, so that a controller of
-/// protocol 3 or earlier refuses it naming both), and an agent's result
-/// counts the control connections its responder refused
-/// (`control_refused`).
+/// protocol 3 or earlier refuses it naming both); the order carries
+/// `tn3270` (TN3270E, model, LU, the responder's offer); a class's result
+/// carries its `sessions`, and an agent's result counts the control
+/// connections its responder refused (`control_refused`).
 pub const PROTOCOL: u32 = 4;
 
 /// Which stackbench a side is: its version number and the commit it was
@@ -205,6 +206,8 @@ pub struct RunOrder {
     pub protocol: AppProtocol,
     /// `http_error_share`, percent.
     pub http_error_share_pct: f64,
+    /// Protocol tn3270's options.
+    pub tn3270: Tn3270Options,
     pub path: PathFloor,
     /// The agent's segment of every class.
     pub segment: Segment,
@@ -234,6 +237,7 @@ impl RunOrder {
             io,
             protocol,
             http_error_share_pct,
+            tn3270,
             path,
             segment,
         } = cfg.clone();
@@ -254,6 +258,7 @@ impl RunOrder {
             io,
             protocol,
             http_error_share_pct,
+            tn3270,
             path,
             segment,
         }
@@ -278,6 +283,7 @@ impl RunOrder {
             io,
             protocol,
             http_error_share_pct,
+            tn3270,
             path,
             segment,
         } = self;
@@ -298,6 +304,7 @@ impl RunOrder {
             io,
             protocol,
             http_error_share_pct,
+            tn3270,
             path,
             segment,
         }

@@ -14,9 +14,12 @@ use std::time::Duration;
 use stackbench_engine::{PacingConfig, RunConfig};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
-use stackbench_model::settings::{CertType, ClassPriorities, Spin, TlsMode, TlsVersion};
+use stackbench_model::settings::{
+    CertType, ClassPriorities, LuName, ResponderTn3270e, SettingValue, Spin, TlsMode, TlsVersion,
+    Tn3270Options, Tn3270e,
+};
 use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport};
-use stackbench_record::{ClassResult, CpuFigures, HttpStatus};
+use stackbench_record::{ClassResult, CpuFigures, HttpStatus, Sessions, TlsFigures};
 
 use super::wire::{
     decode, AgentResult, Decoded, FromAgent, FromController, Hello, ProgressReport, RunOrder,
@@ -52,11 +55,21 @@ pub fn run_config() -> RunConfig {
             resume_ratio: 0.5,
             mode: TlsMode::Ktls,
             rekey_bytes: 1 << 20,
+            alpn: vec!["http/1.1".into()],
+            server_name: Some("example.org".into()),
+            ca: Some("ca.pem".into()),
+            insecure: false,
         }),
         priority: Some(ClassPriorities(vec![1, 2])),
         io: IoMode::Uring,
         protocol: AppProtocol::Http1,
         http_error_share_pct: 1.0,
+        tn3270: Tn3270Options {
+            tn3270e: Tn3270e::On,
+            model: 4,
+            lu: Some(LuName::parse("SBLU0001").expect("an LU name")),
+            responder: ResponderTn3270e::Refuse,
+        },
         path: PathFloor::default(),
         segment: Segment::new(1, 2).expect("segment 1/2"),
     }
@@ -69,11 +82,22 @@ fn class_result() -> ClassResult {
         cpu: Some(Default::default()),
         memory: Some(Default::default()),
         population: Some(Default::default()),
-        tls: Some(Default::default()),
+        tls: Some(TlsFigures {
+            alpn: Some("http/1.1".into()),
+            server_verified: Some(true),
+            ..Default::default()
+        }),
         stall_band: Some(Default::default()),
         served_by: Some(Default::default()),
         http_status: Some(HttpStatus {
             codes: [(200, 9), (404, 1)].into(),
+        }),
+        sessions: Some(Sessions {
+            attempted: 3,
+            negotiated: [("tn3270e".to_string(), 2)].into(),
+            functions: [("RESPONSES".to_string(), 2)].into(),
+            device_types: [("IBM-3278-4-E".to_string(), 2)].into(),
+            failed: [("closed".to_string(), 1)].into(),
         }),
         ..ClassResult::sample()
     }

@@ -11,12 +11,14 @@ fn shape(kind: Kind, request: u64, response: u64, close: CrrClose) -> ClassShape
         request_bytes: request,
         response_bytes: response,
         crr_close: close,
+        target: None,
+        tn3270: Default::default(),
     }
 }
 
 fn request_of(client: &Client) -> Vec<u8> {
     let mut out = vec![b'x'; client.request_bytes() as usize];
-    client.fill_request(0, &mut out);
+    client.fill_request(&Parse::default(), 0, &mut out);
     out
 }
 

@@ -136,6 +136,9 @@ pub fn merge_side(inputs: &[SideInput], work: Work) -> Option<SideCpu> {
         } else {
             CpuAttribution::Class
         },
+        // Only a plain server's side has storage figures, and a run over
+        // agents does not sample one (`session::plain_server`).
+        disk: None,
     })
 }
 
