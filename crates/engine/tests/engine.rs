@@ -49,6 +49,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         http_error_share_pct: 1.0,
         path: Default::default(),
         segment: Default::default(),
+        live_metrics: false,
     }
 }
 

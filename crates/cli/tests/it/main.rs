@@ -21,6 +21,7 @@ mod lab_policy;
 mod lab_run;
 mod lab_steering;
 mod lab_vmac;
+mod metrics_listen;
 mod mix_cpu;
 mod plan;
 mod plan_errors;

@@ -544,7 +544,7 @@ fn drive(
     let window = &Window::default();
     let slots: &[WorkerSlots] = &assignments
         .iter()
-        .map(|_| WorkerSlots::new(plans.len()))
+        .map(|_| WorkerSlots::new(plans.len(), cfg.live_metrics))
         .collect::<Vec<_>>();
     let shared = Shared {
         classes: plans,
@@ -760,6 +760,7 @@ mod tests {
             http_error_share_pct: 1.0,
             path: PathFloor::default(),
             segment: Default::default(),
+            live_metrics: false,
         };
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 0), vec![4, 5]);
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 1), vec![6]);

@@ -334,6 +334,7 @@ mod tests {
             pacing: PacingConfig::default(),
             path: Default::default(),
             segment: Default::default(),
+            live_metrics: false,
         }
     }
 

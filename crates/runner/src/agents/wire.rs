@@ -23,12 +23,14 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use stackbench_engine::{PacingConfig, Progress, RunConfig};
+use stackbench_metrics::live::LiveRun;
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, Spin};
@@ -43,7 +45,10 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// Protocol 3: the order carries `http_error_share_pct`, and a class's
 /// result its HTTP status counts (`http_status`, and `error_counts`'s
 /// `http_status`).
-pub const PROTOCOL: u32 = 3;
+/// Protocol 4: the order carries `live_metrics`, and progress the live
+/// figures (`live`, about once a second) that a controller serving
+/// `--metrics-listen` adds up.
+pub const PROTOCOL: u32 = 4;
 
 /// Which stackbench a side is: its version number and the commit it was
 /// built from (`build.rs`), which tells apart two builds of one version.
@@ -201,6 +206,8 @@ pub struct RunOrder {
     pub path: PathFloor,
     /// The agent's segment of every class.
     pub segment: Segment,
+    /// Assemble live figures and send them with the progress.
+    pub live_metrics: bool,
 }
 
 fn ns(d: Duration) -> u64 {
@@ -229,6 +236,7 @@ impl RunOrder {
             http_error_share_pct,
             path,
             segment,
+            live_metrics,
         } = cfg.clone();
         RunOrder {
             workload,
@@ -249,6 +257,7 @@ impl RunOrder {
             http_error_share_pct,
             path,
             segment,
+            live_metrics,
         }
     }
 
@@ -273,6 +282,7 @@ impl RunOrder {
             http_error_share_pct,
             path,
             segment,
+            live_metrics,
         } = self;
         RunConfig {
             workload,
@@ -293,6 +303,7 @@ impl RunOrder {
             http_error_share_pct,
             path,
             segment,
+            live_metrics,
         }
     }
 }
@@ -312,6 +323,8 @@ pub struct ProgressReport {
     pub measured_ns: Option<u64>,
     /// Counted transactions so far, per class.
     pub transactions: Vec<u64>,
+    /// The live figures (`live_metrics`), about once a second.
+    pub live: Option<LiveRun>,
 }
 
 impl ProgressReport {
@@ -323,6 +336,7 @@ impl ProgressReport {
             in_warmup,
             measured,
             transactions,
+            live,
         } = p.clone();
         ProgressReport {
             elapsed_ns: ns(elapsed),
@@ -331,6 +345,7 @@ impl ProgressReport {
             in_warmup,
             measured_ns: measured.map(ns),
             transactions,
+            live: live.map(|l| (*l).clone()),
         }
     }
 
@@ -342,6 +357,7 @@ impl ProgressReport {
             in_warmup: self.in_warmup,
             measured: self.measured_ns.map(Duration::from_nanos),
             transactions: self.transactions,
+            live: self.live.map(Arc::new),
         }
     }
 }

@@ -12,11 +12,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use stackbench_engine::{PacingConfig, RunConfig};
+use stackbench_metrics::live::{LiveClass, LiveRun, LiveSide};
 use stackbench_metrics::warnings::PathFloor;
+use stackbench_metrics::LatencyHistogram;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{CertType, ClassPriorities, Spin, TlsMode, TlsVersion};
 use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport};
-use stackbench_record::{ClassResult, CpuFigures, HttpStatus};
+use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus};
 
 use super::wire::{
     decode, AgentResult, Decoded, FromAgent, FromController, Hello, ProgressReport, RunOrder,
@@ -59,6 +61,7 @@ pub fn run_config() -> RunConfig {
         http_error_share_pct: 1.0,
         path: PathFloor::default(),
         segment: Segment::new(1, 2).expect("segment 1/2"),
+        live_metrics: true,
     }
 }
 
@@ -104,6 +107,40 @@ fn kind_of_controller(m: &FromController) -> &'static str {
     }
 }
 
+/// Live figures with every optional figure set.
+fn live_run() -> LiveRun {
+    let mut latency = LatencyHistogram::new();
+    latency.record_ns(25_000);
+    let mut lag = LatencyHistogram::new();
+    lag.record_ns(1_000);
+    LiveRun {
+        classes: vec![LiveClass {
+            transactions: 10,
+            errors: ErrorCounts {
+                reset: 1,
+                http_status: 2,
+                ..ErrorCounts::default()
+            },
+            http_status: vec![(200, 8), (503, 2)],
+            tx_bytes: 100,
+            rx_bytes: 800,
+            latency,
+            lag: Some(lag),
+            late: 1,
+            dropped: 0,
+        }],
+        connected: 6,
+        client: LiveSide {
+            cpu_s: Some(1.25),
+            rss_bytes: Some(1 << 20),
+        },
+        server: LiveSide {
+            cpu_s: Some(2.5),
+            rss_bytes: Some(2 << 20),
+        },
+    }
+}
+
 /// One sample of every message, agent's first.
 fn samples() -> (Vec<FromAgent>, Vec<FromController>) {
     let hello = Hello {
@@ -123,6 +160,7 @@ fn samples() -> (Vec<FromAgent>, Vec<FromController>) {
         in_warmup: false,
         measured_ns: Some(500_000_000),
         transactions: vec![10, 20],
+        live: Some(live_run()),
     };
     let result = AgentResult {
         classes: vec![class_result()],
