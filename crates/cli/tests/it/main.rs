@@ -11,6 +11,7 @@ mod docs;
 mod guest;
 mod guest_tier;
 mod http1;
+mod image;
 mod k8s;
 mod lab;
 mod lab_agents;
