@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use stackbench_engine::{Progress, RunConfig};
 use stackbench_metrics::openmetrics::{Exposition, CONTENT_TYPE};
+use stackbench_model::settings::RunSettings;
 use stackbench_record::WarningRecord;
 
 use crate::error::{input, RunError};
@@ -33,6 +34,29 @@ use crate::Observer;
 const MAX_HEAD_BYTES: usize = 8192;
 /// A client that sends no complete request head within this is dropped.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The one `metrics_listen` address of several runs' settings (a study's
+/// steps, which are measured one after the other under one listener);
+/// `None` when none sets it.
+pub fn one_address<'s>(
+    settings: impl IntoIterator<Item = &'s RunSettings>,
+) -> Result<Option<String>, RunError> {
+    let mut found: Option<&str> = None;
+    for s in settings {
+        match (found, s.metrics_listen.as_ref()) {
+            (Some(a), Some(b)) if a != b.0 => {
+                return input(format!(
+                    "metrics_listen differs between steps ({a}, {}): the steps run one after the \
+                     other under one listener; give it once, e.g. --metrics-listen {a}",
+                    b.0
+                ))
+            }
+            (None, Some(b)) => found = Some(&b.0),
+            _ => {}
+        }
+    }
+    Ok(found.map(str::to_string))
+}
 
 /// The listener serving the live figures; it stops when dropped.
 pub struct MetricsServer {
@@ -244,6 +268,24 @@ mod tests {
         assert!(get(addr, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
         assert!(get(addr, "POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
         assert!(get(addr, "\x01\x02 nonsense\r\n\r\n").starts_with("HTTP/1.1 400"));
+    }
+
+    #[test]
+    fn steps_share_one_address() {
+        let mut a = RunSettings::default();
+        let none = RunSettings::default();
+        assert_eq!(one_address([&a, &none]).unwrap(), None);
+        a.set("metrics_listen", "127.0.0.1:9464").unwrap();
+        let mut b = a.clone();
+        assert_eq!(
+            one_address([&none, &a, &b]).unwrap().as_deref(),
+            Some("127.0.0.1:9464")
+        );
+        b.set("metrics_listen", "127.0.0.1:9465").unwrap();
+        match one_address([&a, &b]) {
+            Err(RunError::Input(m)) => assert!(m.starts_with("metrics_listen differs"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -17,8 +17,38 @@ use crate::common::stackbench;
 
 const BASE: &str = "docker.io/library/debian:bookworm-slim";
 
+/// `podman ARGS…`, on runc where it is installed: crun (podman's default)
+/// refuses a host whose cgroups are in hybrid mode ("cgroups in hybrid
+/// mode not supported"), as this project's machines are; runc runs there.
 fn podman(args: &[&str]) -> std::io::Result<Output> {
-    Command::new("podman").args(args).output()
+    let mut cmd = Command::new("podman");
+    if Path::new("/usr/sbin/runc").exists() || Path::new("/usr/bin/runc").exists() {
+        cmd.args(["--runtime", "runc"]);
+    }
+    cmd.args(args).output()
+}
+
+/// Resource limits for the container no higher than this process's: the
+/// runtime sets them without CAP_SYS_RESOURCE, which a sandboxed host may
+/// withhold (podman's defaults, or `--ulimit host`, are refused there with
+/// "error setting rlimit … operation not permitted").
+fn ulimits() -> [String; 4] {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let soft = |name: &str| {
+        limits
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l[name.len()..].split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    let files = soft("Max open files").unwrap_or(1024).min(4096);
+    let procs = soft("Max processes").unwrap_or(4096).min(1024);
+    [
+        "--ulimit".into(),
+        format!("nofile={files}:{files}"),
+        "--ulimit".into(),
+        format!("nproc={procs}:{procs}"),
+    ]
 }
 
 fn ok(out: &Output, what: &str) -> String {
@@ -74,8 +104,11 @@ fn the_containerfile_builds_the_image_render_names_and_it_runs() {
     .unwrap();
     ok(&build, "podman build");
 
+    let limits = ulimits();
     let run = |args: &[&str]| {
-        let mut all = vec!["run", "--rm", "--network", "none", DEFAULT_IMAGE];
+        let mut all = vec!["run", "--rm", "--network", "none"];
+        all.extend(limits.iter().map(String::as_str));
+        all.push(DEFAULT_IMAGE);
         all.extend_from_slice(args);
         podman(&all).unwrap()
     };
