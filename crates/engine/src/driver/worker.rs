@@ -321,14 +321,20 @@ impl<'a, P: Codec> Worker<'a, P> {
     /// Publishes the counts for the coordinator, once per loop turn (and,
     /// for live metrics, a copy of the accumulators every few hundred ms).
     pub(super) fn publish(&self) {
+        let now = self.slots.live.is_some().then(|| self.m.now_ns());
+        self.publish_at(now);
+    }
+
+    /// [`Worker::publish`] with the time already read (`None`: no live
+    /// copy wanted), for the direct path's one clock read per transaction.
+    pub(super) fn publish_at(&self, now: Option<u64>) {
         for (slot, acc) in self.slots.transactions.iter().zip(&self.m.accum) {
             slot.store(acc.transactions, Ordering::Relaxed);
         }
         self.slots
             .connected
             .store(self.m.connected, Ordering::Relaxed);
-        if let Some(live) = &self.slots.live {
-            let now = self.m.now_ns();
+        if let (Some(live), Some(now)) = (&self.slots.live, now) {
             if now >= live.next_copy_ns.load(Ordering::Relaxed) {
                 self.copy_live(live, now);
             }
