@@ -311,6 +311,7 @@ mod tests {
         ("agents", "2000"),
         ("launcher", "pbs"),
         ("agent_listen", " "),
+        ("metrics_listen", " "),
         ("link_rps_cpus", "1-0"),
         ("link_rps_cpus", "x"),
         ("link_rps_flow_cnt", "0"),

@@ -50,6 +50,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         tn3270: Default::default(),
         path: Default::default(),
         segment: Default::default(),
+        live_metrics: false,
     }
 }
 

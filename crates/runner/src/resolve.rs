@@ -240,6 +240,7 @@ impl ResolvedRun {
                     .unwrap_or_default()
             },
             segment: Default::default(),
+            live_metrics: self.given.metrics_listen.is_some(),
         }
     }
 

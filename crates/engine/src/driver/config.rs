@@ -69,6 +69,10 @@ pub struct RunConfig {
     /// i of N's segment (its clients keep their global indexes, so their
     /// ramp places, think-time phases and quotas are the one-process run's).
     pub segment: Segment,
+    /// Live figures for `--metrics-listen`: workers keep a copy of their
+    /// accumulators and the watch adds them up, with both sides' CPU and
+    /// memory, about once a second ([`crate::Progress::live`]).
+    pub live_metrics: bool,
 }
 
 impl RunCase for RunConfig {

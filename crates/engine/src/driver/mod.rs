@@ -551,7 +551,7 @@ fn drive(
     let window = &Window::default();
     let slots: &[WorkerSlots] = &assignments
         .iter()
-        .map(|_| WorkerSlots::new(plans.len()))
+        .map(|_| WorkerSlots::new(plans.len(), cfg.live_metrics))
         .collect::<Vec<_>>();
     let shared = Shared {
         classes: plans,
@@ -768,6 +768,7 @@ mod tests {
             path: PathFloor::default(),
             segment: Default::default(),
             tn3270: Default::default(),
+            live_metrics: false,
         };
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 0), vec![4, 5]);
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 1), vec![6]);

@@ -347,6 +347,7 @@ mod tests {
             path: Default::default(),
             segment: Default::default(),
             tn3270: Default::default(),
+            live_metrics: false,
         }
     }
 

@@ -349,6 +349,8 @@ run_settings! {
     launcher: Launcher = Launcher::Local, json "launcher";
     /// Address the controller listens on for its agents, e.g. 0.0.0.0:7700 [default: 127.0.0.1, any port, for local and slurm on this host].
     agent_listen: Option<Text> = None, json "agent_listen";
+    /// Serve the run's live figures (OpenMetrics text, GET /metrics) on this address while it runs, e.g. 127.0.0.1:9464; with agents the controller serves them merged; docs/metrics.md lists the metrics [default: not served].
+    metrics_listen: Option<Text> = None, json "metrics_listen";
     /// Seed of the think-time and arrival draws, for reproducible runs [default: a random seed, stored with the result].
     seed: Option<u64> = None, json "seed";
 }

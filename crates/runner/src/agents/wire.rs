@@ -23,12 +23,14 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use stackbench_engine::{PacingConfig, Progress, RunConfig};
+use stackbench_metrics::live::LiveRun;
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, Spin, Tn3270Options};
@@ -42,8 +44,12 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// fields refused, durations in ns, and the build's commit in the hello.
 /// Protocol 3: the order carries `http_error_share_pct`, and a class's
 /// result its HTTP status counts (`http_status`, and `error_counts`'s
-/// `http_status`). Protocol 4: the order carries `tn3270` (TN3270E, model,
-/// LU, the responder's offer), and a class's result its `sessions`.
+/// `http_status`). Protocol 4 (one release's additions): the order carries
+/// `tn3270` (TN3270E, model, LU, the responder's offer), `live_metrics`,
+/// and TLS parameters with `alpn`, `server_name`, `ca` and `insecure`; a
+/// class's result its `sessions` and TLS figures with `alpn` and
+/// `server_verified`; progress the live figures (`live`, about once a
+/// second) that a controller serving `--metrics-listen` adds up.
 pub const PROTOCOL: u32 = 4;
 
 /// Which stackbench a side is: its version number and the commit it was
@@ -204,6 +210,8 @@ pub struct RunOrder {
     pub path: PathFloor,
     /// The agent's segment of every class.
     pub segment: Segment,
+    /// Assemble live figures and send them with the progress.
+    pub live_metrics: bool,
 }
 
 fn ns(d: Duration) -> u64 {
@@ -233,6 +241,7 @@ impl RunOrder {
             tn3270,
             path,
             segment,
+            live_metrics,
         } = cfg.clone();
         RunOrder {
             workload,
@@ -254,6 +263,7 @@ impl RunOrder {
             tn3270,
             path,
             segment,
+            live_metrics,
         }
     }
 
@@ -279,6 +289,7 @@ impl RunOrder {
             tn3270,
             path,
             segment,
+            live_metrics,
         } = self;
         RunConfig {
             workload,
@@ -300,6 +311,7 @@ impl RunOrder {
             tn3270,
             path,
             segment,
+            live_metrics,
         }
     }
 }
@@ -319,6 +331,8 @@ pub struct ProgressReport {
     pub measured_ns: Option<u64>,
     /// Counted transactions so far, per class.
     pub transactions: Vec<u64>,
+    /// The live figures (`live_metrics`), about once a second.
+    pub live: Option<LiveRun>,
 }
 
 impl ProgressReport {
@@ -330,6 +344,7 @@ impl ProgressReport {
             in_warmup,
             measured,
             transactions,
+            live,
         } = p.clone();
         ProgressReport {
             elapsed_ns: ns(elapsed),
@@ -338,6 +353,7 @@ impl ProgressReport {
             in_warmup,
             measured_ns: measured.map(ns),
             transactions,
+            live: live.map(|l| (*l).clone()),
         }
     }
 
@@ -349,6 +365,7 @@ impl ProgressReport {
             in_warmup: self.in_warmup,
             measured: self.measured_ns.map(Duration::from_nanos),
             transactions: self.transactions,
+            live: self.live.map(Arc::new),
         }
     }
 }

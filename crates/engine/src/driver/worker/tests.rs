@@ -9,7 +9,7 @@ use crate::driver::machine::Conn;
 #[test]
 fn a_spinning_worker_polls_without_blocking() {
     let window = Window::default();
-    let slots = WorkerSlots::new(0);
+    let slots = WorkerSlots::new(0, false);
     for spin in [true, false] {
         let shared = Shared {
             classes: &[],
