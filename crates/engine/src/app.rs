@@ -19,7 +19,9 @@
 //! then hand it each received chunk ([`Codec::response_left`],
 //! [`Handler::request_left`]) and let it write its messages' bytes
 //! ([`Codec::fill_request`], [`Handler::fill_response`]). [`http1`] is the
-//! first framed one, [`tn3270`] the second.
+//! first framed one, [`tn3270`] the second, [`amqp`] the third (whose
+//! requests also differ per connection: [`Codec::request_len`],
+//! [`Codec::fill_request_in`]).
 //!
 //! Each half has a per-connection `State` (what a parse carried over from
 //! one chunk to the next); `Raw`'s is `()`, so its connections do not grow.
@@ -62,13 +64,14 @@
 //! values, plain targets), a module of its own here with its halves and its
 //! [`Protocol`] row, and one arm in [`with`].
 
+pub mod amqp;
 pub mod http1;
 mod rows;
 pub mod tn3270;
 
 pub use rows::{row, with};
 
-use stackbench_model::{AppProtocol, CrrClose, Kind, Transport};
+use stackbench_model::{AmqpParams, AppProtocol, CrrClose, Kind, Transport};
 
 /// A message the protocol cannot accept, in one line naming what was wrong
 /// and what to change.
@@ -94,14 +97,17 @@ pub enum Setup {
     Done,
 }
 
-/// What a class asks of its protocol: kind, notation sizes and whether the
-/// server closes each CRR connection, from which each codec builds itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a class asks of its protocol: kind, notation sizes, whether the
+/// server closes each CRR connection, and the run's protocol settings,
+/// from which each codec builds itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassShape {
     pub kind: Kind,
     pub request_bytes: u64,
     pub response_bytes: u64,
     pub crr_close: CrrClose,
+    /// Protocol amqp's settings (the other protocols ignore them).
+    pub amqp: AmqpParams,
 }
 
 impl ClassShape {
@@ -133,6 +139,25 @@ pub trait Codec: Clone {
     /// (an unframed codec writes nothing: any bytes do).
     #[inline]
     fn fill_request(&self, _offset: u64, _out: &mut [u8]) {}
+
+    /// Length of the next request on a connection in `state`, bytes: the
+    /// class's [`Codec::request_bytes`] unless the protocol's requests
+    /// carry what the connection owes (AMQP's credit and settlements).
+    /// Read at the request's start and while it is sent; `state` changes
+    /// only when bytes arrive, so it is the same throughout.
+    #[inline]
+    fn request_len(&self, _state: &Self::State) -> u64 {
+        self.request_bytes()
+    }
+
+    /// Writes bytes `offset..offset + out.len()` of the next request on a
+    /// connection in `state` (of [`Codec::request_len`] bytes): the class's
+    /// request ([`Codec::fill_request`]) unless the protocol's requests
+    /// differ per connection.
+    #[inline]
+    fn fill_request_in(&self, _state: &Self::State, offset: u64, out: &mut [u8]) {
+        self.fill_request(offset, out);
+    }
 
     /// Bytes of the response expected once the request is out (a framed
     /// protocol: what it needs before it can tell more).

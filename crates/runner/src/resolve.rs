@@ -24,7 +24,7 @@ use stackbench_model::settings::{
     Launcher, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
 };
 use stackbench_model::units::format_cpu_list;
-use stackbench_model::{TlsParams, Transport, Workload};
+use stackbench_model::{AmqpParams, TlsParams, Transport, Workload};
 
 use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
@@ -99,6 +99,8 @@ pub struct Window {
 pub struct Connections {
     pub transport: Transport,
     pub protocol: AppProtocol,
+    /// Protocol amqp: what its clients do.
+    pub amqp: AmqpParams,
     /// `http_error_share`: percent of a class's responses that may be other
     /// than 2xx before the run is incomplete.
     pub http_error_share_pct: f64,
@@ -216,6 +218,7 @@ impl ResolvedRun {
             priority: c.priority.clone(),
             io: c.io,
             protocol: c.protocol,
+            amqp: c.amqp.clone(),
             http_error_share_pct: c.http_error_share_pct,
             pacing: self.pacing,
             path: PathFloor {
@@ -342,6 +345,7 @@ pub fn resolve(
         connections: Connections {
             transport: s.transport,
             protocol: s.protocol,
+            amqp: s.amqp_params(),
             http_error_share_pct: s.http_error_share.0,
             io: s.io,
             spin: s.spin,

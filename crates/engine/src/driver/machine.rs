@@ -32,7 +32,7 @@
 use std::time::Instant;
 
 use slab::Slab;
-use stackbench_model::{CrrClose, Kind, SocketOptions};
+use stackbench_model::{AmqpParams, CrrClose, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
@@ -207,6 +207,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         timing: Timing,
         window_s: usize,
         clients: usize,
+        amqp: &AmqpParams,
     ) -> Machine<'a, S, C, P> {
         let codecs = classes
             .iter()
@@ -216,6 +217,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                     request_bytes: c.app.request,
                     response_bytes: c.app.response,
                     crr_close: socket.crr_close,
+                    amqp: amqp.clone(),
                 })
             })
             .collect();
@@ -382,7 +384,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             acc.late += u64::from(lag > LATE_NS);
         }
         conn.phase = Phase::Sending;
-        conn.remaining = self.codecs[conn.class as usize].request_bytes();
+        conn.remaining = self.codecs[conn.class as usize].request_len(&conn.app);
         conn.start_ns = now;
     }
 
@@ -535,7 +537,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let conn = &mut self.conns[key];
         let class = conn.class as usize;
         conn.phase = Phase::Sending;
-        conn.remaining = self.codecs[class].request_bytes();
+        conn.remaining = self.codecs[class].request_len(&conn.app);
         if self.classes[class].kind != Kind::Crr {
             conn.start_ns = now;
         }
@@ -614,7 +616,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn corks_now(&self, key: usize) -> bool {
         let conn = &self.conns[key];
         self.corks_request(conn.class)
-            && conn.remaining == self.codecs[conn.class as usize].request_bytes()
+            && conn.remaining == self.codecs[conn.class as usize].request_len(&conn.app)
     }
 
     /// Writes the next `out.len()` bytes of client `key`'s request into
@@ -623,7 +625,11 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn fill_request(&self, key: usize, out: &mut [u8]) {
         let conn = &self.conns[key];
         let codec = &self.codecs[conn.class as usize];
-        codec.fill_request(codec.request_bytes() - conn.remaining, out);
+        codec.fill_request_in(
+            &conn.app,
+            codec.request_len(&conn.app) - conn.remaining,
+            out,
+        );
     }
 
     /// Books `n` sent bytes of client `key`'s request (of `want` offered);
@@ -634,7 +640,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         // The request's first bytes are booked at its start, read by
         // `begin_request` just before this send: one clock read per
         // transaction fewer. Later chunks of a long request read the clock.
-        let request_bytes = codec.request_bytes();
+        let request_bytes = codec.request_len(&conn.app);
         let response_bytes = codec.response_bytes();
         let t = if conn.remaining == request_bytes {
             conn.start_ns

@@ -139,6 +139,7 @@ fn hercules_logs_each_terminal_on_with_its_logo_screen() {
         request_bytes: 100,
         response_bytes: 800,
         crr_close: CrrClose::Client,
+        amqp: Default::default(),
     });
     let mut logons = Vec::new();
     for _ in 0..3 {

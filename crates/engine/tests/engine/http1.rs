@@ -35,6 +35,7 @@ fn assert_http_exact(cfg: &RunConfig, out: &RunOutcome, n: u64) {
             request_bytes: spec.request_bytes,
             response_bytes: spec.response_bytes,
             crr_close: cfg.socket.crr_close,
+            amqp: Default::default(),
         });
         assert_eq!(c.transactions, n, "{}", c.notation);
         assert_eq!(c.errors, 0, "{}: {:?}", c.notation, c.error_counts);

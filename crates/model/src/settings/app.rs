@@ -14,10 +14,11 @@ use super::value::SettingValue;
 /// that it has one row per variant here).
 macro_rules! app_protocols {
     ($($(#[$meta:meta])* $variant:ident = $name:literal $(plain($scheme:literal, $server:literal))?,)+) => {
-        /// What the bytes of a transaction are. The notation's sizes mean the
-        /// same for every protocol: the bytes of one request and one response
-        /// on the wire, headers included (see docs/transports.md,
-        /// "Application protocols").
+        /// What the bytes of a transaction are. The notation's sizes are the
+        /// bytes of one request and one response on the wire, headers
+        /// included — except for messaging (amqp), where they are message
+        /// bodies, as a queue manager's message sizes are (see
+        /// docs/transports.md, "Application protocols").
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
         pub enum AppProtocol {
             $($(#[$meta])* #[serde(rename = $name)] $variant,)+
@@ -69,6 +70,10 @@ app_protocols! {
     /// one inbound 3270 record (Enter) answered by one Erase/Write record,
     /// each ending IAC EOR.
     Tn3270 = "tn3270" plain("tn3270://", "TN3270"),
+    /// AMQP 1.0: SASL, open, begin and two links when a connection opens;
+    /// then a transfer of a y-byte message answered by a z-byte one
+    /// (`amqp_pattern`); the sizes are message bodies.
+    Amqp = "amqp",
 }
 
 impl AppProtocol {

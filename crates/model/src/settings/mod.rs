@@ -10,6 +10,7 @@
 //! a sweep, because all three go through [`RunSettings::set`].
 
 mod agents;
+mod amqp;
 mod app;
 mod guest;
 mod link;
@@ -22,6 +23,7 @@ mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use agents::Launcher;
+pub use amqp::{AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, QueueName};
 pub use app::AppProtocol;
 pub use guest::{GuestAccel, KernelSpec};
 pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct};
@@ -241,6 +243,18 @@ run_settings! {
     protocol: AppProtocol = AppProtocol::Raw, json "protocol";
     /// Protocol http1: largest share of a class's responses whose status is not 2xx (each an http_status error; the connection goes on) before the run is incomplete, e.g. 5%; 0%: any non-2xx.
     http_error_share: Pct = Pct(1.0), json "http_error_share_pct", range "0" ..= "100";
+    /// Protocol amqp: what a transaction does: request-reply (put a y-byte request on the request queue, get the z-byte reply from this connection's reply queue, matched by correlation id) or put-get (put a y-byte message and get it back from the same queue; z is taken as y).
+    amqp_pattern: AmqpPattern = AmqpPattern::RequestReply, json "amqp_pattern";
+    /// Protocol amqp: persistent messages (durable, sent unsettled: a put counts once the broker's disposition accepted it, and each reply is accepted back); off: non-persistent, sent and delivered pre-settled (best effort).
+    amqp_persistent: bool = false, json "amqp_persistent";
+    /// Protocol amqp: link credit (prefetch) the client grants on its receiving link, renewed with the next request once half of it is used.
+    amqp_credit: u32 = amqp::DEFAULT_CREDIT, json "amqp_credit", range "1" ..= "100000";
+    /// Protocol amqp: what a message body holds: zeros, text (repeated ASCII) or random (incompressible).
+    amqp_body: AmqpBody = AmqpBody::Zeros, json "amqp_body";
+    /// Protocol amqp: request queues per-client (QUEUE.request.ID, one per connection) or shared (QUEUE.request, one for all); reply queues are always per connection (QUEUE.reply.ID).
+    amqp_queues: AmqpQueues = AmqpQueues::PerClient, json "amqp_queues";
+    /// Protocol amqp: prefix QUEUE of the queue names (letters, digits and . _ - / :).
+    amqp_queue: QueueName = QueueName::default(), json "amqp_queue";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
@@ -336,6 +350,22 @@ run_settings! {
 }
 
 impl RunSettings {
+    /// What protocol amqp's clients do: the `amqp_*` settings (SASL
+    /// ANONYMOUS: credentials are not taken from settings, which are
+    /// stored with every result).
+    pub fn amqp_params(&self) -> AmqpParams {
+        AmqpParams {
+            pattern: self.amqp_pattern,
+            persistent: self.amqp_persistent,
+            credit: self.amqp_credit,
+            body: self.amqp_body,
+            queues: self.amqp_queues,
+            queue: self.amqp_queue.0.clone(),
+            user: None,
+            password: None,
+        }
+    }
+
     /// The socket options these settings give.
     pub fn socket_options(&self) -> SocketOptions {
         SocketOptions {

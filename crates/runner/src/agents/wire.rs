@@ -32,7 +32,9 @@ use stackbench_engine::{PacingConfig, Progress, RunConfig};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, Spin};
-use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{
+    AmqpParams, AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload,
+};
 use stackbench_record::{ClassResult, CpuFigures};
 
 /// Version of this wire; the controller refuses an agent of another one.
@@ -43,7 +45,8 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// Protocol 3: the order carries `http_error_share_pct`, and a class's
 /// result its HTTP status counts (`http_status`, and `error_counts`'s
 /// `http_status`).
-pub const PROTOCOL: u32 = 3;
+/// Protocol 4: the order carries `amqp` (protocol amqp's settings).
+pub const PROTOCOL: u32 = 4;
 
 /// Which stackbench a side is: its version number and the commit it was
 /// built from (`build.rs`), which tells apart two builds of one version.
@@ -196,6 +199,8 @@ pub struct RunOrder {
     pub priority: Option<ClassPriorities>,
     pub io: IoMode,
     pub protocol: AppProtocol,
+    /// Protocol amqp's settings.
+    pub amqp: AmqpParams,
     /// `http_error_share`, percent.
     pub http_error_share_pct: f64,
     pub path: PathFloor,
@@ -226,6 +231,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             path,
             segment,
@@ -246,6 +252,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             path,
             segment,
@@ -270,6 +277,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             path,
             segment,
@@ -290,6 +298,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             path,
             segment,

@@ -15,7 +15,10 @@ use stackbench_engine::{PacingConfig, RunConfig};
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{CertType, ClassPriorities, Spin, TlsMode, TlsVersion};
-use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport};
+use stackbench_model::{
+    AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, IoMode, SocketOptions, TlsParams,
+    Transport,
+};
 use stackbench_record::{ClassResult, CpuFigures, HttpStatus};
 
 use super::wire::{
@@ -56,6 +59,16 @@ pub fn run_config() -> RunConfig {
         priority: Some(ClassPriorities(vec![1, 2])),
         io: IoMode::Uring,
         protocol: AppProtocol::Http1,
+        amqp: AmqpParams {
+            pattern: AmqpPattern::PutGet,
+            persistent: true,
+            credit: 10,
+            body: AmqpBody::Text,
+            queues: AmqpQueues::Shared,
+            queue: "q".into(),
+            user: Some("u".into()),
+            password: Some("p".into()),
+        },
         http_error_share_pct: 1.0,
         path: PathFloor::default(),
         segment: Segment::new(1, 2).expect("segment 1/2"),

@@ -11,6 +11,7 @@ fn shape(kind: Kind, request: u64, response: u64, close: CrrClose) -> ClassShape
         request_bytes: request,
         response_bytes: response,
         crr_close: close,
+        amqp: Default::default(),
     }
 }
 

@@ -13,6 +13,7 @@ fn client(request: u64, response: u64) -> Client {
         request_bytes: request,
         response_bytes: response,
         crr_close: CrrClose::Client,
+        amqp: Default::default(),
     })
 }
 
