@@ -2,6 +2,7 @@
 //! `stackbench` binary for one area; `common` holds the shared helpers.
 
 mod agents;
+mod amqp;
 mod applicability;
 mod bench_scripts;
 mod common;

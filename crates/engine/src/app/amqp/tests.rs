@@ -63,13 +63,14 @@ fn setup_chunks<St>(
 
 /// Runs both setups to their end, chunks split at `split`; the client's
 /// and server's states and the round trips taken.
-fn set_up(c: &Client, s: &Server, split: usize) -> (ClientState, ServerState, u32) {
+fn set_up(c: &Client, s: &Server, split: usize) -> (ClientState, ServerState, u32, [usize; 2]) {
     let (mut cs, mut ss) = (ClientState::default(), ServerState::default());
     assert_eq!(s.setup_open(&mut ss), Setup::Read);
     assert_eq!(c.setup_open(&mut cs), Setup::Send);
     let mut out = bytes(c.setup_bytes(&cs), split, |o, b| c.fill_setup(&cs, o, b));
-    let mut trips = 0;
+    let (mut trips, mut moved) = (0, [0, 0]);
     loop {
+        moved[0] += out.len();
         let (server_step, answer) = setup_chunks(
             &out,
             split,
@@ -79,6 +80,7 @@ fn set_up(c: &Client, s: &Server, split: usize) -> (ClientState, ServerState, u3
         )
         .unwrap();
         trips += 1;
+        moved[1] += answer.len();
         let (step, next) = setup_chunks(
             &answer,
             split,
@@ -90,7 +92,7 @@ fn set_up(c: &Client, s: &Server, split: usize) -> (ClientState, ServerState, u3
         if step == Setup::Done {
             assert_eq!(server_step, Setup::SendLast);
             assert!(next.is_empty());
-            return (cs, ss, trips);
+            return (cs, ss, trips, moved);
         }
         assert!(!next.is_empty(), "the client sends, then waits");
         out = next;
@@ -130,8 +132,13 @@ fn setup_takes_two_round_trips_however_the_bytes_are_split() {
     for split in [1, 3, 7, 64, 1 << 20] {
         let c = client(1024, 1024, AmqpParams::default());
         let s = Server::of(1024, 1024);
-        let (_, _, trips) = set_up(&c, &s, split);
+        let (cs, _, trips, moved) = set_up(&c, &s, split);
         assert_eq!(trips, 2, "split {split}");
+        // docs/transports.md: what a logon moves, less the connection's
+        // name in the client's container id, link names and addresses (5
+        // times) and in the broker's link names and addresses (4).
+        let name = cs.name().len();
+        assert_eq!([moved[0] - 5 * name, moved[1] - 4 * name], [268, 308]);
     }
 }
 
@@ -145,7 +152,7 @@ fn request_reply_moves_the_bodies_and_a_bounded_overhead() {
         };
         let c = client(1000, 3000, params);
         let s = Server::of(1000, 3000);
-        let (mut cs, mut ss, _) = set_up(&c, &s, 1 << 20);
+        let (mut cs, mut ss, _, _) = set_up(&c, &s, 1 << 20);
         for i in 0..20 {
             let split = [1 << 20, 5, 1000][i % 3];
             let (sent, got) = transact(&c, &s, &mut cs, &mut ss, split);
@@ -165,7 +172,7 @@ fn put_get_gets_the_message_back() {
     // z is taken as y: the server echoes the 500-byte message.
     let c = client(500, 9, params);
     let s = Server::of(500, 9);
-    let (mut cs, mut ss, _) = set_up(&c, &s, 17);
+    let (mut cs, mut ss, _, _) = set_up(&c, &s, 17);
     for _ in 0..3 {
         let (sent, got) = transact(&c, &s, &mut cs, &mut ss, 33);
         assert!((500..700).contains(&got), "{got}");
@@ -281,7 +288,7 @@ fn a_refused_login_is_a_fault() {
 fn a_detach_or_close_with_an_error_is_a_fault_naming_it() {
     let c = client(100, 100, AmqpParams::default());
     let s = Server::of(100, 100);
-    let (mut cs, _, _) = set_up(&c, &s, 1 << 20);
+    let (mut cs, _, _, _) = set_up(&c, &s, 1 << 20);
     let mut frame = Vec::new();
     let detach = Detach {
         handle: Handle(0),
@@ -300,7 +307,7 @@ fn a_detach_or_close_with_an_error_is_a_fault_naming_it() {
     );
     assert!(e.0.ends_with("no queue 'x'"), "{e}");
     // The server, too, names a client's close.
-    let (_, mut ss, _) = set_up(&c, &s, 1 << 20);
+    let (_, mut ss, _, _) = set_up(&c, &s, 1 << 20);
     let mut frame = Vec::new();
     frames::push(&mut frame, frames::TYPE_AMQP, 0, &Close { error: None }).unwrap();
     let e = s.request_left(&mut ss, 0, 0, &frame).unwrap_err();
@@ -356,8 +363,8 @@ fn a_message_over_the_peers_max_frame_is_a_fault() {
 fn a_reply_to_another_request_is_a_fault() {
     let c = client(100, 100, AmqpParams::default());
     let s = Server::of(100, 100);
-    let (mut cs, mut ss, _) = set_up(&c, &s, 1 << 20);
-    let (mut cs2, _, _) = set_up(&c, &s, 1 << 20);
+    let (mut cs, mut ss, _, _) = set_up(&c, &s, 1 << 20);
+    let (mut cs2, _, _, _) = set_up(&c, &s, 1 << 20);
     transact(&c, &s, &mut cs2, &mut ss, 1 << 20);
     // cs2's request answered by ss; now a second answer to a request of
     // message id 2 reaches cs, waiting for message id 1.
@@ -379,7 +386,7 @@ fn a_reply_to_another_request_is_a_fault() {
 fn overhead(params: AmqpParams) -> [u64; 6] {
     let c = client(1000, 3000, params);
     let s = Server::of(1000, 3000);
-    let (mut cs, mut ss, _) = set_up(&c, &s, 1 << 20);
+    let (mut cs, mut ss, _, _) = set_up(&c, &s, 1 << 20);
     let mut o = [u64::MAX, 0, u64::MAX, 0, 0, 0];
     // The reply-to address names the connection (the process id and a
     // count): counted apart.
