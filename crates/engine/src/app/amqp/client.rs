@@ -165,6 +165,9 @@ impl Codec for Client {
         state.reader = reader;
         fed?;
         if state.got == SET_UP && state.send_credit > 0 {
+            // A logged-on connection keeps no setup buffer (at 256K users).
+            state.setup = Vec::new();
+            state.reader.shrink();
             self.prepare_request(state)?;
             return Ok(Setup::Done);
         }

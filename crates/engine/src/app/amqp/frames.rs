@@ -29,9 +29,15 @@ pub const SECTION_PROPERTIES: u64 = 0x73;
 pub const SECTION_DATA: u64 = 0x75;
 
 /// Bytes of a frame kept for decoding: all of a frame up to this, and the
-/// first this many of a longer one (a transfer: its performative and its
-/// message's leading sections; the body past them is counted unread).
+/// first this many of a longer one.
 pub const KEEP_BYTES: usize = 64 * 1024;
+/// Bytes of a transfer frame kept: its performative and its message's
+/// leading sections (header, annotations, properties: a few hundred bytes
+/// from a broker); its body is counted, never copied, so a connection
+/// keeps at most this much of a message between reads.
+pub const TRANSFER_KEEP_BYTES: usize = 2048;
+/// How a transfer frame's body begins (described type 0x14).
+const TRANSFER: [u8; 3] = [0x00, 0x53, 0x14];
 
 /// What a peer sent, in order.
 #[derive(Debug, PartialEq, Eq)]
@@ -86,9 +92,11 @@ impl Reader {
         }
     }
 
-    /// Frees the kept buffer's heap (a connection between bursts keeps none).
+    /// Frees the kept buffer's heap after a long frame (an `open` with many
+    /// properties): between messages a connection keeps at most
+    /// [`TRANSFER_KEEP_BYTES`].
     pub fn shrink(&mut self) {
-        if self.kept.capacity() > 4096 {
+        if self.kept.capacity() > TRANSFER_KEEP_BYTES {
             self.kept = Vec::new();
         }
     }
@@ -121,8 +129,20 @@ impl Reader {
             let skip = (self.skip as usize).min(chunk.len());
             self.skip -= skip as u32;
             chunk = &chunk[skip..];
-            let take = (self.left.min(chunk.len() as u64)) as usize;
-            let room = KEEP_BYTES.saturating_sub(self.kept.len()).min(take);
+            // The first 3 bytes say whether the frame is a transfer, and so
+            // how much of it to keep.
+            let ahead = if self.kept.len() < TRANSFER.len() {
+                TRANSFER.len() - self.kept.len()
+            } else {
+                usize::MAX
+            };
+            let take = (self.left.min(chunk.len() as u64) as usize).min(ahead);
+            let limit = if self.kept.starts_with(&TRANSFER) {
+                TRANSFER_KEEP_BYTES
+            } else {
+                KEEP_BYTES
+            };
+            let room = limit.saturating_sub(self.kept.len()).min(take);
             self.kept.extend_from_slice(&chunk[..room]);
             self.left -= take as u64;
             chunk = &chunk[take..];

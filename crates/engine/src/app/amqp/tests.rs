@@ -430,3 +430,29 @@ fn overhead_per_transaction_is_what_the_docs_say() {
         [110, 153, 102, 102, 100 * 110 + 2 * 43, 100 * 102]
     );
 }
+
+#[test]
+fn a_long_transfer_is_counted_not_copied() {
+    let c = client(100_000, 100, AmqpParams::default());
+    let s = Server::of(100_000, 100);
+    let (cs, _, _, _) = set_up(&c, &s, 1 << 20);
+    let request = bytes(c.request_len(&cs), 4096, |o, b| {
+        c.fill_request_in(&cs, o, b)
+    });
+    let mut reader = Reader::default();
+    let mut frames = Vec::new();
+    for piece in request.chunks(1000) {
+        reader
+            .feed(piece, |input| {
+                if let In::Frame { kept, len, .. } = input {
+                    frames.push((kept.len(), len));
+                }
+                Ok(false)
+            })
+            .unwrap();
+    }
+    assert_eq!(frames.len(), 1);
+    let (kept, len) = frames[0];
+    assert_eq!(kept, frames::TRANSFER_KEEP_BYTES);
+    assert_eq!(len, request.len() as u64 - 8);
+}
