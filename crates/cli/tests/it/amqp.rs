@@ -94,4 +94,22 @@ fn bad_amqp_settings_are_refused_in_one_line() {
         "rpc",
     ];
     refused("run", &pattern, "use request-reply, put-get");
+    let broker = ["RR1(1kB/1kB)", "--target", "amqp://127.0.0.1:9"];
+    refused(
+        "run",
+        &broker,
+        "an amqp:// target is a plain AMQP 1.0 server",
+    );
+    let broker = [
+        "RR1(1kB/1kB)",
+        "--target",
+        "amqp://127.0.0.1:9",
+        "--protocol",
+        "amqp",
+    ];
+    refused(
+        "run",
+        &broker,
+        "request-reply against a broker needs a responder",
+    );
 }

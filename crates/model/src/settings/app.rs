@@ -38,8 +38,8 @@ macro_rules! app_protocols {
 
             /// The scheme that names a plain server of this protocol as a
             /// target (`http://HOST:PORT`: nginx; `tn3270://HOST:PORT`: a
-            /// TN3270 server), driven without `stackbench serve`; raw
-            /// payloads have none.
+            /// TN3270 server; `amqp://HOST:PORT`: an AMQP 1.0 broker), driven
+            /// without `stackbench serve`; raw payloads have none.
             pub fn plain_scheme(self) -> Option<&'static str> {
                 match self {
                     // The row's scheme if it names one, else none.
@@ -73,7 +73,7 @@ app_protocols! {
     /// AMQP 1.0: SASL, open, begin and two links when a connection opens;
     /// then a transfer of a y-byte message answered by a z-byte one
     /// (`amqp_pattern`); the sizes are message bodies.
-    Amqp = "amqp",
+    Amqp = "amqp" plain("amqp://", "AMQP 1.0"),
 }
 
 impl AppProtocol {

@@ -211,7 +211,7 @@ run_settings! {
     client_cpus: Option<CpuList> = None, json "client_cpus";
     /// CPUs for the started responder [default: the second half of the available CPUs].
     server_cpus: Option<CpuList> = None, json "server_cpus";
-    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT, with protocol http1) or TN3270 (tn3270://HOST:PORT, with protocol tn3270), with no responder counters or CPU [default: start a responder process on loopback].
+    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT, with protocol http1), TN3270 (tn3270://HOST:PORT, with protocol tn3270) or an AMQP 1.0 broker (amqp://HOST:PORT, with protocol amqp and amqp_pattern put-get), with no responder counters or CPU [default: start a responder process on loopback].
     target: Option<Text> = None, json "target";
     /// Start the local responder on IPv6 loopback (::1) instead of 127.0.0.1.
     ipv6: bool = false, json "ipv6";
@@ -428,7 +428,11 @@ impl RunSettings {
         if let Some((p, _)) = plain {
             if self.protocol != p || self.transport != Transport::Tcp {
                 let scheme = p.plain_scheme().unwrap_or_default();
-                let article = if scheme.starts_with('h') { "an" } else { "a" };
+                let article = if scheme.starts_with(['h', 'a']) {
+                    "an"
+                } else {
+                    "a"
+                };
                 return Err(SettingError {
                     name: "target".into(),
                     value: self.text_of("target").unwrap_or_default(),
@@ -440,6 +444,16 @@ impl RunSettings {
                     ),
                 });
             }
+        }
+        if matches!(plain, Some((AppProtocol::Amqp, _)))
+            && self.amqp_pattern == AmqpPattern::RequestReply
+        {
+            return Err(SettingError {
+                name: "target".into(),
+                value: self.text_of("target").unwrap_or_default(),
+                message: "request-reply against a broker needs a responder application                           consuming the request queue, which stackbench does not run yet:                           add amqp_pattern put-get"
+                    .into(),
+            });
         }
         if self.waitall && self.protocol.framed() {
             return Err(SettingError {
