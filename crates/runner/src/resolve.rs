@@ -317,6 +317,7 @@ pub fn resolve(
     s.check_combination()
         .or_else(|e| input(format!("{}: {}", e.name, e.message)))?;
     check_pacing(&s, &workloads)?;
+    check_broker_crr(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(input)?;
     let tls = tls_params(&s).or_else(input)?;
     if let Some(p) = &tls {
@@ -506,6 +507,28 @@ fn check_pacing(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError>
         return input(
             "arrivals applies to open-loop classes: give --rate (e.g. --rate 5000/s) or a class \
              rate such as RR10(1kB/1kB)@5000/s",
+        );
+    }
+    Ok(())
+}
+
+/// CRR against an AMQP broker: stackbench's responder closes after a CRR
+/// reply (`crr_close server`), a broker only when the client does, so a
+/// CRR transaction would wait for a close that never comes.
+fn check_broker_crr(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError> {
+    let broker = s
+        .target
+        .as_ref()
+        .and_then(|t| stackbench_model::AppProtocol::of_plain_target(&t.0))
+        .is_some_and(|(p, _)| p == stackbench_model::AppProtocol::Amqp);
+    let crr = workloads
+        .iter()
+        .flat_map(|w| &w.classes)
+        .any(|c| c.kind == stackbench_model::Kind::Crr);
+    if broker && crr && s.crr_close == stackbench_model::CrrClose::Server {
+        return input(
+            "an AMQP broker (amqp:// target) does not close a connection after a reply, so CRR \
+             with crr_close server would wait forever: add --crr-close client or abort",
         );
     }
     Ok(())

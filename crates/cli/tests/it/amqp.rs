@@ -113,3 +113,52 @@ fn bad_amqp_settings_are_refused_in_one_line() {
         "request-reply against a broker needs a responder",
     );
 }
+
+/// The address of a running AMQP 1.0 broker (`HOST:PORT`, e.g. RabbitMQ
+/// with its `rabbitmq_amqp1_0` plugin) to interoperate with.
+const BROKER_VAR: &str = "STACKBENCH_AMQP_BROKER";
+
+/// Put-get against a real broker (`--target amqp://…`): non-persistent RR
+/// and persistent CRR, every message back. Skipped unless
+/// `STACKBENCH_AMQP_BROKER` names a broker; the broker tier (a broker the
+/// test starts itself) is the CI's.
+#[test]
+fn put_get_interoperates_with_a_broker() {
+    let Ok(broker) = std::env::var(BROKER_VAR) else {
+        eprintln!("skipped put_get_interoperates_with_a_broker: {BROKER_VAR} names no broker");
+        return;
+    };
+    let target = format!("amqp://{broker}");
+    let put_get = [
+        "--protocol",
+        "amqp",
+        "--amqp-pattern",
+        "put-get",
+        "--target",
+        &target,
+    ];
+    let record = run_json("RR2(1kB/1kB)", 200, &put_get);
+    let c = &record["classes"][0];
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(200), Some(0)),
+        "{c}"
+    );
+    let persistent = [
+        &put_get[..],
+        &["--amqp-persistent", "--crr-close", "client"],
+    ]
+    .concat();
+    let record = run_json("CRR2(100B/100B)", 20, &persistent);
+    let c = &record["classes"][0];
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(20), Some(0)),
+        "{c}"
+    );
+    refused(
+        "run",
+        &[&["CRR1(1B/1B)"], &put_get[..]].concat(),
+        "does not close a connection after a reply",
+    );
+}
