@@ -480,7 +480,13 @@ fn https_against_nginx_verifies_the_certificate_and_counts_handshakes() {
         )
     };
     // The body every request of the URL's path names: /x, 4000 bytes.
-    let nginx = start_nginx_in(dir, &binary, &[], ("ssl", &server(&d, "srv")), "master_process off;");
+    let nginx = start_nginx_in(
+        dir,
+        &binary,
+        &[],
+        ("ssl", &server(&d, "srv")),
+        "master_process off;",
+    );
     std::fs::write(d.join("www/x"), vec![b'x'; 4000]).unwrap();
     let target = format!("https://127.0.0.1:{}/x", nginx.port);
     let https = ["--protocol", "http1", "--target", &target, "--ca", &ca];
@@ -521,7 +527,13 @@ fn https_against_nginx_verifies_the_certificate_and_counts_handshakes() {
     let dir = tempfile::tempdir().unwrap();
     make_certificates(dir.path());
     let d = dir.path().to_path_buf();
-    let nginx = start_nginx_in(dir, &binary, &[], ("ssl", &server(&d, "self")), "master_process off;");
+    let nginx = start_nginx_in(
+        dir,
+        &binary,
+        &[],
+        ("ssl", &server(&d, "self")),
+        "master_process off;",
+    );
     std::fs::write(d.join("www/x"), vec![b'x'; 100]).unwrap();
     let target = format!("https://127.0.0.1:{}/x", nginx.port);
     let ca = d.join("ca.pem").display().to_string();

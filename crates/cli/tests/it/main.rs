@@ -2,6 +2,7 @@
 //! `stackbench` binary for one area; `common` holds the shared helpers.
 
 mod agents;
+mod amqp;
 mod applicability;
 mod bench_scripts;
 mod common;
@@ -11,8 +12,8 @@ mod docs;
 mod guest;
 mod guest_tier;
 mod http1;
-mod incomplete;
 mod image;
+mod incomplete;
 mod k8s;
 mod lab;
 mod lab_agents;

@@ -564,6 +564,7 @@ fn drive(
         window_s: cfg.duration.map_or(0, |d| d.as_secs() as usize),
         ramp_gap_ns,
         seed: cfg.pacing.seed,
+        amqp: &cfg.amqp,
     };
     let abort = AtomicBool::new(false);
     let ramp_ns = cfg.ramp_ns();
@@ -764,6 +765,7 @@ mod tests {
             priority: None,
             io: IoMode::Epoll,
             protocol: Default::default(),
+            amqp: Default::default(),
             http_error_share_pct: 1.0,
             path: PathFloor::default(),
             segment: Default::default(),

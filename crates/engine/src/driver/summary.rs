@@ -342,6 +342,7 @@ mod tests {
             priority: None,
             io: Default::default(),
             protocol: Default::default(),
+            amqp: Default::default(),
             http_error_share_pct: 1.0,
             pacing: PacingConfig::default(),
             path: Default::default(),

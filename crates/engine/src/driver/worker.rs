@@ -34,7 +34,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use openssl::ssl::SslSession;
 use stackbench_metrics::live::{LiveClass, LIVE_COPY_INTERVAL_NS};
-use stackbench_model::{IoMode, SocketOptions};
+use stackbench_model::{AmqpParams, IoMode, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
@@ -70,6 +70,8 @@ pub struct Shared<'a> {
     /// ns between two connection openings (the ramp); 0: all at once.
     pub ramp_gap_ns: f64,
     pub seed: u64,
+    /// Protocol amqp's settings, for its codecs.
+    pub amqp: &'a AmqpParams,
 }
 
 /// One client given to a worker.
@@ -214,6 +216,7 @@ impl<'a, P: Codec> Worker<'a, P> {
             timing,
             shared.window_s,
             clients.len(),
+            shared.amqp,
         );
         let mut w = Worker {
             ring,

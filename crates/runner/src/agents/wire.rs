@@ -34,7 +34,9 @@ use stackbench_metrics::live::LiveRun;
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, Spin, Tn3270Options};
-use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{
+    AmqpParams, AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload,
+};
 use stackbench_record::{ClassResult, CpuFigures};
 
 /// Version of this wire; the controller refuses an agent of another one.
@@ -45,7 +47,8 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// Protocol 3: the order carries `http_error_share_pct`, and a class's
 /// result its HTTP status counts (`http_status`, and `error_counts`'s
 /// `http_status`). Protocol 4 (one release's additions): the order carries
-/// `tn3270` (TN3270E, model, LU, the responder's offer), `live_metrics`,
+/// `tn3270` (TN3270E, model, LU, the responder's offer), `amqp` (protocol
+/// amqp's settings), `live_metrics`,
 /// and TLS parameters with `alpn`, `server_name`, `ca` and `insecure`; a
 /// class's result its `sessions` and TLS figures with `alpn` and
 /// `server_verified`; progress the live figures (`live`, about once a
@@ -203,6 +206,8 @@ pub struct RunOrder {
     pub priority: Option<ClassPriorities>,
     pub io: IoMode,
     pub protocol: AppProtocol,
+    /// Protocol amqp's settings.
+    pub amqp: AmqpParams,
     /// `http_error_share`, percent.
     pub http_error_share_pct: f64,
     /// Protocol tn3270's options.
@@ -237,6 +242,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             tn3270,
             path,
@@ -259,6 +265,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             tn3270,
             path,
@@ -285,6 +292,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             tn3270,
             path,
@@ -307,6 +315,7 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             tn3270,
             path,

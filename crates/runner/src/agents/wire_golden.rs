@@ -20,7 +20,10 @@ use stackbench_model::settings::{
     CertType, ClassPriorities, LuName, ResponderTn3270e, SettingValue, Spin, TlsMode, TlsVersion,
     Tn3270Options, Tn3270e,
 };
-use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport};
+use stackbench_model::{
+    AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, IoMode, SocketOptions, TlsParams,
+    Transport,
+};
 use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, Sessions, TlsFigures};
 
 use super::wire::{
@@ -65,6 +68,16 @@ pub fn run_config() -> RunConfig {
         priority: Some(ClassPriorities(vec![1, 2])),
         io: IoMode::Uring,
         protocol: AppProtocol::Http1,
+        amqp: AmqpParams {
+            pattern: AmqpPattern::PutGet,
+            persistent: true,
+            credit: 10,
+            body: AmqpBody::Text,
+            queues: AmqpQueues::Shared,
+            queue: "q".into(),
+            user: Some("u".into()),
+            password: Some("p".into()),
+        },
         http_error_share_pct: 1.0,
         tn3270: Tn3270Options {
             tn3270e: Tn3270e::On,

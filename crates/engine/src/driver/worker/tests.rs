@@ -22,6 +22,7 @@ fn a_spinning_worker_polls_without_blocking() {
             window_s: 0,
             ramp_gap_ns: 0.0,
             seed: 1,
+            amqp: &Default::default(),
         };
         let mut w = Worker::<Raw>::new(&shared, &[], &slots).unwrap();
         let now = w.m.now_ns();
