@@ -4,9 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
-use stackbench_runner::Runner;
-
-use crate::progress::Terminal;
+use stackbench_runner::{Observer, Runner};
 
 /// Set by the handler; the runner reads it.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -14,7 +12,7 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// A runner for the binary: its progress and notes on the terminal, ended
 /// early by Ctrl-C once a responder session is open (before that, Ctrl-C
 /// ends the process as usual).
-pub fn runner(terminal: &mut Terminal) -> Runner<'_> {
+pub fn runner(terminal: &mut dyn Observer) -> Runner<'_> {
     Runner::new(terminal, &STOP).on_session_open(install)
 }
 

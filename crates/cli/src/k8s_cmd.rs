@@ -41,7 +41,7 @@ struct RenderArgs {
     /// Container image with the stackbench binary (deploy/Containerfile);
     /// it must be this stackbench's version, since agents and controller of
     /// different versions refuse each other.
-    #[arg(long, default_value = concat!("stackbench:", env!("CARGO_PKG_VERSION")))]
+    #[arg(long, default_value = stackbench_runner::k8s::DEFAULT_IMAGE)]
     image: String,
     /// Namespace of every object [default: none written, kubectl's current one].
     #[arg(long, value_name = "NS")]

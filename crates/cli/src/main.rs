@@ -188,11 +188,7 @@ fn main() {
         Command::Results(args) => results_cmd::run(args),
         Command::Compare(args) => compare_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
-        Command::Study(args) => {
-            let mut terminal = progress::Terminal::default();
-            let mut runner = interrupt::runner(&mut terminal);
-            study_cmd::run(args, &mut runner)
-        }
+        Command::Study(args) => study_cmd::run(args),
         Command::Lab(args) => lab_cmd::run(args),
         Command::Guest(args) => guest_cmd::run(args),
         Command::K8s(args) => k8s_cmd::run(args),

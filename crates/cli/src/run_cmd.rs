@@ -10,9 +10,10 @@ use stackbench_model::sweep::{Sweep, SweepDim};
 use stackbench_record::RunRecord;
 use stackbench_results::store::{parse_labels, Labels, Store};
 use stackbench_runner::find_rate::{find_max_rate, Search};
+use stackbench_runner::metrics_listen::MetricsServer;
 use stackbench_runner::resolve::workloads_or_default;
 use stackbench_runner::sweep::{resolve_sweep, run_sweep, summary};
-use stackbench_runner::{environment_of, RunError};
+use stackbench_runner::{environment_of, Observer, RunError};
 
 use crate::exit::{usage, FAILED_CHECK, INCOMPLETE, OK};
 use crate::progress::Terminal;
@@ -101,8 +102,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let default_study = args.workloads.is_empty();
     let announce = !args.json && !args.csv;
+    // Bound before anything runs: an address in use is bad input.
+    let metrics = settings
+        .metrics_listen
+        .as_ref()
+        .map(|listen| MetricsServer::bind(&listen.0))
+        .transpose()
+        .map_err(run_error)?;
     let mut terminal = Terminal::default();
-    let mut runner = crate::interrupt::runner(&mut terminal);
+    let mut served;
+    let observer: &mut dyn Observer = match &metrics {
+        Some(server) => {
+            served = server.observe(&mut terminal);
+            &mut served
+        }
+        None => &mut terminal,
+    };
+    let mut runner = crate::interrupt::runner(observer);
     if let Some(steps) = args.find_max_rate {
         let mut store = open_store(&args)?;
         let search = Search {

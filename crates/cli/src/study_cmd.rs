@@ -13,10 +13,13 @@ use stackbench_model::study::{
 };
 use stackbench_results::store::{parse_labels, Store};
 use stackbench_results::study::summary::study_summary;
+use stackbench_runner::metrics_listen::{one_address, MetricsServer};
 use stackbench_runner::resolve::resolve;
 use stackbench_runner::study::{run_steps, StudyRun};
 use stackbench_runner::study_estimate::{estimate, Estimate, MAX_UNCONFIRMED};
-use stackbench_runner::{RunError, Runner};
+use stackbench_runner::{Observer, RunError};
+
+use crate::progress::Terminal;
 
 use crate::setting_flags::SettingFlags;
 
@@ -133,7 +136,7 @@ fn check_every_step(one: &[StudyStep]) -> anyhow::Result<()> {
 }
 
 /// Runs the study, measuring each step with `runner`.
-pub fn run(args: StudyArgs, runner: &mut Runner) -> anyhow::Result<i32> {
+pub fn run(args: StudyArgs) -> anyhow::Result<i32> {
     let file = args.file.display().to_string();
     let usage = |e: StudyError| crate::exit::usage::<()>(e.to_string()).unwrap_err();
     let mut study = load_study(&args.file).map_err(usage)?;
@@ -158,6 +161,20 @@ pub fn run(args: StudyArgs, runner: &mut Runner) -> anyhow::Result<i32> {
     }
     time.check(args.yes).or_else(crate::exit::usage)?;
     check_every_step(&one)?;
+    // Bound before the first step: an address in use is bad input.
+    let metrics = one_address(one.iter().map(|s| &s.settings))
+        .and_then(|listen| listen.map(|l| MetricsServer::bind(&l)).transpose())
+        .map_err(crate::run_cmd::run_error)?;
+    let mut terminal = Terminal::default();
+    let mut served;
+    let observer: &mut dyn Observer = match &metrics {
+        Some(server) => {
+            served = server.observe(&mut terminal);
+            &mut served
+        }
+        None => &mut terminal,
+    };
+    let runner = &mut crate::interrupt::runner(observer);
     eprintln!("study '{}': {}", study.name, time.describe());
     let plan = study.plan(&args.variant, &file).map_err(usage)?;
     let mut store = if args.no_store {

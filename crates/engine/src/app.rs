@@ -19,7 +19,8 @@
 //! then hand it each received chunk ([`Codec::response_left`],
 //! [`Handler::request_left`]) and let it write its messages' bytes
 //! ([`Codec::fill_request`], [`Handler::fill_response`]). [`http1`] is the
-//! first framed one, [`tn3270`] the second.
+//! first framed one, [`tn3270`] the second, [`amqp`] the third (whose
+//! requests also differ in length per connection: [`Codec::request_len`]).
 //!
 //! Each half has a per-connection `State` (what a parse carried over from
 //! one chunk to the next); `Raw`'s is `()`, so its connections do not grow.
@@ -62,6 +63,7 @@
 //! values, plain targets), a module of its own here with its halves and its
 //! [`Protocol`] row, and one arm in [`with`].
 
+pub mod amqp;
 pub mod http1;
 mod rows;
 pub mod tn3270;
@@ -69,7 +71,7 @@ pub mod tn3270;
 pub use rows::{row, with};
 
 use stackbench_model::settings::Tn3270Options;
-use stackbench_model::{AppProtocol, CrrClose, Kind, Transport};
+use stackbench_model::{AmqpParams, AppProtocol, CrrClose, Kind, Transport};
 
 /// A message the protocol cannot accept, in one line naming what was wrong
 /// and what to change.
@@ -109,9 +111,9 @@ pub enum Setup {
 }
 
 /// What a class asks of its protocol: kind, notation sizes, whether the
-/// server closes each CRR connection and the options of the protocols that
-/// take any (TN3270's), from which each codec builds itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// server closes each CRR connection and the run's protocol settings
+/// (TN3270's options, AMQP's), from which each codec builds itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassShape {
     pub kind: Kind,
     pub request_bytes: u64,
@@ -121,6 +123,8 @@ pub struct ClassShape {
     /// its URL gave (`None`: stackbench's own responder).
     pub target: Option<&'static TargetHead>,
     pub tn3270: Tn3270Options,
+    /// Protocol amqp's settings (the other protocols ignore them).
+    pub amqp: AmqpParams,
 }
 
 /// What a connection's setup settled, for the record's session counts
@@ -209,6 +213,23 @@ pub trait Codec: Clone {
     /// The request (and what was owed ahead of it) is all out.
     #[inline]
     fn request_sent(&self, _state: &mut Self::State) {}
+
+    /// Length of the next request on a connection in `state`, bytes: the
+    /// class's [`Codec::request_bytes`] after what the connection owes
+    /// ([`Codec::owed_bytes`], framed protocols only), unless the protocol's
+    /// requests differ per connection (AMQP's carry credit and settlements
+    /// and ids of their own length). Read at the request's start and while
+    /// it is sent; `state` changes only when bytes arrive, so it is the
+    /// same throughout.
+    #[inline]
+    fn request_len(&self, state: &Self::State) -> u64 {
+        let owed = if Self::FRAMED {
+            self.owed_bytes(state)
+        } else {
+            0
+        };
+        self.request_bytes() + owed
+    }
 
     /// Bytes of the response expected once the request is out (a framed
     /// protocol: what it needs before it can tell more).

@@ -48,10 +48,12 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         priority: None,
         io: IoMode::Epoll,
         protocol: Default::default(),
+        amqp: Default::default(),
         http_error_share_pct: 1.0,
         tn3270: Default::default(),
         path: Default::default(),
         segment: Default::default(),
+        live_metrics: false,
     }
 }
 

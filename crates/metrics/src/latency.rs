@@ -14,7 +14,7 @@ use stackbench_record::LatencyUs;
 const HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
 
 /// A latency histogram in nanoseconds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LatencyHistogram {
     hist: Histogram<u64>,
 }
@@ -74,6 +74,43 @@ impl LatencyHistogram {
             .add(&decoded)
             .map_err(|e| format!("latency histogram: values outside 1 ns..1 h ({e:?})"))?;
         Ok(out)
+    }
+
+    /// Makes this histogram a copy of `other` without allocating (a
+    /// worker's live copy, taken every few hundred ms: a reset and an add
+    /// over the ~32k counts, tens of µs).
+    pub fn copy_from(&mut self, other: &LatencyHistogram) {
+        self.hist.reset();
+        self.merge(other);
+    }
+
+    /// Sum of the recorded values, ns, to the histogram's 3 significant
+    /// digits (each value counted at its bucket's middle).
+    pub fn sum_ns(&self) -> f64 {
+        self.hist.mean() * self.hist.len() as f64
+    }
+
+    /// Cumulative counts at the ascending bucket edges `edges_ns`: entry i
+    /// counts the values whose histogram bucket lies wholly below
+    /// `edges_ns[i]`. With edges on the histogram's own bucket boundaries
+    /// ([`crate::live::BUCKET_EDGES_NS`]) that is exactly the values below
+    /// the edge; nothing is re-binned from percentiles. One pass over the
+    /// recorded buckets.
+    pub fn cumulative_below_ns(&self, edges_ns: &[u64]) -> Vec<u64> {
+        let mut per_edge = vec![0u64; edges_ns.len()];
+        for v in self.hist.iter_recorded() {
+            let top = v.value_iterated_to();
+            let i = edges_ns.partition_point(|&e| e <= top);
+            if let Some(slot) = per_edge.get_mut(i) {
+                *slot += v.count_at_value();
+            }
+        }
+        let mut running = 0;
+        for slot in &mut per_edge {
+            running += *slot;
+            *slot = running;
+        }
+        per_edge
     }
 
     /// Number of recorded values.

@@ -8,7 +8,9 @@
 pub mod combine;
 pub mod cpu;
 pub mod latency;
+pub mod live;
 pub mod memory;
+pub mod openmetrics;
 pub mod procfs;
 pub mod stats;
 pub mod threads;

@@ -16,7 +16,9 @@
 //! those; `guest_side`, `sweep`, `find_rate`, `study` and `study_estimate` on top.
 //! [`agents`] (a run split over agent processes: the wire, the agent, the
 //! controller, the merge and the launchers, `slurm` among them) sits below
-//! `session`; `k8s` (a study's Kubernetes objects) sits on `resolve`.
+//! `session`; `k8s` (a study's Kubernetes objects) sits on `resolve`;
+//! `metrics_listen` (`--metrics-listen`'s server, an observer around the
+//! caller's) on `observe` and `error`.
 
 pub mod agents;
 pub mod error;
@@ -25,6 +27,7 @@ pub mod guest_side;
 pub mod guest_step;
 pub mod k8s;
 pub mod lab_run;
+pub mod metrics_listen;
 pub mod observe;
 pub mod quality;
 pub mod repeat;

@@ -120,6 +120,7 @@ mod tests {
             in_warmup: phase == "warmup",
             measured: (phase == "window").then(|| Duration::from_secs(elapsed_s - 3)),
             transactions: vec![transactions, transactions],
+            live: None,
         }
     }
 

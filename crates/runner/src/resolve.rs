@@ -27,7 +27,7 @@ use stackbench_model::settings::{
     Tn3270Options,
 };
 use stackbench_model::units::format_cpu_list;
-use stackbench_model::{TlsParams, Transport, Workload};
+use stackbench_model::{AmqpParams, TlsParams, Transport, Workload};
 
 use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
@@ -102,6 +102,8 @@ pub struct Window {
 pub struct Connections {
     pub transport: Transport,
     pub protocol: AppProtocol,
+    /// Protocol amqp: what its clients do.
+    pub amqp: AmqpParams,
     /// `http_error_share`: percent of a class's responses that may be other
     /// than 2xx before the run is incomplete.
     pub http_error_share_pct: f64,
@@ -230,6 +232,7 @@ impl ResolvedRun {
             priority: c.priority.clone(),
             io: c.io,
             protocol: c.protocol,
+            amqp: c.amqp.clone(),
             http_error_share_pct: c.http_error_share_pct,
             tn3270: c.tn3270,
             pacing: self.pacing,
@@ -244,6 +247,7 @@ impl ResolvedRun {
                     .unwrap_or_default()
             },
             segment: Default::default(),
+            live_metrics: self.given.metrics_listen.is_some(),
         }
     }
 
@@ -332,6 +336,7 @@ pub fn resolve(
         .or_else(|e| input(format!("{}: {}", e.name, e.message)))?;
     check_server_pid(&s)?;
     check_pacing(&s, &workloads)?;
+    check_broker_crr(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(input)?;
     let tls = tls_params(&s).or_else(input)?;
     if let Some(p) = &tls {
@@ -360,6 +365,7 @@ pub fn resolve(
         connections: Connections {
             transport: s.transport,
             protocol: s.protocol,
+            amqp: s.amqp_params(),
             http_error_share_pct: s.http_error_share.0,
             tn3270: s.tn3270_options(),
             io: s.io,
@@ -583,6 +589,28 @@ fn check_pacing(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError>
         return input(
             "arrivals applies to open-loop classes: give --rate (e.g. --rate 5000/s) or a class \
              rate such as RR10(1kB/1kB)@5000/s",
+        );
+    }
+    Ok(())
+}
+
+/// CRR against an AMQP broker: stackbench's responder closes after a CRR
+/// reply (`crr_close server`), a broker only when the client does, so a
+/// CRR transaction would wait for a close that never comes.
+fn check_broker_crr(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError> {
+    let broker = s
+        .target
+        .as_ref()
+        .and_then(|t| stackbench_model::AppProtocol::of_plain_target(&t.0))
+        .is_some_and(|(p, _)| p == stackbench_model::AppProtocol::Amqp);
+    let crr = workloads
+        .iter()
+        .flat_map(|w| &w.classes)
+        .any(|c| c.kind == stackbench_model::Kind::Crr);
+    if broker && crr && s.crr_close == stackbench_model::CrrClose::Server {
+        return input(
+            "an AMQP broker (amqp:// target) does not close a connection after a reply, so CRR \
+             with crr_close server would wait forever: add --crr-close client or abort",
         );
     }
     Ok(())

@@ -68,10 +68,14 @@ pub enum Tier {
     Zsh,
     /// man-db's `man` (the generated man pages rendered with `man -l`).
     Man,
+    /// podman building deploy/Containerfile as root, its base image
+    /// (debian:bookworm-slim) in local storage (`deploy/base-image` makes
+    /// it from Debian's packages where no image registry is reachable).
+    Podman,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 18] = [
+    pub const ALL: [Tier; 19] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -90,6 +94,7 @@ impl Tier {
         Tier::Esp,
         Tier::Zsh,
         Tier::Man,
+        Tier::Podman,
     ];
 
     /// The tier's name in `STACKBENCH_REQUIRE`.
@@ -113,6 +118,7 @@ impl Tier {
             Tier::Esp => "esp",
             Tier::Zsh => "zsh",
             Tier::Man => "man",
+            Tier::Podman => "podman",
         }
     }
 }

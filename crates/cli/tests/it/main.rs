@@ -2,6 +2,7 @@
 //! `stackbench` binary for one area; `common` holds the shared helpers.
 
 mod agents;
+mod amqp;
 mod applicability;
 mod bench_scripts;
 mod common;
@@ -11,6 +12,7 @@ mod docs;
 mod guest;
 mod guest_tier;
 mod http1;
+mod image;
 mod incomplete;
 mod k8s;
 mod lab;
@@ -22,6 +24,7 @@ mod lab_policy;
 mod lab_run;
 mod lab_steering;
 mod lab_vmac;
+mod metrics_listen;
 mod mix_cpu;
 mod plan;
 mod plan_errors;

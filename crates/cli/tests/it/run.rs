@@ -273,7 +273,8 @@ fn a_target_with_another_scheme_or_a_path_says_what_a_target_is() {
             &["--target", "ftp://127.0.0.1:1"],
             "target: ftp://127.0.0.1:1: no protocol speaks scheme ftp://: use HOST:PORT \
              (stackbench serve), http://HOST:PORT (protocol http1), https://HOST:PORT \
-             (protocol http1), tn3270://HOST:PORT (protocol tn3270)",
+             (protocol http1), tn3270://HOST:PORT (protocol tn3270), amqp://HOST:PORT \
+             (protocol amqp)",
         ),
         (
             &[

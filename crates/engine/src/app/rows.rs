@@ -5,7 +5,7 @@
 
 use stackbench_model::AppProtocol;
 
-use super::{http1, tn3270, Protocol, Raw, Row, Visit};
+use super::{amqp, http1, tn3270, Protocol, Raw, Row, Visit};
 
 /// Runs `visit` with the row of `protocol`: the one place a setting value
 /// becomes a protocol's types (one arm per row).
@@ -15,6 +15,7 @@ pub fn with<V: Visit>(protocol: AppProtocol, visit: V) -> V::Out {
         AppProtocol::Raw => visit.visit::<Raw>(),
         AppProtocol::Http1 => visit.visit::<http1::Http1>(),
         AppProtocol::Tn3270 => visit.visit::<tn3270::Tn3270>(),
+        AppProtocol::Amqp => visit.visit::<amqp::Amqp>(),
     }
 }
 

@@ -3,6 +3,7 @@
 //! uncorrected latency of the open loop, the generator lag) are allocated
 //! only for them.
 
+use stackbench_metrics::live::LiveClass;
 use stackbench_metrics::LatencyHistogram;
 use stackbench_record::{ErrorCounts, HttpStatus, Sessions};
 
@@ -286,6 +287,25 @@ impl ClassAccum {
             (None, Some(b)) => self.tls = Some(b.clone()),
             _ => {}
         }
+    }
+}
+
+impl ClassAccum {
+    /// Writes this worker's figures of the class into its live copy, reusing
+    /// the copy's histograms (no allocation once they exist).
+    pub fn copy_live(&self, out: &mut LiveClass) {
+        out.transactions = self.transactions;
+        out.errors = self.errors;
+        out.http_status.clone_from(&self.status.0);
+        out.tx_bytes = self.tx_bytes;
+        out.rx_bytes = self.rx_bytes;
+        out.latency.copy_from(&self.hist);
+        match (&mut out.lag, &self.lag) {
+            (Some(a), Some(b)) => a.copy_from(b),
+            (a, b) => a.clone_from(b),
+        }
+        out.late = self.late;
+        out.dropped = self.dropped;
     }
 }
 

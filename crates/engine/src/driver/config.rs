@@ -9,7 +9,7 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, Spin, Tn3270Options};
 use stackbench_model::{
-    AppProtocol, IoMode, Kind, Pacing, SocketOptions, TlsParams, Transport, Workload,
+    AmqpParams, AppProtocol, IoMode, Kind, Pacing, SocketOptions, TlsParams, Transport, Workload,
 };
 
 use super::pace::PacingConfig;
@@ -55,6 +55,8 @@ pub struct RunConfig {
     pub io: IoMode,
     /// The application protocol of every class's data connections.
     pub protocol: AppProtocol,
+    /// Protocol amqp: what its clients do (the `amqp_*` settings).
+    pub amqp: AmqpParams,
     /// Largest share of a class's responses, percent, whose status may be
     /// other than 2xx before the run is incomplete (the `http_error_share`
     /// setting; protocols whose responses carry a status).
@@ -69,6 +71,10 @@ pub struct RunConfig {
     /// i of N's segment (its clients keep their global indexes, so their
     /// ramp places, think-time phases and quotas are the one-process run's).
     pub segment: Segment,
+    /// Live figures for `--metrics-listen`: workers keep a copy of their
+    /// accumulators and the watch adds them up, with both sides' CPU and
+    /// memory, about once a second ([`crate::Progress::live`]).
+    pub live_metrics: bool,
 }
 
 impl RunCase for RunConfig {

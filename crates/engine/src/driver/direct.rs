@@ -67,7 +67,6 @@ impl<P: Codec> Worker<'_, P> {
             }
             let before = self.m.received_ns;
             self.drive(key);
-            self.publish();
             // A pass that received bytes read the clock a moment ago
             // (`received`): one clock read per transaction, not two. A pass
             // that did not (a recv timed out) reads it, so the run still
@@ -77,6 +76,7 @@ impl<P: Codec> Worker<'_, P> {
             } else {
                 self.m.now_ns()
             };
+            self.publish_at(Some(now));
             let still = self.m.conns.get(key).is_some_and(|c| {
                 c.stream.is_some() && matches!(c.phase, Phase::Sending | Phase::Receiving)
             });

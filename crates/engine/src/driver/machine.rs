@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use slab::Slab;
 use stackbench_model::settings::Tn3270Options;
-use stackbench_model::{CrrClose, Kind, SocketOptions};
+use stackbench_model::{AmqpParams, CrrClose, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
@@ -51,18 +51,6 @@ const RECONNECT_BACKOFF_NS: u64 = 10_000_000;
 /// ([`Seen`]) from this long on: a server that has not answered in a
 /// second is not answering, where a shorter wait may be a short window.
 pub(super) const STILL_WAITING_NS: u64 = 1_000_000_000;
-/// Bytes of client `state`'s next request on the wire: the codec's
-/// request, after what the connection owes the server (a framed protocol's).
-#[inline]
-fn request_len<P: Codec>(codec: &P, state: &P::State) -> u64 {
-    let owed = if P::FRAMED {
-        codec.owed_bytes(state)
-    } else {
-        0
-    };
-    codec.request_bytes() + owed
-}
-
 /// What a worker needs to know about one class.
 #[derive(Debug, Clone, Copy)]
 pub struct ClassPlan {
@@ -229,6 +217,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         timing: Timing,
         window_s: usize,
         clients: usize,
+        amqp: &AmqpParams,
     ) -> Machine<'a, S, C, P> {
         let codecs = classes
             .iter()
@@ -240,6 +229,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                     crr_close: socket.crr_close,
                     target: c.target,
                     tn3270: c.tn3270,
+                    amqp: amqp.clone(),
                 })
             })
             .collect();
@@ -406,7 +396,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             acc.late += u64::from(lag > LATE_NS);
         }
         conn.phase = Phase::Sending;
-        conn.remaining = request_len(&self.codecs[conn.class as usize], &conn.app);
+        conn.remaining = self.codecs[conn.class as usize].request_len(&conn.app);
         conn.start_ns = now;
     }
 
@@ -570,7 +560,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let conn = &mut self.conns[key];
         let class = conn.class as usize;
         conn.phase = Phase::Sending;
-        conn.remaining = request_len(&self.codecs[class], &conn.app);
+        conn.remaining = self.codecs[class].request_len(&conn.app);
         if self.classes[class].kind != Kind::Crr {
             conn.start_ns = now;
         }
@@ -651,7 +641,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     pub(super) fn corks_now(&self, key: usize) -> bool {
         let conn = &self.conns[key];
         self.corks_request(conn.class)
-            && conn.remaining == request_len(&self.codecs[conn.class as usize], &conn.app)
+            && conn.remaining == self.codecs[conn.class as usize].request_len(&conn.app)
     }
 
     /// Writes the next `out.len()` bytes of client `key`'s request into
@@ -662,7 +652,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let codec = &self.codecs[conn.class as usize];
         codec.fill_request(
             &conn.app,
-            request_len(codec, &conn.app) - conn.remaining,
+            codec.request_len(&conn.app) - conn.remaining,
             out,
         );
     }
@@ -675,7 +665,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         // The request's first bytes are booked at its start, read by
         // `begin_request` just before this send: one clock read per
         // transaction fewer. Later chunks of a long request read the clock.
-        let request_bytes = request_len(codec, &conn.app);
+        let request_bytes = codec.request_len(&conn.app);
         let response_bytes = codec.response_bytes();
         let t = if conn.remaining == request_bytes {
             conn.start_ns

@@ -551,7 +551,7 @@ fn drive(
     let window = &Window::default();
     let slots: &[WorkerSlots] = &assignments
         .iter()
-        .map(|_| WorkerSlots::new(plans.len()))
+        .map(|_| WorkerSlots::new(plans.len(), cfg.live_metrics))
         .collect::<Vec<_>>();
     let shared = Shared {
         classes: plans,
@@ -564,6 +564,7 @@ fn drive(
         window_s: cfg.duration.map_or(0, |d| d.as_secs() as usize),
         ramp_gap_ns,
         seed: cfg.pacing.seed,
+        amqp: &cfg.amqp,
     };
     let abort = AtomicBool::new(false);
     let ramp_ns = cfg.ramp_ns();
@@ -764,10 +765,12 @@ mod tests {
             priority: None,
             io: IoMode::Epoll,
             protocol: Default::default(),
+            amqp: Default::default(),
             http_error_share_pct: 1.0,
             path: PathFloor::default(),
             segment: Default::default(),
             tn3270: Default::default(),
+            live_metrics: false,
         };
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 0), vec![4, 5]);
         assert_eq!(cpu_share(&[4, 5, 6], &cfg, 1), vec![6]);

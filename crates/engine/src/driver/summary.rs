@@ -342,11 +342,13 @@ mod tests {
             priority: None,
             io: Default::default(),
             protocol: Default::default(),
+            amqp: Default::default(),
             http_error_share_pct: 1.0,
             pacing: PacingConfig::default(),
             path: Default::default(),
             segment: Default::default(),
             tn3270: Default::default(),
+            live_metrics: false,
         }
     }
 

@@ -6,8 +6,13 @@
 //! instants that bound the transaction counts.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use stackbench_metrics::cpu::CpuSample;
+use stackbench_metrics::live::{LiveClass, LiveRun, LiveSide};
+use stackbench_metrics::memory::MemorySample;
 
 use super::class_threads::ClassThreads;
 use super::clock::Window;
@@ -40,7 +45,15 @@ pub struct Progress {
     pub measured: Option<Duration>,
     /// Counted transactions so far, per class.
     pub transactions: Vec<u64>,
+    /// With `RunConfig::live_metrics`, about once a second: the live
+    /// figures (shared, so that passing progress on copies no histogram).
+    pub live: Option<Arc<LiveRun>>,
 }
+
+/// Live figures are assembled this often (with `live_metrics`): a merge of
+/// the workers' copies and one CPU and memory sample of each side, the
+/// responder's over the control connection.
+const LIVE_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// Progress is refreshed this often.
 const PROGRESS_INTERVAL_NS: u64 = 100_000_000;
@@ -94,6 +107,9 @@ pub struct Watch<'a> {
     /// The gate's start time on the epoch, once given.
     start_ns: Option<u64>,
     window_opened_unix_s: Option<f64>,
+    /// `live_metrics`, and when live figures were last assembled.
+    live: bool,
+    last_live_ns: Option<u64>,
 }
 
 impl<'a> Watch<'a> {
@@ -128,6 +144,8 @@ impl<'a> Watch<'a> {
             gated: false,
             start_ns: None,
             window_opened_unix_s: None,
+            live: cfg.live_metrics,
+            last_live_ns: None,
         }
     }
 
@@ -236,7 +254,16 @@ impl<'a> Watch<'a> {
         }
         if now >= self.last_progress_ns + PROGRESS_INTERVAL_NS {
             self.last_progress_ns = now;
-            on_progress(&self.progress());
+            let mut progress = self.progress();
+            if self.live
+                && self
+                    .last_live_ns
+                    .is_none_or(|t| now >= t + LIVE_INTERVAL_NS)
+            {
+                self.last_live_ns = Some(now);
+                progress.live = Some(Arc::new(self.live_run(control)));
+            }
+            on_progress(&progress);
         }
         if self.reason.is_none() {
             self.reason = if stop.load(Ordering::Relaxed) {
@@ -313,6 +340,32 @@ impl<'a> Watch<'a> {
                         .sum()
                 })
                 .collect(),
+            live: None,
+        }
+    }
+
+    /// The workers' live copies added up, with each side's CPU time and
+    /// memory now.
+    fn live_run(&self, control: &mut ControlClient) -> LiveRun {
+        let mut classes = vec![LiveClass::default(); self.classes];
+        for live in self.slots.iter().filter_map(|s| s.live.as_ref()) {
+            let copy = live.classes.lock().unwrap_or_else(|e| e.into_inner());
+            for (sum, part) in classes.iter_mut().zip(copy.iter()) {
+                sum.add(part);
+            }
+        }
+        let (cpu, (client_memory, server_memory)) = sample(control, &[]);
+        let side = |cpu: Option<CpuSample>, memory: Option<MemorySample>| LiveSide {
+            cpu_s: cpu
+                .and_then(|c| c.process)
+                .map(|p| (p.user_us + p.system_us) as f64 / 1e6),
+            rss_bytes: memory.map(|m| m.rss_bytes),
+        };
+        LiveRun {
+            classes,
+            connected: self.connected(),
+            client: side(cpu.client, client_memory),
+            server: side(cpu.server, server_memory),
         }
     }
 }

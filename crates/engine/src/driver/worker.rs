@@ -27,12 +27,14 @@
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use openssl::ssl::SslSession;
-use stackbench_model::{IoMode, SocketOptions};
+use stackbench_metrics::live::{LiveClass, LIVE_COPY_INTERVAL_NS};
+use stackbench_model::{AmqpParams, IoMode, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
@@ -68,6 +70,8 @@ pub struct Shared<'a> {
     /// ns between two connection openings (the ramp); 0: all at once.
     pub ramp_gap_ns: f64,
     pub seed: u64,
+    /// Protocol amqp's settings, for its codecs.
+    pub amqp: &'a AmqpParams,
 }
 
 /// One client given to a worker.
@@ -87,13 +91,29 @@ pub struct WorkerSlots {
     pub transactions: Vec<AtomicU64>,
     /// Clients connected at least once.
     pub connected: AtomicU64,
+    /// `RunConfig::live_metrics`: the worker's copy of its accumulators.
+    pub live: Option<LiveSlot>,
+}
+
+/// A worker's live copy of its classes' figures, refreshed at most every
+/// [`LIVE_COPY_INTERVAL_NS`] from its own loop (a reset and add of each
+/// histogram, tens of µs); never waited for: a worker that finds the watch
+/// reading it tries again on its next turn.
+#[derive(Debug, Default)]
+pub struct LiveSlot {
+    pub classes: Mutex<Vec<LiveClass>>,
+    next_copy_ns: AtomicU64,
 }
 
 impl WorkerSlots {
-    pub fn new(classes: usize) -> WorkerSlots {
+    pub fn new(classes: usize, live: bool) -> WorkerSlots {
         WorkerSlots {
             transactions: (0..classes).map(|_| AtomicU64::new(0)).collect(),
             connected: AtomicU64::new(0),
+            live: live.then(|| LiveSlot {
+                classes: Mutex::new(vec![LiveClass::default(); classes]),
+                next_copy_ns: AtomicU64::new(0),
+            }),
         }
     }
 }
@@ -196,6 +216,7 @@ impl<'a, P: Codec> Worker<'a, P> {
             timing,
             shared.window_s,
             clients.len(),
+            shared.amqp,
         );
         let mut w = Worker {
             ring,
@@ -307,14 +328,38 @@ impl<'a, P: Codec> Worker<'a, P> {
         abort.load(Ordering::Relaxed) || self.m.done(now)
     }
 
-    /// Publishes the counts for the coordinator, once per loop turn.
+    /// Publishes the counts for the coordinator, once per loop turn (and,
+    /// for live metrics, a copy of the accumulators every few hundred ms).
     pub(super) fn publish(&self) {
+        let now = self.slots.live.is_some().then(|| self.m.now_ns());
+        self.publish_at(now);
+    }
+
+    /// [`Worker::publish`] with the time already read (`None`: no live
+    /// copy wanted), for the direct path's one clock read per transaction.
+    pub(super) fn publish_at(&self, now: Option<u64>) {
         for (slot, acc) in self.slots.transactions.iter().zip(&self.m.accum) {
             slot.store(acc.transactions, Ordering::Relaxed);
         }
         self.slots
             .connected
             .store(self.m.connected, Ordering::Relaxed);
+        if let (Some(live), Some(now)) = (&self.slots.live, now) {
+            if now >= live.next_copy_ns.load(Ordering::Relaxed) {
+                self.copy_live(live, now);
+            }
+        }
+    }
+
+    #[cold]
+    fn copy_live(&self, live: &LiveSlot, now: u64) {
+        if let Ok(mut classes) = live.classes.try_lock() {
+            for (out, acc) in classes.iter_mut().zip(&self.m.accum) {
+                acc.copy_live(out);
+            }
+            live.next_copy_ns
+                .store(now + LIVE_COPY_INTERVAL_NS, Ordering::Relaxed);
+        }
     }
 
     /// How long epoll may sleep: until the window's end or [`MAX_POLL_WAIT`];

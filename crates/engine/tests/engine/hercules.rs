@@ -155,6 +155,7 @@ fn hercules_logs_each_terminal_on_with_its_logo_screen() {
             tn3270e,
             ..Tn3270Options::default()
         },
+        amqp: Default::default(),
     };
     // `tn3270e auto`, the default.
     let codec = Client::of(&shape(Tn3270e::Auto));

@@ -37,6 +37,7 @@ fn assert_http_exact(cfg: &RunConfig, out: &RunOutcome, n: u64) {
             crr_close: cfg.socket.crr_close,
             target: None,
             tn3270: Default::default(),
+            amqp: Default::default(),
         });
         assert_eq!(c.transactions, n, "{}", c.notation);
         assert_eq!(c.errors, 0, "{}: {:?}", c.notation, c.error_counts);

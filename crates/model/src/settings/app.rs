@@ -14,10 +14,11 @@ use super::value::SettingValue;
 /// that it has one row per variant here).
 macro_rules! app_protocols {
     ($($(#[$meta:meta])* $variant:ident = $name:literal $(plain($scheme:literal, $server:literal))?,)+) => {
-        /// What the bytes of a transaction are. The notation's sizes mean the
-        /// same for every protocol: the bytes of one request and one response
-        /// on the wire, headers included (see docs/transports.md,
-        /// "Application protocols").
+        /// What the bytes of a transaction are. The notation's sizes are the
+        /// bytes of one request and one response on the wire, headers
+        /// included — except for messaging (amqp), where they are message
+        /// bodies, as a queue manager's message sizes are (see
+        /// docs/transports.md, "Application protocols").
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
         pub enum AppProtocol {
             $($(#[$meta])* #[serde(rename = $name)] $variant,)+
@@ -37,8 +38,8 @@ macro_rules! app_protocols {
 
             /// The scheme that names a plain server of this protocol as a
             /// target (`http://HOST:PORT`: nginx; `tn3270://HOST:PORT`: a
-            /// TN3270 server), driven without `stackbench serve`; raw
-            /// payloads have none.
+            /// TN3270 server; `amqp://HOST:PORT`: an AMQP 1.0 broker), driven
+            /// without `stackbench serve`; raw payloads have none.
             pub fn plain_scheme(self) -> Option<&'static str> {
                 match self {
                     // The row's scheme if it names one, else none.
@@ -70,6 +71,10 @@ app_protocols! {
     /// inbound 3270 record (Enter) answered by one Erase/Write record, each
     /// ending IAC EOR (TN3270E: after a 5-byte header).
     Tn3270 = "tn3270" plain("tn3270://", "TN3270"),
+    /// AMQP 1.0: SASL, open, begin and two links when a connection opens;
+    /// then a transfer of a y-byte message answered by a z-byte one
+    /// (`amqp_pattern`); the sizes are message bodies.
+    Amqp = "amqp" plain("amqp://", "AMQP 1.0"),
 }
 
 impl AppProtocol {

@@ -196,6 +196,7 @@ macro_rules! named_enum {
         }
     };
 }
+pub(super) use named_enum;
 
 named_enum! {
     /// The leaf qdisc of a lab link's sending ends.

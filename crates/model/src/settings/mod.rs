@@ -10,6 +10,7 @@
 //! a sweep, because all three go through [`RunSettings::set`].
 
 mod agents;
+mod amqp;
 mod app;
 mod guest;
 mod link;
@@ -23,6 +24,7 @@ mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use agents::Launcher;
+pub use amqp::{AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, QueueName};
 pub use app::{AppProtocol, PlainTarget};
 pub use guest::{GuestAccel, KernelSpec};
 pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct};
@@ -213,7 +215,7 @@ run_settings! {
     client_cpus: Option<CpuList> = None, json "client_cpus";
     /// CPUs for the started responder [default: the second half of the available CPUs].
     server_cpus: Option<CpuList> = None, json "server_cpus";
-    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT[/PATH], with protocol http1; https:// over TLS, verified against the system's roots or --ca) or TN3270 (tn3270://HOST:PORT, with protocol tn3270), with no responder counters; its CPU, memory and storage bytes are its processes' when it runs on this host (found by its listening socket, or server_pid) [default: start a responder process on loopback].
+    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT[/PATH], with protocol http1; https:// over TLS, verified against the system's roots or --ca), TN3270 (tn3270://HOST:PORT, with protocol tn3270) or an AMQP 1.0 broker (amqp://HOST:PORT, with protocol amqp and amqp_pattern put-get), with no responder counters; its CPU, memory and storage bytes are its processes' when it runs on this host (found by its listening socket, or server_pid) [default: start a responder process on loopback].
     target: Option<Text> = None, json "target";
     /// With a plain-server target (http://, tn3270://): the server's processes (with their descendants) to measure as its side, e.g. 1234,1240 [default: the processes holding the target's listening socket on this host, found with sock_diag; none for a server elsewhere].
     server_pid: Option<PidList> = None, json "server_pid";
@@ -259,6 +261,18 @@ run_settings! {
     tn3270_lu: Option<LuName> = None, json "tn3270_lu";
     /// Protocol tn3270: what stackbench's responder does with TN3270E: offer (DO TN3270E first, as a z/OS TN3270 server) or refuse (plain TN3270 only: the terminals' fallback).
     responder_tn3270e: ResponderTn3270e = ResponderTn3270e::Offer, json "responder_tn3270e";
+    /// Protocol amqp: what a transaction does: request-reply (put a y-byte request on the request queue, get the z-byte reply from this connection's reply queue, matched by correlation id) or put-get (put a y-byte message and get it back from the same queue; z is taken as y).
+    amqp_pattern: AmqpPattern = AmqpPattern::RequestReply, json "amqp_pattern";
+    /// Protocol amqp: persistent messages (durable, sent unsettled: a put counts once the broker's disposition accepted it, and each reply is accepted back); off: non-persistent, sent and delivered pre-settled (best effort).
+    amqp_persistent: bool = false, json "amqp_persistent";
+    /// Protocol amqp: link credit (prefetch) the client grants on its receiving link, renewed with the next request once half of it is used.
+    amqp_credit: u32 = amqp::DEFAULT_CREDIT, json "amqp_credit", range "1" ..= "100000";
+    /// Protocol amqp: what a message body holds: zeros, text (repeated ASCII) or random (incompressible).
+    amqp_body: AmqpBody = AmqpBody::Zeros, json "amqp_body";
+    /// Protocol amqp: request queues per-client (QUEUE.request.ID, one per connection) or shared (QUEUE.request, one for all); reply queues are always per connection (QUEUE.reply.ID).
+    amqp_queues: AmqpQueues = AmqpQueues::PerClient, json "amqp_queues";
+    /// Protocol amqp: prefix QUEUE of the queue names (letters, digits and . _ - / :).
+    amqp_queue: QueueName = QueueName::default(), json "amqp_queue";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
@@ -351,11 +365,29 @@ run_settings! {
     agent_listen: Option<Text> = None, json "agent_listen";
     /// File holding the run token (at least 16 bytes, mode 600) that the run's agents and responders prove over an HMAC challenge before anything else is read on their connections; give the file a `serve --token-file` was given, and for launcher external the token in the agents' Secret [default: a random token per run, passed to the processes the run starts in their environment].
     token_file: Option<Text> = None, json "token_file";
+    /// Serve the run's live figures (OpenMetrics text, GET /metrics) on this address while it runs, e.g. 127.0.0.1:9464; with agents the controller serves them merged; docs/metrics.md lists the metrics [default: not served].
+    metrics_listen: Option<Text> = None, json "metrics_listen";
     /// Seed of the think-time and arrival draws, for reproducible runs [default: a random seed, stored with the result].
     seed: Option<u64> = None, json "seed";
 }
 
 impl RunSettings {
+    /// What protocol amqp's clients do: the `amqp_*` settings (SASL
+    /// ANONYMOUS: credentials are not taken from settings, which are
+    /// stored with every result).
+    pub fn amqp_params(&self) -> AmqpParams {
+        AmqpParams {
+            pattern: self.amqp_pattern,
+            persistent: self.amqp_persistent,
+            credit: self.amqp_credit,
+            body: self.amqp_body,
+            queues: self.amqp_queues,
+            queue: self.amqp_queue.0.clone(),
+            user: None,
+            password: None,
+        }
+    }
+
     /// The socket options these settings give.
     pub fn socket_options(&self) -> SocketOptions {
         SocketOptions {
@@ -436,6 +468,18 @@ impl RunSettings {
                 ),
             });
         }
+        if plain.is_some_and(|t| t.protocol == AppProtocol::Amqp)
+            && self.amqp_pattern == AmqpPattern::RequestReply
+        {
+            return Err(SettingError {
+                name: "target".into(),
+                value: self.text_of("target").unwrap_or_default(),
+                message: "request-reply against a broker needs a responder application consuming \
+                          the request queue, which stackbench does not run yet: add amqp_pattern \
+                          put-get"
+                    .into(),
+            });
+        }
         if self.waitall && self.protocol.framed() {
             return Err(SettingError {
                 name: "waitall".into(),
@@ -506,7 +550,11 @@ impl RunSettings {
         };
         let p = t.protocol;
         let scheme = t.scheme;
-        let article = if scheme.starts_with('h') { "an" } else { "a" };
+        let article = if scheme.starts_with(['h', 'a']) {
+            "an"
+        } else {
+            "a"
+        };
         let over = if t.tls { "tls" } else { "tcp" };
         if self.protocol != p {
             return refuse(format!(

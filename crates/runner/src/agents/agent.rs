@@ -298,7 +298,9 @@ fn run_one(
     };
     let mut last = Instant::now();
     let mut report = |p: &stackbench_engine::Progress| {
-        if last.elapsed() < PROGRESS_EVERY {
+        // Live figures (about once a second) always go: the controller
+        // serving them would otherwise miss those that fall between reports.
+        if last.elapsed() < PROGRESS_EVERY && p.live.is_none() {
             return;
         }
         last = Instant::now();

@@ -26,10 +26,12 @@ use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stackbench_engine::token::{self, Admission, Token};
 use stackbench_engine::{Progress, RunConfig, RunOutcome};
+use stackbench_metrics::live::LiveRun;
 use stackbench_metrics::warnings::Warning;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::Launcher;
@@ -284,7 +286,15 @@ impl Controller {
         // deadline at the latest: the ramp plus the driver's grace).
         let mut state: Vec<AgentState> = vec![AgentState::Running; n as usize];
         let mut failure: Option<String> = None;
-        let mut seen = Seen::new(n as usize, on_progress);
+        // An agent reports its responder's CPU and memory: the first agent
+        // of each responder stands for it in the merged live figures.
+        let reports_responder = (0..self.agents.len())
+            .map(|i| {
+                let target = &self.agents[i].target;
+                self.agents[..i].iter().all(|a| &a.target != target)
+            })
+            .collect();
+        let mut seen = Seen::new(reports_responder, on_progress);
         let armed = |s: &AgentState| !matches!(s, AgentState::Running);
         self.wait(
             run,
@@ -558,20 +568,40 @@ impl Drop for Controller {
 /// The agents' latest progress, summed into one line for the observer.
 struct Seen<'a> {
     latest: Vec<Option<Progress>>,
+    /// Each agent's latest live figures, and whether it is the one that
+    /// reports its responder's side.
+    live: Vec<Option<Arc<LiveRun>>>,
+    reports_responder: Vec<bool>,
     on_progress: &'a mut dyn FnMut(&Progress),
 }
 
 impl<'a> Seen<'a> {
-    fn new(agents: usize, on_progress: &'a mut dyn FnMut(&Progress)) -> Seen<'a> {
+    fn new(reports_responder: Vec<bool>, on_progress: &'a mut dyn FnMut(&Progress)) -> Seen<'a> {
         Seen {
-            latest: vec![None; agents],
+            latest: vec![None; reports_responder.len()],
+            live: vec![None; reports_responder.len()],
+            reports_responder,
             on_progress,
         }
     }
 
+    /// The agents' latest live figures added up, when agent `i` brought
+    /// new ones (an agent that sent none yet counts as nothing so far).
+    fn merged_live(&mut self, i: usize, live: Option<Arc<LiveRun>>) -> Option<Arc<LiveRun>> {
+        self.live[i] = Some(live?);
+        let mut sum = LiveRun::default();
+        for (part, &own) in self.live.iter().zip(&self.reports_responder) {
+            if let Some(part) = part {
+                sum.add_part(part, own);
+            }
+        }
+        Some(Arc::new(sum))
+    }
+
     /// Takes agent `i`'s progress and shows the sum: connections and counts
     /// added, time and phase the least advanced agent's.
-    fn update(&mut self, i: usize, p: Progress) {
+    fn update(&mut self, i: usize, mut p: Progress) {
+        let live = self.merged_live(i, p.live.take());
         self.latest[i] = Some(p);
         let all: Vec<&Progress> = self.latest.iter().flatten().collect();
         let Some(first) = all.first() else {
@@ -584,6 +614,7 @@ impl<'a> Seen<'a> {
             in_warmup: all.iter().any(|p| p.in_warmup),
             measured: all.iter().map(|p| p.measured).min().flatten(),
             transactions: vec![0; first.transactions.len()],
+            live,
         };
         for p in &all {
             for (t, n) in sum.transactions.iter_mut().zip(&p.transactions) {

@@ -25,16 +25,20 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use stackbench_engine::{PacingConfig, Progress, RunConfig};
+use stackbench_metrics::live::LiveRun;
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, Spin, Tn3270Options};
-use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload};
+use stackbench_model::{
+    AmqpParams, AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload,
+};
 use stackbench_record::{ClassResult, CpuFigures};
 
 /// Version of this wire; the controller refuses an agent of another one.
@@ -44,13 +48,17 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// fields refused, durations in ns, and the build's commit in the hello.
 /// Protocol 3: the order carries `http_error_share_pct`, and a class's
 /// result its HTTP status counts (`http_status`, and `error_counts`'s
-/// `http_status`). Protocol 4: the connection opens with the run token's
-/// handshake (`stackbench_engine::token`, channel `agents`: the agent's
-/// `start` line carries its hello's kept fields, so that a controller of
-/// protocol 3 or earlier refuses it naming both); the order carries
-/// `tn3270` (TN3270E, model, LU, the responder's offer); a class's result
-/// carries its `sessions`, and an agent's result counts the control
-/// connections its responder refused (`control_refused`).
+/// `http_status`). Protocol 4 (one release's additions): the connection
+/// opens with the run token's handshake (`stackbench_engine::token`,
+/// channel `agents`: the agent's `start` line carries its hello's kept
+/// fields, so that a controller of protocol 3 or earlier refuses it naming
+/// both); the order carries `tn3270` (TN3270E, model, LU, the responder's
+/// offer), `amqp` (protocol amqp's settings), `live_metrics`, and TLS
+/// parameters with `alpn`, `server_name`, `ca` and `insecure`; a class's
+/// result its `sessions` and TLS figures with `alpn` and `server_verified`;
+/// an agent's result counts the control connections its responder refused
+/// (`control_refused`); progress the live figures (`live`, about once a
+/// second) that a controller serving `--metrics-listen` adds up.
 pub const PROTOCOL: u32 = 4;
 
 /// Which stackbench a side is: its version number and the commit it was
@@ -204,6 +212,8 @@ pub struct RunOrder {
     pub priority: Option<ClassPriorities>,
     pub io: IoMode,
     pub protocol: AppProtocol,
+    /// Protocol amqp's settings.
+    pub amqp: AmqpParams,
     /// `http_error_share`, percent.
     pub http_error_share_pct: f64,
     /// Protocol tn3270's options.
@@ -211,6 +221,8 @@ pub struct RunOrder {
     pub path: PathFloor,
     /// The agent's segment of every class.
     pub segment: Segment,
+    /// Assemble live figures and send them with the progress.
+    pub live_metrics: bool,
 }
 
 fn ns(d: Duration) -> u64 {
@@ -236,10 +248,12 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             tn3270,
             path,
             segment,
+            live_metrics,
         } = cfg.clone();
         RunOrder {
             workload,
@@ -257,10 +271,12 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             tn3270,
             path,
             segment,
+            live_metrics,
         }
     }
 
@@ -282,10 +298,12 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             tn3270,
             path,
             segment,
+            live_metrics,
         } = self;
         RunConfig {
             workload,
@@ -303,10 +321,12 @@ impl RunOrder {
             priority,
             io,
             protocol,
+            amqp,
             http_error_share_pct,
             tn3270,
             path,
             segment,
+            live_metrics,
         }
     }
 }
@@ -326,6 +346,8 @@ pub struct ProgressReport {
     pub measured_ns: Option<u64>,
     /// Counted transactions so far, per class.
     pub transactions: Vec<u64>,
+    /// The live figures (`live_metrics`), about once a second.
+    pub live: Option<LiveRun>,
 }
 
 impl ProgressReport {
@@ -337,6 +359,7 @@ impl ProgressReport {
             in_warmup,
             measured,
             transactions,
+            live,
         } = p.clone();
         ProgressReport {
             elapsed_ns: ns(elapsed),
@@ -345,6 +368,7 @@ impl ProgressReport {
             in_warmup,
             measured_ns: measured.map(ns),
             transactions,
+            live: live.map(|l| (*l).clone()),
         }
     }
 
@@ -356,6 +380,7 @@ impl ProgressReport {
             in_warmup: self.in_warmup,
             measured: self.measured_ns.map(Duration::from_nanos),
             transactions: self.transactions,
+            live: self.live.map(Arc::new),
         }
     }
 }

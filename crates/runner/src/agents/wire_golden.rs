@@ -12,14 +12,19 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use stackbench_engine::{PacingConfig, RunConfig};
+use stackbench_metrics::live::{LiveClass, LiveRun, LiveSide};
 use stackbench_metrics::warnings::PathFloor;
+use stackbench_metrics::LatencyHistogram;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{
     CertType, ClassPriorities, LuName, ResponderTn3270e, SettingValue, Spin, TlsMode, TlsVersion,
     Tn3270Options, Tn3270e,
 };
-use stackbench_model::{AppProtocol, IoMode, SocketOptions, TlsParams, Transport};
-use stackbench_record::{ClassResult, CpuFigures, HttpStatus, Sessions, TlsFigures};
+use stackbench_model::{
+    AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, IoMode, SocketOptions, TlsParams,
+    Transport,
+};
+use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, Sessions, TlsFigures};
 
 use super::wire::{
     decode, AgentResult, Decoded, FromAgent, FromController, Hello, ProgressReport, RunOrder,
@@ -63,6 +68,16 @@ pub fn run_config() -> RunConfig {
         priority: Some(ClassPriorities(vec![1, 2])),
         io: IoMode::Uring,
         protocol: AppProtocol::Http1,
+        amqp: AmqpParams {
+            pattern: AmqpPattern::PutGet,
+            persistent: true,
+            credit: 10,
+            body: AmqpBody::Text,
+            queues: AmqpQueues::Shared,
+            queue: "q".into(),
+            user: Some("u".into()),
+            password: Some("p".into()),
+        },
         http_error_share_pct: 1.0,
         tn3270: Tn3270Options {
             tn3270e: Tn3270e::On,
@@ -72,6 +87,7 @@ pub fn run_config() -> RunConfig {
         },
         path: PathFloor::default(),
         segment: Segment::new(1, 2).expect("segment 1/2"),
+        live_metrics: true,
     }
 }
 
@@ -128,6 +144,40 @@ fn kind_of_controller(m: &FromController) -> &'static str {
     }
 }
 
+/// Live figures with every optional figure set.
+fn live_run() -> LiveRun {
+    let mut latency = LatencyHistogram::new();
+    latency.record_ns(25_000);
+    let mut lag = LatencyHistogram::new();
+    lag.record_ns(1_000);
+    LiveRun {
+        classes: vec![LiveClass {
+            transactions: 10,
+            errors: ErrorCounts {
+                reset: 1,
+                http_status: 2,
+                ..ErrorCounts::default()
+            },
+            http_status: vec![(200, 8), (503, 2)],
+            tx_bytes: 100,
+            rx_bytes: 800,
+            latency,
+            lag: Some(lag),
+            late: 1,
+            dropped: 0,
+        }],
+        connected: 6,
+        client: LiveSide {
+            cpu_s: Some(1.25),
+            rss_bytes: Some(1 << 20),
+        },
+        server: LiveSide {
+            cpu_s: Some(2.5),
+            rss_bytes: Some(2 << 20),
+        },
+    }
+}
+
 /// One sample of every message, agent's first.
 fn samples() -> (Vec<FromAgent>, Vec<FromController>) {
     let hello = Hello {
@@ -147,6 +197,7 @@ fn samples() -> (Vec<FromAgent>, Vec<FromController>) {
         in_warmup: false,
         measured_ns: Some(500_000_000),
         transactions: vec![10, 20],
+        live: Some(live_run()),
     };
     let result = AgentResult {
         classes: vec![class_result()],

@@ -32,6 +32,12 @@ use names::{check_label, check_subdomain, LabelRule, MAX_LABEL};
 /// allow more; see docs/cluster.md).
 pub const CLIENTS_PER_AGENT: u64 = 16 * 1024;
 
+/// The image `render` names by default: `stackbench:VERSION`, this build's
+/// crate version, since agents and controller of different versions refuse
+/// each other. The one place the tag is spelled: deploy/Containerfile's
+/// image is built under it (the podman tier's test does so).
+pub const DEFAULT_IMAGE: &str = concat!("stackbench:", env!("CARGO_PKG_VERSION"));
+
 /// The most a ConfigMap may hold (the API server refuses larger ones).
 const CONFIG_MAP_MAX_BYTES: usize = 1024 * 1024;
 
@@ -100,9 +106,8 @@ pub fn cluster(req: &Request<'_>) -> Result<Cluster, RunError> {
     }
     if req.image.trim().is_empty() || req.image.chars().any(char::is_whitespace) {
         return input(format!(
-            "--image '{}': give an image reference without spaces, e.g. stackbench:{}",
-            req.image,
-            env!("CARGO_PKG_VERSION")
+            "--image '{}': give an image reference without spaces, e.g. {DEFAULT_IMAGE}",
+            req.image
         ));
     }
     if let Some(claim) = req.results_claim {

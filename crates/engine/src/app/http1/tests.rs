@@ -13,6 +13,7 @@ fn shape(kind: Kind, request: u64, response: u64, close: CrrClose) -> ClassShape
         crr_close: close,
         target: None,
         tn3270: Default::default(),
+        amqp: Default::default(),
     }
 }
 

@@ -28,6 +28,7 @@ fn client_with(request: u64, response: u64, tn3270: Tn3270Options) -> Client {
         crr_close: CrrClose::Client,
         target: None,
         tn3270,
+        amqp: Default::default(),
     })
 }
 

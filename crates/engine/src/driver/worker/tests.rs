@@ -9,7 +9,7 @@ use crate::driver::machine::Conn;
 #[test]
 fn a_spinning_worker_polls_without_blocking() {
     let window = Window::default();
-    let slots = WorkerSlots::new(0);
+    let slots = WorkerSlots::new(0, false);
     for spin in [true, false] {
         let shared = Shared {
             classes: &[],
@@ -22,6 +22,7 @@ fn a_spinning_worker_polls_without_blocking() {
             window_s: 0,
             ramp_gap_ns: 0.0,
             seed: 1,
+            amqp: &Default::default(),
         };
         let mut w = Worker::<Raw>::new(&shared, &[], &slots).unwrap();
         let now = w.m.now_ns();

@@ -1,0 +1,164 @@
+//! `--protocol amqp` end to end against the embedded broker-and-responder:
+//! request-reply (RR and CRR, non-persistent and persistent) and put-get
+//! with exact counts, the settings stored with the record, and the bytes
+//! moved the bodies plus the frames docs/transports.md accounts for.
+
+use serde_json::Value;
+
+use crate::common::{refused, run_json};
+
+/// Bytes moved per transaction above the body, each way, for a class of
+/// `n` transactions: `(tx, rx)`.
+fn overhead(class: &Value, n: u64, request: u64, response: u64) -> (u64, u64) {
+    let tx = class["tx_bytes"].as_u64().unwrap();
+    let rx = class["rx_bytes"].as_u64().unwrap();
+    assert!(tx >= n * request && rx >= n * response, "{class}");
+    ((tx - n * request) / n, (rx - n * response) / n)
+}
+
+#[test]
+fn amqp_transactions_count_exactly_against_the_embedded_broker() {
+    // RR: setup before the window, so only the transfers (and a flow every
+    // 50 requests) count: docs/transports.md's 77 + name / 69 bytes, less
+    // where ids below 256 encode shorter.
+    let n = 300;
+    let record = run_json("RR3(1kB/2kB)", n, &["--protocol", "amqp"]);
+    let c = &record["classes"][0];
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(n), Some(0)),
+        "{c}"
+    );
+    let (tx, rx) = overhead(c, n, 1024, 2048);
+    assert!(
+        (60..120).contains(&tx) && (45..=69).contains(&rx),
+        "{tx} {rx}"
+    );
+    let s = &record["settings"];
+    assert_eq!(s["protocol"], "amqp");
+    assert_eq!(s["amqp_pattern"], "request-reply");
+    assert_eq!(s["amqp_persistent"], false);
+
+    // CRR, persistent: every connection's setup is in its transaction.
+    let n = 40;
+    let flags = [
+        "--protocol",
+        "amqp",
+        "--amqp-persistent",
+        "--amqp-credit",
+        "3",
+    ];
+    let record = run_json("CRR2(100B/300B)", n, &flags);
+    let c = &record["classes"][0];
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(n), Some(0)),
+        "{c}"
+    );
+    let (tx, rx) = overhead(c, n, 100, 300);
+    assert!(tx > 300 && rx > 300, "setup counted: {tx} {rx}");
+    assert_eq!(record["settings"]["amqp_persistent"], true);
+    assert_eq!(record["settings"]["amqp_credit"], 3);
+
+    // Put-get: the message comes back, so z is y.
+    let n = 100;
+    let flags = [
+        "--protocol",
+        "amqp",
+        "--amqp-pattern",
+        "put-get",
+        "--amqp-body",
+        "text",
+    ];
+    let record = run_json("RR2(500B/7B)", n, &flags);
+    let c = &record["classes"][0];
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(n), Some(0)),
+        "{c}"
+    );
+    let (_, rx) = overhead(c, n, 500, 500);
+    assert!(rx < 120, "the 500-byte message back: {rx}");
+    assert_eq!(record["settings"]["amqp_body"], "text");
+}
+
+#[test]
+fn bad_amqp_settings_are_refused_in_one_line() {
+    let queue = ["RR1(1kB/1kB)", "--protocol", "amqp", "--amqp-queue", "a b"];
+    refused("run", &queue, "' ' in a queue name");
+    let pattern = [
+        "RR1(1kB/1kB)",
+        "--protocol",
+        "amqp",
+        "--amqp-pattern",
+        "rpc",
+    ];
+    refused("run", &pattern, "use request-reply, put-get");
+    let broker = ["RR1(1kB/1kB)", "--target", "amqp://127.0.0.1:9"];
+    refused(
+        "run",
+        &broker,
+        "an amqp:// target is a plain AMQP 1.0 server",
+    );
+    let broker = [
+        "RR1(1kB/1kB)",
+        "--target",
+        "amqp://127.0.0.1:9",
+        "--protocol",
+        "amqp",
+    ];
+    refused(
+        "run",
+        &broker,
+        "request-reply against a broker needs a responder",
+    );
+}
+
+/// The address of a running AMQP 1.0 broker (`HOST:PORT`, e.g. RabbitMQ
+/// with its `rabbitmq_amqp1_0` plugin) to interoperate with.
+const BROKER_VAR: &str = "STACKBENCH_AMQP_BROKER";
+
+/// Put-get against a real broker (`--target amqp://…`): non-persistent RR
+/// and persistent CRR, every message back. Skipped unless
+/// `STACKBENCH_AMQP_BROKER` names a broker; the broker tier (a broker the
+/// test starts itself) is the CI's.
+#[test]
+fn put_get_interoperates_with_a_broker() {
+    let Ok(broker) = std::env::var(BROKER_VAR) else {
+        eprintln!("skipped put_get_interoperates_with_a_broker: {BROKER_VAR} names no broker");
+        return;
+    };
+    let target = format!("amqp://{broker}");
+    let put_get = [
+        "--protocol",
+        "amqp",
+        "--amqp-pattern",
+        "put-get",
+        "--target",
+        &target,
+    ];
+    let record = run_json("RR2(1kB/1kB)", 200, &put_get);
+    let c = &record["classes"][0];
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(200), Some(0)),
+        "{c}"
+    );
+    let persistent = [
+        &put_get[..],
+        &["--amqp-persistent", "--crr-close", "client"],
+    ]
+    .concat();
+    let record = run_json("CRR2(100B/100B)", 20, &persistent);
+    let c = &record["classes"][0];
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(20), Some(0)),
+        "{c}"
+    );
+    refused(
+        "run",
+        &[&["CRR1(1B/1B)"], &put_get[..]].concat(),
+        "does not close a connection after a reply",
+    );
+}

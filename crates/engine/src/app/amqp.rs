@@ -1,0 +1,167 @@
+//! AMQP 1.0 (OASIS, ISO/IEC 19464) as an application protocol: the
+//! driver's [`Client`] codec, an application putting messages on a broker's
+//! queues as IBM's mq-cph Requester and PutGet classes do, and the
+//! responder's [`Server`] handler, a minimal in-memory broker and responder
+//! in one (`stackbench serve`'s default), so `run 'RR10(1kB/1kB)'
+//! --protocol amqp` needs nothing installed.
+//!
+//! Setup (the client speaks first), in two round trips: the SASL header
+//! (answered by the header and `sasl-mechanisms`); then, pipelined in one
+//! write, `sasl-init` (ANONYMOUS, or PLAIN with credentials), the AMQP
+//! header, `open`, `begin`, an `attach` of a sending link to the request
+//! queue, an `attach` of a receiving link to the reply queue (put-get: the
+//! same queue) and a `flow` granting it the `amqp_credit` setting's credit —
+//! answered by `sasl-outcome`, the header, `open`, `begin`, both `attach`es
+//! and a `flow` granting credit to the sending link. The connection is set
+//! up once both links are attached and the sending link has credit.
+//!
+//! Transactions. A request is a `transfer` of one message on the sending
+//! link: a header section (persistent: durable), a properties section
+//! (message id, reply-to, content type) and a data section of y bytes; a
+//! reply is a `transfer` on the receiving link, its correlation id the
+//! request's message id (put-get: the message itself, its message id).
+//! What a connection owes the broker rides in front of its next request:
+//! a `flow` renewing the receiving link's credit once half of it is used,
+//! and (persistent) a `disposition` accepting the previous reply. The
+//! broker's `disposition` accepting a persistent put, and a `flow` renewing
+//! the sending link's credit, ride in front of the reply. A transaction is
+//! complete when its reply has arrived, a persistent put has been accepted,
+//! and the sending link has credit for the next one. The notation's sizes
+//! are message bodies; the frames around them are counted in the bytes
+//! moved (docs/transports.md gives the overhead per transaction).
+//!
+//! Faults: a peer that is not AMQP 1.0 (its header), a SASL outcome other
+//! than ok, a link or session or connection closed with an error, a put
+//! rejected or released, a reply whose correlation id is not the request's,
+//! and a message larger than the peer's max-frame-size (a message is sent
+//! as one frame).
+
+mod client;
+mod frames;
+mod server;
+
+pub use client::{Client, ClientState};
+pub use server::{Server, ServerState};
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use fe2o3_amqp_types::definitions::Error as AmqpError;
+use stackbench_model::{AmqpBody, AppProtocol};
+
+use super::{Fault, Protocol};
+
+/// AMQP 1.0's row of the protocol table (`crate::app::row`).
+#[derive(Debug, Clone, Copy)]
+pub struct Amqp;
+
+impl Protocol for Amqp {
+    const PROTOCOL: AppProtocol = AppProtocol::Amqp;
+    type Client = Client;
+    type Server = Server;
+}
+
+/// The max-frame-size both sides declare: a message travels as one frame,
+/// so this bounds the message (4 GiB − 1, the largest the field holds).
+pub const MAX_FRAME_BYTES: u32 = u32::MAX;
+/// Session windows both sides declare: large enough never to need a
+/// session-level flow (2^31 − 1).
+pub const SESSION_WINDOW: u32 = i32::MAX as u32;
+/// Credit stackbench's broker grants a client's sending link, renewed
+/// with a reply once half of it is used.
+pub const BROKER_CREDIT: u32 = 1000;
+
+/// The content type that says what a body holds, so the embedded broker
+/// answers in kind; none for zeros (the default: no bytes spent on it).
+fn content_type(body: AmqpBody) -> Option<&'static str> {
+    match body {
+        AmqpBody::Zeros => None,
+        AmqpBody::Text => Some("text/plain"),
+        AmqpBody::Random => Some("application/x-stackbench-random"),
+    }
+}
+
+/// The body kind a content type names (zeros for any other).
+fn body_of(content_type: &str) -> AmqpBody {
+    match content_type {
+        "text/plain" => AmqpBody::Text,
+        "application/x-stackbench-random" => AmqpBody::Random,
+        _ => AmqpBody::Zeros,
+    }
+}
+
+/// Text repeated in `text` bodies.
+const TEXT: &[u8] = b"stackbench message body: the quick brown fox jumps over the lazy dog. ";
+
+/// Writes bytes `offset..offset + out.len()` of a body of `kind`: a pure
+/// function of the offset, so any split of the writes gives the same bytes.
+fn fill_body(kind: AmqpBody, offset: u64, out: &mut [u8]) {
+    match kind {
+        AmqpBody::Zeros => out.fill(0),
+        AmqpBody::Text => {
+            for (i, b) in out.iter_mut().enumerate() {
+                *b = TEXT[((offset + i as u64) % TEXT.len() as u64) as usize];
+            }
+        }
+        AmqpBody::Random => {
+            for (i, b) in out.iter_mut().enumerate() {
+                let at = offset + i as u64;
+                *b = splitmix(at / 8).to_le_bytes()[(at % 8) as usize];
+            }
+        }
+    }
+}
+
+/// SplitMix64: a well-mixed 64-bit value per position.
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Copies the part of `bytes` that falls in `offset..offset + out.len()`
+/// into the start of `out`; how many bytes that was.
+fn fill_from(bytes: &[u8], offset: u64, out: &mut [u8]) -> usize {
+    let Ok(start) = usize::try_from(offset) else {
+        return 0;
+    };
+    if start >= bytes.len() {
+        return 0;
+    }
+    let n = (bytes.len() - start).min(out.len());
+    out[..n].copy_from_slice(&bytes[start..start + n]);
+    n
+}
+
+/// Writes bytes `offset..` of a message made of `head` (frames and the
+/// transfer's head) and a body of `kind`.
+fn fill_message(head: &[u8], kind: AmqpBody, offset: u64, out: &mut [u8]) {
+    let n = fill_from(head, offset, out);
+    let body_at = (offset + n as u64).saturating_sub(head.len() as u64);
+    fill_body(kind, body_at, &mut out[n..]);
+}
+
+/// A name unique to one connection of this process and run, for its queue
+/// and link names: the process id and a counter.
+fn connection_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
+/// A peer's error (a detach, end or close) in one line.
+fn show_error(what: &str, error: Option<&AmqpError>) -> Fault {
+    match error {
+        Some(e) => {
+            let description = e.description.as_deref().unwrap_or("no description");
+            Fault(format!(
+                "the peer closed the {what} with error {:?}: {description}",
+                e.condition
+            ))
+        }
+        None => Fault(format!("the peer closed the {what} (no error given)")),
+    }
+}
+
+#[cfg(test)]
+mod tests;
