@@ -499,6 +499,9 @@ fn launcher_preconditions_are_checked_before_anything_starts() {
             "10",
             "--no-store",
         ])
+        // Launcher external wants the agents' token: given, so that the
+        // address is what is refused.
+        .env("STACKBENCH_TOKEN", TOKEN)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

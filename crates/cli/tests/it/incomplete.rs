@@ -50,6 +50,51 @@ fn server(mode: Mode, accepts: Option<usize>) -> u16 {
     port
 }
 
+/// [`server`] for an http:// target: the run's first two connections (the
+/// target's check, which sends nothing, and the probe's GET, which must be
+/// answered as HTTP for the run to start) are served as [`Mode::Http`],
+/// every later one as `mode`.
+fn server_after_probe(mode: Mode) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for (i, conn) in listener.incoming().enumerate() {
+            let Ok(mut conn) = conn else { continue };
+            let mode = if i < 2 { Mode::Http } else { mode };
+            thread::spawn(move || serve_one(&mut conn, mode));
+        }
+    });
+    port
+}
+
+/// [`server_after_probe`] whose later connections are passed to and from
+/// `127.0.0.1:to`, byte for byte.
+fn proxy_after_probe(to: u16) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for (i, conn) in listener.incoming().enumerate() {
+            let Ok(mut conn) = conn else { continue };
+            if i < 2 {
+                thread::spawn(move || serve_one(&mut conn, Mode::Http));
+                continue;
+            }
+            let Ok(back) = TcpStream::connect(("127.0.0.1", to)) else {
+                continue;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                });
+            };
+            pipe(conn.try_clone().unwrap(), back.try_clone().unwrap());
+            pipe(back, conn);
+        }
+    });
+    port
+}
+
 fn serve_one(conn: &mut TcpStream, mode: Mode) {
     let mut buf = vec![0u8; 64 * 1024];
     match mode {
@@ -143,12 +188,14 @@ fn the_pattern_matcher_matches_counts_only() {
 }
 
 /// The issue's first case: http1 pointed at a `stackbench serve` control
-/// port, which answers no HTTP and closes each connection.
+/// port. The probe before the run reads its refusal where a status line
+/// belongs and says so (exit 2), before anything is measured.
 #[test]
-fn http1_against_a_control_port_says_the_server_closed_before_answering() {
+fn http1_against_a_control_port_is_refused_by_the_probe() {
     let serve = Serve::start();
     let target = format!("http://{}", serve.addr);
-    let record = incomplete(
+    crate::common::refused(
+        "run",
         &[
             "RR2(100B/4000B)",
             "--protocol",
@@ -157,13 +204,13 @@ fn http1_against_a_control_port_says_the_server_closed_before_answering() {
             &target,
             "--duration",
             "1s",
+            "--no-store",
         ],
-        "RR2(100B/4000B): no transaction completed in the 1s window: the server closed # \
-         connections after the request, before any byte of a response: check that the \
-         target is a server of protocol http1",
+        &format!(
+            "target {target}: not an HTTP server: its answer to GET / begins \
+             \"{{\\\"type\\\":\\\"error\\\""
+        ),
     );
-    assert!(class(&record)["error_counts"]["eof"].as_u64().unwrap() > 0);
-    assert!(class(&record)["tx_bytes"].as_u64().unwrap() > 0, "kept");
 }
 
 /// A server that sends 100 of the 4,000 body bytes it promised and closes.
@@ -193,7 +240,7 @@ fn a_body_cut_short_names_what_arrived() {
 /// A TCP listener that closes every connection at once, unread.
 #[test]
 fn a_listener_that_closes_at_once_is_named() {
-    let target = format!("http://127.0.0.1:{}", server(Mode::CloseAtOnce, None));
+    let target = format!("http://127.0.0.1:{}", server_after_probe(Mode::CloseAtOnce));
     // Whether the client sees the close or a reset depends on timing.
     let ended = |verb: &str, conns: &str| {
         format!(
@@ -246,7 +293,10 @@ fn a_raw_responder_answering_http1_is_a_fault_with_its_line() {
         .strip_prefix("port=")
         .expect("a port= line")
         .to_string();
-    let target = format!("http://127.0.0.1:{port}");
+    // The probe before the run is answered as HTTP; the run's clients
+    // reach the raw responder.
+    let port: u16 = port.parse().unwrap();
+    let target = format!("http://127.0.0.1:{}", proxy_after_probe(port));
     let record = incomplete(
         &[
             "RR1(100B/4000B)",
@@ -272,7 +322,7 @@ fn a_raw_responder_answering_http1_is_a_fault_with_its_line() {
 /// A server that reads requests and never answers.
 #[test]
 fn a_silent_server_is_said_to_accept_and_not_answer() {
-    let target = format!("http://127.0.0.1:{}", server(Mode::Silent, None));
+    let target = format!("http://127.0.0.1:{}", server_after_probe(Mode::Silent));
     incomplete(
         &[
             "RR2(100B/100B)",
@@ -338,9 +388,9 @@ fn a_tn3270_server_that_logs_on_and_never_answers_says_so() {
 /// is kept complete, the next says its connects were refused.
 #[test]
 fn a_port_nobody_listens_on_mid_sweep_is_said_refused() {
-    // Accepts: the target's check and point 1's one data connection (the
-    // points share the check).
-    let target = format!("http://127.0.0.1:{}", server(Mode::Http, Some(2)));
+    // Accepts: the target's check, its probe and point 1's one data
+    // connection (the points share the check and the probe).
+    let target = format!("http://127.0.0.1:{}", server(Mode::Http, Some(3)));
     let out = stackbench()
         .args([
             "run",
