@@ -683,12 +683,13 @@ fn https_and_http_target_faults_are_refused_in_one_line_before_start() {
         "not an HTTP server: its answer to GET / begins \"SSH-2.0-OpenSSH_9.6\"",
     );
     run(&format!("https://{ssh}"), &[], "the TLS handshake failed");
-    // stackbench serve's control port speaks JSON lines, not HTTP.
+    // stackbench serve's control port speaks JSON lines, not HTTP: it
+    // refuses the GET (no token handshake) in one.
     let serve = crate::run::Serve::start();
     run(
         &format!("http://{}", serve.addr),
         &[],
-        "not an HTTP server: it closed the connection without answering GET /",
+        "not an HTTP server: its answer to GET / begins \"{\\\"type\\\":\\\"error\\\"",
     );
 }
 
