@@ -102,8 +102,29 @@ pub fn run_job(spec: &GuestSpec, job: &Job) -> Result<JobOutput, GuestError> {
             }
         }
     }
-    let outcome = qemu::boot_and_wait(&qemu, &boot, None, job.timeout)?;
+    let mut outcome = qemu::boot_and_wait(&qemu, &boot, None, job.timeout)?;
+    if died_before_init(&outcome) {
+        // An emulated kernel that dies before its init (seen here: 6.12
+        // under TCG, now and then, "Fatal exception in interrupt") ran none
+        // of the job: booting it again loses nothing, and says so.
+        eprintln!(
+            "stackbench: the guest kernel stopped before its init started ({}); booting it \
+             once more",
+            qemu::console_summary(boot.dir)
+        );
+        outcome = qemu::boot_and_wait(&qemu, &boot, None, job.timeout)?;
+    }
     finish(job, &boot, &version, outcome)
+}
+
+/// Whether the guest's kernel stopped before its init said ready, with
+/// nothing from qemu itself: the job never started.
+fn died_before_init(outcome: &Outcome) -> bool {
+    matches!(
+        outcome,
+        Outcome::Exited { frames, qemu_stderr }
+            if !frames.ready && qemu_stderr.trim().is_empty()
+    )
 }
 
 fn tempfile_dir() -> Result<tempfile::TempDir, GuestError> {
