@@ -507,6 +507,24 @@ mod tests {
             let p = dir.path().join(name);
             std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            // A child another test thread forked while this file was open
+            // for writing holds it until its own exec: running the script
+            // then fails with ETXTBSY ("Text file busy"). Once one exec of
+            // it succeeds no such writer is left, so the check under test
+            // never meets one.
+            for _ in 0..100 {
+                match std::process::Command::new(&p)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                {
+                    Err(e) if e.raw_os_error() == Some(26) => {
+                        std::thread::sleep(std::time::Duration::from_millis(10))
+                    }
+                    _ => break,
+                }
+            }
         }
         dir
     }
