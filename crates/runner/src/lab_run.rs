@@ -224,7 +224,7 @@ pub fn resolve(s: &RunSettings, processes: u32) -> Result<Option<LabRun>, RunErr
     // lab's own check at `lab up` knows only the CPUs online).
     for host in &lab.hosts {
         let Some(cpus) = &host.cpus else { continue };
-        if let Some((outside, allowed)) = crate::resolve::cpus_not_allowed(cpus) {
+        if let Some((outside, allowed)) = crate::cpus::cpus_not_allowed(cpus) {
             return input(format!(
                 "--lab {file}: host '{}' cpus {}: {outside} (it may run on {allowed}): change \
                  cpus in the lab file to CPUs from {allowed}",

@@ -21,6 +21,7 @@
 //! caller's) on `observe` and `error`.
 
 pub mod agents;
+mod cpus;
 pub mod error;
 pub mod find_rate;
 pub mod guest_side;

@@ -11,10 +11,8 @@
 //! nothing here opens a socket.
 
 use std::num::NonZeroU32;
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
-use stackbench_engine::affinity::current_cpus;
 use stackbench_engine::token::{Token, TOKEN_ENV};
 use stackbench_engine::{limits, sockopt, transport, PacingConfig, RunConfig};
 use stackbench_guest::{Accel, GuestSpec};
@@ -27,6 +25,8 @@ use stackbench_model::settings::{
     Tn3270Options,
 };
 use stackbench_model::units::format_cpu_list;
+
+use crate::cpus::{available_cpus, cpus_not_allowed};
 use stackbench_model::{AmqpParams, TlsParams, Transport, Workload};
 
 use crate::error::{input, RunError};
@@ -680,14 +680,6 @@ fn threads(name: &str, given: Option<u32>, cpus: &[usize]) -> Result<NonZeroU32,
     nonzero(name, given.unwrap_or(cpus.len().max(1) as u32))
 }
 
-/// The CPUs the process was started with: later steps of a study run after
-/// the main thread has been pinned to the driver's set. Empty when the
-/// affinity cannot be read.
-fn available_cpus() -> &'static [usize] {
-    static AVAILABLE: OnceLock<Vec<usize>> = OnceLock::new();
-    AVAILABLE.get_or_init(|| current_cpus().unwrap_or_default())
-}
-
 /// Refuses a given CPU list (`--client-cpus`, `--server-cpus`) naming a CPU
 /// this process may not run on, here rather than when the driver or the
 /// responder is pinned: a sweep's points are all resolved before the first
@@ -703,29 +695,6 @@ fn check_cpus_allowed(flag: &str, cpus: Option<&CpuList>) -> Result<(), RunError
         )),
         None => Ok(()),
     }
-}
-
-/// When `cpus` names CPUs this process may not run on: what is wrong
-/// ("CPU 5 is not online or not allowed to this process") and the CPUs it
-/// may run on; `None` when all are allowed, or the set cannot be read.
-pub(crate) fn cpus_not_allowed(cpus: &[usize]) -> Option<(String, String)> {
-    let available = available_cpus();
-    let outside: Vec<usize> = cpus
-        .iter()
-        .copied()
-        .filter(|c| !available.contains(c))
-        .collect();
-    if available.is_empty() || outside.is_empty() {
-        return None;
-    }
-    let outside = match outside.as_slice() {
-        [one] => format!("CPU {one} is"),
-        many => format!("CPUs {} are", format_cpu_list(many)),
-    };
-    Some((
-        format!("{outside} not online or not allowed to this process"),
-        format_cpu_list(available),
-    ))
 }
 
 /// This process's CPUs in two halves (both the one CPU when there is one).

@@ -36,29 +36,17 @@
 //! and a message larger than the peer's max-frame-size (a message is sent
 //! as one frame).
 
-mod client;
+pub mod client;
 mod frames;
-mod server;
-
-pub use client::{Client, ClientState};
-pub use server::{Server, ServerState};
+pub mod row;
+pub mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use fe2o3_amqp_types::definitions::Error as AmqpError;
-use stackbench_model::{AmqpBody, AppProtocol};
+use stackbench_model::AmqpBody;
 
-use super::{Fault, Protocol};
-
-/// AMQP 1.0's row of the protocol table (`crate::app::row`).
-#[derive(Debug, Clone, Copy)]
-pub struct Amqp;
-
-impl Protocol for Amqp {
-    const PROTOCOL: AppProtocol = AppProtocol::Amqp;
-    type Client = Client;
-    type Server = Server;
-}
+use super::Fault;
 
 /// The max-frame-size both sides declare: a message travels as one frame,
 /// so this bounds the message (4 GiB − 1, the largest the field holds).

@@ -14,8 +14,8 @@ pub fn with<V: Visit>(protocol: AppProtocol, visit: V) -> V::Out {
     match protocol {
         AppProtocol::Raw => visit.visit::<Raw>(),
         AppProtocol::Http1 => visit.visit::<http1::Http1>(),
-        AppProtocol::Tn3270 => visit.visit::<tn3270::Tn3270>(),
-        AppProtocol::Amqp => visit.visit::<amqp::Amqp>(),
+        AppProtocol::Tn3270 => visit.visit::<tn3270::row::Tn3270>(),
+        AppProtocol::Amqp => visit.visit::<amqp::row::Amqp>(),
     }
 }
 

@@ -51,16 +51,12 @@
 //! during the logon, at once (but a CRR logon screen's definite response
 //! goes with the request: see `Session::record_end`).
 
-mod client;
+pub mod client;
+pub mod row;
 pub mod screen;
-mod server;
+pub mod server;
 
-use stackbench_model::AppProtocol;
-
-pub use client::{Client, ClientState};
-pub use server::{Server, ServerState};
-
-use super::{Fault, Protocol};
+use super::Fault;
 
 const IAC: u8 = 0xFF;
 const DONT: u8 = 0xFE;
@@ -135,6 +131,9 @@ const RSF_NEGATIVE: u8 = 1;
 const RESPONSE_DEVICE_END: u8 = 0x00;
 const RESPONSE_COMMAND_REJECT: u8 = 0x00;
 /// Bytes of the TN3270E header.
+/// Bytes of the BIND image's RU.
+const BIND_IMAGE_BYTES: usize = 37;
+
 pub const HEADER_BYTES: u64 = 5;
 
 /// The default terminal: a 3278 model 2 (24×80) with the extended data
@@ -205,7 +204,7 @@ pub const LOGON_E_BYTES_OUT: u64 = 3
     + 7
     + (7 + TERMINAL_TYPE.len() as u64 + 1 + 8)
     + (7 + 3)
-    + (HEADER_BYTES + server::BIND_IMAGE_BYTES as u64 + 2)
+    + (HEADER_BYTES + BIND_IMAGE_BYTES as u64 + 2)
     + (HEADER_BYTES + MIN_ANSWER_BYTES + LOGO.len() as u64);
 pub const LOGON_E_BYTES_IN: u64 =
     3 + (7 + TERMINAL_TYPE.len() as u64) + (7 + 3) + (HEADER_BYTES + 1 + 2);
@@ -552,16 +551,6 @@ fn is_aid(b: u8) -> bool {
     matches!(b,
         0x60 | 0x7D | 0x6D | 0x6B | 0x6C | 0x6E | 0x88
         | 0xF1..=0xF9 | 0x7A..=0x7C | 0xC1..=0xC9 | 0x4A..=0x4C)
-}
-
-/// TN3270's row of the protocol table (`crate::app::row`).
-#[derive(Debug, Clone, Copy)]
-pub struct Tn3270;
-
-impl Protocol for Tn3270 {
-    const PROTOCOL: AppProtocol = AppProtocol::Tn3270;
-    type Client = Client;
-    type Server = Server;
 }
 
 #[cfg(test)]

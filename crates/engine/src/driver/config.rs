@@ -15,10 +15,17 @@ use stackbench_model::{
 use super::pace::PacingConfig;
 use crate::iomode::RunCase;
 
+/// How long after the ramp's planned end the window waits for clients that
+/// have not connected: 10 s covers three SYN retransmissions (1, 3, 7 s) of a
+/// connection whose SYN met a full accept queue. After it, the window opens
+/// anyway and the Little's-law check reports the missing clients.
+pub const CONNECT_GRACE_NS: u64 = 10_000_000_000;
+
 /// One workload's run settings (already resolved). Not serializable: what
 /// crosses a process boundary is a wire's own type (the agent wire's
 /// `RunOrder` in the runner), versioned apart from this struct.
 #[derive(Debug, Clone)]
+
 pub struct RunConfig {
     pub workload: Workload,
     /// Measurement window; `None` when bounded by `transactions` only.
@@ -119,9 +126,9 @@ impl RunConfig {
     }
 
     /// The longest the window waits for every client to connect: the
-    /// ramp, then [`super::CONNECT_GRACE_NS`]; it opens anyway after it.
+    /// ramp, then [`CONNECT_GRACE_NS`]; it opens anyway after it.
     pub fn connect_wait(&self) -> Duration {
-        Duration::from_nanos(self.ramp_ns() + super::CONNECT_GRACE_NS)
+        Duration::from_nanos(self.ramp_ns() + CONNECT_GRACE_NS)
     }
 
     /// Clients of class `class` this process runs.

@@ -51,11 +51,12 @@ use accum::ClassAccum;
 use class_threads::ClassThreads;
 use clock::{Timing, Window};
 pub use config::RunConfig;
+pub use config::CONNECT_GRACE_NS;
 pub use control::ControlClient;
 pub use gate::{GateState, StartGate};
 use pace::Pace;
 pub use pace::{PacingConfig, DROP_BEHIND_NS, LATE_NS};
-pub use watch::{Progress, CONNECT_GRACE_NS};
+pub use watch::Progress;
 use watch::{Watch, Watched};
 use worker::{Backend, ClassPlan, Client, Shared, Worker, WorkerSlots};
 

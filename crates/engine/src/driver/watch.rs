@@ -57,11 +57,6 @@ const LIVE_INTERVAL_NS: u64 = 1_000_000_000;
 
 /// Progress is refreshed this often.
 const PROGRESS_INTERVAL_NS: u64 = 100_000_000;
-/// How long after the ramp's planned end the window waits for clients that
-/// have not connected: 10 s covers three SYN retransmissions (1, 3, 7 s) of a
-/// connection whose SYN met a full accept queue. After it, the window opens
-/// anyway and the Little's-law check reports the missing clients.
-pub const CONNECT_GRACE_NS: u64 = 10_000_000_000;
 
 /// What the watch saw of a run, once it is over.
 pub struct Watched {
@@ -130,7 +125,7 @@ impl<'a> Watch<'a> {
             slots,
             threads,
             expected_clients,
-            connect_deadline_ns: ramp_ns + CONNECT_GRACE_NS,
+            connect_deadline_ns: ramp_ns + super::config::CONNECT_GRACE_NS,
             opened: None,
             last_progress_ns: 0,
             reason: None,

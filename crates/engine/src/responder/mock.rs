@@ -943,7 +943,7 @@ mod tests {
     }
 
     /// Plays `script` for a TN3270 `spec`.
-    fn play_tn3270(spec: TestSpec, script: Vec<Event>) -> Mock<tn3270::Tn3270> {
+    fn play_tn3270(spec: TestSpec, script: Vec<Event>) -> Mock<tn3270::row::Tn3270> {
         let mut mock = Mock::new(spec, script);
         mock.play();
         mock

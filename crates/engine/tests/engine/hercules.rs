@@ -18,7 +18,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stackbench_engine::app::tn3270::{Client, ClientState, LOGON_BYTES_IN};
+use stackbench_engine::app::tn3270::client::{Client, ClientState};
+use stackbench_engine::app::tn3270::LOGON_BYTES_IN;
 use stackbench_engine::app::{ClassShape, Codec, Setup};
 use stackbench_model::settings::{Tn3270Options, Tn3270e};
 use stackbench_model::{CrrClose, Kind};

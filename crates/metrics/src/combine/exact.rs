@@ -131,7 +131,9 @@ pub(super) fn tls(classes: &[&ClassResult], parts: &mut dyn Parts) -> Option<Tls
         handshake_cpu_us: handshake_cpu(&have),
         ktls: ktls(&have),
         alpn: first.alpn.clone(),
-        server_verified: super::verified_by_all(have.iter().map(|(_, t)| t.server_verified)),
+        server_verified: super::verified::verified_by_all(
+            have.iter().map(|(_, t)| t.server_verified),
+        ),
     })
 }
 

@@ -217,7 +217,7 @@ pub(super) fn tls(runs: &Of<TlsFigures>) -> TlsFigures {
             server: k.each(|x| x.server.as_ref()).map(|c| ktls_counters(&c)),
         }),
         alpn: first.alpn.clone(),
-        server_verified: super::verified_by_all(runs.0.iter().map(|t| t.server_verified)),
+        server_verified: super::verified::verified_by_all(runs.0.iter().map(|t| t.server_verified)),
     }
 }
 

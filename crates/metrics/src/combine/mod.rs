@@ -49,6 +49,7 @@ mod exact;
 mod mean;
 mod parts;
 mod population;
+mod verified;
 
 use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, ServedBy, Sessions};
 
@@ -236,12 +237,6 @@ fn http_status(classes: &[&ClassResult], rule: Rule) -> Option<HttpStatus> {
         .map(|code| (code, rule.count(classes, |c| count(c, code))))
         .collect();
     Some(HttpStatus { codes })
-}
-
-/// Whether a foreign server's certificate was verified in every one of
-/// several results (false if any was not; `None` where none says).
-fn verified_by_all(all: impl Iterator<Item = Option<bool>>) -> Option<bool> {
-    all.flatten().reduce(|a, b| a && b)
 }
 
 /// `count / duration_s`, and 0 for an empty window.

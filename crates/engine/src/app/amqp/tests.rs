@@ -6,7 +6,9 @@ use fe2o3_amqp_types::performatives::{Close, Detach};
 use fe2o3_amqp_types::sasl::{SaslCode, SaslOutcome};
 use stackbench_model::{AmqpParams, AmqpPattern, CrrClose, Kind};
 
+use super::client::{Client, ClientState};
 use super::frames::{self, In, Reader};
+use super::server::{Server, ServerState};
 use super::*;
 use crate::app::{ClassShape, Codec, Handler, Setup};
 

@@ -32,8 +32,7 @@ use super::{
 };
 use crate::app::{Handler, Setup};
 
-/// Bytes of the BIND image's RU.
-pub(super) const BIND_IMAGE_BYTES: usize = 37;
+use super::BIND_IMAGE_BYTES;
 
 /// The responder's half: negotiates a TN3270 session, sends a first
 /// screen, then answers each inbound record with a screen of the test's

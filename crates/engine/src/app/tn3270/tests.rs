@@ -9,7 +9,9 @@
 use stackbench_model::settings::{LuName, ResponderTn3270e, SettingValue, Tn3270Options, Tn3270e};
 use stackbench_model::{CrrClose, Kind};
 
+use super::client::{Client, ClientState};
 use super::server::{Negotiation, MODES_AGREED};
+use super::server::{Server, ServerState};
 use super::*;
 use crate::app::{ClassShape, Codec, Handler, Setup};
 
