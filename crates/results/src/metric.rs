@@ -174,6 +174,10 @@ pub struct Samples {
     /// the order first seen; their whole-mix CPU is in `values` under the
     /// mix's notation.
     pub mixes: Vec<String>,
+    /// Class key → transactions in the window, summed over the records:
+    /// a mix's make-up (each class's share of its transactions), without
+    /// which its whole-mix CPU per transaction cannot be compared.
+    pub transactions: std::collections::BTreeMap<String, u64>,
 }
 
 /// The metrics read for a mix as a whole.
@@ -234,6 +238,7 @@ impl Samples {
                 if !s.keys.contains(&key) {
                     s.keys.push(key.clone());
                 }
+                *s.transactions.entry(key.clone()).or_default() += class.transactions;
                 if class
                     .cpu
                     .as_ref()
@@ -267,6 +272,19 @@ impl Samples {
             }
         }
         s
+    }
+
+    /// Each class of `mix` with its transactions per record, in key order
+    /// (empty when the mix was not read).
+    pub fn mix_transactions_per_run(&self, mix: &str) -> Vec<(String, f64)> {
+        let prefix = format!("{mix}: ");
+        self.transactions
+            .iter()
+            .filter_map(|(k, n)| {
+                let class = k.strip_prefix(&prefix)?;
+                Some((class.to_string(), *n as f64 / self.runs.max(1) as f64))
+            })
+            .collect()
     }
 
     /// The values of one metric of one class (empty when absent).

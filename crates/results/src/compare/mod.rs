@@ -252,6 +252,118 @@ pub struct Summary {
     pub throughput_change_pct: Option<f64>,
     pub cpu_client_change_pct: Option<f64>,
     pub cpu_server_change_pct: Option<f64>,
+    /// Mixes left out of both CPU averages because their make-up changed
+    /// between the sides ([`MakeUp`]): no CPU per transaction of theirs is
+    /// compared, and the headline says so instead of averaging one.
+    pub cpu_left_out: Vec<MakeUp>,
+}
+
+/// A mix whose classes shared their CPU and whose make-up — each class's
+/// share of the mix's transactions — differs between A and B by more than
+/// the CPU margin. Its CPU per transaction is then the mix's CPU over a
+/// different set of transactions on each side: `RR1+STR10` whose RR class
+/// ran 130 times as many transactions in B divides B's CPU by a count the
+/// cheap class inflated, and "reduces CPU per transaction by 96%" would be
+/// said of a mix whose CPU-seconds rose 172%. Only the CPU-seconds are
+/// compared for it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MakeUp {
+    /// The mix's notation.
+    pub mix: String,
+    /// Each class with its transactions per run on A and on B.
+    pub classes: Vec<ClassCount>,
+    /// Change of the mix's CPU-seconds in the window (B's geometric mean
+    /// over A's, minus 1, in %), per side, when both sides measured it.
+    pub cpu_client_seconds_change_pct: Option<f64>,
+    pub cpu_server_seconds_change_pct: Option<f64>,
+}
+
+/// One class of a mix: its transactions per run on each side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassCount {
+    pub class: String,
+    pub transactions_per_run_a: f64,
+    pub transactions_per_run_b: f64,
+}
+
+impl MakeUp {
+    /// The make-up of `mix` when it changed between `a` and `b` by more
+    /// than `margin_pct` in some class's share of the transactions; `None`
+    /// when it held (or a side has no transactions to share).
+    fn of(mix: &str, a: &Samples, b: &Samples, margin_pct: f64) -> Option<MakeUp> {
+        let (ta, tb) = (
+            a.mix_transactions_per_run(mix),
+            b.mix_transactions_per_run(mix),
+        );
+        let (sum_a, sum_b): (f64, f64) = (
+            ta.iter().map(|(_, n)| n).sum(),
+            tb.iter().map(|(_, n)| n).sum(),
+        );
+        let classes: Vec<ClassCount> = ta
+            .iter()
+            .filter_map(|(class, na)| {
+                let nb = tb.iter().find(|(c, _)| c == class)?.1;
+                Some(ClassCount {
+                    class: class.clone(),
+                    transactions_per_run_a: *na,
+                    transactions_per_run_b: nb,
+                })
+            })
+            .collect();
+        if sum_a <= 0.0 || sum_b <= 0.0 || classes.len() < 2 {
+            return None;
+        }
+        let margin = margin_pct / 100.0;
+        let changed = classes.iter().any(|c| {
+            let (share_a, share_b) = (
+                c.transactions_per_run_a / sum_a,
+                c.transactions_per_run_b / sum_b,
+            );
+            share_a <= 0.0 || (share_b / share_a - 1.0).abs() > margin
+        });
+        changed.then(|| MakeUp {
+            mix: mix.to_string(),
+            classes,
+            cpu_client_seconds_change_pct: None,
+            cpu_server_seconds_change_pct: None,
+        })
+    }
+
+    /// With the change of the mix's CPU-seconds per side, from its rows.
+    fn with_cpu_seconds(mut self, rows: &[Row]) -> MakeUp {
+        let change = |m: Metric| {
+            let r = rows
+                .iter()
+                .find(|r| r.whole_mix && r.workload == self.mix && r.metric == m)?;
+            Some(pct(r.mean_b? / r.mean_a?))
+        };
+        self.cpu_client_seconds_change_pct = change(Metric::CpuClientSeconds);
+        self.cpu_server_seconds_change_pct = change(Metric::CpuServerSeconds);
+        self
+    }
+
+    /// Each class's transactions per run, A → B: `RR1(100B/800B) 1,000 → 130,000 (×130)`.
+    pub fn counts_text(&self) -> String {
+        use output::{format_count, format_value};
+        self.classes
+            .iter()
+            .map(|c| {
+                let (a, b) = (c.transactions_per_run_a, c.transactions_per_run_b);
+                let times = if a > 0.0 {
+                    format!(" (×{})", format_value(b / a))
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{} {} → {}{times}",
+                    c.class,
+                    format_count(a),
+                    format_count(b)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// A whole comparison of set B against set A.
@@ -591,7 +703,15 @@ pub fn compare_runs(
             workload: mix.clone(),
             reason: CPU_NOT_ATTRIBUTABLE.to_string(),
         });
+        // Said in the summary ([`Summary::cpu_left_out`]).
+        let make_up = MakeUp::of(mix, &sa, &sb, margins.cpu_pct);
         for m in MIX_METRICS {
+            // Over transactions of another make-up, the mix's CPU per
+            // transaction moves with the make-up, not with any cost.
+            let per_tran = matches!(m, Metric::CpuClientUsPerTran | Metric::CpuServerUsPerTran);
+            if per_tran && make_up.is_some() {
+                continue;
+            }
             let (va, vb) = (sa.get(mix, m), sb.get(mix, m));
             if va.is_empty() && vb.is_empty() {
                 continue;
@@ -626,7 +746,15 @@ pub fn compare_runs(
             "fewer than {RECOMMENDED_RUNS} runs per side for some rows: the intervals are wide and verdicts lean INCONCLUSIVE; run 5 or more per side"
         ));
     }
-    let summary = summarize(&rows);
+    let mut summary = summarize(&rows);
+    summary.cpu_left_out = sa
+        .mixes
+        .iter()
+        .filter(|m| sb.mixes.contains(m))
+        .filter_map(|mix| MakeUp::of(mix, &sa, &sb, margins.cpu_pct))
+        .filter(|m| cpu_not_attributable.iter().any(|r| r.workload == m.mix))
+        .map(|m| m.with_cpu_seconds(&rows))
+        .collect();
     let mut warned = warned_of(a_name, &a);
     warned.extend(warned_of(b_name, &b));
     for r in &mut rows {
@@ -697,6 +825,7 @@ fn summarize(rows: &[Row]) -> Summary {
         throughput_change_pct: change(Metric::RateTps),
         cpu_client_change_pct: change(Metric::CpuClientUsPerTran),
         cpu_server_change_pct: change(Metric::CpuServerUsPerTran),
+        cpu_left_out: Vec::new(),
     }
 }
 

@@ -38,6 +38,15 @@ pub fn format_value(v: f64) -> String {
     }
 }
 
+/// A count, rounded, with thousands grouped: `130,338`.
+pub fn format_count(v: f64) -> String {
+    let text = format_value(v.round());
+    match text.split_once('.') {
+        Some((int, _)) => int.to_string(),
+        None => text,
+    }
+}
+
 /// A signed percentage: `+1.23%`, `-0.40%`.
 pub fn format_pct(p: f64) -> String {
     let p = if p.abs() < 0.005 { 0.0 } else { p };
@@ -116,6 +125,7 @@ pub fn summary_sentences(c: &Comparison) -> Vec<String> {
             ));
         }
     }
+    out.extend(make_up_sentences(c));
     if !s.left_out.is_empty() {
         let (k, names) = (s.left_out.len(), s.left_out.join(", "));
         let noun = if k == 1 { "workload" } else { "workloads" };
@@ -126,6 +136,42 @@ pub fn summary_sentences(c: &Comparison) -> Vec<String> {
         ));
     }
     out
+}
+
+/// For each mix whose make-up changed ([`super::MakeUp`]): that its CPU per
+/// transaction is in no average, with the counts that changed and what its
+/// CPU-seconds did — the figure that can be compared.
+fn make_up_sentences(c: &Comparison) -> Vec<String> {
+    c.summary
+        .cpu_left_out
+        .iter()
+        .map(|m| {
+            let seconds: Vec<String> = [
+                ("client", m.cpu_client_seconds_change_pct),
+                ("server", m.cpu_server_seconds_change_pct),
+            ]
+            .into_iter()
+            .filter_map(|(side, v)| {
+                let v = v?;
+                Some(match v {
+                    v if v.abs() < 0.005 => format!("its {side} CPU-seconds held"),
+                    v if v > 0.0 => format!("its {side} CPU-seconds rose {v:.2}%"),
+                    v => format!("its {side} CPU-seconds fell {:.2}%", -v),
+                })
+            })
+            .collect();
+            let seconds = if seconds.is_empty() {
+                String::new()
+            } else {
+                format!("; in {} against {}, {}", c.b_name, c.a_name, seconds.join(" and "))
+            };
+            format!(
+                "CPU cost per transaction of {}: not attributable and in no average — its classes' transactions per run changed ({}), so dividing the mix's CPU by them would measure the change of make-up{seconds}.",
+                m.mix,
+                m.counts_text()
+            )
+        })
+        .collect()
 }
 
 fn legend(c: &Comparison) -> String {

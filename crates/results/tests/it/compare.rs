@@ -117,6 +117,54 @@ fn an_old_mix_gets_no_per_class_cpu_verdict_but_a_whole_mix_one() {
     assert!(json.contains("\"whole_mix\": true"), "{json}");
 }
 
+/// The mix of issue 38: in B the cheap RR class ran 130 times as many
+/// transactions and the mix's client CPU-seconds rose 172%. Dividing each
+/// side's CPU by all its transactions said "reduces client CPU cost per
+/// transaction by 96%"; the make-up changed, so no CPU per transaction of
+/// the mix is compared or averaged, and the headline says why, with the
+/// CPU-seconds that did rise.
+#[test]
+fn a_mix_whose_make_up_changed_gets_no_cpu_per_transaction_headline() {
+    let a = old_mix_runs(5, 3);
+    let b: Vec<RunRecord> = old_mix_runs(5, 4)
+        .into_iter()
+        .map(|mut r| {
+            r.classes[0].transactions *= 130;
+            for class in &mut r.classes {
+                let cpu = class.cpu.as_mut().unwrap();
+                cpu.client.as_mut().unwrap().cpu_seconds = 2.0 * 2.72;
+            }
+            r
+        })
+        .collect();
+    let c = compare("A", &a, "B", &b, Margins::default());
+    let mix = "RR1(100B/800B)+STR10(1B/20MB)";
+    for m in [Metric::CpuClientUsPerTran, Metric::CpuServerUsPerTran] {
+        assert!(c.row(mix, m).is_none(), "{m:?}: {:?}", c.row(mix, m));
+    }
+    let secs = c.row(mix, Metric::CpuClientSeconds).unwrap();
+    assert!((secs.change_pct.unwrap() - 172.0).abs() < 0.5, "{secs:?}");
+    assert_eq!(c.summary.cpu_client_change_pct, None);
+    assert_eq!(c.summary.cpu_server_change_pct, None);
+    assert_eq!(c.summary.cpu_left_out.len(), 1);
+    let table = render_table(&c);
+    assert!(!table.contains("CPU cost per transaction by"), "{table}");
+    assert!(
+        table.contains("CPU cost per transaction of RR1(100B/800B)+STR10(1B/20MB): not attributable and in no average"),
+        "{table}"
+    );
+    assert!(
+        table.contains("its client CPU-seconds rose 172.00%"),
+        "{table}"
+    );
+    assert!(table.contains("RR1(100B/800B) 1,000 → 130,"), "{table}");
+    assert!(render_json(&c).contains("\"cpu_left_out\""));
+    // An unchanged make-up keeps the whole-mix figure (the test above).
+    let same = compare("A", &a, "B", &old_mix_runs(5, 4), Margins::default());
+    assert!(same.summary.cpu_left_out.is_empty());
+    assert!(same.row(mix, Metric::CpuClientUsPerTran).is_some());
+}
+
 #[test]
 fn a_mix_attributed_on_one_side_only_gets_no_per_class_cpu_verdict() {
     // A ran its classes on their own workers (per-class CPU); B shared them.
