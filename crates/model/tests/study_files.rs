@@ -321,3 +321,21 @@ fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
     let n = f64::from(step.workload.classes[0].clients);
     assert!((n / 30.0 - 8738.0).abs() < 1.0);
 }
+
+/// The TLS placements side by side, all in one guest kernel (kTLS needs
+/// CONFIG_TLS): clear, TLS in the application, in the stack (kTLS, the
+/// AT-TLS analogue) and in a proxy.
+#[test]
+fn tls_stack_example_runs_every_tls_placement_in_one_guest_kernel() {
+    let s = load_study(&example("tls-stack.toml")).unwrap();
+    let plan = s.plan(&[], "f").unwrap();
+    assert_eq!(plan.len(), 4 * 2 * 2, "variants × workloads × repetitions");
+    assert!(plan.iter().all(|p| p.settings.kernel.is_guest()));
+    let mode = |v: &str| {
+        let step = plan.iter().find(|p| p.variant == v).unwrap();
+        step.settings.text_of("tls_mode").unwrap()
+    };
+    assert_eq!(mode("tls-inline"), "inline");
+    assert_eq!(mode("tls-ktls"), "ktls");
+    assert_eq!(mode("tls-proxy"), "sidecar");
+}

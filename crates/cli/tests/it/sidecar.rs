@@ -1,4 +1,4 @@
-//! `--tls-mode sidecar` (transparent TLS, as z/OS AT-TLS): runs through
+//! `--tls-mode sidecar` (a TLS proxy process per side): runs through
 //! the proxy processes count exactly, the responder's samples include its
 //! proxy, `openssl s_client` against the server proxy gets the configured
 //! suite, and no proxy outlives its run or its parent. One test, serial:

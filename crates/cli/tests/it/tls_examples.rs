@@ -67,7 +67,7 @@ fn tls_handshakes_example_reports_each_negotiated_cipher() {
 }
 
 #[test]
-fn tls_population_example_compares_clear_inline_and_transparent_tls() {
+fn tls_population_example_compares_clear_inline_and_a_tls_proxy() {
     // A short think time so that 300 ms windows see transactions, after a
     // warm-up long enough for 1000 full handshakes in a debug build.
     let md = study_report(

@@ -1,7 +1,10 @@
-//! `tls_mode sidecar`: transparent TLS, the AT-TLS analogue. The application
-//! (driver, responder) speaks clear text; on each side one TLS proxy process
-//! — the same binary started as `stackbench __tls-proxy CONFIG` — carries the
-//! bytes over TLS, as AT-TLS does outside the application.
+//! `tls_mode sidecar`: a TLS proxy on each side. The application (driver,
+//! responder) speaks clear text; on each side one TLS proxy process — the
+//! same binary started as `stackbench __tls-proxy CONFIG` — carries the bytes
+//! over TLS. It leaves the application unchanged, as AT-TLS does, but adds
+//! two loopback legs and a process per side, so it is a TLS proxy (a service
+//! mesh's sidecar), not the AT-TLS analogue: that is `tls_mode ktls`, TLS in
+//! the stack.
 //!
 //! Client side: the driver connects in clear text to its proxy's loopback
 //! listener; per accepted connection the proxy opens one TLS connection to

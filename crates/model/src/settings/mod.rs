@@ -239,7 +239,7 @@ run_settings! {
     ca: Option<Text> = None, json "ca";
     /// Do not verify an https:// target's certificate (a warning says so wherever the figures appear).
     insecure: bool = false, json "insecure";
-    /// Where TLS runs: inline (OpenSSL in driver and responder), sidecar (a TLS proxy process per side, as AT-TLS), ktls (OpenSSL handshake, then the kernel record layer; needs CONFIG_TLS).
+    /// Where TLS runs: inline (OpenSSL in driver and responder, as System SSL in the application), ktls (OpenSSL handshake, then the kernel's record layer under the unchanged application: the AT-TLS analogue; needs CONFIG_TLS), sidecar (a TLS proxy process per side: two more loopback legs and a process, not AT-TLS).
     tls_mode: TlsMode = TlsMode::Inline, json "tls_mode";
     /// TLS: share of connections that offer the client's last session (abbreviated handshake), 0 to 1; 0: every CRR connection a full handshake.
     resume_ratio: ResumeRatio = ResumeRatio(0.0), json "resume_ratio";

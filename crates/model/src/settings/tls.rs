@@ -226,9 +226,13 @@ impl<'de> Deserialize<'de> for ResumeRatio {
     }
 }
 
-/// Where TLS runs: inside driver and responder (`inline`), in transparent
-/// proxy processes (`sidecar`, as AT-TLS), or in the kernel's record layer
-/// after a user-space handshake (`ktls`).
+/// Where TLS runs: inside driver and responder (`inline`, as an application
+/// calling System SSL), in the kernel's record layer after a user-space
+/// handshake (`ktls`: TLS done by the stack under an unchanged application,
+/// the AT-TLS analogue), or in TLS proxy processes (`sidecar`: the
+/// application is unchanged too, but every byte crosses two more loopback
+/// legs and a process, so it costs more than inline where AT-TLS costs less —
+/// a TLS proxy, not AT-TLS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TlsMode {
