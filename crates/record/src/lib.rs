@@ -24,7 +24,7 @@ pub use applicability::Applicability;
 pub use env::{Environment, InterfaceInfo};
 pub use guest::{GuestEnvironment, EMULATED_NOTE};
 pub use lab::{
-    LabEnvironment, LabFlowtable, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy,
-    LabRxQueue, LabSa, LabSteering, LabTarget, LabVirtualHost,
+    link_utilisation, LabEnvironment, LabFlowtable, LabInterface, LabIpsec, LabMacvlan, LabNetem,
+    LabPolicy, LabRxQueue, LabSa, LabSteering, LabTarget, LabUtilisation, LabVirtualHost,
 };
 pub use run::*;

@@ -710,6 +710,8 @@ impl LabRun {
                     }
                 })
                 .collect(),
+            // The classes' figures come later (`session`).
+            utilisation: Vec::new(),
         };
         let mut warnings = Vec::new();
         let changes = env.changes();

@@ -174,7 +174,10 @@ impl<'a> Runner<'a> {
                 let before = lab.read();
                 // The driver's threads are made in host A's namespace.
                 lab.in_from(|| run_workloads(&measured, session, &mut record, &mut *obs, stop))?;
-                let (env, warnings) = lab.environment(before, lab.read());
+                let (mut env, warnings) = lab.environment(before, lab.read());
+                if let Some(rate) = env.path_rate_bps() {
+                    env.utilisation = stackbench_record::link_utilisation(rate, &record.classes);
+                }
                 for w in &warnings {
                     obs.warning(w);
                 }

@@ -77,6 +77,10 @@ pub(crate) fn environment_items(input: &StudyInput, v: &Variants, keys: &[String
             Some(ends.join("; "))
         }),
     );
+    add(
+        "Lab link utilisation (payload over the window, % of the path's rate, to server / to client; mean over runs)",
+        link_utilisation(v),
+    );
     if v.groups
         .iter()
         .flat_map(|g| &g.1)
@@ -455,4 +459,41 @@ fn variant_settings(input: &StudyInput, v: &Variants, i: usize) -> String {
         text.push_str(&format!("; its runs differ: {}", differing.join("; ")));
     }
     format!("{desc}{text}")
+}
+
+/// Per variant, each class's (and mix's) payload
+/// each way as a share of the path's rate, the mean over the variant's runs;
+/// `None` when no run crossed a link with a rate.
+fn link_utilisation(v: &Variants) -> Option<String> {
+    let per_variant: Vec<String> = v
+        .groups
+        .iter()
+        .filter_map(|(name, runs)| {
+            let mut classes: Vec<(&str, Vec<(f64, f64)>)> = Vec::new();
+            for u in runs
+                .iter()
+                .filter_map(|r| r.env.lab.as_ref())
+                .flat_map(|l| &l.utilisation)
+            {
+                match classes.iter_mut().find(|(c, _)| *c == u.class) {
+                    Some((_, xs)) => xs.push((u.to_server_pct, u.to_client_pct)),
+                    None => classes.push((&u.class, vec![(u.to_server_pct, u.to_client_pct)])),
+                }
+            }
+            if classes.is_empty() {
+                return None;
+            }
+            let each: Vec<String> = classes
+                .iter()
+                .map(|(class, xs)| {
+                    let n = xs.len() as f64;
+                    let up = xs.iter().map(|x| x.0).sum::<f64>() / n;
+                    let down = xs.iter().map(|x| x.1).sum::<f64>() / n;
+                    format!("{class} {up:.1}% / {down:.1}%")
+                })
+                .collect();
+            Some(format!("{name}: {}", each.join(", ")))
+        })
+        .collect();
+    (!per_variant.is_empty()).then(|| per_variant.join("; "))
 }

@@ -192,6 +192,7 @@ fn lab_runs_show_their_path_and_link() {
                     addresses: vec!["10.77.1.1/24".into()],
                     ..Default::default()
                 }],
+                utilisation: stackbench_record::link_utilisation(rate_bps, &r.record.classes),
                 ..Default::default()
             });
         }
@@ -199,6 +200,7 @@ fn lab_runs_show_their_path_and_link() {
     };
     let mut all = with_lab("100Mbit", 100_000_000, 1);
     all.extend(with_lab("1Gbit", 1_000_000_000, 100));
+    let first = all[0].record.classes[0].clone();
     let md = lab_markdown("lab-link-rate", all);
     assert!(
         md.contains("Lab path: lab pair: client → server, direct"),
@@ -208,6 +210,26 @@ fn lab_runs_show_their_path_and_link() {
         md.contains("100Mbit: sb-pair-client/pair-0a: MTU 1500, rate 100Mbit, tso on, 10.77.1.1/24; 1Gbit: sb-pair-client/pair-0a: MTU 1500, rate 1Gbit"),
         "{md}"
     );
+    // Link utilisation per variant and class, each way, from the window's
+    // payload over the path's rate: ten times the share on a tenth the rate.
+    let (tx, rx) = (first.tx_bytes_per_s * 8.0, first.rx_bytes_per_s * 8.0);
+    let (notation, pct) = (&first.notation, |bits: f64, rate: f64| 100.0 * bits / rate);
+    let label = "Lab link utilisation (payload over the window, % of the path's rate, to server / to client; mean over runs)";
+    let expect = [
+        format!(
+            "{label}: 100Mbit: {notation} {:.1}% / {:.1}%,",
+            pct(tx, 1e8),
+            pct(rx, 1e8)
+        ),
+        format!(
+            "; 1Gbit: {notation} {:.1}% / {:.1}%,",
+            pct(tx, 1e9),
+            pct(rx, 1e9)
+        ),
+    ];
+    for expect in expect {
+        assert!(md.contains(&expect), "{expect}\n{md}");
+    }
 }
 
 /// A steering study: the environment section prints the RPS CPUs the
