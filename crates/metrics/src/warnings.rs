@@ -176,9 +176,11 @@ pub enum Warning {
     DelayedAckStall {
         share_pct: f64,
         transactions: u64,
-        /// The band, ms (the path's floor included).
+        /// The band, ms (the path's floor included); no high edge when the
+        /// transactions were counted past it (several stalls each: a small
+        /// buffer and a long transfer).
         low_ms: f64,
-        high_ms: f64,
+        high_ms: Option<f64>,
         p50_us: f64,
         /// The cause the settings point to: a socket buffer set below
         /// loopback's 64 kB MSS (`--sndbuf`/`--rcvbuf`, its flag and
@@ -388,11 +390,15 @@ impl fmt::Display for Warning {
             } => write!(
                 f,
                 "delayed-ACK stall: {share_pct:.1}% of transactions ({transactions}) took \
-                 {low_ms:.0}-{high_ms:.0} ms, which the path does not explain (p50 {p50_us:.0} \
+                 {}, which the path does not explain (p50 {p50_us:.0} \
                  µs): the likely cause is {flag} {bytes} B, below loopback's 64 kB MSS: a \
                  segment waits for the peer's delayed ACK (40 ms) to free the buffer, with \
                  or without --nodelay; raise {flag} to at least 64kB or leave it to the \
-                 kernel; the rate and latency figures include the stalls"
+                 kernel; the rate and latency figures include the stalls",
+                match high_ms {
+                    Some(high) => format!("{low_ms:.0}-{high:.0} ms"),
+                    None => format!("{low_ms:.0} ms or more (a stall per buffer's worth)"),
+                }
             ),
             Warning::DelayedAckStall {
                 share_pct,
@@ -404,11 +410,12 @@ impl fmt::Display for Warning {
             } => write!(
                 f,
                 "delayed-ACK stall: {share_pct:.1}% of transactions ({transactions}) took \
-                 {low_ms:.0}-{high_ms:.0} ms, which the path does not explain (p50 {p50_us:.0} \
+                 {low_ms:.0}-{:.0} ms, which the path does not explain (p50 {p50_us:.0} \
                  µs): the likely cause is Nagle holding a message's last segment until the \
                  peer's delayed ACK (40 ms); set --nodelay (TCP_NODELAY), or look for \
                  messages written in small pieces (on CPUs busy with other work, scheduling \
-                 delays land here too); the rate and latency figures include the stalls"
+                 delays land here too); the rate and latency figures include the stalls",
+                high_ms.unwrap_or(*low_ms)
             ),
             Warning::AgentsShareCpus {
                 agents,

@@ -116,14 +116,46 @@ pub fn check_stall_with(
     let small = class.request_bytes + class.response_bytes <= SMALL_TRANSACTION_BYTES;
     let unexplained = p50_us < band.low_us || small || small_buffer.is_some();
     let stalled = band.transactions > 0 && band.share_pct >= STALL_SHARE_PCT;
-    (stalled && unexplained && !open).then(|| Warning::DelayedAckStall {
-        share_pct: band.share_pct,
-        transactions: band.transactions,
+    if open {
+        return None;
+    }
+    if stalled && unexplained {
+        return Some(Warning::DelayedAckStall {
+            share_pct: band.share_pct,
+            transactions: band.transactions,
+            low_ms: band.low_us / 1e3,
+            high_ms: Some(band.high_us / 1e3),
+            p50_us,
+            small_buffer,
+        });
+    }
+    // A buffer below the MSS stalls once per buffer's worth: a transfer
+    // many buffers long waits for many delayed ACKs and lands beyond the
+    // band (`STR1(2MB/1B) --sndbuf 20kB`: its one transaction took 924 ms
+    // where loopback needs a millisecond). The fewer transactions such a
+    // stall leaves, the more the warning is needed: any share at or above
+    // 1% past the band's low edge is one, read from the percentiles.
+    let share_pct = small_buffer.and(beyond_low_edge(class, band.low_us))?;
+    let transactions = ((share_pct / 100.0) * band.of_transactions as f64).round() as u64;
+    Some(Warning::DelayedAckStall {
+        share_pct,
+        transactions: transactions.max(1),
         low_ms: band.low_us / 1e3,
-        high_ms: band.high_us / 1e3,
+        high_ms: None,
         p50_us,
         small_buffer,
     })
+}
+
+/// The least share of `class`'s transactions (%) that took at least
+/// `low_us`, from its latency percentiles (min: all of them, p50: half, …,
+/// p99: 1%); `None` below 1%.
+fn beyond_low_edge(class: &ClassResult, low_us: f64) -> Option<f64> {
+    let l = class.latency_us?;
+    [(100.0, l.min), (50.0, l.p50), (10.0, l.p90), (1.0, l.p99)]
+        .into_iter()
+        .find(|(_, v)| *v >= low_us)
+        .map(|(share, _)| share)
 }
 
 #[cfg(test)]
@@ -172,6 +204,35 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("set --nodelay"), "{text}");
+    }
+
+    /// STR1(2MB/1B) --sndbuf 20kB: one transaction of 924 ms, many stalls
+    /// long, beyond the band; it leaves one transaction, and is warned,
+    /// naming the buffer. Without a small buffer a long transfer is not
+    /// taken for a stall.
+    #[test]
+    fn a_small_buffer_stall_beyond_the_band_is_warned_however_few_transactions() {
+        let h = hist(&[(924.0, 1)]);
+        let mut class = crate::warnings::tests::sample_class();
+        class.latency_us = h.summary_us();
+        class.transactions = 1;
+        class.stall_band = stall_band(&h, 0, &PathFloor::default());
+        (class.request_bytes, class.response_bytes) = (2 << 20, 1);
+        assert_eq!(class.stall_band.unwrap().transactions, 0);
+        assert!(check_delayed_ack_stall(&class).is_none());
+        let w = check_stall_with(&class, Some(("--sndbuf", 20 << 10))).unwrap();
+        let text = w.to_string();
+        assert!(text.contains("100.0% of transactions (1)"), "{text}");
+        assert!(text.contains("took 35 ms or more"), "{text}");
+        assert!(
+            text.contains("the likely cause is --sndbuf 20480 B"),
+            "{text}"
+        );
+        // A transfer that took under the band's low edge is no stall.
+        let quick = hist(&[(2.0, 1)]);
+        class.latency_us = quick.summary_us();
+        class.stall_band = stall_band(&quick, 0, &PathFloor::default());
+        assert!(check_stall_with(&class, Some(("--sndbuf", 20 << 10))).is_none());
     }
 
     #[test]
