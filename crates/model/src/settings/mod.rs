@@ -480,6 +480,19 @@ impl RunSettings {
                     .into(),
             });
         }
+        if self.protocol == AppProtocol::Ftp && plain.is_none_or(|t| t.protocol != AppProtocol::Ftp)
+        {
+            // stackbench's responder has no FTP half yet (a passive
+            // listener per session): the engine's ftp row says so.
+            return Err(SettingError {
+                name: "protocol".into(),
+                value: "ftp".into(),
+                message: "protocol ftp drives an FTP server, and stackbench serve does not speak \
+                          FTP yet: add --target ftp://HOST:PORT/DIR/ (e.g. vsftpd, with files \
+                          named by their sizes in DIR)"
+                    .into(),
+            });
+        }
         if self.waitall && self.protocol.framed() {
             return Err(SettingError {
                 name: "waitall".into(),
@@ -550,7 +563,7 @@ impl RunSettings {
         };
         let p = t.protocol;
         let scheme = t.scheme;
-        let article = if scheme.starts_with(['h', 'a']) {
+        let article = if scheme.starts_with(['h', 'a', 'f']) {
             "an"
         } else {
             "a"
