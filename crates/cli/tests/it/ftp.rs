@@ -250,10 +250,8 @@ fn a_server_that_is_not_ftp_is_named_in_one_line() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
-        for stream in listener.incoming().take(4) {
-            if let Ok(mut s) = stream {
-                let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
-            }
+        for mut s in listener.incoming().take(4).flatten() {
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
         }
     });
     let out = run("RR1(1B/1000B)", 3, &format!("ftp://127.0.0.1:{port}/"), &[]);
