@@ -5,8 +5,10 @@
 //! transfer – log-off, each counted exactly, with the server's processes
 //! found by their listener and their CPU counted although vsftpd forks
 //! per session; and the bad inputs: no file of the size, a refused log-on.
-//! Without a server: a target that is not FTP, and protocol ftp without an
-//! FTP target.
+//! Without a server: transfers against a minimal FTP server in this
+//! process (EPSV and PASV, replies split and joined, the bytes counted
+//! exactly), a target that is not FTP, and protocol ftp without an FTP
+//! target.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -290,4 +292,180 @@ fn protocol_ftp_needs_an_ftp_target() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A minimal FTP server in this process, one thread per session: the
+/// log-on, EPSV (refused with 500 when `epsv` is false, for PASV), RETR of
+/// a file as long as its name's last number, STOR counted to the end, and
+/// QUIT. With `together`, a RETR's 150 and 226 go out in one write after
+/// the data connection closed, and the greeting in two pieces: the codec
+/// must find each reply wherever it falls.
+fn fake_ftp(epsv: bool, together: bool) -> u16 {
+    use std::io::{BufRead, BufReader};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for control in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut out = control.try_clone().unwrap();
+                let mut lines = BufReader::new(control);
+                if together {
+                    out.write_all(b"22").unwrap();
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                out.write_all(if together {
+                    b"0-fake\r\n220 ready\r\n"
+                } else {
+                    b"220 fake\r\n"
+                })
+                .unwrap();
+                let mut passive: Option<TcpListener> = None;
+                let mut line = String::new();
+                while lines.read_line(&mut line).unwrap_or(0) > 0 {
+                    let (verb, arg) = line
+                        .trim_end()
+                        .split_once(' ')
+                        .unwrap_or((line.trim_end(), ""));
+                    let size =
+                        |arg: &str| arg.rsplit('/').next().unwrap().parse::<usize>().unwrap();
+                    let reply: Vec<u8> = match verb {
+                        "USER" => b"331 password\r\n".to_vec(),
+                        "PASS" => b"230 in\r\n".to_vec(),
+                        "TYPE" => b"200 binary\r\n".to_vec(),
+                        "EPSV" if !epsv => b"500 no EPSV\r\n".to_vec(),
+                        "EPSV" | "PASV" => {
+                            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+                            let p = l.local_addr().unwrap().port();
+                            passive = Some(l);
+                            if verb == "EPSV" {
+                                format!("229 Extended Passive Mode (|||{p}|)\r\n").into_bytes()
+                            } else {
+                                format!("227 Passive Mode (127,0,0,1,{},{})\r\n", p / 256, p % 256)
+                                    .into_bytes()
+                            }
+                        }
+                        "RETR" => {
+                            let (mut data, _) = passive.take().unwrap().accept().unwrap();
+                            if !together {
+                                out.write_all(b"150 sending\r\n").unwrap();
+                            }
+                            data.write_all(&vec![7u8; size(arg)]).unwrap();
+                            drop(data);
+                            if together {
+                                b"150 sending\r\n226 done\r\n".to_vec()
+                            } else {
+                                b"226 done\r\n".to_vec()
+                            }
+                        }
+                        "STOR" => {
+                            let (mut data, _) = passive.take().unwrap().accept().unwrap();
+                            out.write_all(b"150 send it\r\n").unwrap();
+                            let mut got = Vec::new();
+                            data.read_to_end(&mut got).unwrap();
+                            if got.len() == size(arg) {
+                                b"226 stored\r\n".to_vec()
+                            } else {
+                                b"451 short\r\n".to_vec()
+                            }
+                        }
+                        "QUIT" => {
+                            let _ = out.write_all(b"221 bye\r\n");
+                            return;
+                        }
+                        _ => b"502 not here\r\n".to_vec(),
+                    };
+                    if out.write_all(&reply).is_err() {
+                        return;
+                    }
+                    line.clear();
+                }
+            });
+        }
+    });
+    port
+}
+
+/// The data connection end to end against an FTP server in this process
+/// (no tier): RETR and STOR over EPSV, PASV where EPSV is refused, replies
+/// split and joined, CRR's log-on and log-off; and the bytes: the file's on
+/// the data connection plus the control connection's commands and replies,
+/// exactly (an RR or STR client logs on before the window).
+#[test]
+fn transfers_count_the_file_and_the_control_bytes_exactly() {
+    let epsv_joined = fake_ftp(true, true);
+    let pasv_only = fake_ftp(false, false);
+    let n = 30u64;
+    let file = 100_000u64;
+    // RETR over EPSV, 150 and 226 in one write after the data.
+    let record = run_json(
+        "STR1(1B/100000B)",
+        n,
+        &[
+            "--protocol",
+            "ftp",
+            "--target",
+            &format!("ftp://127.0.0.1:{epsv_joined}/"),
+        ],
+    );
+    let c = class(&record);
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(n), Some(0)),
+        "{c}"
+    );
+    let port_digits = epsv_joined.to_string().len() as u64;
+    let replies = "229 Extended Passive Mode (|||".len() as u64
+        + port_digits
+        + "|)\r\n".len() as u64
+        + "150 sending\r\n226 done\r\n".len() as u64;
+    assert_eq!(c["rx_bytes"].as_u64().unwrap(), n * (file + replies), "{c}");
+    let commands = ("EPSV\r\n".len() + "RETR 100000\r\n".len()) as u64;
+    assert_eq!(c["tx_bytes"].as_u64().unwrap(), n * commands, "{c}");
+    // STOR after EPSV is refused: PASV, every transfer.
+    let record = run_json(
+        "RR1(100000B/1B)",
+        n,
+        &[
+            "--protocol",
+            "ftp",
+            "--target",
+            &format!("ftp://127.0.0.1:{pasv_only}/in/"),
+        ],
+    );
+    let c = class(&record);
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(n), Some(0)),
+        "{c}"
+    );
+    let tx = c["tx_bytes"].as_u64().unwrap();
+    // The first transfer also sent the refused EPSV.
+    let commands = ("PASV\r\n".len() + "STOR /in/100000\r\n".len()) as u64;
+    assert_eq!(tx, n * (file + commands) + "EPSV\r\n".len() as u64, "{c}");
+    // CRR: log on, transfer, log off, every transaction.
+    let record = run_json(
+        "CRR1(64B/1000B)",
+        n,
+        &[
+            "--protocol",
+            "ftp",
+            "--target",
+            &format!("ftp://127.0.0.1:{epsv_joined}/"),
+        ],
+    );
+    let c = class(&record);
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(n), Some(0)),
+        "{c}"
+    );
+    assert_eq!(c["sessions"]["attempted"].as_u64(), Some(n), "{c}");
+    let logon =
+        ("USER anonymous\r\n".len() + "PASS stackbench@\r\n".len() + "TYPE I\r\n".len()) as u64;
+    let commands = ("EPSV\r\n".len() + "RETR 1000\r\n".len() + "QUIT\r\n".len()) as u64;
+    assert_eq!(
+        c["tx_bytes"].as_u64().unwrap(),
+        n * (logon + commands),
+        "{c}"
+    );
 }
