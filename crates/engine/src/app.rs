@@ -62,8 +62,24 @@
 //! [`AppProtocol`] (the model's `app_protocols!` table: spelling, allowed
 //! values, plain targets), a module of its own here with its halves and its
 //! [`Protocol`] row, and one arm in [`with`].
+//!
+//! Data connections. A protocol that moves each transaction's payload on a
+//! connection of its own (FTP: a passive data connection per transfer)
+//! sets `DATA` and asks the driver for it: after each complete response on
+//! the connection the client opened (the control connection) the machine
+//! asks [`Codec::turn`] what the transaction does next ([`Turn`]: send
+//! another command, open a data connection to a port of the control
+//! connection's peer, receive or send the payload on it, read another
+//! reply, or complete), and when the data connection ends,
+//! [`Codec::data_done`]. The data connection's bytes are counted as the
+//! transaction's (rx/tx bytes) and belong to the same per-connection
+//! machine: one state per client, the data socket beside the control one
+//! in the backend. Only the epoll backend opens data connections; io_uring
+//! takes no framed protocol (epoll runs it, named in the warnings) and
+//! direct waiting takes no client with two sockets.
 
 pub mod amqp;
+pub mod ftp;
 pub mod http1;
 mod rows;
 pub mod tn3270;
@@ -108,6 +124,30 @@ pub enum Setup {
     SendLast,
     /// Setup is over: the first transaction may start.
     Done,
+}
+
+/// What a transaction of a protocol with data connections (`Codec::DATA`)
+/// does next, after a complete response on the control connection or the
+/// data connection's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// The transaction is complete.
+    Complete,
+    /// Send the next command (`Codec::request_len` and `fill_request` say
+    /// it), then read its reply: the same transaction.
+    Command,
+    /// Open a data connection to this port of the control connection's
+    /// peer, then send the next command.
+    OpenData(u16),
+    /// Receive the payload on the data connection until it ends: the
+    /// codec says how many bytes were due ([`Codec::data_bytes`]); then
+    /// [`Codec::data_done`].
+    ReceiveData(u64),
+    /// Send this many payload bytes on the data connection and close it;
+    /// then [`Codec::data_done`].
+    SendData(u64),
+    /// Read the next reply on the control connection.
+    Reply,
 }
 
 /// What a class asks of its protocol: kind, notation sizes, whether the
@@ -330,6 +370,30 @@ pub trait Codec: Clone {
     fn setup_failure(&self, _state: &Self::State) -> &'static str {
         "fault"
     }
+
+    /// Whether a transaction moves its payload on a data connection of its
+    /// own (see the module doc); false: the branch compiles away.
+    const DATA: bool = false;
+
+    /// A response on the control connection is complete: what the
+    /// transaction does next (asked only when `DATA`).
+    #[inline]
+    fn turn(&self, _state: &mut Self::State) -> Result<Turn, Fault> {
+        Ok(Turn::Complete)
+    }
+
+    /// The payload bytes a data connection carries (asked only when `DATA`).
+    #[inline]
+    fn data_bytes(&self) -> u64 {
+        0
+    }
+
+    /// The data connection ended having moved `moved` payload bytes (or
+    /// received more than were due): what next (asked only when `DATA`).
+    #[inline]
+    fn data_done(&self, _state: &mut Self::State, _moved: u64) -> Result<Turn, Fault> {
+        Ok(Turn::Complete)
+    }
 }
 
 /// The responder's half of an application protocol.
@@ -498,6 +562,8 @@ pub struct Row {
     pub framed: bool,
     /// Its connections open with a setup dialogue (either half's `SETUP`).
     pub setup: bool,
+    /// Its transactions open data connections of their own (`Codec::DATA`).
+    pub data: bool,
     pub transports: &'static [Transport],
     /// What the driver's half calls an answer and its setup, in the lines
     /// that explain an incomplete run (`Codec::RESPONSE_NAME`, `SETUP_NAME`).
@@ -512,6 +578,7 @@ impl Row {
             protocol: P::PROTOCOL,
             framed: P::Client::FRAMED || P::Server::FRAMED,
             setup: P::Client::SETUP || P::Server::SETUP,
+            data: P::Client::DATA,
             transports: P::TRANSPORTS,
             response_name: P::Client::RESPONSE_NAME,
             setup_name: P::Client::SETUP_NAME,

@@ -11,8 +11,13 @@
 //! `/proc/*/fd`) are the server — every nginx worker holds the listener its
 //! master opened — and their descendants are added (a broker VM's helper
 //! processes). The descendants are found again at each sample, so a worker
-//! started during the run is counted; one that exits takes its CPU time with
-//! it, and that window's process figure saturates at zero rather than going
+//! started during the run is counted; one that exits and is waited for by
+//! its parent in the tree leaves its CPU time in the parent's
+//! cutime/cstime, which the server's CPU includes (`ProcessSource::Tree`),
+//! so vsftpd's per-session processes — two per session, forked at the
+//! log-on and gone at its end, mostly between two samples — are counted;
+//! one that is not waited for within the tree takes its CPU time with it,
+//! and that window's process figure saturates at zero rather than going
 //! negative. A listener in another network namespace (a container) or a
 //! process whose fds this process may not read is not found: the run then
 //! says so once and the server side is absent; `server_pid` names the
@@ -293,7 +298,9 @@ impl ServerSide {
         // (a broker's short-lived resolver) fails one read: list again once.
         let (pids, cpu) = (0..2).find_map(|_| {
             let pids = self.pids();
-            let cpu = CpuSample::take(&ProcessSource::Pids(pids.clone())).ok()?;
+            // The tree's reaped children count too: a server that forks per
+            // session (vsftpd) ends most sessions between two samples.
+            let cpu = CpuSample::take(&ProcessSource::Tree(pids.clone())).ok()?;
             (!pids.is_empty()).then_some((pids, cpu))
         })?;
         let cpu = cpu.with_disk(&pids);

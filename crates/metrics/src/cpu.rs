@@ -41,6 +41,14 @@ pub enum ProcessSource {
     None,
     /// Sum `/proc/<pid>/stat` utime + stime over these processes.
     Pids(Vec<u32>),
+    /// A process tree (roots and their living descendants): the sum of
+    /// utime, stime, cutime and cstime over it, so the CPU of a descendant
+    /// that ended and was waited for within the tree stays counted, in its
+    /// parent's cutime/cstime: vsftpd's and inetd's per-session processes,
+    /// born and ended between two samples, are never seen living. Summed
+    /// over the whole tree no time counts twice: a living process's cutime
+    /// holds only children that left the tree.
+    Tree(Vec<u32>),
     /// The cgroup v2 `cpu.stat` of the cgroup this process is in; falls back
     /// to its `/proc/<pid>/stat` where there is no unified hierarchy.
     CgroupOf(u32),
@@ -163,13 +171,19 @@ fn sample_processes(
             }
             vec![*pid]
         }
-        ProcessSource::Pids(pids) => pids.clone(),
+        ProcessSource::Pids(pids) | ProcessSource::Tree(pids) => pids.clone(),
     };
+    let reaped = matches!(source, ProcessSource::Tree(_));
     let mut times = ProcessTimes::default();
     for pid in pids {
         let ticks = procfs::read_pid_ticks(pid)?;
-        times.user_us += ticks_to_us(ticks.utime);
-        times.system_us += ticks_to_us(ticks.stime);
+        let (cu, cs) = if reaped {
+            (ticks.cutime, ticks.cstime)
+        } else {
+            (0, 0)
+        };
+        times.user_us += ticks_to_us(ticks.utime + cu);
+        times.system_us += ticks_to_us(ticks.stime + cs);
     }
     Ok(Some(times))
 }
@@ -596,6 +610,32 @@ mod tests {
         let f = CpuFigures::combine(Some(side(2.5, Some(5.0))), None, Some(shared));
         assert!(!f.separable);
         assert_eq!(f.total_cpu_us_per_tran, Some(5.0));
+    }
+
+    /// A child that burns CPU and is waited for leaves its time in this
+    /// process's cutime/cstime: a tree sample counts it, a pid sample does
+    /// not (vsftpd's per-session processes, born and reaped between two
+    /// samples, are only ever seen this way).
+    #[test]
+    fn a_tree_counts_the_children_it_waited_for() {
+        let me = std::process::id();
+        let total = |source: &ProcessSource| {
+            let p = CpuSample::take(source).unwrap().process.unwrap();
+            p.user_us + p.system_us
+        };
+        let (tree_a, pids_a) = (
+            total(&ProcessSource::Tree(vec![me])),
+            total(&ProcessSource::Pids(vec![me])),
+        );
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let tree = total(&ProcessSource::Tree(vec![me])) - tree_a;
+        let pids = total(&ProcessSource::Pids(vec![me])) - pids_a;
+        // The shell's loop takes well over 50 ms of CPU anywhere.
+        assert!(tree >= pids + 50_000, "tree {tree} µs, pids {pids} µs");
     }
 
     #[test]

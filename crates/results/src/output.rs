@@ -65,7 +65,7 @@ pub fn human(record: &RunRecord, layout: Layout) -> String {
         .is_some_and(|t| t.0.starts_with("http://"));
     for c in &record.classes {
         out.push_str(&http_line(c, foreign));
-        out.push_str(&sessions_line(c));
+        out.push_str(&sessions_line(c, record.settings.protocol.name()));
     }
     out.push_str(&server_lines(record));
     if let Some(a) = &record.agents {
@@ -306,12 +306,13 @@ pub fn server_identity(record: &RunRecord) -> Option<String> {
     ))
 }
 
-/// A class's session setups (protocol tn3270), one line under the table:
-/// `tn3270 RR10(100B/800B): sessions 10: tn3270e 10; functions …`, with
-/// the failed ones by reason. Empty for other protocols.
-pub fn sessions_line(c: &ClassResult) -> String {
+/// A class's session setups (a protocol whose connections open with one:
+/// tn3270's negotiation, ftp's log-on), one line under the table, named by
+/// the run's protocol: `tn3270 RR10(100B/800B): sessions 10: tn3270e 10;
+/// functions …`, with the failed ones by reason. Empty for other protocols.
+pub fn sessions_line(c: &ClassResult, protocol: &str) -> String {
     match &c.sessions {
-        Some(s) => format!("tn3270 {}: {}\n", c.notation, s.summary()),
+        Some(s) => format!("{protocol} {}: {}\n", c.notation, s.summary()),
         None => String::new(),
     }
 }
@@ -736,7 +737,7 @@ mod tests {
         );
         c.http_status = None;
         assert_eq!(http_line(&c, true), "", "not HTTP");
-        assert_eq!(sessions_line(&c), "");
+        assert_eq!(sessions_line(&c, "tn3270"), "");
         let mut sessions = stackbench_record::Sessions {
             attempted: 2,
             ..Default::default()
@@ -745,9 +746,9 @@ mod tests {
         sessions.failed.insert("closed".into(), 1);
         c.sessions = Some(sessions);
         assert!(
-            sessions_line(&c).ends_with(": sessions 2: tn3270 1; failed 1 (closed 1)\n"),
+            sessions_line(&c, "tn3270").ends_with(": sessions 2: tn3270 1; failed 1 (closed 1)\n"),
             "{}",
-            sessions_line(&c)
+            sessions_line(&c, "tn3270")
         );
     }
 

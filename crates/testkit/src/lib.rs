@@ -1,7 +1,7 @@
 //! Test tiers that need something a machine may lack — root, qemu, Chromium,
 //! Python, the `openssl` command, IPv6 loopback, io_uring, MPTCP, the pinned
 //! Kubernetes schema validator, a Slurm cluster, nginx, hercules, an AMQP 1.0
-//! broker ([`broker`]), two CPUs, AF_SMC, ESP, zsh, man — and the probes shared by more than one crate's tests. A test that
+//! broker ([`broker`]), vsftpd, two CPUs, AF_SMC, ESP, zsh, man — and the probes shared by more than one crate's tests. A test that
 //! cannot run its tier skips, saying why; with `STACKBENCH_REQUIRE` naming the
 //! tier (a comma-separated list, or `all`) the skip is a failure instead, so
 //! CI, which installs and starts what the tiers need, cannot pass by skipping
@@ -68,6 +68,11 @@ pub enum Tier {
     Zsh,
     /// man-db's `man` (the generated man pages rendered with `man -l`).
     Man,
+    /// Debian's vsftpd, run as root (it chroots anonymous sessions and
+    /// drops to the `ftp` user): a real FTP server the test starts on a
+    /// loopback port with a configuration and directory of its own, for
+    /// the `ftp` codec.
+    Vsftpd,
     /// podman building deploy/Containerfile as root, its base image
     /// (debian:bookworm-slim) in local storage (`deploy/base-image` makes
     /// it from Debian's packages where no image registry is reachable).
@@ -75,7 +80,7 @@ pub enum Tier {
 }
 
 impl Tier {
-    pub const ALL: [Tier; 19] = [
+    pub const ALL: [Tier; 20] = [
         Tier::Root,
         Tier::Qemu,
         Tier::Chromium,
@@ -94,6 +99,7 @@ impl Tier {
         Tier::Esp,
         Tier::Zsh,
         Tier::Man,
+        Tier::Vsftpd,
         Tier::Podman,
     ];
 
@@ -118,6 +124,7 @@ impl Tier {
             Tier::Esp => "esp",
             Tier::Zsh => "zsh",
             Tier::Man => "man",
+            Tier::Vsftpd => "vsftpd",
             Tier::Podman => "podman",
         }
     }

@@ -5,7 +5,7 @@
 
 use stackbench_model::AppProtocol;
 
-use super::{amqp, http1, tn3270, Protocol, Raw, Row, Visit};
+use super::{amqp, ftp, http1, tn3270, Protocol, Raw, Row, Visit};
 
 /// Runs `visit` with the row of `protocol`: the one place a setting value
 /// becomes a protocol's types (one arm per row).
@@ -16,6 +16,7 @@ pub fn with<V: Visit>(protocol: AppProtocol, visit: V) -> V::Out {
         AppProtocol::Http1 => visit.visit::<http1::Http1>(),
         AppProtocol::Tn3270 => visit.visit::<tn3270::row::Tn3270>(),
         AppProtocol::Amqp => visit.visit::<amqp::row::Amqp>(),
+        AppProtocol::Ftp => visit.visit::<ftp::row::Ftp>(),
     }
 }
 
@@ -67,9 +68,10 @@ mod tests {
         }
     }
 
-    /// Only raw payloads are unframed; only TN3270 opens with a dialogue;
-    /// every protocol runs over every transport, and a row that did not
-    /// would refuse in one line.
+    /// Only raw payloads are unframed; TN3270 opens with a dialogue and
+    /// HTTP does not; every protocol but FTP (clear TCP only: its data
+    /// connections) runs over every transport, and a row that does not
+    /// refuses in one line; only FTP opens data connections.
     #[test]
     fn rows_differ_where_their_protocols_do() {
         let unframed: Vec<_> = AppProtocol::ALL
@@ -80,9 +82,17 @@ mod tests {
         assert!(row(AppProtocol::Tn3270).setup && !row(AppProtocol::Http1).setup);
         for &p in AppProtocol::ALL {
             for &t in Transport::ALL {
-                assert_eq!(row(p).refuses_transport(t), None);
+                let ftp = p == AppProtocol::Ftp && t != Transport::Tcp;
+                assert_eq!(row(p).refuses_transport(t).is_some(), ftp, "{p:?} {t:?}");
             }
+            assert_eq!(row(p).data, p == AppProtocol::Ftp);
         }
+        assert_eq!(
+            row(AppProtocol::Ftp)
+                .refuses_transport(Transport::Tls)
+                .as_deref(),
+            Some("protocol ftp does not run over transport tls (use tcp)")
+        );
         let narrow = Row {
             transports: &[Transport::Tcp, Transport::Tls],
             ..row(AppProtocol::Http1)

@@ -40,7 +40,9 @@ impl<P: Codec> Worker<'_, P> {
     /// closed-loop class that keeps its connection (not CRR), and a client
     /// past the start barrier with a transaction under way.
     pub(super) fn direct_candidate(&self) -> Option<usize> {
-        if self.ring.is_some() || self.m.conns.len() != 1 || !self.m.timers.is_empty() {
+        // A client with a data connection (`Codec::DATA`) has two sockets
+        // to wait on: it stays on epoll.
+        if P::DATA || self.ring.is_some() || self.m.conns.len() != 1 || !self.m.timers.is_empty() {
             return None;
         }
         let (key, conn) = self.m.conns.iter().next()?;

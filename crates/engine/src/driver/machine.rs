@@ -39,7 +39,7 @@ use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
 use super::pace::{Pace, LATE_NS};
 use super::seen::{Cause, Place, Seen};
-use crate::app::{ClassShape, Codec, Fault, Raw, Setup, TargetHead};
+use crate::app::{ClassShape, Codec, Fault, Raw, Setup, TargetHead, Turn};
 use crate::sockopt::{self, IO_CHUNK_BYTES};
 use crate::timer::TimerWheel;
 use crate::transport::tls::Handshake;
@@ -103,6 +103,11 @@ pub(super) enum Phase {
     SetupSend,
     /// Connection setup: sending the codec's last setup bytes.
     SetupSendLast,
+    /// A protocol with data connections (`Codec::DATA`): receiving the
+    /// payload on the transaction's data connection until it ends.
+    DataRecv,
+    /// Sending the payload on the data connection (`remaining` bytes).
+    DataSend,
 }
 
 /// `Conn::flags`: the client has connected at least once.
@@ -181,6 +186,9 @@ pub(super) enum Got {
     /// The response is complete (CRR): close the connection — abortively
     /// (RST) when `abort` — then report [`Machine::closed`].
     Close { abort: bool },
+    /// A protocol with data connections: open one to this port of the
+    /// connection's peer, then go on (the next command is set up to send).
+    OpenData(u16),
 }
 
 /// One worker's clients: their states, what they booked, their timers.
@@ -725,10 +733,87 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         if self.conns[key].remaining > 0 {
             return Got::More;
         }
+        if P::DATA {
+            let conn = &mut self.conns[key];
+            let turn = self.codecs[class].turn(&mut conn.app);
+            return self.take_turn(key, turn, now);
+        }
         if counted {
             self.complete(key, now);
         }
         self.next_transaction(key, now)
+    }
+
+    /// A protocol with data connections: carries out what its codec said
+    /// the transaction does next, completing it at [`Turn::Complete`]; a
+    /// fault ends the client.
+    fn take_turn(&mut self, key: usize, turn: Result<Turn, Fault>, now: u64) -> Got {
+        let conn = &mut self.conns[key];
+        let codec = &self.codecs[conn.class as usize];
+        let (phase, remaining, got) = match turn {
+            Ok(Turn::Complete) => {
+                if self.timing.in_window(now) {
+                    self.complete(key, now);
+                }
+                return self.next_transaction(key, now);
+            }
+            Ok(Turn::Command) => (Phase::Sending, codec.request_len(&conn.app), Got::Next),
+            Ok(Turn::OpenData(port)) => (
+                Phase::Sending,
+                codec.request_len(&conn.app),
+                Got::OpenData(port),
+            ),
+            Ok(Turn::ReceiveData(n)) => (Phase::DataRecv, n, Got::Next),
+            Ok(Turn::SendData(n)) => (Phase::DataSend, n, Got::Next),
+            Ok(Turn::Reply) => (Phase::Receiving, codec.response_bytes(), Got::Next),
+            Err(fault) => {
+                self.fault(key, fault);
+                return Got::Stop;
+            }
+        };
+        conn.phase = phase;
+        conn.remaining = remaining;
+        got
+    }
+
+    /// Books `n` payload bytes client `key` received on its data
+    /// connection (0: it ended), counted as the transaction's; at its end,
+    /// or past the bytes due, the codec says what follows.
+    pub(super) fn data_received(&mut self, key: usize, n: usize) -> Got {
+        let now = self.now_ns();
+        if self.timing.in_window(now) {
+            let class = self.conns[key].class as usize;
+            self.accum[class].rx_bytes += n as u64;
+        }
+        let conn = &mut self.conns[key];
+        let n = n as u64;
+        if n > 0 && n <= conn.remaining {
+            conn.remaining -= n;
+            return Got::More;
+        }
+        let codec = &self.codecs[conn.class as usize];
+        let moved = codec.data_bytes() - conn.remaining + n;
+        let turn = codec.data_done(&mut conn.app, moved);
+        self.take_turn(key, turn, now)
+    }
+
+    /// Books `n` payload bytes client `key` sent on its data connection;
+    /// once all are out (the backend closes it then), the codec says what
+    /// follows.
+    pub(super) fn data_sent(&mut self, key: usize, n: usize) -> Got {
+        let now = self.now_ns();
+        let conn = &mut self.conns[key];
+        let class = conn.class as usize;
+        if self.timing.in_window(now) {
+            self.accum[class].tx_bytes += n as u64;
+        }
+        conn.remaining -= n as u64;
+        if conn.remaining > 0 {
+            return Got::More;
+        }
+        let codec = &self.codecs[class];
+        let turn = codec.data_done(&mut conn.app, codec.data_bytes());
+        self.take_turn(key, turn, now)
     }
 
     /// After a response: start the next transaction on this connection (RR,
@@ -800,6 +885,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             Phase::Receiving if codec.response_seen(&conn.app, conn.remaining).is_some() => {
                 Place::MidResponse
             }
+            Phase::DataRecv | Phase::DataSend => Place::MidResponse,
             _ => Place::BeforeResponse,
         }
     }
@@ -810,6 +896,14 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let codec = &self.codecs[conn.class as usize];
         match place {
             Place::InSetup => codec.setup_seen(&conn.app),
+            Place::MidResponse if matches!(conn.phase, Phase::DataRecv | Phase::DataSend) => {
+                let total = codec.data_bytes();
+                Some(format!(
+                    "{} of {} bytes on the data connection",
+                    crate::app::grouped(total - conn.remaining),
+                    crate::app::grouped(total)
+                ))
+            }
             Place::MidResponse => codec.response_seen(&conn.app, conn.remaining),
             _ => None,
         }
@@ -835,6 +929,8 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                     && matches!(
                         c.phase,
                         Phase::Receiving
+                            | Phase::DataRecv
+                            | Phase::DataSend
                             | Phase::SetupRecv
                             | Phase::SetupSend
                             | Phase::SetupSendLast

@@ -321,6 +321,8 @@ impl<'a, P: Codec> Mock<'a, P> {
                 None
             }
             Got::Stop => None,
+            // The mock's protocols open no data connections (`Codec::DATA`).
+            Got::OpenData(_) => None,
             Got::Close { .. } => {
                 let next = self.m.closed(key);
                 self.act(key, next);

@@ -281,7 +281,9 @@ impl<P: Codec> Worker<'_, P> {
             return self.fail(key, &e);
         }
         match self.received(key, res as usize) {
-            Ok(Got::More | Got::Next) => self.queue_io(key),
+            // `settle` made an opened data connection `Next` (and io_uring runs
+            // no protocol with data connections: `iomode`).
+            Ok(Got::More | Got::Next | Got::OpenData(_)) => self.queue_io(key),
             Ok(Got::Stop | Got::Close { .. }) => {}
             Err(e) => self.fail(key, &e),
         }

@@ -52,6 +52,9 @@ use crate::transport::{DataStream, Dialer};
 const MAX_POLL_WAIT: Duration = Duration::from_millis(50);
 /// The wake-up timer's token (slab keys never reach it).
 const WAKE: Token = Token(usize::MAX);
+/// A data connection's token is its client's key with this bit set
+/// (`Codec::DATA`: FTP's transfers; slab keys never reach it).
+const DATA_BIT: usize = 1 << (usize::BITS - 2);
 
 /// What every worker of a run shares.
 #[derive(Debug)]
@@ -176,6 +179,9 @@ pub struct Worker<'a, P: Codec = Raw> {
     /// TLS: per class, the last session this worker's clients got, offered
     /// again with the class's resume ratio.
     pub(super) sessions: Vec<Option<SslSession>>,
+    /// A protocol with data connections (`Codec::DATA`): each client's
+    /// open one, by key (empty for every other protocol).
+    data: Vec<Option<DataStream>>,
 }
 
 impl<'a, P: Codec> Worker<'a, P> {
@@ -236,6 +242,11 @@ impl<'a, P: Codec> Worker<'a, P> {
             },
             slots,
             sessions: vec![None; shared.classes.len()],
+            data: if P::DATA {
+                (0..clients.len()).map(|_| None).collect()
+            } else {
+                Vec::new()
+            },
         };
         // `iomode` ran every case on a backend that claims it.
         debug_assert!(
@@ -280,8 +291,9 @@ impl<'a, P: Codec> Worker<'a, P> {
                     }
                     continue;
                 }
-                let key = event.token().0;
-                if event.is_writable() && !event.is_error() && !event.is_write_closed() {
+                let key = event.token().0 & !DATA_BIT;
+                let control = event.token().0 & DATA_BIT == 0;
+                if control && event.is_writable() && !event.is_error() && !event.is_write_closed() {
                     self.m.mark_connected(key);
                 }
                 // The peer's FIN may come with the data of this edge, and
@@ -526,7 +538,15 @@ impl<'a, P: Codec> Worker<'a, P> {
         }
         // A framed protocol reads what `step` received into `scratch`.
         let chunk: &[u8] = if P::FRAMED { &self.scratch[..n] } else { &[] };
-        match self.m.received(key, n, chunk, handshake.as_ref()) {
+        let got = self.m.received(key, n, chunk, handshake.as_ref());
+        self.settle(key, got)
+    }
+
+    /// Carries out what a booking said beyond going on: a CRR connection it
+    /// says to close is closed, and what follows carried out; a data
+    /// connection it asks for is opened (then the client goes on: `Next`).
+    fn settle(&mut self, key: usize, got: Got) -> io::Result<Got> {
+        match got {
             Got::Close { abort } => {
                 if abort {
                     if let Some(s) = &self.m.conns[key].stream {
@@ -537,8 +557,39 @@ impl<'a, P: Codec> Worker<'a, P> {
                 self.act(key, next);
                 Ok(Got::Stop)
             }
-            got => Ok(got),
+            Got::OpenData(port) => {
+                self.open_data(key, port)?;
+                Ok(Got::Next)
+            }
+            got => {
+                if P::DATA && got == Got::Stop && !self.m.conns.contains(key) {
+                    // The client ended (a fault, its quota): so does its
+                    // data connection.
+                    self.data[key] = None;
+                }
+                Ok(got)
+            }
         }
+    }
+
+    /// Opens client `key`'s data connection to `port` of its control
+    /// connection's peer (non-blocking: the first receive or send finds
+    /// out whether it was made) and registers it under its own token.
+    fn open_data(&mut self, key: usize, port: u16) -> io::Result<()> {
+        let class = self.m.conns[key].class as usize;
+        let opts = SocketOptions {
+            priority: self.m.classes[class].priority,
+            ..self.m.socket
+        };
+        let bytes = self.m.codecs[class].data_bytes();
+        let mut stream = self.dialers[class].connect_port(key, port, &opts, bytes)?;
+        self.poll.registry().register(
+            &mut stream,
+            Token(key | DATA_BIT),
+            Interest::READABLE | Interest::WRITABLE,
+        )?;
+        self.data[key] = Some(stream);
+        Ok(())
     }
 
     /// Books `n` bytes client `key` received during its connection's setup
@@ -581,10 +632,14 @@ impl<'a, P: Codec> Worker<'a, P> {
         Ok(self.sent(key, n, want))
     }
 
-    /// Counts an error, drops the connection and schedules a reconnect.
+    /// Counts an error, drops the connection (and its data connection)
+    /// and schedules a reconnect.
     pub(super) fn fail(&mut self, key: usize, e: &io::Error) {
         if self.ring.is_some() {
             self.abandon_queued(key);
+        }
+        if P::DATA {
+            self.data[key] = None;
         }
         self.m.fail(key, e);
     }
@@ -625,7 +680,7 @@ impl<'a, P: Codec> Worker<'a, P> {
                         return Err(io::ErrorKind::UnexpectedEof.into());
                     }
                     match self.received(key, n)? {
-                        Got::Next => {}
+                        Got::Next | Got::OpenData(_) => {}
                         Got::Stop | Got::Close { .. } => return Ok(()),
                         // A short read drained the socket: wait for the
                         // next edge, unless the peer's FIN came with this
@@ -660,6 +715,11 @@ impl<'a, P: Codec> Worker<'a, P> {
                     }
                     return Ok(());
                 }
+                Phase::DataRecv | Phase::DataSend => {
+                    if !self.step_data(key)? {
+                        return Ok(());
+                    }
+                }
                 Phase::AwaitEof => {
                     let n = stream.recv(&mut self.scratch[..1], false)?;
                     if n != 0 {
@@ -673,6 +733,45 @@ impl<'a, P: Codec> Worker<'a, P> {
                 }
             }
         }
+    }
+}
+
+impl<P: Codec> Worker<'_, P> {
+    /// One receive or send on client `key`'s data connection
+    /// (`Codec::DATA`); whether to go on at once (`Err(WouldBlock)` or
+    /// `false`: wait for the next edge). The connection is closed when it
+    /// ended (the server's FIN) or its last payload byte went out (the
+    /// server's end of file).
+    fn step_data(&mut self, key: usize) -> io::Result<bool> {
+        let conn = &self.m.conns[key];
+        let sending = conn.phase == Phase::DataSend;
+        let want = conn.remaining.min(IO_CHUNK_BYTES as u64) as usize;
+        let Some(data) = self.data[key].as_mut() else {
+            return Err(io::Error::other("the data connection was not opened"));
+        };
+        let got = if sending {
+            let n = data.send(&self.zeros[..want])?;
+            if n == want && want as u64 == self.m.conns[key].remaining {
+                self.data[key] = None;
+            }
+            let got = self.m.data_sent(key, n);
+            if got == Got::More && n < want {
+                return Ok(false);
+            }
+            got
+        } else {
+            // Read a full chunk even at the end: bytes past the file's size
+            // are the codec's to refuse, and the FIN is what ends it.
+            let n = data.recv(&mut self.scratch[..IO_CHUNK_BYTES], false)?;
+            if n == 0 {
+                self.data[key] = None;
+            }
+            self.m.data_received(key, n)
+        };
+        Ok(!matches!(
+            self.settle(key, got)?,
+            Got::Stop | Got::Close { .. }
+        ))
     }
 }
 

@@ -173,6 +173,38 @@ impl Dialer {
     }
 }
 
+impl Dialer {
+    /// Starts a non-blocking connect for client `route` to `port` of the
+    /// address its connections go to: a data connection whose port the
+    /// protocol learned on the control connection (FTP's EPSV/PASV
+    /// answer). Clear text, from the same source address.
+    pub fn connect_port(
+        &self,
+        route: usize,
+        port: u16,
+        opts: &SocketOptions,
+        recv_message_bytes: u64,
+    ) -> io::Result<DataStream> {
+        let target = &self.targets[route % self.targets.len()];
+        let mut addr = target.as_socket().ok_or_else(|| {
+            io::Error::other(
+                "a data connection needs an IP address (the control connection has none)",
+            )
+        })?;
+        addr.set_port(port);
+        let socket = sockopt::new_socket(self.domain, self.protocol, opts)?;
+        let stream = DataStream::from_socket(socket);
+        stream.apply_options(opts, recv_message_bytes)?;
+        if !self.sources.is_empty() {
+            let fd = stream.as_raw_fd();
+            sockopt::set_int(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;
+            bind(fd, &self.sources[route % self.sources.len()])?;
+        }
+        connect(stream.as_raw_fd(), &SockAddr::from(addr))?;
+        Ok(stream)
+    }
+}
+
 fn bind(fd: i32, addr: &SockAddr) -> io::Result<()> {
     // SAFETY: `addr` is a valid socket address of `addr.len()` bytes.
     if unsafe { libc::bind(fd, addr.as_ptr().cast(), addr.len()) } == 0 {

@@ -39,11 +39,16 @@ pub struct CpuTimes {
     pub guest_nice: u64,
 }
 
-/// User and system time of one process (all its threads), in clock ticks.
+/// User and system time of one process (all its threads), in clock ticks;
+/// and of its children it waited for (`cutime`, `cstime`: theirs and, in
+/// turn, what they waited for), where a server that forks a process per
+/// session keeps its ended sessions' CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ProcessTicks {
     pub utime: u64,
     pub stime: u64,
+    pub cutime: u64,
+    pub cstime: u64,
 }
 
 /// The TCP lines of `/proc/net/sockstat` (and `TCP6: inuse` of `sockstat6`).
@@ -135,6 +140,9 @@ pub fn parse_pid_stat(text: &str) -> Result<ProcessTicks, ProcError> {
     Ok(ProcessTicks {
         utime: field(14)?,
         stime: field(15)?,
+        // Signed in the kernel's format, never negative in practice.
+        cutime: field(16).unwrap_or(0),
+        cstime: field(17).unwrap_or(0),
     })
 }
 
@@ -354,12 +362,17 @@ softirq 11111 0 222 0 333 0 0 0 444 0 555
     #[test]
     fn pid_stat_reads_utime_and_stime() {
         // /proc/self/stat of `cat` on the build machine, utime/stime edited to 7/3.
-        let text = "8443 (cat) R 8437 8437 5278 0 -1 4194304 101 0 0 0 7 3 0 0 20 0 1 0 \
+        let text = "8443 (cat) R 8437 8437 5278 0 -1 4194304 101 0 0 0 7 3 5 2 20 0 1 0 \
                     105957 3133440 410 18446744073709551615 94694448340992 94694448360873 \
                     140732179047792 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n";
         assert_eq!(
             parse_pid_stat(text).unwrap(),
-            ProcessTicks { utime: 7, stime: 3 }
+            ProcessTicks {
+                utime: 7,
+                stime: 3,
+                cutime: 5,
+                cstime: 2
+            }
         );
     }
 
@@ -370,7 +383,9 @@ softirq 11111 0 222 0 333 0 0 0 444 0 555
             parse_pid_stat(text).unwrap(),
             ProcessTicks {
                 utime: 1234,
-                stime: 567
+                stime: 567,
+                cutime: 0,
+                cstime: 0
             }
         );
         assert!(parse_pid_stat("42 (short) S 1 2 3\n").is_err());

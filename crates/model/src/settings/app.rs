@@ -75,6 +75,13 @@ app_protocols! {
     /// then a transfer of a y-byte message answered by a z-byte one
     /// (`amqp_pattern`); the sizes are message bodies.
     Amqp = "amqp" plain("amqp://", "AMQP 1.0"),
+    /// FTP (RFC 959, EPSV of RFC 2428): an anonymous log-on when the
+    /// control connection opens (USER, PASS, TYPE I), then per transaction
+    /// a passive data connection (EPSV, PASV where the server refuses it)
+    /// carrying one binary file of the notation's larger size: a RETR when
+    /// the response is the larger, a STOR when the request is; CRR logs on,
+    /// transfers once and logs off (QUIT).
+    Ftp = "ftp" plain("ftp://", "FTP"),
 }
 
 impl AppProtocol {

@@ -480,6 +480,19 @@ impl RunSettings {
                     .into(),
             });
         }
+        if self.protocol == AppProtocol::Ftp && plain.is_none_or(|t| t.protocol != AppProtocol::Ftp)
+        {
+            // stackbench's responder has no FTP half yet (a passive
+            // listener per session): the engine's ftp row says so.
+            return Err(SettingError {
+                name: "protocol".into(),
+                value: "ftp".into(),
+                message: "protocol ftp drives an FTP server, and stackbench serve does not speak \
+                          FTP yet: add --target ftp://HOST:PORT/DIR/ (e.g. vsftpd, with files \
+                          named by their sizes in DIR)"
+                    .into(),
+            });
+        }
         if self.waitall && self.protocol.framed() {
             return Err(SettingError {
                 name: "waitall".into(),
@@ -550,7 +563,7 @@ impl RunSettings {
         };
         let p = t.protocol;
         let scheme = t.scheme;
-        let article = if scheme.starts_with(['h', 'a']) {
+        let article = if scheme.starts_with(['h', 'a', 'f']) {
             "an"
         } else {
             "a"
@@ -633,7 +646,8 @@ impl RunSettings {
 /// A target's shape, before any name is looked up: `HOST:PORT` (stackbench
 /// serve), or a scheme of the protocol table's plain servers and
 /// `HOST:PORT`; an HTTP one (`http://`, `https://`) may name the path every
-/// request asks for, as wrk's URL does. Another scheme read as "failed to
+/// request asks for, as wrk's URL does, and an FTP one the directory or
+/// file its transfers move. Another scheme read as "failed to
 /// lookup address information", a path elsewhere as "invalid port value".
 fn check_target_form(target: &str) -> Result<(), String> {
     let forms = || {
@@ -649,7 +663,12 @@ fn check_target_form(target: &str) -> Result<(), String> {
         all.join(", ")
     };
     let (address, takes_path) = match PlainTarget::parse(target) {
-        Some(t) => (t.rest, t.protocol == AppProtocol::Http1),
+        // FTP's path is the directory (ending in `/`) or file its
+        // transfers move.
+        Some(t) => (
+            t.rest,
+            matches!(t.protocol, AppProtocol::Http1 | AppProtocol::Ftp),
+        ),
         None => match target.split_once("://") {
             Some((scheme, _)) => {
                 return Err(format!(
@@ -801,8 +820,9 @@ mod tests {
         ] {
             check_target_form(ok).unwrap();
         }
-        let e = check_target_form("ftp://h:21").unwrap_err();
-        assert!(e.contains("no protocol speaks scheme ftp://"), "{e}");
+        let e = check_target_form("gopher://h:70").unwrap_err();
+        assert!(e.contains("no protocol speaks scheme gopher://"), "{e}");
+        check_target_form("ftp://h:21/pub/").unwrap();
         assert!(e.contains("http://HOST:PORT (protocol http1)"), "{e}");
         // An HTTP target may name the path every request asks for.
         check_target_form("http://h:80/4096").unwrap();
