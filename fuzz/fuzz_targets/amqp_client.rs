@@ -1,0 +1,8 @@
+#![no_main]
+//! Fuzz target `amqp_client`: see stackbench_hostile::TARGETS.
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    (stackbench_hostile::target("amqp_client")
+        .expect("a target")
+        .run)(data)
+});

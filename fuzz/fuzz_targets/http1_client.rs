@@ -1,0 +1,8 @@
+#![no_main]
+//! Fuzz target `http1_client`: see stackbench_hostile::TARGETS.
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    (stackbench_hostile::target("http1_client")
+        .expect("a target")
+        .run)(data)
+});
