@@ -171,6 +171,12 @@ pub(crate) fn finish(
                     .map(|t| t.trim().to_string())
                     .unwrap_or_default(),
                 boot_s,
+                wire: match boot.wire {
+                    Some(_) => Wire::BACKEND.to_string(),
+                    None => String::new(),
+                },
+                adapter: None,
+                peer: None,
             };
             Ok(JobOutput {
                 status: frames.status.unwrap_or(-1),

@@ -57,15 +57,11 @@ pub fn run_pair(
     let sockets = tempfile_dir()?;
     let a_sock = sockets.path().join("driver.sock");
     let b_sock = sockets.path().join("responder.sock");
-    let a = pack(driver, driver_job, DRIVER_ADDRESS, 1, &a_sock, &b_sock)?;
-    let b = pack(
-        responder,
-        responder_job,
-        RESPONDER_ADDRESS,
-        2,
-        &b_sock,
-        &a_sock,
-    )?;
+    // Both kernels first: a peer kernel that does not exist costs no packing.
+    let ka = checked_kernel(driver)?;
+    let kb = checked_kernel(responder)?;
+    let a = pack(ka, driver_job, DRIVER_ADDRESS, 1, &a_sock, &b_sock)?;
+    let b = pack(kb, responder_job, RESPONDER_ADDRESS, 2, &b_sock, &a_sock)?;
     let version = qemu::qemu_version(&qemu);
     let timeout = driver_job.timeout;
     let accel = pair_accel(driver.accel, responder.accel)?;
@@ -132,18 +128,22 @@ fn pair_accel(a: Accel, b: Accel) -> Result<Accel, GuestError> {
     }
 }
 
-/// Resolves one side's kernel (fetching it), checks it has virtio-net and
-/// writes its initramfs: everything that can fail on bad input.
+/// Resolves one side's kernel (fetching it) and checks it has virtio-net.
+fn checked_kernel(spec: &GuestSpec) -> Result<Kernel, GuestError> {
+    let kernel = resolve_kernel(&spec.kernel)?;
+    check_virtio_net(&kernel, &spec.kernel)?;
+    Ok(kernel)
+}
+
+/// Writes one side's initramfs.
 fn pack(
-    spec: &GuestSpec,
+    kernel: Kernel,
     job: &Job,
     address: &str,
     index: u8,
     local: &Path,
     remote: &Path,
 ) -> Result<Side, GuestError> {
-    let kernel = resolve_kernel(&spec.kernel)?;
-    check_virtio_net(&kernel, &spec.kernel)?;
     let dir = tempfile_dir()?;
     let initramfs = initramfs::build(&kernel, job, dir.path())?;
     Ok(Side {
