@@ -10,6 +10,7 @@ mod compare_cli;
 mod completions;
 mod docs;
 mod guest;
+mod guest_pair;
 mod guest_tier;
 mod http1;
 mod image;
