@@ -60,6 +60,16 @@ struct ExecArgs {
     /// Limit for the whole guest run, boot included.
     #[arg(long, default_value = "10m", value_parser = parse_timeout)]
     timeout: Duration,
+    /// Boot a second guest with this kernel, joined to the first by a
+    /// virtual wire (virtio-net; the first guest is 10.77.0.1, this one
+    /// 10.77.0.2), running --peer-command.
+    #[arg(long, value_name = "KERNEL", requires = "peer_command")]
+    peer_kernel: Option<String>,
+    /// With --peer-kernel: the peer guest's program and arguments, one
+    /// string split on spaces (e.g. '/bin/sh -c sleep\ 30' is not split
+    /// inside; use 'serve --listen 10.77.0.2:12870 --open').
+    #[arg(long, value_name = "ARGS", requires = "peer_kernel")]
+    peer_command: Option<String>,
     /// The stackbench arguments to run in the guest (after `--`).
     #[arg(last = true, required = true, value_name = "ARGS")]
     args: Vec<String>,
@@ -122,7 +132,31 @@ fn run_exec(exec: ExecArgs) -> anyhow::Result<i32> {
         files: exec.files,
         timeout: exec.timeout,
     };
-    let out = stackbench_guest::run_job(&spec, &job)?;
+    let out = match (&exec.peer_kernel, &exec.peer_command) {
+        (Some(kernel), Some(command)) => {
+            let mut peer = settings.clone();
+            if let Err(e) = peer.set("kernel", kernel) {
+                return crate::exit::usage(format!("--peer-kernel {kernel}: {}", e.message));
+            }
+            let peer_job = Job {
+                args: command.split_whitespace().map(str::to_string).collect(),
+                files: Vec::new(),
+                timeout: job.timeout,
+            };
+            let pair = stackbench_guest::run_pair(&spec, &job, &guest_spec(&peer), &peer_job)?;
+            let mut err = std::io::stderr();
+            match &pair.responder {
+                Ok(p) => {
+                    writeln!(err, "peer guest: exit status {}, stdout:", p.status)?;
+                    err.write_all(&p.stdout)?;
+                    err.write_all(&p.stderr)?;
+                }
+                Err(e) => writeln!(err, "peer guest: {e}")?,
+            }
+            pair.driver
+        }
+        _ => stackbench_guest::run_job(&spec, &job)?,
+    };
     std::io::stdout().write_all(&out.stdout)?;
     std::io::stdout().flush()?;
     let mut err = std::io::stderr();

@@ -114,13 +114,26 @@ fn tls_proxy_or_continue() {
 
 /// The hidden `__guest-step` subcommand: one step of a run or study on
 /// another kernel, run by the guest VM's init (see
-/// [`stackbench_runner::guest_side`]); prints `{record, environment}`.
+/// [`stackbench_runner::guest_side`]); prints `{record, environment}`. And
+/// `__guest-peer`: the responder's guest of a pair
+/// ([`stackbench_runner::guest_pair`]); prints its adapter.
 fn guest_step_or_continue() {
     let mut args = std::env::args().skip(1);
-    if args
-        .next()
-        .is_some_and(|a| a == stackbench_runner::guest_step::STEP_SUBCOMMAND)
+    let first = args.next();
+    if first
+        .as_deref()
+        .is_some_and(|a| a == stackbench_runner::guest_pair::PEER_SUBCOMMAND)
     {
+        let rest: Vec<String> = args.collect();
+        let result = stackbench_runner::guest_pair::peer_main(&rest)
+            .map(|line| {
+                println!("{line}");
+                exit::OK
+            })
+            .map_err(run_cmd::run_error);
+        std::process::exit(exit::code_for(result));
+    }
+    if first.is_some_and(|a| a == stackbench_runner::guest_step::STEP_SUBCOMMAND) {
         let rest: Vec<String> = args.collect();
         let mut terminal = progress::Terminal::default();
         let mut runner = interrupt::runner(&mut terminal);

@@ -10,6 +10,8 @@ pub enum GuestError {
     KernelPackage { package: String, detail: String },
     #[error("kernel '{path}': {detail}; give a Debian kernel package name (e.g. linux-image-6.1.0-53-cloud-amd64-unsigned) or an unpacked package's boot/vmlinuz-REL with lib/modules/REL beside")]
     KernelPath { path: String, detail: String },
+    #[error("kernel '{kernel}' ({release}) has no virtio-net driver (virtio_net neither built in nor a module): a guest of a pair needs it for its adapter; use a Debian kernel package (cloud or generic)")]
+    NoVirtioNet { kernel: String, release: String },
     #[error("{tool} not found on PATH: install {package} (apt-get install {package})")]
     MissingTool {
         tool: &'static str,

@@ -66,6 +66,9 @@ fn run(port: &mut Option<File>) -> Result<Vec<u8>, String> {
     p.write_all(READY)
         .map_err(|e| format!("write {PORT}: {e}"))?;
     loopback_up().map_err(|e| format!("bring lo up: {e}"))?;
+    if let Some(address) = cmdline_param(ADDRESS_PARAM) {
+        wire_up(&address)?;
+    }
     raise_nofile();
     let text = std::fs::read_to_string(JOB_PATH).map_err(|e| format!("read {JOB_PATH}: {e}"))?;
     let job: JobFile = serde_json::from_str(&text).map_err(|e| format!("parse {JOB_PATH}: {e}"))?;
@@ -103,12 +106,66 @@ fn run(port: &mut Option<File>) -> Result<Vec<u8>, String> {
 pub const ACCEL_ENV: &str = "STACKBENCH_GUEST_ACCEL";
 
 fn accel_of_cmdline() -> String {
+    cmdline_param("stackbench_accel").unwrap_or_default()
+}
+
+/// The kernel command line's `stackbench_ip=ADDR/PREFIX`: the guest is one
+/// of a pair and this is its address on the wire (its virtio-net adapter).
+pub const ADDRESS_PARAM: &str = "stackbench_ip";
+
+/// The wire's adapter in the guest.
+pub const WIRE_IFNAME: &str = "eth0";
+
+/// How long the adapter may take to appear once its driver is loaded (an
+/// emulated CPU probes PCI slowly).
+const ADAPTER_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+fn cmdline_param(name: &str) -> Option<String> {
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let prefix = format!("{name}=");
     cmdline
         .split_whitespace()
-        .find_map(|p| p.strip_prefix("stackbench_accel="))
-        .unwrap_or("")
-        .to_string()
+        .find_map(|p| p.strip_prefix(prefix.as_str()).map(str::to_string))
+}
+
+/// Loads virtio-net (no udev here to do it on the PCI device's uevent),
+/// waits for its interface and gives it `address`, up. Busybox `ip` does
+/// the configuration: the applet is in every guest already.
+fn wire_up(address: &str) -> Result<(), String> {
+    for module in ["virtio_pci", "virtio_net"] {
+        // A built-in driver (virtio_pci on 6.12 cloud) makes modprobe fail
+        // harmlessly; whether the interface appears is what counts.
+        let _ = Command::new("/sbin/modprobe").arg(module).output();
+    }
+    let sys = format!("/sys/class/net/{WIRE_IFNAME}");
+    let start = std::time::Instant::now();
+    while !Path::new(&sys).exists() {
+        if start.elapsed() > ADAPTER_WAIT {
+            return Err(format!(
+                "no {WIRE_IFNAME} {} s after loading virtio_net: the kernel has no driver for \
+                 the pair's virtio-net adapter",
+                ADAPTER_WAIT.as_secs()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for args in [
+        vec!["addr", "add", address, "dev", WIRE_IFNAME],
+        vec!["link", "set", WIRE_IFNAME, "up"],
+    ] {
+        let out = Command::new("/bin/ip")
+            .args(&args)
+            .output()
+            .map_err(|e| format!("start /bin/ip: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "ip {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn mount(source: &str, target: &str, fstype: &str) -> Result<(), String> {

@@ -28,13 +28,14 @@ use crate::Job;
 /// networking, crypto (kTLS, ESP), arch crypto and the libraries they use.
 /// Everything else (file systems, storage, GPUs) is skipped to keep the
 /// archive small.
-const MODULE_DIRS: [&str; 6] = [
+const MODULE_DIRS: [&str; 7] = [
     "net",
     "crypto",
     "arch",
     "lib",
     "drivers/net",
     "drivers/infiniband",
+    "drivers/virtio",
 ];
 
 /// Busybox applets linked into the guest (`/bin/busybox APPLET` reaches the rest).

@@ -12,7 +12,9 @@
 //! second serial port (`frame.rs`), then powers off. The host side
 //! (`qemu.rs`) watches that port's file. Everything the job does — a run's
 //! driver and responder, a lab's namespaces — happens inside the guest
-//! kernel, so the guest needs no network device.
+//! kernel, so the guest needs no network device. A pair (`pair.rs`) is two
+//! guests, each with its own kernel, joined by a virtual wire: the driver in
+//! one, the responder in the other.
 
 mod apt_index;
 mod cpio;
@@ -24,15 +26,19 @@ mod job;
 mod kernel;
 mod modinfo;
 mod module_file;
+mod pair;
 mod qemu;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use error::GuestError;
+pub use init::WIRE_IFNAME;
 pub use init::{guest_init_main, is_guest_init};
 pub use job::{Job, JobOutput};
 pub use kernel::{cache_dir, resolve_kernel, Kernel};
+pub use pair::{run_pair, PairOutput, DRIVER_ADDRESS, RESPONDER_ADDRESS};
+pub use qemu::Wire;
 
 use qemu::{Boot, Outcome};
 use stackbench_record::GuestEnvironment;
@@ -61,9 +67,9 @@ pub struct GuestSpec {
 }
 
 /// How long a KVM guest may take to say ready before Auto gives up on KVM.
-const KVM_READY: Duration = Duration::from_secs(15);
+pub(crate) const KVM_READY: Duration = Duration::from_secs(15);
 
-const KVM_FALLBACK: &str =
+pub(crate) const KVM_FALLBACK: &str =
     "KVM guests do not boot here; using TCG (emulated: timings are functional only)";
 
 /// Boots a guest per `spec` and runs `job` in it.
@@ -80,6 +86,7 @@ pub fn run_job(spec: &GuestSpec, job: &Job) -> Result<JobOutput, GuestError> {
         vcpus: spec.vcpus.max(1),
         memory_mib: spec.memory_mib,
         kvm: false,
+        wire: None,
     };
     let try_kvm = match spec.accel {
         Accel::Tcg => false,
@@ -119,7 +126,7 @@ pub fn run_job(spec: &GuestSpec, job: &Job) -> Result<JobOutput, GuestError> {
 
 /// Whether the guest's kernel stopped before its init said ready, with
 /// nothing from qemu itself: the job never started.
-fn died_before_init(outcome: &Outcome) -> bool {
+pub(crate) fn died_before_init(outcome: &Outcome) -> bool {
     matches!(
         outcome,
         Outcome::Exited { frames, qemu_stderr }
@@ -127,14 +134,14 @@ fn died_before_init(outcome: &Outcome) -> bool {
     )
 }
 
-fn tempfile_dir() -> Result<tempfile::TempDir, GuestError> {
+pub(crate) fn tempfile_dir() -> Result<tempfile::TempDir, GuestError> {
     tempfile::Builder::new()
         .prefix("stackbench-guest-")
         .tempdir()
         .map_err(|e| GuestError::io("create a temporary directory for the guest", e))
 }
 
-fn finish(
+pub(crate) fn finish(
     job: &Job,
     boot: &Boot,
     version: &str,
@@ -164,6 +171,12 @@ fn finish(
                     .map(|t| t.trim().to_string())
                     .unwrap_or_default(),
                 boot_s,
+                wire: match boot.wire {
+                    Some(_) => Wire::BACKEND.to_string(),
+                    None => String::new(),
+                },
+                adapter: None,
+                peer: None,
             };
             Ok(JobOutput {
                 status: frames.status.unwrap_or(-1),
@@ -195,7 +208,7 @@ fn finish(
 }
 
 /// Why a KVM boot failed before the guest said ready, if it did.
-fn kvm_failure(outcome: &Outcome) -> Option<String> {
+pub(crate) fn kvm_failure(outcome: &Outcome) -> Option<String> {
     match outcome {
         Outcome::NotReady => Some(format!(
             "the guest did not boot within {} s",
@@ -216,7 +229,7 @@ fn kvm_failure(outcome: &Outcome) -> Option<String> {
     }
 }
 
-fn open_kvm() -> std::io::Result<std::fs::File> {
+pub(crate) fn open_kvm() -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -229,11 +242,11 @@ fn kvm_verdict_path(qemu_version: &str) -> PathBuf {
     cache_dir().join(format!("kvm-hangs-{}-qemu-{qemu_version}", host.trim()))
 }
 
-fn kvm_hangs_cached(qemu_version: &str) -> bool {
+pub(crate) fn kvm_hangs_cached(qemu_version: &str) -> bool {
     kvm_verdict_path(qemu_version).exists()
 }
 
-fn remember_kvm_hangs(qemu_version: &str) {
+pub(crate) fn remember_kvm_hangs(qemu_version: &str) {
     let path = kvm_verdict_path(qemu_version);
     let _ = std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")));
     let _ = std::fs::write(

@@ -57,15 +57,43 @@ fn kernel_release_example_has_one_kernel_per_variant() {
         ]
     );
     let plan = s.plan(&[], "f").unwrap();
-    assert_eq!(plan.len(), 2 * 4 * 2, "variants × workloads × repetitions");
-    let kernel = |v: &str| {
+    assert_eq!(plan.len(), 4 * 4 * 2, "variants × workloads × repetitions");
+    let setting = |v: &str, name: &str| {
         let step = plan.iter().find(|p| p.variant == v).unwrap();
-        step.settings.text_of("kernel").unwrap()
+        step.settings.text_of(name).unwrap()
     };
     // Patterns, resolved to the newest matching package when the study runs.
-    assert_eq!(kernel("6.1"), "linux-image-6.1.0-*-cloud-amd64-unsigned");
-    assert_eq!(kernel("6.12"), "linux-image-6.12.*-cloud-amd64-unsigned");
+    let (k61, k612) = (
+        "linux-image-6.1.0-*-cloud-amd64-unsigned",
+        "linux-image-6.12.*-cloud-amd64-unsigned",
+    );
+    assert_eq!(setting("6.1", "kernel"), k61);
+    assert_eq!(setting("6.12", "kernel"), k612);
     assert!(plan.iter().all(|p| p.settings.kernel.is_guest()));
+    // Loopback in one guest, and the pair variants across a wire.
+    assert_eq!(setting("6.1", "peer_kernel"), "host");
+    for (v, k) in [("6.1-wire", k61), ("6.12-wire", k612)] {
+        assert_eq!(setting(v, "kernel"), k);
+        assert_eq!(setting(v, "peer_kernel"), k);
+    }
+    let wire = s
+        .plan(&["6.1-wire".into(), "6.12-wire".into()], "f")
+        .unwrap();
+    assert_eq!(wire.len(), 2 * 4 * 2);
+}
+
+#[test]
+fn smc_r_example_runs_both_transports_on_one_pair_of_612_kernels() {
+    let s = load_study(&example("smc-r-vs-tcp.toml")).unwrap();
+    let plan = s.plan(&[], "f").unwrap();
+    assert_eq!(plan.len(), 2 * 4 * 2, "variants × workloads × repetitions");
+    for step in &plan {
+        let text = |n: &str| step.settings.text_of(n).unwrap();
+        assert_eq!(text("kernel"), "linux-image-6.12.*+deb12-amd64-unsigned");
+        assert_eq!(text("peer_kernel"), text("kernel"));
+        let want = if step.variant == "tcp" { "tcp" } else { "smc" };
+        assert_eq!(text("transport"), want);
+    }
 }
 
 /// Every study file in `examples/` parses (labs, plans and ratings have

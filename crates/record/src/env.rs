@@ -88,6 +88,12 @@ impl Environment {
                 "guest kernel {} ({}{emulated})",
                 g.kernel_release, g.accel
             ));
+            if let Some(peer) = &g.peer {
+                parts.push(format!(
+                    "over a virtual wire to guest kernel {}",
+                    peer.kernel_release
+                ));
+            }
         }
         parts.join(" · ")
     }

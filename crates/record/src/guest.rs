@@ -34,6 +34,68 @@ pub struct GuestEnvironment {
     pub host_kernel_release: String,
     /// Seconds from starting qemu to the guest's stackbench running.
     pub boot_s: f64,
+    /// A guest of a pair (`peer_kernel`): the qemu backend of the wire
+    /// between the two guests; empty for a lone guest.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub wire: String,
+    /// A guest of a pair: its adapter on the wire, as read in the guest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<GuestAdapter>,
+    /// The driver's guest of a pair: the responder's guest (its kernel,
+    /// size, boot time and adapter).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<Box<GuestEnvironment>>,
+}
+
+/// A guest's network adapter on the pair's wire, read inside the guest
+/// (sysfs and the `SIOCETHTOOL` ioctl) after the link settings were applied.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct GuestAdapter {
+    /// Interface name in the guest, e.g. eth0.
+    pub ifname: String,
+    /// The kernel driver bound to it (`/sys/class/net/IF/device/driver`), e.g. virtio_net.
+    pub driver: String,
+    /// The guest's address on the wire, e.g. 10.77.0.1/24.
+    pub address: String,
+    /// MAC address.
+    pub mac: String,
+    /// MTU, in bytes.
+    pub mtu_bytes: u32,
+    /// Receive queues (`/sys/class/net/IF/queues/rx-*`).
+    pub rx_queues: u32,
+    /// Transmit queues (`/sys/class/net/IF/queues/tx-*`).
+    pub tx_queues: u32,
+    /// Offloads as the kernel reports them: (tso, gso, gro, tx_csum, rx_csum) by name, on or off.
+    pub offloads: std::collections::BTreeMap<String, bool>,
+    /// Why an offload could not be read (the ioctl's error), if one could not.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub offloads_error: String,
+}
+
+impl GuestAdapter {
+    /// `eth0 virtio_net 10.77.0.1/24, 1 rx/1 tx queues, mtu 1500, tso on gso on …`.
+    pub fn summary(&self) -> String {
+        let offloads: Vec<String> = self
+            .offloads
+            .iter()
+            .map(|(k, v)| format!("{k} {}", if *v { "on" } else { "off" }))
+            .collect();
+        format!(
+            "{} {} {}, {} rx/{} tx queues, mtu {}, {}",
+            self.ifname,
+            self.driver,
+            self.address,
+            self.rx_queues,
+            self.tx_queues,
+            self.mtu_bytes,
+            if offloads.is_empty() {
+                format!("offloads unread ({})", self.offloads_error)
+            } else {
+                offloads.join(" ")
+            }
+        )
+    }
 }
 
 impl GuestEnvironment {
@@ -70,7 +132,28 @@ impl GuestEnvironment {
                 &self.host_kernel_release
             },
             self.boot_s
-        )
+        ) + &self.pair_summary()
+    }
+
+    /// A pair's part of [`GuestEnvironment::summary`]: the adapter, the wire
+    /// and the responder's guest; empty for a lone guest.
+    fn pair_summary(&self) -> String {
+        let mut out = String::new();
+        if let Some(a) = &self.adapter {
+            out.push_str(&format!("; adapter {}", a.summary()));
+        }
+        if let Some(peer) = &self.peer {
+            out.push_str(&format!(
+                "; over {} to the responder's {}",
+                if self.wire.is_empty() {
+                    "a wire"
+                } else {
+                    &self.wire
+                },
+                peer.summary()
+            ));
+        }
+        out
     }
 }
 
@@ -90,6 +173,7 @@ mod tests {
             qemu_version: "7.2.9".into(),
             host_kernel_release: "6.8.0".into(),
             boot_s: 4.12,
+            ..GuestEnvironment::default()
         };
         assert_eq!(
             g.summary(),

@@ -181,6 +181,7 @@ pub fn guest_environment(release: &str, accel: &str) -> GuestEnvironment {
         qemu_version: "7.2.9".into(),
         host_kernel_release: "6.8.0-test".into(),
         boot_s: 4.0,
+        ..GuestEnvironment::default()
     }
 }
 

@@ -75,7 +75,12 @@ pub fn variant_kernels(groups: &[(String, Vec<&StoredRun>)]) -> Option<Vec<Strin
         .iter()
         .map(|(_, runs)| {
             let run = runs.first()?;
-            let text = run.record.settings.text_of("kernel")?;
+            let mut text = run.record.settings.text_of("kernel")?;
+            if run.record.settings.peer_kernel.is_guest() {
+                // A pair: the responder's kernel across the wire.
+                let peer = run.record.settings.text_of("peer_kernel")?;
+                text = format!("{text} ↔ {peer}");
+            }
             Some(match run.env.guest.as_ref() {
                 Some(g) if !g.kernel_release.is_empty() => {
                     format!("{text}, release {}", g.kernel_release)

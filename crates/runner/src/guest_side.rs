@@ -6,6 +6,7 @@
 use stackbench_model::Workload;
 
 use crate::error::{input, RunError};
+use crate::guest_pair::{read_adapter, PairStep};
 use crate::guest_step::{StepFile, StepResult, STEP_SUBCOMMAND};
 use crate::resolve::resolve;
 use crate::session::{environment_of, Runner};
@@ -28,11 +29,33 @@ pub fn step_main(args: &[String], runner: &mut Runner) -> Result<String, RunErro
         })
         .collect::<Result<Vec<_>, RunError>>()?;
     let run = resolve(step.settings, workloads, false, true)?;
-    let record = runner.execute(&run)?;
+    let (record, adapter) = match &step.pair {
+        None => (runner.execute(&run)?, None),
+        Some(pair) => {
+            // The goodbye whatever the step's outcome: the responder's guest
+            // then reports its adapter and powers off.
+            let _bye = Goodbye(pair);
+            pair.wait_for_responder()?;
+            let record = runner.execute(&run)?;
+            let address = stackbench_guest::DRIVER_ADDRESS;
+            let adapter = read_adapter(stackbench_guest::WIRE_IFNAME, address);
+            (record, Some(adapter))
+        }
+    };
     let environment = environment_of(&record);
     let result = StepResult {
         record: serde_json::from_str(&stackbench_results::output::json(&record))?,
         environment,
+        adapter,
     };
     Ok(serde_json::to_string(&result)?)
+}
+
+/// Says goodbye to the responder's guest when dropped.
+struct Goodbye<'a>(&'a PairStep);
+
+impl Drop for Goodbye<'_> {
+    fn drop(&mut self) {
+        self.0.say_goodbye();
+    }
 }

@@ -22,13 +22,16 @@ use serde::{Deserialize, Serialize};
 use stackbench_guest::{Job, JobOutput};
 use stackbench_model::settings::{GuestAccel, KernelSpec, RunSettings, SettingValue, Text};
 use stackbench_model::Workload;
-use stackbench_record::{record_from_json, RunRecord, WarningRecord};
+use stackbench_record::{
+    record_from_json, GuestAdapter, GuestEnvironment, RunRecord, WarningRecord,
+};
 use stackbench_results::env::Environment;
 
 use crate::error::{input, RunError};
+use crate::guest_pair::{PairStep, BYE_PORT, PEER_SUBCOMMAND};
 use crate::observe::Observer;
 pub use crate::resolve::guest_spec;
-use crate::resolve::{GuestRun, ResolvedRun};
+use crate::resolve::{GuestPeer, GuestRun, ResolvedRun};
 
 /// The hidden subcommand the guest's init runs (outside clap and its help).
 pub const STEP_SUBCOMMAND: &str = "__guest-step";
@@ -46,6 +49,9 @@ pub(crate) struct StepFile {
     pub(crate) settings: RunSettings,
     /// Canonical notation of each workload (the run's, already resolved).
     pub(crate) workloads: Vec<String>,
+    /// The driver's guest of a pair: where its responder is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pair: Option<PairStep>,
 }
 
 /// What `__guest-step` prints on stdout.
@@ -53,6 +59,9 @@ pub(crate) struct StepFile {
 pub(crate) struct StepResult {
     pub(crate) record: serde_json::Value,
     pub(crate) environment: Environment,
+    /// The driver's guest of a pair: its adapter on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) adapter: Option<GuestAdapter>,
 }
 
 /// Runs `run` in `guest` (its site) and returns the record, whose stored
@@ -63,12 +72,16 @@ pub fn execute(
     guest: &GuestRun,
     obs: &mut dyn Observer,
 ) -> Result<RunRecord, RunError> {
+    if let Some(peer) = &guest.peer {
+        return execute_pair(run, guest, peer, obs);
+    }
     let s = &run.stored_settings();
     let kernel = guest.kernel.text();
     let (inner, mut files) = guest_settings(s);
     let step = StepFile {
         settings: inner,
         workloads: run.workloads.iter().map(Workload::to_string).collect(),
+        pair: None,
     };
     let mut step_file = tempfile::NamedTempFile::new()?;
     serde_json::to_writer(&mut step_file, &step)?;
@@ -97,7 +110,88 @@ pub fn execute(
             out.info.kernel_release, out.status
         ));
     }
-    record_of(s, &out, obs)
+    record_of(s, &out, None, obs)
+}
+
+/// Runs `run` on a pair: the driver in `guest`'s guest, the responder in
+/// `peer`'s, over the wire between them (`stackbench_guest::run_pair`). The
+/// stored environment is the driver's guest's, with the responder's guest
+/// (its kernel, boot, adapter) as its `peer`.
+fn execute_pair(
+    run: &ResolvedRun,
+    guest: &GuestRun,
+    peer: &GuestPeer,
+    obs: &mut dyn Observer,
+) -> Result<RunRecord, RunError> {
+    let s = &run.stored_settings();
+    let names = format!(
+        "kernel {} ↔ peer_kernel {}",
+        guest.kernel.text(),
+        peer.kernel.text()
+    );
+    let (mut inner, mut files) = guest_settings(s);
+    let pair = PairStep::new(stackbench_guest::RESPONDER_ADDRESS);
+    inner.peer_kernel = KernelSpec::Host;
+    inner.guest_queues = 1;
+    inner.target = Some(Text(pair.control.clone()));
+    let step = StepFile {
+        settings: inner,
+        workloads: run.workloads.iter().map(Workload::to_string).collect(),
+        pair: Some(pair.clone()),
+    };
+    let mut step_file = tempfile::NamedTempFile::new()?;
+    serde_json::to_writer(&mut step_file, &step)?;
+    step_file.flush()?;
+    files.push((step_file.path().to_path_buf(), STEP_FILE.to_string()));
+    let timeout = step_timeout(run);
+    let job = Job {
+        args: vec![STEP_SUBCOMMAND.to_string(), STEP_FILE.to_string()],
+        files,
+        timeout,
+    };
+    let responder_job = Job {
+        args: vec![
+            PEER_SUBCOMMAND.to_string(),
+            pair.control.clone(),
+            BYE_PORT.to_string(),
+        ],
+        files: Vec::new(),
+        timeout,
+    };
+    if run.announce {
+        obs.note(&format!(
+            "{names}: booting two guests ({} vCPUs, {} MiB each) joined by a virtual wire",
+            guest.spec.vcpus, guest.spec.memory_mib
+        ));
+    }
+    let out = stackbench_guest::run_pair(&guest.spec, &job, &peer.spec, &responder_job)
+        .or_else(|e| input(format!("{names}: {e}")))?;
+    obs.guest_stderr(&out.driver.stderr);
+    let peer_env = match &out.responder {
+        Ok(r) => {
+            if r.status != 0 {
+                obs.guest_stderr(&r.stderr);
+            }
+            let mut info = r.info.clone();
+            info.adapter = serde_json::from_slice(&r.stdout).ok();
+            info
+        }
+        Err(e) => {
+            obs.note(&format!("warning: the responder's guest: {e}"));
+            stackbench_record::GuestEnvironment {
+                kernel: peer.kernel.text(),
+                ..Default::default()
+            }
+        }
+    };
+    if out.driver.status != 0 {
+        return input(format!(
+            "{names}: the step failed in the driver's guest (kernel {}, exit status {}); \
+             its error is above",
+            out.driver.info.kernel_release, out.driver.status
+        ));
+    }
+    record_of(s, &out.driver, Some(peer_env), obs)
 }
 
 /// The step's settings for the guest: `kernel = host` there, and each file
@@ -135,6 +229,7 @@ fn step_timeout(run: &ResolvedRun) -> Duration {
 fn record_of(
     s: &RunSettings,
     out: &JobOutput,
+    peer: Option<GuestEnvironment>,
     obs: &mut dyn Observer,
 ) -> Result<RunRecord, RunError> {
     let result: StepResult = serde_json::from_slice::<StepResult>(&out.stdout).or_else(|e| {
@@ -151,6 +246,8 @@ fn record_of(
         "kernel",
         "guest_vcpus",
         "guest_memory",
+        "peer_kernel",
+        "guest_queues",
         "lab",
         "cert",
         "key",
@@ -165,7 +262,12 @@ fn record_of(
     if let (Some(lab), Some(Text(path))) = (env.lab.as_mut(), &s.lab) {
         lab.file = path.clone(); // the user's file, not its copy in the guest
     }
+    // The pair's responder address was the guest's target, not the user's.
+    record.settings.target = s.target.clone();
     // `info.kernel` is the package booted (a pattern's newest match).
+    let mut info = info.clone();
+    info.adapter = result.adapter.clone();
+    info.peer = peer.map(Box::new);
     env.guest = Some(info.clone());
     if info.emulated {
         let w = WarningRecord {

@@ -24,6 +24,7 @@ pub mod agents;
 mod cpus;
 pub mod error;
 pub mod find_rate;
+pub mod guest_pair;
 pub mod guest_side;
 pub mod guest_step;
 pub mod k8s;

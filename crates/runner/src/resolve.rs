@@ -204,6 +204,18 @@ pub struct Agents {
 pub struct GuestRun {
     pub kernel: KernelSpec,
     pub spec: GuestSpec,
+    /// The responder's guest of a pair (`peer_kernel`): the driver runs in
+    /// `spec`'s guest, the responder in this one, over a virtual wire.
+    pub peer: Option<GuestPeer>,
+}
+
+/// The second guest of a pair.
+#[derive(Debug, Clone)]
+pub struct GuestPeer {
+    pub kernel: KernelSpec,
+    pub spec: GuestSpec,
+    /// Queue pairs of each guest's adapter.
+    pub queues: u32,
 }
 
 impl ResolvedRun {
@@ -350,6 +362,7 @@ pub fn resolve(
         seed: s.seed.unwrap_or_else(random_seed),
     };
     let iterations = iterations(&s)?;
+    check_pair(&s)?;
     let site = if s.kernel.is_guest() {
         Site::Guest(guest_run(&s)?)
     } else {
@@ -731,10 +744,64 @@ fn guest_run(s: &RunSettings) -> Result<GuestRun, RunError> {
             }
         }
     }
+    let peer = s.peer_kernel.is_guest().then(|| {
+        let mut p = s.clone();
+        p.kernel = s.peer_kernel.clone();
+        GuestPeer {
+            kernel: s.peer_kernel.clone(),
+            spec: guest_spec(&p),
+            queues: s.guest_queues,
+        }
+    });
     Ok(GuestRun {
         kernel: s.kernel.clone(),
         spec: guest_spec(s),
+        peer,
     })
+}
+
+/// A pair of guests (`peer_kernel`) puts the driver in one guest and the
+/// responder in the other, joined by one virtual wire: what needs both
+/// sides in one kernel, or the wire to be something else, is refused here,
+/// before anything boots.
+fn check_pair(s: &RunSettings) -> Result<(), RunError> {
+    if !s.peer_kernel.is_guest() {
+        if s.guest_queues > 1 {
+            return input(format!(
+                "guest_queues {}: the queues are those of a pair's adapters; give peer_kernel \
+                 (and kernel) for two guests on a wire, or drop guest_queues",
+                s.guest_queues
+            ));
+        }
+        return Ok(());
+    }
+    let peer = s.peer_kernel.text();
+    if !s.kernel.is_guest() {
+        return input(format!(
+            "peer_kernel {peer} without kernel: a pair is two guests, the driver's booted with \
+             kernel and the responder's with peer_kernel; give kernel too"
+        ));
+    }
+    let refused = if s.lab.is_some() {
+        Some("lab (a pair's path is its wire; a lab runs in one guest)")
+    } else if s.transport == Transport::Unix {
+        Some("transport unix (AF_UNIX does not cross a wire)")
+    } else if s.agents.is_some_and(|a| a > 1) {
+        Some("agents (one driver process per guest)")
+    } else if s.guest_queues > 1 {
+        Some(
+            "guest_queues above 1 (qemu's dgram backend, the pair's wire, carries one queue \
+             pair; multiqueue needs tap or vhost-user)",
+        )
+    } else {
+        None
+    };
+    match refused {
+        Some(what) => input(format!(
+            "peer_kernel {peer} excludes {what}: drop one of them"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The guest that settings `kernel`, `guest_vcpus`, `guest_memory` and

@@ -11,6 +11,7 @@ mod completions;
 mod docs;
 mod ftp;
 mod guest;
+mod guest_pair;
 mod guest_tier;
 mod http1;
 mod image;

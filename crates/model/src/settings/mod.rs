@@ -357,6 +357,10 @@ run_settings! {
     guest_memory: Bytes = Bytes(2 << 30), json "guest_memory_bytes", range "256MiB" ..= "256GiB";
     /// Guest CPU: auto (KVM when a guest boots with it, else TCG), kvm, or tcg (emulated: results are functional only).
     guest_accel: GuestAccel = GuestAccel::Auto, json "guest_accel";
+    /// Kernel of a second guest, the responder's (with --kernel, the driver's): two guests joined by a virtual wire (qemu's dgram backend, a virtio-net adapter each), the control connection and the data over it; host: no second guest, both sides in the one guest over loopback.
+    peer_kernel: KernelSpec = KernelSpec::Host, json "peer_kernel";
+    /// Queue pairs of each pair guest's virtio-net adapter (with --peer-kernel); above 1 needs a multiqueue backend (tap in a namespace of its own, root).
+    guest_queues: u32 = 1, json "guest_queues", range "1" ..= "8";
     /// Driver processes (agents) the run is split over, each running an exact segment of every class [default: 1, or as many as the population needs under the open-file limit].
     agents: Option<u32> = None, json "agents", range "1" ..= "1024";
     /// Who starts the agents: local (this host, one responder process each), slurm (srun, one task per agent) or external (started elsewhere, e.g. a Kubernetes Indexed Job; they connect to agent_listen).
