@@ -144,9 +144,38 @@ impl LatencyHistogram {
     }
 }
 
+/// How much of the latency tail is the generator's: the generator lag's
+/// p99 as a share of the latency p99, percent, capped at 100 (the lag of
+/// an open loop is inside its corrected latency; a think-time driver woken
+/// late to send is as late to read, so its lag is the scale of the delays
+/// its own scheduling adds to the latencies it measures). `None` without
+/// either figure or with a zero latency.
+pub fn generator_lag_p99_share_pct(
+    lag_p99_us: Option<f64>,
+    latency_p99_us: Option<f64>,
+) -> Option<f64> {
+    let (lag, latency) = (lag_p99_us?, latency_p99_us?);
+    (latency > 0.0).then(|| (100.0 * lag / latency).clamp(0.0, 100.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lag_share_is_capped_and_absent_without_figures() {
+        assert_eq!(
+            generator_lag_p99_share_pct(Some(50.0), Some(200.0)),
+            Some(25.0)
+        );
+        assert_eq!(
+            generator_lag_p99_share_pct(Some(900.0), Some(300.0)),
+            Some(100.0)
+        );
+        assert_eq!(generator_lag_p99_share_pct(None, Some(300.0)), None);
+        assert_eq!(generator_lag_p99_share_pct(Some(1.0), None), None);
+        assert_eq!(generator_lag_p99_share_pct(Some(1.0), Some(0.0)), None);
+    }
 
     #[test]
     fn summary_of_uniform_values() {

@@ -17,7 +17,7 @@ pub mod threads;
 pub mod warnings;
 
 pub use cpu::{side_cpu, CpuError, CpuSample, ProcessSource, Work};
-pub use latency::LatencyHistogram;
+pub use latency::{generator_lag_p99_share_pct, LatencyHistogram};
 pub use memory::{side_memory, MemorySample, OwnSockets, SockKind};
 pub use stats::{Iterations, Verdict};
 pub use warnings::Warning;

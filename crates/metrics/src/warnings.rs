@@ -24,7 +24,7 @@ pub use stall::{
     STALL_SHARE_PCT,
 };
 
-pub use population::{check_driver_behind, check_little_law};
+pub use population::{check_driver_behind, check_generator_tail, check_little_law};
 
 /// Driver CPUs busier than this mean the driver, not the stack, limits the
 /// rate: requests wait for a driver thread, so latency and rate describe the
@@ -68,6 +68,14 @@ pub const LITTLE_LAW_PCT: f64 = 2.0;
 /// late at p99 means requests queued behind busy connections or a busy
 /// driver, so the offered load was not the load applied.
 pub const GENERATOR_LAG_P99_US: f64 = 1000.0;
+/// The generator's lag p99 at half the latency p99 or more: a driver woken
+/// late to send is as late to read the response, so a lag of the tail's
+/// own size means the tail is (at least that share) the generator's
+/// scheduling, not the stack's or the responder's.
+pub const GENERATOR_TAIL_SHARE_PCT: f64 = 50.0;
+/// Lag p99 below 200 µs is not named as the tail's cause: a wake-up on a
+/// busy CPU costs tens of µs, and a loopback p99 of that size is no tail.
+pub const GENERATOR_TAIL_MIN_LAG_US: f64 = 200.0;
 
 /// Which side a figure belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +137,13 @@ pub enum Warning {
         lag_p99_us: f64,
         late: u64,
         dropped: u64,
+    },
+    /// The generator lag's p99 is [`GENERATOR_TAIL_SHARE_PCT`] or more of
+    /// the latency p99 (and above [`GENERATOR_TAIL_MIN_LAG_US`]).
+    GeneratorTail {
+        lag_p99_us: f64,
+        latency_p99_us: f64,
+        share_pct: f64,
     },
     /// Repetitions ended at the maximum with intervals still too wide:
     /// (measure, achieved full width % of the mean).
@@ -227,6 +242,7 @@ impl Warning {
             Warning::IoServedElsewhere { .. } => "io_served_elsewhere",
             Warning::LittleLawOff { .. } => "little_law_off",
             Warning::DriverBehind { .. } => "driver_behind",
+            Warning::GeneratorTail { .. } => "generator_tail",
             Warning::LabChanged { .. } => "lab_changed",
             Warning::KtlsNotCarried { .. } => "ktls_not_carried",
             Warning::TlsUnverified { .. } => "tls_unverified",
@@ -507,6 +523,18 @@ impl fmt::Display for Warning {
                  {GENERATOR_LAG_P99_US:.0} µs), {late} late, {dropped} dropped: the connections \
                  were still busy (the stack is saturated at this rate) or the driver lacked CPU; \
                  lower the rate, add connections, or give the driver more threads"
+            ),
+            Warning::GeneratorTail {
+                lag_p99_us,
+                latency_p99_us,
+                share_pct,
+            } => write!(
+                f,
+                "the latency tail is the generator's: its lag p99 {lag_p99_us:.0} µs is \
+                 {share_pct:.0}% of the latency p99 {latency_p99_us:.0} µs, so that much of the \
+                 tail is the driver waking late, not the stack or the responder; give the \
+                 driver CPUs of its own (fewer agents per CPU, --client-cpus) or a scheduling \
+                 setting that runs it at once (--gen-sched)"
             ),
         }
     }

@@ -319,6 +319,17 @@ pub struct LagUs {
     pub max: f64,
 }
 
+impl LagUs {
+    /// The lag's figures of a latency summary of its histogram.
+    pub fn of(l: LatencyUs) -> LagUs {
+        LagUs {
+            p50: l.p50,
+            p99: l.p99,
+            max: l.max,
+        }
+    }
+}
+
 /// A user population's pacing and what it achieved (one class).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct PopulationFigures {
@@ -348,6 +359,21 @@ pub struct PopulationFigures {
     pub dropped: u64,
     /// Actual − intended send time; `None` when nothing was sent on a schedule.
     pub generator_lag_us: Option<LagUs>,
+    /// The whole distribution behind `generator_lag_us`, in nanoseconds, in
+    /// `latency_hdr`'s encoding (HdrHistogram V2, DEFLATE, base64): parts
+    /// measured apart (agents) merge by adding these counts. `None` when
+    /// nothing was sent on a schedule, for a mean over repetitions, and in
+    /// older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_lag_hdr: Option<String>,
+    /// How much of the latency tail is the generator's: the lag's p99 as a
+    /// share of the class's latency p99, percent (capped at 100). A woken
+    /// driver that is late to send is as late to read a response, so a lag
+    /// p99 near the latency p99 says the tail is the generator's scheduling,
+    /// not the responder's (`generator_tail` warns from 50%). `None` without
+    /// lag or latency, and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_lag_p99_share_pct: Option<f64>,
     /// Clients connected when the measurement window opened.
     pub connected: u32,
     /// From the start of the workload until the class's last client connected, seconds.

@@ -241,11 +241,21 @@ fn population() -> impl Strategy<Value = PopulationFigures> {
     (
         (mode, option::of(text()), option::of(text())),
         vec(option::of(num()), 3),
-        (option::of(latency()), option::of(lag)),
+        (
+            option::of(latency()),
+            option::of(lag),
+            option::of(text()),
+            option::of(num()),
+        ),
         (any::<u64>(), any::<u64>(), any::<u32>(), num()),
     )
         .prop_map(
-            |((pacing, pacing_text, arrivals), o, (uncorrected, lag), (late, dropped, n, c))| {
+            |(
+                (pacing, pacing_text, arrivals),
+                o,
+                (uncorrected, lag, lag_hdr, lag_share),
+                (late, dropped, n, c),
+            )| {
                 PopulationFigures {
                     pacing,
                     pacing_text,
@@ -257,6 +267,8 @@ fn population() -> impl Strategy<Value = PopulationFigures> {
                     late,
                     dropped,
                     generator_lag_us: lag,
+                    generator_lag_hdr: lag_hdr,
+                    generator_lag_p99_share_pct: lag_share,
                     connected: n,
                     connect_s: c,
                 }

@@ -31,6 +31,8 @@ pub(crate) const VARIANT_COLOURS: [RGBColor; 6] = [
 ];
 const P50_COLOUR: RGBColor = RGBColor(86, 180, 233);
 const P99_COLOUR: RGBColor = RGBColor(0, 90, 150);
+/// The generator lag beside the latency (Okabe–Ito vermillion).
+const LAG_COLOUR: RGBColor = RGBColor(213, 94, 0);
 
 pub(crate) const PANEL_W: u32 = 480;
 pub(crate) const PANEL_H: u32 = 300;
@@ -316,6 +318,16 @@ pub fn workload_figure(workload: &str, variants: &[VariantSamples]) -> Result<St
             ],
         ),
     ];
+    // A paced class's generator lag beside its latency: how much of the
+    // tail is the generator's reads off one axis.
+    if has(workload, variants, Metric::GeneratorLagP99Us) {
+        panels[1].2.push(Series {
+            metric: Metric::GeneratorLagP99Us,
+            legend: Some("generator lag p99"),
+            stats: stats(workload, variants, Metric::GeneratorLagP99Us),
+            colour: Some(LAG_COLOUR),
+        });
+    }
     if has(workload, variants, Metric::CpuClientUsPerTran) {
         panels.push((
             "Client CPU per transaction",

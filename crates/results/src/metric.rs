@@ -24,6 +24,9 @@ pub enum Metric {
     LatencyP50Us,
     /// 99th-percentile latency in µs.
     LatencyP99Us,
+    /// 99th percentile of the generator's lag (actual − intended send) in
+    /// µs: paced classes only (think time, open loop).
+    GeneratorLagP99Us,
     /// Driver CPU time per transaction in µs.
     CpuClientUsPerTran,
     /// Responder CPU time per transaction in µs.
@@ -49,10 +52,11 @@ pub enum MarginKind {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 7] = [
+    pub const ALL: [Metric; 8] = [
         Metric::RateTps,
         Metric::LatencyP50Us,
         Metric::LatencyP99Us,
+        Metric::GeneratorLagP99Us,
         Metric::CpuClientUsPerTran,
         Metric::CpuServerUsPerTran,
         Metric::CpuServerProcessUsPerTran,
@@ -65,6 +69,7 @@ impl Metric {
             Metric::RateTps => "tr/s",
             Metric::LatencyP50Us => "p50 µs",
             Metric::LatencyP99Us => "p99 µs",
+            Metric::GeneratorLagP99Us => "lag p99 µs",
             Metric::CpuClientUsPerTran => "client CPU µs/tr",
             Metric::CpuServerUsPerTran => "server CPU µs/tr",
             Metric::CpuClientSeconds => "client CPU s",
@@ -80,6 +85,7 @@ impl Metric {
             Metric::RateTps => "transaction rate",
             Metric::LatencyP50Us => "median latency",
             Metric::LatencyP99Us => "p99 latency",
+            Metric::GeneratorLagP99Us => "p99 generator lag",
             Metric::CpuClientUsPerTran => "client CPU per transaction",
             Metric::CpuServerUsPerTran => "server CPU per transaction",
             Metric::CpuClientSeconds => "client CPU-seconds",
@@ -96,7 +102,9 @@ impl Metric {
     pub fn margin_kind(self) -> MarginKind {
         match self {
             Metric::RateTps => MarginKind::Rate,
-            Metric::LatencyP50Us | Metric::LatencyP99Us => MarginKind::Latency,
+            Metric::LatencyP50Us | Metric::LatencyP99Us | Metric::GeneratorLagP99Us => {
+                MarginKind::Latency
+            }
             Metric::CpuClientUsPerTran
             | Metric::CpuServerUsPerTran
             | Metric::CpuClientSeconds
@@ -122,6 +130,11 @@ impl Metric {
             Metric::RateTps => Some(class.rate_tps),
             Metric::LatencyP50Us => class.latency_us.map(|l| l.p50),
             Metric::LatencyP99Us => class.latency_us.map(|l| l.p99),
+            Metric::GeneratorLagP99Us => class
+                .population
+                .as_ref()
+                .and_then(|p| p.generator_lag_us)
+                .map(|l| l.p99),
             Metric::CpuClientUsPerTran => own(&cpu?.client),
             Metric::CpuServerUsPerTran => own(&cpu?.server),
             Metric::CpuClientSeconds | Metric::CpuServerSeconds => None,
@@ -314,6 +327,25 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use stackbench_record::{CpuFigures, SideCpu};
+
+    /// A paced class's lag p99 is compared beside its latency; a closed
+    /// loop has none (and no row).
+    #[test]
+    fn reads_the_generator_lag_of_a_paced_class_only() {
+        let mut rec = fixtures::record("RR1(1B/1B)", 100.0, 10.0, 20.0, 0.0);
+        assert_eq!(Metric::GeneratorLagP99Us.value(&rec.classes[0]), None);
+        rec.classes[0].population = Some(stackbench_record::PopulationFigures {
+            generator_lag_us: Some(stackbench_record::LagUs {
+                p50: 3.0,
+                p99: 40.0,
+                max: 90.0,
+            }),
+            ..Default::default()
+        });
+        assert_eq!(Metric::GeneratorLagP99Us.value(&rec.classes[0]), Some(40.0));
+        assert_eq!(Metric::GeneratorLagP99Us.margin_kind(), MarginKind::Latency);
+        assert!(!Metric::GeneratorLagP99Us.higher_is_better());
+    }
 
     #[test]
     fn reads_metrics_and_optional_cpu() {

@@ -407,10 +407,12 @@ pub fn population_lines(c: &ClassResult, p: &PopulationFigures) -> String {
     if let Some(lag) = &p.generator_lag_us {
         let _ = writeln!(
             out,
-            "  generator lag p50/p99/max {}/{}/{}; late {}, dropped {}",
+            "  generator lag p50/p99/max {}/{}/{}{}; late {}, dropped {}",
             micros(lag.p50),
             micros(lag.p99),
             micros(lag.max),
+            p.generator_lag_p99_share_pct
+                .map_or(String::new(), |s| format!(" ({s:.0}% of the latency p99)")),
             p.late,
             p.dropped
         );

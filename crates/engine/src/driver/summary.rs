@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use stackbench_metrics::combine::rate;
-use stackbench_metrics::LatencyHistogram;
+use stackbench_metrics::{generator_lag_p99_share_pct, LatencyHistogram};
 use stackbench_model::{ClassSpec, Pacing};
 use stackbench_record::ClassResult;
 use stackbench_record::{
@@ -197,11 +197,16 @@ pub fn population(
             .and_then(LatencyHistogram::summary_us),
         late: acc.late,
         dropped: acc.dropped,
-        generator_lag_us: lag.map(|l| LagUs {
-            p50: l.p50,
-            p99: l.p99,
-            max: l.max,
-        }),
+        generator_lag_us: lag.map(LagUs::of),
+        generator_lag_hdr: acc
+            .lag
+            .as_ref()
+            .filter(|h| h.count() > 0)
+            .map(LatencyHistogram::to_base64),
+        generator_lag_p99_share_pct: generator_lag_p99_share_pct(
+            lag.map(|l| l.p99),
+            acc.hist.summary_us().map(|l| l.p99),
+        ),
         connected: u32::try_from(acc.connected_at_window).unwrap_or(u32::MAX),
         connect_s: acc.last_connected_ns as f64 / 1e9,
     })

@@ -13,6 +13,7 @@ use stackbench_record::{
     ClassResult, HandshakeCpuUs, KtlsCounters, KtlsFigures, LatencyUs, TlsFigures,
 };
 
+use super::once::once_per;
 use super::parts::{Parts, Who};
 use crate::LatencyHistogram;
 
@@ -25,21 +26,61 @@ pub(super) fn latency(
     classes: &[&ClassResult],
     parts: &mut dyn Parts,
 ) -> (Option<LatencyUs>, Option<String>) {
+    let each = classes
+        .iter()
+        .map(|c| (c.latency_hdr.as_deref(), c.transactions > 0, c.transactions));
+    added(each, "latency", "transactions", &classes[0].notation, parts)
+}
+
+/// The generator lag of paced parts, added as [`latency`] is: a part that
+/// sent on a schedule (it has lag figures) but whose histogram is missing
+/// or unreadable leaves the class without a lag, with a note; parts that
+/// sent nothing on a schedule add nothing.
+pub(super) fn generator_lag(
+    classes: &[&ClassResult],
+    parts: &mut dyn Parts,
+) -> (Option<LatencyUs>, Option<String>) {
+    let each = classes.iter().map(|c| match &c.population {
+        Some(p) => (
+            p.generator_lag_hdr.as_deref(),
+            p.generator_lag_us.is_some(),
+            c.transactions,
+        ),
+        None => (None, false, 0),
+    });
+    added(
+        each,
+        "generator lag",
+        "transactions",
+        &classes[0].notation,
+        parts,
+    )
+}
+
+/// Histograms added: per part its encoded histogram, whether it measured
+/// something (and so must have one) and the count it names in a note.
+fn added<'a>(
+    each: impl Iterator<Item = (Option<&'a str>, bool, u64)>,
+    what: &str,
+    counted: &str,
+    notation: &str,
+    parts: &mut dyn Parts,
+) -> (Option<LatencyUs>, Option<String>) {
     let mut sum = LatencyHistogram::new();
-    for (i, c) in classes.iter().enumerate() {
-        let decoded = match &c.latency_hdr {
+    for (i, (text, measured, count)) in each.enumerate() {
+        let decoded = match text {
             Some(text) => LatencyHistogram::from_base64(text),
-            None if c.transactions == 0 => continue,
-            None => Err("no latency histogram".to_string()),
+            None if !measured => continue,
+            None => Err(format!("no {what} histogram")),
         };
         match decoded {
             Ok(h) => sum.merge(&h),
             Err(why) => {
                 let p = parts.who(i);
                 parts.note(format!(
-                    "{}: agent {} (segment {}/{}, host {}) sent {why} for its {} transactions: \
-                     the class has no merged latency",
-                    c.notation, p.index, p.index, p.count, p.host, c.transactions
+                    "{notation}: agent {} (segment {}/{}, host {}) sent {why} for its {count} \
+                     {counted}: the class has no merged {what}",
+                    p.index, p.index, p.count, p.host
                 ));
                 return (None, None);
             }
@@ -179,16 +220,11 @@ fn ktls(have: &[(Who, &TlsFigures)]) -> Option<KtlsFigures> {
     }
     // The counters are their namespace's: one set per host.
     let per_host = |host: fn(&Who) -> &str, get: fn(&KtlsFigures) -> Option<KtlsCounters>| {
-        let mut seen: Vec<&str> = Vec::new();
-        let mut sum: Option<KtlsCounters> = Some(KtlsCounters::default());
-        for (p, k) in &ktls {
-            if seen.contains(&host(p)) {
-                continue;
-            }
-            seen.push(host(p));
-            sum = sum.zip(get(k)).map(|(a, b)| add_ktls(&a, &b));
-        }
-        sum
+        once_per(&ktls, |(p, _)| host(p), |_, _| false)
+            .iter()
+            .try_fold(KtlsCounters::default(), |sum, (_, k)| {
+                Some(add_ktls(&sum, &get(k)?))
+            })
     };
     Some(KtlsFigures {
         connections: ktls.iter().map(|(_, k)| k.connections).sum(),

@@ -47,6 +47,7 @@
 
 mod exact;
 mod mean;
+mod once;
 mod parts;
 mod population;
 mod verified;
@@ -55,6 +56,7 @@ use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, Served
 
 use crate::cpu::Work;
 use mean::Of;
+pub use once::once_per;
 pub use parts::{Parts, Who};
 
 /// How the classes being combined relate.
@@ -149,6 +151,7 @@ pub fn combine(mut mode: Mode, classes: &[&ClassResult]) -> ClassResult {
             },
         ),
     };
+    let latency_p99_us = latency_us.map(|l| l.p99);
     let work = Work {
         transactions,
         payload_bytes: tx_bytes + rx_bytes,
@@ -189,8 +192,8 @@ pub fn combine(mut mode: Mode, classes: &[&ClassResult]) -> ClassResult {
         },
         repetitions: None,
         population: match &mut mode {
-            Mode::Parts(p) => population::of_parts(classes, &mut **p),
-            Mode::Repetitions => population::of_repetitions(classes),
+            Mode::Parts(p) => population::of_parts(classes, &mut **p, latency_p99_us),
+            Mode::Repetitions => population::of_repetitions(classes, latency_p99_us),
         },
         tls: match &mut mode {
             Mode::Parts(p) => exact::tls(classes, &mut **p),

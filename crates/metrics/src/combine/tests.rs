@@ -69,6 +69,13 @@ fn histogram(n: u64, scale: u64) -> LatencyHistogram {
     h
 }
 
+/// A generator lag of `n` sends, 1–6 µs times `scale`.
+fn lag_histogram(n: u64, scale: u64) -> LatencyHistogram {
+    let mut h = LatencyHistogram::new();
+    (0..n).for_each(|i| h.record_ns((1_000 + (i * 13) % 5_000) * scale));
+    h
+}
+
 fn latency(p99: f64) -> LatencyUs {
     LatencyUs {
         mean: p99 / 4.0,
@@ -88,6 +95,7 @@ fn latency(p99: f64) -> LatencyUs {
 /// chosen so the weighted means of one part are exact.
 fn full(transactions: u64, duration_s: f64, clients: u32, scale: u64) -> ClassResult {
     let h = histogram(transactions, scale);
+    let lag = lag_histogram(transactions, scale);
     let bytes = transactions * 4096;
     let side = SideCpu {
         cpus: vec![0, 1],
@@ -147,11 +155,12 @@ fn full(transactions: u64, duration_s: f64, clients: u32, scale: u64) -> ClassRe
             latency_uncorrected_us: Some(latency(40.0 * scale as f64)),
             late: 1,
             dropped: 2,
-            generator_lag_us: Some(LagUs {
-                p50: 1.0,
-                p99: 2.0 * scale as f64,
-                max: 3.0 * scale as f64,
-            }),
+            generator_lag_us: lag.summary_us().map(LagUs::of),
+            generator_lag_hdr: Some(lag.to_base64()),
+            generator_lag_p99_share_pct: crate::generator_lag_p99_share_pct(
+                lag.summary_us().map(|l| l.p99),
+                h.summary_us().map(|l| l.p99),
+            ),
             connected: clients,
             connect_s: 0.25 * scale as f64,
         }),
@@ -309,7 +318,26 @@ fn every_field_by_its_rule_in_both_modes() {
     assert_eq!(p.offered_rate_tps, Some(500.0));
     assert_eq!((p.late, p.dropped, p.connected), (2, 4, 5));
     assert_eq!(p.connect_s, 0.75);
-    assert_eq!((p.latency_uncorrected_us, p.generator_lag_us), (None, None));
+    assert_eq!(
+        p.latency_uncorrected_us, None,
+        "percentiles without a histogram"
+    );
+    let mut lags = lag_histogram(1000, 1);
+    lags.merge(&lag_histogram(3001, 3));
+    assert_eq!(
+        p.generator_lag_us,
+        lags.summary_us().map(LagUs::of),
+        "the lag histograms added"
+    );
+    assert_eq!(p.generator_lag_hdr, Some(lags.to_base64()));
+    assert_eq!(
+        p.generator_lag_p99_share_pct,
+        crate::generator_lag_p99_share_pct(
+            lags.summary_us().map(|l| l.p99),
+            union.summary_us().map(|l| l.p99)
+        ),
+        "of the merged lag and latency"
+    );
     assert_eq!(p.pacing_text.as_deref(), Some("100/s"));
     let t = m.tls.as_ref().unwrap();
     assert_eq!(t.cipher, "TLS_AES_128_GCM_SHA256", "the first part's");
@@ -332,11 +360,11 @@ fn every_field_by_its_rule_in_both_modes() {
     assert_eq!(codes, &[(200, 3997), (404, 4), (500, 3)].into(), "summed");
     assert_eq!(
         agents.notes.len(),
-        4,
-        "uncorrected latency, generator lag, cipher, handshake latency: {:?}",
+        3,
+        "uncorrected latency, cipher, handshake latency: {:?}",
         agents.notes
     );
-    assert!(agents.notes[2].contains("agent 1 on b negotiated TLSv1.3 TLS_AES_256"));
+    assert!(agents.notes[1].contains("agent 1 on b negotiated TLSv1.3 TLS_AES_256"));
 
     // Repetitions of one run.
     let r = combine(Mode::Repetitions, &classes);
@@ -366,7 +394,12 @@ fn every_field_by_its_rule_in_both_modes() {
     assert_eq!((p.late, p.dropped, p.connected), (2, 4, 2));
     assert_eq!(p.connect_s, 0.5);
     let lag = p.generator_lag_us.unwrap();
-    assert_eq!((lag.p99, lag.max), (4.0, 9.0));
+    let (ga, gb) = (
+        a.population.as_ref().unwrap().generator_lag_us.unwrap(),
+        b.population.as_ref().unwrap().generator_lag_us.unwrap(),
+    );
+    assert_eq!((lag.p99, lag.max), ((ga.p99 + gb.p99) / 2.0, gb.max));
+    assert_eq!(p.generator_lag_hdr, None, "no one distribution of its own");
     assert_eq!(p.latency_uncorrected_us.unwrap().p99, 80.0);
     let t = r.tls.as_ref().unwrap();
     assert_eq!(t.cipher, a.tls.as_ref().unwrap().cipher, "the first run's");
@@ -413,4 +446,37 @@ fn rules_of_counts_and_figures() {
     );
     assert_eq!(rate(10, 0.0), 0.0, "an empty window has no rate");
     assert_eq!(rate(10, 4.0), 2.5);
+}
+
+/// A part that sent on a schedule without the lag's histogram (it cannot
+/// be added) leaves the merged class without a lag, saying so; a part that
+/// sent nothing on a schedule adds nothing.
+#[test]
+fn a_lag_without_its_histogram_is_left_out_with_a_note() {
+    let a = full(1000, 10.0, 2, 1);
+    let mut b = full(3001, 10.5, 3, 3);
+    b.population.as_mut().unwrap().generator_lag_hdr = None;
+    let classes = [&a, &b];
+    let mut agents = Agents::new(&classes, vec![who(0, "a", true), who(1, "b", true)]);
+    let p = combine(Mode::Parts(&mut agents), &classes)
+        .population
+        .unwrap();
+    assert_eq!((p.generator_lag_us, p.generator_lag_hdr), (None, None));
+    assert_eq!(p.generator_lag_p99_share_pct, None);
+    assert!(
+        agents.notes.iter().any(|n| n.contains(
+            "agent 1 (segment 1/2, host b) sent no generator lag histogram for its 3001 \
+             transactions: the class has no merged generator lag"
+        )),
+        "{:?}",
+        agents.notes
+    );
+    let p = b.population.as_mut().unwrap();
+    (p.generator_lag_us, p.generator_lag_p99_share_pct) = (None, None);
+    let classes = [&a, &b];
+    let mut agents = Agents::new(&classes, vec![who(0, "a", true), who(1, "b", true)]);
+    let p = combine(Mode::Parts(&mut agents), &classes)
+        .population
+        .unwrap();
+    assert_eq!(p.generator_lag_hdr, a.population.unwrap().generator_lag_hdr);
 }

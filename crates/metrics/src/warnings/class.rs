@@ -7,8 +7,8 @@ use stackbench_record::ClassResult;
 
 use super::{
     check_confidence, check_delayed_ack_stall, check_driver_behind, check_driver_saturated,
-    check_ktls, check_little_law, check_rate_steadiness, check_run_length, check_steal,
-    check_tls_unverified, Side, Warning,
+    check_generator_tail, check_ktls, check_little_law, check_rate_steadiness, check_run_length,
+    check_steal, check_tls_unverified, Side, Warning,
 };
 
 /// Everything that can be judged from one class's record: run length,
@@ -49,6 +49,7 @@ pub fn class_warnings(
     }
     out.extend(check_little_law(class));
     out.extend(check_driver_behind(class));
+    out.extend(check_generator_tail(class));
     out.extend(check_ktls(class));
     out.extend(check_tls_unverified(class));
     out.extend(check_delayed_ack_stall(class));

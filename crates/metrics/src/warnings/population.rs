@@ -1,7 +1,10 @@
 //! The checks of user-population runs (think time, open loop): Little's law
 //! N = X(R+Z), and whether the driver kept to its schedule.
 
-use super::{Warning, GENERATOR_LAG_P99_US, LITTLE_LAW_PCT};
+use super::{
+    Warning, GENERATOR_LAG_P99_US, GENERATOR_TAIL_MIN_LAG_US, GENERATOR_TAIL_SHARE_PCT,
+    LITTLE_LAW_PCT,
+};
 use stackbench_record::{ClassResult, PacingMode};
 
 /// Little's law N = X(R+Z) for a think-time or open-loop class: X the
@@ -35,6 +38,21 @@ pub fn check_driver_behind(class: &ClassResult) -> Option<Warning> {
         late: p.late,
         dropped: p.dropped,
     })
+}
+
+/// The generator's lag is a large share of the latency tail.
+pub fn check_generator_tail(class: &ClassResult) -> Option<Warning> {
+    let p = class.population.as_ref()?;
+    let share_pct = p.generator_lag_p99_share_pct?;
+    let lag_p99_us = p.generator_lag_us?.p99;
+    let latency_p99_us = class.latency_us?.p99;
+    (share_pct >= GENERATOR_TAIL_SHARE_PCT && lag_p99_us > GENERATOR_TAIL_MIN_LAG_US).then_some(
+        Warning::GeneratorTail {
+            lag_p99_us,
+            latency_p99_us,
+            share_pct,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -105,5 +123,28 @@ mod tests {
             .unwrap()
             .to_string()
             .contains("lag p99 1500 µs"));
+    }
+
+    #[test]
+    fn generator_tail_when_the_lag_is_half_the_latency_tail() {
+        let mut c = population(10, 1.0, 1.0, 1.0);
+        c.latency_us.as_mut().unwrap().p99 = 140_000.0;
+        let p = c.population.as_mut().unwrap();
+        p.generator_lag_us.as_mut().unwrap().p99 = 98_000.0;
+        p.generator_lag_p99_share_pct = Some(70.0);
+        let w = check_generator_tail(&c).unwrap();
+        assert_eq!(w.code(), "generator_tail");
+        assert!(
+            w.to_string()
+                .contains("lag p99 98000 µs is 70% of the latency p99 140000 µs"),
+            "{w}"
+        );
+        // A small share, or a lag too small to be a tail, says nothing.
+        c.population.as_mut().unwrap().generator_lag_p99_share_pct = Some(49.0);
+        assert!(check_generator_tail(&c).is_none());
+        let p = c.population.as_mut().unwrap();
+        p.generator_lag_p99_share_pct = Some(90.0);
+        p.generator_lag_us.as_mut().unwrap().p99 = 150.0;
+        assert!(check_generator_tail(&c).is_none());
     }
 }

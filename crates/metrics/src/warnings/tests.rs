@@ -206,6 +206,11 @@ fn every_warning() -> Vec<Warning> {
             late: 5,
             dropped: 0,
         },
+        Warning::GeneratorTail {
+            lag_p99_us: 98_000.0,
+            latency_p99_us: 140_000.0,
+            share_pct: 70.0,
+        },
         Warning::LabChanged {
             changes: vec!["veth0 rate 1Gbit → 100Mbit".into()],
         },

@@ -99,6 +99,7 @@ fn human_output_of_a_population() {
             p99: 48.0,
             max: 1500.0,
         }),
+        generator_lag_p99_share_pct: Some(32.0),
         late: 1,
         connected: 8192,
         connect_s: 0.41,

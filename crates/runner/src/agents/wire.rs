@@ -58,8 +58,11 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// result its `sessions` and TLS figures with `alpn` and `server_verified`;
 /// an agent's result counts the control connections its responder refused
 /// (`control_refused`); progress the live figures (`live`, about once a
-/// second) that a controller serving `--metrics-listen` adds up.
-pub const PROTOCOL: u32 = 4;
+/// second) that a controller serving `--metrics-listen` adds up. Protocol
+/// 5: a class's population figures carry the generator lag's histogram
+/// (`generator_lag_hdr`, merged exactly like the latency's) and the lag p99's
+/// share of the latency p99.
+pub const PROTOCOL: u32 = 5;
 
 /// Which stackbench a side is: its version number and the commit it was
 /// built from (`build.rs`), which tells apart two builds of one version.

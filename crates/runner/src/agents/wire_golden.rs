@@ -24,7 +24,9 @@ use stackbench_model::{
     AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, IoMode, SocketOptions, TlsParams,
     Transport,
 };
-use stackbench_record::{ClassResult, CpuFigures, ErrorCounts, HttpStatus, Sessions, TlsFigures};
+use stackbench_record::{
+    ClassResult, CpuFigures, ErrorCounts, HttpStatus, PopulationFigures, Sessions, TlsFigures,
+};
 
 use super::wire::{
     decode, AgentResult, Decoded, FromAgent, FromController, Hello, ProgressReport, RunOrder,
@@ -97,7 +99,12 @@ fn class_result() -> ClassResult {
         latency_hdr: Some("HISTFAAAA".into()),
         cpu: Some(Default::default()),
         memory: Some(Default::default()),
-        population: Some(Default::default()),
+        population: Some(PopulationFigures {
+            generator_lag_us: Some(Default::default()),
+            generator_lag_hdr: Some("HISTFAAAA".into()),
+            generator_lag_p99_share_pct: Some(25.0),
+            ..Default::default()
+        }),
         tls: Some(TlsFigures {
             alpn: Some("http/1.1".into()),
             server_verified: Some(true),

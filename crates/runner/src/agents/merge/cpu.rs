@@ -11,8 +11,7 @@
 //! figures are a process's (or a test's) own, and are summed over distinct
 //! processes instead.
 
-use std::collections::HashMap;
-
+use stackbench_metrics::combine::once_per;
 use stackbench_metrics::cpu::{cpu_us_per_mb, cpu_us_per_tran, Work};
 use stackbench_record::{CpuAttribution, CpuBreakdown, CpuFigures, CpuMethod, ProcessCpu, SideCpu};
 
@@ -49,24 +48,19 @@ fn view_key(input: &SideInput) -> Key {
 }
 
 /// Of each group (by `key`, in first-seen order), the member with the
-/// longest window.
+/// longest window (it covers the others').
 fn longest_per<'a, K: std::hash::Hash + Eq>(
     inputs: &[SideInput<'a>],
     key: impl Fn(&SideInput<'a>) -> K,
 ) -> Vec<&'a SideCpu> {
-    let mut slot: HashMap<K, usize> = HashMap::new();
-    let mut kept: Vec<&'a SideCpu> = Vec::new();
-    for input in inputs {
-        match slot.get(&key(input)) {
-            Some(&i) if kept[i].window_s >= input.side.window_s => {}
-            Some(&i) => kept[i] = input.side,
-            None => {
-                slot.insert(key(input), kept.len());
-                kept.push(input.side);
-            }
-        }
-    }
-    kept
+    once_per(
+        inputs,
+        |i| key(i),
+        |new, kept| new.side.window_s > kept.side.window_s,
+    )
+    .into_iter()
+    .map(|i| i.side)
+    .collect()
 }
 
 /// One side over every agent; `None` without input. `work` is the merged
@@ -146,18 +140,7 @@ pub fn merge_side(inputs: &[SideInput], work: Work) -> Option<SideCpu> {
 /// responder driven by several agents reported its own CPU to each);
 /// `None` when any process has none, as a sum missing one is no one's.
 fn merge_process(inputs: &[SideInput]) -> Option<ProcessCpu> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    let mut kept: Vec<&SideCpu> = Vec::new();
-    for input in inputs {
-        match seen.get(input.process.as_str()) {
-            Some(&i) if kept[i].window_s >= input.side.window_s => {}
-            Some(&i) => kept[i] = input.side,
-            None => {
-                seen.insert(&input.process, kept.len());
-                kept.push(input.side);
-            }
-        }
-    }
+    let kept = longest_per(inputs, |i| i.process.clone());
     let all: Option<Vec<ProcessCpu>> = kept.iter().map(|s| s.process).collect();
     let all = all?;
     Some(ProcessCpu {

@@ -15,8 +15,7 @@
 //! Per-connection figures are then the sums over all connections, with
 //! `stackbench_metrics::memory::per_conn` as one process has them.
 
-use std::collections::HashMap;
-
+use stackbench_metrics::combine::once_per;
 use stackbench_metrics::memory::{grown_per_conn, per_conn};
 use stackbench_record::{SideMemory, SkMemInfo};
 
@@ -34,8 +33,8 @@ pub struct MemoryInput<'a> {
 /// One side over every agent; `None` without input.
 pub fn merge_side(inputs: &[MemoryInput]) -> Option<SideMemory> {
     let first = inputs.first()?.memory;
-    let processes = once_per(inputs, |i| i.process.clone());
-    let hosts = once_per(inputs, |i| i.host.clone());
+    let processes = once(inputs, |i| i.process.clone());
+    let hosts = once(inputs, |i| i.host.clone());
     let connections: u64 = inputs.iter().map(|i| i.memory.connections).sum();
     let every = |f: fn(&SideMemory) -> Option<u64>| -> Option<u64> {
         inputs.iter().map(|i| f(i.memory)).sum()
@@ -98,15 +97,13 @@ pub fn merge_side(inputs: &[MemoryInput]) -> Option<SideMemory> {
     })
 }
 
-/// The first figures of each group (by `key`), in first-seen order.
-fn once_per<'a>(
+/// Each input's figures once per what `key` names (the first seen).
+fn once<'a>(
     inputs: &[MemoryInput<'a>],
-    key: impl Fn(&MemoryInput) -> String,
+    key: impl Fn(&MemoryInput<'a>) -> String,
 ) -> Vec<&'a SideMemory> {
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    inputs
-        .iter()
-        .filter(|i| seen.insert(key(i), ()).is_none())
+    once_per(inputs, |i| key(i), |_, _| false)
+        .into_iter()
         .map(|i| i.memory)
         .collect()
 }

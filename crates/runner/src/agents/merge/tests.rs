@@ -361,6 +361,57 @@ fn a_population_merges_so_littles_law_still_holds() {
     assert!(stackbench_metrics::warnings::check_little_law(c).is_none());
 }
 
+/// The generator's lag of a population run over agents is the agents' lag
+/// histograms added (protocol 5), not one agent's percentiles: the merged
+/// p99 is the p99 of every send, and its share of the merged latency p99
+/// says how much of the tail is the generator's, which the
+/// `generator_tail` warning reads.
+#[test]
+fn the_generator_lag_merges_exactly_and_names_its_share_of_the_tail() {
+    use stackbench_record::{LagUs, PacingMode, PopulationFigures};
+    let agent = |i: u32, seed: u64, lag_scale: u64| {
+        let latencies = samples(2_000, seed, 1);
+        let lags: Vec<u64> = samples(2_000, seed + 10, lag_scale)
+            .iter()
+            .map(|v| v / 4)
+            .collect();
+        let (h, lag) = (histogram(&latencies), histogram(&lags));
+        let mut c = class(2_000, 10.0, 100, &latencies);
+        c.population = Some(PopulationFigures {
+            pacing: PacingMode::Think,
+            wait_mean_s: Some(1.0),
+            connected: 100,
+            generator_lag_us: lag.summary_us().map(LagUs::of),
+            generator_lag_hdr: Some(lag.to_base64()),
+            generator_lag_p99_share_pct: stackbench_metrics::generator_lag_p99_share_pct(
+                lag.summary_us().map(|l| l.p99),
+                h.summary_us().map(|l| l.p99),
+            ),
+            ..PopulationFigures::default()
+        });
+        (part(i, "h", vec![c]), latencies, lags)
+    };
+    let (a, la, ga) = agent(0, 1, 1);
+    let (b, lb, gb) = agent(1, 2, 8);
+    let merged = merge(&[a, b], "local");
+    let c = &merged.classes[0];
+    let p = c.population.as_ref().unwrap();
+    let every_lag = histogram(&[ga, gb].concat());
+    let every_latency = histogram(&[la, lb].concat());
+    assert_eq!(p.generator_lag_us, every_lag.summary_us().map(LagUs::of));
+    assert_eq!(p.generator_lag_hdr, Some(every_lag.to_base64()));
+    let share =
+        100.0 * every_lag.summary_us().unwrap().p99 / every_latency.summary_us().unwrap().p99;
+    assert_eq!(p.generator_lag_p99_share_pct, Some(share.min(100.0)));
+    assert_eq!(merged.agents.merge_notes, Vec::<String>::new());
+    let tail = stackbench_metrics::warnings::check_generator_tail(c);
+    assert_eq!(
+        tail.map(|w| w.code()),
+        Some("generator_tail"),
+        "{share}% of the tail"
+    );
+}
+
 /// Parts of another workload are not added into this one's classes.
 #[test]
 fn a_part_with_other_classes_is_left_out_and_named() {
