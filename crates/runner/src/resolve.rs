@@ -337,6 +337,7 @@ pub fn resolve(
     check_server_pid(&s)?;
     check_pacing(&s, &workloads)?;
     check_broker_crr(&s, &workloads)?;
+    check_protocol_sizes(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(input)?;
     let tls = tls_params(&s).or_else(input)?;
     if let Some(p) = &tls {
@@ -616,6 +617,19 @@ fn check_broker_crr(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunEr
     Ok(())
 }
 
+/// Sizes the protocol's row cannot carry (HTTP/2's flow-control windows
+/// bound a request and a response), refused before anything starts.
+fn check_protocol_sizes(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError> {
+    let row = stackbench_engine::app::row(s.protocol);
+    for class in workloads.iter().flat_map(|w| &w.classes) {
+        let label = class.to_string();
+        if let Some(why) = row.refuses_sizes(&label, class.request_bytes, class.response_bytes) {
+            return input(why);
+        }
+    }
+    Ok(())
+}
+
 /// A fresh seed (32 bits, easy to retype) from the standard library's
 /// per-process random hasher keys.
 fn random_seed() -> u64 {
@@ -843,10 +857,11 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
             mode: s.tls_mode,
             rekey_bytes: s.rekey.0,
             // The run's protocol, by its ALPN name, where it has one.
-            alpn: match s.protocol {
-                AppProtocol::Http1 => vec!["http/1.1".to_string()],
-                _ => Vec::new(),
-            },
+            alpn: stackbench_engine::app::row(s.protocol)
+                .alpn
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
             server_name: foreign.map(|t| t.host.to_string()),
             ca: s.ca.as_ref().map(|c| c.0.clone()),
             insecure: s.insecure,

@@ -249,7 +249,7 @@ run_settings! {
     priority: Option<ClassPriorities> = None, json "priority";
     /// I/O backend of driver and responder: auto (uring for closed-loop RR with 2+ connections per driver thread, where it measured faster; else epoll), epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning). The record stores the backend used.
     io: IoMode = IoMode::Auto, json "io";
-    /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; a foreign server's statuses counted per code, its chunked bodies decoded; keep-alive for RR and STR, Connection: close per CRR transaction). or tn3270 (TN3270, RFC 1576, or TN3270E, RFC 2355, as tn3270e says: a Telnet negotiation when a connection opens, then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, the 5-byte TN3270E header and IAC EOR included; a size below the smallest message is raised to it); the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1 and tn3270 run on epoll (io_uring refuses them).
+    /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; a foreign server's statuses counted per code, its chunked bodies decoded; keep-alive for RR and STR, Connection: close per CRR transaction), h2 (HTTP/2: prior knowledge on clear text, ALPN h2 over TLS; the same GET answered by a HEADERS frame and DATA frames, HPACK-coded, one stream in flight per connection; its servers are named by http:// and https:// as HTTP/1.1's) or tn3270 (TN3270, RFC 1576, or TN3270E, RFC 2355, as tn3270e says: a Telnet negotiation when a connection opens, then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, the 5-byte TN3270E header and IAC EOR included; a size below the smallest message is raised to it); h2: HEADERS and DATA frames, their 9-byte frame headers included, the connection preface and SETTINGS ahead of a connection's first request not; the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1, h2 and tn3270 run on epoll (io_uring refuses them).
     protocol: AppProtocol = AppProtocol::Raw, json "protocol";
     /// Protocol http1: largest share of a class's responses whose status is not 2xx (each an http_status error; the connection goes on) before the run is incomplete, e.g. 5%; 0%: any non-2xx.
     http_error_share: Pct = Pct(1.0), json "http_error_share_pct", range "0" ..= "100";
@@ -556,12 +556,13 @@ impl RunSettings {
             "a"
         };
         let over = if t.tls { "tls" } else { "tcp" };
-        if self.protocol != p {
+        if self.protocol.scheme_family() != p {
+            let names: Vec<&str> = p.family().map(AppProtocol::name).collect();
             return refuse(format!(
                 "{article} {scheme} target is a plain {} server, not stackbench serve: \
                  add protocol {} (over transport {over})",
                 p.server_name(),
-                p.name()
+                names.join(" or ")
             ));
         }
         let implied = t.tls && self.transport == Transport::Tcp;
