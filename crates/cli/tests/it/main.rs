@@ -11,6 +11,7 @@ mod completions;
 mod docs;
 mod guest;
 mod guest_tier;
+mod h2;
 mod http1;
 mod image;
 mod incomplete;
