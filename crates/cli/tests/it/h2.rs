@@ -35,14 +35,27 @@ fn rr_and_crr_over_h2_count_exactly_against_the_responder() {
         assert_eq!(c["http_status"]["codes"]["200"], n, "{workload}: {c}");
         let req = c["request_bytes"].as_u64().unwrap();
         let resp = c["response_bytes"].as_u64().unwrap();
-        assert_eq!(answer_len(body_for(resp)), resp, "{workload}: an exact answer");
-        let (tx, rx) = (c["tx_bytes"].as_u64().unwrap(), c["rx_bytes"].as_u64().unwrap());
+        assert_eq!(
+            answer_len(body_for(resp)),
+            resp,
+            "{workload}: an exact answer"
+        );
+        let (tx, rx) = (
+            c["tx_bytes"].as_u64().unwrap(),
+            c["rx_bytes"].as_u64().unwrap(),
+        );
         // The client's opening (preface, SETTINGS, WINDOW_UPDATE: 63
         // bytes) per connection, a SETTINGS ACK and a WINDOW_UPDATE (13)
         // ahead of later requests; the server's SETTINGS, WINDOW_UPDATE and
         // ACK (43) per connection.
-        assert!(tx > n * req && tx <= n * req + conns * 63 + n * 22, "{workload}: {tx}");
-        assert!(rx > n * resp && rx <= n * resp + conns * 43, "{workload}: {rx}");
+        assert!(
+            tx > n * req && tx <= n * req + conns * 63 + n * 22,
+            "{workload}: {tx}"
+        );
+        assert!(
+            rx > n * resp && rx <= n * resp + conns * 43,
+            "{workload}: {rx}"
+        );
         assert_eq!(record["settings"]["protocol"], "h2");
     }
     let record = run_json(
@@ -176,7 +189,15 @@ fn h2_against_an_http1_only_nginx_is_refused_before_the_run() {
     let target = format!("http://127.0.0.1:{}", clear.port);
     refused(
         "run",
-        &["RR1(100B/1kB)", "--protocol", "h2", "--target", &target, "--duration", "1s"],
+        &[
+            "RR1(100B/1kB)",
+            "--protocol",
+            "h2",
+            "--target",
+            &target,
+            "--duration",
+            "1s",
+        ],
         "not a server of protocol h2: it answered the HTTP/2 preface in HTTP/1.1",
     );
     let (tls, _d2, ca) = nginx_with(&binary, &[], "ssl");
@@ -229,11 +250,22 @@ fn h2load_requests(out: &str) -> (u64, u64) {
 fn h2load_drives_the_h2_responder_with_several_streams() {
     let test = "h2load_drives_the_h2_responder_with_several_streams";
     let Some(h2load) = h2load_binary() else {
-        return skip(Tier::Nginx, test, "no h2load (apt-get install nghttp2-client)");
+        return skip(
+            Tier::Nginx,
+            test,
+            "no h2load (apt-get install nghttp2-client)",
+        );
     };
     let serve = Serve::start();
     let mut hold = stackbench()
-        .args(["serve", "--hold", &serve.addr, "RR2(100B/4kB)", "--protocol", "h2"])
+        .args([
+            "serve",
+            "--hold",
+            &serve.addr,
+            "RR2(100B/4kB)",
+            "--protocol",
+            "h2",
+        ])
         .args(["--hold-limit", "60"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

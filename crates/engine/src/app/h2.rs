@@ -1,7 +1,7 @@
 //! HTTP/2 (RFC 9113) as an application protocol: the driver's
 //! [`client::Client`] codec and the responder's [`server::Server`] handler,
 //! over one frame reader ([`Reader`]) and header blocks coded by HPACK
-//! (RFC 7541) through `loona-hpack`. The frames, the connection's state
+//! (RFC 7541) through `httlib-hpack`. The frames, the connection's state
 //! machine and flow control are ours; the crate only codes header blocks.
 //!
 //! Connections. On clear text the client speaks with prior knowledge
@@ -59,8 +59,6 @@ pub mod row;
 pub mod server;
 #[cfg(test)]
 mod tests;
-
-use std::borrow::Cow;
 
 use super::{grouped, Fault};
 
@@ -371,21 +369,69 @@ impl Block {
     }
 }
 
-/// Decodes a header block with `decoder`, handing each field to `field`.
-pub fn decode(
-    decoder: &mut loona_hpack::Decoder<'static>,
-    block: &[u8],
-    mut field: impl FnMut(&[u8], &[u8]),
-) -> Result<(), Fault> {
-    decoder
-        .decode_with_cb(block, |name: Cow<'_, [u8]>, value: Cow<'_, [u8]>| {
-            field(&name, &value)
-        })
-        .map_err(|e| {
-            Fault(format!(
-                "an HTTP/2 header block HPACK cannot decode ({e:?})"
-            ))
-        })
+/// An HPACK decoder (RFC 7541: the dynamic table a connection's blocks
+/// build) and the buffers a block is decoded through, kept per
+/// connection so that a block costs no allocation but its fields'.
+#[derive(Debug, Default)]
+pub struct Hpack {
+    decoder: httlib_hpack::Decoder<'static>,
+    buf: Vec<u8>,
+    fields: Vec<(Vec<u8>, Vec<u8>, u8)>,
+}
+
+impl Hpack {
+    /// Decodes a header block, handing each field to `field`.
+    pub fn decode(
+        &mut self,
+        block: &[u8],
+        mut field: impl FnMut(&[u8], &[u8]),
+    ) -> Result<(), Fault> {
+        self.buf.clear();
+        self.buf.extend_from_slice(block);
+        self.fields.clear();
+        self.decoder
+            .decode(&mut self.buf, &mut self.fields)
+            .map_err(|e| {
+                Fault(format!(
+                    "an HTTP/2 header block HPACK cannot decode ({e:?})"
+                ))
+            })?;
+        for (name, value, _) in &self.fields {
+            field(name, value);
+        }
+        Ok(())
+    }
+}
+
+/// HPACK's static table entries this side writes (RFC 7541, appendix A).
+pub mod index {
+    pub const AUTHORITY: u32 = 1;
+    pub const METHOD_GET: u32 = 2;
+    pub const METHOD_POST: u32 = 3;
+    pub const PATH: u32 = 4;
+    pub const SCHEME_HTTP: u32 = 6;
+    pub const SCHEME_HTTPS: u32 = 7;
+    pub const STATUS_200: u32 = 8;
+    pub const CONTENT_LENGTH: u32 = 28;
+}
+
+/// A header block of `indexed` static entries and `(name index, value)`
+/// literals without indexing or Huffman coding: the same bytes whatever
+/// came before, so its length is known.
+pub fn block(indexed: &[u32], literals: &[(u32, &[u8])]) -> Vec<u8> {
+    let mut encoder = httlib_hpack::Encoder::default();
+    let mut out = Vec::with_capacity(64);
+    for &i in indexed {
+        encoder
+            .encode_indexed(i, &mut out)
+            .expect("a static table index");
+    }
+    for &(i, value) in literals {
+        encoder
+            .encode_indexed_name(i, value.to_vec(), 0, &mut out)
+            .expect("a static table index");
+    }
+    out
 }
 
 /// The name of an HTTP/2 error code (RFC 9113 §7), for faults.

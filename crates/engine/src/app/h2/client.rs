@@ -5,14 +5,13 @@
 
 use std::sync::Arc;
 
-use loona_hpack::Encoder;
 use stackbench_model::AppProtocol;
 
 use super::{
-    answer_len, body_for, decode, error_name, frame, goaway, put, put_data, settings,
-    window_update, Block, Event, Fault, Head, Reader, ACK, CONTINUATION, END_HEADERS, END_STREAM,
-    FRAME_HEAD, GOAWAY, HEADERS, INITIAL_WINDOW, MAX_STREAM, PING, PREFACE, PUSH_PROMISE,
-    RST_STREAM, SETTINGS, SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE, WINDOW,
+    answer_len, block, body_for, error_name, frame, goaway, index, put, put_data, settings,
+    window_update, Block, Event, Fault, Head, Hpack, Reader, ACK, CONTINUATION, END_HEADERS,
+    END_STREAM, FRAME_HEAD, GOAWAY, HEADERS, INITIAL_WINDOW, MAX_STREAM, PING, PREFACE,
+    PUSH_PROMISE, RST_STREAM, SETTINGS, SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE, WINDOW,
 };
 use crate::app::http1::MAX_GET_BYTES;
 use crate::app::{grouped, ClassShape, Codec};
@@ -44,7 +43,7 @@ pub struct Client {
 #[derive(Default)]
 pub struct ClientState {
     reader: Reader,
-    decoder: loona_hpack::Decoder<'static>,
+    hpack: Hpack,
     block: Block,
     /// The next stream id (0: a fresh connection, whose first is 1).
     next: u32,
@@ -79,20 +78,20 @@ impl ClientState {
 /// with a `content-length` when `length` says one: indexed and literal
 /// fields without Huffman or the dynamic table, so its length is known.
 fn request_block(method: &str, path: &str, authority: &str, length: Option<u64>) -> Vec<u8> {
+    let method = if method == "POST" {
+        index::METHOD_POST
+    } else {
+        index::METHOD_GET
+    };
     let length = length.map(|l| l.to_string());
-    let mut fields: Vec<(&[u8], &[u8])> = vec![
-        (b":method", method.as_bytes()),
-        (b":scheme", b"http"),
-        (b":path", path.as_bytes()),
-        (b":authority", authority.as_bytes()),
+    let mut literals: Vec<(u32, &[u8])> = vec![
+        (index::PATH, path.as_bytes()),
+        (index::AUTHORITY, authority.as_bytes()),
     ];
     if let Some(l) = &length {
-        fields.push((b"content-length", l.as_bytes()));
+        literals.push((index::CONTENT_LENGTH, l.as_bytes()));
     }
-    // Every name is in the static table: each field is indexed or a
-    // literal with an indexed name, never added to the dynamic table, so
-    // one encoder per request gives the same bytes as one per connection.
-    Encoder::new().encode(fields)
+    block(&[method, index::SCHEME_HTTP], &literals)
 }
 
 /// The request of a class: its header block, its body bytes and the body
@@ -180,7 +179,7 @@ impl Client {
             HEADERS | CONTINUATION => {
                 let ClientState {
                     block,
-                    decoder,
+                    hpack,
                     stream,
                     status,
                     ended,
@@ -188,7 +187,7 @@ impl Client {
                 } = state;
                 block.take(&head, payload, |whole| {
                     let mut code = None;
-                    decode(decoder, whole.bytes, |name, value| {
+                    hpack.decode(whole.bytes, |name, value| {
                         if name == b":status" {
                             code = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
                         }

@@ -6,7 +6,8 @@
 use std::io::ErrorKind;
 
 use super::{
-    frame, Event, Head, Reader, END_HEADERS, END_STREAM, GOAWAY, HEADERS, PREFACE, SETTINGS,
+    block, frame, index, Event, Head, Reader, END_HEADERS, END_STREAM, GOAWAY, HEADERS, PREFACE,
+    SETTINGS,
 };
 use crate::app::{ProbeTarget, Wire};
 
@@ -24,12 +25,18 @@ pub fn probe(s: &mut dyn Wire, t: &ProbeTarget<'_>) -> Result<(), String> {
     let path_line = format!("GET {}", t.path);
     let mut request = PREFACE.to_vec();
     frame(&mut request, SETTINGS, 0, 0, &[]);
-    let block = loona_hpack::Encoder::new().encode([
-        (&b":method"[..], &b"GET"[..]),
-        (b":scheme", if t.tls { b"https" } else { b"http" }),
-        (b":path", t.path.as_bytes()),
-        (b":authority", t.authority.as_bytes()),
-    ]);
+    let scheme = if t.tls {
+        index::SCHEME_HTTPS
+    } else {
+        index::SCHEME_HTTP
+    };
+    let block = block(
+        &[index::METHOD_GET, scheme],
+        &[
+            (index::PATH, t.path.as_bytes()),
+            (index::AUTHORITY, t.authority.as_bytes()),
+        ],
+    );
     frame(&mut request, HEADERS, END_HEADERS | END_STREAM, 1, &block);
     s.write_all(&request)
         .map_err(|e| format!("{path_line} could not be sent ({e})"))?;

@@ -7,14 +7,13 @@
 //! the responder's transaction count is then one per write, the client's
 //! per stream.
 
-use loona_hpack::Encoder;
 use stackbench_model::settings::Tn3270Options;
 
 use super::{
-    body_for, data_frames, decode, frame, goaway, put, put_data, settings, window_update, Block,
-    Event, Fault, Head, Reader, ACK, CONTINUATION, END_HEADERS, FRAME_HEAD, GOAWAY, HEADERS,
-    INITIAL_WINDOW, PING, PREFACE, RST_STREAM, SETTINGS, SETTINGS_INITIAL_WINDOW_SIZE,
-    SETTINGS_MAX_CONCURRENT_STREAMS, WINDOW,
+    block as header_block, body_for, data_frames, frame, goaway, index, put, put_data, settings,
+    window_update, Block, Event, Fault, Head, Hpack, Reader, ACK, CONTINUATION, END_HEADERS,
+    FRAME_HEAD, GOAWAY, HEADERS, INITIAL_WINDOW, PING, PREFACE, RST_STREAM, SETTINGS,
+    SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS, WINDOW,
 };
 use crate::app::http1::named_body;
 use crate::app::{grouped, Handler};
@@ -48,7 +47,7 @@ pub struct ServerState {
     /// Preface bytes seen (24: all).
     preface: u8,
     reader: Reader,
-    decoder: loona_hpack::Decoder<'static>,
+    hpack: Hpack,
     block: Block,
     /// This side's SETTINGS went out (with the first answer).
     opened: bool,
@@ -111,18 +110,11 @@ impl Server {
         }
         state.used += body as i64;
         let length = body.to_string();
-        let mut block = [0u8; ANSWER_HEAD_MAX - 9];
-        let mut w = &mut block[..];
-        Encoder::new()
-            .encode_into(
-                [
-                    (&b":status"[..], &b"200"[..]),
-                    (&b"content-length"[..], length.as_bytes()),
-                ],
-                &mut w,
-            )
-            .map_err(|e| Fault(format!("an HTTP/2 answer's header block: {e}")))?;
-        let block_len = ANSWER_HEAD_MAX - 9 - w.len();
+        let block = header_block(
+            &[index::STATUS_200],
+            &[(index::CONTENT_LENGTH, length.as_bytes())],
+        );
+        let block_len = block.len();
         let head = Head {
             len: block_len as u32,
             kind: HEADERS,
@@ -146,10 +138,10 @@ impl Server {
         match head.kind {
             HEADERS | CONTINUATION => {
                 let mut whole_request = None;
-                let ServerState { block, decoder, .. } = state;
+                let ServerState { block, hpack, .. } = state;
                 block.take(&head, payload, |whole| {
                     let mut named = None;
-                    decode(decoder, whole.bytes, |name, value| {
+                    hpack.decode(whole.bytes, |name, value| {
                         if name == b":path" {
                             named = std::str::from_utf8(value).ok().and_then(named_body);
                         }

@@ -174,12 +174,22 @@ fn a_foreign_servers_frames_are_read_whatever_their_coding() {
     let mut wire = Vec::new();
     settings(&mut wire, &[(SETTINGS_MAX_CONCURRENT_STREAMS, 128)]);
     window_update(&mut wire, 0, 1 << 20);
-    // ":status 404" literal with incremental indexing, then a server name.
-    let block = loona_hpack::Encoder::new().encode([
+    // ":status 404" and the rest Huffman-coded, added to the dynamic
+    // table, as a server's encoder may.
+    let mut encoder = httlib_hpack::Encoder::default();
+    let flags = httlib_hpack::Encoder::HUFFMAN_VALUE
+        | httlib_hpack::Encoder::WITH_INDEXING
+        | httlib_hpack::Encoder::BEST_FORMAT;
+    let mut block = Vec::new();
+    for (name, value) in [
         (&b":status"[..], &b"404"[..]),
         (b"server", b"nginx/1.22.1"),
         (b"x-custom", b"y"),
-    ]);
+    ] {
+        encoder
+            .encode((name.to_vec(), value.to_vec(), flags), &mut block)
+            .unwrap();
+    }
     let (a, b) = block.split_at(3);
     frame(&mut wire, HEADERS, 0, 1, a);
     frame(&mut wire, CONTINUATION, END_HEADERS, 1, b);
@@ -216,7 +226,7 @@ fn goaway_without_error_reconnects_and_with_one_is_a_fault_naming_it() {
     let mut wire = Vec::new();
     settings(&mut wire, &[]);
     frame(&mut wire, GOAWAY, 0, 0, &[0, 0, 0, 1, 0, 0, 0, 0]);
-    let block = loona_hpack::Encoder::new().encode([(&b":status"[..], &b"200"[..])]);
+    let block = block(&[index::STATUS_200], &[]);
     frame(&mut wire, HEADERS, END_HEADERS | END_STREAM, 1, &block);
     receive(&client, &mut cs, &wire, 1 << 16);
     assert!(client.server_closes(&cs));
@@ -276,8 +286,7 @@ fn the_responder_answers_every_stream_a_read_completes() {
     settings(&mut wire, &[]);
     for stream in [1, 3, 5] {
         let path = format!("/{}", 10 * stream);
-        let block = loona_hpack::Encoder::new()
-            .encode([(&b":method"[..], &b"GET"[..]), (b":path", path.as_bytes())]);
+        let block = block(&[index::METHOD_GET], &[(index::PATH, path.as_bytes())]);
         frame(&mut wire, HEADERS, END_HEADERS | END_STREAM, stream, &block);
     }
     let mut ss = ServerState::default();
@@ -309,10 +318,11 @@ fn answer_sizes_step_where_frames_and_digits_do() {
     }
     // The formula is what the encoder writes.
     for body in [0u64, 9, 10, 4096, 1 << 30] {
-        let block = loona_hpack::Encoder::new().encode([
-            (&b":status"[..], &b"200"[..]),
-            (b"content-length", body.to_string().as_bytes()),
-        ]);
+        let length = body.to_string();
+        let block = block(
+            &[index::STATUS_200],
+            &[(index::CONTENT_LENGTH, length.as_bytes())],
+        );
         assert_eq!(answer_head_len(body), 9 + block.len() as u64);
     }
 }
