@@ -80,6 +80,7 @@
 
 pub mod amqp;
 pub mod ftp;
+pub mod h2;
 pub mod http1;
 mod rows;
 pub mod tn3270;
@@ -539,7 +540,42 @@ pub trait Protocol: 'static {
     type Server: Handler;
     /// The transports it runs over (a protocol of byte streams: all).
     const TRANSPORTS: &'static [Transport] = Transport::ALL;
+    /// What TLS's ALPN offers for it, in preference order (`http/1.1`,
+    /// `h2`); empty: no ALPN (raw payloads, and protocols ALPN has no
+    /// name for).
+    const ALPN: &'static [&'static str] = &[];
+    /// How a plain server of it is checked before a run, on one connection
+    /// of its own ([`Probe`]); `None`: only that it accepts a connection.
+    const PROBE: Option<Probe> = None;
+    /// The longest request and response it can carry (HTTP/2's flow
+    /// control bounds them: see `h2`'s module doc); larger notation sizes
+    /// are refused before the run.
+    const MAX_REQUEST_BYTES: u64 = u64::MAX;
+    const MAX_RESPONSE_BYTES: u64 = u64::MAX;
 }
+
+/// A connection a probe talks over (clear or TLS).
+pub trait Wire: std::io::Read + std::io::Write {}
+impl<T: std::io::Read + std::io::Write> Wire for T {}
+
+/// What a probe of a plain server is told: the `HOST:PORT` its requests
+/// name, the path to ask for (`/` when the URL gave none), whether the
+/// connection is TLS and what its ALPN settled, and how long a read waits.
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeTarget<'a> {
+    pub authority: &'a str,
+    pub path: &'a str,
+    pub tls: bool,
+    /// The protocol the server selected by ALPN (`None`: none).
+    pub alpn: Option<&'a str>,
+    pub timeout_s: u64,
+}
+
+/// A row's check of a plain server before a run: one request on a fresh
+/// connection, whose answer must begin as the protocol does; `Err`: what
+/// was seen instead ("its answer to GET / begins …"), for the line that
+/// refuses the target. Any status is an answer.
+pub type Probe = fn(&mut dyn Wire, &ProbeTarget<'_>) -> Result<(), String>;
 
 /// Raw payloads: the row whose connections are counted unread and
 /// answered from zeros (the responder keeps them unboxed, io_uring serves
@@ -555,7 +591,7 @@ impl Protocol for Raw {
 /// framed one only on those that hand received bytes over: not io_uring,
 /// whose refusal, and `io auto`'s choice of epoll, `crate::iomode` takes
 /// from here), and over which transports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Row {
     pub protocol: AppProtocol,
     /// Its ends are read from its bytes (both halves' `FRAMED`).
@@ -569,6 +605,12 @@ pub struct Row {
     /// that explain an incomplete run (`Codec::RESPONSE_NAME`, `SETUP_NAME`).
     pub response_name: &'static str,
     pub setup_name: &'static str,
+    /// What ALPN offers for it over TLS ([`Protocol::ALPN`]).
+    pub alpn: &'static [&'static str],
+    /// Its check of a plain server ([`Protocol::PROBE`]).
+    pub probe: Option<Probe>,
+    /// The longest request and response it carries, bytes.
+    pub max_bytes: (u64, u64),
 }
 
 impl Row {
@@ -582,12 +624,35 @@ impl Row {
             transports: P::TRANSPORTS,
             response_name: P::Client::RESPONSE_NAME,
             setup_name: P::Client::SETUP_NAME,
+            alpn: P::ALPN,
+            probe: P::PROBE,
+            max_bytes: (P::MAX_REQUEST_BYTES, P::MAX_RESPONSE_BYTES),
         }
     }
 
     /// Its setting value.
     pub fn name(&self) -> &'static str {
         self.protocol.name()
+    }
+
+    /// Why it cannot carry a request of `request` bytes answered by
+    /// `response` (the notation's `class`), in one line (`None`: it can).
+    pub fn refuses_sizes(&self, class: &str, request: u64, response: u64) -> Option<String> {
+        let (max_req, max_resp) = self.max_bytes;
+        let (what, size, max) = if request > max_req {
+            ("request", request, max_req)
+        } else if response > max_resp {
+            ("response", response, max_resp)
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{class}: protocol {} carries a {what} of at most {} bytes (its flow-control \
+             window), not {}: give a smaller {what} size",
+            self.name(),
+            grouped(max),
+            grouped(size)
+        ))
     }
 
     /// Why it cannot run over `transport`, in one line (`None`: it can).

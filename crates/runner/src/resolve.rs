@@ -349,6 +349,7 @@ pub fn resolve(
     check_server_pid(&s)?;
     check_pacing(&s, &workloads)?;
     check_broker_crr(&s, &workloads)?;
+    check_protocol_sizes(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(input)?;
     let tls = tls_params(&s).or_else(input)?;
     if let Some(p) = &tls {
@@ -625,6 +626,19 @@ fn check_broker_crr(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunEr
             "an AMQP broker (amqp:// target) does not close a connection after a reply, so CRR \
              with crr_close server would wait forever: add --crr-close client or abort",
         );
+    }
+    Ok(())
+}
+
+/// Sizes the protocol's row cannot carry (HTTP/2's flow-control windows
+/// bound a request and a response), refused before anything starts.
+fn check_protocol_sizes(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError> {
+    let row = stackbench_engine::app::row(s.protocol);
+    for class in workloads.iter().flat_map(|w| &w.classes) {
+        let label = class.to_string();
+        if let Some(why) = row.refuses_sizes(&label, class.request_bytes, class.response_bytes) {
+            return input(why);
+        }
     }
     Ok(())
 }
@@ -910,10 +924,11 @@ fn tls_params(s: &RunSettings) -> Result<Option<TlsParams>, String> {
             mode: s.tls_mode,
             rekey_bytes: s.rekey.0,
             // The run's protocol, by its ALPN name, where it has one.
-            alpn: match s.protocol {
-                AppProtocol::Http1 => vec!["http/1.1".to_string()],
-                _ => Vec::new(),
-            },
+            alpn: stackbench_engine::app::row(s.protocol)
+                .alpn
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
             server_name: foreign.map(|t| t.host.to_string()),
             ca: s.ca.as_ref().map(|c| c.0.clone()),
             insecure: s.insecure,

@@ -245,10 +245,10 @@ fn open_session(
         None => connect()?,
         Some(lab) => lab.in_from(connect)??, // the control socket is A's
     };
-    // A plain HTTP server (an https:// one's certificate), checked once
-    // before anything runs.
+    // A plain server (an https:// one's certificate), checked once before
+    // anything runs, as the protocol's row checks one.
     control
-        .probe(run.tls.as_ref())
+        .probe(run.connections.protocol, run.tls.as_ref())
         .or_else(|e| input(e.to_string()))?;
     let server_process = plain_server(run, host, &mut control);
     match &server_process {

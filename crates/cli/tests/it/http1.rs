@@ -60,9 +60,9 @@ fn alpn_names_http1_over_tls_and_nothing_for_raw_payloads() {
 
 /// A private nginx: configuration, docroot and logs in a temporary
 /// directory; killed and removed on drop.
-struct Nginx {
+pub(crate) struct Nginx {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -73,7 +73,7 @@ impl Drop for Nginx {
     }
 }
 
-fn nginx_binary() -> Option<PathBuf> {
+pub(crate) fn nginx_binary() -> Option<PathBuf> {
     let on_path = std::env::var_os("PATH")
         .map(|p| {
             std::env::split_paths(&p)
@@ -114,7 +114,7 @@ fn start_nginx_with(binary: &Path, bodies: &[u64], locations: &str, processes: &
 /// [`start_nginx`] in `dir`, with `listen` after the listen address (`ssl`)
 /// and `server` (certificate lines, locations) in its `server` block, and
 /// `processes` (`master_process off;`: one process).
-fn start_nginx_in(
+pub(crate) fn start_nginx_in(
     dir: tempfile::TempDir,
     binary: &Path,
     bodies: &[u64],
@@ -379,7 +379,7 @@ fn openssl(dir: &Path, args: &[&str]) {
 /// A test CA (`ca.pem`) and a server certificate it signed for 127.0.0.1
 /// (`srv.pem`, `srv.key`), and a self-signed one no CA vouches for
 /// (`self.pem`, `self.key`), all in `dir`.
-fn make_certificates(dir: &Path) {
+pub(crate) fn make_certificates(dir: &Path) {
     let rsa = ["-newkey", "rsa:2048", "-nodes"];
     openssl(
         dir,

@@ -13,6 +13,7 @@ mod ftp;
 mod guest;
 mod guest_pair;
 mod guest_tier;
+mod h2;
 mod http1;
 mod image;
 mod incomplete;

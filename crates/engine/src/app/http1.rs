@@ -512,7 +512,7 @@ fn bodiless(status: u16) -> bool {
 
 /// The body length a request path names: `/8192` (a query after it is
 /// padding), else none.
-fn named_body(path: &str) -> Option<u64> {
+pub(crate) fn named_body(path: &str) -> Option<u64> {
     let p = path.strip_prefix('/')?;
     p.split(['?', '#']).next()?.parse().ok()
 }
@@ -566,6 +566,8 @@ impl Protocol for Http1 {
     const PROTOCOL: AppProtocol = AppProtocol::Http1;
     type Client = Client;
     type Server = Server;
+    const ALPN: &'static [&'static str] = &["http/1.1"];
+    const PROBE: Option<crate::app::Probe> = Some(probe::probe);
 }
 
 impl Codec for Client {
@@ -761,5 +763,6 @@ impl Handler for Server {
     }
 }
 
+mod probe;
 #[cfg(test)]
 mod tests;

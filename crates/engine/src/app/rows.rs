@@ -5,7 +5,7 @@
 
 use stackbench_model::AppProtocol;
 
-use super::{amqp, ftp, http1, tn3270, Protocol, Raw, Row, Visit};
+use super::{amqp, ftp, h2, http1, tn3270, Protocol, Raw, Row, Visit};
 
 /// Runs `visit` with the row of `protocol`: the one place a setting value
 /// becomes a protocol's types (one arm per row).
@@ -17,6 +17,7 @@ pub fn with<V: Visit>(protocol: AppProtocol, visit: V) -> V::Out {
         AppProtocol::Tn3270 => visit.visit::<tn3270::row::Tn3270>(),
         AppProtocol::Amqp => visit.visit::<amqp::row::Amqp>(),
         AppProtocol::Ftp => visit.visit::<ftp::row::Ftp>(),
+        AppProtocol::H2 => visit.visit::<h2::row::H2>(),
     }
 }
 

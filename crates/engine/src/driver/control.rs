@@ -74,48 +74,6 @@ struct Link {
 /// How long the probe of a plain HTTP server waits for its answer.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Sends one `GET` of the target's path and reads the answer's first
-/// bytes: `Err` says what came back instead of `HTTP/`.
-fn http_exchange(
-    s: &mut (impl std::io::Read + std::io::Write),
-    t: &PlainParts,
-) -> Result<(), String> {
-    let path = t.path.as_deref().unwrap_or("/");
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-        t.address
-    );
-    let path_line = format!("GET {path}");
-    s.write_all(request.as_bytes())
-        .map_err(|e| format!("{path_line} could not be sent ({e})"))?;
-    let mut got = Vec::new();
-    let mut buf = [0u8; 64];
-    while got.len() < 5 {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err(format!(
-                    "no answer to {path_line} within {} s",
-                    PROBE_TIMEOUT.as_secs()
-                ))
-            }
-            Err(e) => return Err(format!("{path_line} was answered by an error ({e})")),
-        }
-    }
-    if got.starts_with(b"HTTP/") {
-        return Ok(());
-    }
-    if got.is_empty() {
-        return Err(format!(
-            "it closed the connection without answering {path_line}"
-        ));
-    }
-    let line = String::from_utf8_lossy(&got);
-    let line = line.lines().next().unwrap_or_default();
-    Err(format!("its answer to {path_line} begins {line:?}"))
-}
-
 /// The socket address `target` (`HOST:PORT`) resolves to first.
 fn resolve(target: &str) -> Result<SocketAddr, EngineError> {
     target
@@ -320,39 +278,57 @@ impl ControlClient {
         self.server.as_ref()
     }
 
-    /// A plain HTTP server, before anything runs: one connection (over TLS
-    /// for https://, with the run's parameters, so that a certificate that
-    /// does not verify is refused here) and one request for the target's
-    /// path, whose answer must begin as HTTP does. A server that speaks no
-    /// TLS, or no HTTP (a raw responder, an SSH banner), or does not answer
-    /// within [`PROBE_TIMEOUT`] is one line naming what was seen; any
-    /// status is an answer. Other targets: nothing to check.
-    pub fn probe(&self, tls: Option<&TlsParams>) -> Result<(), EngineError> {
+    /// A plain server, before anything runs, as the run's protocol's row
+    /// checks one (its `PROBE`: HTTP/1.1's GET, HTTP/2's preface and
+    /// GET): one connection (over TLS for https://, with the run's
+    /// parameters and its row's ALPN, so that a certificate that does not
+    /// verify is refused here) and one request for the target's path,
+    /// whose answer must begin as the protocol does. A server that speaks
+    /// no TLS, or not the protocol (a raw responder, an SSH banner, an
+    /// HTTP/1.1-only server asked for h2), or does not answer within
+    /// [`PROBE_TIMEOUT`] is one line naming what was seen; any status is
+    /// an answer. Other targets, and rows without a probe: nothing to check.
+    pub fn probe(&self, protocol: AppProtocol, tls: Option<&TlsParams>) -> Result<(), EngineError> {
         let Some(t) = self.plain_target.as_ref() else {
             return Ok(());
         };
-        if self.plain != Some(AppProtocol::Http1) {
+        let Some(check) = crate::app::row(protocol).probe else {
             return Ok(());
-        }
+        };
         let named = format!("{}{}", t.scheme, t.address);
+        let mut target = crate::app::ProbeTarget {
+            authority: &t.address,
+            path: t.path.as_deref().unwrap_or("/"),
+            tls: t.tls,
+            alpn: None,
+            timeout_s: PROBE_TIMEOUT.as_secs(),
+        };
         let seen = match tls.filter(|_| t.tls) {
             Some(p) => {
                 let mut s = crate::transport::tls::probe(self.target, &named, p)
                     .map_err(EngineError::Target)?;
                 let _ = s.get_ref().set_read_timeout(Some(PROBE_TIMEOUT));
-                http_exchange(&mut s, t)
+                let alpn = s.ssl().selected_alpn_protocol().map(<[u8]>::to_vec);
+                let alpn = alpn.as_deref().map(String::from_utf8_lossy);
+                target.alpn = alpn.as_deref();
+                check(&mut s, &target)
             }
             None => {
                 let mut s = TcpStream::connect_timeout(&self.target, CONTROL_TIMEOUT)
                     .map_err(|e| EngineError::Target(format!("target {named}: {e}")))?;
                 let _ = s.set_read_timeout(Some(PROBE_TIMEOUT));
-                http_exchange(&mut s, t)
+                check(&mut s, &target)
             }
         };
         seen.map_err(|what| {
+            let speaks = match protocol {
+                p if p == p.scheme_family() => format!("an {} server", p.server_name()),
+                p => format!("a server of protocol {}", p.name()),
+            };
             EngineError::Target(format!(
-                "target {named}: not an HTTP server: {what}: give the address of an \
-                 HTTP/1.1 server{}",
+                "target {named}: not {speaks}: {what}: give the address of a server that \
+                 speaks {}{}",
+                protocol.name(),
                 if t.tls {
                     ""
                 } else {

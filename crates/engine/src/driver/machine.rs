@@ -854,6 +854,9 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     /// unless the quota is met.
     pub(super) fn closed(&mut self, key: usize) -> Next {
         self.conns[key].stream = None;
+        // The next connection starts its protocol afresh (HTTP/2: a new
+        // preface, stream 1, empty HPACK tables).
+        self.conns[key].app = P::State::default();
         if self.conns[key].quota == 0 {
             self.finish(key);
             return Next::Idle;

@@ -119,7 +119,7 @@ pub fn run_workload_gated(
         } else {
             Transport::Tcp
         };
-        if cfg.protocol != p || cfg.transport != over {
+        if cfg.protocol.scheme_family() != p || cfg.transport != over {
             return Err(EngineError::Target(format!(
                 "target {}{} is a plain {} server: run it with protocol {} over transport {}",
                 t.scheme,

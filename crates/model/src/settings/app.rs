@@ -82,6 +82,12 @@ app_protocols! {
     /// the response is the larger, a STOR when the request is; CRR logs on,
     /// transfers once and logs off (QUIT).
     Ftp = "ftp" plain("ftp://", "FTP"),
+    /// HTTP/2 (RFC 9113): prior knowledge on clear text (h2c), ALPN `h2`
+    /// over TLS; a GET (or a POST with DATA) answered by a HEADERS frame
+    /// with `:status 200` and DATA frames, HPACK-coded. Its servers are
+    /// HTTP's: named by `http://` and `https://` (see
+    /// [`AppProtocol::scheme_family`]).
+    H2 = "h2",
 }
 
 impl AppProtocol {
@@ -91,6 +97,27 @@ impl AppProtocol {
     /// there checks).
     pub fn framed(self) -> bool {
         self != AppProtocol::Raw
+    }
+
+    /// The protocol whose plain-server schemes name this one's servers:
+    /// itself, but HTTP/2's servers are HTTP's (`http://`, `https://`
+    /// name a server that speaks h2 as well as HTTP/1.1), so a scheme
+    /// names one family and the `protocol` setting says which of its
+    /// protocols is spoken.
+    pub fn scheme_family(self) -> AppProtocol {
+        match self {
+            AppProtocol::H2 => AppProtocol::Http1,
+            p => p,
+        }
+    }
+
+    /// The protocols a plain server named by `self`'s schemes may be
+    /// driven with (`self` and those of its family), in table order.
+    pub fn family(self) -> impl Iterator<Item = AppProtocol> {
+        AppProtocol::ALL
+            .iter()
+            .copied()
+            .filter(move |p| p.scheme_family() == self)
     }
 
     /// The scheme that names a plain server of this protocol over TLS
@@ -202,7 +229,16 @@ mod tests {
         let last = AppProtocol::NAMES.last().unwrap();
         assert!(e.ends_with(&format!(" or {last}")), "{e}");
         assert!(!AppProtocol::Raw.framed() && AppProtocol::Http1.framed());
-        assert!(AppProtocol::Tn3270.framed());
+        assert!(AppProtocol::Tn3270.framed() && AppProtocol::H2.framed());
+    }
+
+    #[test]
+    fn h2_servers_are_named_by_http_schemes() {
+        assert_eq!(AppProtocol::H2.scheme_family(), AppProtocol::Http1);
+        assert_eq!(AppProtocol::H2.plain_scheme(), None);
+        let family: Vec<_> = AppProtocol::Http1.family().collect();
+        assert_eq!(family, [AppProtocol::Http1, AppProtocol::H2]);
+        assert_eq!(AppProtocol::Tn3270.family().count(), 1);
     }
 
     #[test]

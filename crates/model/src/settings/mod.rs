@@ -215,7 +215,7 @@ run_settings! {
     client_cpus: Option<CpuList> = None, json "client_cpus";
     /// CPUs for the started responder [default: the second half of the available CPUs].
     server_cpus: Option<CpuList> = None, json "server_cpus";
-    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT[/PATH], with protocol http1; https:// over TLS, verified against the system's roots or --ca), TN3270 (tn3270://HOST:PORT, with protocol tn3270) or an AMQP 1.0 broker (amqp://HOST:PORT, with protocol amqp and amqp_pattern put-get), with no responder counters; its CPU, memory and storage bytes are its processes' when it runs on this host (found by its listening socket, or server_pid) [default: start a responder process on loopback].
+    /// A running `stackbench serve` (HOST:PORT), or a plain server of the protocol: HTTP (http://HOST:PORT[/PATH], with protocol http1 or h2; https:// over TLS, verified against the system's roots or --ca), TN3270 (tn3270://HOST:PORT, with protocol tn3270) or an AMQP 1.0 broker (amqp://HOST:PORT, with protocol amqp and amqp_pattern put-get), with no responder counters; its CPU, memory and storage bytes are its processes' when it runs on this host (found by its listening socket, or server_pid) [default: start a responder process on loopback].
     target: Option<Text> = None, json "target";
     /// With a plain-server target (http://, tn3270://): the server's processes (with their descendants) to measure as its side, e.g. 1234,1240 [default: the processes holding the target's listening socket on this host, found with sock_diag; none for a server elsewhere].
     server_pid: Option<PidList> = None, json "server_pid";
@@ -249,9 +249,9 @@ run_settings! {
     priority: Option<ClassPriorities> = None, json "priority";
     /// I/O backend of driver and responder: auto (uring for closed-loop RR with 2+ connections per driver thread, where it measured faster; else epoll), epoll, or uring (io_uring: batched sends and receives; closed-loop RR and STR over tcp and unix, the rest runs on epoll with a warning). The record stores the backend used.
     io: IoMode = IoMode::Auto, json "io";
-    /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; a foreign server's statuses counted per code, its chunked bodies decoded; keep-alive for RR and STR, Connection: close per CRR transaction). or tn3270 (TN3270, RFC 1576, or TN3270E, RFC 2355, as tn3270e says: a Telnet negotiation when a connection opens, then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, the 5-byte TN3270E header and IAC EOR included; a size below the smallest message is raised to it); the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1 and tn3270 run on epoll (io_uring refuses them).
+    /// Application protocol of the data connections: raw (sized payloads), http1 (HTTP/1.1: GET /N answered by 200 with a Content-Length body; a foreign server's statuses counted per code, its chunked bodies decoded; keep-alive for RR and STR, Connection: close per CRR transaction), h2 (HTTP/2: prior knowledge on clear text, ALPN h2 over TLS; the same GET answered by a HEADERS frame and DATA frames, HPACK-coded, one stream in flight per connection; its servers are named by http:// and https:// as HTTP/1.1's) or tn3270 (TN3270, RFC 1576, or TN3270E, RFC 2355, as tn3270e says: a Telnet negotiation when a connection opens, then an Enter record answered by an Erase/Write record, each ending IAC EOR). Sizes are whole messages on the wire, headers included (TN3270: whole records, the 5-byte TN3270E header and IAC EOR included; a size below the smallest message is raised to it); h2: HEADERS and DATA frames, their 9-byte frame headers included, the connection preface and SETTINGS ahead of a connection's first request not; the record's bytes are those moved, negotiation included. A CRR latency includes the negotiation; an RR one never does. http1, h2 and tn3270 run on epoll (io_uring refuses them).
     protocol: AppProtocol = AppProtocol::Raw, json "protocol";
-    /// Protocol http1: largest share of a class's responses whose status is not 2xx (each an http_status error; the connection goes on) before the run is incomplete, e.g. 5%; 0%: any non-2xx.
+    /// Protocols http1 and h2: largest share of a class's responses whose status is not 2xx (each an http_status error; the connection goes on) before the run is incomplete, e.g. 5%; 0%: any non-2xx.
     http_error_share: Pct = Pct(1.0), json "http_error_share_pct", range "0" ..= "100";
     /// Protocol tn3270: TN3270E (RFC 2355, a 5-byte header on every record, device type, LU name and functions negotiated): auto (used when the server offers it, plain TN3270 when it refuses), on (a server that refuses it is a fault) or off (refused: WONT TN3270E).
     tn3270e: Tn3270e = Tn3270e::Auto, json "tn3270e";
@@ -573,12 +573,13 @@ impl RunSettings {
             "a"
         };
         let over = if t.tls { "tls" } else { "tcp" };
-        if self.protocol != p {
+        if self.protocol.scheme_family() != p {
+            let names: Vec<&str> = p.family().map(AppProtocol::name).collect();
             return refuse(format!(
                 "{article} {scheme} target is a plain {} server, not stackbench serve: \
                  add protocol {} (over transport {over})",
                 p.server_name(),
-                p.name()
+                names.join(" or ")
             ));
         }
         let implied = t.tls && self.transport == Transport::Tcp;
