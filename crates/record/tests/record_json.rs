@@ -330,6 +330,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 served_by: None,
                 http_status: codes.map(|codes| HttpStatus { codes }),
                 sessions: None,
+                steps: None,
             }
         },
     )

@@ -310,10 +310,15 @@ pub fn server_identity(record: &RunRecord) -> Option<String> {
 /// `tn3270 RR10(100B/800B): sessions 10: tn3270e 10; functions …`, with
 /// the failed ones by reason. Empty for other protocols.
 pub fn sessions_line(c: &ClassResult) -> String {
-    match &c.sessions {
+    let mut out = match &c.sessions {
         Some(s) => format!("tn3270 {}: {}\n", c.notation, s.summary()),
         None => String::new(),
+    };
+    // A script's steps, one line each: which screen is slow, which timed out.
+    for step in c.steps.iter().flatten() {
+        out.push_str(&format!("tn3270 {}: {}\n", c.notation, step.summary()));
     }
+    out
 }
 
 /// What a run's TLS classes negotiated (`TLS 1.2 NAME (C02F)`), `clear

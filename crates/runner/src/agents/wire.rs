@@ -59,7 +59,7 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// an agent's result counts the control connections its responder refused
 /// (`control_refused`); progress the live figures (`live`, about once a
 /// second) that a controller serving `--metrics-listen` adds up.
-pub const PROTOCOL: u32 = 4;
+pub const PROTOCOL: u32 = 5;
 
 /// Which stackbench a side is: its version number and the commit it was
 /// built from (`build.rs`), which tells apart two builds of one version.
