@@ -17,7 +17,9 @@ use stackbench_engine::responder::ResponderLimits;
 use stackbench_engine::token::Token;
 use stackbench_engine::transport::Endpoint;
 use stackbench_engine::{ControlClient, Responder, ResponderConfig};
-use stackbench_model::settings::{AppProtocol, ResponderTn3270e, SettingValue, Tn3270Options};
+use stackbench_model::settings::{
+    AppProtocol, ResponderApp, ResponderTn3270e, SettingValue, Tn3270Options,
+};
 use stackbench_model::{IoMode, SocketOptions, Transport, Workload};
 
 use stackbench_runner::spawn::LISTENING_PREFIX;
@@ -104,6 +106,11 @@ pub struct ServeArgs {
     /// refuse it (plain TN3270 only), as `run --responder-tn3270e` takes it.
     #[arg(long, requires = "hold", default_value = "offer", value_name = "OFFER")]
     responder_tn3270e: String,
+    /// --hold, protocol tn3270: what the test serves after the logon: echo
+    /// (a screen of the response size per input) or demo (a logon screen,
+    /// a menu and an account screen), as `run --responder-tn3270-app` takes it.
+    #[arg(long, requires = "hold", default_value = "echo", value_name = "APP")]
+    responder_tn3270_app: String,
     /// --hold: TCP_NODELAY on the responder's sockets of the test (as nginx
     /// sets it on keep-alive connections).
     #[arg(long, requires = "hold")]
@@ -244,6 +251,12 @@ fn hold(target: &str, test: &str, args: &ServeArgs) -> anyhow::Result<i32> {
             args.responder_tn3270e
         ))
     })?;
+    let app = ResponderApp::parse(&args.responder_tn3270_app).or_else(|e| {
+        usage(format!(
+            "--responder-tn3270-app '{}': {e}",
+            args.responder_tn3270_app
+        ))
+    })?;
     if args.hold_limit == 0 {
         return usage("--hold-limit 0: give at least 1 second");
     }
@@ -271,6 +284,7 @@ fn hold(target: &str, test: &str, args: &ServeArgs) -> anyhow::Result<i32> {
         protocol,
         tn3270: Tn3270Options {
             responder,
+            app,
             ..Tn3270Options::default()
         },
     };

@@ -287,6 +287,8 @@ mod tests {
         ("tn3270_lu", "1LU"),
         ("tn3270_lu", "LU-1"),
         ("responder_tn3270e", "on"),
+        ("tn3270_script", " "),
+        ("responder_tn3270_app", "cics"),
         ("amqp_pattern", "rpc"),
         ("amqp_persistent", "durable"),
         ("amqp_credit", "0"),

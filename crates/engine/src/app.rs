@@ -394,6 +394,40 @@ pub trait Codec: Clone {
     #[inline]
     fn data_done(&self, _state: &mut Self::State, _moved: u64) -> Result<Turn, Fault> {
         Ok(Turn::Complete)
+    /// Whether the class runs a script (TN3270's `tn3270_script`): its
+    /// transactions are steps with names, bounded waits and think times of
+    /// their own (the hooks below); false, the default: none of them is
+    /// asked and the branches compile away for unframed protocols.
+    #[inline]
+    fn scripted(&self) -> bool {
+        false
+    }
+
+    /// Scripted: the longest wait for the response to the request under
+    /// way, ns; past it the step timed out ([`Codec::timed_out`]).
+    #[inline]
+    fn response_timeout_ns(&self, _state: &Self::State) -> Option<u64> {
+        None
+    }
+
+    /// Scripted: the step whose transaction the response just completed
+    /// (asked after `response_left` returned 0), by index in the script.
+    #[inline]
+    fn step_done(&self, _state: &Self::State) -> Option<usize> {
+        None
+    }
+
+    /// Scripted: the think time the step just completed asks for before
+    /// the next step's request; `None`: the class's pacing.
+    #[inline]
+    fn think_ns(&self, _state: &Self::State) -> Option<u64> {
+        None
+    }
+
+    /// Scripted: the step under way timed out: its index, and what the
+    /// screen showed instead (for the record).
+    fn timed_out(&self, _state: &Self::State) -> Option<(usize, String)> {
+        None
     }
 }
 

@@ -48,8 +48,10 @@ use crate::transport::Endpoint;
 /// every connection opens with the run token's handshake ([`crate::token`],
 /// channel `control`) before the hello, and the hello and sample replies
 /// carry the responder's count of refused control connections
-/// (`refused_peers`).
-pub const PROTOCOL_VERSION: u32 = 6;
+/// (`refused_peers`). Version 7: a tn3270 test may ask for the demo
+/// application (`tn3270.app`), which a version-6 responder would ignore,
+/// answering a script's screens with sized echo records.
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Longest control line accepted; a longer one is a protocol error, not an
 /// allocation of whatever size the peer chooses.

@@ -13,6 +13,7 @@ pub mod settings;
 pub mod size;
 pub mod study;
 pub mod sweep;
+pub mod tn3270_script;
 pub mod units;
 
 pub use error::NotationError;

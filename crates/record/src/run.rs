@@ -23,6 +23,7 @@ mod schema;
 mod served;
 mod sessions;
 mod stall;
+mod steps;
 mod tls;
 
 pub use agents::{AgentClassRow, AgentRecord, AgentsSummary};
@@ -33,6 +34,7 @@ pub use schema::{record_from_json, schema_version_of, Migration, RecordError, MI
 pub use served::{BackendConnections, ServedBy};
 pub use sessions::Sessions;
 pub use stall::StallBand;
+pub use steps::ScriptStep;
 pub use tls::{HandshakeCpuUs, TlsFigures};
 
 /// Version of the record layout below.
@@ -292,6 +294,11 @@ pub struct ClassResult {
     /// protocols and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<Sessions>,
+    /// Protocol tn3270 with a script (`tn3270_script`): each step's
+    /// transactions, latency and timed-out waits, in script order; absent
+    /// without a script and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<ScriptStep>>,
 }
 
 /// How a class's clients pace their requests.
@@ -850,6 +857,7 @@ impl ClassResult {
             served_by: None,
             http_status: None,
             sessions: None,
+            steps: None,
         }
     }
 }

@@ -342,6 +342,7 @@ fn class() -> impl Strategy<Value = ClassResult> {
                 served_by: None,
                 http_status: codes.map(|codes| HttpStatus { codes }),
                 sessions: None,
+                steps: None,
             }
         },
     )

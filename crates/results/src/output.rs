@@ -309,12 +309,18 @@ pub fn server_identity(record: &RunRecord) -> Option<String> {
 /// A class's session setups (a protocol whose connections open with one:
 /// tn3270's negotiation, ftp's log-on), one line under the table, named by
 /// the run's protocol: `tn3270 RR10(100B/800B): sessions 10: tn3270e 10;
-/// functions …`, with the failed ones by reason. Empty for other protocols.
+/// functions …`, with the failed ones by reason; then a script's steps,
+/// one line each. Empty for other protocols.
 pub fn sessions_line(c: &ClassResult, protocol: &str) -> String {
-    match &c.sessions {
+    let mut out = match &c.sessions {
         Some(s) => format!("{protocol} {}: {}\n", c.notation, s.summary()),
         None => String::new(),
+    };
+    // A script's steps, one line each: which screen is slow, which timed out.
+    for step in c.steps.iter().flatten() {
+        out.push_str(&format!("{protocol} {}: {}\n", c.notation, step.summary()));
     }
+    out
 }
 
 /// What a run's TLS classes negotiated (`TLS 1.2 NAME (C02F)`), `clear

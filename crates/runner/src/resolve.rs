@@ -350,6 +350,7 @@ pub fn resolve(
     check_pacing(&s, &workloads)?;
     check_broker_crr(&s, &workloads)?;
     check_protocol_sizes(&s, &workloads)?;
+    let tn3270 = tn3270_options(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(input)?;
     let tls = tls_params(&s).or_else(input)?;
     if let Some(p) = &tls {
@@ -381,7 +382,7 @@ pub fn resolve(
             protocol: s.protocol,
             amqp: s.amqp_params(),
             http_error_share_pct: s.http_error_share.0,
-            tn3270: s.tn3270_options(),
+            tn3270,
             io: s.io,
             spin: s.spin,
             socket: s.socket_options(),
@@ -641,6 +642,47 @@ fn check_protocol_sizes(s: &RunSettings, workloads: &[Workload]) -> Result<(), R
         }
     }
     Ok(())
+}
+
+/// Protocol tn3270's options, with `tn3270_script` read and parsed: a
+/// script that does not parse is refused in one line naming its file, line
+/// and column; a script drives RR classes (a session runs its steps over
+/// and over), paced by its own think times or the class's, not a rate.
+fn tn3270_options(s: &RunSettings, workloads: &[Workload]) -> Result<Tn3270Options, RunError> {
+    use stackbench_model::tn3270_script::{Script, ScriptRef};
+    let mut options = s.tn3270_options();
+    let Some(Text(file)) = &s.tn3270_script else {
+        return Ok(options);
+    };
+    let text = std::fs::read_to_string(file).or_else(|e| {
+        input(format!(
+            "tn3270_script {file}: cannot read it ({e}): give a script file on this host"
+        ))
+    })?;
+    let script = Script::parse(file, &text, options.screen()).or_else(|e| input(e.0))?;
+    let classes = workloads.iter().flat_map(|w| &w.classes);
+    if let Some(c) = classes
+        .clone()
+        .find(|c| c.kind != stackbench_model::Kind::Rr)
+    {
+        return input(format!(
+            "tn3270_script drives RR classes (a session runs its steps over and over), and \
+             {c} is {}: use RR, e.g. RR{}(100B/2kB)",
+            c.kind.name(),
+            c.clients
+        ));
+    }
+    let open = classes
+        .clone()
+        .any(|c| matches!(c.pacing, Some(stackbench_model::Pacing::Rate(_))));
+    if s.rate.is_some() || open {
+        return input(
+            "tn3270_script paces a session by its steps' think times (or the class's think), \
+             not by an offered rate: drop rate",
+        );
+    }
+    options.script = Some(ScriptRef(Script::intern(script)));
+    Ok(options)
 }
 
 /// A fresh seed (32 bits, easy to retype) from the standard library's

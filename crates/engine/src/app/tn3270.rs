@@ -52,8 +52,10 @@
 //! goes with the request: see `Session::record_end`).
 
 pub mod client;
+pub mod demo;
 pub mod row;
 pub mod screen;
+pub mod script;
 pub mod server;
 
 use super::Fault;

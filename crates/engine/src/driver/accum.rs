@@ -66,6 +66,45 @@ pub struct ClassAccum {
     pub direct_connections: u64,
     /// Session setups (a protocol whose connections negotiate: `Codec::SETUP`).
     pub sessions: SessionCounts,
+    /// A scripted class's steps, in script order (`Codec::scripted`).
+    pub steps: Vec<StepAccum>,
+}
+
+/// One script step on one worker: its transactions of the window, and its
+/// waits that timed out over the whole run with the first screen seen
+/// instead.
+#[derive(Debug, Clone, Default)]
+pub struct StepAccum {
+    pub name: &'static str,
+    pub key: &'static str,
+    pub hist: LatencyHistogram,
+    pub transactions: u64,
+    pub timeouts: u64,
+    pub seen: Option<String>,
+}
+
+impl StepAccum {
+    fn merge(&mut self, o: &StepAccum) {
+        self.hist.merge(&o.hist);
+        self.transactions += o.transactions;
+        self.timeouts += o.timeouts;
+        if self.seen.is_none() {
+            self.seen.clone_from(&o.seen);
+        }
+    }
+
+    /// The record's figure.
+    pub fn record(&self) -> stackbench_record::ScriptStep {
+        stackbench_record::ScriptStep {
+            name: self.name.to_string(),
+            key: self.key.to_string(),
+            transactions: self.transactions,
+            latency_us: self.hist.summary_us(),
+            latency_hdr: (self.hist.count() > 0).then(|| self.hist.to_base64()),
+            timeouts: self.timeouts,
+            seen: self.seen.clone(),
+        }
+    }
 }
 
 /// A class's session setups on one worker, whole run: each counted once
@@ -268,6 +307,13 @@ impl ClassAccum {
         self.epoll_connections += o.epoll_connections;
         self.direct_connections += o.direct_connections;
         self.sessions.merge(&o.sessions);
+        if self.steps.is_empty() {
+            self.steps.clone_from(&o.steps);
+        } else {
+            for (a, b) in self.steps.iter_mut().zip(&o.steps) {
+                a.merge(b);
+            }
+        }
         if self.fault.is_none() {
             self.fault.clone_from(&o.fault);
         }

@@ -51,7 +51,10 @@ impl<P: Codec> Worker<'_, P> {
             && matches!(conn.phase, Phase::Sending | Phase::Receiving);
         let plain = conn.stream.as_ref().is_some_and(|s| s.is_plain());
         let takes = iomode::DIRECT.takes(plan.kind, plan.pace != Pace::Closed);
-        (ready && plain && takes).then_some(key)
+        // A script's waits are bounded by timers, which a blocked recv
+        // would not see.
+        let timed = self.m.codecs[conn.class as usize].scripted();
+        (ready && plain && takes && !timed).then_some(key)
     }
 
     /// Drives connection `key` with blocking calls until the run should stop

@@ -35,7 +35,7 @@ use slab::Slab;
 use stackbench_model::settings::Tn3270Options;
 use stackbench_model::{AmqpParams, CrrClose, Kind, SocketOptions};
 
-use super::accum::ClassAccum;
+use super::accum::{ClassAccum, StepAccum};
 use super::clock::{Timing, Window};
 use super::pace::{Pace, LATE_NS};
 use super::seen::{Cause, Place, Seen};
@@ -243,7 +243,22 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             .collect();
         let accum = classes
             .iter()
-            .map(|c| ClassAccum::new(window_s, c.pace.is_paced(), c.pace.is_open()))
+            .map(|c| {
+                let mut acc = ClassAccum::new(window_s, c.pace.is_paced(), c.pace.is_open());
+                if let Some(script) = c.tn3270.script.filter(|_| P::FRAMED) {
+                    acc.steps = script
+                        .0
+                        .steps
+                        .iter()
+                        .map(|s| StepAccum {
+                            name: &s.name,
+                            key: &s.key_name,
+                            ..StepAccum::default()
+                        })
+                        .collect();
+                }
+                acc
+            })
             .collect();
         Machine {
             classes,
@@ -370,10 +385,64 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         let next = match self.conns.get(key).map(|c| (c.phase, c.flags)) {
             Some((Phase::Closed, f)) if f & RELEASED == 0 => self.arrive(key),
             Some((Phase::Closed, _)) => Next::Open,
+            Some((Phase::Waiting, _)) if P::FRAMED && self.early(key) => Next::Idle,
             Some((Phase::Waiting, _)) => self.wait_over(key),
+            Some((Phase::Receiving, _)) if P::FRAMED => self.overdue(key),
             _ => Next::Idle,
         };
         Some((key, next))
+    }
+
+    /// A scripted client's timer fired before its think time ended (the
+    /// timer of a step's wait that was met: the wheel cancels lazily): it
+    /// waits on, for a timer at its time.
+    fn early(&mut self, key: usize) -> bool {
+        let conn = &self.conns[key];
+        if !self.codecs[conn.class as usize].scripted() || conn.flags & RELEASED == 0 {
+            return false;
+        }
+        let now = self.now_ns();
+        if conn.due_ns <= now {
+            return false;
+        }
+        self.timers.schedule(key as u32, conn.due_ns);
+        true
+    }
+
+    /// A scripted client's timer fired while it waits for a step's screen:
+    /// past the step's timeout (the timer may be an earlier step's), the
+    /// step timed out — counted with the screen seen instead, a `timeout`
+    /// error of the class — and the session starts again, as a user whose
+    /// screen did not come logs on again: the connection closes and
+    /// reconnects (a new logon, the script from its first step).
+    fn overdue(&mut self, key: usize) -> Next {
+        let now = self.now_ns();
+        let conn = &self.conns[key];
+        let class = conn.class as usize;
+        let codec = &self.codecs[class];
+        let Some(timeout) = codec.response_timeout_ns(&conn.app) else {
+            return Next::Idle;
+        };
+        if now < conn.start_ns.saturating_add(timeout) || conn.stream.is_none() {
+            return Next::Idle;
+        }
+        let Some((step, seen)) = codec.timed_out(&conn.app) else {
+            return Next::Idle;
+        };
+        let name = self.accum[class].steps.get(step).map_or("?", |s| s.name);
+        let line = format!(
+            "step {name}: its screen did not come within {:.3} s; the screen reads {seen}",
+            timeout as f64 / 1e9
+        );
+        if let Some(s) = self.accum[class].steps.get_mut(step) {
+            s.timeouts += 1;
+            s.seen.get_or_insert(seen);
+        }
+        self.fail(
+            key,
+            &std::io::Error::new(std::io::ErrorKind::TimedOut, line),
+        );
+        Next::Idle
     }
 
     /// A waiting client's time came: send on its connection, or (CRR)
@@ -412,6 +481,14 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     /// classes). The wait is measured from now.
     fn plan_next(&mut self, key: usize, now: u64) {
         let conn = &mut self.conns[key];
+        if P::FRAMED {
+            if let Some(think) = self.codecs[conn.class as usize].think_ns(&conn.app) {
+                // The script's think time after this step, not the class's.
+                conn.due_ns = now + think;
+                conn.start_ns = now;
+                return;
+            }
+        }
         let pace = self.classes[conn.class as usize].pace;
         match pace {
             Pace::Closed => return,
@@ -431,7 +508,9 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
     /// its timer.
     fn go_now(&mut self, key: usize, now: u64) -> bool {
         let conn = &mut self.conns[key];
-        if !self.classes[conn.class as usize].pace.is_paced() || conn.due_ns <= now {
+        let class = conn.class as usize;
+        let thinks = P::FRAMED && self.codecs[class].think_ns(&conn.app).is_some();
+        if !(self.classes[class].pace.is_paced() || thinks) || conn.due_ns <= now {
             return true;
         }
         conn.phase = Phase::Waiting;
@@ -453,6 +532,14 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
             None => acc.hist.record_ns(busy),
         }
         acc.transactions += 1;
+        if P::FRAMED {
+            if let Some(step) = self.codecs[conn.class as usize].step_done(&conn.app) {
+                if let Some(s) = acc.steps.get_mut(step) {
+                    s.hist.record_ns(busy);
+                    s.transactions += 1;
+                }
+            }
+        }
         if P::STATUS {
             // A status outside 2xx is an answer, not a fault: counted, shown,
             // and the connection goes on (`summary::status_share` bounds their share).
@@ -687,7 +774,13 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         }
         if conn.remaining == 0 {
             if P::FRAMED {
-                self.codecs[conn.class as usize].request_sent(&mut conn.app);
+                let codec = &self.codecs[conn.class as usize];
+                codec.request_sent(&mut conn.app);
+                if let Some(timeout) = codec.response_timeout_ns(&conn.app) {
+                    // The step's wait is bounded: `overdue` when it fires.
+                    self.timers
+                        .schedule(key as u32, conn.start_ns.saturating_add(timeout));
+                }
             }
             conn.phase = Phase::Receiving;
             conn.remaining = response_bytes;

@@ -42,7 +42,7 @@ use std::time::Instant;
 use stackbench_metrics::cpu::Work;
 use stackbench_metrics::warnings::stall_band;
 use stackbench_model::segment::Segment;
-use stackbench_model::settings::TlsMode;
+use stackbench_model::settings::{TlsMode, Tn3270Options};
 use stackbench_model::{ClassSpec, SocketOptions, TlsParams, Transport, Workload};
 use stackbench_record::CpuAttribution;
 use stackbench_record::{ClassResult, CpuFigures};
@@ -427,7 +427,11 @@ fn start_tests(control: &mut ControlClient, cfg: &RunConfig) -> Result<Started, 
             spin: cfg.spin.responder(),
             io: cfg.io,
             protocol: cfg.protocol,
-            tn3270: cfg.tn3270,
+            // The script is the terminals' own: the responder never sees it.
+            tn3270: Tn3270Options {
+                script: None,
+                ..cfg.tn3270
+            },
         };
         let clients = cfg.clients_here(index);
         let spread = transport::spread(row, control.target().ip(), clients);

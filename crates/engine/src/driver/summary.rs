@@ -105,6 +105,7 @@ pub fn class_result(
         }),
         http_status: acc.status.record(),
         sessions: acc.sessions.record(&crate::app::tn3270::FUNCTIONS),
+        steps: (!acc.steps.is_empty()).then(|| acc.steps.iter().map(|s| s.record()).collect()),
     }
 }
 

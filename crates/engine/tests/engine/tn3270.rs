@@ -302,3 +302,81 @@ fn a_server_that_is_not_tn3270_ends_the_run_incomplete_with_the_fault() {
         }
     }
 }
+
+/// A script (`tn3270_script`) against the responder's demo application:
+/// each step is a transaction of its own, counted under its name, every
+/// session logged on once and walking logon → menu → accounts → menu →
+/// logoff over and over; exact counts, each step a quarter of them.
+#[test]
+fn a_script_drives_the_demo_application_step_by_step() {
+    use stackbench_model::settings::ResponderApp;
+    use stackbench_model::tn3270_script::{Script, ScriptRef};
+    let h = responder("127.0.0.1:0");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/tn3270/demo.script"
+    );
+    let text = std::fs::read_to_string(file).unwrap();
+    let script = Script::parse(file, &text, (24, 80)).unwrap();
+    let mut cfg = tn3270("RR4(100B/800B)", 400);
+    cfg.tn3270.app = ResponderApp::Demo;
+    cfg.tn3270.script = Some(ScriptRef(Script::intern(script)));
+    let out = run(&h, &cfg);
+    assert!(out.complete, "{:?}", out.incomplete_reason);
+    let c = &out.classes[0];
+    assert_eq!((c.transactions, c.errors), (400, 0), "{:?}", c.error_counts);
+    let steps = c.steps.as_ref().expect("steps recorded");
+    let names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["logon", "inquiry", "back", "logoff"]);
+    // 100 per client, 25 per step per client: the steps take turns.
+    for s in steps {
+        assert_eq!((s.transactions, s.timeouts), (100, 0), "{s:?}");
+        assert!(s.latency_us.is_some_and(|l| l.p50 > 0.0), "{s:?}");
+        assert!(s.latency_hdr.is_some());
+    }
+    assert_eq!(steps[0].key, "ENTER");
+    assert_eq!(steps[3].key, "PF3");
+    // The account screen is the largest answer; the responder answered
+    // every step.
+    assert_eq!(out.server_stats[0].transactions, 400);
+    assert_eq!(out.server_stats[0].connections, 4);
+}
+
+/// A step whose screen never comes (the script waits for text the demo
+/// application never shows) is an error of the step, counted with the
+/// screen seen instead, not the end of the run: the session logs on again
+/// and its other steps go on being measured.
+#[test]
+fn a_step_that_times_out_is_counted_with_the_screen_seen() {
+    use stackbench_model::settings::ResponderApp;
+    use stackbench_model::tn3270_script::{Script, ScriptRef};
+    use std::time::Duration;
+    let h = responder("127.0.0.1:0");
+    let text = "step logon\n type \"U1\" after \"USERID\"\n key ENTER\n \
+                wait \"STACKBENCH MAIN MENU\" timeout 1s\n\
+                step wrong\n key PF3\n wait \"NO SUCH SCREEN\" timeout 200ms\n";
+    let script = Script::parse("t.script", text, (24, 80)).unwrap();
+    let mut cfg = tn3270("RR1(100B/800B)", 1);
+    cfg.transactions = None;
+    cfg.duration = Some(Duration::from_millis(1500));
+    cfg.tn3270.app = ResponderApp::Demo;
+    cfg.tn3270.script = Some(ScriptRef(Script::intern(script)));
+    let out = run(&h, &cfg);
+    let c = &out.classes[0];
+    let steps = c.steps.as_ref().unwrap();
+    assert!(steps[0].transactions >= 3, "{steps:?}");
+    assert_eq!(steps[1].transactions, 0);
+    assert!(steps[1].timeouts >= 3, "{steps:?}");
+    let seen = steps[1].seen.as_deref().unwrap();
+    assert!(
+        seen.contains("LOGGED OFF") && seen.contains("STACKBENCH LOGON"),
+        "{seen}"
+    );
+    assert_eq!(
+        c.error_counts.timeout,
+        steps[1].timeouts + steps[0].timeouts
+    );
+    // Each timeout logged on again.
+    let sessions = c.sessions.as_ref().unwrap();
+    assert!(sessions.attempted > steps[1].timeouts, "{sessions:?}");
+}

@@ -10,7 +10,7 @@
 //! exactly it is left out with a note ([`Parts::note`]), never estimated.
 
 use stackbench_record::{
-    ClassResult, HandshakeCpuUs, KtlsCounters, KtlsFigures, LatencyUs, TlsFigures,
+    ClassResult, HandshakeCpuUs, KtlsCounters, KtlsFigures, LatencyUs, ScriptStep, TlsFigures,
 };
 
 use super::once::once_per;
@@ -87,6 +87,62 @@ fn added<'a>(
         }
     }
     (sum.summary_us(), (sum.count() > 0).then(|| sum.to_base64()))
+}
+
+/// A script's steps over several measurements, by name in the first's
+/// order: transactions and timeouts summed, histograms added and
+/// summarised (a step whose histogram cannot be read keeps no latency),
+/// the first screen seen instead kept. `None` when none has steps.
+pub(super) fn steps(classes: &[&ClassResult]) -> Option<Vec<ScriptStep>> {
+    let mut out: Vec<(ScriptStep, Option<LatencyHistogram>)> = Vec::new();
+    for c in classes {
+        for s in c.steps.iter().flatten() {
+            let i = match out.iter().position(|(o, _)| o.name == s.name) {
+                Some(i) => i,
+                None => {
+                    let empty = ScriptStep {
+                        transactions: 0,
+                        timeouts: 0,
+                        seen: None,
+                        latency_us: None,
+                        latency_hdr: None,
+                        ..s.clone()
+                    };
+                    out.push((empty, Some(LatencyHistogram::new())));
+                    out.len() - 1
+                }
+            };
+            let (o, hist) = &mut out[i];
+            o.transactions += s.transactions;
+            o.timeouts += s.timeouts;
+            if o.seen.is_none() {
+                o.seen.clone_from(&s.seen);
+            }
+            let decoded = match &s.latency_hdr {
+                Some(text) => LatencyHistogram::from_base64(text).ok(),
+                None if s.transactions == 0 => Some(LatencyHistogram::new()),
+                None => None,
+            };
+            match (hist.as_mut(), decoded) {
+                (Some(h), Some(d)) => h.merge(&d),
+                _ => *hist = None,
+            }
+        }
+    }
+    if out.is_empty() {
+        return None;
+    }
+    Some(
+        out.into_iter()
+            .map(|(mut o, hist)| {
+                if let Some(h) = hist.filter(|h| h.count() > 0) {
+                    o.latency_us = h.summary_us();
+                    o.latency_hdr = Some(h.to_base64());
+                }
+                o
+            })
+            .collect(),
+    )
 }
 
 /// Transactions of each whole second, summed over the parts. The seconds

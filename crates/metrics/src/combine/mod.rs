@@ -42,6 +42,7 @@
 //! | `served_by` | connections added, unknown when a part did not count | connections added, unknown when a run did not count |
 //! | `http_status` | each code's count summed | each code's mean count (a run without the code counts 0), rounded |
 //! | `sessions` | each count summed | each count summed (as errors) |
+//! | `steps` | per step: counts summed, histograms added | the same (the repetitions' transactions pooled) |
 //!
 //! An optional figure of repetitions is present only when every run has it.
 
@@ -214,6 +215,7 @@ pub fn combine(mut mode: Mode, classes: &[&ClassResult]) -> ClassResult {
                 Some(acc)
             },
         ),
+        steps: exact::steps(classes),
     }
 }
 

@@ -222,6 +222,15 @@ fn full(transactions: u64, duration_s: f64, clients: u32, scale: u64) -> ClassRe
             device_types: [("IBM-3278-2-E".to_string(), u64::from(clients))].into(),
             failed: [("closed".to_string(), scale)].into(),
         }),
+        steps: Some(vec![stackbench_record::ScriptStep {
+            name: "logon".into(),
+            key: "ENTER".into(),
+            transactions,
+            latency_us: h.summary_us(),
+            latency_hdr: Some(h.to_base64()),
+            timeouts: scale,
+            seen: Some("\"LOGON\"".into()),
+        }]),
     }
 }
 
@@ -244,6 +253,7 @@ fn one_is_its_own_combine_in_every_field() {
         served_by: Some(_),
         http_status: Some(_),
         sessions: Some(_),
+        steps: Some(_),
         workload: _,
         notation: _,
         kind: _,

@@ -36,7 +36,9 @@ pub use spin::Spin;
 pub use tls::{
     CertType, CipherSuite, ResumeRatio, TlsGroups, TlsMode, TlsParams, TlsVersion, CIPHER_SUITES,
 };
-pub use tn3270::{LuName, ResponderTn3270e, Tn3270Options, Tn3270e, LU_NAME_MAX, TN3270_MODELS};
+pub use tn3270::{
+    LuName, ResponderApp, ResponderTn3270e, Tn3270Options, Tn3270e, LU_NAME_MAX, TN3270_MODELS,
+};
 pub use value::{
     Bytes, Confidence, CpuList, IterationBounds, PidList, Secs, SettingValue, Text, PID_MAX,
 };
@@ -261,6 +263,10 @@ run_settings! {
     tn3270_lu: Option<LuName> = None, json "tn3270_lu";
     /// Protocol tn3270: what stackbench's responder does with TN3270E: offer (DO TN3270E first, as a z/OS TN3270 server) or refuse (plain TN3270 only: the terminals' fallback).
     responder_tn3270e: ResponderTn3270e = ResponderTn3270e::Offer, json "responder_tn3270e";
+    /// Protocol tn3270: a script the terminals run (file on the driver's host; format in docs/transports.md): steps that wait for screen text, type into fields and press AID keys, each step a transaction whose latency is recorded under its name [default: none, sized Enter records].
+    tn3270_script: Option<Text> = None, json "tn3270_script";
+    /// Protocol tn3270: what stackbench's responder serves after the logon: echo (every input answered with a screen of the response size, as ITPECHO) or demo (a logon screen, a menu and an account screen a script can drive; see docs/transports.md).
+    responder_tn3270_app: ResponderApp = ResponderApp::Echo, json "responder_tn3270_app";
     /// Protocol amqp: what a transaction does: request-reply (put a y-byte request on the request queue, get the z-byte reply from this connection's reply queue, matched by correlation id) or put-get (put a y-byte message and get it back from the same queue; z is taken as y).
     amqp_pattern: AmqpPattern = AmqpPattern::RequestReply, json "amqp_pattern";
     /// Protocol amqp: persistent messages (durable, sent unsettled: a put counts once the broker's disposition accepted it, and each reply is accepted back); off: non-persistent, sent and delivered pre-settled (best effort).
@@ -417,6 +423,9 @@ impl RunSettings {
             model: u8::try_from(self.tn3270_model).unwrap_or(2),
             lu: self.tn3270_lu,
             responder: self.responder_tn3270e,
+            // Read and parsed when the run is resolved (`tn3270_script`).
+            script: None,
+            app: self.responder_tn3270_app,
         }
     }
 
@@ -522,6 +531,26 @@ impl RunSettings {
                     value: lu.to_string(),
                     message: format!(
                         "{why}: drop tn3270_lu, or use protocol tn3270 with tn3270e auto or on"
+                    ),
+                });
+            }
+        }
+        let tn3270_only = [
+            ("tn3270_script", self.tn3270_script.is_some()),
+            (
+                "responder_tn3270_app",
+                self.responder_tn3270_app != ResponderApp::Echo,
+            ),
+        ];
+        if let Some((name, _)) = tn3270_only.iter().find(|(_, given)| *given) {
+            if self.protocol != AppProtocol::Tn3270 {
+                return Err(SettingError {
+                    name: (*name).into(),
+                    value: self.text_of(name).unwrap_or_default(),
+                    message: format!(
+                        "{name} applies to protocol tn3270, and the protocol is {}: add \
+                         --protocol tn3270 or drop {name}",
+                        self.protocol.name()
                     ),
                 });
             }

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::value::SettingValue;
+use crate::tn3270_script::ScriptRef;
 
 /// Whether a terminal uses TN3270E.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -78,6 +79,47 @@ impl SettingValue for ResponderTn3270e {
             "offer" => Ok(ResponderTn3270e::Offer),
             "refuse" => Ok(ResponderTn3270e::Refuse),
             _ => Err("unknown responder TN3270E choice: use offer or refuse".to_string()),
+        }
+    }
+    fn text(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+/// What stackbench's responder serves a terminal after its logon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponderApp {
+    /// An echo application (as ITPECHO): every input answered with one
+    /// screen of the test's response size.
+    #[default]
+    Echo,
+    /// A small formatted application a script can drive: a logon screen
+    /// (user ID and password fields), a menu and an account screen.
+    Demo,
+}
+
+impl ResponderApp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ResponderApp::Echo => "echo",
+            ResponderApp::Demo => "demo",
+        }
+    }
+
+    fn is_echo(&self) -> bool {
+        *self == ResponderApp::Echo
+    }
+}
+
+impl SettingValue for ResponderApp {
+    const VALUE_NAME: &'static str = "APP";
+    const ALLOWED: &'static [&'static str] = &["echo", "demo"];
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "echo" => Ok(ResponderApp::Echo),
+            "demo" => Ok(ResponderApp::Demo),
+            _ => Err("unknown responder application: use echo or demo".to_string()),
         }
     }
     fn text(&self) -> String {
@@ -179,6 +221,13 @@ pub struct Tn3270Options {
     pub lu: Option<LuName>,
     /// What stackbench's responder does with TN3270E.
     pub responder: ResponderTn3270e,
+    /// The script the terminals run (`tn3270_script`); `None`: sized
+    /// Enter records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptRef>,
+    /// What stackbench's responder serves after the logon.
+    #[serde(default, skip_serializing_if = "ResponderApp::is_echo")]
+    pub app: ResponderApp,
 }
 
 impl Default for Tn3270Options {
@@ -188,6 +237,8 @@ impl Default for Tn3270Options {
             model: 2,
             lu: None,
             responder: ResponderTn3270e::Offer,
+            script: None,
+            app: ResponderApp::Echo,
         }
     }
 }

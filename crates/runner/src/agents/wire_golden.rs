@@ -17,15 +17,17 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::LatencyHistogram;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{
-    CertType, ClassPriorities, LuName, ResponderTn3270e, SettingValue, Spin, TlsMode, TlsVersion,
-    Tn3270Options, Tn3270e,
+    CertType, ClassPriorities, LuName, ResponderApp, ResponderTn3270e, SettingValue, Spin, TlsMode,
+    TlsVersion, Tn3270Options, Tn3270e,
 };
+use stackbench_model::tn3270_script::{Script, ScriptRef};
 use stackbench_model::{
     AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, IoMode, SocketOptions, TlsParams,
     Transport,
 };
 use stackbench_record::{
-    ClassResult, CpuFigures, ErrorCounts, HttpStatus, PopulationFigures, Sessions, TlsFigures,
+    ClassResult, CpuFigures, ErrorCounts, HttpStatus, PopulationFigures, ScriptStep, Sessions,
+    TlsFigures,
 };
 
 use super::wire::{
@@ -86,6 +88,15 @@ pub fn run_config() -> RunConfig {
             model: 4,
             lu: Some(LuName::parse("SBLU0001").expect("an LU name")),
             responder: ResponderTn3270e::Refuse,
+            script: Some(ScriptRef(Script::intern(
+                Script::parse(
+                    "s.script",
+                    "wait \"LOGON\"\nstep a\n type \"U\" after \"ID\"\n key PF3\n wait \"M\" timeout 2s\n think 1s\n",
+                    (24, 80),
+                )
+                .expect("a script"),
+            ))),
+            app: ResponderApp::Demo,
         },
         path: PathFloor::default(),
         segment: Segment::new(1, 2).expect("segment 1/2"),
@@ -122,6 +133,15 @@ fn class_result() -> ClassResult {
             device_types: [("IBM-3278-4-E".to_string(), 2)].into(),
             failed: [("closed".to_string(), 1)].into(),
         }),
+        steps: Some(vec![ScriptStep {
+            name: "a".into(),
+            key: "PF3".into(),
+            transactions: 2,
+            latency_us: Some(Default::default()),
+            latency_hdr: Some("HISTFAAAA".into()),
+            timeouts: 1,
+            seen: Some("\"LOGON\"".into()),
+        }]),
         ..ClassResult::sample()
     }
 }

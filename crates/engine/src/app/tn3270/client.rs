@@ -7,6 +7,7 @@
 use stackbench_model::settings::{Tn3270Options, Tn3270e};
 use stackbench_model::{AppProtocol, Kind};
 
+use super::script::Scripted;
 use super::{
     command, fill, fill_record, function_bits, function_codes, function_names, is_write_command,
     reason_name, release_logon, tn3270e_sub, Event, Fault, Framing, Header, Piece, Record, Telnet,
@@ -79,6 +80,8 @@ pub struct Session {
     device_len: u8,
     /// Why setup failed (a key of the record's failure counts).
     failure: &'static str,
+    /// A scripted terminal's screen and step (`tn3270_script`).
+    pub(super) script: Option<Box<Scripted>>,
 }
 
 impl Client {
@@ -328,6 +331,10 @@ impl Session {
             }
         }
         let framing = self.framing;
+        if let (Some(sc), Event::Data(b)) = (self.script.as_mut(), event) {
+            sc.byte(b)
+                .map_err(|f| failed(&mut self.failure, "not_telnet", f.0))?;
+        }
         let piece = self
             .record
             .take(event, framing, "screen")
@@ -346,7 +353,18 @@ impl Session {
                 }
                 self.rejecting = true;
             }
-            Piece::End(h) => return self.record_end(c, h, true),
+            Piece::End(h) => {
+                let first = self.record_end(c, h, true)?;
+                if let Some(sc) = self.script.as_mut() {
+                    if first {
+                        sc.logged_on(framing)
+                            .map_err(|f| failed(&mut self.failure, "first_screen", f.0))?;
+                    } else {
+                        sc.skip();
+                    }
+                }
+                return Ok(first);
+            }
             _ => {}
         }
         Ok(false)
@@ -362,7 +380,10 @@ impl Session {
     /// transaction on loopback). An RR terminal answers it as its logon's
     /// last bytes, before the window opens.
     fn record_end(&mut self, c: &Client, h: Header, setup: bool) -> Result<bool, Fault> {
-        let owe = !setup || (c.crr && h.is_data() && !self.rejecting);
+        // A scripted session may log on again mid-run (after a step timed
+        // out): its first step's request follows at once, as CRR's does.
+        let follows = c.crr || c.options.script.is_some();
+        let owe = !setup || (follows && h.is_data() && !self.rejecting);
         let out = if owe { &mut self.owed } else { &mut self.reply };
         if std::mem::take(&mut self.rejecting) {
             push_response(out, RSF_NEGATIVE, h.seq, RESPONSE_COMMAND_REJECT);
@@ -430,6 +451,9 @@ impl Codec for Client {
             out = &mut out[n..];
             offset = owed;
         }
+        if let Some(sc) = &state.session.script {
+            return fill(sc.request(), offset - owed, out);
+        }
         fill_record(
             Client::request_head(state.session.framing),
             &REQUEST_TAIL,
@@ -442,6 +466,16 @@ impl Codec for Client {
     #[inline]
     fn owed_bytes(&self, state: &ClientState) -> u64 {
         state.session.owed.len() as u64
+    }
+
+    /// A scripted terminal's request is its step's record.
+    #[inline]
+    fn request_len(&self, state: &ClientState) -> u64 {
+        let owed = state.session.owed.len() as u64;
+        match &state.session.script {
+            Some(sc) => owed + sc.request().len() as u64,
+            None => owed + self.request_bytes,
+        }
     }
 
     #[inline]
@@ -478,6 +512,9 @@ impl Codec for Client {
                 Event::Option(verb, option) => session.option(self, verb, option, false),
                 Event::Sub(_) => Ok(()),
                 Event::Data(_) | Event::Eor => {
+                    if let (Some(sc), Event::Data(b)) = (session.script.as_mut(), event) {
+                        sc.byte(b)?;
+                    }
                     match session.record.take(event, session.framing, "response")? {
                         Piece::First(b, h) if h.is_data() && !is_write_command(b) => {
                             if h.response_flag == RSF_NO_RESPONSE {
@@ -488,7 +525,17 @@ impl Codec for Client {
                             }
                             session.rejecting = true;
                         }
-                        Piece::End(h) => answered = session.record_end(self, h, false)?,
+                        Piece::End(h) => {
+                            let data = session.record_end(self, h, false)?;
+                            answered = match session.script.as_mut() {
+                                Some(sc) if data => sc.answered(session.framing)?,
+                                Some(sc) => {
+                                    sc.skip();
+                                    false
+                                }
+                                None => data,
+                            };
+                        }
                         _ => {}
                     }
                     Ok(())
@@ -524,8 +571,13 @@ impl Codec for Client {
         (seen > 0).then(|| format!("{} bytes of Telnet negotiation", grouped(seen)))
     }
 
-    /// The server speaks first.
-    fn setup_open(&self, _state: &mut ClientState) -> Setup {
+    /// The server speaks first. A scripted terminal starts its script
+    /// afresh with each session.
+    fn setup_open(&self, state: &mut ClientState) -> Setup {
+        state.session.script = self
+            .options
+            .script
+            .map(|s| Box::new(Scripted::new(s.0, self.options.model)));
         Setup::Read
     }
 
@@ -607,5 +659,29 @@ impl Codec for Client {
             "" => "negotiation",
             key => key,
         }
+    }
+
+    #[inline]
+    fn scripted(&self) -> bool {
+        self.options.script.is_some()
+    }
+
+    #[inline]
+    fn response_timeout_ns(&self, state: &ClientState) -> Option<u64> {
+        state.session.script.as_ref().map(|sc| sc.timeout_ns())
+    }
+
+    #[inline]
+    fn step_done(&self, state: &ClientState) -> Option<usize> {
+        state.session.script.as_ref()?.done()
+    }
+
+    #[inline]
+    fn think_ns(&self, state: &ClientState) -> Option<u64> {
+        state.session.script.as_ref()?.think_ns()
+    }
+
+    fn timed_out(&self, state: &ClientState) -> Option<(usize, String)> {
+        state.session.script.as_ref().map(|sc| sc.timed_out())
     }
 }

@@ -5,8 +5,12 @@
 //! Erase All Unprotected — with their WCC (keyboard restore, reset MDT),
 //! and the orders SF, SFE, SBA, SA, IC, PT, RA, EUA, MF and GE, as the
 //! 3270 Data Stream Programmer's Reference defines them and x3270's
-//! `ctlr.c` applies them. Not yet wired to scripts: the codec still sends
-//! sized Enter records.
+//! `ctlr.c` applies them. A scripted terminal (`tn3270_script`) also types
+//! into it ([`Screen::type_at`], setting the field's modified data tag),
+//! finds text and labels ([`Screen::find`], [`Screen::field_after`]) and
+//! reads it back as the inbound record an AID key sends
+//! ([`Screen::read_modified`]); without a script the codec sends sized
+//! Enter records and keeps no screen.
 //!
 //! Layout and bounds. The screen is `rows × cols` cells of the terminal's
 //! model (24×80 for model 2, the default size; Erase/Write Alternate
@@ -119,6 +123,26 @@ pub fn ebcdic_to_ascii(b: u8) -> char {
     ' '
 }
 
+/// The AID of the CLEAR key.
+const AID_CLEAR: u8 = 0x6D;
+
+/// One ASCII character as EBCDIC (code page 037), the inverse of
+/// [`ebcdic_to_ascii`]; a character it does not have becomes a space.
+pub fn ascii_to_ebcdic(c: char) -> u8 {
+    static TABLE: std::sync::OnceLock<[u8; 128]> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = [0x40u8; 128];
+        for b in (0x41..=0xFEu8).rev() {
+            let a = ebcdic_to_ascii(b);
+            if a != ' ' {
+                t[a as usize] = b;
+            }
+        }
+        t
+    });
+    table.get(c as usize).copied().unwrap_or(0x40)
+}
+
 /// A field: where its attribute byte is, and the attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Field {
@@ -154,6 +178,8 @@ pub struct Screen {
     char_attrs: Vec<(u16, u8, u8)>,
     cursor: u16,
     keyboard_locked: bool,
+    /// Typed into an unformatted screen (no fields to carry the tag).
+    unformatted_modified: bool,
 }
 
 impl Screen {
@@ -172,6 +198,7 @@ impl Screen {
             cursor: 0,
             // A terminal is locked until a write restores its keyboard.
             keyboard_locked: true,
+            unformatted_modified: false,
         }
     }
 
@@ -281,6 +308,7 @@ impl Screen {
         self.fields.clear();
         self.char_attrs.clear();
         self.cursor = 0;
+        self.unformatted_modified = false;
     }
 
     /// Puts the attribute `attr` at `address`.
@@ -330,6 +358,123 @@ impl Screen {
     /// unformatted).
     fn unprotected(&self, address: u16) -> bool {
         !self.is_attribute(address) && self.field_at(address).is_none_or(|f| !f.protected())
+    }
+
+    /// The address of (row, col).
+    pub fn address(&self, row: u16, col: u16) -> u16 {
+        row * self.cols + col
+    }
+
+    /// Whether `text` is on the screen at (row, col), or anywhere (`None`;
+    /// rows are not joined: text wrapping from one row to the next is not
+    /// found).
+    pub fn shows(&self, text: &str, at: Option<(u16, u16)>) -> bool {
+        match at {
+            Some((row, col)) => {
+                row < self.rows
+                    && col < self.cols
+                    && self.text_at(row, col, text.len() as u16) == text
+            }
+            None => self.find(text).is_some(),
+        }
+    }
+
+    /// The address just after the first occurrence of `text` (row by row).
+    pub fn find(&self, text: &str) -> Option<u16> {
+        (0..self.rows).find_map(|r| {
+            let row = self.row_text(r);
+            let at = row.find(text)?;
+            Some(r * self.cols + (at + text.len()) as u16)
+        })
+    }
+
+    /// The first data cell of the first unprotected field that begins at
+    /// or after `address` (the input field after a label).
+    pub fn field_after(&self, address: u16) -> Option<u16> {
+        self.fields
+            .iter()
+            .filter(|f| f.start >= address.saturating_sub(1) && !f.protected())
+            .map(|f| self.next(f.start))
+            .find(|&a| !self.is_attribute(a))
+    }
+
+    /// Types `text` (ASCII, sent as EBCDIC code page 037) at `address`, as
+    /// a user would: into an unprotected field, setting its modified data
+    /// tag, the cursor left after it; an error naming the position when
+    /// the cell is protected, or the text runs past the field's end.
+    pub fn type_at(&mut self, address: u16, text: &str) -> Result<(), ScreenError> {
+        let (row, col) = (address / self.cols + 1, address % self.cols + 1);
+        if !self.unprotected(address) {
+            return Err(ScreenError(format!(
+                "row {row}, column {col} is protected (no input field there): the screen \
+                 reads {:?}",
+                self.row_text(row - 1).trim_end()
+            )));
+        }
+        let mut a = address;
+        for c in text.chars() {
+            if !self.unprotected(a) {
+                return Err(ScreenError(format!(
+                    "\"{text}\" typed at row {row}, column {col} runs past its field's end"
+                )));
+            }
+            self.chars[usize::from(a)] = ascii_to_ebcdic(c);
+            a = self.next(a);
+        }
+        if let Some(f) = self.field_at(address) {
+            if let Ok(i) = self.fields.binary_search_by_key(&f.start, |x| x.start) {
+                self.fields[i].attr |= FA_MDT;
+            }
+        } else {
+            // An unformatted screen: everything typed is sent.
+            self.unformatted_modified = true;
+        }
+        self.cursor = a;
+        Ok(())
+    }
+
+    /// The inbound 3270 data an AID key sends (Read Modified): the AID,
+    /// the cursor's address, then SBA and the data (nulls dropped) of each
+    /// field whose modified data tag is set; a short-read key (CLEAR, PA)
+    /// sends the AID alone. The keyboard locks until the host restores it,
+    /// and CLEAR erases the screen, as a terminal does.
+    pub fn read_modified(&mut self, aid: u8, short: bool, out: &mut Vec<u8>) {
+        out.push(aid);
+        self.keyboard_locked = true;
+        if short {
+            if aid == AID_CLEAR {
+                self.erase(self.default);
+            }
+            return;
+        }
+        out.extend_from_slice(&encode_address(self.cursor));
+        if self.fields.is_empty() {
+            if self.unformatted_modified {
+                out.extend(self.chars.iter().copied().filter(|&b| b != 0));
+            }
+            return;
+        }
+        for (i, f) in self.fields.iter().enumerate() {
+            if !f.modified() {
+                continue;
+            }
+            let start = self.next(f.start);
+            let end = self
+                .fields
+                .get(i + 1)
+                .or(self.fields.first())
+                .map_or(start, |n| n.start);
+            out.push(ORDER_SBA);
+            out.extend_from_slice(&encode_address(start));
+            let mut a = start;
+            while a != end {
+                let b = self.chars[usize::from(a)];
+                if b != 0 {
+                    out.push(b);
+                }
+                a = self.next(a);
+            }
+        }
     }
 
     /// Applies one outbound record's 3270 data (after any TN3270E header).

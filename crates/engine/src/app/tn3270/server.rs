@@ -18,7 +18,9 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use stackbench_model::settings::{ResponderTn3270e, Tn3270Options};
+use stackbench_model::settings::{ResponderApp, ResponderTn3270e, Tn3270Options};
+
+use super::demo::Demo;
 
 use super::{
     command, fill, fill_record, function_bits, function_codes, function_names, is_aid, next_seq,
@@ -88,6 +90,8 @@ pub struct ServerState {
     seq: u16,
     /// `DONT TN3270E` said (to a terminal that offered it unasked).
     dont_said: bool,
+    /// `responder_tn3270_app demo`: the application's session.
+    demo: Option<Box<Demo>>,
 }
 
 /// The next LU of the pool handed to a terminal that asks for none.
@@ -162,9 +166,16 @@ impl Server {
             let [hi, lo] = s.seq.to_be_bytes();
             push_escaped(&mut s.reply, &[DT_3270_DATA, 0, flag, hi, lo]);
         }
-        s.reply.extend_from_slice(&ANSWER_HEAD);
-        s.reply.extend_from_slice(&LOGO);
-        s.reply.extend_from_slice(&ANSWER_TAIL);
+        if self.options.app == ResponderApp::Demo {
+            let mut demo = Box::<Demo>::default();
+            push_escaped(&mut s.reply, &demo.first_screen());
+            s.reply.extend_from_slice(&[IAC, EOR]);
+            s.demo = Some(demo);
+        } else {
+            s.reply.extend_from_slice(&ANSWER_HEAD);
+            s.reply.extend_from_slice(&LOGO);
+            s.reply.extend_from_slice(&ANSWER_TAIL);
+        }
         s.step = Negotiation::Done;
     }
 
@@ -361,6 +372,7 @@ impl Handler for Server {
             ended,
             seen,
             framing,
+            demo,
             ..
         } = state;
         release_logon(reply, telnet);
@@ -373,6 +385,17 @@ impl Handler for Server {
                      pipelined, so the peer sent a record of another length or two at once"
                         .to_string(),
                 ));
+            }
+            if let (Some(d), Event::Data(b)) = (demo.as_mut(), event) {
+                if usize::from(record.at) >= framing.header_bytes() {
+                    d.byte(b);
+                }
+            }
+            if let (Some(d), Event::Eor) = (demo.as_mut(), event) {
+                if !*began {
+                    // A RESPONSE record (or another that is no input) ended.
+                    d.skip();
+                }
             }
             match record.take(event, framing, "request")? {
                 Piece::First(b, h) if h.is_data() => {
@@ -396,6 +419,17 @@ impl Handler for Server {
             state.ended = false;
             state.seen = 0;
             state.seq = next_seq(state.seq);
+            let flag = Server::answer_flag(state);
+            if let Some(d) = state.demo.as_mut() {
+                let data = d.answer();
+                d.wire.clear();
+                if state.framing == Framing::Tn3270e {
+                    let [hi, lo] = state.seq.to_be_bytes();
+                    push_escaped(&mut d.wire, &[DT_3270_DATA, 0, flag, hi, lo]);
+                }
+                push_escaped(&mut d.wire, &data);
+                d.wire.extend_from_slice(&[IAC, EOR]);
+            }
             return Ok(0);
         }
         if state.seen > expected + SLACK_BYTES {
@@ -410,11 +444,17 @@ impl Handler for Server {
 
     #[inline]
     fn response_bytes(&self, state: &ServerState) -> u64 {
-        self.answer_bytes(state.framing)
+        match &state.demo {
+            Some(d) => d.wire.len() as u64,
+            None => self.answer_bytes(state.framing),
+        }
     }
 
     #[inline]
     fn fill_response(&self, state: &ServerState, offset: u64, out: &mut [u8]) {
+        if let Some(d) = &state.demo {
+            return fill(&d.wire, offset, out);
+        }
         let len = self.answer_bytes(state.framing);
         match state.framing {
             Framing::Tn3270 => fill_record(&ANSWER_HEAD, &ANSWER_TAIL, len, offset, out),
