@@ -106,11 +106,21 @@ fn bad_amqp_settings_are_refused_in_one_line() {
         "amqp://127.0.0.1:9",
         "--protocol",
         "amqp",
+        "--amqp-queues",
+        "per-client",
+    ];
+    refused("run", &broker, "no responder gets from each client's own");
+    let nobody = [
+        "RR1(1kB/1kB)",
+        "--target",
+        "amqp://127.0.0.1:9",
+        "--protocol",
+        "amqp",
     ];
     refused(
         "run",
-        &broker,
-        "request-reply against a broker needs a responder",
+        &nobody,
+        "nothing accepts a connection at 127.0.0.1:9",
     );
 }
 
@@ -160,5 +170,44 @@ fn put_get_interoperates_with_a_broker() {
         "run",
         &[&["CRR1(1B/1B)"], &put_get[..]].concat(),
         "does not close a connection after a reply",
+    );
+}
+
+#[test]
+fn bad_responder_application_input_is_refused_in_one_line() {
+    let serve = |args: &[&str], needle: &str| {
+        let mut all = vec!["--protocol", "amqp"];
+        all.extend_from_slice(args);
+        refused("serve", &all, needle);
+    };
+    serve(
+        &["--broker", "http://127.0.0.1:9"],
+        "give amqp://[USER@]HOST:PORT",
+    );
+    serve(
+        &["--broker", "amqp://me:secret@127.0.0.1:9"],
+        "a password in the URL shows in ps",
+    );
+    serve(
+        &["--broker", "amqp://127.0.0.1"],
+        "give HOST:PORT after amqp://",
+    );
+    serve(
+        &["--broker", "amqp://127.0.0.1:9"],
+        "broker 127.0.0.1:9: cannot connect",
+    );
+    serve(
+        &["--broker", "amqp://127.0.0.1:9", "--amqp-queue", "a b"],
+        "--amqp-queue 'a b'",
+    );
+    refused(
+        "serve",
+        &["--broker", "amqp://127.0.0.1:9"],
+        "add --protocol amqp",
+    );
+    refused(
+        "serve",
+        &["--protocol", "amqp"],
+        "serve's protocol is for --hold or --broker",
     );
 }

@@ -547,6 +547,9 @@ impl Client {
             reply_to_group_id: None,
         };
         frames::push_value(&mut state.head, start, &properties)?;
+        if self.params.pattern == AmqpPattern::RequestReply {
+            frames::push_reply_bytes(&mut state.head, start, self.reply_body);
+        }
         let body = u32::try_from(self.request_body).map_err(|_| {
             Fault(format!(
                 "a message body of {} bytes: AMQP sizes a frame in 32 bits",

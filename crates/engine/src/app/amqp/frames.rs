@@ -26,6 +26,7 @@ pub const SASL_OUTCOME: u64 = 0x44;
 /// Message section descriptors (3.2).
 pub const SECTION_HEADER: u64 = 0x70;
 pub const SECTION_PROPERTIES: u64 = 0x73;
+pub const SECTION_APPLICATION_PROPERTIES: u64 = 0x74;
 pub const SECTION_DATA: u64 = 0x75;
 
 /// Bytes of a frame kept for decoding: all of a frame up to this, and the
@@ -285,6 +286,24 @@ fn set_frame_size(out: &mut [u8], start: usize, more: u64) {
     out[start..start + 4].copy_from_slice(&size.to_be_bytes());
 }
 
+/// Appends an application-properties section naming the reply body's
+/// size (`{"z": ulong}`, 18 bytes) to the frame begun at `start`: what a
+/// responder application against a broker answers with.
+pub fn push_reply_bytes(out: &mut Vec<u8>, start: usize, reply_bytes: u64) {
+    // map8: size (count byte and entries: str8 "z" 3, ulong 9), count 2.
+    out.extend_from_slice(&[
+        0x00,
+        0x53,
+        SECTION_APPLICATION_PROPERTIES as u8,
+        0xc1,
+        13,
+        2,
+    ]);
+    out.extend_from_slice(&[0xa1, 1, b'z', 0x80]);
+    out.extend_from_slice(&reply_bytes.to_be_bytes());
+    set_frame_size(out, start, 0);
+}
+
 /// Appends an empty frame (a heartbeat: 2.4.5).
 #[cfg(test)]
 pub fn push_empty(out: &mut Vec<u8>) {
@@ -353,6 +372,7 @@ pub fn performative(kept: &[u8]) -> Result<(Performative, usize), Fault> {
 pub struct Sections<'a> {
     pub header: Option<&'a [u8]>,
     pub properties: Option<&'a [u8]>,
+    pub application_properties: Option<&'a [u8]>,
     /// Where the body's bytes begin (a data section's, after its
     /// constructor; another body section's encoding, at its start).
     pub body_at: usize,
@@ -362,7 +382,7 @@ pub struct Sections<'a> {
 /// properties and application properties, up to the first body section.
 pub fn sections(message: &[u8]) -> Option<Sections<'_>> {
     let mut at = 0;
-    let (mut header, mut properties) = (None, None);
+    let (mut header, mut properties, mut application_properties) = (None, None, None);
     loop {
         let rest = message.get(at..)?;
         let code = descriptor(rest)?;
@@ -376,6 +396,7 @@ pub fn sections(message: &[u8]) -> Option<Sections<'_>> {
             return Some(Sections {
                 header,
                 properties,
+                application_properties,
                 body_at: at + head,
             });
         }
@@ -383,12 +404,14 @@ pub fn sections(message: &[u8]) -> Option<Sections<'_>> {
         match code {
             SECTION_HEADER => header = Some(&rest[..len]),
             SECTION_PROPERTIES => properties = Some(&rest[..len]),
+            SECTION_APPLICATION_PROPERTIES => application_properties = Some(&rest[..len]),
             // amqp-sequence or amqp-value: a body of another form, counted
             // as its encoding.
             0x76 | 0x77 => {
                 return Some(Sections {
                     header,
                     properties,
+                    application_properties,
                     body_at: at,
                 })
             }
