@@ -475,6 +475,15 @@ pub trait Protocol: 'static {
     type Server: Handler;
     /// The transports it runs over (a protocol of byte streams: all).
     const TRANSPORTS: &'static [Transport] = Transport::ALL;
+    /// Whether a plain server of the protocol (its scheme's target) ends a
+    /// connection after a CRR reply when asked to (HTTP's `Connection:
+    /// close`); a broker does not, so CRR against it needs `crr_close
+    /// client` or `abort`.
+    const PLAIN_SERVER_CLOSES: bool = true;
+    /// Whether a plain server of the protocol is a broker: the answers come
+    /// from applications that are its clients too, measured as a third side
+    /// (the processes connected to it other than the driver).
+    const PLAIN_SERVER_IS_BROKER: bool = false;
 }
 
 /// Raw payloads: the row whose connections are counted unread and
@@ -503,6 +512,9 @@ pub struct Row {
     /// that explain an incomplete run (`Codec::RESPONSE_NAME`, `SETUP_NAME`).
     pub response_name: &'static str,
     pub setup_name: &'static str,
+    /// [`Protocol::PLAIN_SERVER_CLOSES`], [`Protocol::PLAIN_SERVER_IS_BROKER`].
+    pub plain_server_closes: bool,
+    pub plain_server_is_broker: bool,
 }
 
 impl Row {
@@ -515,7 +527,21 @@ impl Row {
             transports: P::TRANSPORTS,
             response_name: P::Client::RESPONSE_NAME,
             setup_name: P::Client::SETUP_NAME,
+            plain_server_closes: P::PLAIN_SERVER_CLOSES,
+            plain_server_is_broker: P::PLAIN_SERVER_IS_BROKER,
         }
+    }
+
+    /// Why a CRR class against a plain server of this protocol cannot run
+    /// with `crr_close server` (`None`: it can).
+    pub fn refuses_crr_close_server(&self) -> Option<String> {
+        (!self.plain_server_closes).then(|| {
+            format!(
+                "a plain {} server does not close a connection after a reply, so CRR with \
+                 crr_close server would wait forever: add --crr-close client or abort",
+                self.name()
+            )
+        })
     }
 
     /// Its setting value.

@@ -65,7 +65,7 @@ pub fn human(record: &RunRecord, layout: Layout) -> String {
         .is_some_and(|t| t.0.starts_with("http://"));
     for c in &record.classes {
         out.push_str(&http_line(c, foreign));
-        out.push_str(&sessions_line(c));
+        out.push_str(&sessions_line(record.settings.protocol.name(), c));
     }
     out.push_str(&server_lines(record));
     if let Some(a) = &record.agents {
@@ -276,8 +276,34 @@ pub fn server_lines(record: &RunRecord) -> String {
             per_conn(memory.and_then(|m| m.kernel_sock_bytes_per_conn)),
             disk
         );
+        if cpu.application.is_some() {
+            let _ = writeln!(
+                out,
+                "  {}: responder application {} CPU µs/tr",
+                c.notation,
+                process(&cpu.application)
+            );
+        }
     }
+    out.push_str(&application_line(record));
     out
+}
+
+/// Which processes a broker's responder application was (the third side),
+/// or the note saying why it was not measured; empty otherwise.
+fn application_line(record: &RunRecord) -> String {
+    let Some(p) = record.responder_application.as_ref() else {
+        return String::new();
+    };
+    if let Some(note) = &p.note {
+        return format!("{note}\n");
+    }
+    let pids: Vec<String> = p.pids.iter().map(u32::to_string).collect();
+    format!(
+        "responder application: {} (pids {}, found by their connections to the broker)\n",
+        p.exe.as_deref().unwrap_or("executable unreadable"),
+        pids.join(",")
+    )
 }
 
 /// Which processes a plain server's side was, e.g. `server side:
@@ -306,12 +332,13 @@ pub fn server_identity(record: &RunRecord) -> Option<String> {
     ))
 }
 
-/// A class's session setups (protocol tn3270), one line under the table:
+/// A class's session setups (a protocol whose connections open with a
+/// dialogue), one line under the table, named by the run's `protocol`:
 /// `tn3270 RR10(100B/800B): sessions 10: tn3270e 10; functions …`, with
 /// the failed ones by reason. Empty for other protocols.
-pub fn sessions_line(c: &ClassResult) -> String {
+pub fn sessions_line(protocol: &str, c: &ClassResult) -> String {
     match &c.sessions {
-        Some(s) => format!("tn3270 {}: {}\n", c.notation, s.summary()),
+        Some(s) => format!("{protocol} {}: {}\n", c.notation, s.summary()),
         None => String::new(),
     }
 }
@@ -736,7 +763,7 @@ mod tests {
         );
         c.http_status = None;
         assert_eq!(http_line(&c, true), "", "not HTTP");
-        assert_eq!(sessions_line(&c), "");
+        assert_eq!(sessions_line("tn3270", &c), "");
         let mut sessions = stackbench_record::Sessions {
             attempted: 2,
             ..Default::default()
@@ -745,9 +772,9 @@ mod tests {
         sessions.failed.insert("closed".into(), 1);
         c.sessions = Some(sessions);
         assert!(
-            sessions_line(&c).ends_with(": sessions 2: tn3270 1; failed 1 (closed 1)\n"),
+            sessions_line("tn3270", &c).ends_with(": sessions 2: tn3270 1; failed 1 (closed 1)\n"),
             "{}",
-            sessions_line(&c)
+            sessions_line("tn3270", &c)
         );
     }
 
