@@ -20,6 +20,7 @@ mod progress;
 mod report_cmd;
 mod results_cmd;
 mod run_cmd;
+mod serve_broker;
 mod serve_cmd;
 mod setting_flags;
 mod study_cmd;

@@ -36,7 +36,9 @@ pub const DEFAULT_PORT: u16 = 12870;
   stackbench serve --listen 0.0.0.0:12870 --token-file ~/.stackbench-token --cpus 2-3
   stackbench serve --listen 0.0.0.0:12870 --open   # anyone who reaches the port
   # hold an http1 test open on a running responder, for wrk (bench/http.sh):
-  stackbench serve --hold 127.0.0.1:12870 'RR10(45B/4137B)' --protocol http1 --nodelay")]
+  stackbench serve --hold 127.0.0.1:12870 'RR10(45B/4137B)' --protocol http1 --nodelay
+  # the responder application of request-reply runs against an AMQP 1.0 broker:
+  stackbench serve --protocol amqp --broker amqp://127.0.0.1:5672 --threads 2")]
 pub struct ServeArgs {
     /// Control address to listen on (data ports are chosen per test).
     #[arg(long, default_value_t = format!("127.0.0.1:{DEFAULT_PORT}"))]
@@ -99,9 +101,37 @@ pub struct ServeArgs {
     /// and connections), e.g. 'RR10(45B/4137B)'.
     #[arg(requires = "hold")]
     test: Option<String>,
-    /// --hold: the test's application protocol, as `run --protocol` takes it.
-    #[arg(long, requires = "hold", default_value = "raw")]
+    /// --hold: the test's application protocol, as `run --protocol` takes it;
+    /// with --broker, amqp (the only protocol with a responder application).
+    #[arg(long, default_value = "raw")]
     protocol: String,
+    /// Do not listen: be the responder application of request-reply runs
+    /// against the AMQP 1.0 broker at this URL (amqp://[USER@]HOST:PORT;
+    /// the password comes from --amqp-password-file, never the command
+    /// line). Each --threads connection gets requests from the queue
+    /// QUEUE.request and puts each reply on the queue its reply-to names.
+    /// Runs until SIGTERM or Ctrl-C and prints its counters.
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with_all = ["hold", "cpus", "mirror_netns", "open", "token_file"]
+    )]
+    broker: Option<String>,
+    /// --broker: the queue name prefix, as `run --amqp-queue` takes it.
+    #[arg(
+        long,
+        requires = "broker",
+        value_name = "NAME",
+        default_value = "stackbench"
+    )]
+    amqp_queue: String,
+    /// --broker: the credit (prefetch) of each connection's request link.
+    #[arg(long, requires = "broker", value_name = "N", default_value_t = 100)]
+    amqp_credit: u32,
+    /// --broker: a file holding the SASL PLAIN password of the URL's user
+    /// (its first line; mode 600 advised).
+    #[arg(long, requires = "broker", value_name = "FILE")]
+    amqp_password_file: Option<std::path::PathBuf>,
     /// --hold, protocol tn3270: offer TN3270E (as a z/OS TN3270 server) or
     /// refuse it (plain TN3270 only), as `run --responder-tn3270e` takes it.
     #[arg(long, requires = "hold", default_value = "offer", value_name = "OFFER")]
@@ -132,6 +162,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
             .as_deref()
             .expect("clap requires TEST with --hold");
         return hold(target, test, &args);
+    }
+    if let Some(url) = &args.broker {
+        return crate::serve_broker::run(url, &args.broker_args());
+    }
+    if args.protocol != "raw" {
+        return usage(format!(
+            "--protocol {}: serve's protocol is for --hold or --broker (the responder serves \
+             every protocol a driver asks for)",
+            args.protocol
+        ));
     }
     let listen: std::net::SocketAddr = args.listen.parse().or_else(|_| {
         usage(format!(
@@ -197,6 +237,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     out.flush()?;
     responder.serve()?;
     Ok(crate::exit::OK)
+}
+
+impl ServeArgs {
+    /// What `serve --broker` takes from the flags.
+    fn broker_args(&self) -> crate::serve_broker::BrokerArgs {
+        crate::serve_broker::BrokerArgs {
+            protocol: self.protocol.clone(),
+            threads: self.threads,
+            queue: self.amqp_queue.clone(),
+            credit: self.amqp_credit,
+            password_file: self.amqp_password_file.clone(),
+        }
+    }
 }
 
 /// The responder's token: `--token-file`, else the STACKBENCH_TOKEN a run

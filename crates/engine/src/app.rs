@@ -586,6 +586,15 @@ pub trait Protocol: 'static {
     /// are refused before the run.
     const MAX_REQUEST_BYTES: u64 = u64::MAX;
     const MAX_RESPONSE_BYTES: u64 = u64::MAX;
+    /// Whether a plain server of the protocol (its scheme's target) ends a
+    /// connection after a CRR reply when asked to (HTTP's `Connection:
+    /// close`); a broker does not, so CRR against it needs `crr_close
+    /// client` or `abort`.
+    const PLAIN_SERVER_CLOSES: bool = true;
+    /// Whether a plain server of the protocol is a broker: the answers come
+    /// from applications that are its clients too, measured as a third side
+    /// (the processes connected to it other than the driver).
+    const PLAIN_SERVER_IS_BROKER: bool = false;
 }
 
 /// A connection a probe talks over (clear or TLS).
@@ -645,6 +654,9 @@ pub struct Row {
     pub probe: Option<Probe>,
     /// The longest request and response it carries, bytes.
     pub max_bytes: (u64, u64),
+    /// [`Protocol::PLAIN_SERVER_CLOSES`], [`Protocol::PLAIN_SERVER_IS_BROKER`].
+    pub plain_server_closes: bool,
+    pub plain_server_is_broker: bool,
 }
 
 impl Row {
@@ -661,7 +673,21 @@ impl Row {
             alpn: P::ALPN,
             probe: P::PROBE,
             max_bytes: (P::MAX_REQUEST_BYTES, P::MAX_RESPONSE_BYTES),
+            plain_server_closes: P::PLAIN_SERVER_CLOSES,
+            plain_server_is_broker: P::PLAIN_SERVER_IS_BROKER,
         }
+    }
+
+    /// Why a CRR class against a plain server of this protocol cannot run
+    /// with `crr_close server` (`None`: it can).
+    pub fn refuses_crr_close_server(&self) -> Option<String> {
+        (!self.plain_server_closes).then(|| {
+            format!(
+                "a plain {} server does not close a connection after a reply, so CRR with \
+                 crr_close server would wait forever: add --crr-close client or abort",
+                self.name()
+            )
+        })
     }
 
     /// Its setting value.

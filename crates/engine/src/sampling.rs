@@ -40,6 +40,8 @@ pub struct SidePair {
     pub client_threads: Vec<Option<ThreadTimes>>,
     /// `class_workers`: the CPU time of each test's own responder workers.
     pub server_threads: Vec<TestThreads>,
+    /// Against a broker: the responder application's processes.
+    pub application: Option<CpuSample>,
 }
 
 /// Where the sides ran, for turning samples into figures.
@@ -80,7 +82,10 @@ pub fn cpu_figures(start: &SidePair, end: &SidePair, place: &Placement, work: Wo
     } else {
         None
     };
-    CpuFigures::combine(client, server, shared)
+    CpuFigures {
+        application: side(&start.application, &end.application, &[]),
+        ..CpuFigures::combine(client, server, shared)
+    }
 }
 
 /// One class of a mix run with `class_workers`: each side from the class's

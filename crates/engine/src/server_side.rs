@@ -81,6 +81,37 @@ pub fn listeners(port: u16) -> io::Result<Vec<Listener>> {
     Ok(out)
 }
 
+/// The inodes of this namespace's established TCP sockets connected to
+/// `port` (their peer's port), IPv4 and IPv6: the clients of a server on
+/// this host (one dump each: the kernel skips other destination ports).
+pub fn connected_to(port: u16) -> io::Result<HashSet<u64>> {
+    let mut out = HashSet::new();
+    for family in [AF_INET, AF_INET6] {
+        let mut socket_id = if family == AF_INET6 {
+            SocketId::new_v6()
+        } else {
+            SocketId::new_v4()
+        };
+        socket_id.destination_port = port;
+        let request = SockDiagMessage::InetRequest(InetRequest {
+            family,
+            protocol: IPPROTO_TCP,
+            extensions: ExtensionFlags::empty(),
+            states: StateFlags::ESTABLISHED,
+            socket_id,
+        });
+        for m in sockdiag::dump(request)? {
+            let SockDiagMessage::InetResponse(r) = m else {
+                continue;
+            };
+            if r.header.socket_id.destination_port == port {
+                out.insert(u64::from(r.header.inode));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Whether a connection to `target` can be accepted by `listener`: the same
 /// address, or a wildcard of its family (an IPv6 wildcard also takes IPv4
 /// unless it is V6ONLY, which sock_diag does not say; taken).
@@ -282,6 +313,42 @@ impl ServerSide {
             },
             roots,
             target,
+        }
+    }
+
+    /// A broker's other clients on this host: the processes holding a
+    /// connection to `broker`'s port, less this process (the driver) and
+    /// the broker's own — the responder application(s), sampled as a third
+    /// side. `Err` says why none were found.
+    pub fn clients_of(broker: &ServerSide) -> Result<ServerSide, NotFound> {
+        let port = broker.target.port();
+        let inodes = connected_to(port)
+            .map_err(|e| format!("sock_diag dump of the connections to port {port}: {e}"))?;
+        let own = std::process::id();
+        let server = broker.pids();
+        let roots: Vec<u32> = holders(&inodes)
+            .into_iter()
+            .filter(|p| *p != own && !server.contains(p))
+            .collect();
+        if roots.is_empty() {
+            return Err(format!(
+                "no process of this host other than the driver is connected to the broker at \
+                 {}: the responder application's CPU is not measured (a remote one, or none \
+                 yet: start `stackbench serve --protocol amqp --broker amqp://{}` first)",
+                broker.target, broker.target
+            ));
+        }
+        let mut side = Self::of(roots, broker.target, ServerFoundBy::ListeningSocket, None);
+        side.identity.found_by = ServerFoundBy::BrokerConnections;
+        Ok(side)
+    }
+
+    /// The processes' CPU counters now (with their storage bytes), `None`
+    /// when they are gone or unreadable.
+    pub fn cpu_sample(&self) -> Option<CpuSample> {
+        match self.sample()? {
+            Reply::Sample { cpu, .. } => Some(cpu),
+            _ => None,
         }
     }
 

@@ -117,6 +117,13 @@ pub struct RunRecord {
     /// Absent for stackbench's own responder and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_process: Option<ServerProcess>,
+    /// Against a broker: the responder application's processes, sampled as a
+    /// third side (`classes[].cpu.application`): the processes of this host
+    /// connected to the broker's port other than the driver (found by their
+    /// sockets, as `server_process` by its listener). Absent otherwise and
+    /// in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responder_application: Option<ServerProcess>,
 }
 
 /// The processes of a plain server measured as the run's server side: found
@@ -159,6 +166,8 @@ pub enum ServerFoundBy {
     ListeningSocket,
     /// The `server_pid` setting.
     ServerPid,
+    /// Their connections to a broker's port (a responder application).
+    BrokerConnections,
     /// Not found: the server side is absent.
     NotFound,
 }
@@ -540,6 +549,13 @@ pub struct CpuFigures {
     pub separable: bool,
     /// The union of both sides' CPUs, present when they are not separable.
     pub shared: Option<SideCpu>,
+    /// A third side against a broker: the responder application's processes
+    /// (the clients of the broker other than the driver: `stackbench serve
+    /// --broker`, or the user's own consumer; `record.responder_application`
+    /// names them), process CPU only. Not in `total_cpu_*`. Absent otherwise
+    /// and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application: Option<SideCpu>,
     /// Both sides together in CPU-seconds (client + server, or `shared`).
     pub total_cpu_seconds: Option<f64>,
     /// Both sides together per transaction, µs.
@@ -588,6 +604,7 @@ impl CpuFigures {
             client,
             server,
             shared,
+            application: None,
             total_cpu_seconds,
             total_cpu_us_per_tran,
             attribution,
@@ -907,6 +924,7 @@ pub(crate) mod tests {
             lab: None,
             environment: None,
             server_process: None,
+            responder_application: None,
         };
         let mut json = serde_json::to_value(&run).unwrap();
         json.as_object_mut().unwrap().remove("warnings");

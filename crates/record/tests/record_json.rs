@@ -114,13 +114,15 @@ fn cpu() -> impl Strategy<Value = CpuFigures> {
         option::of(side_cpu()),
         option::of(num()),
         option::of(num()),
+        option::of(side_cpu()),
     )
         .prop_map(
-            |(client, server, separable, shared, total, per_tran)| CpuFigures {
+            |(client, server, separable, shared, total, per_tran, application)| CpuFigures {
                 client,
                 server,
                 separable,
                 shared,
+                application,
                 total_cpu_seconds: total,
                 total_cpu_us_per_tran: per_tran,
                 attribution: Default::default(),
@@ -414,6 +416,7 @@ fn run_record() -> impl Strategy<Value = RunRecord> {
                 lab: None,
                 environment: None,
                 server_process: None,
+                responder_application: None,
             },
         )
 }

@@ -94,6 +94,7 @@ pub fn record(
         lab: None,
         environment: None,
         server_process: None,
+        responder_application: None,
     }
 }
 

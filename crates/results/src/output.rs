@@ -276,8 +276,34 @@ pub fn server_lines(record: &RunRecord) -> String {
             per_conn(memory.and_then(|m| m.kernel_sock_bytes_per_conn)),
             disk
         );
+        if cpu.application.is_some() {
+            let _ = writeln!(
+                out,
+                "  {}: responder application {} CPU µs/tr",
+                c.notation,
+                process(&cpu.application)
+            );
+        }
     }
+    out.push_str(&application_line(record));
     out
+}
+
+/// Which processes a broker's responder application was (the third side),
+/// or the note saying why it was not measured; empty otherwise.
+fn application_line(record: &RunRecord) -> String {
+    let Some(p) = record.responder_application.as_ref() else {
+        return String::new();
+    };
+    if let Some(note) = &p.note {
+        return format!("{note}\n");
+    }
+    let pids: Vec<String> = p.pids.iter().map(u32::to_string).collect();
+    format!(
+        "responder application: {} (pids {}, found by their connections to the broker)\n",
+        p.exe.as_deref().unwrap_or("executable unreadable"),
+        pids.join(",")
+    )
 }
 
 /// Which processes a plain server's side was, e.g. `server side:

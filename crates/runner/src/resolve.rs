@@ -348,7 +348,7 @@ pub fn resolve(
         .or_else(|e| input(format!("{}: {}", e.name, e.message)))?;
     check_server_pid(&s)?;
     check_pacing(&s, &workloads)?;
-    check_broker_crr(&s, &workloads)?;
+    check_plain_crr(&s, &workloads)?;
     check_protocol_sizes(&s, &workloads)?;
     let tn3270 = tn3270_options(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(input)?;
@@ -609,26 +609,32 @@ fn check_pacing(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError>
     Ok(())
 }
 
-/// CRR against an AMQP broker: stackbench's responder closes after a CRR
-/// reply (`crr_close server`), a broker only when the client does, so a
-/// CRR transaction would wait for a close that never comes.
-fn check_broker_crr(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError> {
-    let broker = s
+/// CRR against a plain server that does not close after a reply (a
+/// broker: its protocol row says so) with `crr_close server`: stackbench's
+/// responder closes after a CRR reply, such a server only when the client
+/// does, so each transaction would wait for a close that never comes.
+fn check_plain_crr(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError> {
+    let Some((protocol, _)) = s
         .target
         .as_ref()
         .and_then(|t| stackbench_model::AppProtocol::of_plain_target(&t.0))
-        .is_some_and(|(p, _)| p == stackbench_model::AppProtocol::Amqp);
+    else {
+        return Ok(());
+    };
     let crr = workloads
         .iter()
         .flat_map(|w| &w.classes)
         .any(|c| c.kind == stackbench_model::Kind::Crr);
-    if broker && crr && s.crr_close == stackbench_model::CrrClose::Server {
-        return input(
-            "an AMQP broker (amqp:// target) does not close a connection after a reply, so CRR \
-             with crr_close server would wait forever: add --crr-close client or abort",
-        );
+    if !crr || s.crr_close != stackbench_model::CrrClose::Server {
+        return Ok(());
     }
-    Ok(())
+    match stackbench_engine::app::row(protocol).refuses_crr_close_server() {
+        Some(why) => input(format!(
+            "target {}: {why}",
+            s.target.as_ref().map_or("", |t| t.0.as_str())
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Sizes the protocol's row cannot carry (HTTP/2's flow-control windows

@@ -55,6 +55,9 @@ struct Session {
     driver_background_pct: Option<f64>,
     /// A plain server's processes measured as its side, or why none were.
     server_process: Option<ServerProcess>,
+    /// A broker's responder application measured as the third side, or why
+    /// it was not.
+    responder_application: Option<ServerProcess>,
 }
 
 /// Runs the resolved runs of one command. Consecutive runs that need the same
@@ -162,6 +165,7 @@ impl<'a> Runner<'a> {
         record.warnings.extend(session.warnings.iter().cloned());
         let control_before = session.control.refused_peers();
         record.server_process = session.server_process.clone();
+        record.responder_application = session.responder_application.clone();
         let stop = self.stop;
         let measured = Measured {
             configs,
@@ -251,6 +255,22 @@ fn open_session(
         .probe(run.connections.protocol, run.tls.as_ref())
         .or_else(|e| input(e.to_string()))?;
     let server_process = plain_server(run, host, &mut control);
+    let responder_application = broker_application(&mut control);
+    match &responder_application {
+        Some(ServerProcess {
+            note: Some(note), ..
+        }) => obs.note(note),
+        Some(p) if run.announce => obs.note(&format!(
+            "responder application: {} pids {} (connected to the broker)",
+            p.exe.as_deref().unwrap_or("(executable unreadable)"),
+            p.pids
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        )),
+        _ => {}
+    }
     match &server_process {
         Some(ServerProcess {
             note: Some(note), ..
@@ -297,7 +317,12 @@ fn open_session(
     }
     // A lab's hosts are namespaces of this machine: both sides share its CPUs.
     let same_host = host.lab.is_some() || control.target().ip().is_loopback();
-    let own_pids = control.server_side().map(|s| s.pids()).unwrap_or_default();
+    // Every side measured is work of the run, not background load.
+    let own_pids: Vec<u32> = [control.server_side(), control.application_side()]
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s.pids())
+        .collect();
     let checks = quality::run_warnings(client, &server, same_host, &own_pids);
     let mut warnings: Vec<WarningRecord> =
         checks.warnings.iter().map(|w| w.to_record(None)).collect();
@@ -346,6 +371,7 @@ fn open_session(
         warnings,
         driver_background_pct: checks.driver_background_pct,
         server_process,
+        responder_application,
     })
 }
 
@@ -385,6 +411,30 @@ fn plain_server(
     let identity = side.identity.clone();
     control.measure_server(side);
     Some(identity)
+}
+
+/// Against a broker whose processes were found (its protocol row says it
+/// is one): the processes of this host connected to it other than the
+/// driver, set on `control` as the third side (the responder application);
+/// what the record says about them, or why they were not measured.
+fn broker_application(control: &mut ControlClient) -> Option<ServerProcess> {
+    let protocol = control.plain_protocol()?;
+    if !stackbench_engine::app::row(protocol).plain_server_is_broker {
+        return None;
+    }
+    let broker = control.server_side()?;
+    match ServerSide::clients_of(broker) {
+        Ok(side) => {
+            let identity = side.identity.clone();
+            control.measure_application(side);
+            Some(identity)
+        }
+        Err(note) => Some(ServerProcess {
+            found_by: ServerFoundBy::NotFound,
+            note: Some(format!("responder application not measured: {note}")),
+            ..ServerProcess::default()
+        }),
+    }
 }
 
 /// Refuses, before a responder is started, what cannot work: a transport the
@@ -595,6 +645,7 @@ fn new_record(
         lab: None,
         environment: None,
         server_process: None,
+        responder_application: None,
     }
 }
 

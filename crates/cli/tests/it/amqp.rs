@@ -5,7 +5,12 @@
 
 use serde_json::Value;
 
-use crate::common::{refused, run_json};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use stackbench_testkit::broker::Broker;
+
+use crate::common::{refused, run_json, stackbench};
 
 /// Bytes moved per transaction above the body, each way, for a class of
 /// `n` transactions: `(tx, rx)`.
@@ -106,36 +111,56 @@ fn bad_amqp_settings_are_refused_in_one_line() {
         "amqp://127.0.0.1:9",
         "--protocol",
         "amqp",
+        "--amqp-queues",
+        "per-client",
+    ];
+    refused("run", &broker, "no responder gets from each client's own");
+    let nobody = [
+        "RR1(1kB/1kB)",
+        "--target",
+        "amqp://127.0.0.1:9",
+        "--protocol",
+        "amqp",
     ];
     refused(
         "run",
-        &broker,
-        "request-reply against a broker needs a responder",
+        &nobody,
+        "nothing accepts a connection at 127.0.0.1:9",
     );
 }
 
-/// The address of a running AMQP 1.0 broker (`HOST:PORT`, e.g. RabbitMQ
-/// with its `rabbitmq_amqp1_0` plugin) to interoperate with.
-const BROKER_VAR: &str = "STACKBENCH_AMQP_BROKER";
-
-/// Put-get against a real broker (`--target amqp://…`): non-persistent RR
-/// and persistent CRR, every message back. Skipped unless
-/// `STACKBENCH_AMQP_BROKER` names a broker; the broker tier (a broker the
-/// test starts itself) is the CI's.
+/// Against a real broker (the `broker` tier: Debian's RabbitMQ with its
+/// AMQP 1.0 plugin, started by the test on loopback with its own data
+/// directory and stopped at the end): put-get (non-persistent RR and
+/// persistent CRR, every message back), then request-reply through
+/// `stackbench serve --protocol amqp --broker` as the responder
+/// application, non-persistent and persistent, with the three sides in the
+/// record (driver, responder application, broker), and a run whose
+/// responder has gone ending incomplete with the cause named.
 #[test]
-fn put_get_interoperates_with_a_broker() {
-    let Ok(broker) = std::env::var(BROKER_VAR) else {
-        eprintln!("skipped put_get_interoperates_with_a_broker: {BROKER_VAR} names no broker");
-        return;
+fn amqp_runs_against_a_broker_put_get_and_request_reply() {
+    let test = "amqp_runs_against_a_broker_put_get_and_request_reply";
+    let broker = match Broker::start() {
+        Ok(b) => b,
+        Err(skip) => return skip.skip(test),
     };
-    let target = format!("amqp://{broker}");
+    let target = broker.url();
+    put_get_through(&target);
+    request_reply_through(&target, broker.pids());
+}
+
+fn put_get_through(target: &str) {
     let put_get = [
         "--protocol",
         "amqp",
         "--amqp-pattern",
         "put-get",
+        "--amqp-queues",
+        "per-client",
+        "--amqp-queue",
+        "/queue/it-pg",
         "--target",
-        &target,
+        target,
     ];
     let record = run_json("RR2(1kB/1kB)", 200, &put_get);
     let c = &record["classes"][0];
@@ -160,5 +185,135 @@ fn put_get_interoperates_with_a_broker() {
         "run",
         &[&["CRR1(1B/1B)"], &put_get[..]].concat(),
         "does not close a connection after a reply",
+    );
+}
+
+fn request_reply_through(target: &str, broker_pids: Vec<u32>) {
+    let queue = ["--amqp-queue", "/queue/it-rr"];
+    let mut responder = stackbench()
+        .args([
+            "serve",
+            "--protocol",
+            "amqp",
+            "--broker",
+            target,
+            "--threads",
+            "2",
+        ])
+        .args(queue)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(responder.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.starts_with("responding: 2 connections"), "{first}");
+    let flags = [&["--protocol", "amqp", "--target", target], &queue[..]].concat();
+    let record = run_json("RR3(1kB/2kB)", 300, &flags);
+    let c = &record["classes"][0];
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(300), Some(0)),
+        "{c}"
+    );
+    // Three sides: the driver, the responder application, the broker.
+    let application = &record["responder_application"];
+    assert_eq!(
+        application["found_by"], "broker_connections",
+        "{application}"
+    );
+    assert_eq!(application["pids"], serde_json::json!([responder.id()]));
+    let server = &record["server_process"];
+    let found: Vec<u64> = server["pids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    assert!(
+        found.iter().all(|p| broker_pids.contains(&(*p as u32))),
+        "{server}"
+    );
+    for side in ["client", "server", "application"] {
+        let us = c["cpu"][side]["process"]["cpu_us_per_tran"].as_f64();
+        assert!(us.is_some_and(|us| us > 0.0), "{side}: {}", c["cpu"]);
+    }
+
+    // Persistent: durable messages, each put accepted; the broker's
+    // storage bytes per transaction are in the record.
+    let persistent = [&flags[..], &["--amqp-persistent"]].concat();
+    let record = run_json("RR2(1kB/1kB)", 100, &persistent);
+    let c = &record["classes"][0];
+    assert_eq!(
+        (c["transactions"].as_u64(), c["errors"].as_u64()),
+        (Some(100), Some(0)),
+        "{c}"
+    );
+    assert!(
+        c["cpu"]["server"]["disk"]["write_bytes_per_tran"].is_number(),
+        "{}",
+        c["cpu"]
+    );
+
+    // Stopped, the responder says what it answered.
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(responder.id() as libc::pid_t, libc::SIGTERM) };
+    let status = responder.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let counts = lines.map(Result::unwrap).collect::<Vec<_>>().join(" ");
+    let requests: u64 = counts
+        .split_once("requests=")
+        .and_then(|(_, r)| r.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{counts}"));
+    assert!(requests >= 400, "{counts}");
+
+    // No responder: a bounded wait, an incomplete run that says why.
+    let out = stackbench()
+        .args(["run", "RR1(1kB/1kB)", "--duration", "2s", "--warmup", "0s"])
+        .args(["--no-store"])
+        .args(&flags)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("no response answered a request"), "{err}");
+}
+
+#[test]
+fn bad_responder_application_input_is_refused_in_one_line() {
+    let serve = |args: &[&str], needle: &str| {
+        let mut all = vec!["--protocol", "amqp"];
+        all.extend_from_slice(args);
+        refused("serve", &all, needle);
+    };
+    serve(
+        &["--broker", "http://127.0.0.1:9"],
+        "give amqp://[USER@]HOST:PORT",
+    );
+    serve(
+        &["--broker", "amqp://me:secret@127.0.0.1:9"],
+        "a password in the URL shows in ps",
+    );
+    serve(
+        &["--broker", "amqp://127.0.0.1"],
+        "give HOST:PORT after amqp://",
+    );
+    serve(
+        &["--broker", "amqp://127.0.0.1:9"],
+        "broker 127.0.0.1:9: cannot connect",
+    );
+    serve(
+        &["--broker", "amqp://127.0.0.1:9", "--amqp-queue", "a b"],
+        "--amqp-queue 'a b'",
+    );
+    refused(
+        "serve",
+        &["--broker", "amqp://127.0.0.1:9"],
+        "add --protocol amqp",
+    );
+    refused(
+        "serve",
+        &["--protocol", "amqp"],
+        "serve's protocol is for --hold or --broker",
     );
 }

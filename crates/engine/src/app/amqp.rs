@@ -36,6 +36,7 @@
 //! and a message larger than the peer's max-frame-size (a message is sent
 //! as one frame).
 
+pub mod application;
 pub mod client;
 mod frames;
 pub mod row;
@@ -54,6 +55,9 @@ pub const MAX_FRAME_BYTES: u32 = u32::MAX;
 /// Session windows both sides declare: large enough never to need a
 /// session-level flow (2^31 − 1).
 pub const SESSION_WINDOW: u32 = i32::MAX as u32;
+/// The application property a request names its reply body's size in
+/// (bytes, a ulong), for a responder application that has no test spec.
+pub const REPLY_BYTES_KEY: &str = "z";
 /// Credit stackbench's broker grants a client's sending link, renewed
 /// with a reply once half of it is used.
 pub const BROKER_CREDIT: u32 = 1000;

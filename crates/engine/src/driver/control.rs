@@ -45,6 +45,9 @@ pub struct ControlClient {
     /// A plain server's processes on this host, sampled as its side
     /// ([`Self::measure_server`]).
     server: Option<ServerSide>,
+    /// Against a broker: its responder application's processes, sampled as
+    /// a third side.
+    application: Option<ServerSide>,
     /// The responder's count of refused control connections, as its latest
     /// hello or sample reply gave it (`None`: a plain server).
     refused_peers: Option<u64>,
@@ -127,6 +130,7 @@ impl ControlClient {
             server_threads: 0,
             server_cpus: Vec::new(),
             server: None,
+            application: None,
             refused_peers: None,
         };
         let hello = Request::Hello {
@@ -260,6 +264,7 @@ impl ControlClient {
             server_threads: 0,
             server_cpus: Vec::new(),
             server: None,
+            application: None,
             refused_peers: None,
         })
     }
@@ -271,6 +276,24 @@ impl ControlClient {
             self.server_cpus = server.identity.cpus.clone();
             self.server = Some(server);
         }
+    }
+
+    /// A broker: samples `application`'s processes as the third side.
+    pub fn measure_application(&mut self, application: ServerSide) {
+        if self.is_plain() {
+            self.application = Some(application);
+        }
+    }
+
+    /// The responder application's processes being measured, if any.
+    pub fn application_side(&self) -> Option<&ServerSide> {
+        self.application.as_ref()
+    }
+
+    /// The responder application's CPU counters now (`None`: not measured,
+    /// or its processes are gone).
+    pub fn sample_application(&self) -> Option<stackbench_metrics::cpu::CpuSample> {
+        self.application.as_ref()?.cpu_sample()
     }
 
     /// The plain server's processes being measured, if any.

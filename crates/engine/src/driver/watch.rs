@@ -385,6 +385,7 @@ fn sample(control: &mut ControlClient, endpoints: &[Endpoint]) -> (SidePair, Mem
             server,
             client_threads: Vec::new(),
             server_threads,
+            application: control.sample_application(),
         },
         (
             sampling::local_memory(endpoints, Side::Driver),

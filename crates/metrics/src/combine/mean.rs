@@ -95,6 +95,7 @@ pub(super) fn cpu_figures(runs: &Of<CpuFigures>) -> CpuFigures {
         server: runs.each(|c| c.server.as_ref()).map(|s| side_cpu(&s)),
         separable: runs.first().separable,
         shared: runs.each(|c| c.shared.as_ref()).map(|s| side_cpu(&s)),
+        application: runs.each(|c| c.application.as_ref()).map(|s| side_cpu(&s)),
         total_cpu_seconds: runs.opt(|c| c.total_cpu_seconds),
         total_cpu_us_per_tran: runs.opt(|c| c.total_cpu_us_per_tran),
         attribution: runs.first().attribution,

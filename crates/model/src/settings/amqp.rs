@@ -65,7 +65,7 @@ impl Default for AmqpBody {
 #[allow(clippy::derivable_impls)]
 impl Default for AmqpQueues {
     fn default() -> Self {
-        AmqpQueues::PerClient
+        AmqpQueues::Shared
     }
 }
 
@@ -142,7 +142,7 @@ impl Default for AmqpParams {
             persistent: false,
             credit: DEFAULT_CREDIT,
             body: AmqpBody::Zeros,
-            queues: AmqpQueues::PerClient,
+            queues: AmqpQueues::Shared,
             queue: QueueName::default().0,
             user: None,
             password: None,

@@ -275,8 +275,8 @@ run_settings! {
     amqp_credit: u32 = amqp::DEFAULT_CREDIT, json "amqp_credit", range "1" ..= "100000";
     /// Protocol amqp: what a message body holds: zeros, text (repeated ASCII) or random (incompressible).
     amqp_body: AmqpBody = AmqpBody::Zeros, json "amqp_body";
-    /// Protocol amqp: request queues per-client (QUEUE.request.ID, one per connection) or shared (QUEUE.request, one for all); reply queues are always per connection (QUEUE.reply.ID).
-    amqp_queues: AmqpQueues = AmqpQueues::PerClient, json "amqp_queues";
+    /// Protocol amqp: request queues shared (QUEUE.request, one for all: the queue responder applications get from) or per-client (QUEUE.request.ID, one per connection: put-get's own queue; against a broker, request-reply has no responder for them); reply queues are always per connection (QUEUE.reply.ID).
+    amqp_queues: AmqpQueues = AmqpQueues::Shared, json "amqp_queues";
     /// Protocol amqp: prefix QUEUE of the queue names (letters, digits and . _ - / :).
     amqp_queue: QueueName = QueueName::default(), json "amqp_queue";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
@@ -483,13 +483,14 @@ impl RunSettings {
         }
         if plain.is_some_and(|t| t.protocol == AppProtocol::Amqp)
             && self.amqp_pattern == AmqpPattern::RequestReply
+            && self.amqp_queues == AmqpQueues::PerClient
         {
             return Err(SettingError {
-                name: "target".into(),
-                value: self.text_of("target").unwrap_or_default(),
-                message: "request-reply against a broker needs a responder application consuming \
-                          the request queue, which stackbench does not run yet: add amqp_pattern \
-                          put-get"
+                name: "amqp_queues".into(),
+                value: "per-client".into(),
+                message: "request-reply against a broker puts requests on the queue responder \
+                          applications get from (QUEUE.request); no responder gets from each \
+                          client's own: use amqp_queues shared, or amqp_pattern put-get"
                     .into(),
             });
         }

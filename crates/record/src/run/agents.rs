@@ -118,6 +118,7 @@ mod tests {
             lab: None,
             environment: None,
             server_process: None,
+            responder_application: None,
         }
     }
 

@@ -3,10 +3,10 @@
 
 use fe2o3_amqp_types::definitions::{Handle, ReceiverSettleMode, Role, SenderSettleMode};
 use fe2o3_amqp_types::messaging::{
-    Accepted, DeliveryState, Header, MessageId, Properties, Source, Target, TargetArchetype,
+    Accepted, DeliveryState, MessageId, Properties, Source, Target, TargetArchetype,
 };
 use fe2o3_amqp_types::performatives::{
-    Attach, Begin, ChannelMax, Disposition, Flow, MaxFrameSize, Open, Performative, Transfer,
+    Attach, Begin, ChannelMax, Disposition, Flow, MaxFrameSize, Open, Performative,
 };
 use fe2o3_amqp_types::sasl::{SaslCode, SaslInit, SaslMechanisms, SaslOutcome};
 use serde_amqp::primitives::{Binary, Symbol};
@@ -47,6 +47,11 @@ pub struct ClientState {
     setup: Vec<u8>,
     /// The next request's bytes before its body.
     head: Vec<u8>,
+    /// This connection's request transfer up to its body, encoded once
+    /// (empty until the first request), and where its per-message fields
+    /// are: each request copies it and patches them.
+    template: Vec<u8>,
+    template_at: frames::TemplateAt,
     got: u8,
     /// Names of this connection's queues and links.
     name: String,
@@ -363,8 +368,12 @@ impl Client {
         frames::push(&mut state.setup, frames::TYPE_AMQP, 0, &flow).map(drop)
     }
 
-    /// One AMQP frame, during setup or after it.
+    /// One AMQP frame, during setup or after it. A transfer (every reply)
+    /// is read in place; the rest are decoded.
     fn frame(&self, state: &mut ClientState, kept: &[u8]) -> Result<(), Fault> {
+        if let Some((head, len)) = frames::transfer_head(kept) {
+            return self.transfer(state, head, &kept[len..]);
+        }
         let (performative, len) = frames::performative(kept)?;
         match performative {
             Performative::Open(open) => {
@@ -383,7 +392,15 @@ impl Client {
                     state.send_credit = count.wrapping_add(credit).wrapping_sub(state.sent);
                 }
             }
-            Performative::Transfer(transfer) => self.transfer(state, &transfer, &kept[len..])?,
+            Performative::Transfer(t) => {
+                let head = frames::TransferHead {
+                    handle: t.handle.0,
+                    delivery_id: t.delivery_id,
+                    settled: t.settled,
+                    more: t.more,
+                };
+                self.transfer(state, head, &kept[len..])?;
+            }
             Performative::Disposition(d) => settled(state, &d)?,
             Performative::Detach(d) => return Err(show_error("link", d.error.as_ref())),
             Performative::End(e) => return Err(show_error("session", e.error.as_ref())),
@@ -425,13 +442,13 @@ impl Client {
     fn transfer(
         &self,
         state: &mut ClientState,
-        transfer: &Transfer,
+        transfer: frames::TransferHead,
         message: &[u8],
     ) -> Result<(), Fault> {
-        if Some(transfer.handle.0) != state.peer_receive_handle {
+        if Some(transfer.handle) != state.peer_receive_handle {
             return Err(Fault(format!(
                 "a transfer on link handle {} before the reply link was attached",
-                transfer.handle.0
+                transfer.handle
             )));
         }
         state.next_incoming_id = state.next_incoming_id.wrapping_add(1);
@@ -459,16 +476,27 @@ impl Client {
                     .into(),
             ));
         };
-        let properties: Properties = frames::decode(properties, "properties section")?;
-        let id = match self.params.pattern {
-            AmqpPattern::RequestReply => properties.correlation_id,
-            AmqpPattern::PutGet => properties.message_id,
-        };
-        let want = MessageId::Ulong(state.message_id);
         // A shared queue's put-get may get another client's message.
         if self.params.queues == AmqpQueues::Shared && self.params.pattern == AmqpPattern::PutGet {
             return Ok(());
         }
+        // Properties field 5 is the correlation id, field 0 the message id.
+        let index = match self.params.pattern {
+            AmqpPattern::RequestReply => 5,
+            AmqpPattern::PutGet => 0,
+        };
+        let want = MessageId::Ulong(state.message_id);
+        let id = match frames::properties_ulong(properties, index) {
+            // A ulong id (stackbench's own), read in place.
+            Some(id) => id.map(MessageId::Ulong),
+            None => {
+                let properties: Properties = frames::decode(properties, "properties section")?;
+                match self.params.pattern {
+                    AmqpPattern::RequestReply => properties.correlation_id,
+                    AmqpPattern::PutGet => properties.message_id,
+                }
+            }
+        };
         if id.as_ref() != Some(&want) {
             return Err(Fault(format!(
                 "a reply with {} {id:?} to message {}: not this request's (another \
@@ -484,77 +512,63 @@ impl Client {
     }
 
     /// Writes the next request's frames up to its body into `state.head`:
-    /// what the connection owes (a disposition, a flow), then the transfer.
+    /// what the connection owes (a disposition, a flow), then the transfer
+    /// — the connection's template with this message's ids patched in.
     fn prepare_request(&self, state: &mut ClientState) -> Result<(), Fault> {
         state.head.clear();
         if let Some(id) = state.unsettled_reply.take() {
-            let accept = Disposition {
-                role: Role::Receiver,
-                first: id,
-                last: None,
-                settled: true,
-                state: Some(DeliveryState::Accepted(Accepted {})),
-                batchable: false,
-            };
-            frames::push(&mut state.head, frames::TYPE_AMQP, 0, &accept)?;
+            frames::push_accept(&mut state.head, id);
         }
         if state.receive_credit * 2 < self.params.credit || state.receive_credit == 0 {
             state.receive_credit = self.params.credit;
             let flow = receive_flow(state, self.params.credit);
             frames::push(&mut state.head, frames::TYPE_AMQP, 0, &flow)?;
         }
-        state.message_id += 1;
-        let persistent = self.params.persistent;
-        let delivery_id = state.sent;
-        let transfer = Transfer {
-            handle: Handle(SEND),
-            delivery_id: Some(delivery_id),
-            delivery_tag: Some(Binary::from(u64::from(delivery_id).to_be_bytes().to_vec())),
-            message_format: Some(0),
-            settled: Some(!persistent),
-            more: false,
-            rcv_settle_mode: None,
-            state: None,
-            resume: false,
-            aborted: false,
-            batchable: false,
-        };
-        let start = frames::push(&mut state.head, frames::TYPE_AMQP, 0, &transfer)?;
-        if persistent {
-            let header = Header {
-                durable: true,
-                ..Header::default()
-            };
-            frames::push_value(&mut state.head, start, &header)?;
+        if state.template.is_empty() {
+            self.build_template(state)?;
         }
-        let reply_to = match self.params.pattern {
-            AmqpPattern::RequestReply => Some(self.addresses(&state.name).1),
-            AmqpPattern::PutGet => None,
-        };
-        let properties = Properties {
-            message_id: Some(MessageId::Ulong(state.message_id)),
-            user_id: None,
-            to: None,
-            subject: None,
-            reply_to,
-            correlation_id: None,
-            content_type: content_type(self.params.body).map(Symbol::from),
-            content_encoding: None,
-            absolute_expiry_time: None,
-            creation_time: None,
-            group_id: None,
-            group_sequence: None,
-            reply_to_group_id: None,
-        };
-        frames::push_value(&mut state.head, start, &properties)?;
+        state.message_id += 1;
+        let base = state.head.len();
+        state.head.extend_from_slice(&state.template);
+        frames::patch(
+            &mut state.head,
+            base,
+            &state.template_at,
+            state.sent,
+            state.message_id,
+        );
+        state.sent = state.sent.wrapping_add(1);
+        state.send_credit -= 1;
+        state.next_outgoing_id = state.next_outgoing_id.wrapping_add(1);
+        state.reply_done = false;
+        state.accepted = !self.params.persistent;
+        Ok(())
+    }
+
+    /// Encodes the connection's request transfer once, checking that a
+    /// message fits the broker's max-frame-size.
+    fn build_template(&self, state: &mut ClientState) -> Result<(), Fault> {
         let body = u32::try_from(self.request_body).map_err(|_| {
             Fault(format!(
                 "a message body of {} bytes: AMQP sizes a frame in 32 bits",
                 self.request_body
             ))
         })?;
-        frames::push_data_head(&mut state.head, start, body);
-        let frame = (state.head.len() - start) as u64 + self.request_body;
+        let request_reply = self.params.pattern == AmqpPattern::RequestReply;
+        let reply_to = request_reply.then(|| self.addresses(&state.name).1);
+        let persistent = self.params.persistent;
+        let shape = frames::TransferShape {
+            handle: SEND,
+            settled: !persistent,
+            durable: persistent,
+            reply_to: reply_to.as_deref(),
+            content_type: content_type(self.params.body),
+            reply_bytes: request_reply.then_some(self.reply_body),
+            body_bytes: body,
+        };
+        let mut template = Vec::new();
+        state.template_at = frames::transfer_template(&mut template, &shape);
+        let frame = template.len() as u64 + self.request_body;
         if frame > u64::from(state.peer_max_frame) {
             return Err(Fault(format!(
                 "a message of {} bytes (a frame of {frame}) is over the broker's \
@@ -563,11 +577,7 @@ impl Client {
                 self.request_body, state.peer_max_frame
             )));
         }
-        state.sent = state.sent.wrapping_add(1);
-        state.send_credit -= 1;
-        state.next_outgoing_id = state.next_outgoing_id.wrapping_add(1);
-        state.reply_done = false;
-        state.accepted = !persistent;
+        state.template = template;
         Ok(())
     }
 }

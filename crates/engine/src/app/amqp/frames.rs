@@ -26,6 +26,7 @@ pub const SASL_OUTCOME: u64 = 0x44;
 /// Message section descriptors (3.2).
 pub const SECTION_HEADER: u64 = 0x70;
 pub const SECTION_PROPERTIES: u64 = 0x73;
+pub const SECTION_APPLICATION_PROPERTIES: u64 = 0x74;
 pub const SECTION_DATA: u64 = 0x75;
 
 /// Bytes of a frame kept for decoding: all of a frame up to this, and the
@@ -285,6 +286,24 @@ fn set_frame_size(out: &mut [u8], start: usize, more: u64) {
     out[start..start + 4].copy_from_slice(&size.to_be_bytes());
 }
 
+/// Appends an application-properties section naming the reply body's
+/// size (`{"z": ulong}`, 18 bytes) to the frame begun at `start`: what a
+/// responder application against a broker answers with.
+pub fn push_reply_bytes(out: &mut Vec<u8>, start: usize, reply_bytes: u64) {
+    // map8: size (count byte and entries: str8 "z" 3, ulong 9), count 2.
+    out.extend_from_slice(&[
+        0x00,
+        0x53,
+        SECTION_APPLICATION_PROPERTIES as u8,
+        0xc1,
+        13,
+        2,
+    ]);
+    out.extend_from_slice(&[0xa1, 1, b'z', 0x80]);
+    out.extend_from_slice(&reply_bytes.to_be_bytes());
+    set_frame_size(out, start, 0);
+}
+
 /// Appends an empty frame (a heartbeat: 2.4.5).
 #[cfg(test)]
 pub fn push_empty(out: &mut Vec<u8>) {
@@ -353,6 +372,7 @@ pub fn performative(kept: &[u8]) -> Result<(Performative, usize), Fault> {
 pub struct Sections<'a> {
     pub header: Option<&'a [u8]>,
     pub properties: Option<&'a [u8]>,
+    pub application_properties: Option<&'a [u8]>,
     /// Where the body's bytes begin (a data section's, after its
     /// constructor; another body section's encoding, at its start).
     pub body_at: usize,
@@ -362,7 +382,7 @@ pub struct Sections<'a> {
 /// properties and application properties, up to the first body section.
 pub fn sections(message: &[u8]) -> Option<Sections<'_>> {
     let mut at = 0;
-    let (mut header, mut properties) = (None, None);
+    let (mut header, mut properties, mut application_properties) = (None, None, None);
     loop {
         let rest = message.get(at..)?;
         let code = descriptor(rest)?;
@@ -376,6 +396,7 @@ pub fn sections(message: &[u8]) -> Option<Sections<'_>> {
             return Some(Sections {
                 header,
                 properties,
+                application_properties,
                 body_at: at + head,
             });
         }
@@ -383,17 +404,249 @@ pub fn sections(message: &[u8]) -> Option<Sections<'_>> {
         match code {
             SECTION_HEADER => header = Some(&rest[..len]),
             SECTION_PROPERTIES => properties = Some(&rest[..len]),
+            SECTION_APPLICATION_PROPERTIES => application_properties = Some(&rest[..len]),
             // amqp-sequence or amqp-value: a body of another form, counted
             // as its encoding.
             0x76 | 0x77 => {
                 return Some(Sections {
                     header,
                     properties,
+                    application_properties,
                     body_at: at,
                 })
             }
             _ => {}
         }
         at += len;
+    }
+}
+
+/// Where a [`transfer_template`]'s per-message fields are, to patch in place.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TemplateAt {
+    /// The delivery id (a 4-byte uint), the delivery tag (8 bytes), the
+    /// message id (an 8-byte ulong).
+    pub delivery_id: usize,
+    pub delivery_tag: usize,
+    pub message_id: usize,
+}
+
+/// What a connection's transfers hold that does not change per message.
+pub struct TransferShape<'a> {
+    pub handle: u32,
+    pub settled: bool,
+    pub durable: bool,
+    pub reply_to: Option<&'a str>,
+    pub content_type: Option<&'a str>,
+    /// The reply body's size, named in an application property.
+    pub reply_bytes: Option<u64>,
+    pub body_bytes: u32,
+}
+
+/// Appends a transfer frame of one message up to its body, with its
+/// per-message fields (delivery id and tag, message id) in fixed-width
+/// encodings so that each message patches them in place ([`patch`])
+/// instead of encoding the frame again: the transfer (handle, delivery id,
+/// tag, message format 0, settled), the header section (durable), the
+/// properties (message id, reply-to, content type), the reply size's
+/// application property and the data section's constructor. The same
+/// values as `serde_amqp` writes, in the wider of the encodings AMQP allows
+/// for each (1.6), so every peer decodes them alike.
+pub fn transfer_template(out: &mut Vec<u8>, shape: &TransferShape<'_>) -> TemplateAt {
+    let start = out.len();
+    out.extend_from_slice(&[0, 0, 0, 0, 2, TYPE_AMQP, 0, 0]);
+    // transfer: list8 of 5 (size: the count byte and 5 + 5 + 10 + 1 + 1).
+    out.extend_from_slice(&[0x00, 0x53, 0x14, 0xc0, 23, 5, 0x70]);
+    out.extend_from_slice(&shape.handle.to_be_bytes());
+    out.push(0x70);
+    let delivery_id = out.len();
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&[0xa0, 8]);
+    let delivery_tag = out.len();
+    out.extend_from_slice(&[0; 8]);
+    out.push(0x43);
+    out.push(if shape.settled { 0x41 } else { 0x42 });
+    if shape.durable {
+        out.extend_from_slice(&[0x00, 0x53, SECTION_HEADER as u8, 0xc0, 2, 1, 0x41]);
+    }
+    let mut fields = vec![0x80];
+    let message_id_in_fields = fields.len();
+    fields.extend_from_slice(&[0; 8]);
+    let mut count = 1u32;
+    if shape.reply_to.is_some() || shape.content_type.is_some() {
+        // user-id, to, subject: null.
+        fields.extend_from_slice(&[0x40, 0x40, 0x40]);
+        match shape.reply_to {
+            Some(r) => push_str(&mut fields, 0xa1, 0xb1, r),
+            None => fields.push(0x40),
+        }
+        count = 5;
+    }
+    if let Some(c) = shape.content_type {
+        fields.push(0x40); // correlation-id
+        push_str(&mut fields, 0xa3, 0xb3, c);
+        count = 7;
+    }
+    out.extend_from_slice(&[0x00, 0x53, SECTION_PROPERTIES as u8]);
+    let message_id = out.len() + push_list_head(out, fields.len(), count) + message_id_in_fields;
+    out.extend_from_slice(&fields);
+    if let Some(z) = shape.reply_bytes {
+        push_reply_bytes(out, start, z);
+    }
+    push_data_head(out, start, shape.body_bytes);
+    TemplateAt {
+        delivery_id,
+        delivery_tag,
+        message_id,
+    }
+}
+
+/// Writes a message's delivery id (its tag too) and message id into a
+/// template copied to `out` at `base`.
+pub fn patch(out: &mut [u8], base: usize, at: &TemplateAt, delivery_id: u32, message_id: u64) {
+    let put =
+        |out: &mut [u8], i: usize, b: &[u8]| out[base + i..base + i + b.len()].copy_from_slice(b);
+    put(out, at.delivery_id, &delivery_id.to_be_bytes());
+    put(out, at.delivery_tag, &u64::from(delivery_id).to_be_bytes());
+    put(out, at.message_id, &message_id.to_be_bytes());
+}
+
+/// Appends a string or symbol: its short form (`short` code, 1-byte length)
+/// up to 255 bytes, its long one beyond.
+fn push_str(out: &mut Vec<u8>, short: u8, long: u8, s: &str) {
+    match u8::try_from(s.len()) {
+        Ok(n) => out.extend_from_slice(&[short, n]),
+        Err(_) => {
+            out.push(long);
+            out.extend_from_slice(&(s.len() as u32).to_be_bytes());
+        }
+    }
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Appends a list's constructor, size and count for `fields` bytes of
+/// `count` elements (list8 when it fits); returns the bytes appended.
+fn push_list_head(out: &mut Vec<u8>, fields: usize, count: u32) -> usize {
+    match u8::try_from(fields + 1) {
+        Ok(size) => {
+            out.extend_from_slice(&[0xc0, size, count as u8]);
+            3
+        }
+        Err(_) => {
+            out.push(0xd0);
+            out.extend_from_slice(&((fields + 4) as u32).to_be_bytes());
+            out.extend_from_slice(&count.to_be_bytes());
+            9
+        }
+    }
+}
+
+/// Appends a disposition frame accepting and settling delivery `id` (the
+/// receiver's), as `serde_amqp` would write it with a fixed-width id.
+pub fn push_accept(out: &mut Vec<u8>, id: u32) {
+    out.extend_from_slice(&[0, 0, 0, 26, 2, TYPE_AMQP, 0, 0]);
+    // disposition: list8 of 5: role receiver, first, last null, settled,
+    // state accepted (an empty described list).
+    out.extend_from_slice(&[0x00, 0x53, 0x15, 0xc0, 13, 5, 0x41, 0x70]);
+    out.extend_from_slice(&id.to_be_bytes());
+    out.extend_from_slice(&[0x40, 0x41, 0x00, 0x53, 0x24, 0x45]);
+}
+
+/// What a transfer says about its delivery, read without decoding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferHead {
+    pub handle: u32,
+    pub delivery_id: Option<u32>,
+    pub settled: Option<bool>,
+    pub more: bool,
+}
+
+/// The fields of a transfer performative at the start of `kept` and its
+/// length, read in place (no allocation); `None` when it is not a transfer
+/// or uses an encoding this reader does not take (the caller then decodes
+/// it with `serde_amqp`).
+pub fn transfer_head(kept: &[u8]) -> Option<(TransferHead, usize)> {
+    if !kept.starts_with(&TRANSFER) {
+        return None;
+    }
+    let len = value_len(kept)?;
+    let (mut at, count) = list_elements(kept.get(3..len)?)?;
+    at += 3;
+    let mut head = TransferHead {
+        handle: 0,
+        delivery_id: None,
+        settled: None,
+        more: false,
+    };
+    for i in 0..count.min(6) {
+        let v = kept.get(at..len)?;
+        let n = value_len(v)?;
+        match i {
+            0 => head.handle = uint(v)??,
+            1 => head.delivery_id = uint(v)?,
+            4 => head.settled = boolean(v)?,
+            5 => head.more = boolean(v)?.unwrap_or(false),
+            _ => {}
+        }
+        at += n;
+    }
+    Some((head, len))
+}
+
+/// Where a list's first element is (from its constructor) and how many
+/// elements it has.
+fn list_elements(b: &[u8]) -> Option<(usize, u32)> {
+    match *b.first()? {
+        0x45 => Some((1, 0)),
+        0xc0 => Some((3, u32::from(*b.get(2)?))),
+        0xd0 => Some((9, u32::from_be_bytes(b.get(5..9)?.try_into().ok()?))),
+        _ => None,
+    }
+}
+
+/// A uint or null: `Some(None)` for null, `None` for another encoding.
+fn uint(v: &[u8]) -> Option<Option<u32>> {
+    match *v.first()? {
+        0x40 => Some(None),
+        0x43 => Some(Some(0)),
+        0x52 => Some(Some(u32::from(*v.get(1)?))),
+        0x70 => Some(Some(u32::from_be_bytes(v.get(1..5)?.try_into().ok()?))),
+        _ => None,
+    }
+}
+
+/// A boolean or null, as [`uint`].
+fn boolean(v: &[u8]) -> Option<Option<bool>> {
+    match *v.first()? {
+        0x40 => Some(None),
+        0x41 => Some(Some(true)),
+        0x42 => Some(Some(false)),
+        0x56 => Some(Some(*v.get(1)? != 0)),
+        _ => None,
+    }
+}
+
+/// Field `index` of an encoded properties section when it is a ulong
+/// message id (`Some(Some(id))`) or absent or null (`Some(None)`); `None`
+/// for another encoding (a string or uuid id: decode it in full).
+pub fn properties_ulong(section: &[u8], index: u32) -> Option<Option<u64>> {
+    if !section.starts_with(&[0x00, 0x53, SECTION_PROPERTIES as u8]) {
+        return None;
+    }
+    let (mut at, count) = list_elements(&section[3..])?;
+    at += 3;
+    if index >= count {
+        return Some(None);
+    }
+    for _ in 0..index {
+        at += value_len(section.get(at..)?)?;
+    }
+    let v = section.get(at..)?;
+    match *v.first()? {
+        0x40 => Some(None),
+        0x44 => Some(Some(0)),
+        0x53 => Some(Some(u64::from(*v.get(1)?))),
+        0x80 => Some(Some(u64::from_be_bytes(v.get(1..9)?.try_into().ok()?))),
+        _ => None,
     }
 }

@@ -16,4 +16,8 @@ impl Protocol for Amqp {
     const PROTOCOL: AppProtocol = AppProtocol::Amqp;
     type Client = Client;
     type Server = Server;
+    /// A broker closes a connection only when its client does.
+    const PLAIN_SERVER_CLOSES: bool = false;
+    /// Requests are answered by applications that get them from the broker.
+    const PLAIN_SERVER_IS_BROKER: bool = true;
 }
