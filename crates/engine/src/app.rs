@@ -394,6 +394,8 @@ pub trait Codec: Clone {
     #[inline]
     fn data_done(&self, _state: &mut Self::State, _moved: u64) -> Result<Turn, Fault> {
         Ok(Turn::Complete)
+    }
+
     /// Whether the class runs a script (TN3270's `tn3270_script`): its
     /// transactions are steps with names, bounded waits and think times of
     /// their own (the hooks below); false, the default: none of them is

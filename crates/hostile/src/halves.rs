@@ -18,8 +18,8 @@
 
 use stackbench_engine::app::{amqp, http1, tn3270, ClassShape, Codec, Handler, Setup};
 use stackbench_model::settings::{
-    AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, LuName, ResponderTn3270e, SettingValue,
-    Tn3270Options, Tn3270e,
+    AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, LuName, ResponderApp, ResponderTn3270e,
+    SettingValue, Tn3270Options, Tn3270e,
 };
 use stackbench_model::{CrrClose, Kind};
 
@@ -95,6 +95,12 @@ impl Class {
                 ResponderTn3270e::Offer
             } else {
                 ResponderTn3270e::Refuse
+            },
+            script: None,
+            app: if more & 0x20 == 0 {
+                ResponderApp::Echo
+            } else {
+                ResponderApp::Demo
             },
         };
         let amqp = AmqpParams {
