@@ -296,10 +296,13 @@ fn bad_files_get_one_line_errors_with_file_line_and_fix() {
 
 #[test]
 fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
+    use stackbench_model::settings::{AppProtocol, ResponderApp};
+    use stackbench_model::tn3270_script::Script;
     use stackbench_model::ThinkTime;
     let s = load_study(&example("tn3270-capacity.toml")).unwrap();
     let plan = s.plan(&[], "f").unwrap();
-    let workloads: Vec<String> = plan.iter().map(|p| p.workload.to_string()).collect();
+    let records: Vec<_> = plan.iter().filter(|p| p.variant == "records").collect();
+    let workloads: Vec<String> = records.iter().map(|p| p.workload.to_string()).collect();
     assert_eq!(
         workloads,
         [
@@ -311,7 +314,10 @@ fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
             "RR256K(100B/800B)"
         ]
     );
-    let step = &plan[5];
+    assert_eq!(plan.len(), 2 * 6, "variants × populations");
+    // On the protocol: TN3270 terminals, both variants.
+    assert!(plan.iter().all(|p| p.settings.protocol == AppProtocol::Tn3270));
+    let step = records[5];
     assert_eq!(
         step.settings.think,
         Some(ThinkTime::Constant(std::time::Duration::from_secs(30)))
@@ -320,4 +326,14 @@ fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
     // N/(R+Z) at 256K users with R ≪ Z: ≈ 262,144 ÷ 30 s = 8,738 tr/s.
     let n = f64::from(step.workload.classes[0].clients);
     assert!((n / 30.0 - 8738.0).abs() < 1.0);
+    assert!(records.iter().all(|p| p.settings.tn3270_script.is_none()));
+    // The script variant drives the demo application with a script that
+    // parses for the terminals' screen (its path from the repository root).
+    let script = plan.iter().find(|p| p.variant == "script").unwrap();
+    assert_eq!(script.settings.responder_tn3270_app, ResponderApp::Demo);
+    let file = script.settings.tn3270_script.as_ref().unwrap().0.clone();
+    let text = std::fs::read_to_string(example("").join("..").join(&file)).unwrap();
+    let parsed = Script::parse(&file, &text, script.settings.tn3270_options().screen()).unwrap();
+    let names: Vec<&str> = parsed.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["logon", "inquiry", "back", "logoff"]);
 }
