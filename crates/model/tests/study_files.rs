@@ -337,3 +337,34 @@ fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
     let names: Vec<&str> = parsed.steps.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["logon", "inquiry", "back", "logoff"]);
 }
+
+/// The logon-cost study: CRR (a logon per transaction) and RR (none) over
+/// raw payloads and three TN3270 modes of the same sizes.
+#[test]
+fn tn3270_logon_example_compares_the_modes_over_a_raw_baseline() {
+    use stackbench_model::settings::{AppProtocol, ResponderTn3270e, Tn3270e};
+    use stackbench_model::Kind;
+    let s = load_study(&example("tn3270-logon.toml")).unwrap();
+    let plan = s.plan(&[], "f").unwrap();
+    assert_eq!(plan.len(), 4 * 2 * 5, "variants × workloads × repetitions");
+    let of = |v: &str| {
+        let step = plan.iter().find(|p| p.variant == v).unwrap();
+        let o = step.settings.tn3270_options();
+        (step.settings.protocol, o.tn3270e, o.responder)
+    };
+    assert_eq!(of("raw").0, AppProtocol::Raw);
+    assert_eq!(
+        of("tn3270e"),
+        (AppProtocol::Tn3270, Tn3270e::On, ResponderTn3270e::Offer)
+    );
+    assert_eq!(
+        of("tn3270"),
+        (AppProtocol::Tn3270, Tn3270e::Auto, ResponderTn3270e::Refuse)
+    );
+    assert_eq!(
+        of("tn3270-fallback"),
+        (AppProtocol::Tn3270, Tn3270e::Off, ResponderTn3270e::Offer)
+    );
+    let kinds: Vec<Kind> = s.workloads.iter().map(|w| w.classes[0].kind).collect();
+    assert_eq!(kinds, [Kind::Crr, Kind::Rr]);
+}
