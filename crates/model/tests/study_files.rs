@@ -316,7 +316,9 @@ fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
     );
     assert_eq!(plan.len(), 2 * 6, "variants × populations");
     // On the protocol: TN3270 terminals, both variants.
-    assert!(plan.iter().all(|p| p.settings.protocol == AppProtocol::Tn3270));
+    assert!(plan
+        .iter()
+        .all(|p| p.settings.protocol == AppProtocol::Tn3270));
     let step = records[5];
     assert_eq!(
         step.settings.think,
