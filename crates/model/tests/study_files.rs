@@ -324,10 +324,13 @@ fn bad_files_get_one_line_errors_with_file_line_and_fix() {
 
 #[test]
 fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
+    use stackbench_model::settings::{AppProtocol, ResponderApp};
+    use stackbench_model::tn3270_script::Script;
     use stackbench_model::ThinkTime;
     let s = load_study(&example("tn3270-capacity.toml")).unwrap();
     let plan = s.plan(&[], "f").unwrap();
-    let workloads: Vec<String> = plan.iter().map(|p| p.workload.to_string()).collect();
+    let records: Vec<_> = plan.iter().filter(|p| p.variant == "records").collect();
+    let workloads: Vec<String> = records.iter().map(|p| p.workload.to_string()).collect();
     assert_eq!(
         workloads,
         [
@@ -339,7 +342,12 @@ fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
             "RR256K(100B/800B)"
         ]
     );
-    let step = &plan[5];
+    assert_eq!(plan.len(), 2 * 6, "variants × populations");
+    // On the protocol: TN3270 terminals, both variants.
+    assert!(plan
+        .iter()
+        .all(|p| p.settings.protocol == AppProtocol::Tn3270));
+    let step = records[5];
     assert_eq!(
         step.settings.think,
         Some(ThinkTime::Constant(std::time::Duration::from_secs(30)))
@@ -348,6 +356,47 @@ fn tn3270_capacity_example_is_the_capacity_documents_population_sweep() {
     // N/(R+Z) at 256K users with R ≪ Z: ≈ 262,144 ÷ 30 s = 8,738 tr/s.
     let n = f64::from(step.workload.classes[0].clients);
     assert!((n / 30.0 - 8738.0).abs() < 1.0);
+    assert!(records.iter().all(|p| p.settings.tn3270_script.is_none()));
+    // The script variant drives the demo application with a script that
+    // parses for the terminals' screen (its path from the repository root).
+    let script = plan.iter().find(|p| p.variant == "script").unwrap();
+    assert_eq!(script.settings.responder_tn3270_app, ResponderApp::Demo);
+    let file = script.settings.tn3270_script.as_ref().unwrap().0.clone();
+    let text = std::fs::read_to_string(example("").join("..").join(&file)).unwrap();
+    let parsed = Script::parse(&file, &text, script.settings.tn3270_options().screen()).unwrap();
+    let names: Vec<&str> = parsed.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["logon", "inquiry", "back", "logoff"]);
+}
+
+/// The logon-cost study: CRR (a logon per transaction) and RR (none) over
+/// raw payloads and three TN3270 modes of the same sizes.
+#[test]
+fn tn3270_logon_example_compares_the_modes_over_a_raw_baseline() {
+    use stackbench_model::settings::{AppProtocol, ResponderTn3270e, Tn3270e};
+    use stackbench_model::Kind;
+    let s = load_study(&example("tn3270-logon.toml")).unwrap();
+    let plan = s.plan(&[], "f").unwrap();
+    assert_eq!(plan.len(), 4 * 2 * 5, "variants × workloads × repetitions");
+    let of = |v: &str| {
+        let step = plan.iter().find(|p| p.variant == v).unwrap();
+        let o = step.settings.tn3270_options();
+        (step.settings.protocol, o.tn3270e, o.responder)
+    };
+    assert_eq!(of("raw").0, AppProtocol::Raw);
+    assert_eq!(
+        of("tn3270e"),
+        (AppProtocol::Tn3270, Tn3270e::On, ResponderTn3270e::Offer)
+    );
+    assert_eq!(
+        of("tn3270"),
+        (AppProtocol::Tn3270, Tn3270e::Auto, ResponderTn3270e::Refuse)
+    );
+    assert_eq!(
+        of("tn3270-fallback"),
+        (AppProtocol::Tn3270, Tn3270e::Off, ResponderTn3270e::Offer)
+    );
+    let kinds: Vec<Kind> = s.workloads.iter().map(|w| w.classes[0].kind).collect();
+    assert_eq!(kinds, [Kind::Crr, Kind::Rr]);
 }
 
 /// The TLS placements side by side, all in one guest kernel (kTLS needs

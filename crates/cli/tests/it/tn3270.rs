@@ -96,3 +96,73 @@ fn a_refused_logon_is_an_incomplete_run_with_its_sessions_counted() {
     let record = json_of(&out);
     assert_eq!(record["classes"][0]["sessions"]["negotiated"]["tn3270"], 6);
 }
+
+/// `--tn3270-script`: a script that does not parse is refused before
+/// anything starts with its file, line and column and the fix, as are a
+/// script for CRR, an unreadable file and a script without protocol
+/// tn3270; the example script drives the demo application to completion
+/// with a line per step.
+#[test]
+fn scripts_are_checked_before_the_run_and_drive_the_demo_application() {
+    use crate::common::refused;
+    let dir = std::env::temp_dir().join(format!("stackbench-script-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.script");
+    std::fs::write(&bad, "step a\n  type \"X\" at 30,1\n  key ENTER\n").unwrap();
+    let bad = bad.to_str().unwrap();
+    let args = |file: &str, workload: &'static str, protocol: &'static str| {
+        vec![
+            workload.to_string(),
+            "--protocol".into(),
+            protocol.into(),
+            "--tn3270-script".into(),
+            file.to_string(),
+        ]
+    };
+    let run = |a: Vec<String>, needle: &str| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        refused("run", &a, needle);
+    };
+    run(
+        args(bad, "RR1(100B/800B)", "tn3270"),
+        &format!("{bad}:2:15: 30,1 is off the screen"),
+    );
+    let demo = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/tn3270/demo.script"
+    );
+    run(
+        args(demo, "CRR1(100B/800B)", "tn3270"),
+        "tn3270_script drives RR classes",
+    );
+    run(
+        args("/nonexistent.script", "RR1(100B/800B)", "tn3270"),
+        "cannot read it",
+    );
+    run(
+        args(demo, "RR1(100B/800B)", "raw"),
+        "applies to protocol tn3270",
+    );
+    let out = crate::common::stackbench()
+        .args(["run", "RR2(100B/800B)", "--protocol", "tn3270"])
+        .args(["--responder-tn3270-app", "demo", "--tn3270-script", demo])
+        .args(["--transactions", "80", "--no-store"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for step in [
+        "logon (ENTER): 20 tr",
+        "inquiry (ENTER): 20 tr",
+        "back (PF3): 20 tr",
+        "logoff (PF3): 20 tr",
+    ] {
+        assert!(stdout.contains(&format!("step {step}")), "{step}: {stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

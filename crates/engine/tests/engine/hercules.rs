@@ -193,3 +193,87 @@ fn hercules_logs_each_terminal_on_with_its_logo_screen() {
     drop(hercules);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The driver runs a script against hercules (`tn3270://` target, no
+/// control connection): the first screen must show hercules' logo text,
+/// which it does, so each session logs on; the step then presses ENTER,
+/// which nothing answers with no operating system IPLed, so its wait times
+/// out, counted with the logo screen seen instead, and the session logs
+/// on again — the run goes on. A script whose first screen text is not on
+/// the logo fails each logon as `first_screen`, naming what it read.
+#[test]
+fn hercules_runs_a_script_that_waits_for_its_logo() {
+    use std::sync::atomic::AtomicBool;
+
+    use stackbench_engine::{run_workload, ControlClient};
+    use stackbench_model::settings::Tn3270Options;
+    use stackbench_model::tn3270_script::{Script, ScriptRef};
+    use stackbench_model::AppProtocol;
+
+    let test = "hercules_runs_a_script_that_waits_for_its_logo";
+    let dir = std::env::temp_dir().join(format!("stackbench-hercules-s-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let Some(hercules) = Hercules::start(&dir) else {
+        return skip(Tier::Hercules, test, "no runnable hercules on PATH");
+    };
+    drop(hercules.connect());
+    std::thread::sleep(Duration::from_millis(300));
+    let run = |text: &str| {
+        let script = Script::parse("hercules.script", text, (24, 80)).unwrap();
+        let mut cfg = super::config("RR1(100B/800B)", 1);
+        cfg.transactions = None;
+        cfg.duration = Some(Duration::from_millis(3000));
+        cfg.threads = 1;
+        cfg.protocol = AppProtocol::Tn3270;
+        cfg.tn3270 = Tn3270Options {
+            script: Some(ScriptRef(Script::intern(script))),
+            ..Tn3270Options::default()
+        };
+        let mut plain = ControlClient::connect(&format!("tn3270://127.0.0.1:{}", hercules.port))
+            .unwrap_or_else(|e| panic!("{e}\n{}", hercules.log()));
+        let stop = AtomicBool::new(false);
+        run_workload(&mut plain, &cfg, &stop, &mut |_| {}).unwrap()
+    };
+    let out = run("wait \"The S/370, ESA/390 and z/Architecture\"\n\
+                   step enter\n key ENTER\n wait \"NO OPERATING SYSTEM\" timeout 500ms\n");
+    let c = &out.classes[0];
+    let sessions = c.sessions.as_ref().expect("sessions");
+    let steps = c.steps.as_ref().expect("steps");
+    assert!(
+        steps[0].timeouts >= 1,
+        "{steps:?} {sessions:?} {:?} {:?}\n{}",
+        c.error_counts,
+        out.incomplete_reason,
+        hercules.log()
+    );
+    assert_eq!(steps[0].transactions, 0);
+    let seen = steps[0].seen.as_deref().unwrap();
+    assert!(
+        seen.contains("Hercules") && seen.contains("Emulator"),
+        "{seen}"
+    );
+    // Every timeout logged on again, each logon passing the first wait.
+    assert!(
+        sessions.negotiated.get("tn3270") >= Some(&steps[0].timeouts),
+        "{sessions:?}"
+    );
+    assert!(
+        !sessions.failed.contains_key("first_screen"),
+        "{sessions:?}"
+    );
+    assert_eq!(c.error_counts.timeout, steps[0].timeouts);
+    // A first screen without the text: each logon fails, by name.
+    std::thread::sleep(Duration::from_millis(300));
+    let out = run("wait \"CICS SIGNON\"\nstep enter\n key ENTER\n");
+    let c = &out.classes[0];
+    assert!(!out.complete);
+    let failed = c.sessions.as_ref().unwrap().failed.get("first_screen");
+    assert!(failed.is_some_and(|&n| n >= 1), "{:?}", c.sessions);
+    let reason = out.incomplete_reason.unwrap_or_default();
+    assert!(
+        reason.contains("does not show \"CICS SIGNON\"") && reason.contains("Hercules"),
+        "{reason}"
+    );
+    drop(hercules);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,12 +7,18 @@
 //! keyboard). Then the next step's fields are typed and its key's record
 //! built, so the machine finds the next request ready: a step costs one
 //! pass over each record received and one over the screen per `type` and
-//! key, no allocation once the buffers have grown.
+//! key. Between transactions a session keeps its screen (a model 2's 1,920
+//! cells and its fields) and its next request, about 2.1 KiB; a screen
+//! record over 512 bytes is read into a buffer freed once it is applied.
 
 use stackbench_model::tn3270_script::{Script, Step, Target};
 
 use super::screen::Screen;
 use super::{push_escaped, Fault, Framing, DT_3270_DATA, EOR, IAC, SLACK_BYTES};
+
+/// Capacity of the record buffer kept between records (larger screens'
+/// buffers are freed once applied).
+const RECORD_KEPT: usize = 512;
 
 /// A scripted session's state (boxed in the codec's session: an
 /// unscripted terminal keeps a null pointer).
@@ -70,6 +76,12 @@ impl Scripted {
             Ok(())
         };
         self.record.clear();
+        if self.record.capacity() > RECORD_KEPT {
+            // A large screen's buffer is not kept between transactions:
+            // idle sessions (most of them, at 30 s of think) hold their
+            // screen and request only.
+            self.record = Vec::new();
+        }
         result
     }
 
@@ -210,5 +222,61 @@ impl Scripted {
     /// Bytes the session keeps for its screen and records.
     pub fn heap_bytes(&self) -> usize {
         self.screen.heap_bytes() + self.record.capacity() + self.request.capacity()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::tn3270::demo::Demo;
+
+    /// A scripted session against the demo application, record by record
+    /// in plain TN3270 framing: each step's request is what the
+    /// application reads, each answer meets the next wait, and the session
+    /// keeps at most 4 KiB for its screen and records.
+    #[test]
+    fn a_session_walks_the_demo_in_under_4_kib() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/tn3270/demo.script"
+        ))
+        .unwrap();
+        let script = Script::intern(Script::parse("demo.script", &text, (24, 80)).unwrap());
+        let mut app = Demo::default();
+        let mut s = Scripted::new(script, 2);
+        app.first_screen().iter().for_each(|&b| s.byte(b).unwrap());
+        s.logged_on(Framing::Tn3270).unwrap();
+        let mut bytes = Vec::new();
+        for round in 0..8 {
+            let step = s.step;
+            // The request without IAC EOR is what the application reads.
+            let request = s.request().to_vec();
+            assert_eq!(&request[request.len() - 2..], &[IAC, EOR]);
+            request[..request.len() - 2]
+                .iter()
+                .for_each(|&b| app.byte(b));
+            let answer = app.answer();
+            answer.iter().for_each(|&b| s.byte(b).unwrap());
+            assert!(
+                s.answered(Framing::Tn3270).unwrap(),
+                "round {round}: {}",
+                s.seen()
+            );
+            assert_eq!(s.done(), Some(step));
+            bytes.push(s.heap_bytes());
+        }
+        // Measured: 2,080 to 2,336 bytes.
+        assert!(bytes.iter().all(|&b| b <= 4096), "{bytes:?}");
+        // Without its wait text the answer does not complete a step: the
+        // logon step's screen is the menu, never the account screen.
+        let mut s = Scripted::new(script, 2);
+        let mut app = Demo::default();
+        app.first_screen().iter().for_each(|&b| s.byte(b).unwrap());
+        s.logged_on(Framing::Tn3270).unwrap();
+        app.first_screen().iter().for_each(|&b| s.byte(b).unwrap());
+        assert!(!s.answered(Framing::Tn3270).unwrap());
+        let (step, seen) = s.timed_out();
+        assert_eq!(step, 0);
+        assert!(seen.contains("STACKBENCH LOGON"), "{seen}");
     }
 }
