@@ -52,7 +52,8 @@ const REPLY_READ_BYTES: u64 = 4096;
 const MAX_REPLY_BYTES: usize = 64 * 1024;
 /// The log-on every transfer runs under.
 const USER: &str = "anonymous";
-const PASSWORD: &str = "stackbench@";
+const USER_COMMAND: &str = "USER anonymous\r\n";
+const PASS_COMMAND: &str = "PASS stackbench@\r\n";
 
 /// Which way the file goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +72,9 @@ pub struct Client {
     pub file_bytes: u64,
     /// Its name in the commands.
     pub file: String,
+    /// `RETR <file>\r\n` or `STOR <file>\r\n`, made once per class: the
+    /// commands a connection sends are borrowed, never built per send.
+    transfer: String,
     /// CRR: log off after the transfer.
     pub quit: bool,
 }
@@ -108,19 +112,16 @@ pub struct Session {
 
 impl Client {
     /// The command a connection at `at` sends.
-    fn command(&self, at: At) -> String {
+    fn command(&self, at: At) -> &str {
         match at {
-            At::Greeting | At::Data => String::new(),
-            At::User => format!("USER {USER}\r\n"),
-            At::Pass => format!("PASS {PASSWORD}\r\n"),
-            At::Type => "TYPE I\r\n".into(),
-            At::Epsv => "EPSV\r\n".into(),
-            At::Pasv => "PASV\r\n".into(),
-            At::Transfer => match self.direction {
-                Direction::Retr => format!("RETR {}\r\n", self.file),
-                Direction::Stor => format!("STOR {}\r\n", self.file),
-            },
-            At::Quit => "QUIT\r\n".into(),
+            At::Greeting | At::Data => "",
+            At::User => USER_COMMAND,
+            At::Pass => PASS_COMMAND,
+            At::Type => "TYPE I\r\n",
+            At::Epsv => "EPSV\r\n",
+            At::Pasv => "PASV\r\n",
+            At::Transfer => &self.transfer,
+            At::Quit => "QUIT\r\n",
         }
     }
 
@@ -332,7 +333,11 @@ impl Session {
             .rposition(|&b| b == b'\n')
             .map_or(0, |i| i + 1);
         let text = &self.buf[line_start..line_start + len];
-        self.line = String::from_utf8_lossy(text.get(4..).unwrap_or_default()).into_owned();
+        // Into the same String each time: no allocation per reply once it
+        // has grown to a reply line's length.
+        self.line.clear();
+        self.line
+            .push_str(&String::from_utf8_lossy(text.get(4..).unwrap_or_default()));
         self.code = code.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
         self.buf.drain(..end);
         true
@@ -408,9 +413,14 @@ impl Codec for Client {
             Some(dir) if dir.ends_with('/') => format!("{dir}{file_bytes}"),
             Some(file) => file.to_string(),
         };
+        let verb = match direction {
+            Direction::Retr => "RETR",
+            Direction::Stor => "STOR",
+        };
         Client {
             direction,
             file_bytes,
+            transfer: format!("{verb} {file}\r\n"),
             file,
             quit: shape.kind == Kind::Crr,
         }
@@ -427,7 +437,7 @@ impl Codec for Client {
     }
 
     fn fill_request(&self, state: &Session, offset: u64, out: &mut [u8]) {
-        fill(&self.command(state.at), offset, out);
+        fill(self.command(state.at), offset, out);
     }
 
     fn response_bytes(&self) -> u64 {
@@ -512,7 +522,7 @@ impl Codec for Client {
     }
 
     fn fill_setup(&self, state: &Session, offset: u64, out: &mut [u8]) {
-        fill(&self.command(state.at), offset, out);
+        fill(self.command(state.at), offset, out);
     }
 
     fn setup_seen(&self, state: &Session) -> Option<String> {
