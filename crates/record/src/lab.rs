@@ -317,6 +317,16 @@ pub struct LabInterface {
     pub rate_bps: Option<u64>,
     /// The shaping qdisc's burst, bytes; `None` = unshaped.
     pub burst_bytes: Option<u64>,
+    /// The shaping qdisc's queue (tbf's limit), bytes: what waits for the
+    /// rate; `link_txqueuelen` sets it to that many MTU-sized packets.
+    /// `None` = unshaped, or a record older than the field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_bytes: Option<u64>,
+    /// The device's transmit queue length (txqueuelen), packets, which htb's
+    /// leaves take as their limit; the setting `link_txqueuelen`. `None`:
+    /// not reported, or a record older than the field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub txqueuelen_packets: Option<u32>,
     /// Root qdisc kind (`tbf`, `htb`, `noqueue`).
     pub qdisc: String,
     /// Offload → on/off (`tso`, `gso`, `gro`, `tx_csum`, `rx_csum`); empty
@@ -476,6 +486,12 @@ impl LabInterface {
         }
         if let Some(i) = &self.ipsec {
             extra.push_str(&format!(", ipsec {} {}", i.algorithm, i.mode));
+        }
+        if let Some(n) = self.limit_bytes {
+            extra.push_str(&format!(", queue {n} B"));
+        }
+        if let Some(n) = self.txqueuelen_packets {
+            extra.push_str(&format!(", txqueuelen {n}"));
         }
         format!(
             "{}/{}: MTU {}, {rate}, {offloads}{extra}, {}",
