@@ -333,6 +333,8 @@ mod tests {
         ("link_napi_defer_hard_irqs", "2147483648"),
         ("link_gro_flush_timeout", "2s"),
         ("link_gro_flush_timeout", "soon"),
+        ("link_txqueuelen", "0"),
+        ("link_txqueuelen", "2000000"),
         ("host_policy_rules", "-1"),
         ("host_policy_rules", "1000000"),
         ("host_policy_conntrack", "maybe"),

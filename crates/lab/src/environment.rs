@@ -97,6 +97,8 @@ fn interface(link: &Link, host_end: bool, e: &EndState) -> LabInterface {
         mtu_bytes: e.mtu,
         rate_bps: e.rate_bps,
         burst_bytes: e.burst_bytes,
+        limit_bytes: e.limit_bytes,
+        txqueuelen_packets: e.txqueuelen,
         qdisc: e.qdisc.clone(),
         offloads: e.offloads.map_or_else(Default::default, |o| {
             Offloads::NAMES

@@ -174,11 +174,13 @@ pub fn replace_chain(
         let at = (handle(kind), parent);
         let done = match kind {
             "tbf" => {
-                let tbf: Tbf = qdisc::tbf_for(link.rate_bps.unwrap_or(UNSHAPED_BPS), link.mtu);
+                let tbf: Tbf = link.tbf(UNSHAPED_BPS);
                 qdisc::replace_tbf_at(nl, index, at, &tbf)
             }
             "netem" => {
-                let limit = limit_packets(&link.netem, link.rate_bps);
+                let limit = link
+                    .txqueuelen
+                    .unwrap_or_else(|| limit_packets(&link.netem, link.rate_bps));
                 qdisc::replace(nl, index, at, "netem", |m| {
                     netem_options(m, &link.netem, limit)
                 })

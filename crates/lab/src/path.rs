@@ -48,6 +48,8 @@ pub struct LinkOverrides {
     pub napi_defer_hard_irqs: Option<u32>,
     /// `gro_flush_timeout` of every interface on the link.
     pub gro_flush_timeout: Option<std::time::Duration>,
+    /// Transmit queue depth of every interface on the link, packets.
+    pub txqueuelen: Option<u32>,
 }
 
 fn listing(lab: &Lab) -> String {
@@ -182,6 +184,15 @@ pub fn with_overrides(lab: &Lab, link: usize, o: &LinkOverrides) -> Result<Lab, 
         }
     }
     properties(l, o)?;
+    if let Some(n) = o.txqueuelen {
+        if !(1..=crate::spec::MAX_TXQUEUELEN).contains(&n) {
+            return Err(format!(
+                "link_txqueuelen {n}: use 1 to {}",
+                crate::spec::MAX_TXQUEUELEN
+            ));
+        }
+        l.txqueuelen = Some(n);
+    }
     if let Some(n) = o.napi_defer_hard_irqs {
         if n > crate::napi::DEFER_MAX {
             return Err(format!(
@@ -339,6 +350,48 @@ via = "r1"
             e.contains("jitter") && e.contains("larger than the delay"),
             "{e}"
         );
+    }
+
+    /// `link_txqueuelen 100`: the link's queue is 100 packets, and its tbf
+    /// holds 100 MTU-sized packets instead of its burst + 20 ms at the rate.
+    #[test]
+    fn txqueuelen_override_sets_the_queue_depth_and_is_checked() {
+        let lab = parse_lab(ROUTED, "t.toml").unwrap();
+        let o = LinkOverrides {
+            rate_bps: Some(100_000_000),
+            txqueuelen: Some(100),
+            ..LinkOverrides::default()
+        };
+        let changed = with_overrides(&lab, 0, &o).unwrap();
+        let link = &changed.links[0];
+        assert_eq!(link.txqueuelen, Some(100));
+        assert_eq!(link.tbf(0).limit_bytes, 100 * u64::from(link.mtu));
+        let default = with_overrides(
+            &lab,
+            0,
+            &LinkOverrides {
+                txqueuelen: None,
+                ..o
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            default.links[0].tbf(0).limit_bytes,
+            crate::qdisc::tbf_for(100_000_000, link.mtu).limit_bytes
+        );
+        for bad in [0, crate::spec::MAX_TXQUEUELEN + 1] {
+            let e = with_overrides(
+                &lab,
+                0,
+                &LinkOverrides {
+                    txqueuelen: Some(bad),
+                    ..o
+                },
+            );
+            assert!(e
+                .unwrap_err()
+                .starts_with(&format!("link_txqueuelen {bad}: use 1 to")));
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ const RTM_GETROUTE: u16 = 26;
 const IFLA_ADDRESS: u16 = 1;
 const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
+const IFLA_TXQLEN: u16 = 13;
 const IFLA_LINK: u16 = 5;
 const IFLA_OPERSTATE: u16 = 16;
 const IFLA_IFALIAS: u16 = 20;
@@ -77,7 +78,12 @@ pub struct LinkInfo {
     pub mac: Option<String>,
     /// `IFLA_MACVLAN_MODE` of a macvlan (`MACVLAN_MODE_*`).
     pub macvlan_mode: Option<u32>,
+    /// `IFLA_TXQLEN`: the device's transmit queue length, packets.
+    pub txqueuelen: Option<u32>,
 }
+
+/// A veth's transmit queue length as the kernel makes it, packets.
+pub const DEFAULT_TXQUEUELEN: u32 = 1000;
 
 /// A `struct ifinfomsg` (family, type, index, flags, change mask).
 fn ifinfomsg(index: u32, flags: u32, change: u32) -> [u8; 16] {
@@ -105,11 +111,13 @@ fn parse_link(payload: &[u8]) -> LinkInfo {
         alias: None,
         mac: None,
         macvlan_mode: None,
+        txqueuelen: None,
     };
     for (kind, data) in attrs(payload.get(16..).unwrap_or_default()) {
         match kind {
             IFLA_IFNAME => info.name = text(data),
             IFLA_MTU => info.mtu = u32_at(data, 0),
+            IFLA_TXQLEN => info.txqueuelen = Some(u32_at(data, 0)),
             IFLA_LINK => info.peer_index = Some(u32_at(data, 0)),
             IFLA_OPERSTATE => info.oper_up = data.first() == Some(&IF_OPER_UP),
             IFLA_IFALIAS => info.alias = Some(text(data)).filter(|a| !a.is_empty()),
@@ -209,6 +217,13 @@ pub fn set_up(nl: &mut Netlink, index: u32, mtu: Option<u32>) -> Result<(), NlEr
     if let Some(mtu) = mtu {
         msg.attr_u32(IFLA_MTU, mtu);
     }
+    nl.request(msg)
+}
+
+/// Sets link `index`'s transmit queue length, packets.
+pub fn set_txqueuelen(nl: &mut Netlink, index: u32, packets: u32) -> Result<(), NlError> {
+    let mut msg = Message::new(RTM_NEWLINK, 0, &ifinfomsg(index, 0, 0));
+    msg.attr_u32(IFLA_TXQLEN, packets);
     nl.request(msg)
 }
 

@@ -53,6 +53,8 @@ pub struct EndState {
     /// Carrier on: the link passes packets.
     pub running: bool,
     pub mtu: u32,
+    /// The device's transmit queue length, packets (`None`: not reported).
+    pub txqueuelen: Option<u32>,
     pub addresses: Vec<IpNet>,
     /// Root qdisc kind (`tbf`, `noqueue`), empty when none is reported.
     pub qdisc: String,
@@ -134,6 +136,7 @@ fn absent(link: usize, end: &End) -> EndState {
         up: false,
         running: false,
         mtu: 0,
+        txqueuelen: None,
         addresses: Vec::new(),
         qdisc: String::new(),
         rate_bps: None,
@@ -214,6 +217,7 @@ fn read_namespace(name: &str, ends: &[(usize, &End)]) -> Result<(NsState, Vec<En
             up: info.up,
             running: info.running,
             mtu: info.mtu,
+            txqueuelen: info.txqueuelen,
             addresses: rtnl::addresses(&mut nl, info.index)
                 .map_err(|e| nl_error(format!("{name}/{}: read addresses", end.ifname), e))?,
             qdisc: root.map(|q| q.kind).unwrap_or_default(),

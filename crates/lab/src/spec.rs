@@ -135,6 +135,12 @@ pub struct Link {
     /// NAPI deferral and GRO flush timeout of every interface of the link
     /// (both 0, the kernel's default, unless a run sets them).
     pub napi: crate::napi::Napi,
+    /// Transmit queue depth of every interface of the link, packets: the
+    /// device's txqueuelen and the limit of the queueing qdiscs on it (tbf:
+    /// this many MTU-sized packets; netem; htb's leaves, which take the
+    /// device's); `None`: the kernel's txqueuelen (1000) and each qdisc's
+    /// own rule.
+    pub txqueuelen: Option<u32>,
 }
 
 /// netem's parameters on a link (see the `netem` module for placement).
@@ -155,7 +161,20 @@ impl Netem {
     }
 }
 
+/// The largest transmit queue a link may ask for, packets.
+pub const MAX_TXQUEUELEN: u32 = 1_000_000;
+
 impl Link {
+    /// The tbf of this link's rate (unshaped: `unshaped_bps`), its queue
+    /// `txqueuelen` MTU-sized packets when the link sets one.
+    pub fn tbf(&self, unshaped_bps: u64) -> crate::qdisc::Tbf {
+        let mut tbf = crate::qdisc::tbf_for(self.rate_bps.unwrap_or(unshaped_bps), self.mtu);
+        if let Some(n) = self.txqueuelen {
+            tbf.limit_bytes = u64::from(n) * u64::from(self.mtu);
+        }
+        tbf
+    }
+
     /// A link between `a` and `b` with every property at its default.
     pub fn new(a: &str, b: &str) -> Link {
         Link {
@@ -168,6 +187,7 @@ impl Link {
             priority_classes: false,
             netem: Netem::default(),
             qdisc: LinkQdisc::Fifo,
+            txqueuelen: None,
             fq_maxrate_bps: None,
             ipsec: IpsecAlgorithm::Off,
             ipsec_mode: IpsecMode::Transport,

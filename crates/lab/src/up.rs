@@ -236,6 +236,12 @@ fn configure_end(end: &End, link: &Link, host_end: bool) -> Result<()> {
             })?;
         rtnl::set_up(&mut nl, info.index, Some(link.mtu))
             .map_err(|e| nl_error(at(&format!("set mtu {} and up", link.mtu)), e))?;
+        // Before the qdiscs: htb's leaves take the device's queue length
+        // when they are made. Written even at the default, so a step
+        // without it undoes the step before.
+        let txqlen = link.txqueuelen.unwrap_or(rtnl::DEFAULT_TXQUEUELEN);
+        rtnl::set_txqueuelen(&mut nl, info.index, txqlen)
+            .map_err(|e| nl_error(at(&format!("set txqueuelen {txqlen}")), e))?;
         let have =
             rtnl::addresses(&mut nl, info.index).map_err(|e| nl_error(at("read addresses"), e))?;
         for old in have.iter().filter(|a| !end.addresses.contains(a)) {
@@ -298,7 +304,7 @@ fn shape(nl: &mut Netlink, index: u32, link: &Link, host_end: bool) -> Result<()
         return qdisc::delete_root(nl, index).map_err(|e| nl_error("remove qdisc", e));
     }
     if kinds == ["htb"] {
-        let tbf = qdisc::tbf_for(link.rate_bps.unwrap_or(0), link.mtu);
+        let tbf = link.tbf(0);
         return htb::replace_htb(nl, index, &tbf)
             .map_err(|e| qdisc_error("htb", "set priority classes", e));
     }

@@ -19,7 +19,7 @@ use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::live::{LiveClass, LiveRun, BUCKET_EDGES_NS};
+use crate::live::{LiveClass, LiveRun, LiveSide, BUCKET_EDGES_NS};
 use crate::LatencyHistogram;
 
 /// `Content-Type` of the exposition.
@@ -33,8 +33,9 @@ pub enum Kind {
     Histogram,
 }
 
-/// One exposed metric family.
-#[derive(Debug, Clone, Copy)]
+/// One exposed metric family: its descriptor, and what it samples from the
+/// state at each scrape (one table row: [`FAMILIES`] is the encoder).
+#[derive(Clone, Copy)]
 pub struct Family {
     /// Name without the unit.
     pub base: &'static str,
@@ -42,7 +43,32 @@ pub struct Family {
     pub unit: Option<&'static str>,
     pub kind: Kind,
     pub help: &'static str,
+    samples: Sampler,
 }
+
+impl std::fmt::Debug for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Family")
+            .field("name", &self.name())
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+/// One family's samples in a scrape, each with its labels, by how they are
+/// written.
+enum Samples<'a> {
+    /// Counters of whole counts.
+    Counts(Vec<(Labels, u64)>),
+    /// Counters of a continuous quantity (CPU-seconds).
+    Amounts(Vec<(Labels, f64)>),
+    Gauges(Vec<(Labels, f64)>),
+    /// Histograms at [`BUCKET_EDGES_NS`], written in seconds.
+    Histograms(Vec<(Labels, &'a LatencyHistogram)>),
+}
+
+/// What a family samples from the state.
+type Sampler = for<'a> fn(&'a Exposition) -> Samples<'a>;
 
 impl Family {
     /// The family's name as exposed, unit included.
@@ -73,12 +99,14 @@ const fn family(
     unit: Option<&'static str>,
     kind: Kind,
     help: &'static str,
+    samples: Sampler,
 ) -> Family {
     Family {
         base,
         unit,
         kind,
         help,
+        samples,
     }
 }
 
@@ -87,76 +115,142 @@ const TRANSACTIONS: Family = family(
     None,
     Kind::Counter,
     "Transactions counted in the measurement window, per class.",
+    |e| Samples::Counts(e.per_class(|c| c.transactions)),
 );
-const ERRORS: Family = family("stackbench_errors", None, Kind::Counter, "Errors since the run started (warm-up included), per class and kind (refused, reset, eof, timeout, other, http_status).");
+const ERRORS: Family = family("stackbench_errors", None, Kind::Counter, "Errors since the run started (warm-up included), per class and kind (refused, reset, eof, timeout, other, http_status).",
+    |e| {
+        Samples::Counts(e.per_class_by("kind", |c| {
+            let x = c.errors;
+            [
+                ("refused", x.refused),
+                ("reset", x.reset),
+                ("eof", x.eof),
+                ("timeout", x.timeout),
+                ("other", x.other),
+                ("http_status", x.http_status),
+            ]
+            .map(|(kind, n)| (kind.to_string(), n))
+            .to_vec()
+        }))
+    },
+);
 const HTTP_RESPONSES: Family = family(
     "stackbench_http_responses",
     None,
     Kind::Counter,
     "Responses in the window by HTTP status code (classes whose protocol has one).",
+    |e| {
+        Samples::Counts(e.per_class_by("code", |c| {
+            let mut codes = c.http_status.clone();
+            codes.sort_unstable();
+            codes
+                .into_iter()
+                .map(|(code, n)| (code.to_string(), n))
+                .collect()
+        }))
+    },
 );
 const RATE: Family = family(
     "stackbench_transaction_rate_per_second",
     None,
     Kind::Gauge,
     "Transactions per second over the last second or so, per class.",
+    |e| {
+        Samples::Gauges(
+            (0..e.classes.len())
+                .map(|i| (e.class(i), e.rate_per_s.get(i).copied().unwrap_or(0.0)))
+                .collect(),
+        )
+    },
 );
-const LATENCY: Family = family("stackbench_latency", Some("seconds"), Kind::Histogram, "Transaction latency in the window (open loop: from the intended send time), the run's own HdrHistogram buckets, per class.");
+const LATENCY: Family = family("stackbench_latency", Some("seconds"), Kind::Histogram, "Transaction latency in the window (open loop: from the intended send time), the run's own HdrHistogram buckets, per class.",
+    |e| Samples::Histograms(e.classes().map(|(i, c)| (e.class(i), &c.latency)).collect()),
+);
 const LAG: Family = family(
     "stackbench_generator_lag",
     Some("seconds"),
     Kind::Histogram,
     "Paced classes: actual minus intended send time of requests in the window.",
+    |e| {
+        Samples::Histograms(
+            e.classes()
+                .filter_map(|(i, c)| Some((e.class(i), c.lag.as_ref()?)))
+                .collect(),
+        )
+    },
 );
 const LATE: Family = family(
     "stackbench_late_requests",
     None,
     Kind::Counter,
     "Paced classes: requests sent later than intended.",
+    |e| Samples::Counts(e.paced(|c| c.late)),
 );
 const DROPPED: Family = family(
     "stackbench_dropped_arrivals",
     None,
     Kind::Counter,
     "Open loop: arrivals dropped because every client was busy.",
+    |e| Samples::Counts(e.paced(|c| c.dropped)),
 );
-const PAYLOAD: Family = family("stackbench_payload", Some("bytes"), Kind::Counter, "Payload bytes in the window, per class and direction (sent, received) as the driver sees them.");
-const CPU: Family = family("stackbench_cpu", Some("seconds"), Kind::Counter, "CPU time (user + system) of each side's processes since they started (side client: the driver; server: the responder).");
+const PAYLOAD: Family = family("stackbench_payload", Some("bytes"), Kind::Counter, "Payload bytes in the window, per class and direction (sent, received) as the driver sees them.",
+    |e| {
+        Samples::Counts(e.per_class_by("direction", |c| {
+            vec![("sent".into(), c.tx_bytes), ("received".into(), c.rx_bytes)]
+        }))
+    },
+);
+const CPU: Family = family("stackbench_cpu", Some("seconds"), Kind::Counter, "CPU time (user + system) of each side's processes since they started (side client: the driver; server: the responder).",
+    |e| Samples::Amounts(e.per_side(|x| x.cpu_s)),
+);
 const RSS: Family = family(
     "stackbench_memory_rss",
     Some("bytes"),
     Kind::Gauge,
     "Resident set size of each side's processes.",
+    |e| Samples::Gauges(e.per_side(|x| Some(x.rss_bytes? as f64))),
 );
 const CONNECTED: Family = family(
     "stackbench_clients_connected",
     None,
     Kind::Gauge,
     "Clients connected (at least once) so far.",
+    |e| Samples::Gauges(vec![(Labels::new(), e.connected as f64)]),
 );
 const CLIENTS: Family = family(
     "stackbench_clients",
     None,
     Kind::Gauge,
     "Clients the run has.",
+    |e| Samples::Gauges(vec![(Labels::new(), e.clients as f64)]),
 );
 const WINDOW: Family = family(
     "stackbench_window_elapsed",
     Some("seconds"),
     Kind::Gauge,
     "Time into the measurement window (0 while connecting and warming up).",
+    |e| Samples::Gauges(vec![(Labels::new(), e.measured.as_secs_f64())]),
 );
 const WARMUP: Family = family(
     "stackbench_in_warmup",
     None,
     Kind::Gauge,
     "1 while clients connect or warm up, 0 in the window.",
+    |e| Samples::Gauges(vec![(Labels::new(), f64::from(u8::from(e.in_warmup)))]),
 );
 const WARNINGS: Family = family(
     "stackbench_warnings",
     None,
     Kind::Counter,
     "Measurement-quality warnings found so far, by code.",
+    |e| {
+        Samples::Counts(
+            e.warnings
+                .iter()
+                .map(|(code, n)| (vec![("code", code.clone())], *n))
+                .collect(),
+        )
+    },
 );
 
 /// Every family the exposition has, in its order.
@@ -270,80 +364,71 @@ type Labels = Vec<(&'static str, String)>;
 
 impl Collector for Snapshot {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let e = &*self.0;
-        let class = |i: usize| -> Labels { vec![("class", e.classes[i].clone())] };
-        let classes = || e.live.classes.iter().enumerate().take(e.classes.len());
-        let mut f = Families(&mut enc);
-        f.counters(
-            &TRANSACTIONS,
-            classes().map(|(i, c)| (class(i), c.transactions)),
-        )?;
-        f.counters(
-            &ERRORS,
-            classes().flat_map(|(i, c)| {
-                let x = c.errors;
-                [
-                    ("refused", x.refused),
-                    ("reset", x.reset),
-                    ("eof", x.eof),
-                    ("timeout", x.timeout),
-                    ("other", x.other),
-                    ("http_status", x.http_status),
-                ]
-                .map(|(kind, n)| (with(class(i), "kind", kind), n))
-            }),
-        )?;
-        f.counters(
-            &HTTP_RESPONSES,
-            classes().flat_map(|(i, c)| {
-                let mut codes = c.http_status.clone();
-                codes.sort_unstable();
-                codes
+        let mut out = Families(&mut enc);
+        for f in FAMILIES {
+            match (f.samples)(&self.0) {
+                Samples::Counts(v) => out.counters(f, v)?,
+                Samples::Amounts(v) => out.counters(f, v)?,
+                Samples::Gauges(v) => out.gauges(f, v)?,
+                Samples::Histograms(v) => out.histograms(f, v)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The samplers' views of the state.
+impl Exposition {
+    /// The labels of class `i`.
+    fn class(&self, i: usize) -> Labels {
+        vec![("class", self.classes[i].clone())]
+    }
+
+    /// The classes with live figures, with their index.
+    fn classes(&self) -> impl Iterator<Item = (usize, &LiveClass)> {
+        self.live
+            .classes
+            .iter()
+            .enumerate()
+            .take(self.classes.len())
+    }
+
+    /// One value per class.
+    fn per_class(&self, value: fn(&LiveClass) -> u64) -> Vec<(Labels, u64)> {
+        self.classes()
+            .map(|(i, c)| (self.class(i), value(c)))
+            .collect()
+    }
+
+    /// Values per class under a second label `key`.
+    fn per_class_by(
+        &self,
+        key: &'static str,
+        values: impl Fn(&LiveClass) -> Vec<(String, u64)>,
+    ) -> Vec<(Labels, u64)> {
+        self.classes()
+            .flat_map(|(i, c)| {
+                values(c)
                     .into_iter()
-                    .map(move |(code, n)| (with(class(i), "code", &code.to_string()), n))
-            }),
-        )?;
-        f.gauges(
-            &RATE,
-            (0..e.classes.len()).map(|i| (class(i), e.rate_per_s.get(i).copied().unwrap_or(0.0))),
-        )?;
-        f.histograms(&LATENCY, classes().map(|(i, c)| (class(i), &c.latency)))?;
-        let paced = || classes().filter(|(_, c)| c.lag.is_some());
-        f.histograms(
-            &LAG,
-            paced().filter_map(|(i, c)| Some((class(i), c.lag.as_ref()?))),
-        )?;
-        f.counters(&LATE, paced().map(|(i, c)| (class(i), c.late)))?;
-        f.counters(&DROPPED, paced().map(|(i, c)| (class(i), c.dropped)))?;
-        f.counters(
-            &PAYLOAD,
-            classes().flat_map(|(i, c)| {
-                [("sent", c.tx_bytes), ("received", c.rx_bytes)]
-                    .map(|(dir, n)| (with(class(i), "direction", dir), n))
-            }),
-        )?;
-        let sides = [("client", e.live.client), ("server", e.live.server)];
-        let side = |s: &str| -> Labels { vec![("side", s.to_string())] };
-        f.counters(
-            &CPU,
-            sides.iter().filter_map(|(s, x)| Some((side(s), x.cpu_s?))),
-        )?;
-        f.gauges(
-            &RSS,
-            sides
-                .iter()
-                .filter_map(|(s, x)| Some((side(s), x.rss_bytes? as f64))),
-        )?;
-        f.gauges(&CONNECTED, [(Labels::new(), e.connected as f64)])?;
-        f.gauges(&CLIENTS, [(Labels::new(), e.clients as f64)])?;
-        f.gauges(&WINDOW, [(Labels::new(), e.measured.as_secs_f64())])?;
-        f.gauges(&WARMUP, [(Labels::new(), f64::from(u8::from(e.in_warmup)))])?;
-        f.counters(
-            &WARNINGS,
-            e.warnings
-                .iter()
-                .map(|(code, n)| (vec![("code", code.clone())], *n)),
-        )
+                    .map(move |(v, n)| (with(self.class(i), key, &v), n))
+            })
+            .collect()
+    }
+
+    /// One value per paced class (one with a generator lag).
+    fn paced(&self, value: fn(&LiveClass) -> u64) -> Vec<(Labels, u64)> {
+        self.classes()
+            .filter(|(_, c)| c.lag.is_some())
+            .map(|(i, c)| (self.class(i), value(c)))
+            .collect()
+    }
+
+    /// One value per side, left out where unreadable.
+    fn per_side(&self, value: fn(&LiveSide) -> Option<f64>) -> Vec<(Labels, f64)> {
+        [("client", &self.live.client), ("server", &self.live.server)]
+            .into_iter()
+            .filter_map(|(s, x)| Some((vec![("side", s.to_string())], value(x)?)))
+            .collect()
     }
 }
 
@@ -495,6 +580,20 @@ mod tests {
             text.contains("stackbench_warnings_total{code=\"driver_saturated\"} 1"),
             "{text}"
         );
+    }
+
+    /// Each family's sampler writes what its descriptor says it is.
+    #[test]
+    fn every_family_samples_its_own_kind() {
+        let e = exposition();
+        for f in FAMILIES {
+            let kind = match (f.samples)(&e) {
+                Samples::Counts(_) | Samples::Amounts(_) => Kind::Counter,
+                Samples::Gauges(_) => Kind::Gauge,
+                Samples::Histograms(_) => Kind::Histogram,
+            };
+            assert_eq!(kind, f.kind, "{}", f.name());
+        }
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub struct LabEnvironment {
     /// Link utilisation over each class's measurement window: its payload
     /// each way as a share of the path's rate (the slowest shaped interface
     /// on it), and a mix's classes together; empty when no interface on the
-    /// path has a rate ([`link_utilisation`]).
+    /// path has a rate ([`crate::link_utilisation`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub utilisation: Vec<LabUtilisation>,
 }
@@ -95,43 +95,6 @@ pub struct LabUtilisation {
     pub to_server_pct: f64,
     /// Response payload (responder → driver) over the window, % of the rate.
     pub to_client_pct: f64,
-}
-
-/// The link utilisation of `classes` on a path whose slowest shaped
-/// interface runs at `rate_bps`: each class's payload bits per second of
-/// its window each way over the rate, and, for a mix (classes of one
-/// workload, sharing the window), their sum under the mix's notation.
-pub fn link_utilisation(rate_bps: u64, classes: &[crate::ClassResult]) -> Vec<LabUtilisation> {
-    if rate_bps == 0 {
-        return Vec::new();
-    }
-    let pct = |bytes_per_s: f64| bytes_per_s * 8.0 * 100.0 / rate_bps as f64;
-    let mut out: Vec<LabUtilisation> = Vec::new();
-    let mut workloads: Vec<&str> = Vec::new();
-    for c in classes {
-        out.push(LabUtilisation {
-            class: c.notation.clone(),
-            rate_bps,
-            to_server_pct: pct(c.tx_bytes_per_s),
-            to_client_pct: pct(c.rx_bytes_per_s),
-        });
-        if c.workload != c.notation && !workloads.contains(&c.workload.as_str()) {
-            workloads.push(&c.workload);
-        }
-    }
-    for w in workloads {
-        let of_mix = classes.iter().filter(|c| c.workload == w);
-        let (up, down) = of_mix.fold((0.0, 0.0), |(u, d), c| {
-            (u + c.tx_bytes_per_s, d + c.rx_bytes_per_s)
-        });
-        out.push(LabUtilisation {
-            class: w.to_string(),
-            rate_bps,
-            to_server_pct: pct(up),
-            to_client_pct: pct(down),
-        });
-    }
-    out
 }
 
 impl LabEnvironment {
@@ -317,6 +280,16 @@ pub struct LabInterface {
     pub rate_bps: Option<u64>,
     /// The shaping qdisc's burst, bytes; `None` = unshaped.
     pub burst_bytes: Option<u64>,
+    /// The shaping qdisc's queue (tbf's limit), bytes: what waits for the
+    /// rate; `link_txqueuelen` sets it to that many MTU-sized packets.
+    /// `None` = unshaped, or a record older than the field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_bytes: Option<u64>,
+    /// The device's transmit queue length (txqueuelen), packets, which htb's
+    /// leaves take as their limit; the setting `link_txqueuelen`. `None`:
+    /// not reported, or a record older than the field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub txqueuelen_packets: Option<u32>,
     /// Root qdisc kind (`tbf`, `htb`, `noqueue`).
     pub qdisc: String,
     /// Offload → on/off (`tso`, `gso`, `gro`, `tx_csum`, `rx_csum`); empty
@@ -477,6 +450,12 @@ impl LabInterface {
         if let Some(i) = &self.ipsec {
             extra.push_str(&format!(", ipsec {} {}", i.algorithm, i.mode));
         }
+        if let Some(n) = self.limit_bytes {
+            extra.push_str(&format!(", queue {n} B"));
+        }
+        if let Some(n) = self.txqueuelen_packets {
+            extra.push_str(&format!(", txqueuelen {n}"));
+        }
         format!(
             "{}/{}: MTU {}, {rate}, {offloads}{extra}, {}",
             self.namespace,
@@ -601,30 +580,8 @@ mod tests {
         }
     }
 
-    /// 100 Mbit/s: an STR class moving 6.25 MB/s of responses uses half
-    /// of it towards the client; the mix's RR class adds its own.
     #[test]
-    fn utilisation_is_payload_over_the_path_rate_per_class_and_mix() {
-        let class = |notation: &str, tx: f64, rx: f64| crate::ClassResult {
-            workload: "RR1(100B/800B)+STR1(1B/20MB)".into(),
-            notation: notation.into(),
-            tx_bytes_per_s: tx,
-            rx_bytes_per_s: rx,
-            ..crate::ClassResult::sample()
-        };
-        let classes = [
-            class("RR1(100B/800B)", 125_000.0, 1_000_000.0),
-            class("STR1(1B/20MB)", 1.0, 6_250_000.0),
-        ];
-        let u = link_utilisation(100_000_000, &classes);
-        assert_eq!(u.len(), 3);
-        assert_eq!(u[0].class, "RR1(100B/800B)");
-        assert!((u[0].to_server_pct - 1.0).abs() < 1e-9, "{u:?}");
-        assert!((u[0].to_client_pct - 8.0).abs() < 1e-9, "{u:?}");
-        assert!((u[1].to_client_pct - 50.0).abs() < 1e-9, "{u:?}");
-        assert_eq!(u[2].class, "RR1(100B/800B)+STR1(1B/20MB)");
-        assert!((u[2].to_client_pct - 58.0).abs() < 1e-9, "{u:?}");
-        assert!(link_utilisation(0, &classes).is_empty());
+    fn the_path_rate_is_its_slowest_shaped_interface() {
         let env = LabEnvironment {
             interfaces: vec![
                 end(1500, 0),

@@ -19,12 +19,14 @@ pub mod lab;
 pub mod migrate;
 pub mod reference;
 pub mod run;
+pub mod utilisation;
 
 pub use applicability::Applicability;
 pub use env::{Environment, InterfaceInfo};
 pub use guest::{GuestAdapter, GuestEnvironment, EMULATED_NOTE};
 pub use lab::{
-    link_utilisation, LabEnvironment, LabFlowtable, LabInterface, LabIpsec, LabMacvlan, LabNetem,
-    LabPolicy, LabRxQueue, LabSa, LabSteering, LabTarget, LabUtilisation, LabVirtualHost,
+    LabEnvironment, LabFlowtable, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy,
+    LabRxQueue, LabSa, LabSteering, LabTarget, LabUtilisation, LabVirtualHost,
 };
 pub use run::*;
+pub use utilisation::link_utilisation;

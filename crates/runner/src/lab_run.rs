@@ -3,7 +3,7 @@
 //! `link_mtu`, `link_offloads`, `link_delay`, `link_jitter`, `link_loss`,
 //! `link_qdisc`, `link_fq_maxrate`, `link_ipsec`, `link_ipsec_mode`,
 //! `link_rps_cpus`, `link_rps_flow_cnt`, `link_napi_defer_hard_irqs`,
-//! `link_gro_flush_timeout`, `router_flowtable` for the routers on the
+//! `link_gro_flush_timeout`, `link_txqueuelen`, `router_flowtable` for the routers on the
 //! path, and `lab_targets` for load distribution behind host B): the checks `resolve::resolve` makes, the
 //! `lab up` before each step, the driver thread that enters A's namespace,
 //! and the lab part of the stored environment (see the design note in the
@@ -91,7 +91,7 @@ pub struct LabDriver {
 }
 
 /// Settings that only mean something with `lab`.
-const LAB_ONLY: [&str; 22] = [
+const LAB_ONLY: [&str; 23] = [
     "lab_from",
     "lab_to",
     "link_rate",
@@ -108,6 +108,7 @@ const LAB_ONLY: [&str; 22] = [
     "link_rps_flow_cnt",
     "link_napi_defer_hard_irqs",
     "link_gro_flush_timeout",
+    "link_txqueuelen",
     "host_policy_rules",
     "host_policy_conntrack",
     "host_policy_log",
@@ -372,6 +373,7 @@ fn overrides(s: &RunSettings) -> LinkOverrides {
         ipsec_mode: s.link_ipsec_mode,
         napi_defer_hard_irqs: s.link_napi_defer_hard_irqs,
         gro_flush_timeout: s.link_gro_flush_timeout.map(|d| d.0),
+        txqueuelen: s.link_txqueuelen,
     }
 }
 

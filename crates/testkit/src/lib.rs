@@ -11,6 +11,7 @@
 use std::fmt;
 
 pub mod broker;
+pub mod server;
 
 /// The environment variable that turns skips into failures.
 pub const REQUIRE_VAR: &str = "STACKBENCH_REQUIRE";

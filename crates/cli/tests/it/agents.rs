@@ -14,11 +14,7 @@ use crate::common::*;
 
 /// A free loopback port for the controller's agent listener.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    stackbench_testkit::server::free_port()
 }
 
 /// The run token the tests' external controllers and agents share, as a

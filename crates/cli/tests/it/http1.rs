@@ -5,7 +5,7 @@
 //! afterwards. The nginx tier skips where there is no nginx, and fails
 //! instead when `STACKBENCH_REQUIRE` names it.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -131,11 +131,7 @@ pub(crate) fn start_nginx_in(
         std::fs::write(www.join(n.to_string()), vec![b'x'; n as usize]).unwrap();
     }
     // A free loopback port (the listener closes before nginx binds it).
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = stackbench_testkit::server::free_port();
     let d = dir.path().display();
     // In the foreground, one process as this user (no master, no user
     // switch), every path inside the directory; keep-alive unbounded so an
@@ -586,24 +582,15 @@ fn contradictions_with_http1_are_refused_in_one_line() {
 /// A TCP server on a loopback port that greets every connection with an
 /// SSH banner and closes it: a server that is not HTTP (nor TLS).
 fn banner_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            use std::io::Write;
-            let _ = conn.write_all(b"SSH-2.0-OpenSSH_9.6\r\n");
-        }
-    });
-    port
+    stackbench_testkit::server::serve_loopback(None, |_, mut conn| {
+        use std::io::Write;
+        let _ = conn.write_all(b"SSH-2.0-OpenSSH_9.6\r\n");
+    })
 }
 
 /// A port nothing listens on (a listener's, closed).
 fn closed_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    stackbench_testkit::server::free_port()
 }
 
 /// An HTTP target's bad input and faults, each one line and exit 2 before

@@ -8,11 +8,12 @@
 //! loopback ports, each misbehaving one way.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::Stdio;
 use std::thread;
 
 use serde_json::Value;
+use stackbench_testkit::server::serve_loopback;
 
 use crate::common::{json_of, stackbench};
 use crate::run::Serve;
@@ -37,17 +38,7 @@ enum Mode {
 /// A server of `mode` on a free loopback port, for the rest of the test
 /// process; after `accepts` connections (if given) it stops listening.
 fn server(mode: Mode, accepts: Option<usize>) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    thread::spawn(move || {
-        let limit = accepts.unwrap_or(usize::MAX);
-        for conn in listener.incoming().take(limit) {
-            let Ok(mut conn) = conn else { continue };
-            thread::spawn(move || serve_one(&mut conn, mode));
-        }
-        // `listener` is dropped here: nothing listens on the port any more.
-    });
-    port
+    serve_loopback(accepts, move |_, mut conn| serve_one(&mut conn, mode))
 }
 
 /// [`server`] for an http:// target: the run's first two connections (the
@@ -55,44 +46,31 @@ fn server(mode: Mode, accepts: Option<usize>) -> u16 {
 /// answered as HTTP for the run to start) are served as [`Mode::Http`],
 /// every later one as `mode`.
 fn server_after_probe(mode: Mode) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    thread::spawn(move || {
-        for (i, conn) in listener.incoming().enumerate() {
-            let Ok(mut conn) = conn else { continue };
-            let mode = if i < 2 { Mode::Http } else { mode };
-            thread::spawn(move || serve_one(&mut conn, mode));
-        }
-    });
-    port
+    serve_loopback(None, move |i, mut conn| {
+        let mode = if i < 2 { Mode::Http } else { mode };
+        serve_one(&mut conn, mode)
+    })
 }
 
 /// [`server_after_probe`] whose later connections are passed to and from
 /// `127.0.0.1:to`, byte for byte.
 fn proxy_after_probe(to: u16) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    thread::spawn(move || {
-        for (i, conn) in listener.incoming().enumerate() {
-            let Ok(mut conn) = conn else { continue };
-            if i < 2 {
-                thread::spawn(move || serve_one(&mut conn, Mode::Http));
-                continue;
-            }
-            let Ok(back) = TcpStream::connect(("127.0.0.1", to)) else {
-                continue;
-            };
-            let pipe = |mut from: TcpStream, mut to: TcpStream| {
-                thread::spawn(move || {
-                    let _ = std::io::copy(&mut from, &mut to);
-                    let _ = to.shutdown(std::net::Shutdown::Write);
-                });
-            };
-            pipe(conn.try_clone().unwrap(), back.try_clone().unwrap());
-            pipe(back, conn);
+    serve_loopback(None, move |i, mut conn| {
+        if i < 2 {
+            return serve_one(&mut conn, Mode::Http);
         }
-    });
-    port
+        let Ok(back) = TcpStream::connect(("127.0.0.1", to)) else {
+            return;
+        };
+        let pipe = |mut from: TcpStream, mut to: TcpStream| {
+            thread::spawn(move || {
+                let _ = std::io::copy(&mut from, &mut to);
+                let _ = to.shutdown(std::net::Shutdown::Write);
+            });
+        };
+        pipe(conn.try_clone().unwrap(), back.try_clone().unwrap());
+        pipe(back, conn);
+    })
 }
 
 fn serve_one(conn: &mut TcpStream, mode: Mode) {

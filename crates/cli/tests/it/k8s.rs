@@ -582,13 +582,7 @@ fn the_rendered_commands_run_a_study_over_agents_here() {
     .unwrap();
     let (_out, objects) = render(&file, &["--agents", "2", "--responders", "1"]);
     let bin = assert_cmd::cargo::cargo_bin("stackbench");
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
+    let free = stackbench_testkit::server::free_port;
     let (rport, cport) = (free(), free());
     let local = |words: Vec<&str>| -> Vec<String> {
         let db = dir.path().join("results.db");

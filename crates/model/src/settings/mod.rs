@@ -343,6 +343,8 @@ run_settings! {
     link_napi_defer_hard_irqs: Option<u32> = None, json "link_napi_defer_hard_irqs", range "0" ..= "2147483647";
     /// NAPI coalescing: how long GRO may hold packets on each interface on the lab path before flushing, e.g. 200us; also the timer that polls while interrupts are deferred (gro_flush_timeout; 0s: flush at once) [default: 0s].
     link_gro_flush_timeout: Option<Secs> = None, json "link_gro_flush_timeout_s", range "0s" ..= "1s";
+    /// Transmit queue depth of every interface on the lab path, packets: the device's txqueuelen and the queue of its shaping qdiscs (tbf: this many MTU-sized packets; netem; htb's priority leaves take the device's), read back into the environment; e.g. 100 to measure priority queueing at a switch port's depth [default: txqueuelen 1000, tbf's burst + 20 ms at the rate].
+    link_txqueuelen: Option<u32> = None, json "link_txqueuelen_packets", range "1" ..= "1000000";
     /// Server-host policy: nftables in host lab_to's input path with N rules that never match, walked by each new connection's first packet (with host_policy_conntrack) or by every packet (without), ahead of the accept; 0: the frame and the accept only [default: no policy].
     host_policy_rules: Option<u32> = None, json "host_policy_rules", range "0" ..= "100000";
     /// Policy: connection tracking on (established packets accepted before the rules) or off (notrack: every packet walks them) [default: on, with host_policy_rules].

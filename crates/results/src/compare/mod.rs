@@ -341,29 +341,6 @@ impl MakeUp {
         self.cpu_server_seconds_change_pct = change(Metric::CpuServerSeconds);
         self
     }
-
-    /// Each class's transactions per run, A → B: `RR1(100B/800B) 1,000 → 130,000 (×130)`.
-    pub fn counts_text(&self) -> String {
-        use output::{format_count, format_value};
-        self.classes
-            .iter()
-            .map(|c| {
-                let (a, b) = (c.transactions_per_run_a, c.transactions_per_run_b);
-                let times = if a > 0.0 {
-                    format!(" (×{})", format_value(b / a))
-                } else {
-                    String::new()
-                };
-                format!(
-                    "{} {} → {}{times}",
-                    c.class,
-                    format_count(a),
-                    format_count(b)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
 }
 
 /// A whole comparison of set B against set A.

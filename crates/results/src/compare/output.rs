@@ -4,7 +4,7 @@
 
 use comfy_table::{presets, Cell, CellAlignment, Table};
 
-use super::{Comparison, Row, Verdict};
+use super::{Comparison, MakeUp, Row, Verdict};
 use crate::metric::Metric;
 
 /// A figure with precision that suits its size: `123,457`, `1,234.5`, `12.35`.
@@ -168,10 +168,33 @@ fn make_up_sentences(c: &Comparison) -> Vec<String> {
             format!(
                 "CPU cost per transaction of {}: not attributable and in no average — its classes' transactions per run changed ({}), so dividing the mix's CPU by them would measure the change of make-up{seconds}.",
                 m.mix,
-                m.counts_text()
+                counts_text(m)
             )
         })
         .collect()
+}
+
+/// Each class's transactions per run, A → B:
+/// `RR1(100B/800B) 1,000 → 130,338 (×130.3)`.
+pub fn counts_text(m: &MakeUp) -> String {
+    m.classes
+        .iter()
+        .map(|c| {
+            let (a, b) = (c.transactions_per_run_a, c.transactions_per_run_b);
+            let times = if a > 0.0 {
+                format!(" (×{})", format_value(b / a))
+            } else {
+                String::new()
+            };
+            format!(
+                "{} {} → {}{times}",
+                c.class,
+                format_count(a),
+                format_count(b)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn legend(c: &Comparison) -> String {
