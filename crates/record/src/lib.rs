@@ -22,7 +22,7 @@ pub mod run;
 
 pub use applicability::Applicability;
 pub use env::{Environment, InterfaceInfo};
-pub use guest::{GuestAdapter, GuestEnvironment, EMULATED_NOTE};
+pub use guest::{GuestAdapter, GuestEnvironment, SmcRCounters, EMULATED_NOTE};
 pub use lab::{
     LabEnvironment, LabFlowtable, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy,
     LabRxQueue, LabSa, LabSteering, LabTarget, LabVirtualHost,
