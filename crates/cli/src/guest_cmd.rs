@@ -140,7 +140,7 @@ fn run_exec(exec: ExecArgs) -> anyhow::Result<i32> {
             }
             let peer_job = Job {
                 args: command.split_whitespace().map(str::to_string).collect(),
-                files: Vec::new(),
+                files: job.files.clone(),
                 timeout: job.timeout,
             };
             let pair = stackbench_guest::run_pair(&spec, &job, &guest_spec(&peer), &peer_job)?;

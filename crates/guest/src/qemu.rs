@@ -103,6 +103,10 @@ pub fn console_path(dir: &Path) -> PathBuf {
 fn spawn(qemu: &Path, boot: &Boot) -> Result<Child, GuestError> {
     let console = console_path(boot.dir);
     let results = boot.dir.join("results.txt");
+    // A second boot in the same directory (the retry after a kernel that
+    // died before its init) must not read the first one's `SB READY`.
+    let _ = std::fs::remove_file(&results);
+    let _ = std::fs::remove_file(&console);
     let stderr = File::create(boot.dir.join("qemu-stderr.txt"))
         .map_err(|e| GuestError::io(format!("create a file in {}", boot.dir.display()), e))?;
     // `stackbench_accel` tells the guest how its CPU is provided (its init

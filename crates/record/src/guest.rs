@@ -71,6 +71,48 @@ pub struct GuestAdapter {
     /// Why an offload could not be read (the ioctl's error), if one could not.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub offloads_error: String,
+    /// With transport smc: the guest kernel's SMC-R statistics after the
+    /// step (SMC_NETLINK_GET_STATS, SMC-R part), with an rxe (Soft-RoCE)
+    /// device on this adapter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smc_r: Option<SmcRCounters>,
+}
+
+/// The SMC-R counters of one guest kernel (`smcr stats` of smc-tools reads
+/// the same): connections that completed the SMC-R handshake as client or
+/// server, by SMC version, and what moved over RDMA.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct SmcRCounters {
+    /// The rxe device put on the adapter, e.g. rxe0.
+    pub device: String,
+    /// Connections this kernel opened as client over SMC-R v1.
+    pub client_v1: u64,
+    /// Connections this kernel opened as client over SMC-R v2.
+    pub client_v2: u64,
+    /// Connections this kernel accepted as server over SMC-R v1.
+    pub server_v1: u64,
+    /// Connections this kernel accepted as server over SMC-R v2.
+    pub server_v2: u64,
+    /// Bytes sent over SMC-R.
+    pub tx_bytes: u64,
+    /// Bytes received over SMC-R.
+    pub rx_bytes: u64,
+    /// Send calls served over SMC-R.
+    pub tx_calls: u64,
+    /// Receive calls served over SMC-R.
+    pub rx_calls: u64,
+    /// Client handshakes (CLC exchanges) that failed.
+    pub client_handshake_errors: u64,
+    /// Server handshakes (CLC exchanges) that failed.
+    pub server_handshake_errors: u64,
+}
+
+impl SmcRCounters {
+    /// Connections that completed an SMC-R handshake on this kernel.
+    pub fn connections(&self) -> u64 {
+        self.client_v1 + self.client_v2 + self.server_v1 + self.server_v2
+    }
 }
 
 impl GuestAdapter {
@@ -94,7 +136,15 @@ impl GuestAdapter {
             } else {
                 offloads.join(" ")
             }
-        )
+        ) + &self.smc_r.as_ref().map_or(String::new(), |c| {
+            format!(
+                "; SMC-R over {}: {} connections, {} B sent, {} B received",
+                c.device,
+                c.connections(),
+                c.tx_bytes,
+                c.rx_bytes
+            )
+        })
     }
 }
 

@@ -23,7 +23,7 @@ pub mod utilisation;
 
 pub use applicability::Applicability;
 pub use env::{Environment, InterfaceInfo};
-pub use guest::{GuestAdapter, GuestEnvironment, EMULATED_NOTE};
+pub use guest::{GuestAdapter, GuestEnvironment, SmcRCounters, EMULATED_NOTE};
 pub use lab::{
     LabEnvironment, LabFlowtable, LabInterface, LabIpsec, LabMacvlan, LabNetem, LabPolicy,
     LabRxQueue, LabSa, LabSteering, LabTarget, LabUtilisation, LabVirtualHost,

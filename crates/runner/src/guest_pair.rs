@@ -21,6 +21,8 @@ use crate::error::{input, RunError};
 
 /// The hidden subcommand the responder's guest runs.
 pub const PEER_SUBCOMMAND: &str = "__guest-peer";
+/// The responder's last argument when the step's transport is smc.
+pub const SMC_R_ARG: &str = "smc-r";
 /// The responder's control port on the wire (serve's default).
 pub const CONTROL_PORT: u16 = 12870;
 /// Where the responder's guest waits for the driver's goodbye.
@@ -83,14 +85,24 @@ impl PairStep {
     }
 }
 
-/// The responder's guest: `__guest-peer CONTROL_ADDR BYE_PORT`. Starts
-/// `stackbench serve --listen CONTROL_ADDR --open` (the wire reaches only
-/// the two guests), waits for the goodbye, stops the responder and returns
-/// its adapter as one line of JSON.
+/// The responder's guest: `__guest-peer CONTROL_ADDR BYE_PORT [smc-r]`.
+/// Starts `stackbench serve --listen CONTROL_ADDR --open` (the wire reaches
+/// only the two guests), with an rxe device and the UEID first for
+/// `smc-r`, waits for the goodbye, stops the responder and returns its
+/// adapter (with the SMC-R counters) as one line of JSON.
 pub fn peer_main(args: &[String]) -> Result<String, RunError> {
-    let [control, bye_port] = args else {
-        return input(format!("{PEER_SUBCOMMAND}: expected CONTROL_ADDR BYE_PORT"));
+    let (control, bye_port, smc) = match args {
+        [c, b] => (c, b, false),
+        [c, b, m] if m == SMC_R_ARG => (c, b, true),
+        _ => {
+            return input(format!(
+                "{PEER_SUBCOMMAND}: expected CONTROL_ADDR BYE_PORT [{SMC_R_ARG}]"
+            ))
+        }
     };
+    if smc {
+        crate::smc_r::prepare(stackbench_guest::WIRE_IFNAME).or_else(input)?;
+    }
     let bye_port: u16 = bye_port
         .parse()
         .or_else(|e| input(format!("{PEER_SUBCOMMAND}: bye port {bye_port}: {e}")))?;
@@ -98,7 +110,7 @@ pub fn peer_main(args: &[String]) -> Result<String, RunError> {
         .rsplit_once(':')
         .map_or(control.as_str(), |(h, _)| h);
     let bye = TcpListener::bind((host, bye_port))?;
-    let adapter = read_adapter(stackbench_guest::WIRE_IFNAME, host);
+    let mut adapter = read_adapter(stackbench_guest::WIRE_IFNAME, host);
     let mut responder = ServeChild(
         Command::new(std::env::current_exe()?)
             .args(["serve", "--listen", control, "--open"])
@@ -110,6 +122,9 @@ pub fn peer_main(args: &[String]) -> Result<String, RunError> {
     let mut line = [0u8; 4];
     let _ = conn.read(&mut line);
     responder.stop();
+    if smc {
+        adapter.smc_r = Some(crate::smc_r::counters().or_else(input)?);
+    }
     let _ = conn.write_all(b"ok\n");
     Ok(serde_json::to_string(&adapter)?)
 }

@@ -3,7 +3,7 @@
 //! step here with `kernel = host` and hands back the record and the
 //! environment it measured (see [`crate::guest_step`] for the host's side).
 
-use stackbench_model::Workload;
+use stackbench_model::{Transport, Workload};
 
 use crate::error::{input, RunError};
 use crate::guest_pair::{read_adapter, PairStep};
@@ -35,10 +35,17 @@ pub fn step_main(args: &[String], runner: &mut Runner) -> Result<String, RunErro
             // The goodbye whatever the step's outcome: the responder's guest
             // then reports its adapter and powers off.
             let _bye = Goodbye(pair);
+            let smc = run.connections.transport == Transport::Smc;
+            if smc {
+                crate::smc_r::prepare(stackbench_guest::WIRE_IFNAME).or_else(input)?;
+            }
             pair.wait_for_responder()?;
             let record = runner.execute(&run)?;
             let address = stackbench_guest::DRIVER_ADDRESS;
-            let adapter = read_adapter(stackbench_guest::WIRE_IFNAME, address);
+            let mut adapter = read_adapter(stackbench_guest::WIRE_IFNAME, address);
+            if smc {
+                adapter.smc_r = Some(crate::smc_r::counters().or_else(input)?);
+            }
             (record, Some(adapter))
         }
     };

@@ -21,14 +21,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use stackbench_guest::{Job, JobOutput};
 use stackbench_model::settings::{GuestAccel, KernelSpec, RunSettings, SettingValue, Text};
-use stackbench_model::Workload;
+use stackbench_model::{Transport, Workload};
 use stackbench_record::{
     record_from_json, GuestAdapter, GuestEnvironment, RunRecord, WarningRecord,
 };
 use stackbench_results::env::Environment;
 
 use crate::error::{input, RunError};
-use crate::guest_pair::{PairStep, BYE_PORT, PEER_SUBCOMMAND};
+use crate::guest_pair::{PairStep, BYE_PORT, PEER_SUBCOMMAND, SMC_R_ARG};
 use crate::observe::Observer;
 pub use crate::resolve::guest_spec;
 use crate::resolve::{GuestPeer, GuestRun, ResolvedRun};
@@ -149,12 +149,16 @@ fn execute_pair(
         files,
         timeout,
     };
+    let mut peer_args = vec![
+        PEER_SUBCOMMAND.to_string(),
+        pair.control.clone(),
+        BYE_PORT.to_string(),
+    ];
+    if s.transport == Transport::Smc {
+        peer_args.push(SMC_R_ARG.to_string());
+    }
     let responder_job = Job {
-        args: vec![
-            PEER_SUBCOMMAND.to_string(),
-            pair.control.clone(),
-            BYE_PORT.to_string(),
-        ],
+        args: peer_args,
         files: Vec::new(),
         timeout,
     };

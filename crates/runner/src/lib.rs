@@ -36,6 +36,7 @@ pub mod repeat;
 pub mod repeat_mean;
 pub mod resolve;
 pub mod session;
+mod smc_r;
 pub mod spawn;
 pub mod study;
 pub mod study_estimate;
