@@ -488,6 +488,10 @@ pub trait Protocol: 'static {
     /// are refused before the run.
     const MAX_REQUEST_BYTES: u64 = u64::MAX;
     const MAX_RESPONSE_BYTES: u64 = u64::MAX;
+    /// Whether a plain server of it can be asked to close a connection
+    /// after its response (HTTP/1.1's `Connection: close`), which CRR
+    /// with `crr_close server` needs; HTTP/2 has no such request.
+    const SERVER_CLOSE_ASKED: bool = true;
 }
 
 /// A connection a probe talks over (clear or TLS).
@@ -545,6 +549,9 @@ pub struct Row {
     pub probe: Option<Probe>,
     /// The longest request and response it carries, bytes.
     pub max_bytes: (u64, u64),
+    /// A plain server can be asked to close after a response
+    /// ([`Protocol::SERVER_CLOSE_ASKED`]).
+    pub server_close_asked: bool,
 }
 
 impl Row {
@@ -560,6 +567,7 @@ impl Row {
             alpn: P::ALPN,
             probe: P::PROBE,
             max_bytes: (P::MAX_REQUEST_BYTES, P::MAX_RESPONSE_BYTES),
+            server_close_asked: P::SERVER_CLOSE_ASKED,
         }
     }
 

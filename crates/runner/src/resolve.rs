@@ -621,6 +621,23 @@ fn check_broker_crr(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunEr
 /// bound a request and a response), refused before anything starts.
 fn check_protocol_sizes(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError> {
     let row = stackbench_engine::app::row(s.protocol);
+    let plain = s.target.as_ref().and_then(|t| PlainTarget::parse(&t.0));
+    let crr = workloads
+        .iter()
+        .flat_map(|w| &w.classes)
+        .any(|c| c.kind == stackbench_model::Kind::Crr);
+    if let (Some(t), true, false) = (plain, crr, row.server_close_asked) {
+        if s.crr_close == stackbench_model::CrrClose::Server {
+            return input(format!(
+                "protocol {} cannot ask the server at {}{} to close a connection after its \
+                 response, so CRR with crr_close server would wait for a close that never \
+                 comes: add --crr-close client or abort",
+                row.name(),
+                t.scheme,
+                t.address
+            ));
+        }
+    }
     for class in workloads.iter().flat_map(|w| &w.classes) {
         let label = class.to_string();
         if let Some(why) = row.refuses_sizes(&label, class.request_bytes, class.response_bytes) {
