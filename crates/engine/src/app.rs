@@ -589,9 +589,9 @@ pub trait Protocol: 'static {
     const MAX_REQUEST_BYTES: u64 = u64::MAX;
     const MAX_RESPONSE_BYTES: u64 = u64::MAX;
     /// Whether a plain server of the protocol (its scheme's target) ends a
-    /// connection after a CRR reply when asked to (HTTP's `Connection:
-    /// close`); a broker does not, so CRR against it needs `crr_close
-    /// client` or `abort`.
+    /// connection after a CRR reply when asked to (HTTP/1.1's `Connection:
+    /// close`); a broker does not, and no HTTP/2 request can ask it, so CRR
+    /// against them needs `crr_close client` or `abort`.
     const PLAIN_SERVER_CLOSES: bool = true;
     /// Whether a plain server of the protocol is a broker: the answers come
     /// from applications that are its clients too, measured as a third side
@@ -685,8 +685,10 @@ impl Row {
     pub fn refuses_crr_close_server(&self) -> Option<String> {
         (!self.plain_server_closes).then(|| {
             format!(
-                "a plain {} server does not close a connection after a reply, so CRR with \
-                 crr_close server would wait forever: add --crr-close client or abort",
+                "protocol {} cannot ask the server to close: a plain {} server does not close a \
+                 connection after a reply, so CRR with crr_close server would wait forever: add \
+                 --crr-close client or abort",
+                self.name(),
                 self.name()
             )
         })

@@ -610,17 +610,18 @@ fn check_pacing(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError>
 }
 
 /// CRR against a plain server that does not close after a reply (a
-/// broker: its protocol row says so) with `crr_close server`: stackbench's
+/// broker; an HTTP/2 server, which no request can ask to: the protocol's
+/// row says so) with `crr_close server`: stackbench's
 /// responder closes after a CRR reply, such a server only when the client
 /// does, so each transaction would wait for a close that never comes.
 fn check_plain_crr(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError> {
-    let Some((protocol, _)) = s
+    let plain = s
         .target
         .as_ref()
-        .and_then(|t| stackbench_model::AppProtocol::of_plain_target(&t.0))
-    else {
+        .is_some_and(|t| stackbench_model::AppProtocol::of_plain_target(&t.0).is_some());
+    if !plain {
         return Ok(());
-    };
+    }
     let crr = workloads
         .iter()
         .flat_map(|w| &w.classes)
@@ -628,7 +629,7 @@ fn check_plain_crr(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunErr
     if !crr || s.crr_close != stackbench_model::CrrClose::Server {
         return Ok(());
     }
-    match stackbench_engine::app::row(protocol).refuses_crr_close_server() {
+    match stackbench_engine::app::row(s.protocol).refuses_crr_close_server() {
         Some(why) => input(format!(
             "target {}: {why}",
             s.target.as_ref().map_or("", |t| t.0.as_str())

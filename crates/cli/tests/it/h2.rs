@@ -136,10 +136,32 @@ fn rr_and_crr_over_h2_against_nginx_clear_and_tls() {
         let (nginx, _dir, ca) = nginx_with(&binary, &[body, small], listen);
         let scheme = if ca.is_some() { "https" } else { "http" };
         let target = format!("{scheme}://127.0.0.1:{}", nginx.port);
-        let mut flags = vec!["--protocol", "h2", "--target", &target];
+        // An HTTP/2 request cannot ask the server to close: CRR closes
+        // from the client's side.
+        let mut flags = vec![
+            "--protocol",
+            "h2",
+            "--target",
+            &target,
+            "--crr-close",
+            "client",
+        ];
         if let Some(ca) = &ca {
             flags.extend(["--ca", ca.as_str()]);
         }
+        refused(
+            "run",
+            &[
+                "CRR1(100B/1kB)",
+                "--protocol",
+                "h2",
+                "--target",
+                &target,
+                "--duration",
+                "1s",
+            ],
+            "protocol h2 cannot ask the server",
+        );
         let record = run_json("RR4(100B/8kB)+CRR2(100B/1kB)", 200, &flags);
         for c in record["classes"].as_array().unwrap() {
             assert_eq!(c["transactions"], 200, "{listen}: {c}");
@@ -216,7 +238,7 @@ fn h2_against_an_http1_only_nginx_is_refused_before_the_run() {
             "--duration",
             "1s",
         ],
-        "settled ALPN http/1.1 rather than h2",
+        "the server selected none of the protocols ALPN offered (h2)",
     );
 }
 

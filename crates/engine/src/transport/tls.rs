@@ -601,6 +601,15 @@ pub fn probe(
                     verify.error_string()
                 ));
             }
+            let error = mid.error().to_string();
+            if error.contains("no application protocol") {
+                return Err(format!(
+                    "target {named}: the server selected none of the protocols ALPN offered \
+                     ({}): it does not serve that protocol over TLS (TLS alert \
+                     no_application_protocol)",
+                    p.alpn.join(", ")
+                ));
+            }
             Err(format!(
                 "target {named}: the TLS handshake failed ({}): check that it serves TLS on \
                  this port and accepts TLS {} (--tls-version){}",

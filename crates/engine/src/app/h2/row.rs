@@ -25,4 +25,6 @@ impl Protocol for H2 {
     const MAX_REQUEST_BYTES: u64 = INITIAL_WINDOW;
     /// A response within the window the client announces.
     const MAX_RESPONSE_BYTES: u64 = WINDOW;
+    /// A request cannot ask an HTTP/2 server to close its connection.
+    const PLAIN_SERVER_CLOSES: bool = false;
 }
