@@ -249,7 +249,7 @@ fn open_session(
     // A plain HTTP server (an https:// one's certificate), checked once
     // before anything runs.
     control
-        .probe(run.tls.as_ref())
+        .probe(run.tls.as_ref(), &run.connections.amqp)
         .or_else(|e| input(e.to_string()))?;
     let server_process = plain_server(run, host, &mut control);
     let responder_application = broker_application(&mut control);

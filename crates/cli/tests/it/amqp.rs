@@ -127,6 +127,49 @@ fn bad_amqp_settings_are_refused_in_one_line() {
         &nobody,
         "nothing accepts a connection at 127.0.0.1:9",
     );
+    let amqp = ["RR1(1kB/1kB)", "--protocol", "amqp", "--target"];
+    refused(
+        "run",
+        &[&amqp[..], &["amqp://me:pw@127.0.0.1:9"]].concat(),
+        "a password in the target shows in ps",
+    );
+    refused(
+        "run",
+        &[
+            "RR1(1kB/1kB)",
+            "--protocol",
+            "http1",
+            "--target",
+            "http://me@127.0.0.1:9",
+        ],
+        "a user in the target is a SASL login",
+    );
+    refused(
+        "run",
+        &[
+            &amqp[..],
+            &[
+                "amqp://127.0.0.1:9",
+                "--amqp-password-file",
+                "/etc/hostname",
+            ],
+        ]
+        .concat(),
+        "the password is for the target's user",
+    );
+    refused(
+        "run",
+        &[
+            &amqp[..],
+            &[
+                "amqp://me@127.0.0.1:9",
+                "--amqp-password-file",
+                "/nonexistent/pw",
+            ],
+        ]
+        .concat(),
+        "amqp_password_file /nonexistent/pw",
+    );
 }
 
 /// Against a real broker (the `broker` tier: Debian's RabbitMQ with its
@@ -146,7 +189,45 @@ fn amqp_runs_against_a_broker_put_get_and_request_reply() {
     };
     let target = broker.url();
     put_get_through(&target);
+    sasl_plain_through(broker.port());
     request_reply_through(&target, broker.pids());
+}
+
+/// SASL PLAIN with the password from a file (RabbitMQ's `guest` may log in
+/// from loopback); a wrong password is refused in one line before the run.
+fn sasl_plain_through(port: u16) {
+    let dir = std::env::temp_dir().join(format!("stackbench-amqp-pw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (good, bad) = (dir.join("good"), dir.join("bad"));
+    std::fs::write(&good, "guest\n").unwrap();
+    std::fs::write(&bad, "not-the-password\n").unwrap();
+    let target = format!("amqp://guest@127.0.0.1:{port}");
+    let flags = |file: &std::path::Path| {
+        [
+            "--protocol",
+            "amqp",
+            "--amqp-pattern",
+            "put-get",
+            "--target",
+            &target,
+            "--amqp-password-file",
+            file.to_str().unwrap(),
+        ]
+        .map(str::to_string)
+    };
+    let good_flags = flags(&good);
+    let args: Vec<&str> = good_flags.iter().map(String::as_str).collect();
+    let record = run_json("RR1(100B/100B)", 50, &args);
+    assert_eq!(record["classes"][0]["transactions"].as_u64(), Some(50));
+    assert_eq!(record["settings"]["target"], target.as_str());
+    let bad_flags = flags(&bad);
+    let args: Vec<&str> = bad_flags.iter().map(String::as_str).collect();
+    refused(
+        "run",
+        &[&["RR1(100B/100B)"], &args[..]].concat(),
+        "refused the SASL login",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn put_get_through(target: &str) {

@@ -20,7 +20,7 @@ use crate::server_side::ServerSide;
 use crate::token::{self, Proved, Refusal, Token};
 use crate::transport::{Endpoint, Transport};
 use stackbench_model::settings::PlainTarget;
-use stackbench_model::{AppProtocol, TlsParams};
+use stackbench_model::{AmqpParams, AppProtocol, TlsParams};
 
 /// How long to wait for the responder to accept the control connection, and
 /// for any control reply.
@@ -350,10 +350,19 @@ impl ControlClient {
     /// TLS, or no HTTP (a raw responder, an SSH banner), or does not answer
     /// within [`PROBE_TIMEOUT`] is one line naming what was seen; any
     /// status is an answer. Other targets: nothing to check.
-    pub fn probe(&self, tls: Option<&TlsParams>) -> Result<(), EngineError> {
+    pub fn probe(&self, tls: Option<&TlsParams>, amqp: &AmqpParams) -> Result<(), EngineError> {
         let Some(t) = self.plain_target.as_ref() else {
             return Ok(());
         };
+        if let Some(protocol) = self.plain {
+            let named = format!("{}{}", t.scheme, t.address);
+            let probe = crate::app::PlainProbe {
+                addr: self.target,
+                named: &named,
+                amqp,
+            };
+            (crate::app::row(protocol).probe_plain)(&probe).map_err(EngineError::Target)?;
+        }
         if self.plain != Some(AppProtocol::Http1) {
             return Ok(());
         }

@@ -128,6 +128,8 @@ pub struct Application {
     got_open: bool,
     got_begin: bool,
     attached: bool,
+    /// Whether the opening attaches the request link (not for a probe).
+    attach: bool,
 }
 
 impl Application {
@@ -135,6 +137,17 @@ impl Application {
     /// request link attached with its credit granted. Every failure is
     /// one line naming the broker.
     pub fn connect(opts: &Options, name: &str) -> Result<Application, Fault> {
+        Self::open(opts, name, true)
+    }
+
+    /// Opens a connection (SASL, open, begin) and closes it: what a run
+    /// checks before it starts. Attaches no link (a request link with
+    /// credit would take requests from the queue).
+    pub fn probe(opts: &Options) -> Result<(), Fault> {
+        Self::open(opts, "probe", false).map(drop)
+    }
+
+    fn open(opts: &Options, name: &str, attach: bool) -> Result<Application, Fault> {
         let named = |what: String| Fault(format!("broker {}: {what}", opts.broker));
         let addr = opts
             .broker
@@ -164,12 +177,14 @@ impl Application {
             got_open: false,
             got_begin: false,
             attached: false,
+            attach: true,
         };
         app.out.extend_from_slice(&frames::SASL_HEADER);
         app.flush().map_err(|f| named(f.0))?;
         let deadline = Instant::now() + OPEN_WITHIN;
         let stop = AtomicBool::new(false);
-        while !app.attached {
+        app.attach = attach;
+        while !app.opened() {
             if Instant::now() > deadline {
                 return Err(named(format!(
                     "no AMQP 1.0 opening within {} s: is it an AMQP 1.0 broker?",
@@ -181,6 +196,16 @@ impl Application {
             app.flush().map_err(|f| named(f.0))?;
         }
         Ok(app)
+    }
+
+    /// Whether the opening is over: the request link attached (a probe:
+    /// the session begun).
+    fn opened(&self) -> bool {
+        if self.attach {
+            self.attached
+        } else {
+            self.got_open && self.got_begin
+        }
     }
 
     /// Serves requests until `stop` is set or the broker ends the
@@ -356,6 +381,9 @@ impl Application {
             properties: None,
         };
         frames::push(&mut self.out, frames::TYPE_AMQP, 0, &begin)?;
+        if !self.attach {
+            return Ok(());
+        }
         let attach = Attach {
             name: format!("stackbench-responder-{name}-get"),
             handle: Handle(REQUESTS),
