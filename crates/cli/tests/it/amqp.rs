@@ -290,11 +290,11 @@ fn request_reply_through(target: &str, broker_pids: Vec<u32>) {
     let first = lines.next().unwrap().unwrap();
     assert!(first.starts_with("responding: 2 connections"), "{first}");
     let flags = [&["--protocol", "amqp", "--target", target], &queue[..]].concat();
-    let record = run_json("RR3(1kB/2kB)", 300, &flags);
+    let record = run_json("RR3(1kB/2kB)", 2000, &flags);
     let c = &record["classes"][0];
     assert_eq!(
         (c["transactions"].as_u64(), c["errors"].as_u64()),
-        (Some(300), Some(0)),
+        (Some(2000), Some(0)),
         "{c}"
     );
     // Three sides: the driver, the responder application, the broker.
@@ -315,9 +315,16 @@ fn request_reply_through(target: &str, broker_pids: Vec<u32>) {
         found.iter().all(|p| broker_pids.contains(&(*p as u32))),
         "{server}"
     );
-    for side in ["client", "server", "application"] {
-        let us = c["cpu"][side]["process"]["cpu_us_per_tran"].as_f64();
-        assert!(us.is_some_and(|us| us > 0.0), "{side}: {}", c["cpu"]);
+    // Process CPU in clock ticks (10 ms): the driver's share of a short
+    // window may round to none; the broker and the responder do work.
+    let process = |side: &str| c["cpu"][side]["process_cpu_us_per_tran"].as_f64();
+    assert!(process("client").is_some(), "{}", c["cpu"]);
+    for side in ["server", "application"] {
+        assert!(
+            process(side).is_some_and(|us| us > 0.0),
+            "{side}: {}",
+            c["cpu"]
+        );
     }
 
     // Persistent: durable messages, each put accepted; the broker's
@@ -346,7 +353,7 @@ fn request_reply_through(target: &str, broker_pids: Vec<u32>) {
         .split_once("requests=")
         .and_then(|(_, r)| r.split(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("{counts}"));
-    assert!(requests >= 400, "{counts}");
+    assert!(requests >= 2100, "{counts}");
 
     // No responder: a bounded wait, an incomplete run that says why.
     let out = stackbench()
@@ -355,9 +362,15 @@ fn request_reply_through(target: &str, broker_pids: Vec<u32>) {
         .args(&flags)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
-    assert!(err.contains("no response answered a request"), "{err}");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains("no response answered a request"), "{said}");
+    // The record says why the third side is absent.
+    assert!(said.contains("responder application not measured"), "{said}");
 }
 
 #[test]

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use fe2o3_amqp_types::definitions::{Handle, ReceiverSettleMode, Role, SenderSettleMode};
 use fe2o3_amqp_types::messaging::{
     Accepted, ApplicationProperties, DeliveryState, Header, MessageId, Properties, Source, Target,
-    TargetArchetype,
+    TargetArchetype, TerminusDurability,
 };
 use fe2o3_amqp_types::performatives::{
     Attach, Begin, ChannelMax, Disposition, Flow, MaxFrameSize, Open, Performative, Transfer,
@@ -390,8 +390,10 @@ impl Application {
             role: Role::Receiver,
             snd_settle_mode: SenderSettleMode::Mixed,
             rcv_settle_mode: ReceiverSettleMode::First,
+            // Durable, as the requesters declare it (docs/transports.md).
             source: Some(Box::new(Source {
                 address: Some(self.opts.request_queue()),
+                durable: TerminusDurability::Configuration,
                 ..Source::default()
             })),
             target: Some(Box::new(TargetArchetype::Target(Target::default()))),
@@ -563,6 +565,7 @@ impl Application {
             source: Some(Box::new(Source::default())),
             target: Some(Box::new(TargetArchetype::Target(Target {
                 address: Some(address.to_string()),
+                durable: TerminusDurability::Configuration,
                 ..Target::default()
             }))),
             unsettled: None,
