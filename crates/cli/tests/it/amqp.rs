@@ -370,7 +370,10 @@ fn request_reply_through(target: &str, broker_pids: Vec<u32>) {
     assert_eq!(out.status.code(), Some(3), "{said}");
     assert!(said.contains("no response answered a request"), "{said}");
     // The record says why the third side is absent.
-    assert!(said.contains("responder application not measured"), "{said}");
+    assert!(
+        said.contains("responder application not measured"),
+        "{said}"
+    );
 }
 
 #[test]
