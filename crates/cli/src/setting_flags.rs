@@ -324,6 +324,7 @@ mod tests {
         ("launcher", "pbs"),
         ("agent_listen", " "),
         ("token_file", " "),
+        ("amqp_password_file", " "),
         ("metrics_listen", " "),
         ("link_rps_cpus", "1-0"),
         ("link_rps_cpus", "x"),

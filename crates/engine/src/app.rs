@@ -597,6 +597,20 @@ pub trait Protocol: 'static {
     /// from applications that are its clients too, measured as a third side
     /// (the processes connected to it other than the driver).
     const PLAIN_SERVER_IS_BROKER: bool = false;
+    /// Checks a plain server of the protocol before anything runs (one
+    /// line, naming what was seen, when it does not speak the protocol or
+    /// refuses the login); `Ok` when there is nothing to check.
+    fn probe_plain(_target: &PlainProbe<'_>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What a row's probe of a plain server gets: its address, its target as
+/// written, and the run's protocol settings.
+pub struct PlainProbe<'a> {
+    pub addr: std::net::SocketAddr,
+    pub named: &'a str,
+    pub amqp: &'a AmqpParams,
 }
 
 /// A connection a probe talks over (clear or TLS).
@@ -659,7 +673,37 @@ pub struct Row {
     /// [`Protocol::PLAIN_SERVER_CLOSES`], [`Protocol::PLAIN_SERVER_IS_BROKER`].
     pub plain_server_closes: bool,
     pub plain_server_is_broker: bool,
+    /// [`Protocol::probe_plain`].
+    pub probe_plain: fn(&PlainProbe<'_>) -> Result<(), String>,
 }
+
+/// Rows are equal when what they say is (the probe is a function of the
+/// protocol, and function pointers do not compare reliably).
+impl PartialEq for Row {
+    fn eq(&self, other: &Row) -> bool {
+        (
+            self.protocol,
+            self.framed,
+            self.setup,
+            self.transports,
+            self.response_name,
+            self.setup_name,
+            self.plain_server_closes,
+            self.plain_server_is_broker,
+        ) == (
+            other.protocol,
+            other.framed,
+            other.setup,
+            other.transports,
+            other.response_name,
+            other.setup_name,
+            other.plain_server_closes,
+            other.plain_server_is_broker,
+        )
+    }
+}
+
+impl Eq for Row {}
 
 impl Row {
     /// The row of protocol `P`.
@@ -677,6 +721,7 @@ impl Row {
             max_bytes: (P::MAX_REQUEST_BYTES, P::MAX_RESPONSE_BYTES),
             plain_server_closes: P::PLAIN_SERVER_CLOSES,
             plain_server_is_broker: P::PLAIN_SERVER_IS_BROKER,
+            probe_plain: P::probe_plain,
         }
     }
 

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use stackbench_model::study::{load_study, parse_study};
-use stackbench_model::CrrClose;
+use stackbench_model::{AppProtocol, CrrClose};
 
 fn example(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -415,4 +415,26 @@ fn tls_stack_example_runs_every_tls_placement_in_one_guest_kernel() {
     assert_eq!(mode("tls-inline"), "inline");
     assert_eq!(mode("tls-ktls"), "ktls");
     assert_eq!(mode("tls-proxy"), "sidecar");
+}
+
+#[test]
+fn mq_examples_plan_their_variants_over_the_amqp_settings() {
+    let s = load_study(&example("mq-persistence.toml")).unwrap();
+    let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["non-persistent", "persistent"]);
+    // 2 workloads × 5 client counts × 2 variants × 3 repetitions.
+    let plan = s.plan(&[], "f").unwrap();
+    assert_eq!(plan.len(), 60);
+    assert!(plan.iter().all(|p| p.settings.protocol == AppProtocol::Amqp
+        && p.settings.target.as_ref().map(|t| t.0.as_str()) == Some("amqp://127.0.0.1:5672")));
+    assert_eq!(
+        plan.iter().filter(|p| p.settings.amqp_persistent).count(),
+        30
+    );
+
+    let s = load_study(&example("mq-channel-options.toml")).unwrap();
+    let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["clear", "tls", "tls-rekey-1MB"]);
+    // 2 workloads × 2 bodies × 3 variants × 3 repetitions.
+    assert_eq!(s.plan(&[], "f").unwrap().len(), 36);
 }

@@ -380,7 +380,7 @@ pub fn resolve(
         connections: Connections {
             transport: s.transport,
             protocol: s.protocol,
-            amqp: s.amqp_params(),
+            amqp: amqp_params(&s)?,
             http_error_share_pct: s.http_error_share.0,
             tn3270,
             io: s.io,
@@ -607,6 +607,23 @@ fn check_pacing(s: &RunSettings, workloads: &[Workload]) -> Result<(), RunError>
         );
     }
     Ok(())
+}
+
+/// Protocol amqp's parameters, with the password of the target's user read
+/// from `amqp_password_file` (its first line; the settings keep the path).
+fn amqp_params(s: &RunSettings) -> Result<AmqpParams, RunError> {
+    let mut params = s.amqp_params();
+    if let Some(file) = &s.amqp_password_file {
+        let text = std::fs::read_to_string(&file.0).or_else(|e| {
+            input(format!(
+                "amqp_password_file {}: {e}: give a readable file whose first line is the \
+                 password",
+                file.0
+            ))
+        })?;
+        params.password = Some(text.lines().next().unwrap_or("").to_string());
+    }
+    Ok(params)
 }
 
 /// CRR against a plain server that does not close after a reply (a

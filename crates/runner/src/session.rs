@@ -252,7 +252,7 @@ fn open_session(
     // A plain server (an https:// one's certificate), checked once before
     // anything runs, as the protocol's row checks one.
     control
-        .probe(run.connections.protocol, run.tls.as_ref())
+        .probe(run.connections.protocol, run.tls.as_ref(), &run.connections.amqp)
         .or_else(|e| input(e.to_string()))?;
     let server_process = plain_server(run, host, &mut control);
     let responder_application = broker_application(&mut control);

@@ -20,7 +20,7 @@ use crate::server_side::ServerSide;
 use crate::token::{self, Proved, Refusal, Token};
 use crate::transport::{Endpoint, Transport};
 use stackbench_model::settings::PlainTarget;
-use stackbench_model::{AppProtocol, TlsParams};
+use stackbench_model::{AmqpParams, AppProtocol, TlsParams};
 
 /// How long to wait for the responder to accept the control connection, and
 /// for any control reply.
@@ -302,23 +302,38 @@ impl ControlClient {
     }
 
     /// A plain server, before anything runs, as the run's protocol's row
-    /// checks one (its `PROBE`: HTTP/1.1's GET, HTTP/2's preface and
-    /// GET): one connection (over TLS for https://, with the run's
-    /// parameters and its row's ALPN, so that a certificate that does not
-    /// verify is refused here) and one request for the target's path,
-    /// whose answer must begin as the protocol does. A server that speaks
-    /// no TLS, or not the protocol (a raw responder, an SSH banner, an
-    /// HTTP/1.1-only server asked for h2), or does not answer within
-    /// [`PROBE_TIMEOUT`] is one line naming what was seen; any status is
-    /// an answer. Other targets, and rows without a probe: nothing to check.
-    pub fn probe(&self, protocol: AppProtocol, tls: Option<&TlsParams>) -> Result<(), EngineError> {
+    /// checks one: first its `probe_plain` (AMQP's whole opening, so that
+    /// an unreachable broker or a refused login is refused here), then its
+    /// `PROBE` (HTTP/1.1's GET, HTTP/2's preface and GET): one connection
+    /// (over TLS for https://, with the run's parameters and its row's
+    /// ALPN, so that a certificate that does not verify is refused here)
+    /// and one request for the target's path, whose answer must begin as
+    /// the protocol does. A server that speaks no TLS, or not the protocol
+    /// (a raw responder, an SSH banner, an HTTP/1.1-only server asked for
+    /// h2), or does not answer within [`PROBE_TIMEOUT`] is one line naming
+    /// what was seen; any status is an answer. Other targets, and rows
+    /// without a probe: nothing to check.
+    pub fn probe(
+        &self,
+        protocol: AppProtocol,
+        tls: Option<&TlsParams>,
+        amqp: &AmqpParams,
+    ) -> Result<(), EngineError> {
         let Some(t) = self.plain_target.as_ref() else {
             return Ok(());
         };
-        let Some(check) = crate::app::row(protocol).probe else {
+        let row = crate::app::row(protocol);
+        let named = format!("{}{}", t.scheme, t.address);
+        let plain = crate::app::PlainProbe {
+            addr: self.target,
+            named: &named,
+            amqp,
+        };
+        (row.probe_plain)(&plain).map_err(EngineError::Target)?;
+        let Some(check) = row.probe else {
             return Ok(());
         };
-        let named = format!("{}{}", t.scheme, t.address);
+        
         let mut target = crate::app::ProbeTarget {
             authority: &t.address,
             path: t.path.as_deref().unwrap_or("/"),

@@ -156,6 +156,9 @@ pub struct PlainTarget<'a> {
     pub host: &'a str,
     /// The path, from its `/` (`None`: no path given).
     pub path: Option<&'a str>,
+    /// The user before `@` (`amqp://USER@HOST:PORT`: a SASL PLAIN login),
+    /// with anything after a `:` in it (a password, which settings refuse).
+    pub user: Option<&'a str>,
 }
 
 impl<'a> PlainTarget<'a> {
@@ -171,6 +174,10 @@ impl<'a> PlainTarget<'a> {
             Some(i) => (&rest[..i], Some(&rest[i..])),
             None => (rest, None),
         };
+        let (user, address) = match address.rsplit_once('@') {
+            Some((user, address)) => (Some(user), address),
+            None => (None, address),
+        };
         let host = match address.rsplit_once(':') {
             Some((h, port)) if !port.contains(']') => h,
             _ => address,
@@ -184,6 +191,7 @@ impl<'a> PlainTarget<'a> {
             address,
             host,
             path,
+            user,
         })
     }
 }

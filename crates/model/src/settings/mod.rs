@@ -279,6 +279,8 @@ run_settings! {
     amqp_queues: AmqpQueues = AmqpQueues::Shared, json "amqp_queues";
     /// Protocol amqp: prefix QUEUE of the queue names (letters, digits and . _ - / :).
     amqp_queue: QueueName = QueueName::default(), json "amqp_queue";
+    /// Protocol amqp against a broker: file whose first line is the SASL PLAIN password of the target's user (amqp://USER@HOST:PORT); the record stores the file's path, never the password, and a password in the target is refused (it would show in ps) [default: no password].
+    amqp_password_file: Option<Text> = None, json "amqp_password_file";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
     /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
@@ -395,7 +397,13 @@ impl RunSettings {
             body: self.amqp_body,
             queues: self.amqp_queues,
             queue: self.amqp_queue.0.clone(),
-            user: None,
+            user: self
+                .target
+                .as_ref()
+                .and_then(|t| PlainTarget::parse(&t.0))
+                .and_then(|t| t.user)
+                .map(str::to_string),
+            // Read from amqp_password_file when the run is resolved.
             password: None,
         }
     }
@@ -509,6 +517,15 @@ impl RunSettings {
                     .into(),
             });
         }
+        if self.amqp_password_file.is_some() && plain.is_none_or(|t| t.user.is_none()) {
+            return Err(SettingError {
+                name: "amqp_password_file".into(),
+                value: self.text_of("amqp_password_file").unwrap_or_default(),
+                message: "the password is for the target's user: give --target \
+                          amqp://USER@HOST:PORT, or drop amqp_password_file"
+                    .into(),
+            });
+        }
         if self.waitall && self.protocol.framed() {
             return Err(SettingError {
                 name: "waitall".into(),
@@ -599,6 +616,21 @@ impl RunSettings {
         };
         let p = t.protocol;
         let scheme = t.scheme;
+        if let Some(user) = t.user {
+            if p != AppProtocol::Amqp {
+                return refuse(format!(
+                    "a user in the target is a SASL login (amqp:// targets): drop '{user}@'"
+                ));
+            }
+            if let Some((name, _)) = user.split_once(':') {
+                return refuse(format!(
+                    "a password in the target shows in ps to every user of this host and is \
+                     stored with the result: give {scheme}{name}@{} and the password in \
+                     amqp_password_file FILE",
+                    t.address
+                ));
+            }
+        }
         let article = if scheme.starts_with(['h', 'a', 'f']) {
             "an"
         } else {

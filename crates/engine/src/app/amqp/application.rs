@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use fe2o3_amqp_types::definitions::{Handle, ReceiverSettleMode, Role, SenderSettleMode};
 use fe2o3_amqp_types::messaging::{
     Accepted, ApplicationProperties, DeliveryState, Header, MessageId, Properties, Source, Target,
-    TargetArchetype,
+    TargetArchetype, TerminusDurability,
 };
 use fe2o3_amqp_types::performatives::{
     Attach, Begin, ChannelMax, Disposition, Flow, MaxFrameSize, Open, Performative, Transfer,
@@ -128,6 +128,8 @@ pub struct Application {
     got_open: bool,
     got_begin: bool,
     attached: bool,
+    /// Whether the opening attaches the request link (not for a probe).
+    attach: bool,
 }
 
 impl Application {
@@ -135,6 +137,17 @@ impl Application {
     /// request link attached with its credit granted. Every failure is
     /// one line naming the broker.
     pub fn connect(opts: &Options, name: &str) -> Result<Application, Fault> {
+        Self::open(opts, name, true)
+    }
+
+    /// Opens a connection (SASL, open, begin) and closes it: what a run
+    /// checks before it starts. Attaches no link (a request link with
+    /// credit would take requests from the queue).
+    pub fn probe(opts: &Options) -> Result<(), Fault> {
+        Self::open(opts, "probe", false).map(drop)
+    }
+
+    fn open(opts: &Options, name: &str, attach: bool) -> Result<Application, Fault> {
         let named = |what: String| Fault(format!("broker {}: {what}", opts.broker));
         let addr = opts
             .broker
@@ -164,12 +177,14 @@ impl Application {
             got_open: false,
             got_begin: false,
             attached: false,
+            attach: true,
         };
         app.out.extend_from_slice(&frames::SASL_HEADER);
         app.flush().map_err(|f| named(f.0))?;
         let deadline = Instant::now() + OPEN_WITHIN;
         let stop = AtomicBool::new(false);
-        while !app.attached {
+        app.attach = attach;
+        while !app.opened() {
             if Instant::now() > deadline {
                 return Err(named(format!(
                     "no AMQP 1.0 opening within {} s: is it an AMQP 1.0 broker?",
@@ -181,6 +196,16 @@ impl Application {
             app.flush().map_err(|f| named(f.0))?;
         }
         Ok(app)
+    }
+
+    /// Whether the opening is over: the request link attached (a probe:
+    /// the session begun).
+    fn opened(&self) -> bool {
+        if self.attach {
+            self.attached
+        } else {
+            self.got_open && self.got_begin
+        }
     }
 
     /// Serves requests until `stop` is set or the broker ends the
@@ -356,14 +381,19 @@ impl Application {
             properties: None,
         };
         frames::push(&mut self.out, frames::TYPE_AMQP, 0, &begin)?;
+        if !self.attach {
+            return Ok(());
+        }
         let attach = Attach {
             name: format!("stackbench-responder-{name}-get"),
             handle: Handle(REQUESTS),
             role: Role::Receiver,
             snd_settle_mode: SenderSettleMode::Mixed,
             rcv_settle_mode: ReceiverSettleMode::First,
+            // Durable, as the requesters declare it (docs/transports.md).
             source: Some(Box::new(Source {
                 address: Some(self.opts.request_queue()),
+                durable: TerminusDurability::Configuration,
                 ..Source::default()
             })),
             target: Some(Box::new(TargetArchetype::Target(Target::default()))),
@@ -535,6 +565,7 @@ impl Application {
             source: Some(Box::new(Source::default())),
             target: Some(Box::new(TargetArchetype::Target(Target {
                 address: Some(address.to_string()),
+                durable: TerminusDurability::Configuration,
                 ..Target::default()
             }))),
             unsettled: None,

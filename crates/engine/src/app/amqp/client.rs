@@ -3,7 +3,7 @@
 
 use fe2o3_amqp_types::definitions::{Handle, ReceiverSettleMode, Role, SenderSettleMode};
 use fe2o3_amqp_types::messaging::{
-    Accepted, DeliveryState, MessageId, Properties, Source, Target, TargetArchetype,
+    DeliveryState, MessageId, Properties, Source, Target, TargetArchetype, TerminusDurability,
 };
 use fe2o3_amqp_types::performatives::{
     Attach, Begin, ChannelMax, Disposition, Flow, MaxFrameSize, Open, Performative,
@@ -345,12 +345,17 @@ impl Client {
                 role,
                 snd_settle_mode: settle.clone(),
                 rcv_settle_mode: ReceiverSettleMode::First,
+                // Durable termini: a broker that declares the queues
+                // (RabbitMQ's `/queue/NAME`) declares them durable, as MQ's
+                // queues are defined, whatever the messages' persistence.
                 source: Some(Box::new(Source {
                     address: (!sender).then(|| address.clone()),
+                    durable: TerminusDurability::Configuration,
                     ..Source::default()
                 })),
                 target: Some(Box::new(TargetArchetype::Target(Target {
                     address: sender.then_some(address),
+                    durable: TerminusDurability::Configuration,
                     ..Target::default()
                 }))),
                 unsettled: None,
