@@ -50,12 +50,67 @@ use crate::transport::Endpoint;
 /// carry the responder's count of refused control connections
 /// (`refused_peers`). Version 7: a tn3270 test may ask for the demo
 /// application (`tn3270.app`), which a version-6 responder would ignore,
-/// answering a script's screens with sized echo records.
+/// answering a script's screens with sized echo records; the hello says
+/// the responder's `bounds`, what `serve --max-…` lets any driver ask, so
+/// a driver asking beyond them is refused before the run (the responder
+/// enforces them whether a driver reads them or not).
 pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Longest control line accepted; a longer one is a protocol error, not an
 /// allocation of whatever size the peer chooses.
 const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// What a responder lets any driver ask (`serve --max-…`), advertised in its
+/// hello: a driver refuses a workload beyond them in one line before
+/// anything starts ([`Bounds::refusal`]), rather than at the test's `start`,
+/// where the responder refuses it in the same words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bounds {
+    /// Tests one control connection may hold open at once.
+    pub tests_per_session: u32,
+    /// Connections one test may announce.
+    pub clients_per_test: u32,
+    /// Bytes of one request or one response.
+    pub message_bytes: u64,
+    /// How long one control connection may last, seconds.
+    pub session_s: u64,
+}
+
+impl Bounds {
+    /// Why a test asking for `clients` connections and messages of up to
+    /// `message_bytes`, with `open_tests` already open on its control
+    /// connection, is beyond these bounds (`None`: it is not), naming the
+    /// bound and the `serve` flag that raises it.
+    pub fn refusal(&self, open_tests: usize, clients: u32, message_bytes: u64) -> Option<String> {
+        let over = |what: String, limit: String, flag: &str| {
+            Some(format!(
+                "{what} exceeds this responder's limit of {limit} (serve {flag}): \
+                 ask less, or have its operator raise the limit"
+            ))
+        };
+        if open_tests >= self.tests_per_session as usize {
+            over(
+                format!("a test beyond the {open_tests} this control connection holds"),
+                format!("{} tests", self.tests_per_session),
+                "--max-tests",
+            )
+        } else if clients > self.clients_per_test {
+            over(
+                format!("{clients} connections"),
+                format!("{} per test", self.clients_per_test),
+                "--max-clients",
+            )
+        } else if message_bytes > self.message_bytes {
+            over(
+                format!("a message of {message_bytes} bytes"),
+                format!("{} bytes", self.message_bytes),
+                "--max-message-bytes",
+            )
+        } else {
+            None
+        }
+    }
+}
 
 /// What one test asks of the responder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,6 +196,10 @@ pub enum Reply {
         /// (no token, another token, beyond its session limit).
         #[serde(default)]
         refused_peers: u64,
+        /// What this responder lets any driver ask (`None`: a responder
+        /// older than the field, which refuses at `start`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bounds: Option<Bounds>,
     },
     Ready {
         test_id: u64,
@@ -217,6 +276,51 @@ pub fn recv<T: for<'de> Deserialize<'de>>(input: &mut impl BufRead) -> io::Resul
 mod tests {
     use super::*;
     use std::io::BufReader;
+
+    #[test]
+    fn a_hello_names_the_bounds_and_an_older_one_reads_without_them() {
+        let bounds = Bounds {
+            tests_per_session: 2,
+            clients_per_test: 4,
+            message_bytes: 1000,
+            session_s: 60,
+        };
+        let hello = Reply::Hello {
+            version: PROTOCOL_VERSION,
+            software: "stackbench".into(),
+            threads: 1,
+            cpus: vec![],
+            refused_peers: 0,
+            bounds: Some(bounds),
+        };
+        let mut buf = Vec::new();
+        send(&mut buf, &hello).unwrap();
+        let back: Reply = recv(&mut BufReader::new(&buf[..])).unwrap().unwrap();
+        assert_eq!(back, hello);
+        // A responder of this protocol version before the field.
+        let older = br#"{"type":"hello","version":6,"software":"s","threads":1,"cpus":[]}
+"#;
+        let back: Reply = recv(&mut BufReader::new(&older[..])).unwrap().unwrap();
+        assert!(
+            matches!(back, Reply::Hello { bounds: None, .. }),
+            "{back:?}"
+        );
+        // Each bound in the responder's words, the first one exceeded.
+        assert_eq!(bounds.refusal(1, 4, 1000), None);
+        assert_eq!(
+            bounds.refusal(2, 5, 1001).unwrap(),
+            "a test beyond the 2 this control connection holds exceeds this responder's limit \
+             of 2 tests (serve --max-tests): ask less, or have its operator raise the limit"
+        );
+        assert!(bounds
+            .refusal(0, 5, 1001)
+            .unwrap()
+            .starts_with("5 connections exceeds"));
+        assert!(bounds
+            .refusal(0, 4, 1001)
+            .unwrap()
+            .contains("(serve --max-message-bytes)"));
+    }
 
     #[test]
     fn messages_round_trip_as_lines() {

@@ -84,6 +84,12 @@ fn control() -> Vec<Seed> {
             threads: 4,
             cpus: vec![0, 1],
             refused_peers: 0,
+            bounds: Some(stackbench_engine::control::Bounds {
+                tests_per_session: 64,
+                clients_per_test: 100_000,
+                message_bytes: 1 << 36,
+                session_s: 86_400,
+            }),
         },
         Reply::Error {
             message: "the responder refused: a message of 2048 bytes exceeds this \

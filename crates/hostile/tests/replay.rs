@@ -10,7 +10,10 @@
 //!
 //! `STACKBENCH_BLESS=1` rewrites the seeds (`seed-*` files) from
 //! `stackbench_hostile::seeds`; `STACKBENCH_FUZZ_CASES=N` changes the
-//! number of mutations per target (default 2,000).
+//! number of mutations per target (default 2,000), and
+//! `STACKBENCH_FUZZ_SECONDS=S` stops each target's mutations after S s
+//! (a long run without libFuzzer: with `--nocapture` each target says how
+//! many it ran).
 
 use std::path::{Path, PathBuf};
 
@@ -138,12 +141,27 @@ fn replay(name: &str) {
     let mut rng = Rng(name.bytes().fold(0x9E37_79B9_7F4A_7C15, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3)
     }));
+    let budget = std::env::var("STACKBENCH_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .map(std::time::Duration::from_secs_f64);
+    let started = std::time::Instant::now();
+    let mut ran = 0;
     for case in 0..cases() {
+        if budget.is_some_and(|b| started.elapsed() > b) {
+            break;
+        }
+        ran += 1;
         let input = &inputs[rng.below(inputs.len())].1;
         let other = &inputs[rng.below(inputs.len())].1;
         let mutated = mutate(&mut rng, input, other);
         run_one(target, &format!("mutation {case}"), &mutated);
     }
+    println!(
+        "{name}: {} corpus inputs, {ran} mutations in {:.1} s",
+        inputs.len(),
+        started.elapsed().as_secs_f64()
+    );
 }
 
 macro_rules! targets {

@@ -149,6 +149,7 @@ impl<'a> Runner<'a> {
             self.open = Some(opened);
         }
         let session = self.open.as_mut().expect("opened above");
+        within_bounds(run, host, &session.control, &session.target)?;
         let mut record = new_record(run, &session.control, &session.target, session.spawned);
         let obs = &mut *self.observer;
         if let Some(w) = quality::transport_options(&mut record.settings) {
@@ -254,6 +255,9 @@ fn open_session(
     control
         .probe(run.connections.protocol, run.tls.as_ref(), &run.connections.amqp)
         .or_else(|e| input(e.to_string()))?;
+    // Before the idle baseline and the run's warnings (and again for
+    // each run that reuses the session: `Runner::execute`).
+    within_bounds(run, host, &control, &target)?;
     let server_process = plain_server(run, host, &mut control);
     let responder_application = broker_application(&mut control);
     match &responder_application {
@@ -372,6 +376,48 @@ fn open_session(
         driver_background_pct: checks.driver_background_pct,
         server_process,
         responder_application,
+    })
+}
+
+/// What the responder lets any driver ask, as its hello said: a run beyond
+/// it is refused in one line before it starts (exit 2), rather than by the
+/// responder when the run's tests start (exit 3, mid-run).
+fn within_bounds(
+    run: &ResolvedRun,
+    host: &HostRun,
+    control: &ControlClient,
+    target: &str,
+) -> Result<(), RunError> {
+    match control
+        .bounds()
+        .and_then(|b| beyond_bounds(&run.workloads, host, b))
+    {
+        Some(why) => input(format!("responder {target} refuses this run: {why}")),
+        None => Ok(()),
+    }
+}
+
+/// Why one of `workloads` (every one a run or a sweep measures) asks more
+/// of a responder than `bounds` allow, as the responder would say it when
+/// the workload's tests start (`None`: none does). Each driver process
+/// holds a control connection with one test per class; over agents each
+/// agent holds its own, with its share of each class's clients (the
+/// largest share: the count divided by the agents, rounded up).
+fn beyond_bounds(
+    workloads: &[Workload],
+    host: &HostRun,
+    bounds: stackbench_engine::control::Bounds,
+) -> Option<String> {
+    let processes = host.agents.as_ref().map_or(1, |a| a.count.get());
+    workloads.iter().find_map(|w| {
+        w.classes
+            .iter()
+            .enumerate()
+            .find_map(|(open_tests, class)| {
+                let clients = class.clients.div_ceil(processes);
+                let bytes = class.request_bytes.max(class.response_bytes);
+                bounds.refusal(open_tests, clients, bytes)
+            })
     })
 }
 

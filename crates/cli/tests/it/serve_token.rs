@@ -156,11 +156,12 @@ fn a_driver_without_the_serves_token_is_refused_and_counted() {
 }
 
 #[test]
-fn a_driver_asking_beyond_the_responders_bounds_is_refused_on_both_sides() {
+fn a_driver_asking_beyond_the_responders_bounds_is_refused_before_the_run_starts() {
     let (responder, line) = serve(&["--max-message-bytes", "1000"]);
     let addr = addr_of(&line);
-    // The driver learns the bound when the responder refuses the test: the
-    // run ends at once with nothing measured (exit 3), saying why in one line.
+    // The responder's hello names its bounds: the driver refuses a run
+    // beyond them in one line, exit 2, before it starts (nothing measured,
+    // no test started on the responder).
     let out = stackbench()
         .args([
             "run",
@@ -173,20 +174,21 @@ fn a_driver_asking_beyond_the_responders_bounds_is_refused_on_both_sides() {
         .args(["--no-store", "--json"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    let v = json_of(&out);
-    let why = v["incomplete_reason"].as_str().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
     assert_eq!(
-        why,
-        "the responder refused: a message of 2048 bytes exceeds this responder's limit of \
-         1000 bytes (serve --max-message-bytes): ask less, or have its operator raise the limit"
-    );
-    let err = stop(responder);
-    assert!(
-        err.lines()
-            .any(|l| l.starts_with("stackbench serve: refused a test: a message of 2048 bytes")),
+        lines,
+        [format!(
+            "stackbench: error: responder {addr} refuses this run: a message of 2048 bytes exceeds \
+             this responder's limit of 1000 bytes (serve --max-message-bytes): ask less, or \
+             have its operator raise the limit"
+        )],
         "{err}"
     );
+    let err = stop(responder);
+    assert!(!err.contains("refused a test"), "{err}");
     refused(
         "serve",
         &["--max-clients", "0"],

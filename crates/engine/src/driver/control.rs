@@ -14,7 +14,7 @@ use std::io::{BufReader, BufWriter, ErrorKind};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::control::{self, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
+use crate::control::{self, Bounds, Reply, Request, ServerTestStats, TestSpec, PROTOCOL_VERSION};
 use crate::error::EngineError;
 use crate::server_side::ServerSide;
 use crate::token::{self, Proved, Refusal, Token};
@@ -51,6 +51,9 @@ pub struct ControlClient {
     /// The responder's count of refused control connections, as its latest
     /// hello or sample reply gave it (`None`: a plain server).
     refused_peers: Option<u64>,
+    /// What the responder lets any driver ask, as its hello said (`None`:
+    /// a plain server, or a responder too old to say).
+    bounds: Option<Bounds>,
 }
 
 /// What a plain server's target says beyond its address.
@@ -132,6 +135,7 @@ impl ControlClient {
             server: None,
             application: None,
             refused_peers: None,
+            bounds: None,
         };
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
@@ -149,11 +153,13 @@ impl ControlClient {
                 threads,
                 cpus,
                 refused_peers,
+                bounds,
                 ..
             } if version == PROTOCOL_VERSION => {
                 client.server_threads = threads;
                 client.server_cpus = cpus;
                 client.refused_peers = Some(refused_peers);
+                client.bounds = bounds;
                 Ok(client)
             }
             Reply::Hello { version, .. } => Err(version_mismatch(version)),
@@ -232,6 +238,12 @@ impl ControlClient {
         self.refused_peers
     }
 
+    /// What the responder lets any driver ask, as its hello said (`None`:
+    /// a plain server, or a responder too old to say).
+    pub fn bounds(&self) -> Option<Bounds> {
+        self.bounds
+    }
+
     /// A plain server at `HOST:PORT`: one connection is opened and closed
     /// to check it listens, so a wrong address fails here in one line.
     fn plain(parts: PlainParts, protocol: AppProtocol) -> Result<ControlClient, EngineError> {
@@ -266,6 +278,7 @@ impl ControlClient {
             server: None,
             application: None,
             refused_peers: None,
+            bounds: None,
         })
     }
 

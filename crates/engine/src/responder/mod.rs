@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::control::{
-    self, Reply, Request, ServerTestStats, TestSpec, TestThreads, PROTOCOL_VERSION,
+    self, Bounds, Reply, Request, ServerTestStats, TestSpec, TestThreads, PROTOCOL_VERSION,
 };
 use crate::limits::{self, FdReservation};
 use crate::lock::lock;
@@ -114,32 +114,10 @@ impl ResponderLimits {
     /// Why `start` asks for more than these limits allow (`None`: it does
     /// not), naming the limit and the `serve` flag that raises it.
     fn refusal(&self, start: &StartRequest, open_tests: usize) -> Option<String> {
-        let over = |what: String, limit: String, flag: &str| {
-            Some(format!(
-                "{what} exceeds this responder's limit of {limit} (serve {flag}): \
-                 ask less, or have its operator raise the limit"
-            ))
-        };
         let spec = &start.spec;
         let bytes = spec.request_bytes.max(spec.response_bytes);
-        if open_tests >= self.tests_per_session as usize {
-            over(
-                format!("a test beyond the {open_tests} this control connection holds"),
-                format!("{} tests", self.tests_per_session),
-                "--max-tests",
-            )
-        } else if start.clients > self.clients_per_test {
-            over(
-                format!("{} connections", start.clients),
-                format!("{} per test", self.clients_per_test),
-                "--max-clients",
-            )
-        } else if bytes > self.message_bytes {
-            over(
-                format!("a message of {bytes} bytes"),
-                format!("{} bytes", self.message_bytes),
-                "--max-message-bytes",
-            )
+        if let Some(why) = self.bounds().refusal(open_tests, start.clients, bytes) {
+            Some(why)
         } else if start.own_workers > MAX_OWN_WORKERS {
             Some(format!(
                 "own_workers {} out of range 0 to {MAX_OWN_WORKERS}",
@@ -147,6 +125,16 @@ impl ResponderLimits {
             ))
         } else {
             None
+        }
+    }
+
+    /// The limits a driver is told in the hello.
+    pub fn bounds(&self) -> Bounds {
+        Bounds {
+            tests_per_session: self.tests_per_session,
+            clients_per_test: self.clients_per_test,
+            message_bytes: self.message_bytes,
+            session_s: self.session.as_secs(),
         }
     }
 }
@@ -722,6 +710,7 @@ fn control_session(conn: TcpStream, shared: &Shared) -> io::Result<()> {
                     threads,
                     cpus: cpus.to_vec(),
                     refused_peers: shared.refused.load(Ordering::Relaxed),
+                    bounds: Some(shared.limits.bounds()),
                 },
                 Request::Start {
                     spec,
