@@ -9,6 +9,7 @@ mod common;
 mod compare_cli;
 mod completions;
 mod docs;
+mod gen_sched;
 mod guest;
 mod guest_tier;
 mod http1;
