@@ -27,6 +27,7 @@ mod lock;
 pub mod matrix;
 pub mod responder;
 pub mod sampling;
+pub mod sched;
 pub mod server_side;
 pub mod sidecar;
 pub mod sockdiag;

@@ -10,6 +10,7 @@ use stackbench_engine::{
     run_workload, ControlClient, PacingConfig, Responder, ResponderConfig, ResponderHandle,
     RunConfig, RunOutcome,
 };
+use stackbench_model::settings::GenSched;
 use stackbench_model::{Arrivals, CrrClose, IoMode, PerSecond, SocketOptions, Spin, Transport};
 use stackbench_record::{ClassResult, PacingMode};
 
@@ -39,6 +40,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         client_cpus: vec![],
         socket: SocketOptions::default(),
         spin: Spin::None,
+        gen_sched: GenSched::Default,
         pacing: PacingConfig {
             seed: 7,
             ..PacingConfig::default()

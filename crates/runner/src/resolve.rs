@@ -14,15 +14,15 @@ use std::num::NonZeroU32;
 use std::time::{Duration, SystemTime};
 
 use stackbench_engine::token::{Token, TOKEN_ENV};
-use stackbench_engine::{limits, sockopt, transport, PacingConfig, RunConfig};
+use stackbench_engine::{limits, sched, sockopt, transport, PacingConfig, RunConfig};
 use stackbench_guest::{Accel, GuestSpec};
 use stackbench_metrics::stats::Iterations;
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::settings::PlainTarget;
 use stackbench_model::settings::{
-    AppProtocol, ClassPriorities, CpuList, GuestAccel, IoMode, IterationBounds, KernelSpec,
-    Launcher, PidList, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text, TlsMode,
-    Tn3270Options,
+    AppProtocol, ClassPriorities, CpuList, GenSched, GuestAccel, IoMode, IterationBounds,
+    KernelSpec, Launcher, PidList, RunSettings, Secs, SettingValue, SocketOptions, Spin, Text,
+    TlsMode, Tn3270Options,
 };
 use stackbench_model::units::format_cpu_list;
 
@@ -113,6 +113,9 @@ pub struct Connections {
     /// rows, and the record stores the one measured).
     pub io: IoMode,
     pub spin: Spin,
+    /// How the driver's worker threads are scheduled (checked against
+    /// this host's kernel at resolution).
+    pub gen_sched: GenSched,
     /// Socket options, `nodelay`'s default (on for tls) decided.
     pub socket: SocketOptions,
     pub priority: Option<ClassPriorities>,
@@ -239,6 +242,7 @@ impl ResolvedRun {
             client_cpus: host.placement.client_cpus.clone(),
             socket: c.socket,
             spin: c.spin,
+            gen_sched: c.gen_sched,
             transport: c.transport,
             tls: self.tls.clone(),
             priority: c.priority.clone(),
@@ -349,6 +353,7 @@ pub fn resolve(
     check_server_pid(&s)?;
     check_pacing(&s, &workloads)?;
     check_plain_crr(&s, &workloads)?;
+    check_gen_sched(&s)?;
     check_protocol_sizes(&s, &workloads)?;
     let tn3270 = tn3270_options(&s, &workloads)?;
     sockopt::check_priority(s.priority.as_ref(), &workloads, s.transport).or_else(input)?;
@@ -385,6 +390,7 @@ pub fn resolve(
             tn3270,
             io: s.io,
             spin: s.spin,
+            gen_sched: s.gen_sched,
             socket: s.socket_options(),
             priority: s.priority.clone(),
             class_workers: s.class_workers,
@@ -395,6 +401,23 @@ pub fn resolve(
     };
     run.session_key = session_key(&run.stored_settings());
     Ok(run)
+}
+
+/// `gen_sched` as this host's kernel takes it (a thread of the resolver's
+/// is scheduled so and exits), and no real-time class for a spinning
+/// driver: a busy-polling FIFO or RR thread never yields its CPU until the
+/// kernel's real-time throttling (`sched_rt_runtime_us`) stops it.
+fn check_gen_sched(s: &RunSettings) -> Result<(), RunError> {
+    if s.gen_sched.real_time() && s.spin.driver() {
+        return input(format!(
+            "--gen-sched {} and --spin {} exclude each other: a spinning real-time worker \
+             holds its CPU until the kernel's real-time throttling stops it; use slice:DURATION, \
+             or spin only the responder",
+            s.gen_sched.text(),
+            s.spin.name()
+        ));
+    }
+    sched::check(s.gen_sched).or_else(input)
 }
 
 /// `server_pid` names the processes of a plain server on this host: it

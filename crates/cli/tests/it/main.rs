@@ -10,6 +10,7 @@ mod compare_cli;
 mod completions;
 mod docs;
 mod ftp;
+mod gen_sched;
 mod guest;
 mod guest_pair;
 mod guest_tier;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
-use stackbench_model::settings::{ClassPriorities, Spin, Tn3270Options};
+use stackbench_model::settings::{ClassPriorities, GenSched, Spin, Tn3270Options};
 use stackbench_model::{
     AmqpParams, AppProtocol, IoMode, Kind, Pacing, SocketOptions, TlsParams, Transport, Workload,
 };
@@ -49,6 +49,9 @@ pub struct RunConfig {
     /// Which sides busy-poll: the driver's workers, and the responder's
     /// (told in each test's start message).
     pub spin: Spin,
+    /// How each driver worker thread schedules itself as it starts
+    /// ([`crate::sched::apply`]).
+    pub gen_sched: GenSched,
     /// Think time, open-loop rate, arrivals, ramp and seed.
     pub pacing: PacingConfig,
     /// What carries the data connections.

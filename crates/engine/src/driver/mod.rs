@@ -596,6 +596,8 @@ fn drive(
                             affinity::pin_current_thread(&share)
                                 .map_err(|e| format!("worker {i} could not be pinned: {e}"))?;
                         }
+                        crate::sched::apply(cfg.gen_sched)
+                            .map_err(|e| format!("worker {i} could not be scheduled: {e}"))?;
                         let tid = threads.map(|t| t.register(class));
                         let run = RunWorker {
                             shared,
@@ -764,6 +766,7 @@ mod tests {
             client_cpus: vec![],
             socket: SocketOptions::default(),
             spin: Spin::None,
+            gen_sched: Default::default(),
             pacing: PacingConfig::default(),
             transport: Transport::Tcp,
             tls: None,

@@ -343,6 +343,7 @@ mod tests {
             client_cpus: vec![],
             socket: Default::default(),
             spin: stackbench_model::Spin::None,
+            gen_sched: Default::default(),
             transport: Default::default(),
             tls: None,
             priority: None,

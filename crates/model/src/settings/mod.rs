@@ -16,6 +16,7 @@ mod guest;
 mod link;
 mod priority;
 pub mod reference;
+mod sched;
 mod socket;
 mod spin;
 mod tls;
@@ -31,6 +32,7 @@ pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct}
 pub use priority::{
     priority_class, priority_tos, ClassPriorities, MAX_LEVEL as MAX_PRIORITY_LEVEL,
 };
+pub use sched::{GenSched, SLICE_MAX as GEN_SCHED_SLICE_MAX, SLICE_MIN as GEN_SCHED_SLICE_MIN};
 pub use socket::{CrrClose, IoMode, SocketOptions, Transport};
 pub use spin::Spin;
 pub use tls::{
@@ -283,6 +285,8 @@ run_settings! {
     amqp_password_file: Option<Text> = None, json "amqp_password_file";
     /// Sides that busy-poll (epoll with zero timeout; a single-connection worker spins on its recv) instead of sleeping: lower latency; a spinning side shows ~100% CPU per worker, its CPU µs/tr include the polling.
     spin: Spin = Spin::None, json "spin";
+    /// Scheduling of the driver's worker threads (every agent's too): default (the user's: SCHED_OTHER, the kernel's slice), slice:DURATION (SCHED_OTHER with an EEVDF slice of its own, 100us to 100ms, Linux 6.12+: a woken worker preempts sooner), fifo:N or rr:N (SCHED_FIFO/SCHED_RR priority 1-99: a woken worker runs at once; needs CAP_SYS_NICE or RLIMIT_RTPRIO ≥ N). A kernel that refuses it is named before the run starts.
+    gen_sched: GenSched = GenSched::Default, json "gen_sched";
     /// TCP_NODELAY on every data connection (both sides) [default: on for tls, as TLS servers set it (nginx's tcp_nodelay); off otherwise]. The record stores the value applied.
     nodelay: Option<bool> = None, json "nodelay";
     /// Receive whole messages: MSG_WAITALL plus SO_RCVLOWAT = message size.

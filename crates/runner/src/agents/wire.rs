@@ -35,7 +35,7 @@ use stackbench_engine::{PacingConfig, Progress, RunConfig};
 use stackbench_metrics::live::LiveRun;
 use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
-use stackbench_model::settings::{ClassPriorities, Spin, Tn3270Options};
+use stackbench_model::settings::{ClassPriorities, GenSched, Spin, Tn3270Options};
 use stackbench_model::{
     AmqpParams, AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload,
 };
@@ -61,7 +61,8 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// second) that a controller serving `--metrics-listen` adds up. Protocol
 /// 5: a class's population figures carry the generator lag's histogram
 /// (`generator_lag_hdr`, merged exactly like the latency's) and the lag p99's
-/// share of the latency p99.
+/// share of the latency p99; the order carries `gen_sched`, how the
+/// agent's driver workers are scheduled.
 pub const PROTOCOL: u32 = 5;
 
 /// Which stackbench a side is: its version number and the commit it was
@@ -209,6 +210,8 @@ pub struct RunOrder {
     pub client_cpus: Vec<usize>,
     pub socket: SocketOptions,
     pub spin: Spin,
+    /// How the agent's driver workers schedule themselves (protocol 5).
+    pub gen_sched: GenSched,
     pub pacing: PacingConfig,
     pub transport: Transport,
     pub tls: Option<TlsParams>,
@@ -245,6 +248,7 @@ impl RunOrder {
             client_cpus,
             socket,
             spin,
+            gen_sched,
             pacing,
             transport,
             tls,
@@ -268,6 +272,7 @@ impl RunOrder {
             client_cpus,
             socket,
             spin,
+            gen_sched,
             pacing,
             transport,
             tls,
@@ -295,6 +300,7 @@ impl RunOrder {
             client_cpus,
             socket,
             spin,
+            gen_sched,
             pacing,
             transport,
             tls,
@@ -318,6 +324,7 @@ impl RunOrder {
             client_cpus,
             socket,
             spin,
+            gen_sched,
             pacing,
             transport,
             tls,

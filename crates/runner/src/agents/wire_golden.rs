@@ -17,7 +17,8 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::LatencyHistogram;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{
-    CertType, ClassPriorities, LuName, ResponderApp, ResponderTn3270e, SettingValue, Spin, TlsMode,
+    CertType, ClassPriorities, GenSched, LuName, ResponderApp, ResponderTn3270e, SettingValue, Spin,
+    TlsMode,
     TlsVersion, Tn3270Options, Tn3270e,
 };
 use stackbench_model::tn3270_script::{Script, ScriptRef};
@@ -49,6 +50,7 @@ pub fn run_config() -> RunConfig {
         client_cpus: vec![0, 1],
         socket: SocketOptions::default(),
         spin: Spin::Both,
+        gen_sched: GenSched::Slice(Duration::from_micros(100)),
         pacing: PacingConfig {
             seed: 7,
             ..PacingConfig::default()
