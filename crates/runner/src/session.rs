@@ -253,7 +253,11 @@ fn open_session(
     // A plain server (an https:// one's certificate), checked once before
     // anything runs, as the protocol's row checks one.
     control
-        .probe(run.connections.protocol, run.tls.as_ref(), &run.connections.amqp)
+        .probe(
+            run.connections.protocol,
+            run.tls.as_ref(),
+            &run.connections.amqp,
+        )
         .or_else(|e| input(e.to_string()))?;
     // Before the idle baseline and the run's warnings (and again for
     // each run that reuses the session: `Runner::execute`).

@@ -346,7 +346,7 @@ impl ControlClient {
         let Some(check) = row.probe else {
             return Ok(());
         };
-        
+
         let mut target = crate::app::ProbeTarget {
             authority: &t.address,
             path: t.path.as_deref().unwrap_or("/"),

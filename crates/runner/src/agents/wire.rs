@@ -61,8 +61,11 @@ use stackbench_record::{ClassResult, CpuFigures};
 /// second) that a controller serving `--metrics-listen` adds up. Protocol
 /// 5: a class's population figures carry the generator lag's histogram
 /// (`generator_lag_hdr`, merged exactly like the latency's) and the lag p99's
-/// share of the latency p99; the order carries `gen_sched`, how the
-/// agent's driver workers are scheduled.
+/// share of the latency p99, and a scripted class its `steps` (per named
+/// step: transactions, latency histogram, timeouts, the screen seen); the
+/// order carries `gen_sched`, how the agent's driver workers are
+/// scheduled, and `tn3270`'s `script` (its text, parsed again by the agent)
+/// and `app` (the responder's screen application).
 pub const PROTOCOL: u32 = 5;
 
 /// Which stackbench a side is: its version number and the commit it was

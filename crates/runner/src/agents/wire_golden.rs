@@ -17,9 +17,8 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_metrics::LatencyHistogram;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{
-    CertType, ClassPriorities, GenSched, LuName, ResponderApp, ResponderTn3270e, SettingValue, Spin,
-    TlsMode,
-    TlsVersion, Tn3270Options, Tn3270e,
+    CertType, ClassPriorities, GenSched, LuName, ResponderApp, ResponderTn3270e, SettingValue,
+    Spin, TlsMode, TlsVersion, Tn3270Options, Tn3270e,
 };
 use stackbench_model::tn3270_script::{Script, ScriptRef};
 use stackbench_model::{
