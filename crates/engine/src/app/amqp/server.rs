@@ -395,7 +395,17 @@ impl Server {
                 .as_ref()
                 .and_then(|p| p.content_type.as_ref())
                 .map_or(AmqpBody::Zeros, |c| body_of(&c.0));
-            state.request_body = message_len - sections.body_at as u64;
+            // A hostile transfer's sections may claim bytes past its
+            // payload (found by fuzzing: fuzz/regressions/amqp_server).
+            state.request_body = message_len
+                .checked_sub(sections.body_at as u64)
+                .ok_or_else(|| {
+                    Fault(format!(
+                        "a request whose sections before the body ({} bytes) run past its \
+                         transfer's {message_len} bytes",
+                        sections.body_at
+                    ))
+                })?;
         } else {
             state.request_body += message_len;
         }
