@@ -464,3 +464,43 @@ fn a_long_transfer_is_counted_not_copied() {
     assert_eq!(kept, frames::TRANSFER_KEEP_BYTES);
     assert_eq!(len, request.len() as u64 - 8);
 }
+
+/// A hostile peer's lengths are checked against the frame before
+/// serde_amqp sees them: it reserves what a string, binary or symbol
+/// declares before finding the bytes missing (the `amqp_client` fuzz
+/// target's finding, a sasl-mechanisms array whose symbol claims 2.4 kB
+/// inside a 24-byte array; with a 32-bit length, up to 4 GiB).
+#[test]
+fn a_length_past_its_value_is_refused_before_decoding() {
+    let detach = Detach {
+        handle: Handle(7),
+        closed: true,
+        error: Some(AmqpErrorBody::new(
+            AmqpError::NotFound,
+            Some("no queue".to_string()),
+            None,
+        )),
+    };
+    let mut frame = Vec::new();
+    frames::push(&mut frame, frames::TYPE_AMQP, 0, &detach).unwrap();
+    let body = &frame[8..];
+    assert_eq!(frames::well_formed(body), Some(body.len()));
+    let (_, len) = frames::performative(body).unwrap();
+    assert_eq!(len, body.len());
+
+    // sasl-mechanisms, a list of one array of two sym32 whose first
+    // claims 0x0967 bytes of the array's 0x18.
+    let mut hostile = vec![0x00, 0x53, 0x40, 0xc0, 0x1b, 0x01, 0xe0, 0x18, 0x02, 0xb3];
+    hostile.extend_from_slice(&[0x00, 0x00, 0x09, 0x67]);
+    hostile.extend_from_slice(&[b'g'; 0x18 - 6]);
+    hostile.extend_from_slice(&[0; 3]);
+    assert_eq!(frames::well_formed(&hostile), None);
+    let e = frames::decode::<Detach>(&hostile, "sasl-mechanisms").unwrap_err();
+    assert!(e.0.contains("runs past"), "{e}");
+
+    // A list whose count promises more values than its size holds, and an
+    // array of empty values counting more than its bytes.
+    assert_eq!(frames::well_formed(&[0xc0, 0x02, 0x05, 0x40]), None);
+    assert_eq!(frames::well_formed(&[0xf0, 0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0x40]), None);
+    assert_eq!(frames::well_formed(&[0xc0, 0x03, 0x02, 0x40, 0x41]), Some(5));
+}
