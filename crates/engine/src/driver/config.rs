@@ -21,6 +21,15 @@ use crate::iomode::RunCase;
 /// anyway and the Little's-law check reports the missing clients.
 pub const CONNECT_GRACE_NS: u64 = 10_000_000_000;
 
+/// A run bounded by `--transactions` alone has no window end of its own: once
+/// the measurement window is open, it ends incomplete when no transaction of
+/// any class completed for this long (a server that accepts and never
+/// answers would otherwise keep it waiting forever). Its INCOMPLETE line
+/// says what the clients were waiting for ([`super::seen`]). 10 s, as the
+/// connect grace: longer than any transaction of a working server on the
+/// paths stackbench drives, short enough not to look hung.
+pub const IDLE_BOUND_NS: u64 = 10_000_000_000;
+
 /// One workload's run settings (already resolved). Not serializable: what
 /// crosses a process boundary is a wire's own type (the agent wire's
 /// `RunOrder` in the runner), versioned apart from this struct.
