@@ -3,7 +3,7 @@
 
 use fe2o3_amqp_types::definitions::{Handle, ReceiverSettleMode, Role, SenderSettleMode};
 use fe2o3_amqp_types::messaging::{
-    Accepted, DeliveryState, MessageId, Properties, Source, Target, TargetArchetype,
+    DeliveryState, MessageId, Properties, Source, Target, TargetArchetype,
 };
 use fe2o3_amqp_types::performatives::{
     Attach, Begin, ChannelMax, Disposition, Flow, MaxFrameSize, Open, Performative,
