@@ -57,7 +57,7 @@ pub struct ProgressText {
     last: Option<(Duration, u64)>,
     /// Bounded by transactions alone: how long the window may go without a
     /// completed transaction before the run ends incomplete
-    /// ([`stackbench_engine::IDLE_BOUND_NS`]).
+    /// ([`RunConfig::idle_bound_ns`]).
     idle_bound: Option<Duration>,
     /// Elapsed time when the count last moved (or the window began).
     moved_at: Option<Duration>,
@@ -75,10 +75,7 @@ impl ProgressText {
             clients: cfg.workload.total_clients(),
             connect_wait: cfg.connect_wait(),
             last: None,
-            idle_bound: cfg
-                .duration
-                .is_none()
-                .then(|| Duration::from_nanos(stackbench_engine::IDLE_BOUND_NS)),
+            idle_bound: cfg.idle_bound_ns().map(Duration::from_nanos),
             moved_at: None,
         }
     }

@@ -16,7 +16,6 @@ use stackbench_metrics::memory::MemorySample;
 
 use super::class_threads::ClassThreads;
 use super::clock::Window;
-use super::config::IDLE_BOUND_NS;
 use super::gate::{self, GateState, StartGate};
 use super::worker::WorkerSlots;
 use super::{ControlClient, RunConfig};
@@ -70,7 +69,7 @@ pub struct Watched {
     /// When the window (the warm-up) opened, on this host's wall clock.
     pub window_opened_unix_s: Option<f64>,
     /// A run bounded by transactions alone that was ended because no
-    /// transaction completed for this long, ns ([`IDLE_BOUND_NS`]).
+    /// transaction completed for this long, ns ([`RunConfig::idle_bound_ns`]).
     pub idle_stop_ns: Option<u64>,
 }
 
@@ -110,7 +109,7 @@ pub struct Watch<'a> {
     live: bool,
     last_live_ns: Option<u64>,
     /// Bounded by transactions alone: the longest the measured window may
-    /// go without a completed transaction ([`IDLE_BOUND_NS`]).
+    /// go without a completed transaction ([`RunConfig::idle_bound_ns`]).
     idle_bound_ns: Option<u64>,
     /// Transactions counted so far, and when that count last moved.
     last_total: u64,
@@ -152,7 +151,7 @@ impl<'a> Watch<'a> {
             window_opened_unix_s: None,
             live: cfg.live_metrics,
             last_live_ns: None,
-            idle_bound_ns: cfg.duration.is_none().then_some(IDLE_BOUND_NS),
+            idle_bound_ns: cfg.idle_bound_ns(),
             last_total: 0,
             last_change_ns: 0,
             idle_stop_ns: None,
