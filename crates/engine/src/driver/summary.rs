@@ -266,9 +266,15 @@ pub fn shortfall(
                          {window} --duration ended"
                     ),
                 };
-                return Some(match seen {
-                    Some(seen) => format!("{short}, as {seen}"),
-                    None => format!("{short}; lengthen --duration or lower --transactions"),
+                return Some(match (seen, &idle) {
+                    (Some(seen), _) => format!("{short}, as {seen}"),
+                    (None, Some(_)) => format!(
+                        "{short}; check that the server answers every request, or give a \
+                         --duration"
+                    ),
+                    (None, None) => {
+                        format!("{short}; lengthen --duration or lower --transactions")
+                    }
                 });
             }
             // A fault ends its client: never a complete run.
@@ -472,5 +478,25 @@ mod tests {
         assert_eq!(duration_text(Duration::from_secs(10)), "10s");
         assert_eq!(duration_text(Duration::from_millis(250)), "250ms");
         assert_eq!(duration_text(Duration::from_millis(1250)), "1.25s");
+    }
+
+    /// A --duration run has no idle bound; a --transactions run has 10 s,
+    /// plus ten mean pacing gaps of its slowest class; its shortfall says
+    /// the run was ended by the bound, never "lengthen --duration".
+    #[test]
+    fn a_transactions_run_is_bounded_by_idleness() {
+        assert_eq!(cfg("RR1(1B/1B)", 1000, Some(5)).idle_bound_ns(), None);
+        let mut c = cfg("RR1(1B/1B)", 1000, Some(5));
+        c.duration = None;
+        assert_eq!(c.idle_bound_ns(), Some(10_000_000_000));
+        let mut paced = cfg("RR1(1B/1B)@exp:30s", 1000, Some(5));
+        paced.duration = None;
+        assert_eq!(paced.idle_bound_ns(), Some(310_000_000_000));
+        let why = shortfall(&c, &[done(3)], c.idle_bound_ns()).unwrap();
+        assert!(
+            why.contains("--transactions 5 not reached: 3 done, then none in 10s"),
+            "{why}"
+        );
+        assert!(!why.contains("lengthen"), "{why}");
     }
 }
