@@ -39,7 +39,7 @@ pub mod transport;
 
 pub use driver::{
     run_workload, run_workload_gated, ControlClient, GateState, PacingConfig, Progress, RunConfig,
-    RunOutcome, StartGate,
+    RunOutcome, StartGate, IDLE_BOUND_NS,
 };
 pub use error::EngineError;
 pub use responder::{Responder, ResponderConfig, ResponderHandle};

@@ -55,7 +55,16 @@ pub struct ProgressText {
     connect_wait: Duration,
     /// Elapsed time and transactions at the previous update.
     last: Option<(Duration, u64)>,
+    /// Bounded by transactions alone: how long the window may go without a
+    /// completed transaction before the run ends incomplete
+    /// ([`RunConfig::idle_bound_ns`]).
+    idle_bound: Option<Duration>,
+    /// Elapsed time when the count last moved (or the window began).
+    moved_at: Option<Duration>,
 }
+
+/// A wait longer than this is said on the progress line, with its bound.
+const SAY_WAIT_AFTER: Duration = Duration::from_secs(2);
 
 impl ProgressText {
     pub fn new(cfg: &RunConfig) -> ProgressText {
@@ -66,6 +75,8 @@ impl ProgressText {
             clients: cfg.workload.total_clients(),
             connect_wait: cfg.connect_wait(),
             last: None,
+            idle_bound: cfg.idle_bound_ns().map(Duration::from_nanos),
+            moved_at: None,
         }
     }
 
@@ -78,6 +89,9 @@ impl ProgressText {
             }
             _ => 0.0,
         };
+        if self.last.is_none_or(|(_, n)| n != total) || p.measured.is_none() {
+            self.moved_at = Some(p.elapsed);
+        }
         self.last = Some((p.elapsed, total));
         if p.connecting {
             format!(
@@ -100,10 +114,19 @@ impl ProgressText {
             let of = self
                 .window
                 .map_or(String::new(), |w| format!("/{:.0}", w.as_secs_f64()));
-            format!(
+            let mut line = format!(
                 "{}: {measured:.1}{of} s, {total} transactions, {rate:.0} tr/s",
                 self.name
-            )
+            );
+            let idle = p.elapsed.saturating_sub(self.moved_at.unwrap_or(p.elapsed));
+            if let Some(bound) = self.idle_bound.filter(|_| idle > SAY_WAIT_AFTER) {
+                line.push_str(&format!(
+                    "; none for {:.0} s (ends incomplete at {:.0} s without one)",
+                    idle.as_secs_f64(),
+                    bound.as_secs_f64()
+                ));
+            }
+            line
         }
     }
 }
@@ -135,6 +158,8 @@ mod tests {
             clients: 4,
             connect_wait: Duration::from_secs(10),
             last: None,
+            idle_bound: None,
+            moved_at: None,
         };
         assert_eq!(
             text.line(&at(1, "connecting", 0)),
@@ -151,6 +176,39 @@ mod tests {
         assert_eq!(
             text.line(&at(6, "window", 1500)),
             "RR4(1B/1B): 3.0/10 s, 3000 transactions, 500 tr/s"
+        );
+    }
+
+    /// A run bounded by transactions alone says, once no transaction
+    /// completed for more than 2 s, how long and when it ends without one.
+    #[test]
+    fn a_transactions_run_says_its_idle_wait_and_bound() {
+        let mut text = ProgressText {
+            name: "RR4(1B/1B)".into(),
+            window: None,
+            warmup: Duration::ZERO,
+            clients: 4,
+            connect_wait: Duration::from_secs(10),
+            last: None,
+            idle_bound: Some(Duration::from_secs(10)),
+            moved_at: None,
+        };
+        assert_eq!(
+            text.line(&at(4, "window", 0)),
+            "RR4(1B/1B): 1.0 s, 0 transactions, 0 tr/s"
+        );
+        assert_eq!(
+            text.line(&at(6, "window", 0)),
+            "RR4(1B/1B): 3.0 s, 0 transactions, 0 tr/s"
+        );
+        assert_eq!(
+            text.line(&at(9, "window", 0)),
+            "RR4(1B/1B): 6.0 s, 0 transactions, 0 tr/s; none for 5 s (ends incomplete at 10 s \
+             without one)"
+        );
+        assert_eq!(
+            text.line(&at(10, "window", 5)),
+            "RR4(1B/1B): 7.0 s, 10 transactions, 10 tr/s"
         );
     }
 }

@@ -11,11 +11,12 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Stdio;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stackbench_testkit::server::serve_loopback;
 
-use crate::common::{json_of, stackbench};
+use crate::common::{json_of, stackbench, wait_bounded};
 use crate::run::Serve;
 
 /// How a test server treats each connection.
@@ -316,6 +317,55 @@ fn a_silent_server_is_said_to_accept_and_not_answer() {
          connections but does not answer; check that the target is a server of protocol \
          http1",
     );
+}
+
+/// A run bounded by `--transactions` alone against a server that reads
+/// requests and never answers has no window end of its own: it ends
+/// incomplete once no transaction completed for the idle bound (10 s,
+/// `IDLE_BOUND_NS`), says what the clients were waiting for, and leaves no
+/// process behind. Before the bound it waited forever (issue 39).
+#[test]
+fn a_transactions_run_against_a_silent_server_ends_after_the_idle_bound() {
+    let target = format!("http://127.0.0.1:{}", server_after_probe(Mode::Silent));
+    let args = [
+        "run",
+        "RR2(100B/100B)",
+        "--protocol",
+        "http1",
+        "--target",
+        &target,
+        "--transactions",
+        "10",
+        "--warmup",
+        "0s",
+        "--no-store",
+        "--json",
+    ];
+    let started = Instant::now();
+    let child = stackbench()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The bound, the probe's few seconds at most, and slack for a loaded host.
+    let out = wait_bounded(child, Duration::from_secs(40));
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        took >= Duration::from_secs(10),
+        "ended before the bound: {took:?}"
+    );
+    let record = json_of(&out);
+    assert_eq!(record["complete"], false);
+    let reason = record["incomplete_reason"].as_str().unwrap();
+    let want = "RR2(100B/100B): no transaction completed in 10s (the --transactions run's idle \
+                bound), so the run was ended: 2 clients sent a request and received no byte of a \
+                response in # s: the server accepts the connections but does not answer; check \
+                that the target is a server of protocol http1";
+    assert!(reads_as(reason, want), "\n got {reason}\nwant {want}");
+    assert_eq!(class(&record)["transactions"], 0);
 }
 
 /// A tn3270 run against an HTTP server: the server waits for a request,

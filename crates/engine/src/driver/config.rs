@@ -12,7 +12,7 @@ use stackbench_model::{
     AmqpParams, AppProtocol, IoMode, Kind, Pacing, SocketOptions, TlsParams, Transport, Workload,
 };
 
-use super::pace::PacingConfig;
+use super::pace::{Pace, PacingConfig};
 use crate::iomode::RunCase;
 
 /// How long after the ramp's planned end the window waits for clients that
@@ -20,6 +20,17 @@ use crate::iomode::RunCase;
 /// connection whose SYN met a full accept queue. After it, the window opens
 /// anyway and the Little's-law check reports the missing clients.
 pub const CONNECT_GRACE_NS: u64 = 10_000_000_000;
+
+/// A run bounded by `--transactions` alone has no window end of its own: once
+/// the measurement window is open, it ends incomplete when no transaction of
+/// any class completed for this long (a server that accepts and never
+/// answers would otherwise keep it waiting forever). Its INCOMPLETE line
+/// says what the clients were waiting for ([`super::seen`]). 10 s, as the
+/// connect grace: longer than any transaction of a working server on the
+/// paths stackbench drives, short enough not to look hung. A paced class adds
+/// ten of its mean gaps between a client's requests
+/// ([`RunConfig::idle_bound_ns`]), so think time is not taken for silence.
+pub const IDLE_BOUND_NS: u64 = 10_000_000_000;
 
 /// One workload's run settings (already resolved). Not serializable: what
 /// crosses a process boundary is a wire's own type (the agent wire's
@@ -132,6 +143,28 @@ impl RunConfig {
     /// ramp, then [`CONNECT_GRACE_NS`]; it opens anyway after it.
     pub fn connect_wait(&self) -> Duration {
         Duration::from_nanos(self.ramp_ns() + CONNECT_GRACE_NS)
+    }
+
+    /// Bounded by `--transactions` alone: how long the measurement window
+    /// may go without a completed transaction before the run ends
+    /// incomplete — [`IDLE_BOUND_NS`] plus ten of the longest mean gap a
+    /// class's pacing puts between one client's requests (think time, or the
+    /// open-loop gap per connection). `None` with a `--duration`.
+    pub fn idle_bound_ns(&self) -> Option<u64> {
+        if self.duration.is_some() {
+            return None;
+        }
+        let gap_ns = self
+            .workload
+            .classes
+            .iter()
+            .map(|c| match Pace::of(c, &self.pacing) {
+                Pace::Closed => 0.0,
+                Pace::Think(t) => t.mean().as_nanos() as f64,
+                Pace::Open { gap_ns, .. } => gap_ns,
+            })
+            .fold(0.0, f64::max);
+        Some(IDLE_BOUND_NS + (10.0 * gap_ns) as u64)
     }
 
     /// Clients of class `class` this process runs.

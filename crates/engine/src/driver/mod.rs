@@ -51,7 +51,7 @@ use accum::ClassAccum;
 use class_threads::ClassThreads;
 use clock::{Timing, Window};
 pub use config::RunConfig;
-pub use config::CONNECT_GRACE_NS;
+pub use config::{CONNECT_GRACE_NS, IDLE_BOUND_NS};
 pub use control::ControlClient;
 pub use gate::{GateState, StartGate};
 use pace::Pace;
@@ -174,6 +174,7 @@ pub fn run_workload_gated(
         end_samples,
         window_memory,
         window_opened_unix_s,
+        idle_stop_ns,
     } = watched;
     let merged = merge_workers(plans.len(), per_worker, &mut reason);
     if reason.is_none() && merged.iter().all(|a| a.fault.is_none()) {
@@ -185,7 +186,7 @@ pub fn run_workload_gated(
         // Not cut short, yet a class may have measured nothing, missed its
         // count or met a message its protocol refuses: never report that
         // as a complete run, and say what was seen.
-        reason = summary::shortfall(cfg, &merged);
+        reason = summary::shortfall(cfg, &merged, idle_stop_ns);
     }
     // Sidecar: what the client proxies negotiated (their whole life).
     let proxy_tls: Vec<_> = proxies

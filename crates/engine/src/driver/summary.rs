@@ -220,10 +220,17 @@ pub fn population(
 /// reset and where, faults, a server that never answered, most frequent
 /// first), and only when nothing went wrong that the window was too short;
 /// `None` when every class measured something and met its count.
-pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
+/// `idle_stop_ns`: a run bounded by transactions alone that was ended after
+/// that long without a completed transaction ([`super::IDLE_BOUND_NS`]).
+pub fn shortfall(
+    cfg: &RunConfig,
+    merged: &[ClassAccum],
+    idle_stop_ns: Option<u64>,
+) -> Option<String> {
     let window = cfg
         .duration
         .map_or_else(|| "measurement".to_string(), duration_text);
+    let idle = idle_stop_ns.map(|ns| duration_text(Duration::from_nanos(ns)));
     let words = Words::of(&app::row(cfg.protocol));
     let clauses: Vec<String> = cfg
         .workload
@@ -235,23 +242,39 @@ pub fn shortfall(cfg: &RunConfig, merged: &[ClassAccum]) -> Option<String> {
             let too_short = nothing_fix(spec, &Pace::of(spec, &cfg.pacing));
             let seen = acc.seen.explain(&words, &too_short);
             if acc.transactions == 0 {
-                return Some(format!(
-                    "{spec}: no transaction completed in the {window} window: {}",
-                    seen.unwrap_or(too_short)
-                ));
+                let what = match &idle {
+                    Some(idle) => format!(
+                        "no transaction completed in {idle} (the --transactions run's idle \
+                         bound), so the run was ended"
+                    ),
+                    None => format!("no transaction completed in the {window} window"),
+                };
+                return Some(format!("{spec}: {what}: {}", seen.unwrap_or(too_short)));
             }
             let done = grouped(acc.transactions);
             if let Some(n) = cfg
                 .transactions_here(index)
                 .filter(|&n| acc.transactions < n)
             {
-                let short = format!(
-                    "{spec}: --transactions {n} not reached: {done} done when the {window} \
-                     --duration ended"
-                );
-                return Some(match seen {
-                    Some(seen) => format!("{short}, as {seen}"),
-                    None => format!("{short}; lengthen --duration or lower --transactions"),
+                let short = match &idle {
+                    Some(idle) => format!(
+                        "{spec}: --transactions {n} not reached: {done} done, then none in \
+                         {idle} (the --transactions run's idle bound), so the run was ended"
+                    ),
+                    None => format!(
+                        "{spec}: --transactions {n} not reached: {done} done when the \
+                         {window} --duration ended"
+                    ),
+                };
+                return Some(match (seen, &idle) {
+                    (Some(seen), _) => format!("{short}, as {seen}"),
+                    (None, Some(_)) => format!(
+                        "{short}; check that the server answers every request, or give a \
+                         --duration"
+                    ),
+                    (None, None) => {
+                        format!("{short}; lengthen --duration or lower --transactions")
+                    }
                 });
             }
             // A fault ends its client: never a complete run.
@@ -368,13 +391,13 @@ mod tests {
 
     #[test]
     fn nothing_measured_says_what_to_change() {
-        let why = shortfall(&cfg("RR1(2GB/1B)", 1000, None), &[done(0)]).unwrap();
+        let why = shortfall(&cfg("RR1(2GB/1B)", 1000, None), &[done(0)], None).unwrap();
         assert_eq!(
             why,
             "RR1(2GB/1B): no transaction completed in the 1s window: \
              lengthen --duration or shrink the request"
         );
-        let why = shortfall(&cfg("RR4K(1B/1B)@exp:30s", 500, None), &[done(0)]).unwrap();
+        let why = shortfall(&cfg("RR4K(1B/1B)@exp:30s", 500, None), &[done(0)], None).unwrap();
         assert!(why.contains("500ms window"), "{why}");
         assert!(
             why.ends_with(
@@ -382,19 +405,25 @@ mod tests {
             ),
             "{why}"
         );
-        assert_eq!(shortfall(&cfg("RR1(1B/1B)", 1000, None), &[done(1)]), None);
+        assert_eq!(
+            shortfall(&cfg("RR1(1B/1B)", 1000, None), &[done(1)], None),
+            None
+        );
     }
 
     #[test]
     fn count_not_reached_names_both_bounds() {
         let c = cfg("RR1(1B/1B)+RR1(2B/2B)", 1000, Some(1_000_000));
-        let why = shortfall(&c, &[done(53_211), done(1_000_000)]).unwrap();
+        let why = shortfall(&c, &[done(53_211), done(1_000_000)], None).unwrap();
         assert_eq!(
             why,
             "RR1(1B/1B): --transactions 1000000 not reached: 53,211 done when the 1s \
              --duration ended; lengthen --duration or lower --transactions"
         );
-        assert_eq!(shortfall(&c, &[done(1_000_000), done(1_000_000)]), None);
+        assert_eq!(
+            shortfall(&c, &[done(1_000_000), done(1_000_000)], None),
+            None
+        );
     }
 
     /// An RR class handshakes before its window opens: the responder's
@@ -450,5 +479,25 @@ mod tests {
         assert_eq!(duration_text(Duration::from_secs(10)), "10s");
         assert_eq!(duration_text(Duration::from_millis(250)), "250ms");
         assert_eq!(duration_text(Duration::from_millis(1250)), "1.25s");
+    }
+
+    /// A --duration run has no idle bound; a --transactions run has 10 s,
+    /// plus ten mean pacing gaps of its slowest class; its shortfall says
+    /// the run was ended by the bound, never "lengthen --duration".
+    #[test]
+    fn a_transactions_run_is_bounded_by_idleness() {
+        assert_eq!(cfg("RR1(1B/1B)", 1000, Some(5)).idle_bound_ns(), None);
+        let mut c = cfg("RR1(1B/1B)", 1000, Some(5));
+        c.duration = None;
+        assert_eq!(c.idle_bound_ns(), Some(10_000_000_000));
+        let mut paced = cfg("RR1(1B/1B)@exp:30s", 1000, Some(5));
+        paced.duration = None;
+        assert_eq!(paced.idle_bound_ns(), Some(310_000_000_000));
+        let why = shortfall(&c, &[done(3)], c.idle_bound_ns()).unwrap();
+        assert!(
+            why.contains("--transactions 5 not reached: 3 done, then none in 10s"),
+            "{why}"
+        );
+        assert!(!why.contains("lengthen"), "{why}");
     }
 }

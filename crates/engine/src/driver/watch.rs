@@ -68,6 +68,9 @@ pub struct Watched {
     pub window_memory: MemoryPair,
     /// When the window (the warm-up) opened, on this host's wall clock.
     pub window_opened_unix_s: Option<f64>,
+    /// A run bounded by transactions alone that was ended because no
+    /// transaction completed for this long, ns ([`RunConfig::idle_bound_ns`]).
+    pub idle_stop_ns: Option<u64>,
 }
 
 pub struct Watch<'a> {
@@ -105,6 +108,13 @@ pub struct Watch<'a> {
     /// `live_metrics`, and when live figures were last assembled.
     live: bool,
     last_live_ns: Option<u64>,
+    /// Bounded by transactions alone: the longest the measured window may
+    /// go without a completed transaction ([`RunConfig::idle_bound_ns`]).
+    idle_bound_ns: Option<u64>,
+    /// Transactions counted so far, and when that count last moved.
+    last_total: u64,
+    last_change_ns: u64,
+    idle_stop_ns: Option<u64>,
 }
 
 impl<'a> Watch<'a> {
@@ -141,6 +151,10 @@ impl<'a> Watch<'a> {
             window_opened_unix_s: None,
             live: cfg.live_metrics,
             last_live_ns: None,
+            idle_bound_ns: cfg.idle_bound_ns(),
+            last_total: 0,
+            last_change_ns: 0,
+            idle_stop_ns: None,
         }
     }
 
@@ -246,6 +260,9 @@ impl<'a> Watch<'a> {
             if !self.ended && end.is_some_and(|end| now >= end) {
                 self.end_window(control);
             }
+            if self.started {
+                self.check_idle(now, warmup_end, abort);
+            }
         }
         if now >= self.last_progress_ns + PROGRESS_INTERVAL_NS {
             self.last_progress_ns = now;
@@ -278,6 +295,30 @@ impl<'a> Watch<'a> {
         }
     }
 
+    /// Bounded by transactions alone: ends the run (the workers stop, the
+    /// clients still waiting are booked where they wait) once no transaction
+    /// completed for the idle bound since the measurement began or the last
+    /// one completed. The reason is left to the summary, which says what the
+    /// clients were waiting for.
+    fn check_idle(&mut self, now: u64, warmup_end: u64, abort: &AtomicBool) {
+        let Some(bound) = self.idle_bound_ns else {
+            return;
+        };
+        if self.reason.is_some() || self.idle_stop_ns.is_some() {
+            return;
+        }
+        let total: u64 = self.progress_counts().iter().sum();
+        if total != self.last_total {
+            self.last_total = total;
+            self.last_change_ns = now;
+        }
+        if now.saturating_sub(self.last_change_ns.max(warmup_end)) >= bound {
+            self.idle_stop_ns = Some(bound);
+            self.stopped_at_ns = Some(now);
+            abort.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// After the workers are done: the end sample of a count-bounded or
     /// interrupted window.
     pub fn finish(&mut self, control: &mut ControlClient) {
@@ -294,6 +335,7 @@ impl<'a> Watch<'a> {
             end_samples: self.end_samples,
             window_memory: self.window_memory,
             window_opened_unix_s: self.window_opened_unix_s,
+            idle_stop_ns: self.idle_stop_ns,
         }
     }
 
@@ -327,16 +369,21 @@ impl<'a> Watch<'a> {
             measured: warmup_end
                 .filter(|&w| now >= w)
                 .map(|w| Duration::from_nanos(now - w)),
-            transactions: (0..self.classes)
-                .map(|c| {
-                    self.slots
-                        .iter()
-                        .map(|w| w.transactions[c].load(Ordering::Relaxed))
-                        .sum()
-                })
-                .collect(),
+            transactions: self.progress_counts(),
             live: None,
         }
+    }
+
+    /// Counted transactions so far, per class.
+    fn progress_counts(&self) -> Vec<u64> {
+        (0..self.classes)
+            .map(|c| {
+                self.slots
+                    .iter()
+                    .map(|w| w.transactions[c].load(Ordering::Relaxed))
+                    .sum()
+            })
+            .collect()
     }
 
     /// The workers' live copies added up, with each side's CPU time and
