@@ -263,18 +263,18 @@ fn inputs_meaningless_for_this_run_are_refused() {
     ]);
 }
 
-/// A target's scheme must be one a protocol speaks, and only an HTTP
-/// target has a path: `ftp://` read "failed to lookup address information"
+/// A target's scheme must be one a protocol speaks, and only an HTTP or
+/// FTP target has a path: `gopher://` read "failed to lookup address information"
 /// and `tn3270://HOST:PORT/4096` "invalid port value".
 #[test]
 fn a_target_with_another_scheme_or_a_path_says_what_a_target_is() {
     assert_refused_before_start(&[
         (
-            &["--target", "ftp://127.0.0.1:1"],
-            "target: ftp://127.0.0.1:1: no protocol speaks scheme ftp://: use HOST:PORT \
+            &["--target", "gopher://127.0.0.1:1"],
+            "target: gopher://127.0.0.1:1: no protocol speaks scheme gopher://: use HOST:PORT \
              (stackbench serve), http://HOST:PORT (protocol http1), https://HOST:PORT \
              (protocol http1), tn3270://HOST:PORT (protocol tn3270), amqp://HOST:PORT \
-             (protocol amqp)",
+             (protocol amqp), ftp://HOST:PORT (protocol ftp)",
         ),
         (
             &[
