@@ -55,8 +55,8 @@ pub struct ProgressText {
     connect_wait: Duration,
     /// Elapsed time and transactions at the previous update.
     last: Option<(Duration, u64)>,
-    /// Bounded by transactions alone: how long the window may go without a
-    /// completed transaction before the run ends incomplete
+    /// Bounded by transactions alone: how long the window may go with
+    /// nothing moving (no transaction, no byte) before the run ends incomplete
     /// ([`RunConfig::idle_bound_ns`]).
     idle_bound: Option<Duration>,
     /// Elapsed time when the count last moved (or the window began).
@@ -121,7 +121,7 @@ impl ProgressText {
             let idle = p.elapsed.saturating_sub(self.moved_at.unwrap_or(p.elapsed));
             if let Some(bound) = self.idle_bound.filter(|_| idle > SAY_WAIT_AFTER) {
                 line.push_str(&format!(
-                    "; none for {:.0} s (ends incomplete at {:.0} s without one)",
+                    "; none for {:.0} s (ends incomplete after {:.0} s with no byte moving)",
                     idle.as_secs_f64(),
                     bound.as_secs_f64()
                 ));
@@ -203,8 +203,8 @@ mod tests {
         );
         assert_eq!(
             text.line(&at(9, "window", 0)),
-            "RR4(1B/1B): 6.0 s, 0 transactions, 0 tr/s; none for 5 s (ends incomplete at 10 s \
-             without one)"
+            "RR4(1B/1B): 6.0 s, 0 transactions, 0 tr/s; none for 5 s (ends incomplete after 10 s \
+             with no byte moving)"
         );
         assert_eq!(
             text.line(&at(10, "window", 5)),

@@ -360,8 +360,8 @@ fn a_transactions_run_against_a_silent_server_ends_after_the_idle_bound() {
     let record = json_of(&out);
     assert_eq!(record["complete"], false);
     let reason = record["incomplete_reason"].as_str().unwrap();
-    let want = "RR2(100B/100B): no transaction completed in 10s (the --transactions run's idle \
-                bound), so the run was ended: 2 clients sent a request and received no byte of a \
+    let want = "RR2(100B/100B): no transaction completed and nothing moved for 10s (the \
+                --transactions run's idle bound), so the run was ended: 2 clients sent a request and received no byte of a \
                 response in # s: the server accepts the connections but does not answer; check \
                 that the target is a server of protocol http1";
     assert!(reads_as(reason, want), "\n got {reason}\nwant {want}");

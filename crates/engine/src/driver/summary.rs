@@ -221,7 +221,7 @@ pub fn population(
 /// first), and only when nothing went wrong that the window was too short;
 /// `None` when every class measured something and met its count.
 /// `idle_stop_ns`: a run bounded by transactions alone that was ended after
-/// that long without a completed transaction ([`super::IDLE_BOUND_NS`]).
+/// that long with nothing moving (no transaction, no byte) ([`super::IDLE_BOUND_NS`]).
 pub fn shortfall(
     cfg: &RunConfig,
     merged: &[ClassAccum],
@@ -244,8 +244,8 @@ pub fn shortfall(
             if acc.transactions == 0 {
                 let what = match &idle {
                     Some(idle) => format!(
-                        "no transaction completed in {idle} (the --transactions run's idle \
-                         bound), so the run was ended"
+                        "no transaction completed and nothing moved for {idle} (the \
+                         --transactions run's idle bound), so the run was ended"
                     ),
                     None => format!("no transaction completed in the {window} window"),
                 };
@@ -258,8 +258,9 @@ pub fn shortfall(
             {
                 let short = match &idle {
                     Some(idle) => format!(
-                        "{spec}: --transactions {n} not reached: {done} done, then none in \
-                         {idle} (the --transactions run's idle bound), so the run was ended"
+                        "{spec}: --transactions {n} not reached: {done} done, then nothing \
+                         moved for {idle} (the --transactions run's idle bound), so the run \
+                         was ended"
                     ),
                     None => format!(
                         "{spec}: --transactions {n} not reached: {done} done when the \
@@ -495,7 +496,7 @@ mod tests {
         assert_eq!(paced.idle_bound_ns(), Some(310_000_000_000));
         let why = shortfall(&c, &[done(3)], c.idle_bound_ns()).unwrap();
         assert!(
-            why.contains("--transactions 5 not reached: 3 done, then none in 10s"),
+            why.contains("--transactions 5 not reached: 3 done, then nothing moved for 10s"),
             "{why}"
         );
         assert!(!why.contains("lengthen"), "{why}");

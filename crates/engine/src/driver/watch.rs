@@ -296,9 +296,9 @@ impl<'a> Watch<'a> {
     }
 
     /// Bounded by transactions alone: ends the run (the workers stop, the
-    /// clients still waiting are booked where they wait) once no transaction
-    /// completed for the idle bound since the measurement began or the last
-    /// one completed. The reason is left to the summary, which says what the
+    /// clients still waiting are booked where they wait) once nothing moved
+    /// — no transaction completed, no byte sent or received — for the idle
+    /// bound since the measurement began or the last thing moved. The reason is left to the summary, which says what the
     /// clients were waiting for.
     fn check_idle(&mut self, now: u64, warmup_end: u64, abort: &AtomicBool) {
         let Some(bound) = self.idle_bound_ns else {
@@ -307,7 +307,12 @@ impl<'a> Watch<'a> {
         if self.reason.is_some() || self.idle_stop_ns.is_some() {
             return;
         }
-        let total: u64 = self.progress_counts().iter().sum();
+        let moved: u64 = self
+            .slots
+            .iter()
+            .map(|w| w.moved_bytes.load(Ordering::Relaxed))
+            .sum();
+        let total = self.progress_counts().iter().sum::<u64>().wrapping_add(moved);
         if total != self.last_total {
             self.last_total = total;
             self.last_change_ns = now;

@@ -94,6 +94,10 @@ pub struct WorkerSlots {
     pub transactions: Vec<AtomicU64>,
     /// Clients connected at least once.
     pub connected: AtomicU64,
+    /// Bytes sent and received, every class: a run bounded by transactions
+    /// alone is idle only while neither this nor a count moves (a 20 MB
+    /// response on a slow link is minutes without a completed transaction).
+    pub moved_bytes: AtomicU64,
     /// `RunConfig::live_metrics`: the worker's copy of its accumulators.
     pub live: Option<LiveSlot>,
 }
@@ -113,6 +117,7 @@ impl WorkerSlots {
         WorkerSlots {
             transactions: (0..classes).map(|_| AtomicU64::new(0)).collect(),
             connected: AtomicU64::new(0),
+            moved_bytes: AtomicU64::new(0),
             live: live.then(|| LiveSlot {
                 classes: Mutex::new(vec![LiveClass::default(); classes]),
                 next_copy_ns: AtomicU64::new(0),
@@ -356,6 +361,8 @@ impl<'a, P: Codec> Worker<'a, P> {
         self.slots
             .connected
             .store(self.m.connected, Ordering::Relaxed);
+        let moved = self.m.accum.iter().map(|a| a.rx_bytes + a.tx_bytes).sum();
+        self.slots.moved_bytes.store(moved, Ordering::Relaxed);
         if let (Some(live), Some(now)) = (&self.slots.live, now) {
             if now >= live.next_copy_ns.load(Ordering::Relaxed) {
                 self.copy_live(live, now);
