@@ -102,7 +102,7 @@ fn bash_completes_a_flag_and_a_setting_value() {
     let flags = bash_completes(&path, &["stackbench", "run", "--proto"]);
     assert_eq!(flags, ["--protocol"]);
     let values = bash_completes(&path, &["stackbench", "run", "--protocol", ""]);
-    assert_eq!(values, ["raw", "http1", "tn3270", "amqp", "h2"]);
+    assert_eq!(values, ["raw", "http1", "tn3270", "amqp", "ftp", "h2"]);
     let values = bash_completes(
         &path,
         &["stackbench", "study", "x.toml", "--transport", "m"],
@@ -184,7 +184,7 @@ fn zsh_completes_a_flag_and_a_setting_value() {
     let flags = zsh_completes(dir.path(), "stackbench run --proto");
     assert_eq!(flags, ["--protocol"]);
     let values = zsh_completes(dir.path(), "stackbench run --protocol ");
-    assert_eq!(values, ["raw", "http1", "tn3270", "amqp", "h2"]);
+    assert_eq!(values, ["raw", "http1", "tn3270", "amqp", "ftp", "h2"]);
     let nested = zsh_completes(dir.path(), "stackbench results l");
     assert_eq!(nested, ["list"]);
 }
