@@ -312,7 +312,11 @@ impl<'a> Watch<'a> {
             .iter()
             .map(|w| w.moved_bytes.load(Ordering::Relaxed))
             .sum();
-        let total = self.progress_counts().iter().sum::<u64>().wrapping_add(moved);
+        let total = self
+            .progress_counts()
+            .iter()
+            .sum::<u64>()
+            .wrapping_add(moved);
         if total != self.last_total {
             self.last_total = total;
             self.last_change_ns = now;

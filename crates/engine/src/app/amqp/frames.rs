@@ -396,7 +396,9 @@ fn element(code: u8, b: &[u8]) -> Option<usize> {
                 0x8 => 8,
                 0x9 => 16,
                 0xa => 1 + usize::from(*b.first()?),
-                0xb => 4 + usize::try_from(u32::from_be_bytes(b.get(..4)?.try_into().ok()?)).ok()?,
+                0xb => {
+                    4 + usize::try_from(u32::from_be_bytes(b.get(..4)?.try_into().ok()?)).ok()?
+                }
                 _ => return None,
             };
             return (b.len() >= len).then_some(len);

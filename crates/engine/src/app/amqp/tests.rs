@@ -501,8 +501,14 @@ fn a_length_past_its_value_is_refused_before_decoding() {
     // A list whose count promises more values than its size holds, and an
     // array of empty values counting more than its bytes.
     assert_eq!(frames::well_formed(&[0xc0, 0x02, 0x05, 0x40]), None);
-    assert_eq!(frames::well_formed(&[0xf0, 0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0x40]), None);
-    assert_eq!(frames::well_formed(&[0xc0, 0x03, 0x02, 0x40, 0x41]), Some(5));
+    assert_eq!(
+        frames::well_formed(&[0xf0, 0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0x40]),
+        None
+    );
+    assert_eq!(
+        frames::well_formed(&[0xc0, 0x03, 0x02, 0x40, 0x41]),
+        Some(5)
+    );
 }
 
 /// What the halves and brokers send passes the walk that guards decoding:
