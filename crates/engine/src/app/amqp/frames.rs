@@ -319,22 +319,28 @@ pub fn value_len(b: &[u8]) -> Option<usize> {
         let value = value_len(b.get(1 + descriptor..)?)?;
         return Some(1 + descriptor + value);
     }
-    let width = match code >> 4 {
+    let len = 1 + width(code, b.get(1..)?)?;
+    (b.len() >= len).then_some(len)
+}
+
+/// Bytes after constructor `code` (not described) that its value takes, as
+/// its width or its size field says, `b` being the bytes after the
+/// constructor; `None`: not a constructor of AMQP's, or `b` too short to
+/// say.
+fn width(code: u8, b: &[u8]) -> Option<usize> {
+    Some(match code >> 4 {
         0x4 => 0,
         0x5 => 1,
         0x6 => 2,
         0x7 => 4,
         0x8 => 8,
         0x9 => 16,
-        0xa | 0xc | 0xe => 1 + usize::from(*b.get(1)?),
+        0xa | 0xc | 0xe => 1 + usize::from(*b.first()?),
         0xb | 0xd | 0xf => {
-            let n = u32::from_be_bytes(b.get(1..5)?.try_into().ok()?);
-            4 + usize::try_from(n).ok()?
+            4 + usize::try_from(u32::from_be_bytes(b.get(..4)?.try_into().ok()?)).ok()?
         }
         _ => return None,
-    };
-    let len = 1 + width;
-    (b.len() >= len).then_some(len)
+    })
 }
 
 /// The numeric descriptor of the described value at the start of `b`
@@ -388,19 +394,7 @@ fn element(code: u8, b: &[u8]) -> Option<usize> {
             (4, usize::try_from(size).ok()?, usize::try_from(count).ok()?)
         }
         _ => {
-            let len = match code >> 4 {
-                0x4 => 0,
-                0x5 => 1,
-                0x6 => 2,
-                0x7 => 4,
-                0x8 => 8,
-                0x9 => 16,
-                0xa => 1 + usize::from(*b.first()?),
-                0xb => {
-                    4 + usize::try_from(u32::from_be_bytes(b.get(..4)?.try_into().ok()?)).ok()?
-                }
-                _ => return None,
-            };
+            let len = width(code, b)?;
             return (b.len() >= len).then_some(len);
         }
     };
