@@ -76,6 +76,41 @@ fn a_lab_host_on_cpus_this_process_lacks_is_refused_before_the_lab_is_built() {
     );
 }
 
+/// The same for CPUs that are online but outside this process's set (the
+/// case the check exists for: a run under `taskset -c 0` whose lab host
+/// asks for CPU 1 ran the whole run before it).
+#[test]
+fn a_lab_host_on_online_cpus_outside_this_process_is_refused() {
+    let file = examples().join("lab-two-hosts.toml");
+    let file = file.to_string_lossy();
+    let out = std::process::Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            env!("CARGO_BIN_EXE_stackbench"),
+            "run",
+            "--lab",
+            &file,
+        ])
+        .args([
+            "--from",
+            "client",
+            "--to",
+            "server",
+            "RR1(1B/1B)",
+            "--no-store",
+        ])
+        .output()
+        .expect("taskset (util-linux) runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(
+        err.contains("host 'server' cpus 1: CPU 1 is not online or not allowed to this process (it may run on 0)"),
+        "{err}"
+    );
+}
+
 #[test]
 fn without_root_a_lab_run_says_to_use_sudo() {
     let file = examples().join("lab-two-hosts.toml");
