@@ -648,7 +648,7 @@ fn admit_driver(
                 Ok(Request::Hello { version, .. }) => format!(
                     "protocol version {version} is not supported by this responder (speaks \
                      {PROTOCOL_VERSION}): run the same stackbench version on both sides \
-                     (version {PROTOCOL_VERSION} opens with a token handshake)"
+                     (since version 6 a connection opens with a token handshake)"
                 ),
                 _ => "not a stackbench control connection (no token handshake)".to_string(),
             };

@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use stackbench_engine::control::{Reply, TestSpec};
+use stackbench_engine::control::{self, Reply, TestSpec};
 use stackbench_engine::responder::ResponderLimits;
 use stackbench_engine::token::Token;
 use stackbench_engine::{ControlClient, EngineError, Responder, ResponderConfig, ResponderHandle};
@@ -84,7 +84,8 @@ fn control_connections_without_the_token_are_refused_and_counted() {
         panic!("{line}");
     };
     assert!(
-        message.contains("protocol version 5") && message.contains("speaks 6"),
+        message.contains("protocol version 5")
+            && message.contains(&format!("speaks {}", control::PROTOCOL_VERSION)),
         "{message}"
     );
 
