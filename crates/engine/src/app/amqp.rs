@@ -40,6 +40,7 @@ pub mod application;
 pub mod client;
 mod frames;
 pub mod row;
+mod sasl;
 pub mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};
