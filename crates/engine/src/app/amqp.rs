@@ -30,6 +30,13 @@
 //! are message bodies; the frames around them are counted in the bytes
 //! moved (docs/transports.md gives the overhead per transaction).
 //!
+//! Compression (`amqp_compress`): each request body zlib-compressed at
+//! level 1 or 9 and marked `content-encoding: deflate`; the broker and the
+//! responder application decompress it and compress the reply at the
+//! request's level (the zlib header's FLEVEL); the client decompresses the
+//! reply and checks its size. A compressed transfer is kept whole by the
+//! frame reader (up to [`frames::ENCODED_KEEP_BYTES`]).
+//!
 //! Faults: a peer that is not AMQP 1.0 (its header), a SASL outcome other
 //! than ok, a link or session or connection closed with an error, a put
 //! rejected or released, a reply whose correlation id is not the request's,
@@ -196,7 +203,7 @@ fn inflate_body(data: &[u8], want: u64, exact: bool, plain: &mut Vec<u8>) -> Res
     plain.clear();
     let mut z = Decompress::new(true);
     loop {
-        plain.reserve(bound.min(1 << 20).max(64) + 1);
+        plain.reserve(bound.clamp(64, 1 << 20) + 1);
         let status = z
             .decompress_vec(
                 &data[z.total_in() as usize..],
