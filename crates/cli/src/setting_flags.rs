@@ -297,6 +297,7 @@ mod tests {
         ("amqp_credit", "0"),
         ("amqp_credit", "100001"),
         ("amqp_body", "ones"),
+        ("amqp_compress", "zlib"),
         ("amqp_queues", "per-user"),
         ("amqp_queue", "my queue"),
         ("tls_mode", "hardware"),

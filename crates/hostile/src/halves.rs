@@ -18,8 +18,8 @@
 
 use stackbench_engine::app::{amqp, http1, tn3270, ClassShape, Codec, Handler, Setup};
 use stackbench_model::settings::{
-    AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, LuName, ResponderApp, ResponderTn3270e,
-    SettingValue, Tn3270Options, Tn3270e,
+    AmqpBody, AmqpCompress, AmqpParams, AmqpPattern, AmqpQueues, LuName, ResponderApp,
+    ResponderTn3270e, SettingValue, Tn3270Options, Tn3270e,
 };
 use stackbench_model::{CrrClose, Kind};
 
@@ -113,6 +113,11 @@ impl Class {
             credit: 1 + u32::from(more >> 5),
             body: [AmqpBody::Zeros, AmqpBody::Text, AmqpBody::Random]
                 [usize::from(more >> 2 & 3) % 3],
+            compress: [
+                AmqpCompress::None,
+                AmqpCompress::ZlibFast,
+                AmqpCompress::ZlibHigh,
+            ][usize::from(flags >> 1 & 3) % 3],
             queues: if more & 0x10 == 0 {
                 AmqpQueues::PerClient
             } else {

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use stackbench_model::study::{load_study, parse_study};
-use stackbench_model::{AppProtocol, CrrClose};
+use stackbench_model::{AmqpCompress, AppProtocol, CrrClose};
 
 fn example(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -434,7 +434,18 @@ fn mq_examples_plan_their_variants_over_the_amqp_settings() {
 
     let s = load_study(&example("mq-channel-options.toml")).unwrap();
     let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
-    assert_eq!(names, ["clear", "tls", "tls-rekey-1MB"]);
-    // 2 workloads × 2 bodies × 3 variants × 3 repetitions.
-    assert_eq!(s.plan(&[], "f").unwrap().len(), 36);
+    assert_eq!(
+        names,
+        ["clear", "tls", "tls-rekey-1MB", "zlib-fast", "zlib-high"]
+    );
+    // 2 workloads × 2 bodies × 5 variants × 3 repetitions.
+    let plan = s.plan(&[], "f").unwrap();
+    assert_eq!(plan.len(), 60);
+    let compressed = |c| {
+        plan.iter()
+            .filter(|p| p.settings.amqp_compress == c)
+            .count()
+    };
+    assert_eq!(compressed(AmqpCompress::ZlibFast), 12);
+    assert_eq!(compressed(AmqpCompress::ZlibHigh), 12);
 }

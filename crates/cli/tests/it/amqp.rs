@@ -88,6 +88,46 @@ fn amqp_transactions_count_exactly_against_the_embedded_broker() {
 }
 
 #[test]
+fn compressed_bodies_move_fewer_bytes_against_the_embedded_broker() {
+    // 32 kB of text each way, zlib level 1 and 9: the bytes moved are the
+    // compressed bodies (a few hundred bytes), the notation's sizes stay.
+    let n = 50;
+    for (compress, body, small) in [
+        ("zlib-fast", "text", true),
+        ("zlib-high", "text", true),
+        ("zlib-fast", "random", false),
+    ] {
+        let flags = [
+            "--protocol",
+            "amqp",
+            "--amqp-compress",
+            compress,
+            "--amqp-body",
+            body,
+        ];
+        let record = run_json("RR2(32kB/32kB)", n, &flags);
+        let c = &record["classes"][0];
+        assert_eq!(
+            (c["transactions"].as_u64(), c["errors"].as_u64()),
+            (Some(n), Some(0)),
+            "{compress} {body}: {c}"
+        );
+        let per_tr = |k: &str| c[k].as_u64().unwrap() / n;
+        let (tx, rx) = (per_tr("tx_bytes"), per_tr("rx_bytes"));
+        if small {
+            assert!(tx < 2000 && rx < 2000, "{compress} {body}: {tx} {rx}");
+        } else {
+            let size = 32 * 1024;
+            assert!(
+                (size..size + 600).contains(&tx) && (size..size + 600).contains(&rx),
+                "{compress} {body}: {tx} {rx}"
+            );
+        }
+        assert_eq!(record["settings"]["amqp_compress"], compress);
+    }
+}
+
+#[test]
 fn bad_amqp_settings_are_refused_in_one_line() {
     let queue = ["RR1(1kB/1kB)", "--protocol", "amqp", "--amqp-queue", "a b"];
     refused("run", &queue, "' ' in a queue name");

@@ -25,7 +25,7 @@ mod value;
 
 pub use crate::pacing::{Arrivals, PerSecond, ThinkTime};
 pub use agents::Launcher;
-pub use amqp::{AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, QueueName};
+pub use amqp::{AmqpBody, AmqpCompress, AmqpParams, AmqpPattern, AmqpQueues, QueueName};
 pub use app::{AppProtocol, PlainTarget};
 pub use guest::{GuestAccel, KernelSpec};
 pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct};
@@ -277,6 +277,8 @@ run_settings! {
     amqp_credit: u32 = amqp::DEFAULT_CREDIT, json "amqp_credit", range "1" ..= "100000";
     /// Protocol amqp: what a message body holds: zeros, text (repeated ASCII) or random (incompressible).
     amqp_body: AmqpBody = AmqpBody::Zeros, json "amqp_body";
+    /// Protocol amqp: compression of message bodies, as IBM MQ's channel compression: none, zlib-fast (zlib level 1, MQ's ZLIBFAST) or zlib-high (level 9, ZLIBHIGH); marked by content-encoding deflate, and the embedded broker and responder application compress replies alike. The notation's sizes stay the uncompressed bodies; the bytes moved are what was sent.
+    amqp_compress: AmqpCompress = AmqpCompress::None, json "amqp_compress";
     /// Protocol amqp: request queues shared (QUEUE.request, one for all: the queue responder applications get from) or per-client (QUEUE.request.ID, one per connection: put-get's own queue; against a broker, request-reply has no responder for them); reply queues are always per connection (QUEUE.reply.ID).
     amqp_queues: AmqpQueues = AmqpQueues::Shared, json "amqp_queues";
     /// Protocol amqp: prefix QUEUE of the queue names (letters, digits and . _ - / :).
@@ -399,6 +401,7 @@ impl RunSettings {
             persistent: self.amqp_persistent,
             credit: self.amqp_credit,
             body: self.amqp_body,
+            compress: self.amqp_compress,
             queues: self.amqp_queues,
             queue: self.amqp_queue.0.clone(),
             user: self

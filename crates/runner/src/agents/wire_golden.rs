@@ -22,8 +22,8 @@ use stackbench_model::settings::{
 };
 use stackbench_model::tn3270_script::{Script, ScriptRef};
 use stackbench_model::{
-    AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, IoMode, SocketOptions, TlsParams,
-    Transport,
+    AmqpBody, AmqpCompress, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, IoMode,
+    SocketOptions, TlsParams, Transport,
 };
 use stackbench_record::{
     ClassResult, CpuFigures, ErrorCounts, HttpStatus, PopulationFigures, ScriptStep, Sessions,
@@ -78,6 +78,7 @@ pub fn run_config() -> RunConfig {
             persistent: true,
             credit: 10,
             body: AmqpBody::Text,
+            compress: AmqpCompress::ZlibFast,
             queues: AmqpQueues::Shared,
             queue: "q".into(),
             user: Some("u".into()),

@@ -41,7 +41,10 @@ use stackbench_model::AmqpBody;
 
 use super::frames::{self, In, Reader};
 use super::sasl;
-use super::{body_of, content_type, fill_body, show_error, MAX_FRAME_BYTES, SESSION_WINDOW};
+use super::{
+    body_of, content_type, deflate_body, fill_body, inflate_body, level_of, show_error, DEFLATE,
+    MAX_FRAME_BYTES, SESSION_WINDOW,
+};
 use crate::app::Fault;
 
 /// Our handle of the request link; reply links take the next ones.
@@ -91,6 +94,9 @@ struct Request {
     reply_to: String,
     reply_body: u64,
     body: AmqpBody,
+    /// A compressed request (content-encoding deflate): the zlib level to
+    /// compress its reply at.
+    level: Option<u32>,
 }
 
 /// A link putting replies on one reply queue.
@@ -130,6 +136,9 @@ pub struct Application {
     attached: bool,
     /// Whether the opening attaches the request link (not for a probe).
     attach: bool,
+    /// Compression: an uncompressed body's scratch, a compressed reply.
+    plain: Vec<u8>,
+    packed: Vec<u8>,
 }
 
 impl Application {
@@ -178,6 +187,8 @@ impl Application {
             got_begin: false,
             attached: false,
             attach: true,
+            plain: Vec::new(),
+            packed: Vec::new(),
         };
         app.out.extend_from_slice(&frames::SASL_HEADER);
         app.flush().map_err(|f| named(f.0))?;
@@ -452,6 +463,34 @@ impl Application {
                 None => None,
             };
             self.reading_bytes = message_len - sections.body_at as u64;
+            let level = match &properties.content_encoding {
+                None => None,
+                Some(e) if e.0 != DEFLATE => {
+                    return Err(Fault(format!(
+                        "a request with content-encoding {:?}: stackbench's responder \
+                         decodes {DEFLATE} only",
+                        e.0
+                    )))
+                }
+                Some(_) => {
+                    if t.more || message.len() as u64 != message_len {
+                        return Err(Fault(format!(
+                            "a compressed request of {message_len} bytes in more than one \
+                             frame or over the {} bytes kept of one: stackbench's responder \
+                             decompresses a request sent as one frame",
+                            frames::ENCODED_KEEP_BYTES
+                        )));
+                    }
+                    let data = message.get(sections.body_at..).unwrap_or_default();
+                    inflate_body(
+                        data,
+                        frames::ENCODED_KEEP_BYTES as u64 * 16,
+                        false,
+                        &mut self.plain,
+                    )?;
+                    Some(level_of(data))
+                }
+            };
             self.reading = Some(Request {
                 unsettled: (t.settled != Some(true)).then_some(id),
                 durable,
@@ -462,6 +501,7 @@ impl Application {
                     .content_type
                     .as_ref()
                     .map_or(AmqpBody::Zeros, |c| body_of(&c.0)),
+                level,
             });
         } else {
             self.reading_bytes += message_len;
@@ -475,7 +515,11 @@ impl Application {
             ));
         };
         if request.reply_body == u64::MAX {
-            request.reply_body = self.reading_bytes;
+            // The reply is the request's size (uncompressed).
+            request.reply_body = match request.level {
+                Some(_) => self.plain.len() as u64,
+                None => self.reading_bytes,
+            };
         }
         counters.requests.fetch_add(1, Ordering::Relaxed);
         counters
@@ -618,17 +662,28 @@ impl Application {
         let properties = Properties {
             correlation_id: request.message_id.clone(),
             content_type: content_type(request.body).map(Symbol::from),
+            content_encoding: request.level.map(|_| Symbol::from(DEFLATE)),
             ..Properties::default()
         };
         frames::push_value(&mut self.out, start, &properties)?;
-        let body = u32::try_from(request.reply_body).map_err(|_| {
+        if let Some(level) = request.level {
+            let len = usize::try_from(request.reply_body)
+                .map_err(|_| Fault(format!("a reply body of {} bytes", request.reply_body)))?;
+            self.packed.clear();
+            deflate_body(request.body, len, level, &mut self.plain, &mut self.packed);
+        }
+        let moved = match request.level {
+            Some(_) => self.packed.len() as u64,
+            None => request.reply_body,
+        };
+        let body = u32::try_from(moved).map_err(|_| {
             Fault(format!(
                 "a reply body of {} bytes: AMQP sizes a frame in 32 bits",
                 request.reply_body
             ))
         })?;
         frames::push_data_head(&mut self.out, start, body);
-        let frame = (self.out.len() - start) as u64 + request.reply_body;
+        let frame = (self.out.len() - start) as u64 + moved;
         if frame > u64::from(self.peer_max_frame) {
             return Err(Fault(format!(
                 "a reply of {} bytes (a frame of {frame}) is over the broker's max-frame-size \
@@ -636,13 +691,15 @@ impl Application {
                 request.reply_body, self.peer_max_frame
             )));
         }
-        let at = self.out.len();
-        self.out.resize(at + request.reply_body as usize, 0);
-        fill_body(request.body, 0, &mut self.out[at..]);
+        if request.level.is_some() {
+            self.out.extend_from_slice(&self.packed);
+        } else {
+            let at = self.out.len();
+            self.out.resize(at + request.reply_body as usize, 0);
+            fill_body(request.body, 0, &mut self.out[at..]);
+        }
         counters.replies.fetch_add(1, Ordering::Relaxed);
-        counters
-            .reply_bytes
-            .fetch_add(request.reply_body, Ordering::Relaxed);
+        counters.reply_bytes.fetch_add(moved, Ordering::Relaxed);
         match (request.durable, request.unsettled) {
             (true, _) => {
                 self.unaccepted.insert(delivery_id, request);

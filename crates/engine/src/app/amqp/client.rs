@@ -13,7 +13,8 @@ use stackbench_model::{AmqpParams, AmqpPattern, AmqpQueues, AppProtocol};
 use super::frames::{self, In, Reader};
 use super::sasl;
 use super::{
-    connection_name, content_type, fill_message, show_error, MAX_FRAME_BYTES, SESSION_WINDOW,
+    connection_name, content_type, deflate_body, fill_message, inflate_body, show_error, DEFLATE,
+    MAX_FRAME_BYTES, SESSION_WINDOW,
 };
 use crate::app::{ClassShape, Codec, Fault, Setup};
 
@@ -51,6 +52,12 @@ pub struct ClientState {
     /// are: each request copies it and patches them.
     template: Vec<u8>,
     template_at: frames::TemplateAt,
+    /// The body length the template frames (compressed bodies vary).
+    template_body: u32,
+    /// Compression: scratch for an uncompressed body (a request's, a
+    /// reply's) and the next request's compressed body.
+    plain: Vec<u8>,
+    packed: Vec<u8>,
     got: u8,
     /// Names of this connection's queues and links.
     name: String,
@@ -104,7 +111,7 @@ impl Codec for Client {
 
     #[inline]
     fn request_len(&self, state: &ClientState) -> u64 {
-        state.head.len() as u64 + self.request_body
+        state.head.len() as u64 + self.streamed_body()
     }
 
     #[inline]
@@ -202,6 +209,15 @@ impl ClientState {
 }
 
 impl Client {
+    /// The request body's bytes streamed after `state.head`: none when
+    /// compressed (the compressed body is in the head).
+    fn streamed_body(&self) -> u64 {
+        match self.params.compress.zlib_level() {
+            Some(_) => 0,
+            None => self.request_body,
+        }
+    }
+
     /// The request queue's address, and the reply queue's.
     fn addresses(&self, name: &str) -> (String, String) {
         let q = &self.params.queue;
@@ -424,11 +440,47 @@ impl Client {
                 state.unsettled_reply = Some(id);
             }
             self.check_reply(state, message)?;
+            self.inflate_reply(state, message, transfer.more)?;
         }
         if !transfer.more {
             state.reply_done = true;
         }
         Ok(())
+    }
+
+    /// Decompresses a reply that names a content-encoding (all of it in
+    /// this frame, kept whole by the reader), checking its size.
+    fn inflate_reply(
+        &self,
+        state: &mut ClientState,
+        message: &[u8],
+        more: bool,
+    ) -> Result<(), Fault> {
+        let Some(sections) = frames::sections(message) else {
+            return Ok(());
+        };
+        if !sections.properties.is_some_and(frames::properties_encoded) {
+            return Ok(());
+        }
+        let properties: Properties = frames::decode(
+            sections.properties.unwrap_or_default(),
+            "properties section",
+        )?;
+        let encoding = properties.content_encoding.map(|e| e.0).unwrap_or_default();
+        if encoding != DEFLATE {
+            return Err(Fault(format!(
+                "a reply with content-encoding {encoding:?}: stackbench decodes {DEFLATE} only"
+            )));
+        }
+        if more {
+            return Err(Fault(
+                "a compressed reply in more than one transfer frame: stackbench decompresses \
+                 a reply sent as one frame"
+                    .into(),
+            ));
+        }
+        let data = message.get(sections.body_at..).unwrap_or_default();
+        inflate_body(data, self.reply_body, true, &mut state.plain)
     }
 
     /// Whether the reply answers the request: its correlation id (put-get:
@@ -488,8 +540,20 @@ impl Client {
             let flow = receive_flow(state, self.params.credit);
             frames::push(&mut state.head, frames::TYPE_AMQP, 0, &flow)?;
         }
-        if state.template.is_empty() {
-            self.build_template(state)?;
+        let body_bytes = match self.params.compress.zlib_level() {
+            Some(level) => {
+                let len = usize::try_from(self.request_body)
+                    .map_err(|_| Fault(format!("a body of {} bytes", self.request_body)))?;
+                let mut packed = std::mem::take(&mut state.packed);
+                packed.clear();
+                deflate_body(self.params.body, len, level, &mut state.plain, &mut packed);
+                state.packed = packed;
+                state.packed.len() as u64
+            }
+            None => self.request_body,
+        };
+        if state.template.is_empty() || u64::from(state.template_body) != body_bytes {
+            self.build_template(state, body_bytes)?;
         }
         state.message_id += 1;
         let base = state.head.len();
@@ -501,6 +565,9 @@ impl Client {
             state.sent,
             state.message_id,
         );
+        if self.params.compress.zlib_level().is_some() {
+            state.head.extend_from_slice(&state.packed);
+        }
         state.sent = state.sent.wrapping_add(1);
         state.send_credit -= 1;
         state.next_outgoing_id = state.next_outgoing_id.wrapping_add(1);
@@ -509,13 +576,13 @@ impl Client {
         Ok(())
     }
 
-    /// Encodes the connection's request transfer once, checking that a
-    /// message fits the broker's max-frame-size.
-    fn build_template(&self, state: &mut ClientState) -> Result<(), Fault> {
-        let body = u32::try_from(self.request_body).map_err(|_| {
+    /// Encodes the connection's request transfer for a body of
+    /// `body_bytes` (once; again when a compressed body's size changes),
+    /// checking that a message fits the broker's max-frame-size.
+    fn build_template(&self, state: &mut ClientState, body_bytes: u64) -> Result<(), Fault> {
+        let body = u32::try_from(body_bytes).map_err(|_| {
             Fault(format!(
-                "a message body of {} bytes: AMQP sizes a frame in 32 bits",
-                self.request_body
+                "a message body of {body_bytes} bytes: AMQP sizes a frame in 32 bits"
             ))
         })?;
         let request_reply = self.params.pattern == AmqpPattern::RequestReply;
@@ -527,12 +594,13 @@ impl Client {
             durable: persistent,
             reply_to: reply_to.as_deref(),
             content_type: content_type(self.params.body),
+            content_encoding: self.params.compress.zlib_level().map(|_| DEFLATE),
             reply_bytes: request_reply.then_some(self.reply_body),
             body_bytes: body,
         };
         let mut template = Vec::new();
         state.template_at = frames::transfer_template(&mut template, &shape);
-        let frame = template.len() as u64 + self.request_body;
+        let frame = template.len() as u64 + body_bytes;
         if frame > u64::from(state.peer_max_frame) {
             return Err(Fault(format!(
                 "a message of {} bytes (a frame of {frame}) is over the broker's \
@@ -542,6 +610,7 @@ impl Client {
             )));
         }
         state.template = template;
+        state.template_body = body;
         Ok(())
     }
 }

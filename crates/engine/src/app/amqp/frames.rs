@@ -37,6 +37,10 @@ pub const KEEP_BYTES: usize = 64 * 1024;
 /// from a broker); its body is counted, never copied, so a connection
 /// keeps at most this much of a message between reads.
 pub const TRANSFER_KEEP_BYTES: usize = 2048;
+/// Bytes of a transfer frame kept when its message names a
+/// content-encoding (a compressed body, decompressed from memory): all of
+/// it up to this.
+pub const ENCODED_KEEP_BYTES: usize = 64 << 20;
 /// How a transfer frame's body begins (described type 0x14).
 const TRANSFER: [u8; 3] = [0x00, 0x53, 0x14];
 
@@ -73,6 +77,10 @@ pub struct Reader {
     len: u64,
     in_frame: bool,
     kept: Vec<u8>,
+    /// The current transfer was looked at once [`TRANSFER_KEEP_BYTES`] of
+    /// it were kept, and its message names a content-encoding: kept whole.
+    looked: bool,
+    encoded: bool,
 }
 
 impl Reader {
@@ -132,14 +140,29 @@ impl Reader {
             chunk = &chunk[skip..];
             // The first 3 bytes say whether the frame is a transfer, and so
             // how much of it to keep.
+            // and a transfer's first TRANSFER_KEEP_BYTES whether its
+            // message names a content-encoding (kept whole).
             let ahead = if self.kept.len() < TRANSFER.len() {
                 TRANSFER.len() - self.kept.len()
+            } else if !self.looked
+                && self.kept.len() < TRANSFER_KEEP_BYTES
+                && self.kept.starts_with(&TRANSFER)
+            {
+                TRANSFER_KEEP_BYTES - self.kept.len()
             } else {
                 usize::MAX
             };
             let take = (self.left.min(chunk.len() as u64) as usize).min(ahead);
             let limit = if self.kept.starts_with(&TRANSFER) {
-                TRANSFER_KEEP_BYTES
+                if !self.looked && self.kept.len() >= TRANSFER_KEEP_BYTES {
+                    self.looked = true;
+                    self.encoded = transfer_encoded(&self.kept);
+                }
+                if self.encoded {
+                    ENCODED_KEEP_BYTES
+                } else {
+                    TRANSFER_KEEP_BYTES
+                }
             } else {
                 KEEP_BYTES
             };
@@ -188,6 +211,8 @@ impl Reader {
         self.left = self.len;
         self.in_frame = true;
         self.kept.clear();
+        self.looked = false;
+        self.encoded = false;
         Ok(())
     }
 }
@@ -513,6 +538,8 @@ pub struct TransferShape<'a> {
     pub durable: bool,
     pub reply_to: Option<&'a str>,
     pub content_type: Option<&'a str>,
+    /// The body's content-encoding (a compressed body).
+    pub content_encoding: Option<&'a str>,
     /// The reply body's size, named in an application property.
     pub reply_bytes: Option<u64>,
     pub body_bytes: u32,
@@ -548,7 +575,8 @@ pub fn transfer_template(out: &mut Vec<u8>, shape: &TransferShape<'_>) -> Templa
     let message_id_in_fields = fields.len();
     fields.extend_from_slice(&[0; 8]);
     let mut count = 1u32;
-    if shape.reply_to.is_some() || shape.content_type.is_some() {
+    if shape.reply_to.is_some() || shape.content_type.is_some() || shape.content_encoding.is_some()
+    {
         // user-id, to, subject: null.
         fields.extend_from_slice(&[0x40, 0x40, 0x40]);
         match shape.reply_to {
@@ -557,10 +585,17 @@ pub fn transfer_template(out: &mut Vec<u8>, shape: &TransferShape<'_>) -> Templa
         }
         count = 5;
     }
-    if let Some(c) = shape.content_type {
+    if shape.content_type.is_some() || shape.content_encoding.is_some() {
         fields.push(0x40); // correlation-id
-        push_str(&mut fields, 0xa3, 0xb3, c);
+        match shape.content_type {
+            Some(c) => push_str(&mut fields, 0xa3, 0xb3, c),
+            None => fields.push(0x40),
+        }
         count = 7;
+    }
+    if let Some(e) = shape.content_encoding {
+        push_str(&mut fields, 0xa3, 0xb3, e);
+        count = 8;
     }
     out.extend_from_slice(&[0x00, 0x53, SECTION_PROPERTIES as u8]);
     let message_id = out.len() + push_list_head(out, fields.len(), count) + message_id_in_fields;
@@ -699,6 +734,35 @@ fn boolean(v: &[u8]) -> Option<Option<bool>> {
         0x56 => Some(Some(*v.get(1)? != 0)),
         _ => None,
     }
+}
+
+/// Whether a transfer frame's message (its first bytes, `kept`) names a
+/// content-encoding in its properties.
+fn transfer_encoded(kept: &[u8]) -> bool {
+    transfer_head(kept)
+        .and_then(|(_, len)| sections(&kept[len..]))
+        .and_then(|s| s.properties)
+        .is_some_and(properties_encoded)
+}
+
+/// Whether an encoded properties section's content-encoding (field 7) is
+/// there and not null.
+pub fn properties_encoded(section: &[u8]) -> bool {
+    let field = || -> Option<bool> {
+        if !section.starts_with(&[0x00, 0x53, SECTION_PROPERTIES as u8]) {
+            return None;
+        }
+        let (mut at, count) = list_elements(&section[3..])?;
+        at += 3;
+        if count <= 7 {
+            return Some(false);
+        }
+        for _ in 0..7 {
+            at += value_len(section.get(at..)?)?;
+        }
+        Some(*section.get(at)? != 0x40)
+    };
+    field().unwrap_or(false)
 }
 
 /// Field `index` of an encoded properties section when it is a ulong

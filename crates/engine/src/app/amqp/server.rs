@@ -22,7 +22,8 @@ use stackbench_model::AmqpBody;
 
 use super::frames::{self, In, Reader};
 use super::{
-    body_of, content_type, fill_message, show_error, BROKER_CREDIT, MAX_FRAME_BYTES, SESSION_WINDOW,
+    body_of, content_type, deflate_body, fill_message, inflate_body, level_of, show_error,
+    BROKER_CREDIT, DEFLATE, MAX_FRAME_BYTES, SESSION_WINDOW,
 };
 use crate::app::{Fault, Handler, Setup};
 
@@ -84,8 +85,17 @@ pub struct ServerState {
     body: AmqpBody,
     /// A request completed in the chunk being read.
     complete: bool,
-    /// The answer's body length.
+    /// The answer's body length (streamed after `out`; none when the
+    /// answer is compressed: its body is in `out`).
     answer_body: u64,
+    /// The request's body was compressed (content-encoding deflate), at a
+    /// zlib level of about `level`; the answer is compressed alike.
+    encoded: bool,
+    level: u32,
+    /// Compression: an uncompressed body's scratch, and the compressed
+    /// answer body (put-get: the request's, passed back as a broker does).
+    plain: Vec<u8>,
+    packed: Vec<u8>,
 }
 
 impl Handler for Server {
@@ -395,6 +405,49 @@ impl Server {
                 .as_ref()
                 .and_then(|p| p.content_type.as_ref())
                 .map_or(AmqpBody::Zeros, |c| body_of(&c.0));
+            let encoding = properties
+                .as_ref()
+                .and_then(|p| p.content_encoding.as_ref());
+            state.encoded = encoding.is_some();
+            if let Some(e) = encoding {
+                if e.0 != DEFLATE {
+                    return Err(Fault(format!(
+                        "a request with content-encoding {:?}: stackbench's broker decodes \
+                         {DEFLATE} only",
+                        e.0
+                    )));
+                }
+                if t.more {
+                    return Err(Fault(
+                        "a compressed request in more than one transfer frame: stackbench's \
+                         broker decompresses a request sent as one frame"
+                            .into(),
+                    ));
+                }
+                let data = message.get(sections.body_at..).unwrap_or_default();
+                if message_len != message.len() as u64 {
+                    return Err(Fault(format!(
+                        "a compressed request of {message_len} bytes: over the {} bytes \
+                         stackbench's broker keeps of one",
+                        frames::ENCODED_KEEP_BYTES
+                    )));
+                }
+                state.level = level_of(data);
+                let echo = !state.put_address.is_empty() && state.put_address == state.get_address;
+                if echo {
+                    // A broker passes the message on as it is.
+                    state.packed.clear();
+                    state.packed.extend_from_slice(data);
+                } else {
+                    // The responder reads the request.
+                    inflate_body(
+                        data,
+                        frames::ENCODED_KEEP_BYTES as u64 * 16,
+                        false,
+                        &mut state.plain,
+                    )?;
+                }
+            }
             // A hostile transfer's sections may claim bytes past its
             // payload (found by fuzzing: fuzz/regressions/amqp_server).
             state.request_body = message_len
@@ -486,7 +539,7 @@ impl Server {
             reply_to: None,
             correlation_id,
             content_type: content_type(state.body).map(Symbol::from),
-            content_encoding: None,
+            content_encoding: state.encoded.then(|| Symbol::from(DEFLATE)),
             absolute_expiry_time: None,
             creation_time: None,
             group_id: None,
@@ -494,6 +547,17 @@ impl Server {
             reply_to_group_id: None,
         };
         frames::push_value(&mut state.out, start, &properties)?;
+        if state.encoded && !echo {
+            let len = usize::try_from(state.answer_body)
+                .map_err(|_| Fault(format!("a reply body of {} bytes", state.answer_body)))?;
+            let mut packed = std::mem::take(&mut state.packed);
+            packed.clear();
+            deflate_body(state.body, len, state.level, &mut state.plain, &mut packed);
+            state.packed = packed;
+        }
+        if state.encoded {
+            state.answer_body = state.packed.len() as u64;
+        }
         let body = u32::try_from(state.answer_body).map_err(|_| {
             Fault(format!(
                 "a reply body of {} bytes: AMQP sizes a frame in 32 bits",
@@ -508,6 +572,10 @@ impl Server {
                  max-frame-size {}",
                 state.answer_body, state.client_max_frame
             )));
+        }
+        if state.encoded {
+            state.out.extend_from_slice(&state.packed);
+            state.answer_body = 0;
         }
         state.gets = state.gets.wrapping_add(1);
         state.gets_credit -= 1;

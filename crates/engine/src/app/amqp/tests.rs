@@ -531,3 +531,66 @@ fn every_performative_the_halves_send_is_well_formed() {
     assert_eq!(frames::well_formed(body), Some(body.len()), "{body:02x?}");
     frames::decode::<SaslMechanisms>(body, "sasl-mechanisms").unwrap();
 }
+
+#[test]
+fn compressed_bodies_go_both_ways_and_text_moves_fewer_bytes() {
+    use stackbench_model::{AmqpBody, AmqpCompress};
+    const SIZE: u64 = 32_000;
+    for pattern in [AmqpPattern::RequestReply, AmqpPattern::PutGet] {
+        for compress in [AmqpCompress::ZlibFast, AmqpCompress::ZlibHigh] {
+            for (body, split) in [(AmqpBody::Text, 1 << 20), (AmqpBody::Random, 1000)] {
+                let params = AmqpParams {
+                    pattern,
+                    body,
+                    compress,
+                    persistent: body == AmqpBody::Random,
+                    credit: 4,
+                    ..AmqpParams::default()
+                };
+                let c = client(SIZE, SIZE, params);
+                let s = Server::of(SIZE, SIZE, &Default::default());
+                let (mut cs, mut ss, _, _) = set_up(&c, &s, split);
+                for _ in 0..6 {
+                    let (sent, got) = transact(&c, &s, &mut cs, &mut ss, split);
+                    let what = format!("{pattern:?} {compress:?} {body:?}: {sent}/{got} bytes");
+                    match body {
+                        // 32 kB of repeated text is a few hundred bytes of zlib.
+                        AmqpBody::Text => {
+                            assert!(sent < SIZE / 20 && got < SIZE / 20, "{what}");
+                        }
+                        // Incompressible: stored blocks, a few bytes more.
+                        _ => {
+                            assert!((SIZE..SIZE + 500).contains(&sent), "{what}");
+                            assert!((SIZE..SIZE + 500).contains(&got), "{what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_compressed_body_of_another_size_or_cut_short_is_refused() {
+    let mut packed = Vec::new();
+    let mut plain = Vec::new();
+    deflate_body(AmqpBody::Text, 5000, 9, &mut plain, &mut packed);
+    assert_eq!(level_of(&packed), 9);
+    inflate_body(&packed, 5000, true, &mut plain).unwrap();
+    assert_eq!(plain.len(), 5000);
+    assert!(plain.starts_with(TEXT));
+    let e = inflate_body(&packed, 4999, true, &mut plain).unwrap_err();
+    assert!(e.0.contains("the notation's size is 4999"), "{}", e.0);
+    let e = inflate_body(&packed, 5001, true, &mut plain).unwrap_err();
+    assert!(e.0.contains("holds 5000 bytes"), "{}", e.0);
+    let e = inflate_body(&packed[..packed.len() / 2], 5000, true, &mut plain).unwrap_err();
+    assert!(e.0.contains("cut short"), "{}", e.0);
+    let e = inflate_body(b"not zlib at all", 5000, false, &mut plain).unwrap_err();
+    assert!(e.0.contains("not zlib"), "{}", e.0);
+    // A bomb: stops at its bound.
+    packed.clear();
+    deflate_body(AmqpBody::Zeros, 1 << 20, 1, &mut plain, &mut packed);
+    assert_eq!(level_of(&packed), 1, "{:02x?}", &packed[..2]);
+    let e = inflate_body(&packed, 4096, false, &mut plain).unwrap_err();
+    assert!(e.0.contains("at most 4096"), "{}", e.0);
+}
