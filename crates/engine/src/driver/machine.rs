@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use slab::Slab;
 use stackbench_model::settings::Tn3270Options;
-use stackbench_model::{AmqpParams, CrrClose, Kind, SocketOptions};
+use stackbench_model::{AmqpParams, CrrClose, H2Params, Kind, SocketOptions};
 
 use super::accum::{ClassAccum, StepAccum};
 use super::clock::{Timing, Window};
@@ -226,6 +226,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         window_s: usize,
         clients: usize,
         amqp: &AmqpParams,
+        h2: H2Params,
     ) -> Machine<'a, S, C, P> {
         let codecs = classes
             .iter()
@@ -238,6 +239,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                     target: c.target,
                     tn3270: c.tn3270,
                     amqp: amqp.clone(),
+                    h2,
                 })
             })
             .collect();

@@ -22,7 +22,7 @@ use std::io;
 use std::rc::Rc;
 use std::time::Instant;
 
-use stackbench_model::{AmqpParams, Kind, SocketOptions};
+use stackbench_model::{AmqpParams, H2Params, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
@@ -134,6 +134,7 @@ impl<'a, P: Codec> Mock<'a, P> {
             8,
             0,
             &AmqpParams::default(),
+            H2Params::default(),
         );
         Mock {
             m,

@@ -22,8 +22,8 @@ use stackbench_model::settings::{
 };
 use stackbench_model::tn3270_script::{Script, ScriptRef};
 use stackbench_model::{
-    AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, IoMode, SocketOptions, TlsParams,
-    Transport,
+    AmqpBody, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, H2Params, IoMode, SocketOptions,
+    TlsParams, Transport,
 };
 use stackbench_record::{
     ClassResult, CpuFigures, ErrorCounts, HttpStatus, PopulationFigures, ScriptStep, Sessions,
@@ -82,6 +82,11 @@ pub fn run_config() -> RunConfig {
             queue: "q".into(),
             user: Some("u".into()),
             password: Some("p".into()),
+        },
+        h2: H2Params {
+            window_bytes: 1 << 20,
+            connection_window_bytes: 1 << 24,
+            max_frame_bytes: 65_536,
         },
         http_error_share_pct: 1.0,
         tn3270: Tn3270Options {
