@@ -217,7 +217,8 @@ pub(super) struct Machine<'a, S, C, P: Codec = Raw> {
 }
 
 impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
-    /// A machine for `clients` clients of `classes`, its window not open yet.
+    /// A machine for `clients` clients of `classes`, its window not open
+    /// yet; its codecs built with the run's amqp and h2 settings.
     pub(super) fn new(
         classes: &'a [ClassPlan],
         socket: SocketOptions,
@@ -225,8 +226,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         timing: Timing,
         window_s: usize,
         clients: usize,
-        amqp: &AmqpParams,
-        h2: H2Params,
+        (amqp, h2): (&AmqpParams, H2Params),
     ) -> Machine<'a, S, C, P> {
         let codecs = classes
             .iter()

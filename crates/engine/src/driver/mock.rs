@@ -133,8 +133,7 @@ impl<'a, P: Codec> Mock<'a, P> {
             Timing::new(Instant::now()),
             8,
             0,
-            &AmqpParams::default(),
-            H2Params::default(),
+            (&AmqpParams::default(), H2Params::default()),
         );
         Mock {
             m,

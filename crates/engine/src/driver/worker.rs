@@ -229,8 +229,7 @@ impl<'a, P: Codec> Worker<'a, P> {
             timing,
             shared.window_s,
             clients.len(),
-            shared.amqp,
-            shared.h2,
+            (shared.amqp, shared.h2),
         );
         let mut w = Worker {
             ring,
