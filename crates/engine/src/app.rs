@@ -88,7 +88,7 @@ pub mod tn3270;
 pub use rows::{row, with};
 
 use stackbench_model::settings::Tn3270Options;
-use stackbench_model::{AmqpParams, AppProtocol, CrrClose, Kind, Transport};
+use stackbench_model::{AmqpParams, AppProtocol, CrrClose, H2Params, Kind, Transport};
 
 /// A message the protocol cannot accept, in one line naming what was wrong
 /// and what to change.
@@ -166,6 +166,9 @@ pub struct ClassShape {
     pub tn3270: Tn3270Options,
     /// Protocol amqp's settings (the other protocols ignore them).
     pub amqp: AmqpParams,
+    /// Protocol h2's windows and frame size (the other protocols ignore
+    /// them).
+    pub h2: H2Params,
 }
 
 /// What a connection's setup settled, for the record's session counts
@@ -588,6 +591,11 @@ pub trait Protocol: 'static {
     /// are refused before the run.
     const MAX_REQUEST_BYTES: u64 = u64::MAX;
     const MAX_RESPONSE_BYTES: u64 = u64::MAX;
+    /// The longest request and response under the run's `h2_*` settings
+    /// (HTTP/2's windows are settings); the constants above by default.
+    fn max_bytes(_h2: &H2Params) -> (u64, u64) {
+        (Self::MAX_REQUEST_BYTES, Self::MAX_RESPONSE_BYTES)
+    }
     /// Whether a plain server of the protocol (its scheme's target) ends a
     /// connection after a CRR reply when asked to (HTTP/1.1's `Connection:
     /// close`); a broker does not, and no HTTP/2 request can ask it, so CRR
@@ -669,7 +677,7 @@ pub struct Row {
     /// Its check of a plain server ([`Protocol::PROBE`]).
     pub probe: Option<Probe>,
     /// The longest request and response it carries, bytes.
-    pub max_bytes: (u64, u64),
+    pub max_bytes: fn(&H2Params) -> (u64, u64),
     /// [`Protocol::PLAIN_SERVER_CLOSES`], [`Protocol::PLAIN_SERVER_IS_BROKER`].
     pub plain_server_closes: bool,
     pub plain_server_is_broker: bool,
@@ -718,7 +726,7 @@ impl Row {
             setup_name: P::Client::SETUP_NAME,
             alpn: P::ALPN,
             probe: P::PROBE,
-            max_bytes: (P::MAX_REQUEST_BYTES, P::MAX_RESPONSE_BYTES),
+            max_bytes: P::max_bytes,
             plain_server_closes: P::PLAIN_SERVER_CLOSES,
             plain_server_is_broker: P::PLAIN_SERVER_IS_BROKER,
             probe_plain: P::probe_plain,
@@ -745,9 +753,16 @@ impl Row {
     }
 
     /// Why it cannot carry a request of `request` bytes answered by
-    /// `response` (the notation's `class`), in one line (`None`: it can).
-    pub fn refuses_sizes(&self, class: &str, request: u64, response: u64) -> Option<String> {
-        let (max_req, max_resp) = self.max_bytes;
+    /// `response` (the notation's `class`) under the run's `h2_*`
+    /// settings, in one line (`None`: it can).
+    pub fn refuses_sizes(
+        &self,
+        class: &str,
+        request: u64,
+        response: u64,
+        h2: &H2Params,
+    ) -> Option<String> {
+        let (max_req, max_resp) = (self.max_bytes)(h2);
         let (what, size, max) = if request > max_req {
             ("request", request, max_req)
         } else if response > max_resp {
@@ -755,9 +770,14 @@ impl Row {
         } else {
             return None;
         };
+        let or = if what == "response" && self.protocol == AppProtocol::H2 {
+            " or larger --h2-window and --h2-connection-window (at most 2147483647)"
+        } else {
+            ""
+        };
         Some(format!(
             "{class}: protocol {} carries a {what} of at most {} bytes (its flow-control \
-             window), not {}: give a smaller {what} size",
+             window), not {}: give a smaller {what} size{or}",
             self.name(),
             grouped(max),
             grouped(size)

@@ -51,6 +51,7 @@ fn config(workload: &str, transactions: u64) -> RunConfig {
         io: IoMode::Epoll,
         protocol: Default::default(),
         amqp: Default::default(),
+        h2: Default::default(),
         http_error_share_pct: 1.0,
         tn3270: Default::default(),
         path: Default::default(),

@@ -127,6 +127,7 @@ impl Class {
         };
         Class {
             shape: ClassShape {
+                h2: Default::default(),
                 kind: if flags & 1 == 0 { Kind::Rr } else { Kind::Crr },
                 request_bytes: 16 * (1 + u64::from(request)),
                 response_bytes: 16 * (1 + u64::from(response)),

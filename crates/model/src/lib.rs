@@ -21,7 +21,7 @@ pub use notation::{ClassSpec, Kind, StreamDirection, Workload};
 pub use pacing::{Arrivals, Pacing, PerSecond, ThinkTime};
 pub use settings::{
     AmqpBody, AmqpCompress, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, ClassPriorities,
-    CrrClose, IoMode, SocketOptions, Spin, TlsParams, Transport,
+    CrrClose, H2Params, IoMode, SocketOptions, Spin, TlsParams, Transport,
 };
 
 /// Largest client count one class may ask for (1024K): the user-population work

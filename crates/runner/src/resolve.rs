@@ -27,7 +27,7 @@ use stackbench_model::settings::{
 use stackbench_model::units::format_cpu_list;
 
 use crate::cpus::{available_cpus, cpus_not_allowed};
-use stackbench_model::{AmqpParams, TlsParams, Transport, Workload};
+use stackbench_model::{AmqpParams, H2Params, TlsParams, Transport, Workload};
 
 use crate::error::{input, RunError};
 use crate::lab_run::LabRun;
@@ -104,6 +104,8 @@ pub struct Connections {
     pub protocol: AppProtocol,
     /// Protocol amqp: what its clients do.
     pub amqp: AmqpParams,
+    /// Protocol h2: what its clients announce.
+    pub h2: H2Params,
     /// `http_error_share`: percent of a class's responses that may be other
     /// than 2xx before the run is incomplete.
     pub http_error_share_pct: f64,
@@ -249,6 +251,7 @@ impl ResolvedRun {
             io: c.io,
             protocol: c.protocol,
             amqp: c.amqp.clone(),
+            h2: c.h2,
             http_error_share_pct: c.http_error_share_pct,
             tn3270: c.tn3270,
             pacing: self.pacing,
@@ -386,6 +389,7 @@ pub fn resolve(
             transport: s.transport,
             protocol: s.protocol,
             amqp: amqp_params(&s)?,
+            h2: s.h2_params(),
             http_error_share_pct: s.http_error_share.0,
             tn3270,
             io: s.io,
@@ -684,7 +688,12 @@ fn check_protocol_sizes(s: &RunSettings, workloads: &[Workload]) -> Result<(), R
     let row = stackbench_engine::app::row(s.protocol);
     for class in workloads.iter().flat_map(|w| &w.classes) {
         let label = class.to_string();
-        if let Some(why) = row.refuses_sizes(&label, class.request_bytes, class.response_bytes) {
+        if let Some(why) = row.refuses_sizes(
+            &label,
+            class.request_bytes,
+            class.response_bytes,
+            &s.h2_params(),
+        ) {
             return input(why);
         }
     }

@@ -35,15 +35,18 @@
 //! dynamic table on our side, so a size is exact; a foreign server's
 //! blocks (nginx's: Huffman, dynamic table) are decoded whatever they are.
 //!
-//! Flow control. Both sides announce [`WINDOW`] bytes (h2load's default,
-//! 2^30 − 1) as the stream window in SETTINGS and raise the connection's
-//! to it with a WINDOW_UPDATE; the client returns what it consumed of the
+//! Flow control. The client announces `h2_window` bytes as the stream
+//! window in SETTINGS (and `h2_max_frame` as its SETTINGS_MAX_FRAME_SIZE
+//! when above the initial 16,384) and raises the connection's window to
+//! `h2_connection_window` with a WINDOW_UPDATE (all three default to
+//! h2load's, 2^30 − 1, and the RFC's frame size); the responder announces
+//! [`WINDOW`] both ways. The client returns what it consumed of the
 //! connection's window with a WINDOW_UPDATE ahead of its next request
 //! (streams are not reused, so their windows need none), and the
 //! responder keeps the client's windows and refuses an answer they would
 //! not admit. A request body is bounded by the RFC's initial window
 //! (65,535 bytes, which every server grants before its SETTINGS arrive),
-//! a response by [`WINDOW`]: beyond them a transaction would wait for a
+//! a response by the smaller of the client's two windows: beyond them a transaction would wait for a
 //! WINDOW_UPDATE sent only between transactions, so the row refuses such
 //! sizes before the run.
 //!
@@ -69,13 +72,11 @@ pub const FRAME_HEAD: u64 = 9;
 /// Largest frame payload sent, and the largest a peer must accept before
 /// it says otherwise (SETTINGS_MAX_FRAME_SIZE's initial value).
 pub const MAX_FRAME: u32 = 16_384;
-/// Largest frame payload accepted: neither side announces a larger
-/// SETTINGS_MAX_FRAME_SIZE than the initial one.
-const MAX_FRAME_ACCEPTED: u32 = MAX_FRAME;
 /// The flow-control window every stream and connection starts with.
 pub const INITIAL_WINDOW: u64 = 65_535;
-/// The window both sides announce, for every stream and the connection:
-/// 2^30 − 1, h2load's default (`-w 30 -W 30`).
+/// The window the responder announces, for every stream and the
+/// connection: 2^30 − 1, h2load's default (`-w 30 -W 30`); the client's are
+/// the `h2_window` and `h2_connection_window` settings.
 pub const WINDOW: u64 = (1 << 30) - 1;
 /// Highest stream id (31 bits): a connection that reaches it is closed and
 /// opened anew.
@@ -189,9 +190,20 @@ pub struct Reader {
     /// Payload bytes still due of the frame in progress.
     left: u32,
     payload: Vec<u8>,
+    /// Largest frame payload accepted (the SETTINGS_MAX_FRAME_SIZE this
+    /// side announced); 0: the initial [`MAX_FRAME`].
+    max_frame: u32,
 }
 
 impl Reader {
+    fn max_frame(&self) -> u32 {
+        if self.max_frame == 0 {
+            MAX_FRAME
+        } else {
+            self.max_frame
+        }
+    }
+
     /// Whether a frame is partly read (for the lines that explain a
     /// connection cut short).
     pub fn mid_frame(&self) -> bool {
@@ -215,12 +227,12 @@ impl Reader {
                     return Ok(());
                 }
                 self.head = Head::parse(&self.head_bytes);
-                if self.head.len > MAX_FRAME_ACCEPTED {
+                if self.head.len > self.max_frame() {
                     return Err(Fault(format!(
                         "an HTTP/2 frame of {} bytes, above the {} allowed: the peer does \
                          not speak HTTP/2, or breaks its frame size",
                         grouped(u64::from(self.head.len)),
-                        grouped(u64::from(MAX_FRAME_ACCEPTED))
+                        grouped(u64::from(self.max_frame()))
                     )));
                 }
                 self.left = self.head.len;

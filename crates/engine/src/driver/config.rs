@@ -9,7 +9,8 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, GenSched, Spin, Tn3270Options};
 use stackbench_model::{
-    AmqpParams, AppProtocol, IoMode, Kind, Pacing, SocketOptions, TlsParams, Transport, Workload,
+    AmqpParams, AppProtocol, H2Params, IoMode, Kind, Pacing, SocketOptions, TlsParams, Transport,
+    Workload,
 };
 
 use super::pace::{Pace, PacingConfig};
@@ -78,6 +79,8 @@ pub struct RunConfig {
     pub protocol: AppProtocol,
     /// Protocol amqp: what its clients do (the `amqp_*` settings).
     pub amqp: AmqpParams,
+    /// Protocol h2: what its clients announce (the `h2_*` settings).
+    pub h2: H2Params,
     /// Largest share of a class's responses, percent, whose status may be
     /// other than 2xx before the run is incomplete (the `http_error_share`
     /// setting; protocols whose responses carry a status).

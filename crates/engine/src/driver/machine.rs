@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use slab::Slab;
 use stackbench_model::settings::Tn3270Options;
-use stackbench_model::{AmqpParams, CrrClose, Kind, SocketOptions};
+use stackbench_model::{AmqpParams, CrrClose, H2Params, Kind, SocketOptions};
 
 use super::accum::{ClassAccum, StepAccum};
 use super::clock::{Timing, Window};
@@ -217,7 +217,8 @@ pub(super) struct Machine<'a, S, C, P: Codec = Raw> {
 }
 
 impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
-    /// A machine for `clients` clients of `classes`, its window not open yet.
+    /// A machine for `clients` clients of `classes`, its window not open
+    /// yet; its codecs built with the run's amqp and h2 settings.
     pub(super) fn new(
         classes: &'a [ClassPlan],
         socket: SocketOptions,
@@ -225,7 +226,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
         timing: Timing,
         window_s: usize,
         clients: usize,
-        amqp: &AmqpParams,
+        (amqp, h2): (&AmqpParams, H2Params),
     ) -> Machine<'a, S, C, P> {
         let codecs = classes
             .iter()
@@ -238,6 +239,7 @@ impl<'a, S, C: Clock, P: Codec> Machine<'a, S, C, P> {
                     target: c.target,
                     tn3270: c.tn3270,
                     amqp: amqp.clone(),
+                    h2,
                 })
             })
             .collect();

@@ -22,7 +22,7 @@ use std::io;
 use std::rc::Rc;
 use std::time::Instant;
 
-use stackbench_model::{AmqpParams, Kind, SocketOptions};
+use stackbench_model::{AmqpParams, H2Params, Kind, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
@@ -133,7 +133,7 @@ impl<'a, P: Codec> Mock<'a, P> {
             Timing::new(Instant::now()),
             8,
             0,
-            &AmqpParams::default(),
+            (&AmqpParams::default(), H2Params::default()),
         );
         Mock {
             m,

@@ -571,6 +571,7 @@ fn drive(
         ramp_gap_ns,
         seed: cfg.pacing.seed,
         amqp: &cfg.amqp,
+        h2: cfg.h2,
     };
     let abort = AtomicBool::new(false);
     let ramp_ns = cfg.ramp_ns();
@@ -775,6 +776,7 @@ mod tests {
             io: IoMode::Epoll,
             protocol: Default::default(),
             amqp: Default::default(),
+            h2: Default::default(),
             http_error_share_pct: 1.0,
             path: PathFloor::default(),
             segment: Default::default(),

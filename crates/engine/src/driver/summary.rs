@@ -374,6 +374,7 @@ mod tests {
             io: Default::default(),
             protocol: Default::default(),
             amqp: Default::default(),
+            h2: Default::default(),
             http_error_share_pct: 1.0,
             pacing: PacingConfig::default(),
             path: Default::default(),

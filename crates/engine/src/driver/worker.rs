@@ -34,7 +34,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use openssl::ssl::SslSession;
 use stackbench_metrics::live::{LiveClass, LIVE_COPY_INTERVAL_NS};
-use stackbench_model::{AmqpParams, IoMode, SocketOptions};
+use stackbench_model::{AmqpParams, H2Params, IoMode, SocketOptions};
 
 use super::accum::ClassAccum;
 use super::clock::{Timing, Window};
@@ -75,6 +75,8 @@ pub struct Shared<'a> {
     pub seed: u64,
     /// Protocol amqp's settings, for its codecs.
     pub amqp: &'a AmqpParams,
+    /// Protocol h2's settings, for its codecs.
+    pub h2: H2Params,
 }
 
 /// One client given to a worker.
@@ -227,7 +229,7 @@ impl<'a, P: Codec> Worker<'a, P> {
             timing,
             shared.window_s,
             clients.len(),
-            shared.amqp,
+            (shared.amqp, shared.h2),
         );
         let mut w = Worker {
             ring,

@@ -147,6 +147,7 @@ fn hercules_logs_each_terminal_on_with_its_logo_screen() {
         return skip(Tier::Hercules, test, "no runnable hercules on PATH");
     };
     let shape = |tn3270e| ClassShape {
+        h2: Default::default(),
         kind: Kind::Crr,
         request_bytes: 100,
         response_bytes: 800,

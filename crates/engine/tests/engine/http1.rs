@@ -31,6 +31,7 @@ fn assert_http_exact(cfg: &RunConfig, out: &RunOutcome, n: u64) {
     assert!(out.complete, "{:?}", out.incomplete_reason);
     for (c, spec) in out.classes.iter().zip(&cfg.workload.classes) {
         let codec = Client::of(&ClassShape {
+            h2: Default::default(),
             kind: spec.kind,
             request_bytes: spec.request_bytes,
             response_bytes: spec.response_bytes,

@@ -13,6 +13,7 @@ mod agents;
 mod amqp;
 mod app;
 mod guest;
+mod h2;
 mod link;
 mod priority;
 pub mod reference;
@@ -28,6 +29,7 @@ pub use agents::Launcher;
 pub use amqp::{AmqpBody, AmqpCompress, AmqpParams, AmqpPattern, AmqpQueues, QueueName};
 pub use app::{AppProtocol, PlainTarget};
 pub use guest::{GuestAccel, KernelSpec};
+pub use h2::H2Params;
 pub use link::{BitRate, IpsecAlgorithm, IpsecMode, LinkOffloads, LinkQdisc, Pct};
 pub use priority::{
     priority_class, priority_tos, ClassPriorities, MAX_LEVEL as MAX_PRIORITY_LEVEL,
@@ -257,6 +259,12 @@ run_settings! {
     protocol: AppProtocol = AppProtocol::Raw, json "protocol";
     /// Protocols http1 and h2: largest share of a class's responses whose status is not 2xx (each an http_status error; the connection goes on) before the run is incomplete, e.g. 5%; 0%: any non-2xx.
     http_error_share: Pct = Pct(1.0), json "http_error_share_pct", range "0" ..= "100";
+    /// Protocol h2: the stream window the client announces (its SETTINGS_INITIAL_WINDOW_SIZE), in bytes: a response body larger than it (or than h2_connection_window) is refused before the run, as the client returns its windows between transactions; the default is h2load's (-w 30).
+    h2_window: u32 = h2::DEFAULT_WINDOW, json "h2_window_bytes", range "65535" ..= "2147483647";
+    /// Protocol h2: the connection window the client announces (a WINDOW_UPDATE on stream 0 from the RFC's 65,535), in bytes, returned with the next request as responses consume it; the default is h2load's (-W 30).
+    h2_connection_window: u32 = h2::DEFAULT_WINDOW, json "h2_connection_window_bytes", range "65535" ..= "2147483647";
+    /// Protocol h2: the largest frame payload the client accepts (its SETTINGS_MAX_FRAME_SIZE), in bytes; stackbench's responder sends DATA frames of 16,384 bytes whatever it allows, so the notation's sizes stay exact, a foreign server may send frames up to it.
+    h2_max_frame: u32 = h2::DEFAULT_MAX_FRAME, json "h2_max_frame_bytes", range "16384" ..= "16777215";
     /// Protocol tn3270: TN3270E (RFC 2355, a 5-byte header on every record, device type, LU name and functions negotiated): auto (used when the server offers it, plain TN3270 when it refuses), on (a server that refuses it is a fault) or off (refused: WONT TN3270E).
     tn3270e: Tn3270e = Tn3270e::Auto, json "tn3270e";
     /// Protocol tn3270: the 3278 model the terminals are, 2 (24x80), 3 (32x80), 4 (43x80) or 5 (27x132): terminal type IBM-3278-M-E.
@@ -392,6 +400,15 @@ run_settings! {
 }
 
 impl RunSettings {
+    /// What protocol h2's clients announce: the `h2_*` settings.
+    pub fn h2_params(&self) -> H2Params {
+        H2Params {
+            window_bytes: self.h2_window,
+            connection_window_bytes: self.h2_connection_window,
+            max_frame_bytes: self.h2_max_frame,
+        }
+    }
+
     /// What protocol amqp's clients do: the `amqp_*` settings (SASL
     /// ANONYMOUS: credentials are not taken from settings, which are
     /// stored with every result).

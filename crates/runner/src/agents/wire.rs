@@ -37,7 +37,7 @@ use stackbench_metrics::warnings::PathFloor;
 use stackbench_model::segment::Segment;
 use stackbench_model::settings::{ClassPriorities, GenSched, Spin, Tn3270Options};
 use stackbench_model::{
-    AmqpParams, AppProtocol, IoMode, SocketOptions, TlsParams, Transport, Workload,
+    AmqpParams, AppProtocol, H2Params, IoMode, SocketOptions, TlsParams, Transport, Workload,
 };
 use stackbench_record::{ClassResult, CpuFigures};
 
@@ -223,6 +223,8 @@ pub struct RunOrder {
     pub protocol: AppProtocol,
     /// Protocol amqp's settings.
     pub amqp: AmqpParams,
+    /// Protocol h2's windows and frame size.
+    pub h2: H2Params,
     /// `http_error_share`, percent.
     pub http_error_share_pct: f64,
     /// Protocol tn3270's options.
@@ -259,6 +261,7 @@ impl RunOrder {
             io,
             protocol,
             amqp,
+            h2,
             http_error_share_pct,
             tn3270,
             path,
@@ -283,6 +286,7 @@ impl RunOrder {
             io,
             protocol,
             amqp,
+            h2,
             http_error_share_pct,
             tn3270,
             path,
@@ -311,6 +315,7 @@ impl RunOrder {
             io,
             protocol,
             amqp,
+            h2,
             http_error_share_pct,
             tn3270,
             path,
@@ -335,6 +340,7 @@ impl RunOrder {
             io,
             protocol,
             amqp,
+            h2,
             http_error_share_pct,
             tn3270,
             path,

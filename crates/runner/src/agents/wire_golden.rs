@@ -22,7 +22,7 @@ use stackbench_model::settings::{
 };
 use stackbench_model::tn3270_script::{Script, ScriptRef};
 use stackbench_model::{
-    AmqpBody, AmqpCompress, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, IoMode,
+    AmqpBody, AmqpCompress, AmqpParams, AmqpPattern, AmqpQueues, AppProtocol, H2Params, IoMode,
     SocketOptions, TlsParams, Transport,
 };
 use stackbench_record::{
@@ -83,6 +83,11 @@ pub fn run_config() -> RunConfig {
             queue: "q".into(),
             user: Some("u".into()),
             password: Some("p".into()),
+        },
+        h2: H2Params {
+            window_bytes: 1 << 20,
+            connection_window_bytes: 1 << 24,
+            max_frame_bytes: 65_536,
         },
         http_error_share_pct: 1.0,
         tn3270: Tn3270Options {

@@ -14,6 +14,7 @@ use crate::app::{ClassShape, Codec, Handler, Setup};
 
 fn client(request: u64, response: u64, params: AmqpParams) -> Client {
     Client::of(&ClassShape {
+        h2: Default::default(),
         kind: Kind::Rr,
         request_bytes: request,
         response_bytes: response,

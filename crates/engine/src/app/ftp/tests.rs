@@ -8,6 +8,7 @@ use stackbench_model::{AmqpParams, CrrClose};
 
 fn client(kind: Kind, request: u64, response: u64, path: Option<&str>) -> Client {
     Client::of(&ClassShape {
+        h2: Default::default(),
         kind,
         request_bytes: request,
         response_bytes: response,

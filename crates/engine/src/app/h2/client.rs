@@ -5,13 +5,14 @@
 
 use std::sync::Arc;
 
-use stackbench_model::AppProtocol;
+use stackbench_model::{AppProtocol, H2Params};
 
 use super::{
     answer_len, block, body_for, error_name, frame, goaway, index, put, put_data, settings,
     window_update, Block, Event, Fault, Head, Hpack, Reader, ACK, CONTINUATION, END_HEADERS,
-    END_STREAM, FRAME_HEAD, GOAWAY, HEADERS, INITIAL_WINDOW, MAX_STREAM, PING, PREFACE,
-    PUSH_PROMISE, RST_STREAM, SETTINGS, SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE, WINDOW,
+    END_STREAM, FRAME_HEAD, GOAWAY, HEADERS, INITIAL_WINDOW, MAX_FRAME, MAX_STREAM, PING, PREFACE,
+    PUSH_PROMISE, RST_STREAM, SETTINGS, SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE,
+    SETTINGS_MAX_FRAME_SIZE,
 };
 use crate::app::http1::MAX_GET_BYTES;
 use crate::app::{grouped, ClassShape, Codec};
@@ -36,6 +37,8 @@ pub struct Client {
     answer_bytes: u64,
     /// `GET /N` (or `POST /N`), for faults.
     request_line: Arc<str>,
+    /// Largest frame payload accepted (`h2_max_frame`, announced).
+    max_frame: u32,
 }
 
 /// A connection's state: its frame reader and HPACK decoder, the stream in
@@ -136,17 +139,24 @@ fn request_for(shape: &ClassShape) -> (Vec<u8>, u64, String) {
 }
 
 /// What a fresh connection sends first: the preface, SETTINGS (no push,
-/// the stream window) and the connection's WINDOW_UPDATE up to [`WINDOW`].
-fn opening() -> Vec<u8> {
+/// the stream window, the frame size when above the initial one) and the
+/// connection's WINDOW_UPDATE from the RFC's initial window up to
+/// `h2_connection_window` (none when it is that initial window).
+pub fn opening(h2: &H2Params) -> Vec<u8> {
     let mut out = PREFACE.to_vec();
-    settings(
+    let mut announced = vec![
+        (SETTINGS_ENABLE_PUSH, 0),
+        (SETTINGS_INITIAL_WINDOW_SIZE, h2.window_bytes),
+    ];
+    if h2.max_frame_bytes != MAX_FRAME {
+        announced.push((SETTINGS_MAX_FRAME_SIZE, h2.max_frame_bytes));
+    }
+    settings(&mut out, &announced);
+    window_update(
         &mut out,
-        &[
-            (SETTINGS_ENABLE_PUSH, 0),
-            (SETTINGS_INITIAL_WINDOW_SIZE, WINDOW as u32),
-        ],
+        0,
+        u64::from(h2.connection_window_bytes).saturating_sub(INITIAL_WINDOW),
     );
-    window_update(&mut out, 0, WINDOW - INITIAL_WINDOW);
     out
 }
 
@@ -275,9 +285,10 @@ impl Codec for Client {
                 + body,
             block: block.into(),
             body,
-            opening: opening().into(),
+            opening: opening(&shape.h2).into(),
             answer_bytes: answer_len(answer),
             request_line: request_line.into(),
+            max_frame: shape.h2.max_frame_bytes,
         }
     }
 
@@ -338,6 +349,7 @@ impl Codec for Client {
             )));
         }
         let mut reader = std::mem::take(&mut state.reader);
+        reader.max_frame = self.max_frame;
         let fed = reader.feed(chunk, |event| match event {
             Event::Data { stream, n, end } => {
                 state.consumed += u64::from(n);

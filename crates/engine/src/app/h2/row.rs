@@ -2,12 +2,12 @@
 //! pieces, which its halves import, so that the row naming the halves
 //! makes no import cycle.
 
-use stackbench_model::AppProtocol;
+use stackbench_model::{AppProtocol, H2Params};
 
 use super::client::Client;
 use super::probe::probe;
 use super::server::Server;
-use super::{INITIAL_WINDOW, WINDOW};
+use super::INITIAL_WINDOW;
 use crate::app::{Probe, Protocol};
 
 /// HTTP/2's row of the protocol table (`crate::app::row`).
@@ -23,8 +23,11 @@ impl Protocol for H2 {
     /// A request's DATA go out within the RFC's initial window (see the
     /// module doc, "Flow control").
     const MAX_REQUEST_BYTES: u64 = INITIAL_WINDOW;
-    /// A response within the window the client announces.
-    const MAX_RESPONSE_BYTES: u64 = WINDOW;
+    /// A response within the windows the client announces (`h2_window`,
+    /// `h2_connection_window`).
+    fn max_bytes(h2: &H2Params) -> (u64, u64) {
+        (Self::MAX_REQUEST_BYTES, h2.max_response_bytes())
+    }
     /// A request cannot ask an HTTP/2 server to close its connection.
     const PLAIN_SERVER_CLOSES: bool = false;
 }

@@ -12,6 +12,7 @@ use crate::app::{ClassShape, Codec, Handler};
 
 fn shape(request: u64, response: u64) -> ClassShape {
     ClassShape {
+        h2: Default::default(),
         kind: Kind::Rr,
         request_bytes: request,
         response_bytes: response,
@@ -325,4 +326,140 @@ fn answer_sizes_step_where_frames_and_digits_do() {
         );
         assert_eq!(answer_head_len(body), 9 + block.len() as u64);
     }
+}
+
+/// The frames of `bytes` after the preface: (type, stream, payload).
+fn frames_of(bytes: &[u8], max_frame: u32) -> Vec<(u8, u32, Vec<u8>)> {
+    let mut frames = Vec::new();
+    let mut reader = Reader {
+        max_frame,
+        ..Reader::default()
+    };
+    reader
+        .feed(bytes, |e| {
+            if let Event::Frame(h, p) = e {
+                frames.push((h.kind, h.stream, p.to_vec()));
+            }
+            Ok(())
+        })
+        .unwrap();
+    frames
+}
+
+#[test]
+fn the_client_announces_its_window_and_frame_settings() {
+    let h2 = stackbench_model::H2Params {
+        window_bytes: 100_000,
+        connection_window_bytes: 1 << 20,
+        max_frame_bytes: 1 << 20,
+    };
+    let opening = client::opening(&h2);
+    let frames = frames_of(&opening[PREFACE.len()..], MAX_FRAME);
+    assert_eq!(frames[0].0, SETTINGS);
+    let pairs: Vec<(u16, u32)> = frames[0]
+        .2
+        .chunks(6)
+        .map(|c| {
+            (
+                u16::from_be_bytes([c[0], c[1]]),
+                u32::from_be_bytes([c[2], c[3], c[4], c[5]]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            (SETTINGS_ENABLE_PUSH, 0),
+            (SETTINGS_INITIAL_WINDOW_SIZE, 100_000),
+            (SETTINGS_MAX_FRAME_SIZE, 1 << 20)
+        ]
+    );
+    assert_eq!(frames[1].0, WINDOW_UPDATE);
+    let inc = u32::from_be_bytes(frames[1].2[..4].try_into().unwrap());
+    assert_eq!(u64::from(inc), (1 << 20) - INITIAL_WINDOW);
+    // The defaults: no frame size (the initial one), h2load's windows.
+    let plain = client::opening(&Default::default());
+    let frames = frames_of(&plain[PREFACE.len()..], MAX_FRAME);
+    assert_eq!(frames[0].2.len(), 12);
+    let inc = u32::from_be_bytes(frames[1].2[..4].try_into().unwrap());
+    assert_eq!(u64::from(inc), WINDOW - INITIAL_WINDOW);
+    // A connection window of the RFC's initial one needs no WINDOW_UPDATE.
+    let least = client::opening(&stackbench_model::H2Params {
+        connection_window_bytes: INITIAL_WINDOW as u32,
+        ..Default::default()
+    });
+    assert_eq!(frames_of(&least[PREFACE.len()..], MAX_FRAME).len(), 1);
+}
+
+#[test]
+fn the_client_accepts_frames_up_to_its_max_frame_setting() {
+    let big = |max_frame_bytes| {
+        let mut s = shape(100, 100);
+        s.h2.max_frame_bytes = max_frame_bytes;
+        let client = Client::of(&s);
+        let mut cs = ClientState::default();
+        client.request_sent(&mut cs);
+        let mut wire = Vec::new();
+        settings(&mut wire, &[]);
+        frame(&mut wire, PING, 0, 0, &[0; 8]);
+        // A 20,000-byte frame of an unknown type: skipped when admitted.
+        frame(&mut wire, 0xEE, 0, 0, &[0; 20_000]);
+        client.response_left(&mut cs, 0, wire.len() as u64, &wire)
+    };
+    assert!(big(MAX_FRAME).unwrap_err().0.contains("20,000 bytes"));
+    assert!(big(32_768).is_ok());
+}
+
+#[test]
+fn the_responder_keeps_to_the_window_the_client_announced() {
+    // A stream window of 65,535 announced: a 65,535-byte body is sent, a
+    // larger one refused by the responder.
+    for (body, ok) in [(60_000, true), (70_000, false)] {
+        let response = answer_len(body);
+        let mut s = shape(100, response);
+        s.h2.window_bytes = INITIAL_WINDOW as u32;
+        let client = Client::of(&s);
+        let server = Server::of(100, response, &Default::default());
+        let cs = ClientState::default();
+        let wire = request_of(&client, &cs, 1 << 20);
+        let mut ss = ServerState::default();
+        let mut left = 0;
+        let mut fault = None;
+        for c in wire.chunks(1000) {
+            match server.request_left(&mut ss, 0, c.len() as u64, c) {
+                Ok(l) => left = l,
+                Err(f) => fault = Some(f),
+            }
+        }
+        assert_eq!(fault.is_none(), ok, "{body}: {fault:?} {left}");
+    }
+}
+
+#[test]
+fn the_row_refuses_a_response_beyond_the_clients_windows() {
+    let row = crate::app::row(stackbench_model::AppProtocol::H2);
+    let h2 = stackbench_model::H2Params {
+        window_bytes: 1 << 20,
+        connection_window_bytes: 1 << 21,
+        ..Default::default()
+    };
+    assert!(row
+        .refuses_sizes("RR(100B/1MB)", 100, 1 << 20, &h2)
+        .is_none());
+    let why = row
+        .refuses_sizes("RR(100B/2MB)", 100, (1 << 20) + 1, &h2)
+        .unwrap();
+    assert!(
+        why.contains("1,048,576") && why.contains("--h2-window"),
+        "{why}"
+    );
+    let h2 = stackbench_model::H2Params {
+        connection_window_bytes: 100_000,
+        ..h2
+    };
+    assert!(row.refuses_sizes("x", 100, 100_001, &h2).is_some());
+    // The defaults admit h2load's 2^30 − 1.
+    assert!(row
+        .refuses_sizes("x", 100, WINDOW, &Default::default())
+        .is_none());
 }

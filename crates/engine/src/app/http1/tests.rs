@@ -7,6 +7,7 @@ use super::*;
 
 fn shape(kind: Kind, request: u64, response: u64, close: CrrClose) -> ClassShape {
     ClassShape {
+        h2: Default::default(),
         kind,
         request_bytes: request,
         response_bytes: response,

@@ -24,6 +24,7 @@ fn opts(tn3270e: Tn3270e) -> Tn3270Options {
 
 fn client_with(request: u64, response: u64, tn3270: Tn3270Options) -> Client {
     Client::of(&ClassShape {
+        h2: Default::default(),
         kind: Kind::Rr,
         request_bytes: request,
         response_bytes: response,

@@ -23,6 +23,7 @@ fn a_spinning_worker_polls_without_blocking() {
             ramp_gap_ns: 0.0,
             seed: 1,
             amqp: &Default::default(),
+            h2: Default::default(),
         };
         let mut w = Worker::<Raw>::new(&shared, &[], &slots).unwrap();
         let now = w.m.now_ns();
